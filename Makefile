@@ -1,0 +1,137 @@
+# xflowtop — GNU Makefile.
+#
+#   make                 build everything (binaries under build/bin)
+#   make run             build and start xflowtop live on the simulated Xen host
+#   make check           build and run every test (unit, end to end, fuzz corpora)
+#   make bench           build with optimisation and print the benchmarks
+#   make fuzz            build the libFuzzer targets with clang and run each
+#                        for FUZZ_TIME seconds (default 60; 600 for a release)
+#   make install PREFIX=/usr/local [DESTDIR=...]
+#
+# Knobs: WERROR=1 (default; 0 to keep going on warnings), SAN=address,undefined
+# (sanitized build in its own tree), CC=clang, V=1 (show commands).
+#
+# Each folder adds its sources in its own module.mk; this file holds only the
+# generic rules, so that folders can grow without touching each other.
+
+.DEFAULT_GOAL := all
+SHELL := /bin/sh
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+WERROR ?= 1
+SAN ?=
+FUZZ_TIME ?= 60
+V ?= 0
+
+ifeq ($(V),0)
+Q := @
+else
+Q :=
+endif
+
+# Install the Debian packages the build needs, once per make run and before
+# pkg-config is asked anything.  Goals that need no toolchain skip it.
+NODEPS_GOALS := clean help distclean
+ifneq ($(filter-out $(NODEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifndef XFLOW_DEPS_DONE
+DEPS_RC := $(shell scripts/deps.sh ensure >&2; echo $$?)
+ifneq ($(DEPS_RC),0)
+$(error missing build dependencies (see the apt-get line above))
+endif
+export XFLOW_DEPS_DONE := 1
+endif
+endif
+
+# Sanitized builds get their own object tree so objects never mix.
+ifeq ($(SAN),)
+BUILD ?= build
+else
+BUILD ?= build-san
+endif
+
+PKGS := ncursesw libxml-2.0 libelf libuv capstone xenstore xenevtchn xenvchan xengnttab
+pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pc_libs = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wwrite-strings -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+OPT ?= -O2
+CSTD := -std=c11 -D_GNU_SOURCE
+CFLAGS ?= $(OPT) -g
+XCFLAGS := $(CSTD) $(WARN) -Iinclude -I. -MMD -MP -fno-strict-aliasing
+XLDFLAGS :=
+ifneq ($(SAN),)
+XCFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+XLDFLAGS += -fsanitize=$(SAN)
+endif
+
+LIBDIR := $(BUILD)/lib
+BINDIR := $(BUILD)/bin
+OBJDIR := $(BUILD)/obj
+TESTDIR := $(BUILD)/tests
+
+# Filled in by the module.mk files.
+BINS :=
+TEST_SUITES :=
+TEST_SCRIPTS :=
+BENCHES :=
+FUZZERS :=
+MAN_PAGES :=
+
+# Library of one folder: $(call folder_lib,common) -> build/lib/libxflow-common.a
+folder_lib = $(LIBDIR)/libxflow-$(1).a
+objs_of = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
+
+include common/module.mk
+-include weaver/module.mk
+-include guestrt/module.mk
+-include collectors/module.mk
+-include tui/module.mk
+-include sim/module.mk
+include tests/module.mk
+
+ALL_OBJS := $(sort $(ALL_OBJS))
+
+$(OBJDIR)/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(XCFLAGS) $(CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -c $< -o $@
+
+$(LIBDIR)/%.a:
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+.PHONY: all check bench fuzz run install clean help man-lint
+all: $(BINS)
+
+check: all $(TEST_SUITES) $(TEST_PROGS)
+	$(Q)BUILD=$(BUILD) SAN=$(SAN) tests/run.sh $(TEST_SUITES) -- $(TEST_SCRIPTS)
+
+bench: $(BENCHES)
+	$(Q)for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
+
+man-lint:
+	$(Q)for m in $(MAN_PAGES); do out=$$(groff -ww -z -man $$m 2>&1); \
+		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	$(if $(BINS),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
+	for m in $(MAN_PAGES); do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
+		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
+	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows
+	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/ 2>/dev/null || true
+
+clean:
+	rm -rf build build-san build-fuzz build-bench
+
+help:
+	@sed -n '2,/^$$/s/^# \{0,1\}//p' Makefile
+
+-include $(ALL_OBJS:.o=.d)

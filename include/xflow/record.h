@@ -1,0 +1,87 @@
+/*
+ * xflow/record.h — the record every hook writes and every collector reads.
+ *
+ * ABI between processes (and, on Xen, between domains): a record is a fixed
+ * 88-byte little-endian structure.  Producers fill a struct xflow_record and
+ * push it into a ring (xflow/ring.h); consumers copy a ring slot out of shared
+ * memory into private memory and only then decode it with
+ * xflow_record_decode(), which rejects anything a well-behaved producer of
+ * this version cannot have written.  A record from a guest is hostile input.
+ *
+ * Versioning: XFLOW_RECORD_VERSION changes whenever a field changes meaning
+ * or position.  Fields are only ever added in the reserved space; a consumer
+ * refuses records whose version it does not know.
+ */
+#ifndef XFLOW_RECORD_H
+#define XFLOW_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XFLOW_RECORD_VERSION 1
+#define XFLOW_RECORD_SIZE 88
+/* STORE_DATA1 .. STORE_DATA6: the most values one record carries. */
+#define XFLOW_RECORD_MAX_DATA 6
+
+/* Flow ids are 48 bits wide; 0 means "no flow". */
+#define XFLOW_FLOWID_BITS 48
+#define XFLOW_FLOWID_MAX ((UINT64_C(1) << XFLOW_FLOWID_BITS) - 1)
+
+/* What the record says about its flow at this site (bits of .flags). */
+enum xflow_record_flag {
+	XFLOW_REC_START = 1u << 0,        /* the flow was created here */
+	XFLOW_REC_TRANSIT = 1u << 1,      /* the id moved or was copied to another key */
+	XFLOW_REC_QUIT = 1u << 2,         /* the flow ended here */
+	XFLOW_REC_CROSS_DOMAIN = 1u << 3, /* the id was carried in or out of a ring header */
+	XFLOW_REC_SYNTHETIC = 1u << 4,    /* generated (tests, replay), not observed */
+	XFLOW_REC_TRUNCATED_ID = 1u << 5, /* the id was cut to the bits of a header field */
+	XFLOW_REC_ALL_FLAGS = (1u << 6) - 1,
+};
+
+/*
+ * One record.  Offsets are fixed (see the static assertions in record.c and
+ * the table in xflow(5)); all integers are little-endian on the wire.
+ */
+struct xflow_record {
+	/* Producer clock ticks when the hook ran: TSC ticks when the ring
+	 * header's clock is XFLOW_CLOCK_TSC, nanoseconds of CLOCK_MONOTONIC
+	 * otherwise.  The consumer converts with its own calibration so that
+	 * records of every domain land on one time line. */
+	uint64_t timestamp;         /* offset 0 */
+	uint64_t flow_id;           /* offset 8: 0 = not part of a flow; < 2^48 */
+	uint32_t site_id;           /* offset 16: index into the weave plan's site table */
+	uint16_t flow_kind;         /* offset 20: index of the xflow definition; 0xffff = none */
+	uint16_t domain_id;         /* offset 22: Xen domain id (or simulated one) */
+	uint16_t flags;             /* offset 24: enum xflow_record_flag */
+	uint8_t version;            /* offset 26: XFLOW_RECORD_VERSION */
+	uint8_t ndata;              /* offset 27: how many of data[] are meaningful, 0..6 */
+	uint32_t thread_id;         /* offset 28: producer's thread (tid) */
+	uint32_t thread_seq;        /* offset 32: per-thread sequence, wraps; orders
+	                             * records of one thread with equal timestamps */
+	uint32_t reserved;          /* offset 36: zero; room for a later field */
+	uint64_t data[XFLOW_RECORD_MAX_DATA]; /* offset 40: STORE_DATAn values */
+};
+
+#define XFLOW_FLOW_KIND_NONE 0xffffu
+
+/*
+ * Serialise @r into @out (exactly XFLOW_RECORD_SIZE bytes, little-endian).
+ * On little-endian hosts this is a copy; it is the only sanctioned way to
+ * produce wire bytes, so big-endian hosts stay correct.
+ */
+void xflow_record_encode(const struct xflow_record *r, void *out);
+
+/*
+ * Decode and validate @len bytes at @in.  @in must be private memory (copy
+ * out of shared memory first: the producer could change bytes between the
+ * check and the use).  Returns 0, or:
+ *   -EMSGSIZE  len is not XFLOW_RECORD_SIZE
+ *   -EPROTO    unknown version
+ *   -EBADMSG   a field out of range (ndata > 6, unknown flag bits, flow id
+ *              over 48 bits, reserved bits set, unused data not zero)
+ * @why, when not NULL, is set to a static string naming the bad field.
+ */
+int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
+			const char **why);
+
+#endif /* XFLOW_RECORD_H */

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Make sure the Debian packages the build needs are present.
+#
+#   scripts/deps.sh ensure   install what is missing when run as root,
+#                            otherwise print the exact apt-get line and fail
+#   scripts/deps.sh list     print the package list
+#
+# It checks first and does nothing (quietly, in a few milliseconds) when
+# everything is installed, so the Makefile can call it on every run.
+set -u
+
+# Each package and why: the libraries the code links, the test and fuzz
+# toolchain, and the tools the tests drive (tmux for the TUI, groff to lint
+# man pages). glib and uthash are only benchmark baselines.
+PKGS="gcc make pkg-config
+libncurses-dev libxml2-dev libelf-dev libdwarf-dev libuv1-dev libcapstone-dev
+libxen-dev
+libcriterion-dev
+clang libclang-rt-14-dev llvm
+libglib2.0-dev uthash-dev
+tmux groff-base procps"
+
+missing() {
+	for p in $PKGS; do
+		s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)
+		[ "$s" = installed ] || printf '%s ' "$p"
+	done
+}
+
+case "${1:-ensure}" in
+list)
+	echo $PKGS
+	;;
+ensure)
+	if ! command -v dpkg-query >/dev/null 2>&1; then
+		echo "deps: not a Debian system; install the equivalents of: $(echo $PKGS)" >&2
+		exit 0
+	fi
+	m=$(missing)
+	[ -z "$m" ] && exit 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: missing Debian packages; run as root:" >&2
+		echo "  apt-get install -y $m" >&2
+		exit 1
+	fi
+	echo "deps: installing $m" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	# The package lists of a fresh machine may be empty or stale.
+	apt-get update -q >&2 || exit 1
+	# shellcheck disable=SC2086
+	apt-get install -y -q --no-install-recommends $m >&2 || exit 1
+	m=$(missing)
+	if [ -n "$m" ]; then
+		echo "deps: still missing after apt-get: $m" >&2
+		exit 1
+	fi
+	;;
+*)
+	echo "usage: scripts/deps.sh [ensure|list]" >&2
+	exit 2
+	;;
+esac

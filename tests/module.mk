@@ -1,0 +1,84 @@
+# Tests, fuzz targets and benchmarks.
+#
+# tests/<folder>/test_*.c   Criterion tests, one runner per folder
+#                           (build/tests/<folder>.test), linked with every
+#                           folder library.
+# tests/fuzz/fuzz_<n>.c     libFuzzer targets.  `make check` links each one
+#                           with tests/fuzz/replay_main.c and replays its
+#                           corpus tests/fuzz/corpus/<n>/; `make fuzz` builds
+#                           them with clang -fsanitize=fuzzer and runs them.
+# tests/bench/bench_*.c     benchmarks, one program each, run by `make bench`.
+# tests/**/*.sh listed in TEST_SCRIPTS: end-to-end and TUI tests.
+
+ALL_LDLIBS := -Wl,--as-needed $(call pc_libs,$(PKGS)) -ldwarf -lpthread -lm
+CRITERION_LIBS := $(call pc_libs,criterion)
+
+UNIT_FOLDERS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/*/test_*.c)))))
+TEST_HELPER_SRCS := $(wildcard tests/lib/*.c)
+TEST_HELPER_OBJS := $(call objs_of,$(TEST_HELPER_SRCS))
+ALL_OBJS += $(TEST_HELPER_OBJS)
+
+define unit_suite
+$(1)_TEST_OBJS := $$(call objs_of,$$(wildcard tests/$(1)/test_*.c))
+ALL_OBJS += $$($(1)_TEST_OBJS)
+TEST_SUITES += $(TESTDIR)/$(1).test
+$(TESTDIR)/$(1).test: $$($(1)_TEST_OBJS) $(TEST_HELPER_OBJS) $$(LINK_LIBS)
+	@mkdir -p $$(@D)
+	@$$(if $$(Q),echo "  LD      $$@")
+	$$(Q)$$(CC) $$(XLDFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(LINK_LIBS) $$(CRITERION_LIBS) $$(ALL_LDLIBS)
+endef
+$(foreach f,$(UNIT_FOLDERS),$(eval $(call unit_suite,$(f))))
+
+# Fuzz targets, replayed over their corpora as ordinary programs.
+FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+REPLAY_MAIN := $(OBJDIR)/tests/fuzz/replay_main.o
+ALL_OBJS += $(REPLAY_MAIN) $(call objs_of,$(wildcard tests/fuzz/fuzz_*.c))
+define replay_prog
+TEST_SUITES += $(TESTDIR)/replay_$(1)
+$(TESTDIR)/replay_$(1): $(OBJDIR)/tests/fuzz/fuzz_$(1).o $(REPLAY_MAIN) $$(LINK_LIBS)
+	@mkdir -p $$(@D)
+	@$$(if $$(Q),echo "  LD      $$@")
+	$$(Q)$$(CC) $$(XLDFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(LINK_LIBS) $$(ALL_LDLIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call replay_prog,$(f))))
+
+# Benchmarks.
+BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
+BENCH_LDLIBS := $(call pc_libs,glib-2.0)
+EXTRA_CFLAGS_tests = $(if $(filter bench,$(notdir $(patsubst %/,%,$(dir $<)))),$(call pc_cflags,glib-2.0))
+ALL_OBJS += $(call objs_of,$(BENCH_SRCS))
+define bench_prog
+BENCHES += $(BINDIR)/bench/$(1)
+$(BINDIR)/bench/$(1): $(OBJDIR)/tests/bench/$(1).o $$(LINK_LIBS)
+	@mkdir -p $$(@D)
+	@$$(if $$(Q),echo "  LD      $$@")
+	$$(Q)$$(CC) $$(XLDFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(LINK_LIBS) $$(BENCH_LDLIBS) $$(ALL_LDLIBS)
+endef
+$(foreach b,$(BENCH_SRCS),$(eval $(call bench_prog,$(basename $(notdir $(b))))))
+
+# `make fuzz`: a clang build in its own tree with libFuzzer's coverage
+# instrumentation on every library object.
+FUZZ_BUILD := build-fuzz
+FUZZ_SAN := address,undefined
+.PHONY: fuzz fuzz-build
+fuzz:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SAN=$(FUZZ_SAN) \
+		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link" fuzz-build
+	$(Q)for f in $(FUZZERS); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$f tests/fuzz/corpus/$$f; \
+		echo "== fuzz $$f for $(FUZZ_TIME)s"; \
+		$(FUZZ_BUILD)/fuzz/$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_BUILD)/crash-$$f- \
+			$(FUZZ_BUILD)/corpus/$$f tests/fuzz/corpus/$$f >$(FUZZ_BUILD)/$$f.log 2>&1 \
+			|| { tail -40 $(FUZZ_BUILD)/$$f.log; exit 1; }; \
+		grep -E 'stat::number_of_executed_units|cov:' $(FUZZ_BUILD)/$$f.log | tail -2; \
+	done
+
+define fuzz_prog
+fuzz-build: $(BUILD)/fuzz/$(1)
+$(BUILD)/fuzz/$(1): $(OBJDIR)/tests/fuzz/fuzz_$(1).o $$(LINK_LIBS)
+	@mkdir -p $$(@D)
+	@$$(if $$(Q),echo "  LD      $$@")
+	$$(Q)$$(CC) -fsanitize=fuzzer,$(FUZZ_SAN) -o $$@ $$(filter %.o,$$^) $$(LINK_LIBS) $$(ALL_LDLIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_prog,$(f))))
