@@ -11,6 +11,11 @@ set -u
 passed=0 failed=0 skipped=0
 failures=""
 log_dir=${BUILD:-build}/test-logs
+# Sanitized runs: stop at the first error, and ignore the test framework's
+# own allocations (tests/lsan.supp).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0}
 mkdir -p "$log_dir"
 
 note_fail() { failed=$((failed + ${2:-1})); failures="$failures $1"; }

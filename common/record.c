@@ -1,0 +1,69 @@
+/*
+ * Record encoding and validation.  See xflow/record.h for the contract.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "xflow/record.h"
+
+/* The wire layout is the ABI: any change here is a new XFLOW_RECORD_VERSION. */
+static_assert(sizeof(struct xflow_record) == XFLOW_RECORD_SIZE, "record size is ABI");
+static_assert(offsetof(struct xflow_record, flow_id) == 8, "record layout is ABI");
+static_assert(offsetof(struct xflow_record, site_id) == 16, "record layout is ABI");
+static_assert(offsetof(struct xflow_record, flags) == 24, "record layout is ABI");
+static_assert(offsetof(struct xflow_record, version) == 26, "record layout is ABI");
+static_assert(offsetof(struct xflow_record, thread_id) == 28, "record layout is ABI");
+static_assert(offsetof(struct xflow_record, data) == 40, "record layout is ABI");
+static_assert(XFLOW_RECORD_SIZE % 8 == 0, "records keep 64-bit alignment in a ring");
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "xflowtop's wire format is little-endian; add byte swapping for this host"
+#endif
+
+void xflow_record_encode(const struct xflow_record *r, void *out)
+{
+	memcpy(out, r, XFLOW_RECORD_SIZE);
+}
+
+int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
+			const char **why)
+{
+	const char *bad = NULL;
+	int rc = 0;
+
+	if (len != XFLOW_RECORD_SIZE) {
+		bad = "length";
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	memcpy(out, in, XFLOW_RECORD_SIZE);
+	if (out->version != XFLOW_RECORD_VERSION) {
+		bad = "version";
+		rc = -EPROTO;
+	} else if (out->ndata > XFLOW_RECORD_MAX_DATA) {
+		bad = "ndata";
+		rc = -EBADMSG;
+	} else if (out->flags & ~XFLOW_REC_ALL_FLAGS) {
+		bad = "flags";
+		rc = -EBADMSG;
+	} else if (out->flow_id > XFLOW_FLOWID_MAX) {
+		bad = "flow_id";
+		rc = -EBADMSG;
+	} else if (out->reserved != 0) {
+		bad = "reserved";
+		rc = -EBADMSG;
+	} else {
+		for (unsigned i = out->ndata; i < XFLOW_RECORD_MAX_DATA; i++) {
+			if (out->data[i] != 0) {
+				bad = "data beyond ndata";
+				rc = -EBADMSG;
+				break;
+			}
+		}
+	}
+out:
+	if (why)
+		*why = bad;
+	return rc;
+}

@@ -1,0 +1,259 @@
+/*
+ * Shared-memory SPSC ring: setup, the consumer, and the producer's slow
+ * paths.  The producer's fast path is inline in xflow/ring.h.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "xflow/ring.h"
+
+static_assert(sizeof(struct xflow_ring_hdr) == XFLOW_RING_HDR_SIZE, "ring header is ABI");
+static_assert(offsetof(struct xflow_ring_hdr, prod) == 64, "producer line");
+static_assert(offsetof(struct xflow_ring_hdr, cons) == 128, "consumer line");
+static_assert(sizeof(_Atomic uint64_t) == 8, "atomics must be plain words in shared memory");
+
+static int is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int geometry_valid(uint32_t slot_size, uint32_t nslots)
+{
+	return slot_size >= 8 && slot_size <= XFLOW_RING_MAX_SLOT && slot_size % 8 == 0 &&
+	       is_pow2(nslots) && nslots <= XFLOW_RING_MAX_SLOTS;
+}
+
+size_t xflow_ring_region_size(uint32_t slot_size, uint32_t nslots)
+{
+	if (!geometry_valid(slot_size, nslots))
+		return 0;
+	return XFLOW_RING_HDR_SIZE + (size_t)slot_size * nslots;
+}
+
+int xflow_ring_format(void *region, size_t size, uint32_t slot_size, uint32_t nslots,
+		      enum xflow_clock_kind clock)
+{
+	size_t need = xflow_ring_region_size(slot_size, nslots);
+	if (!region || !need || need > size ||
+	    (clock != XFLOW_CLOCK_TSC && clock != XFLOW_CLOCK_MONOTONIC))
+		return -EINVAL;
+
+	struct xflow_ring_hdr *h = region;
+	memset(h, 0, sizeof(*h));
+	h->version = XFLOW_RING_VERSION;
+	h->clock = (uint16_t)clock;
+	h->slot_size = slot_size;
+	h->nslots = nslots;
+	h->region_size = need;
+	atomic_store_explicit(&h->prod, 0, memory_order_relaxed);
+	atomic_store_explicit(&h->cons, 0, memory_order_relaxed);
+	/* Release: a peer that sees the magic sees the whole header. */
+	atomic_store_explicit((_Atomic uint32_t *)&h->magic, XFLOW_RING_MAGIC,
+			      memory_order_release);
+	return 0;
+}
+
+int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region, size_t size,
+			     struct xflow_notifier *notifier, uint32_t batch)
+{
+	struct xflow_ring_hdr *h = region;
+
+	memset(p, 0, sizeof(*p));
+	if (!h || size < sizeof(*h) || batch == 0)
+		return -EINVAL;
+	if (h->magic != XFLOW_RING_MAGIC || h->version != XFLOW_RING_VERSION)
+		return -EPROTO;
+	uint32_t slot_size = h->slot_size, nslots = h->nslots;
+	size_t need = xflow_ring_region_size(slot_size, nslots);
+	if (!need || need > size)
+		return -EINVAL;
+
+	p->hdr = h;
+	p->slots = (unsigned char *)region + XFLOW_RING_HDR_SIZE;
+	p->slot_size = slot_size;
+	p->mask = nslots - 1;
+	/* Resume where a previous producer stopped: the indexes are the
+	 * ring's state, not ours. */
+	p->prod = atomic_load_explicit(&h->prod, memory_order_relaxed);
+	p->cons_cache = atomic_load_explicit(&h->cons, memory_order_acquire);
+	p->dropped = atomic_load_explicit(&h->dropped, memory_order_relaxed);
+	p->batch = batch;
+	p->notifier = notifier;
+	return 0;
+}
+
+void xflow_ring__notify_check(struct xflow_ring_producer *p)
+{
+	p->unnotified = 0;
+	if (!p->notifier)
+		return;
+	/* Seq_cst fence: our store of `prod` is ordered before the load of
+	 * `consumer_sleeping` (store→load, which release/acquire do not
+	 * give).  It pairs with the fence in xflow_ring_wait(): either we see
+	 * the consumer's flag, or the consumer sees our index. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&p->hdr->consumer_sleeping, memory_order_relaxed)) {
+		p->notifies++;
+		p->notifier->ops->notify(p->notifier);
+	}
+}
+
+uint32_t xflow_ring_free_slots(struct xflow_ring_producer *p)
+{
+	/* Acquire, as in xflow_ring_push_n(): the slots it frees are read. */
+	p->cons_cache = atomic_load_explicit(&p->hdr->cons, memory_order_acquire);
+	uint64_t used = p->prod - p->cons_cache;
+	uint64_t nslots = (uint64_t)p->mask + 1;
+	return used >= nslots ? 0 : (uint32_t)(nslots - used);
+}
+
+void xflow_ring_flush(struct xflow_ring_producer *p)
+{
+	if (p->unnotified)
+		xflow_ring__notify_check(p);
+}
+
+/* The first reason sticks: later symptoms usually follow from it. */
+__attribute__((format(printf, 3, 4))) static void
+consumer_set_corrupt(struct xflow_ring_consumer *c, int err, const char *fmt, ...)
+{
+	if (c->corrupt)
+		return;
+	c->corrupt = err;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->corrupt_why, sizeof(c->corrupt_why), fmt, ap);
+	va_end(ap);
+}
+
+int xflow_ring_consumer_init(struct xflow_ring_consumer *c, void *region, size_t size,
+			     uint32_t expect_slot_size, struct xflow_notifier *notifier)
+{
+	struct xflow_ring_hdr *h = region;
+
+	memset(c, 0, sizeof(*c));
+	c->notifier = notifier;
+	if (!h || size < sizeof(*h)) {
+		consumer_set_corrupt(c, -EINVAL, "region of %zu bytes is smaller than a ring header",
+				     size);
+		return c->corrupt;
+	}
+	/* Read the geometry once: the producer may change the header at any
+	 * time, and everything below uses only these private copies. */
+	uint32_t magic = atomic_load_explicit((_Atomic uint32_t *)&h->magic, memory_order_acquire);
+	uint16_t version = h->version, clock = h->clock;
+	uint32_t slot_size = h->slot_size, nslots = h->nslots;
+
+	if (magic != XFLOW_RING_MAGIC || version != XFLOW_RING_VERSION) {
+		consumer_set_corrupt(c, -EPROTO, "bad ring magic %#" PRIx32 " or version %u", magic,
+				     (unsigned)version);
+		return c->corrupt;
+	}
+	size_t need = xflow_ring_region_size(slot_size, nslots);
+	if (!need || need > size) {
+		consumer_set_corrupt(c, -EINVAL,
+				     "impossible geometry: %" PRIu32 " slots of %" PRIu32
+				     " bytes in %zu bytes", nslots, slot_size, size);
+		return c->corrupt;
+	}
+	if (expect_slot_size && slot_size != expect_slot_size) {
+		consumer_set_corrupt(c, -EINVAL, "slot size %" PRIu32 ", expected %" PRIu32,
+				     slot_size, expect_slot_size);
+		return c->corrupt;
+	}
+	if (clock != XFLOW_CLOCK_TSC && clock != XFLOW_CLOCK_MONOTONIC) {
+		consumer_set_corrupt(c, -EINVAL, "unknown clock kind %u", (unsigned)clock);
+		return c->corrupt;
+	}
+	c->hdr = h;
+	c->slots = (const unsigned char *)region + XFLOW_RING_HDR_SIZE;
+	c->region_size = size;
+	c->slot_size = slot_size;
+	c->nslots = nslots;
+	c->mask = nslots - 1;
+	c->clock = (enum xflow_clock_kind)clock;
+	c->cons = atomic_load_explicit(&h->cons, memory_order_relaxed);
+	c->prod_seen = c->cons;
+	return 0;
+}
+
+long xflow_ring_pop(struct xflow_ring_consumer *c, void *out, size_t max)
+{
+	if (c->corrupt)
+		return c->corrupt;
+	/* Acquire: pairs with the producer's release store; the slots below
+	 * `prod` are written before we copy them. */
+	uint64_t prod = atomic_load_explicit(&c->hdr->prod, memory_order_acquire);
+	if (prod < c->prod_seen) {
+		consumer_set_corrupt(c, -EPROTO, "producer index went back from %" PRIu64 " to %" PRIu64,
+				     c->prod_seen, prod);
+		return c->corrupt;
+	}
+	uint64_t avail = prod - c->cons;
+	if (avail > c->nslots) {
+		consumer_set_corrupt(c, -EPROTO,
+				     "producer index %" PRIu64 " is ahead of the consumer's %" PRIu64
+				     " by more than the ring", prod, c->cons);
+		return c->corrupt;
+	}
+	c->prod_seen = prod;
+	size_t n = avail < max ? (size_t)avail : max;
+	unsigned char *dst = out;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *src = c->slots + (size_t)((c->cons + i) & c->mask) * c->slot_size;
+		memcpy(dst + i * c->slot_size, src, c->slot_size);
+	}
+	c->cons += n;
+	if (n)
+		/* Release: our copies out of those slots are complete before
+		 * the producer may overwrite them. */
+		atomic_store_explicit(&c->hdr->cons, c->cons, memory_order_release);
+	return (long)n;
+}
+
+long xflow_ring_pop_records(struct xflow_ring_consumer *c, struct xflow_record *out,
+			    size_t max)
+{
+	if (c->corrupt)
+		return c->corrupt;
+	if (c->slot_size != XFLOW_RECORD_SIZE)
+		return -EINVAL;
+	long n = xflow_ring_pop(c, out, max);
+	for (long i = 0; i < n; i++) {
+		const char *why;
+		/* Decoding in place is safe: `out` is already our private copy. */
+		if (xflow_record_decode(&out[i], sizeof(out[i]), &out[i], &why) < 0) {
+			c->bad_records++;
+			consumer_set_corrupt(c, -EBADMSG, "record %" PRIu64 " has a bad %s field",
+					     c->cons - (uint64_t)n + (uint64_t)i, why);
+			return i;
+		}
+	}
+	return n;
+}
+
+int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms)
+{
+	if (c->corrupt)
+		return c->corrupt;
+	if (!c->notifier || !c->notifier->ops->wait)
+		return -ENOTSUP;
+	atomic_store_explicit(&c->hdr->consumer_sleeping, 1, memory_order_relaxed);
+	/* Seq_cst fence: the flag is visible before we re-read `prod`; pairs
+	 * with the producer's fence in xflow_ring__notify_check(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	int rc = 1;
+	if (atomic_load_explicit(&c->hdr->prod, memory_order_acquire) == c->cons)
+		rc = c->notifier->ops->wait(c->notifier, timeout_ms);
+	atomic_store_explicit(&c->hdr->consumer_sleeping, 0, memory_order_relaxed);
+	return rc;
+}
+
+uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c)
+{
+	return c->hdr ? atomic_load_explicit(&c->hdr->dropped, memory_order_relaxed) : 0;
+}

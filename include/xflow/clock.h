@@ -1,0 +1,74 @@
+/*
+ * xflow/clock.h — timestamps for hooks and their conversion to nanoseconds.
+ *
+ * Hooks read the TSC (a dozen nanoseconds, no system call) when it is
+ * invariant — constant rate, not stopped in deep C-states, the CPUID bit
+ * Linux calls constant_tsc/nonstop_tsc — and CLOCK_MONOTONIC otherwise.
+ * xflow_clock_init() decides, calibrates the TSC against CLOCK_MONOTONIC,
+ * and says why it fell back.  Records carry raw ticks and the ring header
+ * says which clock they count (xflow/ring.h); the consumer converts with one
+ * calibration, so records from every producer share one time line.
+ */
+#ifndef XFLOW_CLOCK_H
+#define XFLOW_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "xflow/ring.h"
+
+struct xflow_clock {
+	enum xflow_clock_kind kind;
+	uint64_t tsc_hz;     /* measured TSC frequency (XFLOW_CLOCK_TSC) */
+	uint64_t base_tick;  /* a (tick, ns) pair taken at calibration */
+	uint64_t base_ns;
+	uint64_t mult;       /* nanoseconds per tick, fixed point 32.32 */
+	char why[128];       /* the reason for the clock kind chosen */
+};
+
+enum xflow_clock_flags {
+	XFLOW_CLOCK_FORCE_MONOTONIC = 1u << 0, /* do not use the TSC */
+};
+
+/*
+ * Choose and calibrate (about 20 ms when the TSC is used).  The environment
+ * variable XFLOW_CLOCK=monotonic forces the fallback as the flag does.
+ * Returns 0 (never fails: CLOCK_MONOTONIC is always there).
+ */
+int xflow_clock_init(struct xflow_clock *c, unsigned flags);
+
+/* True when CPUID says the TSC is invariant. */
+int xflow_tsc_invariant(void);
+
+static inline uint64_t xflow_tsc_read(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static inline uint64_t xflow_monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Now, in the clock's ticks. */
+static inline uint64_t xflow_clock_ticks(const struct xflow_clock *c)
+{
+	return c->kind == XFLOW_CLOCK_TSC ? xflow_tsc_read() : xflow_monotonic_ns();
+}
+
+/* Ticks of this clock to CLOCK_MONOTONIC nanoseconds. */
+static inline uint64_t xflow_clock_to_ns(const struct xflow_clock *c, uint64_t ticks)
+{
+	if (c->kind != XFLOW_CLOCK_TSC)
+		return ticks;
+	/* Signed delta: ticks taken just before calibration convert too. */
+	int64_t d = (int64_t)(ticks - c->base_tick);
+	__int128 ns = ((__int128)d * (__int128)c->mult) >> 32;
+	return c->base_ns + (uint64_t)(int64_t)ns;
+}
+
+#endif /* XFLOW_CLOCK_H */

@@ -1,0 +1,100 @@
+/*
+ * xflow/flowid.h — the flow-id table: which flow each live data structure
+ * belongs to.
+ *
+ * The paper's API (seed 001 §4.1): get_new_flowid, register_flowid,
+ * get_flowid, remove_flowid — here xflow_flowtab_new_id, _register, _get,
+ * _remove — plus _move and _copy for transits.  Keys are (flow kind,
+ * pointer); the value is a flow id (1 .. XFLOW_FLOWID_MAX; 0 means "none").
+ *
+ * Open addressing with linear probing and backward-shift deletion (no
+ * tombstones, so lookups never slow down as keys come and go), at most half
+ * full.  All memory is allocated by xflow_flowtab_init(); no call after it
+ * allocates, so the table is safe in a hook.  When @capacity keys are live,
+ * registering another fails with -ENOSPC and is counted.
+ *
+ * Thread safety: none inside.  A table belongs to one thread at a time (the
+ * agent's handler thread); a caller that shares it serialises the calls.
+ * Lookups on a table no one is changing may run concurrently.
+ */
+#ifndef XFLOW_FLOWID_H
+#define XFLOW_FLOWID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xflow/record.h"
+
+struct xflow_flowtab_slot {
+	uint64_t ptr;  /* key pointer; 0 = empty slot */
+	uint64_t val;  /* kind << 48 | flow id */
+};
+
+struct xflow_flowtab {
+	struct xflow_flowtab_slot *slots;
+	uint64_t mask;      /* nslots - 1 */
+	unsigned shift;     /* 64 - log2(nslots): hash bits to keep */
+	size_t capacity;    /* live keys allowed */
+	size_t live;        /* live keys now */
+	uint64_t last_id;   /* the last id handed out */
+	uint64_t full;      /* registrations refused because the table was full */
+};
+
+/* Allocate a table for @capacity live keys (1 .. 2^30).  0 or -errno. */
+int xflow_flowtab_init(struct xflow_flowtab *t, size_t capacity);
+void xflow_flowtab_fini(struct xflow_flowtab *t);
+/* Forget every key (ids keep counting). */
+void xflow_flowtab_clear(struct xflow_flowtab *t);
+
+/* A new flow id: 1, 2, ... wrapping from XFLOW_FLOWID_MAX back to 1. */
+static inline uint64_t xflow_flowtab_new_id(struct xflow_flowtab *t)
+{
+	t->last_id = t->last_id >= XFLOW_FLOWID_MAX ? 1 : t->last_id + 1;
+	return t->last_id;
+}
+
+/*
+ * Map (@kind, @ptr) to @id, replacing any id it had.  Returns 0, -EINVAL
+ * for a NULL pointer or id 0, -ERANGE for an id over 48 bits, -ENOSPC when
+ * the table is full (counted in t->full).
+ */
+int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id);
+
+/* Remove the mapping of (@kind, @ptr).  0, or -ENOENT if there was none. */
+int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr);
+
+/* Give @to the id of @from and forget @from.  Returns the id, or 0 when
+ * @from has none (then nothing changes). */
+uint64_t xflow_flowtab_move(struct xflow_flowtab *t, uint16_t kind, uint64_t from, uint64_t to);
+
+/* Give @to the id of @from and keep @from.  Returns the id, 0 when @from
+ * has none, or 0 with t->full counted when the table is full. */
+uint64_t xflow_flowtab_copy(struct xflow_flowtab *t, uint16_t kind, uint64_t from, uint64_t to);
+
+/* --- inline fast path --------------------------------------------------- */
+
+static inline uint64_t xflow_flowtab__hash(const struct xflow_flowtab *t, uint16_t kind,
+					   uint64_t ptr)
+{
+	/* Multiplicative (Fibonacci) hashing: the high bits of the product
+	 * depend on every bit of the key, and allocator pointers differ mostly
+	 * in their middle bits. */
+	uint64_t k = ptr ^ ((uint64_t)kind * UINT64_C(0x9E3779B97F4A7C15));
+	return (k * UINT64_C(0xBF58476D1CE4E5B9)) >> t->shift;
+}
+
+/* The id of (@kind, @ptr), or 0 when it has none. */
+static inline uint64_t xflow_flowtab_get(const struct xflow_flowtab *t, uint16_t kind,
+					 uint64_t ptr)
+{
+	uint64_t want = (uint64_t)kind << XFLOW_FLOWID_BITS;
+	for (uint64_t i = xflow_flowtab__hash(t, kind, ptr);; i = (i + 1) & t->mask) {
+		const struct xflow_flowtab_slot *s = &t->slots[i];
+		if (s->ptr == ptr && (s->val & ~XFLOW_FLOWID_MAX) == want)
+			return s->val & XFLOW_FLOWID_MAX;
+		if (s->ptr == 0)
+			return 0;
+	}
+}
+
+#endif /* XFLOW_FLOWID_H */

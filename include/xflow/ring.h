@@ -1,0 +1,286 @@
+/*
+ * xflow/ring.h — single-producer, single-consumer ring of fixed-size slots in
+ * memory shared by two processes (or, on Xen, two domains).
+ *
+ * The producer is a hook: it must never block, allocate or take a lock.  A
+ * full ring drops the record and counts it; the count is published in the
+ * shared header so the consumer can show it.  The consumer treats the whole
+ * shared region as hostile: it takes the ring's geometry once, at attach,
+ * keeps its own copy, masks every index with it, copies slots out before
+ * looking at them, and declares the ring corrupt (and stops reading it) when
+ * an index or a record is impossible.
+ *
+ * Notification is batched and pluggable (struct xflow_notifier): the
+ * consumer announces that it is going to sleep with a flag in the header, and
+ * a producer only makes a system call when that flag is set and it has
+ * published a whole batch since its last notification, or when it is asked
+ * to flush.  A busy consumer therefore costs the producer no system calls.
+ * Latency bound: a sleeping consumer sees a record after at most `batch`
+ * records, the producer's next xflow_ring_flush(), or the consumer's own wait
+ * timeout, whichever comes first.
+ *
+ * Memory ordering (C11): the producer publishes slot contents with a release
+ * store of `prod`; the consumer reads `prod` with an acquire load before it
+ * copies slots.  The consumer releases slots with a release store of `cons`;
+ * the producer acquires `cons` before reusing them.  The sleeping handshake
+ * needs store→load order on both sides, hence a seq_cst fence on each.
+ */
+#ifndef XFLOW_RING_H
+#define XFLOW_RING_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xflow/record.h"
+
+#define XFLOW_RING_MAGIC 0x47524658u /* "XFRG" little-endian */
+#define XFLOW_RING_VERSION 1
+/* Slots start at this offset; the header is padded so that the producer's
+ * and the consumer's indexes sit on cache lines of their own. */
+#define XFLOW_RING_HDR_SIZE 256
+#define XFLOW_RING_MAX_SLOT 4096u
+#define XFLOW_RING_MAX_SLOTS (1u << 24)
+
+/* What record timestamps count (struct xflow_record.timestamp). */
+enum xflow_clock_kind {
+	XFLOW_CLOCK_TSC = 1,       /* raw TSC ticks; the consumer calibrates */
+	XFLOW_CLOCK_MONOTONIC = 2, /* CLOCK_MONOTONIC nanoseconds */
+};
+
+/*
+ * The shared header, at offset 0 of the region.  Every field is
+ * little-endian.  The first block is written once by xflow_ring_format() and
+ * read once by each side at attach; the indexes are free-running 64-bit
+ * counters (slot = index & (nslots - 1)), so they never wrap in practice.
+ */
+struct xflow_ring_hdr {
+	uint32_t magic;       /* XFLOW_RING_MAGIC */
+	uint16_t version;     /* XFLOW_RING_VERSION */
+	uint16_t clock;       /* enum xflow_clock_kind of the records' timestamps */
+	uint32_t slot_size;   /* bytes per slot: a multiple of 8, <= XFLOW_RING_MAX_SLOT */
+	uint32_t nslots;      /* a power of two, <= XFLOW_RING_MAX_SLOTS */
+	uint64_t region_size; /* bytes of the whole region, header included */
+	uint8_t pad0[64 - 24];
+
+	/* Written only by the producer. */
+	_Atomic uint64_t prod;    /* slots published so far */
+	_Atomic uint64_t dropped; /* records dropped because the ring was full */
+	uint8_t pad1[64 - 16];
+
+	/* Written only by the consumer. */
+	_Atomic uint64_t cons;              /* slots consumed so far */
+	_Atomic uint32_t consumer_sleeping; /* 1: notify me when you publish */
+	uint32_t consumer_pad;
+	uint8_t pad2[64 - 16];
+	uint8_t pad3[64];
+};
+
+/* Bytes a region needs for @nslots slots of @slot_size bytes (0 if invalid). */
+size_t xflow_ring_region_size(uint32_t slot_size, uint32_t nslots);
+
+/*
+ * Write a fresh header into @region of @size bytes.  Returns 0, or -EINVAL
+ * when the geometry is invalid or does not fit.  Call before either side
+ * attaches; it is not safe while a peer uses the region.
+ */
+int xflow_ring_format(void *region, size_t size, uint32_t slot_size,
+		      uint32_t nslots, enum xflow_clock_kind clock);
+
+/*
+ * Notifier: how the producer wakes a sleeping consumer.  Implementations
+ * embed struct xflow_notifier and reach back with container_of.  NULL hooks
+ * are "not provided".
+ */
+struct xflow_notifier;
+struct xflow_notifier_ops {
+	const char *name;
+	/* Producer side.  Wake the consumer.  Never blocks; safe in a hook and
+	 * in a signal handler.  Returns 0 or a negative errno. */
+	int (*notify)(struct xflow_notifier *n);
+	/* Consumer side.  Wait until notified or @timeout_ms passes (-1:
+	 * forever).  Consumes pending notifications.  Returns 1 when notified,
+	 * 0 on timeout, or a negative errno (-EINTR when a signal arrived). */
+	int (*wait)(struct xflow_notifier *n, int timeout_ms);
+	/* Consumer side.  A file descriptor that polls readable while a
+	 * notification is pending, for event loops; -1 if there is none. */
+	int (*pollfd)(struct xflow_notifier *n);
+	/* Consumer side.  Clear a pending notification after pollfd woke. */
+	void (*ack)(struct xflow_notifier *n);
+	/* Release the notifier's resources (not the embedding object). */
+	void (*close)(struct xflow_notifier *n);
+};
+
+struct xflow_notifier {
+	const struct xflow_notifier_ops *ops;
+};
+
+/* The eventfd notifier: both sides hold the same eventfd (inherited, or
+ * passed with SCM_RIGHTS). */
+struct xflow_eventfd_notifier {
+	struct xflow_notifier base;
+	int fd;
+};
+
+/* Create a new eventfd (fd < 0) or adopt @fd (ownership passes). */
+int xflow_eventfd_notifier_init(struct xflow_eventfd_notifier *en, int fd);
+
+/*
+ * Producer.  Embed it; it holds no resources of its own.
+ */
+struct xflow_ring_producer {
+	struct xflow_ring_hdr *hdr;
+	unsigned char *slots;
+	uint32_t slot_size;
+	uint32_t mask;
+	uint64_t prod;       /* next index to publish (private copy) */
+	uint64_t cons_cache; /* the consumer's index when last read */
+	uint64_t dropped;    /* records dropped so far */
+	uint64_t notifies;   /* notifier calls made */
+	uint32_t batch;      /* check for a sleeping consumer every this many records */
+	uint32_t unnotified; /* published since the last check */
+	struct xflow_notifier *notifier;
+};
+
+/*
+ * Attach as the producer of a formatted region.  @batch >= 1 (1: every
+ * record).  @notifier may be NULL (the consumer polls).  Returns 0, -EINVAL
+ * for a bad header or geometry that does not fit @size.
+ */
+int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region,
+			     size_t size, struct xflow_notifier *notifier,
+			     uint32_t batch);
+
+/*
+ * Copy one slot (slot_size bytes at @slot) into the ring.  Returns 0, or
+ * -ENOBUFS when the ring is full: the record is dropped and counted.
+ * Never blocks; makes a system call only through the notifier, at most once
+ * per batch and only when the consumer sleeps.
+ */
+static inline int xflow_ring_push(struct xflow_ring_producer *p, const void *slot);
+
+/*
+ * The same with the slot size @n known at compile time, so the copy becomes
+ * a few moves instead of a call.  @n must equal the ring's slot size.
+ */
+static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *slot,
+				    size_t n);
+
+/* Push one record (the ring's slot size must be XFLOW_RECORD_SIZE). */
+static inline int xflow_ring_push_record(struct xflow_ring_producer *p,
+					 const struct xflow_record *r);
+
+/*
+ * Slots free right now (re-reads the consumer's index).  For producers that
+ * may wait — tests and benchmarks measuring a consumer that keeps up — not
+ * for hooks, which push and let the ring count drops.
+ */
+uint32_t xflow_ring_free_slots(struct xflow_ring_producer *p);
+
+/* Wake a sleeping consumer for whatever was published since the last
+ * notification (call when the producer goes idle). */
+void xflow_ring_flush(struct xflow_ring_producer *p);
+
+/*
+ * Consumer.  Embed it.  Once corrupt, it stays corrupt and reads nothing.
+ */
+struct xflow_ring_consumer {
+	struct xflow_ring_hdr *hdr; /* shared, hostile */
+	const unsigned char *slots;
+	size_t region_size;
+	uint32_t slot_size; /* private copies of the geometry, validated */
+	uint32_t nslots;
+	uint32_t mask;
+	enum xflow_clock_kind clock;
+	uint64_t cons;      /* next index to read (private) */
+	uint64_t prod_seen; /* the highest producer index seen */
+	uint64_t bad_records;
+	int corrupt;        /* 0, or the negative errno that made it corrupt */
+	char corrupt_why[96];
+	struct xflow_notifier *notifier;
+};
+
+/*
+ * Attach as the consumer of a region of @size bytes written by a peer.
+ * @expect_slot_size: 0 accepts any valid size.  Returns 0, or -EPROTO
+ * (bad magic or version) or -EINVAL (impossible geometry), with the reason
+ * in c->corrupt_why.
+ */
+int xflow_ring_consumer_init(struct xflow_ring_consumer *c, void *region,
+			     size_t size, uint32_t expect_slot_size,
+			     struct xflow_notifier *notifier);
+
+/*
+ * Copy up to @max slots into @out (max * slot_size bytes, private memory)
+ * and release them to the producer.  Returns the number copied (0: empty),
+ * or the ring's negative errno once it is corrupt (-EPROTO: an index is
+ * impossible; see c->corrupt_why).
+ */
+long xflow_ring_pop(struct xflow_ring_consumer *c, void *out, size_t max);
+
+/*
+ * Pop and decode up to @max records (slot size XFLOW_RECORD_SIZE).  A record
+ * that does not decode makes the ring corrupt (-EBADMSG): the records before
+ * it are returned first, and the ring is read no further.
+ */
+long xflow_ring_pop_records(struct xflow_ring_consumer *c, struct xflow_record *out,
+			    size_t max);
+
+/*
+ * Sleep until the producer publishes or @timeout_ms passes.  Returns 1 if
+ * records are (or may be) available, 0 on timeout, negative errno on error.
+ */
+int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms);
+
+/* Records the producer says it dropped.  Producer-written: informative
+ * only, never used for indexing. */
+uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c);
+
+/* --- inline fast path --------------------------------------------------- */
+
+void xflow_ring__notify_check(struct xflow_ring_producer *p);
+
+static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *slot,
+				    size_t n)
+{
+	uint64_t nslots = (uint64_t)p->mask + 1;
+
+	/* A wrong size would write past the slot (and, at the last slot, past
+	 * the region); the compare is free next to the copy. */
+	if (__builtin_expect(n != p->slot_size, 0))
+		return -EINVAL;
+	if (p->prod - p->cons_cache >= nslots) {
+		/* Acquire: the consumer's copies out of the slots below `cons`
+		 * are complete before we overwrite them. */
+		p->cons_cache = atomic_load_explicit(&p->hdr->cons, memory_order_acquire);
+		if (p->prod - p->cons_cache >= nslots) {
+			p->dropped++;
+			/* Relaxed: a statistic, ordered with nothing. */
+			atomic_store_explicit(&p->hdr->dropped, p->dropped, memory_order_relaxed);
+			return -ENOBUFS;
+		}
+	}
+	__builtin_memcpy(p->slots + (size_t)(p->prod & p->mask) * p->slot_size, slot, n);
+	p->prod++;
+	/* Release: the slot's bytes are visible before the index that
+	 * publishes them. */
+	atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
+	if (++p->unnotified >= p->batch)
+		xflow_ring__notify_check(p);
+	return 0;
+}
+
+static inline int xflow_ring_push(struct xflow_ring_producer *p, const void *slot)
+{
+	return xflow_ring_push_n(p, slot, p->slot_size);
+}
+
+static inline int xflow_ring_push_record(struct xflow_ring_producer *p,
+					 const struct xflow_record *r)
+{
+	/* Wire bytes equal the struct on little-endian hosts (record.c). */
+	return xflow_ring_push_n(p, r, XFLOW_RECORD_SIZE);
+}
+
+#endif /* XFLOW_RING_H */

@@ -1,0 +1,185 @@
+/*
+ * The flow-id table against a plain reference model under millions of
+ * random operations, plus the edges of its contract.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/testlib.h"
+#include "xflow/flowid.h"
+
+/* Reference: a flat array of (kind, ptr, id), linear search. */
+struct ref_entry {
+	uint16_t kind;
+	uint64_t ptr, id;
+};
+struct ref {
+	struct ref_entry *e;
+	size_t n, cap;
+};
+
+static struct ref_entry *ref_find(struct ref *r, uint16_t kind, uint64_t ptr)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->e[i].kind == kind && r->e[i].ptr == ptr)
+			return &r->e[i];
+	return NULL;
+}
+static uint64_t ref_get(struct ref *r, uint16_t kind, uint64_t ptr)
+{
+	struct ref_entry *e = ref_find(r, kind, ptr);
+	return e ? e->id : 0;
+}
+static int ref_register(struct ref *r, uint16_t kind, uint64_t ptr, uint64_t id)
+{
+	struct ref_entry *e = ref_find(r, kind, ptr);
+	if (e) {
+		e->id = id;
+		return 0;
+	}
+	if (r->n == r->cap)
+		return -ENOSPC;
+	r->e[r->n++] = (struct ref_entry){ kind, ptr, id };
+	return 0;
+}
+static int ref_remove(struct ref *r, uint16_t kind, uint64_t ptr)
+{
+	struct ref_entry *e = ref_find(r, kind, ptr);
+	if (!e)
+		return -ENOENT;
+	*e = r->e[--r->n];
+	return 0;
+}
+
+static void random_ops(uint64_t seed, size_t capacity, uint64_t key_space, long ops)
+{
+	struct xflow_flowtab t;
+	cr_assert_eq(xflow_flowtab_init(&t, capacity), 0);
+	struct ref r = { .e = calloc(capacity, sizeof(struct ref_entry)), .cap = capacity };
+	uint64_t st = seed;
+	uint64_t full_expected = 0;
+
+	for (long i = 0; i < ops; i++) {
+		uint64_t v = test_rand_next(&st);
+		uint16_t kind = (uint16_t)(v % 3);
+		/* Pointers in a small space so keys repeat, collide and form
+		 * long probe runs; 8-byte aligned like real objects. */
+		uint64_t ptr = ((v >> 8) % key_space + 1) * 8;
+		uint64_t ptr2 = ((v >> 32) % key_space + 1) * 8;
+		switch ((v >> 60) % 6) {
+		case 0:
+		case 1: {
+			uint64_t id = xflow_flowtab_new_id(&t);
+			int want = ref_register(&r, kind, ptr, id);
+			if (want == -ENOSPC)
+				full_expected++;
+			cr_assert_eq(xflow_flowtab_register(&t, kind, ptr, id), want, "op %ld", i);
+			break;
+		}
+		case 2:
+			cr_assert_eq(xflow_flowtab_remove(&t, kind, ptr), ref_remove(&r, kind, ptr),
+				     "op %ld", i);
+			break;
+		case 3: {
+			uint64_t id = ref_get(&r, kind, ptr);
+			if (id && ptr != ptr2) {
+				ref_remove(&r, kind, ptr);
+				ref_register(&r, kind, ptr2, id);
+			}
+			cr_assert_eq(xflow_flowtab_move(&t, kind, ptr, ptr2), id, "op %ld", i);
+			break;
+		}
+		case 4: {
+			uint64_t id = ref_get(&r, kind, ptr);
+			uint64_t want = id;
+			if (id && ref_register(&r, kind, ptr2, id) == -ENOSPC) {
+				want = 0;
+				full_expected++;
+			}
+			cr_assert_eq(xflow_flowtab_copy(&t, kind, ptr, ptr2), want, "op %ld", i);
+			break;
+		}
+		default:
+			cr_assert_eq(xflow_flowtab_get(&t, kind, ptr), ref_get(&r, kind, ptr),
+				     "op %ld", i);
+			break;
+		}
+		cr_assert_eq(t.live, r.n, "op %ld", i);
+	}
+	/* Every key of the model is still found, and nothing else is. */
+	for (size_t i = 0; i < r.n; i++)
+		cr_assert_eq(xflow_flowtab_get(&t, r.e[i].kind, r.e[i].ptr), r.e[i].id);
+	for (uint64_t k = 1; k <= key_space; k++)
+		for (uint16_t kind = 0; kind < 3; kind++)
+			cr_assert_eq(xflow_flowtab_get(&t, kind, k * 8), ref_get(&r, kind, k * 8));
+	cr_assert_eq(t.full, full_expected);
+	free(r.e);
+	xflow_flowtab_fini(&t);
+}
+
+Test(flowid, matches_reference_model_with_a_roomy_table, .timeout = 120)
+{
+	random_ops(1, 4096, 3000, 1000000);
+}
+
+Test(flowid, matches_reference_model_when_often_full, .timeout = 120)
+{
+	/* 600 keys of 3 kinds compete for 256 places. */
+	random_ops(2, 256, 200, 1000000);
+}
+
+Test(flowid, matches_reference_model_with_tiny_table, .timeout = 120)
+{
+	random_ops(3, 1, 3, 500000);
+	random_ops(4, 7, 16, 500000);
+}
+
+Test(flowid, contract_edges)
+{
+	struct xflow_flowtab t;
+	cr_assert_eq(xflow_flowtab_init(&t, 0), -EINVAL);
+	cr_assert_eq(xflow_flowtab_init(&t, 4), 0);
+	cr_assert_eq(xflow_flowtab_get(&t, 0, 0x1000), 0, "empty table");
+	cr_assert_eq(xflow_flowtab_register(&t, 0, 0, 5), -EINVAL, "NULL key");
+	cr_assert_eq(xflow_flowtab_register(&t, 0, 0x1000, 0), -EINVAL, "id 0 means none");
+	cr_assert_eq(xflow_flowtab_register(&t, 0, 0x1000, XFLOW_FLOWID_MAX + 1), -ERANGE);
+	cr_assert_eq(xflow_flowtab_register(&t, 0, 0x1000, XFLOW_FLOWID_MAX), 0);
+	cr_assert_eq(xflow_flowtab_get(&t, 0, 0x1000), XFLOW_FLOWID_MAX);
+	cr_assert_eq(xflow_flowtab_get(&t, 1, 0x1000), 0, "same pointer, other kind");
+	cr_assert_eq(xflow_flowtab_register(&t, 0xffff, 0x1000, 9), 0);
+	cr_assert_eq(xflow_flowtab_get(&t, 0xffff, 0x1000), 9);
+	cr_assert_eq(xflow_flowtab_get(&t, 0, 0x1000), XFLOW_FLOWID_MAX);
+	cr_assert_eq(xflow_flowtab_remove(&t, 0, 0x2000), -ENOENT);
+	cr_assert_eq(xflow_flowtab_move(&t, 0, 0x2000, 0x3000), 0, "nothing to move");
+	xflow_flowtab_fini(&t);
+}
+
+Test(flowid, new_ids_count_from_one_and_skip_zero_on_wrap)
+{
+	struct xflow_flowtab t;
+	xflow_flowtab_init(&t, 4);
+	cr_assert_eq(xflow_flowtab_new_id(&t), 1);
+	cr_assert_eq(xflow_flowtab_new_id(&t), 2);
+	t.last_id = XFLOW_FLOWID_MAX - 1;
+	cr_assert_eq(xflow_flowtab_new_id(&t), XFLOW_FLOWID_MAX);
+	cr_assert_eq(xflow_flowtab_new_id(&t), 1);
+	xflow_flowtab_fini(&t);
+}
+
+Test(flowid, move_succeeds_in_a_full_table)
+{
+	struct xflow_flowtab t;
+	xflow_flowtab_init(&t, 2);
+	xflow_flowtab_register(&t, 0, 0x10, 1);
+	xflow_flowtab_register(&t, 0, 0x20, 2);
+	cr_assert_eq(xflow_flowtab_register(&t, 0, 0x30, 3), -ENOSPC);
+	cr_assert_eq(t.full, 1);
+	cr_assert_eq(xflow_flowtab_move(&t, 0, 0x10, 0x30), 1);
+	cr_assert_eq(xflow_flowtab_get(&t, 0, 0x30), 1);
+	cr_assert_eq(xflow_flowtab_get(&t, 0, 0x10), 0);
+	cr_assert_eq(xflow_flowtab_copy(&t, 0, 0x30, 0x40), 0, "copy into a full table fails");
+	cr_assert_eq(t.full, 2);
+	xflow_flowtab_fini(&t);
+}

@@ -1,0 +1,86 @@
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "xflow/record.h"
+
+static struct xflow_record valid(void)
+{
+	struct xflow_record r;
+	memset(&r, 0, sizeof(r));
+	r.version = XFLOW_RECORD_VERSION;
+	r.timestamp = 123456789;
+	r.flow_id = 42;
+	r.site_id = 7;
+	r.flow_kind = 1;
+	r.domain_id = 3;
+	r.flags = XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN;
+	r.ndata = 3;
+	r.data[0] = 0x400123;
+	r.data[1] = 99;
+	r.data[2] = 42;
+	return r;
+}
+
+Test(record, wire_layout_is_little_endian_at_fixed_offsets)
+{
+	struct xflow_record r = valid();
+	unsigned char w[XFLOW_RECORD_SIZE];
+	xflow_record_encode(&r, w);
+	cr_assert_eq(w[0], 123456789 & 0xff);
+	cr_assert_eq(w[8], 42);
+	cr_assert_eq(w[16], 7);
+	cr_assert_eq(w[22], 3);
+	cr_assert_eq(w[24], XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN);
+	cr_assert_eq(w[26], XFLOW_RECORD_VERSION);
+	cr_assert_eq(w[27], 3);
+	cr_assert_eq(w[40], 0x23);
+	cr_assert_eq(w[41], 0x01);
+}
+
+Test(record, round_trip)
+{
+	struct xflow_record r = valid(), back;
+	unsigned char w[XFLOW_RECORD_SIZE];
+	xflow_record_encode(&r, w);
+	const char *why = "x";
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &back, &why), 0);
+	cr_assert_null(why);
+	cr_assert_eq(memcmp(&r, &back, sizeof(r)), 0);
+}
+
+static void expect_bad(struct xflow_record r, int err, const char *field)
+{
+	unsigned char w[XFLOW_RECORD_SIZE];
+	struct xflow_record out;
+	const char *why = NULL;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, &why), err, "field %s", field);
+	cr_assert_str_eq(why, field);
+}
+
+Test(record, every_invalid_field_is_rejected_and_named)
+{
+	struct xflow_record r;
+	r = valid(); r.version = 2; expect_bad(r, -EPROTO, "version");
+	r = valid(); r.ndata = 7; expect_bad(r, -EBADMSG, "ndata");
+	r = valid(); r.flags = 1u << 9; expect_bad(r, -EBADMSG, "flags");
+	r = valid(); r.flow_id = XFLOW_FLOWID_MAX + 1; expect_bad(r, -EBADMSG, "flow_id");
+	r = valid(); r.reserved = 1; expect_bad(r, -EBADMSG, "reserved");
+	r = valid(); r.data[5] = 1; expect_bad(r, -EBADMSG, "data beyond ndata");
+	r = valid(); r.ndata = 6; r.data[5] = 1;
+	unsigned char w[XFLOW_RECORD_SIZE];
+	struct xflow_record out;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "six values are allowed");
+}
+
+Test(record, wrong_length_is_rejected)
+{
+	unsigned char w[XFLOW_RECORD_SIZE + 1] = { 0 };
+	struct xflow_record out;
+	const char *why;
+	cr_assert_eq(xflow_record_decode(w, XFLOW_RECORD_SIZE - 1, &out, &why), -EMSGSIZE);
+	cr_assert_eq(xflow_record_decode(w, XFLOW_RECORD_SIZE + 1, &out, &why), -EMSGSIZE);
+	cr_assert_str_eq(why, "length");
+}
