@@ -1,0 +1,93 @@
+/*
+ * xflow/flowlang.h — the flow language front end, as a library: load flow
+ * files, expand xflows, check, and compile advice to bytecode.  Used by
+ * `xflowc`, and later by `xflowc plan` and `xflowtop` (which add join-point
+ * resolution against each domain's binaries on top of this).
+ *
+ * Usage: xflow_unit_new, then xflow_unit_add_file (or _add_buffer) for each
+ * file, then xflow_unit_compile; read the results with the accessors; print
+ * what went wrong with xflow_unit_print_diags; xflow_unit_free.
+ */
+#ifndef XFLOW_FLOWLANG_H
+#define XFLOW_FLOWLANG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "xflow/bytecode.h"
+
+struct xflow_unit;
+
+struct xflow_unit_opts {
+	unsigned max_errors;    /* 0: 20 */
+	bool no_include;        /* refuse <include> (fuzzing, untrusted input) */
+};
+
+/* Where a compiled advice came from. */
+enum xflow_advice_origin {
+	XFLOW_ADVICE_USER,      /* an <advice> or <aspect> */
+	XFLOW_ADVICE_START,     /* expansion of an xflow's <start> */
+	XFLOW_ADVICE_TRANSIT,
+	XFLOW_ADVICE_QUIT,
+};
+
+/* Placement flags of struct xflow_advice_info. */
+enum xflow_advice_flag {
+	XFLOW_ADVICE_AFTER = 1u << 0,   /* run after the join point's instruction */
+	/* The xin_move trap: when the join point is an instruction that stores
+	 * field after_store_field, run after it instead of before, or the
+	 * program's own store overwrites the id bits just written. */
+	XFLOW_ADVICE_AFTER_STORE = 1u << 1,
+};
+
+struct xflow_advice_info {
+	enum xflow_advice_origin origin;
+	int flow;                      /* flow index of xflow-derived advice, else -1 */
+	unsigned flags;                /* enum xflow_advice_flag */
+	int after_store_field;         /* field index, or -1 */
+	unsigned rec_flags;            /* enum xflow_record_flag of what it does */
+	const char *file;              /* where it was written */
+	unsigned line, col;
+	const struct xflow_bc_prog *prog;
+};
+
+int xflow_unit_new(struct xflow_unit **out, const struct xflow_unit_opts *opts);
+void xflow_unit_free(struct xflow_unit *u);
+/* -W option body: "all", "error", "no-<name>", "<name>".  -EINVAL if unknown. */
+int xflow_unit_set_warning(struct xflow_unit *u, const char *opt);
+
+/* Returns 0, or a negative errno (the reason is also a diagnostic). */
+int xflow_unit_add_file(struct xflow_unit *u, const char *path);
+int xflow_unit_add_buffer(struct xflow_unit *u, const char *name,
+			  const void *buf, size_t len);
+/* Expand, check, emit, verify.  Returns 0, or -EINVAL if any error. */
+int xflow_unit_compile(struct xflow_unit *u);
+
+unsigned xflow_unit_errors(const struct xflow_unit *u);
+unsigned xflow_unit_warnings(const struct xflow_unit *u);
+void xflow_unit_print_diags(const struct xflow_unit *u, FILE *out);
+
+/* Compiled advice in weave order (xflow-derived first). */
+size_t xflow_unit_advice_count(const struct xflow_unit *u);
+int xflow_unit_advice(const struct xflow_unit *u, size_t i, struct xflow_advice_info *out);
+size_t xflow_unit_flow_count(const struct xflow_unit *u);
+const char *xflow_unit_flow_name(const struct xflow_unit *u, size_t i);
+size_t xflow_unit_field_count(const struct xflow_unit *u);
+/* Field i as {struct, member}; *min_bits is what xin/xout need of it. */
+int xflow_unit_field(const struct xflow_unit *u, size_t i, const char **sname,
+		     const char **member, unsigned *min_bits);
+
+/* `xflowc dump`: the expanded advice as flow-file XML, in weave order;
+ * with @bytecode, each advice's compiled program too. */
+void xflow_unit_dump(const struct xflow_unit *u, FILE *out, bool bytecode);
+
+/* Print one program, one instruction per line. */
+void xflow_bc_dump(const struct xflow_unit *u, const struct xflow_bc_prog *p, FILE *out,
+		   const char *indent);
+
+/* The whole `xflowc` command, for the thin main and the tests. */
+int xflowc_run(int argc, char **argv, FILE *out, FILE *err);
+
+#endif /* XFLOW_FLOWLANG_H */

@@ -1,0 +1,558 @@
+/*
+ * Pass 1: the element tree of a flow file → xflow definitions and advice.
+ *
+ * Checks what XML itself cannot: which elements go where, their attributes,
+ * attribute values, and <include>.  Each element's rules are one row of
+ * elem_rules[]; unknown elements, unknown or missing attributes all get a
+ * message naming what would be accepted there.
+ */
+#include "weaver/unit.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_FILE_SIZE (64u << 20)
+
+struct elem_rule {
+	const char *name;
+	const char *required[4];
+	const char *optional[4];
+	const char *example;
+};
+
+static const struct elem_rule elem_rules[] = {
+	{ "flows", { NULL }, { NULL }, "<flows> ... </flows>" },
+	{ "advice", { NULL }, { NULL }, "<advice><pointcut>...</pointcut><before>...</before></advice>" },
+	{ "aspect", { NULL }, { NULL }, "<aspect><pointcut>...</pointcut><before>...</before></aspect>" },
+	{ "pointcut", { NULL }, { NULL }, "<pointcut>access(sk_buff.%)</pointcut>" },
+	{ "before", { NULL }, { NULL }, "<before>...</before>" },
+	{ "after", { NULL }, { NULL }, "<after>...</after>" },
+	{ "xflow", { "name" }, { NULL }, "<xflow name=\"netflow\">" },
+	{ "start", { NULL }, { NULL }, "<start><pointcut>...</pointcut></start>" },
+	{ "transit", { NULL }, { NULL }, "<transit><pointcut>...</pointcut><move from=\"skb\" to=\"n\"/></transit>" },
+	{ "quit", { NULL }, { NULL }, "<quit><pointcut>...</pointcut></quit>" },
+	{ "select", { "local_var" }, { NULL }, "<select local_var=\"data\"/>" },
+	{ "action", { NULL }, { NULL }, "<action>...</action>" },
+	{ "move", { "from", "to" }, { NULL }, "<move from=\"skb\" to=\"n\"/>" },
+	{ "copy", { "from", "to" }, { NULL }, "<copy from=\"skb\" to=\"n\"/>" },
+	{ "split", { "from", "to" }, { NULL }, "<split from=\"skb\" to=\"seg\"/>" },
+	{ "xin_move", { "name", "from", "to" }, { NULL }, "<xin_move name=\"netin\" from=\"skb\" to=\"tx\"/>" },
+	{ "xin_copy", { "name", "from", "to" }, { NULL }, "<xin_copy name=\"netin\" from=\"skb\" to=\"tx\"/>" },
+	{ "xout_move", { "name", "from", "to" }, { NULL }, "<xout_move name=\"netin\" from=\"txp\" to=\"skb\"/>" },
+	{ "xout_copy", { "name", "from", "to" }, { NULL }, "<xout_copy name=\"netin\" from=\"txp\" to=\"skb\"/>" },
+	{ "field", { "name", "offset", "size" }, { NULL }, "<field name=\"flags\" offset=\"4\" size=\"12\"/>" },
+	{ "key", { "member" }, { NULL }, "<key member=\"id\"/>" },
+	{ "include", { "file" }, { NULL }, "<include file=\"netflow.xml\"/>" },
+};
+
+struct build {
+	struct xflow_unit *u;
+	int depth;               /* include depth */
+};
+
+static const struct elem_rule *rule_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(elem_rules) / sizeof(elem_rules[0]); i++)
+		if (strcmp(elem_rules[i].name, name) == 0)
+			return &elem_rules[i];
+	return NULL;
+}
+
+bool fl_ident_ok(const char *s)
+{
+	if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return false;
+	for (s++; *s; s++)
+		if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9')))
+			return false;
+	return true;
+}
+
+/* Check @n's attributes against its rule; false if a required one is missing. */
+static bool check_attrs(struct build *B, const struct fl_xnode *n)
+{
+	struct fl_diag *d = &B->u->diag;
+	const struct elem_rule *r = rule_of(n->name);
+	bool ok = true;
+	for (size_t i = 0; i < n->nattrs; i++) {
+		const struct fl_xattr *a = &n->attrs[i];
+		bool known = false;
+		for (int k = 0; k < 4; k++)
+			if ((r->required[k] && strcmp(r->required[k], a->name) == 0) ||
+			    (r->optional[k] && strcmp(r->optional[k], a->name) == 0))
+				known = true;
+		if (!known) {
+			char *hint = r->required[0]
+				? fl_arena_printf(&B->u->arena, "write %s", r->example)
+				: fl_arena_printf(&B->u->arena, "<%s> takes no attributes", n->name);
+			fl_error(d, a->loc, hint, "unknown attribute '%s' on <%s>", a->name, n->name);
+		}
+	}
+	for (int k = 0; k < 4 && r->required[k]; k++) {
+		if (!fl_xnode_attr(n, r->required[k])) {
+			fl_error(d, n->loc, fl_arena_printf(&B->u->arena, "write %s", r->example),
+				 "<%s> needs a '%s' attribute", n->name, r->required[k]);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/* Text outside the text-bearing elements is a mistake (usually code put in
+ * the wrong element). */
+static void check_no_text(struct build *B, const struct fl_xnode *n)
+{
+	for (size_t i = 0; i < n->tlen; i++) {
+		char c = n->text[i];
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			fl_error(&B->u->diag, fl_xnode_text_loc(n, i, 1),
+				 "text belongs in <pointcut>, <before>, <after> or <action>",
+				 "unexpected text inside <%s>", n->name);
+			return;
+		}
+	}
+}
+
+static void unknown_child(struct build *B, const struct fl_xnode *parent,
+			  const struct fl_xnode *kid, const char *allowed)
+{
+	const char *hint = fl_arena_printf(&B->u->arena, "<%s> may hold %s", parent->name, allowed);
+	if (!rule_of(kid->name))
+		fl_error(&B->u->diag, kid->loc, hint, "unknown element <%s>", kid->name);
+	else
+		fl_error(&B->u->diag, kid->loc, hint, "<%s> is not allowed inside <%s>",
+			 kid->name, parent->name);
+}
+
+static const char *ident_attr(struct build *B, const struct fl_xnode *n, const char *name,
+			      struct fl_loc *loc)
+{
+	const struct fl_xattr *a = fl_xnode_attr(n, name);
+	if (!a)
+		return NULL;
+	*loc = a->vloc;
+	if (!fl_ident_ok(a->value)) {
+		fl_error(&B->u->diag, a->vloc, "names are C identifiers: letters, digits and _",
+			 "'%s' is not a valid name for %s", a->value, name);
+		return NULL;
+	}
+	return a->value;
+}
+
+static bool uint_attr(struct build *B, const struct fl_xnode *n, const char *name,
+		      unsigned *out, struct fl_loc *loc)
+{
+	const struct fl_xattr *a = fl_xnode_attr(n, name);
+	if (!a)
+		return false;
+	*loc = a->vloc;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(a->value, &end, 0);
+	if (errno || end == a->value || *end || a->value[0] == '-' || v > 1024) {
+		fl_error(&B->u->diag, a->vloc, "write a bit count such as 4",
+			 "'%s' is not a valid %s", a->value, name);
+		return false;
+	}
+	*out = (unsigned)v;
+	return true;
+}
+
+/* A <pointcut> child, parsed, or NULL after an error. */
+static struct fl_pc *pointcut_of(struct build *B, const struct fl_xnode *n,
+				 const struct fl_xnode *pcn)
+{
+	if (!pcn) {
+		fl_error(&B->u->diag, n->loc, "add <pointcut>...</pointcut> to say where it applies",
+			 "<%s> has no <pointcut>", n->name);
+		return NULL;
+	}
+	check_attrs(B, pcn);
+	for (size_t i = 0; i < pcn->nkids; i++)
+		unknown_child(B, pcn, pcn->kids[i], "only pointcut text");
+	return fl_pointcut_parse(B->u, pcn);
+}
+
+static void code_element(struct build *B, const struct fl_xnode *n)
+{
+	check_attrs(B, n);
+	for (size_t i = 0; i < n->nkids; i++)
+		unknown_child(B, n, n->kids[i], "only advice code (write < as &lt;)");
+}
+
+static struct fl_advice *new_advice(struct build *B, const struct fl_xnode *n,
+				    struct fl_pc *pc, const struct fl_xnode *pcn,
+				    const struct fl_xnode *code, enum fl_when when)
+{
+	struct fl_advice *a = fl_arena_alloc(&B->u->arena, sizeof(*a));
+	a->loc = n->loc;
+	a->origin = FL_ORIGIN_USER;
+	a->when = when;
+	a->pc = pc;
+	a->pc_node = pcn;
+	a->code.text = code->text;
+	a->code.len = code->tlen;
+	a->code.node = code;
+	a->after_store_field = -1;
+	return a;
+}
+
+static void build_advice(struct build *B, const struct fl_xnode *n)
+{
+	check_attrs(B, n);
+	check_no_text(B, n);
+	const struct fl_xnode *pcn = NULL, *codes[8];
+	size_t ncodes = 0;
+	for (size_t i = 0; i < n->nkids; i++) {
+		const struct fl_xnode *k = n->kids[i];
+		if (strcmp(k->name, "pointcut") == 0) {
+			if (pcn)
+				fl_error(&B->u->diag, k->loc, "combine them with AND or OR",
+					 "<%s> has more than one <pointcut>", n->name);
+			else
+				pcn = k;
+		} else if (strcmp(k->name, "before") == 0 || strcmp(k->name, "after") == 0) {
+			code_element(B, k);
+			if (ncodes < 8)
+				codes[ncodes++] = k;
+		} else {
+			unknown_child(B, n, k, "<pointcut>, <before> and <after>");
+		}
+	}
+	struct fl_pc *pc = pointcut_of(B, n, pcn);
+	if (ncodes == 0) {
+		fl_error(&B->u->diag, n->loc, "add <before>...</before> or <after>...</after>",
+			 "<%s> has no <before> or <after> code", n->name);
+		return;
+	}
+	for (size_t i = 0; i < ncodes; i++) {
+		struct fl_advice *a = new_advice(B, n, pc, pcn, codes[i],
+						 codes[i]->name[0] == 'a' ? FL_AFTER : FL_BEFORE);
+		if (!pc)
+			a->bad = true;
+		*B->u->user_tail = a;
+		B->u->user_tail = &a->next;
+	}
+}
+
+static bool is_xin(const struct fl_xop *op)
+{
+	return op && (op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY);
+}
+
+static void field_of(struct build *B, struct fl_xop *op, const struct fl_xnode *f)
+{
+	struct fl_diag *d = &B->u->diag;
+	if (!check_attrs(B, f))
+		return;
+	for (size_t i = 0; i < f->nkids; i++)
+		unknown_child(B, f, f->kids[i], "nothing");
+	if (op->has_field || op->has_key) {
+		fl_error(d, f->loc, "one <field> or <key> per <xin_...>",
+			 "<%s> has more than one <field> or <key>", op->kind == FL_X_XIN_MOVE ? "xin_move" : "xin_copy");
+		return;
+	}
+	if (strcmp(f->name, "key") == 0) {
+		op->key = ident_attr(B, f, "member", &op->key_loc);
+		op->has_key = op->key != NULL;
+		return;
+	}
+	op->field = ident_attr(B, f, "name", &op->field_loc);
+	bool ok = op->field && uint_attr(B, f, "offset", &op->offset, &op->offset_loc) &&
+		  uint_attr(B, f, "size", &op->size, &op->size_loc);
+	if (!ok)
+		return;
+	if (op->size == 0) {
+		fl_error(d, op->size_loc, "carry at least one bit of the flow id",
+			 "field size is 0");
+		return;
+	}
+	if (op->offset + op->size > 64) {
+		fl_error(d, op->size_loc,
+			 fl_arena_printf(&B->u->arena, "a header field is at most 64 bits: make offset + size <= 64 (e.g. size=\"%u\")",
+					 op->offset < 64 ? 64 - op->offset : 1),
+			 "field bits %u..%u run past 64 bits", op->offset, op->offset + op->size - 1);
+		return;
+	}
+	op->has_field = true;
+}
+
+static const struct { const char *name; enum fl_xop_kind kind; } xop_names[] = {
+	{ "move", FL_X_MOVE }, { "copy", FL_X_COPY },
+	{ "xin_move", FL_X_XIN_MOVE }, { "xin_copy", FL_X_XIN_COPY },
+	{ "xout_move", FL_X_XOUT_MOVE }, { "xout_copy", FL_X_XOUT_COPY },
+	{ "split", FL_X_SPLIT },
+};
+
+static struct fl_xop *build_xop(struct build *B, struct fl_xflow *f, const struct fl_xnode *k,
+				enum fl_xop_kind kind)
+{
+	if (!check_attrs(B, k))
+		return NULL;
+	struct fl_xop *op = fl_arena_alloc(&B->u->arena, sizeof(*op));
+	op->kind = kind;
+	op->loc = k->loc;
+	op->flow = f;
+	op->from = ident_attr(B, k, "from", &op->from_loc);
+	op->to = ident_attr(B, k, "to", &op->to_loc);
+	if (fl_xnode_attr(k, "name"))
+		op->name = ident_attr(B, k, "name", &op->name_loc);
+	check_no_text(B, k);
+	for (size_t i = 0; i < k->nkids; i++) {
+		const struct fl_xnode *c = k->kids[i];
+		if (is_xin(op) && (strcmp(c->name, "field") == 0 || strcmp(c->name, "key") == 0))
+			field_of(B, op, c);
+		else
+			unknown_child(B, k, c, is_xin(op) ? "<field> or <key>" : "nothing");
+	}
+	if (!op->from || !op->to || (rule_of(k->name)->required[2] && !op->name))
+		return NULL;
+	if (strcmp(op->from, op->to) == 0)
+		fl_error(&B->u->diag, op->to_loc, "name the variable the id moves to",
+			 "'from' and 'to' are the same variable '%s'", op->from);
+	return op;
+}
+
+static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xnode *n,
+			enum fl_xpoint_kind kind)
+{
+	struct fl_diag *d = &B->u->diag;
+	check_attrs(B, n);
+	check_no_text(B, n);
+	struct fl_xpoint *p = fl_arena_alloc(&B->u->arena, sizeof(*p));
+	p->kind = kind;
+	p->loc = n->loc;
+	const struct fl_xnode *pcn = NULL;
+	struct fl_xop *last = NULL;
+	const char *allowed = kind == FL_XP_TRANSIT
+		? "<pointcut>, <move>, <copy>, <xin_move>, <xin_copy>, <field>, <xout_move>, <xout_copy>, <split> and <action>"
+		: "<pointcut>, <select> and <action>";
+	for (size_t i = 0; i < n->nkids; i++) {
+		const struct fl_xnode *k = n->kids[i];
+		const char *name = k->name;
+		int xk = -1;
+		for (size_t j = 0; j < sizeof(xop_names) / sizeof(xop_names[0]); j++)
+			if (strcmp(name, xop_names[j].name) == 0)
+				xk = (int)xop_names[j].kind;
+		if (strcmp(name, "pointcut") == 0) {
+			if (pcn)
+				fl_error(d, k->loc, "combine them with AND or OR",
+					 "<%s> has more than one <pointcut>", n->name);
+			else
+				pcn = k;
+		} else if (strcmp(name, "action") == 0) {
+			code_element(B, k);
+			if (p->action)
+				fl_error(d, k->loc, "put all the code in one <action>",
+					 "<%s> has more than one <action>", n->name);
+			p->action = k;
+		} else if (strcmp(name, "select") == 0 && kind != FL_XP_TRANSIT) {
+			if (check_attrs(B, k)) {
+				if (p->select)
+					fl_error(d, k->loc, "select one variable",
+						 "<%s> has more than one <select>", n->name);
+				p->select = ident_attr(B, k, "local_var", &p->select_loc);
+			}
+		} else if (kind == FL_XP_TRANSIT && xk >= 0) {
+			last = build_xop(B, f, k, (enum fl_xop_kind)xk);
+			if (last)
+				FL_PUSH(&B->u->arena, p->ops, p->nops, p->ops_cap, last);
+		} else if (kind == FL_XP_TRANSIT && (strcmp(name, "field") == 0 || strcmp(name, "key") == 0)) {
+			/* The paper writes <field> as the sibling after its
+			 * <xin_move/>; accept that as well as a child. */
+			if (is_xin(last))
+				field_of(B, last, k);
+			else
+				fl_error(d, k->loc, "put <field> right after the <xin_move> or <xin_copy> it belongs to",
+					 "<%s> does not follow an <xin_move> or <xin_copy>", name);
+		} else {
+			unknown_child(B, n, k, allowed);
+		}
+	}
+	p->pc_node = pcn;
+	p->pc = pointcut_of(B, n, pcn);
+	if (kind == FL_XP_TRANSIT && p->nops == 0 && !p->action)
+		fl_error(d, n->loc, "add <move from=\"a\" to=\"b\"/> (or copy, xin_*, xout_*, split)",
+			 "<transit> says nothing about where the flow id goes");
+	for (size_t i = 0; i < p->nops; i++) {
+		struct fl_xop *op = p->ops[i];
+		if (is_xin(op) && !op->has_field && !op->has_key)
+			fl_error(d, op->loc,
+				 "add <field name=\"flags\" offset=\"4\" size=\"12\"/> (free header bits) or <key member=\"id\"/> (a request id both domains see)",
+				 "<%s> says neither which header bits nor which key carry the id",
+				 op->kind == FL_X_XIN_MOVE ? "xin_move" : "xin_copy");
+	}
+	*f->tail = p;
+	f->tail = &p->next;
+}
+
+static void build_xflow(struct build *B, const struct fl_xnode *n)
+{
+	struct xflow_unit *u = B->u;
+	if (!check_attrs(B, n))
+		return;
+	check_no_text(B, n);
+	struct fl_loc nloc;
+	const char *name = ident_attr(B, n, "name", &nloc);
+	if (!name)
+		return;
+	struct fl_xflow *f = fl_unit_flow(u, name);
+	if (f) {
+		unsigned line, col;
+		fl_loc_linecol(f->loc, &line, &col);
+		fl_error(&u->diag, nloc,
+			 fl_arena_printf(&u->arena, "rename one; the first is at %s:%u:%u",
+					 f->loc.src ? f->loc.src->path : "?", line, col),
+			 "xflow '%s' is defined twice", name);
+		return;
+	}
+	f = fl_arena_alloc(&u->arena, sizeof(*f));
+	f->name = name;
+	f->loc = nloc;
+	f->index = (int)u->nflows++;
+	f->tail = &f->points;
+	*u->flows_tail = f;
+	u->flows_tail = &f->next;
+	for (size_t i = 0; i < n->nkids; i++) {
+		const struct fl_xnode *k = n->kids[i];
+		if (strcmp(k->name, "start") == 0)
+			build_point(B, f, k, FL_XP_START);
+		else if (strcmp(k->name, "transit") == 0)
+			build_point(B, f, k, FL_XP_TRANSIT);
+		else if (strcmp(k->name, "quit") == 0)
+			build_point(B, f, k, FL_XP_QUIT);
+		else
+			unknown_child(B, n, k, "<start>, <transit> and <quit>");
+	}
+}
+
+static void build_include(struct build *B, const struct fl_xnode *n)
+{
+	struct xflow_unit *u = B->u;
+	if (!check_attrs(B, n))
+		return;
+	const struct fl_xattr *a = fl_xnode_attr(n, "file");
+	if (u->opts.no_include) {
+		fl_error(&u->diag, a->vloc, "includes are disabled for this input",
+			 "cannot include '%s'", a->value);
+		return;
+	}
+	if (B->depth + 1 > FL_MAX_INCLUDE_DEPTH) {
+		fl_error(&u->diag, a->vloc, "flatten the includes",
+			 "includes nested deeper than %d", FL_MAX_INCLUDE_DEPTH);
+		return;
+	}
+	/* Relative to the including file, as C's #include "..." is. */
+	char *path;
+	const char *self = n->loc.src->path;
+	const char *slash = strrchr(self, '/');
+	if (a->value[0] == '/' || !slash)
+		path = fl_arena_strdup(&u->arena, a->value);
+	else
+		path = fl_arena_printf(&u->arena, "%.*s/%s", (int)(slash - self), self, a->value);
+	fl_build_file(u, path, B->depth + 1, a->vloc);
+}
+
+static void build_top(struct build *B, const struct fl_xnode *n)
+{
+	const char *name = n->name;
+	if (strcmp(name, "advice") == 0 || strcmp(name, "aspect") == 0)
+		build_advice(B, n);
+	else if (strcmp(name, "xflow") == 0)
+		build_xflow(B, n);
+	else if (strcmp(name, "include") == 0)
+		build_include(B, n);
+	else if (!rule_of(name))
+		fl_error(&B->u->diag, n->loc,
+			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> root",
+			 "unknown element <%s>", name);
+	else
+		fl_error(&B->u->diag, n->loc,
+			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> root",
+			 "<%s> is not allowed at the top level", name);
+}
+
+int fl_build_buffer(struct xflow_unit *u, const char *path, const char *buf,
+		    size_t len, int depth)
+{
+	struct fl_xdoc doc;
+	int rc = fl_xml_load(&u->arena, &u->diag, path, buf, len, &doc);
+	if (rc < 0)
+		return rc;
+	struct build B = { .u = u, .depth = depth };
+	const struct fl_xnode *r = doc.root;
+	unsigned before = u->diag.nerrors;
+	if (strcmp(r->name, "flows") == 0) {
+		check_attrs(&B, r);
+		check_no_text(&B, r);
+		for (size_t i = 0; i < r->nkids; i++)
+			build_top(&B, r->kids[i]);
+	} else {
+		build_top(&B, r);
+	}
+	return u->diag.nerrors > before ? -EINVAL : 0;
+}
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	struct stat st;
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		fclose(f);
+		return e;
+	}
+	if ((uintmax_t)st.st_size > MAX_FILE_SIZE) {
+		fclose(f);
+		return -EFBIG;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		fl_oom();
+	size_t n = fread(buf, 1, (size_t)st.st_size, f);
+	int e = ferror(f) ? -EIO : 0;
+	fclose(f);
+	if (e) {
+		free(buf);
+		return e;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int fl_build_file(struct xflow_unit *u, const char *path, int depth, struct fl_loc from)
+{
+	char *real = realpath(path, NULL);
+	if (real) {
+		/* Each file is loaded once however often it is included, so a
+		 * shared flow definition can be included from many files; a file
+		 * including itself (directly or not) is then harmless too. */
+		for (size_t i = 0; i < u->nfiles; i++) {
+			if (strcmp(u->files[i], real) == 0) {
+				free(real);
+				return 0;
+			}
+		}
+		const char *r = fl_arena_strdup(&u->arena, real);
+		free(real);
+		FL_PUSH(&u->arena, u->files, u->nfiles, u->files_cap, r);
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = read_file(path, &buf, &len);
+	if (rc < 0) {
+		fl_error(&u->diag, from, from.src ? "the path is relative to the including file" : NULL,
+			 "cannot read '%s': %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = fl_build_buffer(u, path, buf, len, depth);
+	free(buf);
+	return rc;
+}

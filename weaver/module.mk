@@ -1,0 +1,17 @@
+# weaver/: the flow language front end (and, later, join points) — xflowc.
+weaver_SRCS := $(filter-out %_main.c,$(wildcard weaver/*.c))
+ALL_OBJS += $(call objs_of,$(weaver_SRCS)) $(OBJDIR)/weaver/xflowc_main.o
+$(call folder_lib,weaver): $(call objs_of,$(weaver_SRCS))
+LINK_LIBS := $(call folder_lib,weaver) $(LINK_LIBS)
+# Only weaver/xml_load.c includes libxml2, but the flags are harmless for
+# the folder's other files.
+EXTRA_CFLAGS_weaver := $(call pc_cflags,libxml-2.0)
+
+BINS += $(BINDIR)/xflowc
+$(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(LINK_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
+
+# MAN_PAGES added with the pages
+# TEST_SCRIPTS added with the scripts

@@ -1,0 +1,170 @@
+/*
+ * Arena and string buffer.  See util.h for why memory exhaustion aborts.
+ */
+#include "weaver/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_MIN 16384
+#define ALIGN 16
+
+struct fl_chunk {
+	struct fl_chunk *next;
+	size_t size;
+	_Alignas(ALIGN) unsigned char mem[];
+};
+
+_Noreturn void fl_oom(void)
+{
+	fputs("xflowc: out of memory\n", stderr);
+	abort();
+}
+
+void fl_arena_init(struct fl_arena *a)
+{
+	a->head = NULL;
+	a->used = 0;
+}
+
+void fl_arena_fini(struct fl_arena *a)
+{
+	struct fl_chunk *c = a->head;
+	while (c) {
+		struct fl_chunk *next = c->next;
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+	a->used = 0;
+}
+
+void *fl_arena_alloc(struct fl_arena *a, size_t size)
+{
+	size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+	if (size == 0)
+		size = ALIGN;
+	if (!a->head || a->head->size - a->used < size) {
+		size_t csize = size > CHUNK_MIN ? size : CHUNK_MIN;
+		struct fl_chunk *c = malloc(sizeof(*c) + csize);
+		if (!c)
+			fl_oom();
+		c->size = csize;
+		/* A big block gets its own chunk behind the current one, so the
+		 * space left in the current chunk is not thrown away. */
+		if (a->head && size > CHUNK_MIN) {
+			c->next = a->head->next;
+			a->head->next = c;
+			memset(c->mem, 0, size);
+			return c->mem;
+		}
+		c->next = a->head;
+		a->head = c;
+		a->used = 0;
+	}
+	void *p = a->head->mem + a->used;
+	a->used += size;
+	memset(p, 0, size);
+	return p;
+}
+
+char *fl_arena_strndup(struct fl_arena *a, const char *s, size_t n)
+{
+	char *p = fl_arena_alloc(a, n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *fl_arena_strdup(struct fl_arena *a, const char *s)
+{
+	return fl_arena_strndup(a, s, strlen(s));
+}
+
+char *fl_arena_printf(struct fl_arena *a, const char *fmt, ...)
+{
+	struct fl_buf b = { 0 };
+	va_list ap;
+	va_start(ap, fmt);
+	fl_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	char *p = fl_arena_strndup(a, b.s ? b.s : "", b.len);
+	fl_buf_free(&b);
+	return p;
+}
+
+void *fl_arena_grow(struct fl_arena *a, void *old, size_t size, size_t n,
+		    size_t *cap, size_t want)
+{
+	if (want <= *cap)
+		return old;
+	size_t ncap = *cap ? *cap * 2 : 4;
+	while (ncap < want)
+		ncap *= 2;
+	void *p = fl_arena_alloc(a, ncap * size);
+	if (n)
+		memcpy(p, old, n * size);
+	*cap = ncap;
+	return p;
+}
+
+static void buf_reserve(struct fl_buf *b, size_t more)
+{
+	if (b->len + more + 1 <= b->cap)
+		return;
+	size_t ncap = b->cap ? b->cap * 2 : 256;
+	while (ncap < b->len + more + 1)
+		ncap *= 2;
+	char *s = realloc(b->s, ncap);
+	if (!s)
+		fl_oom();
+	b->s = s;
+	b->cap = ncap;
+}
+
+void fl_buf_putn(struct fl_buf *b, const char *s, size_t n)
+{
+	buf_reserve(b, n);
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+void fl_buf_putc(struct fl_buf *b, char c)
+{
+	fl_buf_putn(b, &c, 1);
+}
+
+void fl_buf_puts(struct fl_buf *b, const char *s)
+{
+	fl_buf_putn(b, s, strlen(s));
+}
+
+void fl_buf_vprintf(struct fl_buf *b, const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		return;
+	buf_reserve(b, (size_t)n);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+void fl_buf_printf(struct fl_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fl_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void fl_buf_free(struct fl_buf *b)
+{
+	free(b->s);
+	b->s = NULL;
+	b->len = b->cap = 0;
+}

@@ -1,0 +1,61 @@
+/*
+ * weaver/util.h — the allocation helpers every pass shares.
+ *
+ * A unit's AST, tables and messages live in one arena freed at once, so a
+ * pass that stops half-way (an error, a fuzz input) can never leak.  Memory
+ * exhaustion is fatal in the front end, as it is in gcc: the arena prints a
+ * message and aborts rather than threading ENOMEM through every parser rule.
+ */
+#ifndef WEAVER_UTIL_H
+#define WEAVER_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fl_arena {
+	struct fl_chunk *head;
+	size_t used;            /* bytes taken in head */
+};
+
+void fl_arena_init(struct fl_arena *a);
+void fl_arena_fini(struct fl_arena *a);
+/* Zeroed, aligned for any scalar; never NULL. */
+void *fl_arena_alloc(struct fl_arena *a, size_t size);
+char *fl_arena_strndup(struct fl_arena *a, const char *s, size_t n);
+char *fl_arena_strdup(struct fl_arena *a, const char *s);
+char *fl_arena_printf(struct fl_arena *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Grow an arena array of @n elements of @size to at least @want; the old
+ * block stays in the arena (arrays grow geometrically, so the waste is
+ * bounded by the final size). */
+void *fl_arena_grow(struct fl_arena *a, void *old, size_t size, size_t n,
+		    size_t *cap, size_t want);
+
+/* A growable heap string, for building generated code and dumps. */
+struct fl_buf {
+	char *s;
+	size_t len, cap;
+};
+
+void fl_buf_putc(struct fl_buf *b, char c);
+void fl_buf_puts(struct fl_buf *b, const char *s);
+void fl_buf_putn(struct fl_buf *b, const char *s, size_t n);
+void fl_buf_printf(struct fl_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void fl_buf_vprintf(struct fl_buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+void fl_buf_free(struct fl_buf *b);
+
+/* Append one element to an arena-backed array (@arr, @n, @cap are lvalues). */
+#define FL_PUSH(arena, arr, n, cap, val)                                        \
+	do {                                                                    \
+		if ((n) == (cap))                                               \
+			(arr) = fl_arena_grow((arena), (arr), sizeof(*(arr)), (n), \
+					      &(cap), (n) + 1);                 \
+		(arr)[(n)++] = (val);                                           \
+	} while (0)
+
+_Noreturn void fl_oom(void);
+
+#endif /* WEAVER_UTIL_H */

@@ -1,0 +1,514 @@
+/*
+ * Pass: xflow expansion, exactly as the paper's section 4.1 shows.
+ *
+ *   <start>   → Figure 5: pointcut AND target(R)       register_flowid(F, R, get_new_flowid())
+ *               (<select local_var="x"/>: AND local_var(x, R), key *(void**)R)
+ *   <quit>    → the same with remove_flowid(F, R)
+ *   <move>    → Figure 6: AND local_var(from, R1) AND local_var(to, R2); re-key
+ *   <copy>    → Figure 6 without the remove_flowid
+ *   <xin_*>   → Figure 7, corrected: the id's low `size` bits go into bits
+ *               offset.. of the header field, the other bits of the field kept
+ *   <xout_*>  → the inverse; xout_move clears the bits again
+ *   xflow(F, v, id) in an advice's pointcut → Figure 8's guard
+ *
+ * plus the two designs the paper leaves as future work: <xin_*> with <key>
+ * (a request id both domains see, no free header bits needed) and <split>.
+ * Generated code is advice source text, parsed by the same parser as user
+ * code, so the dump shows exactly what is compiled; its locations are the
+ * elements it came from.  xflow-derived advice is woven before general
+ * advice (the paper's rule), in definition order.
+ */
+#include "weaver/unit.h"
+
+#include <string.h>
+
+#include "xflow/record.h"
+
+/* Does the pointcut (an AND tree) bind or mention @name anywhere? */
+static bool pc_mentions(const struct fl_pc *pc, const char *name)
+{
+	if (!pc)
+		return false;
+	if (pc->kind == FL_PC_AND || pc->kind == FL_PC_OR || pc->kind == FL_PC_NOT)
+		return pc_mentions(pc->l, name) || pc_mentions(pc->r, name);
+	return (pc->a && strcmp(pc->a, name) == 0) || (pc->b && strcmp(pc->b, name) == 0) ||
+	       (pc->c && strcmp(pc->c, name) == 0);
+}
+
+/* A fresh variable name that the pointcut does not use; the paper's
+ * "random string that cannot clash". */
+static const char *gensym(struct xflow_unit *u, const struct fl_pc *pc, const char *stem,
+			  const char *avoid1, const char *avoid2)
+{
+	for (;;) {
+		const char *n = fl_arena_printf(&u->arena, "%s%u", stem, ++u->gensym);
+		if (!pc_mentions(pc, n) && (!avoid1 || strcmp(n, avoid1)) && (!avoid2 || strcmp(n, avoid2)))
+			return n;
+	}
+}
+
+static struct fl_pc *pc_new(struct xflow_unit *u, enum fl_pc_kind k, struct fl_loc loc)
+{
+	struct fl_pc *pc = fl_arena_alloc(&u->arena, sizeof(*pc));
+	pc->kind = k;
+	pc->loc = pc->aloc = pc->bloc = loc;
+	pc->generated = true;
+	return pc;
+}
+
+static struct fl_pc *pc_and(struct xflow_unit *u, struct fl_pc *l, struct fl_pc *r)
+{
+	if (!l)
+		return r;
+	struct fl_pc *a = pc_new(u, FL_PC_AND, r->loc);
+	a->l = l;
+	a->r = r;
+	return a;
+}
+
+static struct fl_pc *pc_local_var(struct xflow_unit *u, struct fl_loc loc, const char *local,
+				  const char *var)
+{
+	struct fl_pc *pc = pc_new(u, FL_PC_LOCAL_VAR, loc);
+	pc->a = local;
+	pc->b = var;
+	return pc;
+}
+
+/* The access() conjuncts of an AND tree, up to @max. */
+static size_t accesses(const struct fl_pc *pc, const struct fl_pc **out, size_t n, size_t max)
+{
+	if (!pc)
+		return n;
+	if (pc->kind == FL_PC_AND)
+		return accesses(pc->r, out, accesses(pc->l, out, n, max), max);
+	if (pc->kind == FL_PC_ACCESS && n < max)
+		out[n++] = pc;
+	return n;
+}
+
+/* The struct S of an access(S.member) conjunct, or else the struct that all
+ * the access() conjuncts share. */
+static const char *struct_for(const struct fl_pc *pc, const char *member)
+{
+	const struct fl_pc *acc[16];
+	size_t n = accesses(pc, acc, 0, 16);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(acc[i]->b, member) == 0)
+			return acc[i]->a;
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(acc[i]->a, acc[0]->a) != 0)
+			return NULL;
+	return n ? acc[0]->a : NULL;
+}
+
+static struct fl_advice *gen(struct xflow_unit *u, struct fl_xflow *f, const struct fl_xpoint *p,
+			     struct fl_loc loc, struct fl_pc *pc, const char *text,
+			     unsigned rec_flags)
+{
+	struct fl_advice *a = fl_arena_alloc(&u->arena, sizeof(*a));
+	a->loc = loc;
+	a->origin = p->kind == FL_XP_START ? FL_ORIGIN_START
+		  : p->kind == FL_XP_QUIT ? FL_ORIGIN_QUIT : FL_ORIGIN_TRANSIT;
+	a->when = FL_BEFORE;
+	a->flow = f;
+	a->pc = pc;
+	a->pc_node = p->pc_node;
+	a->code.text = fl_arena_strdup(&u->arena, text);
+	a->code.len = strlen(text);
+	a->code.gen_loc = loc;
+	a->rec_flags = rec_flags;
+	a->after_store_field = -1;
+	bool ok;
+	a->body = fl_advice_parse(u, &a->code, &ok);
+	if (!ok)
+		a->bad = true;
+	return a;
+}
+
+static void append(struct fl_advice ***tail, struct fl_advice *a)
+{
+	**tail = a;
+	*tail = &a->next;
+}
+
+/* <start> and <quit>: Figure 5. */
+static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
+				    const struct fl_xpoint *p)
+{
+	bool start = p->kind == FL_XP_START;
+	const char *r = gensym(u, p->pc, "random_str", p->select, NULL);
+	struct fl_pc *extra;
+	const char *key;
+	if (p->select) {
+		extra = pc_local_var(u, p->select_loc, p->select, r);
+		key = fl_arena_printf(&u->arena, "*(void**)%s", r);
+	} else {
+		extra = pc_new(u, FL_PC_TARGET, p->loc);
+		extra->a = r;
+		key = r;
+	}
+	const char *text = start
+		? fl_arena_printf(&u->arena, "register_flowid(%s, %s,\n    get_new_flowid());\n", f->name, key)
+		: fl_arena_printf(&u->arena, "remove_flowid(%s, %s);\n", f->name, key);
+	return gen(u, f, p, p->loc, pc_and(u, p->pc, extra), text,
+		   start ? XFLOW_REC_START : XFLOW_REC_QUIT);
+}
+
+static const char *id_name(const struct fl_xop *op)
+{
+	return strcmp(op->from, "id") && strcmp(op->to, "id") ? "id" : "xf_id";
+}
+
+/* The struct whose @member carries the id; reports when it cannot tell. */
+static const char *carrier_struct(struct xflow_unit *u, const struct fl_xop *op,
+				  const struct fl_xpoint *p, const struct fl_xpoint *xin_p,
+				  const char *member)
+{
+	const char *s = struct_for(p->pc, member);
+	if (!s && xin_p)
+		s = struct_for(xin_p->pc, member);
+	if (!s)
+		fl_error(&u->diag, op->loc,
+			 fl_arena_printf(&u->arena, "add access(STRUCT.%s) to the pointcut, e.g. access(netif_tx_request.%s)",
+					 member, member),
+			 "cannot tell which struct '%s' is a member of", member);
+	return s;
+}
+
+static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
+				   const struct fl_xpoint *p, const struct fl_xop *op,
+				   const struct fl_xpoint *xin_p)
+{
+	const char *r1 = gensym(u, p->pc, "random_str", op->from, op->to);
+	const char *r2 = gensym(u, p->pc, "random_str", op->from, op->to);
+	struct fl_pc *pc = pc_and(u, p->pc, pc_local_var(u, op->from_loc, op->from, r1));
+	pc = pc_and(u, pc, pc_local_var(u, op->to_loc, op->to, r2));
+	const char *F = f->name, *id = id_name(op);
+	struct fl_buf b = { 0 };
+	unsigned rec = XFLOW_REC_TRANSIT;
+	int after_store = -1;
+	bool move = op->kind == FL_X_MOVE || op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XOUT_MOVE;
+
+	switch (op->kind) {
+	case FL_X_MOVE:
+	case FL_X_COPY:
+		fl_buf_printf(&b, "void *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
+			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n"
+			      "\tregister_flowid(%s, %s, %s);\n",
+			      op->from, r1, op->to, r2, id, F, op->from, id, F, op->to, id);
+		if (move)
+			fl_buf_printf(&b, "\tremove_flowid(%s, %s);\n", F, op->from);
+		fl_buf_puts(&b, "}\n");
+		break;
+	case FL_X_SPLIT:
+		fl_buf_printf(&b, "void *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
+			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n"
+			      "\tint child = get_new_flowid();\n"
+			      "\tregister_flowid(%s, %s, child);\n"
+			      "\tSTORE_SPLIT(%s, child, %s);\n}\n",
+			      op->from, r1, op->to, r2, id, F, op->from, id, F, op->to, F, id);
+		rec |= XFLOW_REC_START;
+		break;
+	case FL_X_XIN_MOVE:
+	case FL_X_XIN_COPY: {
+		const char *member = op->has_key ? op->key : op->field;
+		const char *S = carrier_struct(u, op, p, NULL, member);
+		if (!S)
+			goto fail;
+		fl_buf_printf(&b, "void *%s = *(void**)%s;\nstruct %s *%s = *(void**)%s;\n"
+			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n",
+			      op->from, r1, S, op->to, r2, id, F, op->from, id);
+		rec |= XFLOW_REC_CROSS_DOMAIN;
+		if (op->has_key) {
+			fl_buf_printf(&b, "\tSTORE_HANDOFF_OUT(%s, %s->%s, %s);\n", F, op->to, member, id);
+		} else {
+			uint64_t low = op->size >= 64 ? UINT64_MAX : (UINT64_C(1) << op->size) - 1;
+			fl_buf_printf(&b, "\t%s->%s = (%s->%s & ~0x%llxULL) | ((%s & 0x%llxULL) << %u);\n",
+				      op->to, member, op->to, member,
+				      (unsigned long long)(low << op->offset), id,
+				      (unsigned long long)low, op->offset);
+			if (op->size < XFLOW_FLOWID_BITS)
+				rec |= XFLOW_REC_TRUNCATED_ID;
+			/* The xin trap: a store to this field at the join point
+			 * would overwrite the bits; the resolver runs us after it. */
+			after_store = fl_unit_field(u, S, member);
+			u->fields[after_store].min_bits = op->offset + op->size;
+		}
+		if (move)
+			fl_buf_printf(&b, "\tremove_flowid(%s, %s);\n", F, op->from);
+		fl_buf_puts(&b, "}\n");
+		break;
+	}
+	case FL_X_XOUT_MOVE:
+	case FL_X_XOUT_COPY: {
+		const struct fl_xop *xin = op->xin;
+		const char *member = xin->has_key ? xin->key : xin->field;
+		const char *S = carrier_struct(u, op, p, xin_p, member);
+		if (!S)
+			goto fail;
+		rec |= XFLOW_REC_CROSS_DOMAIN;
+		if (xin->has_key) {
+			fl_buf_printf(&b, "struct %s *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
+				      "int %s = get_new_flowid();\nregister_flowid(%s, %s, %s);\n"
+				      "STORE_HANDOFF_IN(%s, %s->%s, %s);\n",
+				      S, op->from, r1, op->to, r2, id, F, op->to, id,
+				      F, op->from, member, id);
+			rec |= XFLOW_REC_START;
+		} else {
+			uint64_t low = xin->size >= 64 ? UINT64_MAX : (UINT64_C(1) << xin->size) - 1;
+			fl_buf_printf(&b, "struct %s *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
+				      "int %s = (%s->%s >> %u) & 0x%llxULL;\nif (%s != 0) {\n"
+				      "\tregister_flowid(%s, %s, %s);\n",
+				      S, op->from, r1, op->to, r2, id, op->from, member, xin->offset,
+				      (unsigned long long)low, id, F, op->to, id);
+			if (move)
+				fl_buf_printf(&b, "\t%s->%s &= ~0x%llxULL;\n", op->from, member,
+					      (unsigned long long)(low << xin->offset));
+			fl_buf_puts(&b, "}\n");
+			if (xin->size < XFLOW_FLOWID_BITS)
+				rec |= XFLOW_REC_TRUNCATED_ID;
+			int fi = fl_unit_field(u, S, member);
+			if (u->fields[fi].min_bits < xin->offset + xin->size)
+				u->fields[fi].min_bits = xin->offset + xin->size;
+		}
+		break;
+	}
+	}
+	struct fl_advice *a = gen(u, f, p, op->loc, pc, b.s, rec);
+	a->after_store_field = after_store;
+	fl_buf_free(&b);
+	return a;
+fail:
+	fl_buf_free(&b);
+	return NULL;
+}
+
+/* Find the xin_* that an xout_* names, anywhere in the unit. */
+static const struct fl_xop *find_xin(struct xflow_unit *u, const char *name,
+				     const struct fl_xpoint **where)
+{
+	for (struct fl_xflow *f = u->flows; f; f = f->next)
+		for (struct fl_xpoint *p = f->points; p; p = p->next)
+			for (size_t i = 0; i < p->nops; i++) {
+				const struct fl_xop *op = p->ops[i];
+				if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) &&
+				    op->name && strcmp(op->name, name) == 0) {
+					*where = p;
+					return op;
+				}
+			}
+	return NULL;
+}
+
+/* Names: xflows are unique (checked when built); xin names are unique and
+ * every xout names an xin. */
+static void check_names(struct xflow_unit *u)
+{
+	for (struct fl_xflow *f = u->flows; f; f = f->next) {
+		bool has_start = false, has_quit = false;
+		for (struct fl_xpoint *p = f->points; p; p = p->next) {
+			has_start |= p->kind == FL_XP_START;
+			has_quit |= p->kind == FL_XP_QUIT;
+			for (size_t i = 0; i < p->nops; i++) {
+				struct fl_xop *op = p->ops[i];
+				const struct fl_xpoint *wp;
+				if (!op->name)
+					continue;
+				if (op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) {
+					const struct fl_xop *first = find_xin(u, op->name, &wp);
+					if (first != op) {
+						unsigned line, col;
+						fl_loc_linecol(first->loc, &line, &col);
+						fl_error(&u->diag, op->name_loc,
+							 fl_arena_printf(&u->arena, "give each a name of its own; the first is at line %u", line),
+							 "xin name '%s' is defined twice", op->name);
+					}
+				} else {
+					op->xin = find_xin(u, op->name, &wp);
+					if (!op->xin)
+						fl_error(&u->diag, op->name_loc,
+							 "define <xin_move name=\"...\"> (or xin_copy) in the sending domain's transit",
+							 "<%s> names '%s', but no <xin_move> or <xin_copy> has that name",
+							 op->kind == FL_X_XOUT_MOVE ? "xout_move" : "xout_copy", op->name);
+				}
+			}
+		}
+		if (f->points && (!has_start || !has_quit))
+			fl_warning(&u->diag, FL_W_EMPTY_FLOW, f->loc,
+				   has_start ? "add a <quit> so ids are removed when the data dies"
+					     : "add a <start> so the flow gets ids",
+				   "xflow '%s' has no <%s>", f->name, has_start ? "quit" : "start");
+	}
+}
+
+/* Figure 8: an advice whose pointcut has xflow(F, v[, id]) runs only when v
+ * has an id of flow F, with id bound to it.  xflow() must be a conjunct. */
+static struct fl_pc *strip_xflow(struct xflow_unit *u, struct fl_pc *pc,
+				 const struct fl_pc **found, size_t *nfound, bool under_or)
+{
+	if (!pc)
+		return NULL;
+	switch (pc->kind) {
+	case FL_PC_XFLOW:
+		if (under_or) {
+			fl_error_caret(&u->diag, pc->loc,
+				       "join xflow() to the rest of the pointcut with AND; split the advice to select several flows",
+				       "xflow() under OR or NOT cannot guard the advice");
+			return pc;
+		}
+		if (*nfound < 8)
+			found[(*nfound)++] = pc;
+		return NULL;
+	case FL_PC_AND: {
+		struct fl_pc *l = strip_xflow(u, pc->l, found, nfound, under_or);
+		struct fl_pc *r = strip_xflow(u, pc->r, found, nfound, under_or);
+		if (l == pc->l && r == pc->r)
+			return pc;
+		if (!l || !r)
+			return l ? l : r;
+		struct fl_pc *a = fl_arena_alloc(&u->arena, sizeof(*a));
+		*a = *pc;
+		a->l = l;
+		a->r = r;
+		return a;
+	}
+	case FL_PC_OR:
+	case FL_PC_NOT:
+		strip_xflow(u, pc->l, found, nfound, true);
+		strip_xflow(u, pc->r, found, nfound, true);
+		return pc;
+	default:
+		return pc;
+	}
+}
+
+/* How @v is bound in the AND-conjunction @pc: 'T' target, 'L' local_var. */
+static int binding_of(const struct fl_pc *pc, const char *v)
+{
+	if (!pc)
+		return 0;
+	if (pc->kind == FL_PC_AND) {
+		int l = binding_of(pc->l, v);
+		return l ? l : binding_of(pc->r, v);
+	}
+	if (pc->kind == FL_PC_TARGET && strcmp(pc->a, v) == 0)
+		return 'T';
+	if (pc->kind == FL_PC_LOCAL_VAR && strcmp(pc->b, v) == 0)
+		return 'L';
+	return 0;
+}
+
+static void guard_user(struct xflow_unit *u, struct fl_advice *a)
+{
+	const struct fl_pc *found[8];
+	size_t n = 0;
+	a->pc = strip_xflow(u, a->pc, found, &n, false);
+	if (n == 0)
+		return;
+	struct fl_buf open = { 0 }, close = { 0 };
+	struct fl_stmt *body = a->body;
+	/* Innermost guard last: build from the last xflow() outwards. */
+	for (size_t i = n; i-- > 0;) {
+		const struct fl_pc *x = found[i];
+		if (!fl_unit_flow(u, x->a)) {
+			fl_error_caret(&u->diag, x->aloc, "define it with <xflow name=\"...\"> or <include> the file that does",
+				       "unknown flow '%s'", x->a);
+			a->bad = true;
+			continue;
+		}
+		int how = binding_of(a->pc, x->b);
+		if (!how) {
+			fl_error_caret(&u->diag, x->bloc,
+				       fl_arena_printf(&u->arena, "bind it with target(%s) or local_var(name, %s)", x->b, x->b),
+				       "'%s' in xflow() is not bound by the pointcut", x->b);
+			a->bad = true;
+			continue;
+		}
+		const char *id = x->c ? x->c : gensym(u, a->pc, "random_id", NULL, NULL);
+		const char *key = how == 'T' ? x->b : fl_arena_printf(&u->arena, "*(void**)%s", x->b);
+		struct fl_buf g = { 0 };
+		fl_buf_printf(&g, "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n}\n", id, x->a, key, id);
+		struct fl_code *code = fl_arena_alloc(&u->arena, sizeof(*code));
+		code->text = fl_arena_strndup(&u->arena, g.s, g.len);
+		code->len = g.len;
+		code->gen_loc = x->loc;
+		bool ok;
+		struct fl_stmt *s = fl_advice_parse(u, code, &ok);
+		if (ok && s && s->next && s->next->kind == FL_S_IF && s->next->then) {
+			s->next->then->body = body;
+			body = s;
+		} else {
+			a->bad = true;
+		}
+		/* For dumps: guards read outermost first. */
+		struct fl_buf t = { 0 };
+		fl_buf_printf(&t, "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n%s", id, x->a, key, id,
+			      open.s ? open.s : "");
+		fl_buf_free(&open);
+		open = t;
+		fl_buf_puts(&close, "}\n");
+		fl_buf_free(&g);
+	}
+	a->body = body;
+	a->guard_open = open.s ? fl_arena_strdup(&u->arena, open.s) : NULL;
+	a->guard_close = close.s ? fl_arena_strdup(&u->arena, close.s) : NULL;
+	fl_buf_free(&open);
+	fl_buf_free(&close);
+}
+
+void fl_xflow_expand(struct xflow_unit *u)
+{
+	check_names(u);
+	struct fl_advice *head = NULL, **tail = &head;
+	for (struct fl_xflow *f = u->flows; f; f = f->next) {
+		for (struct fl_xpoint *p = f->points; p; p = p->next) {
+			if (!p->pc)
+				continue;   /* its pointcut had errors */
+			if (p->kind != FL_XP_TRANSIT && (p->nops == 0)) {
+				u->gensym = 0;
+				struct fl_advice *a = expand_end(u, f, p);
+				append(&tail, a);
+			}
+			for (size_t i = 0; i < p->nops; i++) {
+				const struct fl_xop *op = p->ops[i];
+				const struct fl_xpoint *xin_p = NULL;
+				if ((op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY) &&
+				    (!op->xin || !find_xin(u, op->name, &xin_p)))
+					continue;
+				u->gensym = 0;
+				struct fl_advice *a = expand_op(u, f, p, op, xin_p);
+				if (a)
+					append(&tail, a);
+			}
+			if (p->action) {
+				struct fl_advice *a = fl_arena_alloc(&u->arena, sizeof(*a));
+				a->loc = p->action->loc;
+				a->origin = p->kind == FL_XP_START ? FL_ORIGIN_START
+					  : p->kind == FL_XP_QUIT ? FL_ORIGIN_QUIT : FL_ORIGIN_TRANSIT;
+				a->flow = f;
+				a->pc = p->pc;
+				a->pc_node = p->pc_node;
+				a->code.text = p->action->text;
+				a->code.len = p->action->tlen;
+				a->code.node = p->action;
+				a->after_store_field = -1;
+				bool ok;
+				a->body = fl_advice_parse(u, &a->code, &ok);
+				a->bad = !ok;
+				append(&tail, a);
+			}
+		}
+	}
+	for (struct fl_advice *a = u->user; a; a = a->next) {
+		if (!a->bad) {
+			bool ok;
+			a->body = fl_advice_parse(u, &a->code, &ok);
+			a->bad = !ok;
+		}
+		if (a->pc)
+			guard_user(u, a);
+	}
+	*tail = u->user;
+	u->woven = head;
+}
