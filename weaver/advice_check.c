@@ -446,9 +446,12 @@ static void binary(struct ck *c, struct fl_expr *e)
 
 static void expr(struct ck *c, struct fl_expr *e)
 {
+	/* After an error the expression counts as an integer, so one mistake
+	 * gives one message. */
+	e->type = int_type;
 	switch (e->kind) {
 	case FL_E_NUM:
-		e->type.size = 8;
+		e->type.is_unsigned = e->op || e->num > INT64_MAX;
 		break;
 	case FL_E_PC:
 		e->type = uint_type;

@@ -200,7 +200,7 @@ static struct fl_expr *primary(struct ps *p)
 		e = mk(p, FL_E_NUM, &t);
 		e->num = t.num;
 		e->type.base = FL_T_INT;
-		e->type.is_unsigned = t.is_unsigned;
+		e->op = t.is_unsigned;   /* a u suffix */
 		next(p);
 		return e;
 	case FL_T_PCVAR:

@@ -144,6 +144,7 @@ struct fl_xop {
 	struct fl_loc field_loc, offset_loc, size_loc;
 	/* ... or a key member both domains see (no free bits needed). */
 	bool has_key;
+	bool carrier_seen;     /* a <field> or <key> was given, valid or not */
 	const char *key;
 	struct fl_loc key_loc;
 	struct fl_xflow *flow;

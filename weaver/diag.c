@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_MAX_ERRORS 20
@@ -26,7 +27,9 @@ void fl_diag_init(struct fl_diag *d, struct fl_arena *arena)
 	memset(d, 0, sizeof(*d));
 	d->arena = arena;
 	d->max_errors = DEFAULT_MAX_ERRORS;
-	d->warn_enabled = FL_W_ALL & ~FL_W_UNUSED;
+	/* The rest are for -Wall: each fires on correct files too (a fragment
+	 * with no <start>, the paper's own 12-bit field). */
+	d->warn_enabled = 0;
 }
 
 struct fl_src *fl_src_new(struct fl_arena *arena, const char *path,
@@ -175,11 +178,31 @@ static void print_caret(FILE *out, struct fl_loc loc)
 	fputc('\n', out);
 }
 
+/* Messages print in source order (file, then offset), whichever pass found
+ * them, as a reader walks the file; ties keep the order they were found. */
+static int msg_cmp(const void *pa, const void *pb)
+{
+	const struct fl_msg *a = *(const struct fl_msg *const *)pa;
+	const struct fl_msg *b = *(const struct fl_msg *const *)pb;
+	unsigned sa = a->loc.src ? a->loc.src->seq : 0, sb = b->loc.src ? b->loc.src->seq : 0;
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	if (a->loc.off != b->loc.off)
+		return a->loc.off < b->loc.off ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
 void fl_diag_print(const struct fl_diag *d, FILE *out)
 {
 	static const char *const sevname[] = { "error", "warning", "note" };
+	const struct fl_msg **order = malloc((d->nmsgs + 1) * sizeof(*order));
+	if (!order)
+		fl_oom();
+	for (size_t i = 0; i < d->nmsgs; i++)
+		order[i] = &d->msgs[i];
+	qsort(order, d->nmsgs, sizeof(*order), msg_cmp);
 	for (size_t i = 0; i < d->nmsgs; i++) {
-		const struct fl_msg *m = &d->msgs[i];
+		const struct fl_msg *m = order[i];
 		const char *sev = sevname[m->sev];
 		if (m->sev == FL_SEV_WARNING && d->werror)
 			sev = "error";
@@ -195,6 +218,7 @@ void fl_diag_print(const struct fl_diag *d, FILE *out)
 			fprintf(out, "note: %s\n", m->hint);
 		}
 	}
+	free(order);
 	if (d->stopped)
 		fprintf(out, "xflowc: too many errors (%u), stopping; use --max-errors=N to see more\n",
 			d->max_errors);

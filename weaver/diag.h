@@ -23,6 +23,7 @@ struct fl_src {
 	size_t len;
 	uint32_t *lines;        /* byte offset of each line start */
 	size_t nlines;
+	unsigned seq;           /* load order, for sorting messages */
 };
 
 struct fl_loc {
@@ -61,6 +62,7 @@ struct fl_diag {
 	struct fl_msg *msgs;
 	size_t nmsgs, cap;
 	unsigned nerrors, nwarnings;
+	unsigned nsrcs;
 	unsigned max_errors;     /* stop recording after this many errors; 0 = 20 */
 	unsigned warn_enabled;   /* enum fl_warn bits */
 	bool werror;             /* -Werror: warnings count as errors */

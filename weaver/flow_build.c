@@ -247,6 +247,7 @@ static bool is_xin(const struct fl_xop *op)
 static void field_of(struct build *B, struct fl_xop *op, const struct fl_xnode *f)
 {
 	struct fl_diag *d = &B->u->diag;
+	op->carrier_seen = true;
 	if (!check_attrs(B, f))
 		return;
 	for (size_t i = 0; i < f->nkids; i++)
@@ -279,6 +280,10 @@ static void field_of(struct build *B, struct fl_xop *op, const struct fl_xnode *
 		return;
 	}
 	op->has_field = true;
+	if (op->size < 48)
+		fl_warning(d, FL_W_TRUNCATION, op->size_loc,
+			   "the monitor links the cut ids by time, as the paper does; a <key> carries whole ids",
+			   "only %u of a flow id's 48 bits fit in the field", op->size);
 }
 
 static const struct { const char *name; enum fl_xop_kind kind; } xop_names[] = {
@@ -328,6 +333,7 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 	p->loc = n->loc;
 	const struct fl_xnode *pcn = NULL;
 	struct fl_xop *last = NULL;
+	size_t op_elems = 0;   /* valid or not: no "says nothing" after an error */
 	const char *allowed = kind == FL_XP_TRANSIT
 		? "<pointcut>, <move>, <copy>, <xin_move>, <xin_copy>, <field>, <xout_move>, <xout_copy>, <split> and <action>"
 		: "<pointcut>, <select> and <action>";
@@ -358,6 +364,7 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 				p->select = ident_attr(B, k, "local_var", &p->select_loc);
 			}
 		} else if (kind == FL_XP_TRANSIT && xk >= 0) {
+			op_elems++;
 			last = build_xop(B, f, k, (enum fl_xop_kind)xk);
 			if (last)
 				FL_PUSH(&B->u->arena, p->ops, p->nops, p->ops_cap, last);
@@ -375,12 +382,12 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 	}
 	p->pc_node = pcn;
 	p->pc = pointcut_of(B, n, pcn);
-	if (kind == FL_XP_TRANSIT && p->nops == 0 && !p->action)
+	if (kind == FL_XP_TRANSIT && op_elems == 0 && !p->action)
 		fl_error(d, n->loc, "add <move from=\"a\" to=\"b\"/> (or copy, xin_*, xout_*, split)",
 			 "<transit> says nothing about where the flow id goes");
 	for (size_t i = 0; i < p->nops; i++) {
 		struct fl_xop *op = p->ops[i];
-		if (is_xin(op) && !op->has_field && !op->has_key)
+		if (is_xin(op) && !op->has_field && !op->has_key && !op->carrier_seen)
 			fl_error(d, op->loc,
 				 "add <field name=\"flags\" offset=\"4\" size=\"12\"/> (free header bits) or <key member=\"id\"/> (a request id both domains see)",
 				 "<%s> says neither which header bits nor which key carry the id",

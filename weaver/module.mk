@@ -14,4 +14,4 @@ $(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(LINK_LIBS)
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
 
 # MAN_PAGES added with the pages
-# TEST_SCRIPTS added with the scripts
+TEST_SCRIPTS += tests/weaver/bad_flows.sh tests/weaver/big_unit.sh

@@ -180,6 +180,8 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 				   const struct fl_xpoint *p, const struct fl_xop *op,
 				   const struct fl_xpoint *xin_p)
 {
+	if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) && !op->has_field && !op->has_key)
+		return NULL;   /* already reported */
 	const char *r1 = gensym(u, p->pc, "random_str", op->from, op->to);
 	const char *r2 = gensym(u, p->pc, "random_str", op->from, op->to);
 	struct fl_pc *pc = pc_and(u, p->pc, pc_local_var(u, op->from_loc, op->from, r1));

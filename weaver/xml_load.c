@@ -348,7 +348,9 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 		const char *buf, size_t len, struct fl_xdoc *out)
 {
 	struct load L = { .arena = arena, .d = d };
-	out->src = L.src = fl_src_new(arena, path, buf, len);
+	struct fl_src *src = fl_src_new(arena, path, buf, len);
+	src->seq = ++d->nsrcs;
+	out->src = L.src = src;
 	out->root = NULL;
 	if (len > INT_MAX) {
 		fl_error(d, fl_loc_at(L.src, 0, 1), NULL, "file too large");
