@@ -1,0 +1,200 @@
+/*
+ * xflow expansion: the paper's Figures 5-8 are what Figures 2-3 expand to,
+ * compared as compiled bytecode with names abstracted away.
+ */
+#include "wtest.h"
+
+#include "xflow/record.h"
+
+#define FIG(n) "tests/weaver/figures/fig" #n ".xml"
+
+static void expect_equiv(const struct xflow_unit *ua, size_t ia, const struct xflow_unit *ub,
+			 size_t ib)
+{
+	char why[200] = "";
+	cr_expect(wt_prog_equiv(ua, wt_prog(ua, ia), ub, wt_prog(ub, ib), why, sizeof(why)),
+		  "advice %zu vs %zu: %s", ia, ib, why);
+}
+
+Test(xflow_expand, figure3_start_is_figure5)
+{
+	struct xflow_unit *f3 = wt_compile_file(FIG(3)), *f5 = wt_compile_file(FIG(5));
+	cr_assert_eq(xflow_unit_advice_count(f3), 3);
+	expect_equiv(f3, 0, f5, 0);
+	xflow_unit_free(f3);
+	xflow_unit_free(f5);
+}
+
+Test(xflow_expand, figure3_transit_is_figure6)
+{
+	struct xflow_unit *f3 = wt_compile_file(FIG(3)), *f6 = wt_compile_file(FIG(6));
+	expect_equiv(f3, 1, f6, 0);
+	xflow_unit_free(f3);
+	xflow_unit_free(f6);
+}
+
+Test(xflow_expand, figure2_is_figure8)
+{
+	struct xflow_unit *f2 = wt_compile_file(FIG(2)), *f8 = wt_compile_file(FIG(8));
+	/* Figure 2 includes Figure 3: three xflow advice, then its own. */
+	cr_assert_eq(xflow_unit_advice_count(f2), 4);
+	expect_equiv(f2, 3, f8, 0);
+	xflow_unit_free(f2);
+	xflow_unit_free(f8);
+}
+
+Test(xflow_expand, equivalence_sees_a_difference)
+{
+	/* The comparison is not vacuous: copy differs from Figure 6's move. */
+	int rc;
+	struct xflow_unit *c = wt_compile(
+		"<xflow name='netflow'><transit><pointcut>access(sk_buff.head) AND "
+		"within_function(skb_clone)</pointcut><copy from='skb' to='n'/></transit></xflow>", &rc);
+	cr_assert_eq(rc, 0);
+	struct xflow_unit *f6 = wt_compile_file(FIG(6));
+	char why[200];
+	cr_expect_not(wt_prog_equiv(c, wt_prog(c, 0), f6, wt_prog(f6, 0), why, sizeof(why)));
+	xflow_unit_free(c);
+	xflow_unit_free(f6);
+}
+
+Test(xflow_expand, xflow_derived_advice_is_woven_first)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(
+		"<flows><advice><pointcut>access(sk_buff.%) AND target(skb) AND xflow(f, skb)</pointcut>"
+		"<before>STORE_DATA1($pc$);</before></advice>"
+		"<xflow name='f'><start><pointcut>access(sk_buff.data)</pointcut></start></xflow></flows>", &rc);
+	cr_assert_eq(rc, 0);
+	struct xflow_advice_info a0, a1;
+	xflow_unit_advice(u, 0, &a0);
+	xflow_unit_advice(u, 1, &a1);
+	cr_expect_eq(a0.origin, XFLOW_ADVICE_START);
+	cr_expect_eq(a0.rec_flags, XFLOW_REC_START);
+	cr_expect_eq(a1.origin, XFLOW_ADVICE_USER);
+	/* The guard without an id variable still reads the flow id first. */
+	cr_expect_eq(a1.prog->insns[1].op, XFLOW_OP_FLOW_GET);
+	xflow_unit_free(u);
+}
+
+static const char netfront[] =
+	"<xflow name='netflow'><transit><pointcut>access(netif_tx_request.flags) AND "
+	"within_file(drivers/.../netfront.c@linuxU)</pointcut>"
+	"<xin_move name='netin' from='skb' to='tx'/><field name='flags' offset='4' size='12'/>"
+	"</transit><transit><pointcut>access(netif_tx_request.flags) AND "
+	"within_file(drivers/.../netback.c@linux0)</pointcut>"
+	"<xout_move name='netin' from='txp' to='skb'/></transit></xflow>";
+
+Test(xflow_expand, xin_runs_after_stores_of_its_field)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(netfront, &rc);
+	cr_assert_eq(rc, 0);
+	struct xflow_advice_info in, out;
+	xflow_unit_advice(u, 0, &in);
+	xflow_unit_advice(u, 1, &out);
+	cr_expect(in.flags & XFLOW_ADVICE_AFTER_STORE);
+	const char *s, *m;
+	unsigned bits;
+	cr_assert_eq(xflow_unit_field(u, (size_t)in.after_store_field, &s, &m, &bits), 0);
+	cr_expect_str_eq(s, "netif_tx_request");
+	cr_expect_str_eq(m, "flags");
+	cr_expect_eq(bits, 16);
+	cr_expect_eq(in.rec_flags, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+	/* Only the writing side needs the placement. */
+	cr_expect_not(out.flags & XFLOW_ADVICE_AFTER_STORE);
+	xflow_unit_free(u);
+}
+
+/* The xin masks the id into its bits and keeps the rest of the field:
+ * look for the constants the masking needs. */
+Test(xflow_expand, xin_masks_the_id_into_the_field)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(netfront, &rc);
+	const struct xflow_bc_prog *p = wt_prog(u, 0);
+	bool keep_mask = false, id_mask = false, shift = false, stf = false;
+	for (uint32_t i = 0; i < p->ninsns; i++) {
+		const struct xflow_bc_insn *x = &p->insns[i];
+		if (x->op == XFLOW_OP_PUSHI && x->k == 0xfff)
+			id_mask = true;
+		if (x->op == XFLOW_OP_PUSHI && x->k == 0xfff0 && p->insns[i + 1].op == XFLOW_OP_NOT)
+			keep_mask = true;
+		if (x->op == XFLOW_OP_PUSHI && x->k == 4 && p->insns[i + 1].op == XFLOW_OP_SHL)
+			shift = true;
+		stf |= x->op == XFLOW_OP_STF;
+	}
+	cr_expect(keep_mask && id_mask && shift && stf);
+	/* And the receiving side shifts them back out. */
+	p = wt_prog(u, 1);
+	bool shr = false;
+	for (uint32_t i = 0; i + 1 < p->ninsns; i++)
+		shr |= p->insns[i].op == XFLOW_OP_PUSHI && p->insns[i].k == 4 &&
+		       p->insns[i + 1].op == XFLOW_OP_SHR;
+	cr_expect(shr);
+	xflow_unit_free(u);
+}
+
+Test(xflow_expand, keyed_handoff_and_split)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(
+		"<xflow name='blk'>"
+		"<transit><pointcut>access(blkif_request.id) AND within_file(blkfront.c@linuxU)</pointcut>"
+		"<xin_move name='req' from='bio' to='ring_req'><key member='id'/></xin_move></transit>"
+		"<transit><pointcut>access(blkif_request.id) AND within_file(blkback.c@linux0)</pointcut>"
+		"<xout_move name='req' from='req' to='pending'/></transit>"
+		"<transit><pointcut>access(bio.bi_size) AND within_function(bio_split)</pointcut>"
+		"<split from='bio' to='frag'/></transit></xflow>", &rc);
+	char *d = wt_diags(u);
+	cr_assert_eq(rc, 0, "%s", d);
+	free(d);
+	int handoffs[2] = { 0, 0 }, splits = 0;
+	for (size_t i = 0; i < 3; i++) {
+		const struct xflow_bc_prog *p = wt_prog(u, i);
+		for (uint32_t k = 0; k < p->ninsns; k++) {
+			if (p->insns[k].op == XFLOW_OP_HANDOFF)
+				handoffs[p->insns[k].a]++;
+			splits += p->insns[k].op == XFLOW_OP_SPLIT;
+		}
+	}
+	cr_expect_eq(handoffs[0], 1);
+	cr_expect_eq(handoffs[1], 1);
+	cr_expect_eq(splits, 1);
+	struct xflow_advice_info in;
+	xflow_unit_advice(u, 0, &in);
+	/* No header bits are written, so no placement rule and no truncation. */
+	cr_expect_not(in.flags & XFLOW_ADVICE_AFTER_STORE);
+	cr_expect_not(in.rec_flags & XFLOW_REC_TRUNCATED_ID);
+	xflow_unit_free(u);
+}
+
+Test(xflow_expand, select_keys_by_the_local_variable)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(
+		"<xflow name='f'><start><pointcut>call(netif_rx)</pointcut><select local_var='skb'/></start></xflow>", &rc);
+	cr_assert_eq(rc, 0);
+	const struct xflow_bc_prog *p = wt_prog(u, 0);
+	cr_expect_eq(p->ninputs, 1);
+	cr_expect_eq(p->inputs[0].kind, XFLOW_IN_LOCAL_VAR);
+	cr_expect_str_eq(p->inputs[0].local, "skb");
+	/* The key is the local's value: read through its address. */
+	cr_expect_eq(p->insns[1].op, XFLOW_OP_LDM);
+	xflow_unit_free(u);
+}
+
+Test(xflow_expand, xflow_under_or_is_refused)
+{
+	wt_expect_error("<flows><xflow name='f'/><advice><pointcut>access(s.m) AND target(v) AND "
+			"(xflow(f, v) OR call(g))</pointcut><before>STORE_DATA1(1);</before></advice></flows>",
+			"xflow() under OR or NOT cannot guard the advice");
+}
+
+Test(xflow_expand, xin_needs_the_struct_of_its_field)
+{
+	wt_expect_error("<xflow name='f'><transit><pointcut>within_function(g)</pointcut>"
+			"<xin_move name='n' from='a' to='b'><field name='flags' offset='0' size='8'/></xin_move>"
+			"</transit></xflow>",
+			"cannot tell which struct 'flags' is a member of");
+}
