@@ -96,7 +96,11 @@ void xflow_ring__notify_check(struct xflow_ring_producer *p)
 	 * give).  It pairs with the fence in xflow_ring_wait(): either we see
 	 * the consumer's flag, or the consumer sees our index. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&p->hdr->consumer_sleeping, memory_order_relaxed)) {
+	/* Take the flag as we notify, so one sleep costs one notification
+	 * however many batches are published before the consumer wakes.  The
+	 * plain load first keeps the locked exchange off the common path. */
+	if (atomic_load_explicit(&p->hdr->consumer_sleeping, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&p->hdr->consumer_sleeping, 0, memory_order_relaxed)) {
 		p->notifies++;
 		p->notifier->ops->notify(p->notifier);
 	}
@@ -178,6 +182,8 @@ int xflow_ring_consumer_init(struct xflow_ring_consumer *c, void *region, size_t
 	c->clock = (enum xflow_clock_kind)clock;
 	c->cons = atomic_load_explicit(&h->cons, memory_order_relaxed);
 	c->prod_seen = c->cons;
+	c->spin = XFLOW_RING_SPIN_DEFAULT;
+	c->wake_batch = nslots / 4 < 256 ? (nslots / 4 ? nslots / 4 : 1) : 256;
 	return 0;
 }
 
@@ -202,11 +208,14 @@ long xflow_ring_pop(struct xflow_ring_consumer *c, void *out, size_t max)
 	}
 	c->prod_seen = prod;
 	size_t n = avail < max ? (size_t)avail : max;
-	unsigned char *dst = out;
-	for (size_t i = 0; i < n; i++) {
-		const unsigned char *src = c->slots + (size_t)((c->cons + i) & c->mask) * c->slot_size;
-		memcpy(dst + i * c->slot_size, src, c->slot_size);
-	}
+	/* The slots to copy are contiguous but for one wrap: at most two
+	 * copies, whatever n is. */
+	size_t first = (size_t)(c->cons & c->mask);
+	size_t run1 = n < c->nslots - first ? n : c->nslots - first;
+	memcpy(out, c->slots + first * c->slot_size, run1 * c->slot_size);
+	if (n > run1)
+		memcpy((unsigned char *)out + run1 * c->slot_size, c->slots,
+		       (n - run1) * c->slot_size);
 	c->cons += n;
 	if (n)
 		/* Release: our copies out of those slots are complete before
@@ -242,6 +251,22 @@ int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms)
 		return c->corrupt;
 	if (!c->notifier || !c->notifier->ops->wait)
 		return -ENOTSUP;
+	/* Spin a little before sleeping: a producer that is streaming
+	 * publishes again within microseconds, and a consumer that sleeps at
+	 * every empty moment would make it pay a system call each time.
+	 * While spinning, wait for a batch rather than one record: reading
+	 * right behind the producer makes the index and slot cache lines
+	 * bounce between the two cores at every record. */
+	uint64_t avail = 0;
+	for (uint32_t i = 0; i < c->spin; i++) {
+		avail = atomic_load_explicit(&c->hdr->prod, memory_order_relaxed) - c->cons;
+		if (avail >= c->wake_batch)
+			return 1;
+		for (int k = 0; k < 16; k++)
+			__builtin_ia32_pause();
+	}
+	if (avail)
+		return 1;
 	atomic_store_explicit(&c->hdr->consumer_sleeping, 1, memory_order_relaxed);
 	/* Seq_cst fence: the flag is visible before we re-read `prod`; pairs
 	 * with the producer's fence in xflow_ring__notify_check(). */

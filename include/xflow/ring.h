@@ -11,10 +11,11 @@
  * an index or a record is impossible.
  *
  * Notification is batched and pluggable (struct xflow_notifier): the
- * consumer announces that it is going to sleep with a flag in the header, and
- * a producer only makes a system call when that flag is set and it has
- * published a whole batch since its last notification, or when it is asked
- * to flush.  A busy consumer therefore costs the producer no system calls.
+ * consumer spins briefly, then announces that it is going to sleep with a
+ * flag in the header; a producer only makes a system call when that flag is
+ * set and it has published a whole batch since its last check, or when it is
+ * asked to flush, and it takes the flag as it notifies, so one sleep costs
+ * one notification.  A busy consumer costs the producer no system calls.
  * Latency bound: a sleeping consumer sees a record after at most `batch`
  * records, the producer's next xflow_ring_flush(), or the consumer's own wait
  * timeout, whichever comes first.
@@ -42,6 +43,9 @@
 #define XFLOW_RING_HDR_SIZE 256
 #define XFLOW_RING_MAX_SLOT 4096u
 #define XFLOW_RING_MAX_SLOTS (1u << 24)
+/* Polls (16 pauses apart, tens of microseconds in all) a waiting consumer
+ * makes before it announces that it sleeps; 0 sleeps at once. */
+#define XFLOW_RING_SPIN_DEFAULT 256u
 
 /* What record timestamps count (struct xflow_record.timestamp). */
 enum xflow_clock_kind {
@@ -196,6 +200,8 @@ struct xflow_ring_consumer {
 	uint64_t cons;      /* next index to read (private) */
 	uint64_t prod_seen; /* the highest producer index seen */
 	uint64_t bad_records;
+	uint32_t spin;       /* polls of `prod` before sleeping in xflow_ring_wait() */
+	uint32_t wake_batch; /* records that end the spin early */
 	int corrupt;        /* 0, or the negative errno that made it corrupt */
 	char corrupt_why[96];
 	struct xflow_notifier *notifier;
@@ -228,8 +234,10 @@ long xflow_ring_pop_records(struct xflow_ring_consumer *c, struct xflow_record *
 			    size_t max);
 
 /*
- * Sleep until the producer publishes or @timeout_ms passes.  Returns 1 if
- * records are (or may be) available, 0 on timeout, negative errno on error.
+ * Wait for records: spin until wake_batch records are there (or the spin
+ * ends with some), else sleep until the producer notifies or @timeout_ms
+ * passes.  Call it when a pop came back short.  Returns 1 if records are
+ * (or may be) available, 0 on timeout, negative errno on error.
  */
 int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms);
 

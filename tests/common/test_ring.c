@@ -215,7 +215,7 @@ static const struct xflow_notifier_ops counting_ops = {
 	.name = "counting", .notify = count_notify, .wait = count_wait,
 };
 
-Test(ring, busy_consumer_costs_no_notifications_and_sleeper_gets_one_per_batch)
+Test(ring, busy_consumer_costs_no_notifications_and_a_sleep_costs_one)
 {
 	size_t size = xflow_ring_region_size(32, 1024);
 	void *region = test_guarded_alloc(size);
@@ -231,21 +231,28 @@ Test(ring, busy_consumer_costs_no_notifications_and_sleeper_gets_one_per_batch)
 		cr_assert_eq(xflow_ring_push(&p, slot), 0);
 	cr_assert_eq(cn.notified, 0);
 
-	/* Consumer asleep: one notification per 64 records, none before. */
+	/* Consumer asleep: nothing until a whole batch is published. */
 	atomic_store(&h->consumer_sleeping, 1);
-	int before = cn.notified;
 	while (p.unnotified != 63)
 		xflow_ring_push(&p, slot);
-	cr_assert_eq(cn.notified, before);
+	cr_assert_eq(cn.notified, 0);
 	xflow_ring_push(&p, slot);
-	cr_assert_eq(cn.notified, before + 1);
+	cr_assert_eq(cn.notified, 1);
+	/* The producer took the flag: more batches before the consumer is
+	 * back cost nothing more. */
+	cr_assert_eq(atomic_load(&h->consumer_sleeping), 0);
+	for (int i = 0; i < 200; i++)
+		xflow_ring_push(&p, slot);
+	cr_assert_eq(cn.notified, 1);
 
-	/* Flush notifies for a partial batch, and only when there is one. */
+	/* Flush notifies a sleeper for a partial batch, and only then. */
+	atomic_store(&h->consumer_sleeping, 1);
 	xflow_ring_push(&p, slot);
 	xflow_ring_flush(&p);
-	cr_assert_eq(cn.notified, before + 2);
+	cr_assert_eq(cn.notified, 2);
+	atomic_store(&h->consumer_sleeping, 1);
 	xflow_ring_flush(&p);
-	cr_assert_eq(cn.notified, before + 2);
+	cr_assert_eq(cn.notified, 2, "nothing unpublished: no notification");
 	test_guarded_free(region, size);
 }
 

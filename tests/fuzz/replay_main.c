@@ -110,5 +110,10 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("replayed %u inputs\n", count);
+	/* An empty corpus replays nothing and would pass silently. */
+	if (count == 0) {
+		fprintf(stderr, "replay: no inputs\n");
+		return 1;
+	}
 	return rc;
 }
