@@ -87,12 +87,12 @@ MAN_PAGES :=
 folder_lib = $(LIBDIR)/libxflow-$(1).a
 objs_of = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
-include common/module.mk
--include weaver/module.mk
--include guestrt/module.mk
--include collectors/module.mk
--include tui/module.mk
--include sim/module.mk
+# Folders in data-path order: each prepends its library to LINK_LIBS, so a
+# library comes before the ones it uses.  A folder's module.mk comes first;
+# any other *.mk in the folder adds rules to it.
+FOLDERS := common weaver guestrt collectors tui sim
+$(foreach f,$(FOLDERS),$(eval -include $(f)/module.mk))
+$(foreach f,$(FOLDERS),$(eval -include $(filter-out $(f)/module.mk,$(sort $(wildcard $(f)/*.mk)))))
 include tests/module.mk
 
 ALL_OBJS := $(sort $(ALL_OBJS))
