@@ -2,6 +2,7 @@
  * xflow expansion: the paper's Figures 5-8 are what Figures 2-3 expand to,
  * compared as compiled bytecode with names abstracted away.
  */
+#include "bceval.h"
 #include "wtest.h"
 
 #include "xflow/record.h"
@@ -197,4 +198,98 @@ Test(xflow_expand, xin_needs_the_struct_of_its_field)
 			"<xin_move name='n' from='a' to='b'><field name='flags' offset='0' size='8'/></xin_move>"
 			"</transit></xflow>",
 			"cannot tell which struct 'flags' is a member of");
+}
+
+/* Run the netfront/netback pair: the id crosses in bits 4..15 of flags and
+ * the header's other bits survive both ways. */
+Test(xflow_expand, xin_xout_round_trip)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(netfront, &rc);
+	cr_assert_eq(rc, 0);
+	struct { uint32_t gref; uint16_t offset, flags, id, size; } tx = { .flags = 0x0003 };
+	char skb_u[8], skb_0[8];
+	void *skb_local = skb_u, *tx_local = &tx, *skb0_local = skb_0;
+	struct ev_env e = { 0 };
+	e.field_off[0] = 6;   /* struct netif_tx_request: gref, offset, flags ... */
+	e.field_size[0] = 2;
+	ev_reg(&e, 0, (uintptr_t)skb_u, 0x12345);
+	e.in[0] = (uintptr_t)&skb_local;
+	e.in[1] = (uintptr_t)&tx_local;
+	cr_assert_geq(ev_run(wt_prog(u, 0), &e), 1);
+	cr_expect_eq(tx.flags, 0x3453, "flags = %#x", tx.flags);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)skb_u), 0, "xin_move keeps the old mapping");
+	/* dom0: netback's txp is the same request. */
+	e.in[0] = (uintptr_t)&tx_local;
+	e.in[1] = (uintptr_t)&skb0_local;
+	cr_assert_geq(ev_run(wt_prog(u, 1), &e), 1);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)skb_0), 0x345);
+	cr_expect_eq(tx.flags, 0x0003, "xout_move leaves flags = %#x", tx.flags);
+	xflow_unit_free(u);
+}
+
+Test(xflow_expand, move_and_copy_rekey)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(
+		"<xflow name='f'><transit><pointcut>call(a)</pointcut><move from='x' to='y'/></transit>"
+		"<transit><pointcut>call(b)</pointcut><copy from='x' to='y'/></transit></xflow>", &rc);
+	cr_assert_eq(rc, 0);
+	char x[1], y[1], z[1];
+	void *xl = x, *yl = y, *zl = z;
+	struct ev_env e = { 0 };
+	ev_reg(&e, 0, (uintptr_t)x, 9);
+	e.in[0] = (uintptr_t)&xl;
+	e.in[1] = (uintptr_t)&yl;
+	ev_run(wt_prog(u, 0), &e);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)x), 0);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)y), 9);
+	e.in[0] = (uintptr_t)&yl;
+	e.in[1] = (uintptr_t)&zl;
+	ev_run(wt_prog(u, 1), &e);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)y), 9);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)z), 9);
+	/* Nothing to move: nothing registered. */
+	char w[1];
+	void *wl = w;
+	e.in[0] = (uintptr_t)&wl;
+	ev_run(wt_prog(u, 0), &e);
+	cr_expect_eq(e.ntab, 2);
+	xflow_unit_free(u);
+}
+
+Test(xflow_expand, keyed_handoff_links_by_key)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(
+		"<xflow name='blk'>"
+		"<transit><pointcut>access(blkif_request.id)</pointcut>"
+		"<xin_move name='req' from='bio' to='r'><key member='id'/></xin_move></transit>"
+		"<transit><pointcut>access(blkif_request.id)</pointcut>"
+		"<xout_move name='req' from='r' to='pending'/></transit></xflow>", &rc);
+	cr_assert_eq(rc, 0);
+	uint64_t req[2] = { 0, 4242 };   /* id at offset 8 */
+	char bio[1], pend[1];
+	void *bl = bio, *rl = req, *pl = pend;
+	struct ev_env e = { .next_id = 100 };
+	e.field_off[0] = 8;
+	e.field_size[0] = 8;
+	ev_reg(&e, 0, (uintptr_t)bio, 7);
+	e.in[0] = (uintptr_t)&bl;
+	e.in[1] = (uintptr_t)&rl;
+	ev_run(wt_prog(u, 0), &e);
+	e.in[0] = (uintptr_t)&rl;
+	e.in[1] = (uintptr_t)&pl;
+	ev_run(wt_prog(u, 1), &e);
+	cr_assert_eq(e.nrec, 2);
+	/* Sender: (id 7, key 4242, side 0); receiver: (new id, key 4242, side 1). */
+	cr_expect_eq(e.rec[0].flow_id, 7);
+	cr_expect_eq(e.rec[0].data[0], 4242);
+	cr_expect_eq(e.rec[0].data[1], 0);
+	cr_expect_eq(e.rec[1].flow_id, 101);
+	cr_expect_eq(e.rec[1].data[0], 4242);
+	cr_expect_eq(e.rec[1].data[1], 1);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)pend), 101);
+	cr_expect_eq(ev_get(&e, 0, (uintptr_t)bio), 0);
+	xflow_unit_free(u);
 }
