@@ -1,0 +1,234 @@
+/* Knob parsing shared by xensim and the domains: see knobs.h. */
+#include "sim/knobs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sim_knob_names[] = {
+	"rate", "size", "guests", "delay", "jitter", "seed", "duration",
+	"block-rate", "block-service", "truth", NULL,
+};
+
+void sim_knobs_init(struct sim_knobs *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->rate = 1000;
+	k->size = 1000;
+	k->guests = 1;
+	k->seed = 1;
+	k->duration_s = 5;
+	k->block_rate = 100;
+	k->block_service_ns = 200000;
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(*out))
+		return -1;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (*s == '-' || *s == '\0')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return errno || *end ? -1 : 0;
+}
+
+int sim_parse_duration(const char *s, int64_t *ns)
+{
+	static const struct { const char *unit; double mult; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+	};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) == 0) {
+			v *= units[i].mult;
+			if (v > 3600e9)
+				return -1;
+			*ns = (int64_t)llround(v);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void list_delayable(FILE *err)
+{
+	fprintf(err, "  stages that can be delayed:");
+	for (int i = 0; i < ST_COUNT; i++)
+		if (sim_stages[i].delayable)
+			fprintf(err, " %s%s", sim_stages[i].name,
+				strcmp(sim_stages[i].name, "dev_queue_xmit") == 0 ?
+					(sim_stages[i].dom0 ? "(dom0:)" : "(domU:)") : "");
+	fprintf(err, "\n");
+}
+
+static int set_delay(struct sim_knobs *k, const char *value, FILE *err)
+{
+	const char *eq = strchr(value, '=');
+	char stage[64];
+	int64_t ns;
+	int st;
+
+	if (!eq || eq == value || (size_t)(eq - value) >= sizeof(stage)) {
+		fprintf(err, "xensim: --delay: '%s' is not STAGE=DURATION (e.g. netif_receive_skb=2ms)\n",
+			value);
+		return -1;
+	}
+	memcpy(stage, value, (size_t)(eq - value));
+	stage[eq - value] = '\0';
+	st = sim_stage_by_delay_name(stage);
+	if (st == -2) {
+		fprintf(err, "xensim: --delay: stage '%s' runs in both domains; write domU:%s or dom0:%s\n",
+			stage, stage, stage);
+		return -1;
+	}
+	if (st < 0) {
+		fprintf(err, "xensim: --delay: no delayable stage '%s'\n", stage);
+		list_delayable(err);
+		return -1;
+	}
+	if (sim_parse_duration(eq + 1, &ns) < 0) {
+		fprintf(err, "xensim: --delay: bad duration '%s' for %s (write e.g. 2ms, 150us, 1s; at most 3600s)\n",
+			eq + 1, stage);
+		return -1;
+	}
+	k->delay_ns[st] = ns;
+	return 0;
+}
+
+int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE *err)
+{
+	uint64_t u;
+	double d;
+
+	if (strcmp(name, "rate") == 0 || strcmp(name, "block-rate") == 0) {
+		if (parse_double(value, &d) < 0 || d < 0 || d > 1e7) {
+			fprintf(err, "xensim: --%s: '%s' is not a rate between 0 and 10000000 per second\n",
+				name, value);
+			return -1;
+		}
+		*(name[0] == 'r' ? &k->rate : &k->block_rate) = d;
+	} else if (strcmp(name, "size") == 0) {
+		if (parse_u64(value, &u) < 0 || u < 1 || u > KNOBS_MAX_SIZE) {
+			fprintf(err, "xensim: --size: '%s' is not a message size between 1 and %u bytes\n",
+				value, KNOBS_MAX_SIZE);
+			return -1;
+		}
+		k->size = (uint32_t)u;
+	} else if (strcmp(name, "guests") == 0) {
+		if (parse_u64(value, &u) < 0 || u < 1 || u > KNOBS_MAX_GUESTS) {
+			fprintf(err, "xensim: --guests: '%s' is not a number of guests between 1 and %d\n",
+				value, KNOBS_MAX_GUESTS);
+			return -1;
+		}
+		k->guests = (uint32_t)u;
+	} else if (strcmp(name, "delay") == 0) {
+		return set_delay(k, value, err);
+	} else if (strcmp(name, "jitter") == 0) {
+		if (parse_double(value, &d) < 0 || d < 0 || d > 100) {
+			fprintf(err, "xensim: --jitter: '%s' is not a percentage between 0 and 100\n", value);
+			return -1;
+		}
+		k->jitter_pct = d;
+	} else if (strcmp(name, "seed") == 0) {
+		if (parse_u64(value, &u) < 0) {
+			fprintf(err, "xensim: --seed: '%s' is not an unsigned 64-bit number\n", value);
+			return -1;
+		}
+		k->seed = u;
+	} else if (strcmp(name, "duration") == 0) {
+		int64_t ns;
+
+		if (parse_double(value, &d) == 0)
+			ns = (int64_t)(d * 1e9);
+		else if (sim_parse_duration(value, &ns) < 0)
+			ns = -1;
+		if (ns <= 0 || ns > (int64_t)86400e9) {
+			fprintf(err, "xensim: --duration: '%s' is not a duration between 0 and 86400 seconds (e.g. 10 or 1.5s)\n",
+				value);
+			return -1;
+		}
+		k->duration_s = (double)ns / 1e9;
+	} else if (strcmp(name, "block-service") == 0) {
+		int64_t ns;
+
+		if (sim_parse_duration(value, &ns) < 0 || ns > (int64_t)10e9) {
+			fprintf(err, "xensim: --block-service: bad duration '%s' (write e.g. 200us; at most 10s)\n",
+				value);
+			return -1;
+		}
+		k->block_service_ns = ns;
+	} else if (strcmp(name, "truth") == 0) {
+		if (!*value) {
+			fprintf(err, "xensim: --truth: empty file name\n");
+			return -1;
+		}
+		k->truth = value;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+void sim_knobs_to_argv(const struct sim_knobs *k, char **argv, int *argc, int max)
+{
+	char buf[256];
+
+#define PUSH(...) do { \
+		snprintf(buf, sizeof(buf), __VA_ARGS__); \
+		if (*argc < max) argv[(*argc)++] = strdup(buf); \
+	} while (0)
+	PUSH("--rate=%.17g", k->rate);
+	PUSH("--size=%" PRIu32, k->size);
+	PUSH("--guests=%" PRIu32, k->guests);
+	for (int i = 0; i < ST_COUNT; i++)
+		if (k->delay_ns[i])
+			PUSH("--delay=%s%s=%" PRId64 "ns",
+			     strcmp(sim_stages[i].name, "dev_queue_xmit") == 0 ?
+				     (sim_stages[i].dom0 ? "dom0:" : "domU:") : "",
+			     sim_stages[i].name, k->delay_ns[i]);
+	PUSH("--jitter=%.17g", k->jitter_pct);
+	PUSH("--seed=%" PRIu64, k->seed);
+	PUSH("--duration=%.17g", k->duration_s);
+	PUSH("--block-rate=%.17g", k->block_rate);
+	PUSH("--block-service=%" PRId64 "ns", k->block_service_ns);
+	if (k->truth)
+		PUSH("--truth=%s", k->truth);
+#undef PUSH
+}
+
+void sim_knobs_usage(FILE *out)
+{
+	fputs("  --rate MSGS/S         messages per second each guest sends (default 1000; 0: none)\n"
+	      "  --size BYTES          bytes per message; larger than one MSS (1448) is split\n"
+	      "                        into segments (default 1000, at most 1048576)\n"
+	      "  --guests N            number of guests, domain ids 1..N (default 1, at most 64)\n"
+	      "  --delay STAGE=DUR     add DUR (ns, us, ms, s) to the hop into STAGE, as a\n"
+	      "                        pipeline delay (repeatable; dom0:/domU: picks a side)\n"
+	      "  --jitter PCT          vary delays and disk service times by +-PCT% (default 0)\n"
+	      "  --seed N              seed of every random choice (default 1)\n"
+	      "  --duration SECONDS    how long the guests send (default 5)\n"
+	      "  --block-rate REQS/S   block requests per second each guest issues (default 100)\n"
+	      "  --block-service DUR   the disk's service time per request (default 200us)\n"
+	      "  --truth FILE          write when each message passed each stage to FILE\n",
+	      out);
+}
