@@ -356,9 +356,13 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 		fl_error(d, fl_loc_at(L.src, 0, 1), NULL, "file too large");
 		return -EFBIG;
 	}
-	xmlParserCtxtPtr ctxt = xmlCreateMemoryParserCtxt(buf, (int)len);
-	if (!ctxt)
-		fl_oom();
+	/* libxml2 refuses an empty buffer outright; say why ourselves. */
+	xmlParserCtxtPtr ctxt = len ? xmlCreateMemoryParserCtxt(buf, (int)len) : NULL;
+	if (!ctxt) {
+		fl_error(d, fl_loc_at(L.src, 0, 1), "a flow file must be well-formed XML",
+			 "malformed XML: %s", len ? "cannot start the parser" : "the file is empty");
+		return -EINVAL;
+	}
 	L.ctxt = ctxt;
 	xmlSAXHandler sax;
 	memset(&sax, 0, sizeof(sax));

@@ -7,6 +7,7 @@
 #define TESTS_WEAVER_WTEST_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

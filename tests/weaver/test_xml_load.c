@@ -1,0 +1,132 @@
+/*
+ * The XML layer: well-formedness, exact positions, decoded text.
+ */
+#include "wtest.h"
+#include "weaver/unit.h"
+
+struct loaded {
+	struct xflow_unit *u;
+	struct fl_xdoc doc;
+	int rc;
+	char *diags;
+};
+
+static struct loaded load(const char *xml)
+{
+	struct loaded l;
+	xflow_unit_new(&l.u, NULL);
+	l.rc = fl_xml_load(&l.u->arena, &l.u->diag, "x.xml", xml, strlen(xml), &l.doc);
+	l.diags = wt_diags(l.u);
+	return l;
+}
+
+static void unload(struct loaded *l)
+{
+	free(l->diags);
+	xflow_unit_free(l->u);
+}
+
+static void linecol(struct fl_loc loc, unsigned *line, unsigned *col)
+{
+	fl_loc_linecol(loc, line, col);
+}
+
+Test(xml_load, figure4_as_printed)
+{
+	struct loaded l = load("<xflow name=\"netflow\">\n<transit>\n"
+			       "<xin_move name=\"netin\" from=\"skb\" to=\"tx\" />\n"
+			       "<field name=\"flags\" offset=\"4\" size=\"12\" />\n"
+			       "  </xen_move>\n</transit>\n</xflow>\n");
+	cr_expect_eq(l.rc, -EINVAL);
+	cr_expect(strstr(l.diags, "x.xml:5:3: error: closing tag </xen_move> does not match <transit> opened at line 2"),
+		  "%s", l.diags);
+	cr_expect(strstr(l.diags, "<xin_move .../> is self-closing and <field> follows as its sibling"), "%s", l.diags);
+	unload(&l);
+}
+
+Test(xml_load, other_mismatches_get_a_plain_hint)
+{
+	struct loaded l = load("<a>\n <b></c>\n</a>");
+	cr_expect(strstr(l.diags, "x.xml:2:5: error: closing tag </c> does not match <b> opened at line 2"), "%s", l.diags);
+	cr_expect(strstr(l.diags, "note: close <b> with </b>"), "%s", l.diags);
+	unload(&l);
+}
+
+Test(xml_load, positions_of_elements_and_attributes)
+{
+	struct loaded l = load("<flows>\n  <xflow\n\tname = 'n'>\n    <start/>\n  </xflow>\n</flows>");
+	cr_assert_eq(l.rc, 0, "%s", l.diags);
+	struct fl_xnode *x = l.doc.root->kids[0];
+	unsigned line, col;
+	linecol(x->loc, &line, &col);
+	cr_expect(line == 2 && col == 3, "xflow at %u:%u", line, col);
+	linecol(x->attrs[0].loc, &line, &col);
+	cr_expect(line == 3 && col == 2, "name at %u:%u", line, col);
+	linecol(x->attrs[0].vloc, &line, &col);
+	cr_expect(line == 3 && col == 10, "value at %u:%u", line, col);
+	cr_expect_str_eq(x->attrs[0].value, "n");
+	linecol(x->kids[0]->loc, &line, &col);
+	cr_expect(line == 4 && col == 5, "start at %u:%u", line, col);
+	unload(&l);
+}
+
+Test(xml_load, text_is_decoded_with_a_map_back_to_the_file)
+{
+	struct loaded l = load("<before>a &lt;&lt; 4 <!-- x --><![CDATA[<b>]]>&#65;&#x42;<k/>c</before>");
+	cr_assert_eq(l.rc, 0, "%s", l.diags);
+	const struct fl_xnode *n = l.doc.root;
+	cr_expect_str_eq(n->text, "a << 4 <b>ABc");
+	/* The second '<' came from the second &lt;, at byte 14. */
+	cr_expect_eq(n->tmap[2], 10);
+	cr_expect_eq(n->tmap[3], 14);
+	/* 'c' follows the child element <k/>. */
+	cr_expect_eq(n->text[12], 'c');
+	cr_expect_eq(n->tmap[12], strstr("<before>a &lt;&lt; 4 <!-- x --><![CDATA[<b>]]>&#65;&#x42;<k/>c</before>", "c</") -
+			       "<before>a &lt;&lt; 4 <!-- x --><![CDATA[<b>]]>&#65;&#x42;<k/>c</before>");
+	unload(&l);
+}
+
+Test(xml_load, refuses_doctype_and_entities)
+{
+	struct loaded l = load("<!DOCTYPE x [<!ENTITY a \"aaaa\">]>\n<x>&a;</x>");
+	cr_expect_eq(l.rc, -EINVAL);
+	cr_expect(strstr(l.diags, "x.xml:1:1: error: a DOCTYPE is not allowed in a flow file"), "%s", l.diags);
+	unload(&l);
+	l = load("<x>&nope;</x>");
+	cr_expect_eq(l.rc, -EINVAL);
+	cr_expect(strstr(l.diags, "malformed XML"), "%s", l.diags);
+	unload(&l);
+}
+
+Test(xml_load, malformed_inputs)
+{
+	static const char *const bad[] = { "", "   ", "<a>", "<a></a><b/>", "<a b='1' b='2'/>",
+					   "<a\xff/>", "x", "<a>\x01</a>", "<?xml version='1.0'?>" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct loaded l = load(bad[i]);
+		cr_expect_eq(l.rc, -EINVAL, "accepted %s", bad[i]);
+		cr_expect(strstr(l.diags, "error: malformed XML"), "%s: %s", bad[i], l.diags);
+		unload(&l);
+	}
+}
+
+Test(xml_load, depth_is_bounded)
+{
+	char buf[4096] = "";
+	for (int i = 0; i < 40; i++)
+		strcat(buf, "<a>");
+	for (int i = 0; i < 40; i++)
+		strcat(buf, "</a>");
+	struct loaded l = load(buf);
+	cr_expect_eq(l.rc, -EINVAL);
+	cr_expect(strstr(l.diags, "elements nested deeper than 32"), "%s", l.diags);
+	unload(&l);
+}
+
+Test(xml_load, any_declared_encoding_is_read_as_utf8)
+{
+	struct loaded l = load("<?xml version='1.0' encoding='ISO-8859-1'?>\n<a>\xc3\xa9</a>");
+	cr_assert_eq(l.rc, 0, "%s", l.diags);
+	cr_expect_str_eq(l.doc.root->text, "\xc3\xa9");
+	unload(&l);
+}
