@@ -1,0 +1,139 @@
+/*
+ * The xflowc command: exit codes, help, check and dump output.
+ */
+#include <unistd.h>
+
+#include "wtest.h"
+
+struct run {
+	int rc;
+	char *out, *err;
+};
+
+static struct run run(int argc, const char **argv)
+{
+	struct run r;
+	size_t lo, le;
+	FILE *o = open_memstream(&r.out, &lo), *e = open_memstream(&r.err, &le);
+	r.rc = xflowc_run(argc, (char **)argv, o, e);
+	fclose(o);
+	fclose(e);
+	return r;
+}
+
+static void done(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+#define RUN(...) run(sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(const char *), (const char *[]){ __VA_ARGS__ })
+
+Test(xflowc, usage_and_help)
+{
+	struct run r = RUN("xflowc");
+	cr_expect_eq(r.rc, 2);
+	cr_expect(strstr(r.err, "usage: xflowc check"));
+	done(&r);
+	r = RUN("xflowc", "--help");
+	cr_expect_eq(r.rc, 0);
+	cr_expect(strstr(r.out, "usage: xflowc check"));
+	done(&r);
+	r = RUN("xflowc", "frob", "x.xml");
+	cr_expect_eq(r.rc, 2);
+	cr_expect(strstr(r.err, "unknown command 'frob'"));
+	done(&r);
+	r = RUN("xflowc", "check");
+	cr_expect_eq(r.rc, 2);
+	cr_expect(strstr(r.err, "no input files"));
+	done(&r);
+	r = RUN("xflowc", "check", "-Wbogus", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 2);
+	cr_expect(strstr(r.err, "unknown warning option '-Wbogus'"));
+	done(&r);
+	r = RUN("xflowc", "check", "--max-errors=0", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 2);
+	done(&r);
+	r = RUN("xflowc", "check", "--bytecode", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 2, "--bytecode is for dump");
+	done(&r);
+	r = RUN("xflowc", "--version");
+	cr_expect_eq(r.rc, 0);
+	cr_expect(strstr(r.out, "bytecode v1"));
+	done(&r);
+}
+
+Test(xflowc, check_exit_codes)
+{
+	struct run r = RUN("xflowc", "check", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 0, "%s", r.err);
+	cr_expect_str_eq(r.out, "");
+	cr_expect_str_eq(r.err, "");
+	done(&r);
+	r = RUN("xflowc", "check", "flows/bad/fig4-as-printed.xml");
+	cr_expect_eq(r.rc, 1);
+	cr_expect(strstr(r.err, "flows/bad/fig4-as-printed.xml:9:3: error: closing tag </xen_move>"), "%s", r.err);
+	done(&r);
+	r = RUN("xflowc", "check", "-Wall", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 0);
+	cr_expect(strstr(r.err, "warning: only 12 of a flow id's 48 bits fit in the field [-Wflowid-truncation]"),
+		  "%s", r.err);
+	done(&r);
+	r = RUN("xflowc", "check", "-Wall", "-Werror", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 1);
+	done(&r);
+	r = RUN("xflowc", "check", "-Wall", "-Wno-flowid-truncation", "-Werror", "flows/netflow.xml");
+	cr_expect_eq(r.rc, 0, "%s", r.err);
+	done(&r);
+}
+
+Test(xflowc, several_files_are_one_unit)
+{
+	/* Figure 8 alone declares netflow; Figure 5 too: defined twice. */
+	struct run r = RUN("xflowc", "check", "tests/weaver/figures/fig3.xml", "tests/weaver/figures/fig5.xml");
+	cr_expect_eq(r.rc, 1);
+	cr_expect(strstr(r.err, "xflow 'netflow' is defined twice"), "%s", r.err);
+	done(&r);
+}
+
+Test(xflowc, dump_is_a_flow_file_that_checks)
+{
+	struct run r = RUN("xflowc", "dump", "flows/netflow.xml");
+	cr_assert_eq(r.rc, 0, "%s", r.err);
+	cr_expect(strstr(r.out, "<!-- #0 start of xflow netflow"));
+	cr_expect(strstr(r.out, "after stores to netif_tx_request.flags"));
+	cr_expect(strstr(r.out, "int id = get_flowid(netflow, skb);\nif (id != 0) {"));
+	/* The dump of the user advice, re-read with the flow: same programs. */
+	char path[] = "/tmp/xflowc-dump-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	/* Replace the dump's root so the flow is declared next to the advice. */
+	fputs(r.out, f);
+	fclose(f);
+	struct xflow_unit *u;
+	xflow_unit_new(&u, NULL);
+	const char decl[] = "<xflow name='netflow'/>";
+	xflow_unit_add_buffer(u, "decl.xml", decl, strlen(decl));
+	xflow_unit_add_file(u, path);
+	int rc = xflow_unit_compile(u);
+	char *d = wt_diags(u);
+	cr_expect_eq(rc, 0, "the dump does not check:\n%s", d);
+	free(d);
+	struct xflow_unit *orig = wt_compile_file("flows/netflow.xml");
+	cr_assert_eq(xflow_unit_advice_count(u), xflow_unit_advice_count(orig));
+	for (size_t i = 0; i < xflow_unit_advice_count(u); i++) {
+		char why[128];
+		cr_expect(wt_prog_equiv(orig, wt_prog(orig, i), u, wt_prog(u, i), why, sizeof(why)),
+			  "advice %zu: %s", i, why);
+	}
+	xflow_unit_free(orig);
+	xflow_unit_free(u);
+	unlink(path);
+	done(&r);
+	r = RUN("xflowc", "dump", "--bytecode", "tests/weaver/figures/fig8.xml");
+	cr_expect_eq(r.rc, 0);
+	cr_expect(strstr(r.out, "FLOW_GET  flow 0 (netflow)"), "%s", r.out);
+	cr_expect(strstr(r.out, "STORE     3 flags 0"), "%s", r.out);
+	done(&r);
+}
