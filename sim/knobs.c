@@ -102,7 +102,15 @@ static int set_delay(struct sim_knobs *k, const char *value, FILE *err)
 		return -1;
 	}
 	if (st < 0) {
-		fprintf(err, "xensim: --delay: no delayable stage '%s'\n", stage);
+		bool known = false;
+
+		for (int i = 0; i < ST_COUNT; i++)
+			known |= strcmp(sim_stages[i].name, stage) == 0;
+		if (known)
+			fprintf(err, "xensim: --delay: stage '%s' cannot be delayed (its caller needs its result at once)\n",
+				stage);
+		else
+			fprintf(err, "xensim: --delay: no stage '%s'\n", stage);
 		list_delayable(err);
 		return -1;
 	}

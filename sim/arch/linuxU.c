@@ -134,9 +134,10 @@ static bool drain(struct guest *g)
 	int64_t deadline = now_ns() + (int64_t)DRAIN_TIMEOUT_MS * 1000000;
 	bool acked = tcp_wait_all_acked(&g->sk, DRAIN_TIMEOUT_MS);
 
-	while (blkfront_inflight() && now_ns() < deadline && !boot_stopping())
-		sleep_until(now_ns() + 5000000);
-	return acked && !blkfront_inflight();
+	while ((blkfront_inflight() || netfront_tx_inflight()) && now_ns() < deadline &&
+	       !boot_stopping())
+		sleep_until(now_ns() + 1000000);
+	return acked && !blkfront_inflight() && !netfront_tx_inflight();
 }
 
 static int connect_dev(struct guest *g, struct xenbus_device *xd, int evtchn, int local, int remote)

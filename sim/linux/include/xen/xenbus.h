@@ -22,6 +22,8 @@ struct xenbus_device {
 struct net_device;
 int netfront_probe(struct xenbus_device *dev, struct net_device **out);
 void netfront_remove(void);
+/* Frames on the tx ring the backend has not answered yet. */
+unsigned int netfront_tx_inflight(void);
 int blkfront_probe(struct xenbus_device *dev);
 void blkfront_remove(void);
 /* The guest's disk (xvda), and how many of its requests are not done. */

@@ -7,8 +7,12 @@ static void dev_queue_xmit_cb(void *arg)
 	dev_queue_xmit(arg);
 }
 
-/* The POST_ROUTING hook's okfn: hand the frame to the port's device. */
-int br_dev_queue_push_xmit(struct sk_buff *skb)
+/*
+ * The POST_ROUTING hook's okfn: hand the frame to the port's device.  Linux
+ * reaches it only through NF_HOOK's okfn pointer, so it is never inlined;
+ * here the hook's caller is in this file.
+ */
+noinline int br_dev_queue_push_xmit(struct sk_buff *skb)
 {
 	truth_note(ST_BR_DEV_QUEUE_PUSH_XMIT, skb_tag(skb), skb);
 	sim_gate(ST_0_DEV_QUEUE_XMIT, dev_queue_xmit_cb, skb);

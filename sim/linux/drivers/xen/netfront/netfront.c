@@ -342,6 +342,18 @@ int netfront_probe(struct xenbus_device *xbdev, struct net_device **out)
 	return 0;
 }
 
+unsigned int netfront_tx_inflight(void)
+{
+	struct netfront_info *np = &netfront;
+	unsigned int n;
+
+	spin_lock(&np->tx_lock);
+	network_tx_buf_gc(&np->netdev);
+	n = np->tx.req_prod_pvt - np->tx.rsp_cons;
+	spin_unlock(&np->tx_lock);
+	return n;
+}
+
 void netfront_remove(void)
 {
 	struct netfront_info *np = &netfront;
