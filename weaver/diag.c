@@ -76,6 +76,10 @@ void fl_loc_linecol(struct fl_loc loc, unsigned *line, unsigned *col)
 
 static void add(struct fl_diag *d, enum fl_sev sev, struct fl_loc loc,
 		bool caret, const char *hint, const char *wname,
+		const char *fmt, va_list ap) __attribute__((format(printf, 7, 0)));
+
+static void add(struct fl_diag *d, enum fl_sev sev, struct fl_loc loc,
+		bool caret, const char *hint, const char *wname,
 		const char *fmt, va_list ap)
 {
 	if (d->stopped)

@@ -13,5 +13,5 @@ $(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(LINK_LIBS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
 
-# MAN_PAGES added with the pages
+MAN_PAGES += man/man1/xflowc.1 man/man5/xflow.5
 TEST_SCRIPTS += tests/weaver/bad_flows.sh tests/weaver/big_unit.sh

@@ -180,8 +180,13 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 				   const struct fl_xpoint *p, const struct fl_xop *op,
 				   const struct fl_xpoint *xin_p)
 {
+	/* An xin without a valid <field> or <key>, and the xouts naming it,
+	 * were reported when the xin was read. */
 	if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) && !op->has_field && !op->has_key)
-		return NULL;   /* already reported */
+		return NULL;
+	if ((op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY) &&
+	    (!op->xin || (!op->xin->has_field && !op->xin->has_key)))
+		return NULL;
 	const char *r1 = gensym(u, p->pc, "random_str", op->from, op->to);
 	const char *r2 = gensym(u, p->pc, "random_str", op->from, op->to);
 	struct fl_pc *pc = pc_and(u, p->pc, pc_local_var(u, op->from_loc, op->from, r1));
