@@ -76,7 +76,8 @@ static void blk_submit_one(struct guest *g, struct sim_prng *rng)
 	int rw = (sim_prng_next(rng) % 10) < 7 ? WRITE : READ;
 
 	if (!bio || !page) {
-		free(bio);
+		if (bio)
+			bio_put(bio);
 		if (page)
 			free_page(page);
 		return;

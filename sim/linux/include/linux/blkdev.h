@@ -27,6 +27,7 @@ struct bio {
 	struct gendisk *bi_disk;
 	void (*bi_end_io)(struct bio *bio, int error);
 	void *bi_private;
+	atomic_int bi_cnt; /* pin count: bio_put() frees at zero */
 };
 
 struct request {

@@ -112,6 +112,11 @@ static void end_block_io_op(struct bio *bio, int error)
 	bio_put(bio);
 }
 
+/*
+ * Submits the guest's request to its disk.  The request's id is read once,
+ * with the bio that will carry the I/O already at hand, so that a tracer
+ * following the request by its id can hand it to the bio there.
+ */
 static noinline void dispatch_rw_block_io(blkif_t *blkif, blkif_request_t *req,
 					  pending_req_t *pending_req)
 {
@@ -122,10 +127,13 @@ static noinline void dispatch_rw_block_io(blkif_t *blkif, blkif_request_t *req,
 	void *page;
 
 	truth_note(ST_DISPATCH_RW_BLOCK_IO, &tag, req);
-	pending_req->blkif = blkif;
+	bio = bio_alloc();
 	pending_req->id = req->id;
+	pending_req->blkif = blkif;
 	pending_req->sector = req->sector_number;
 	pending_req->operation = req->operation;
+	if (!bio)
+		goto fail;
 
 	/* One segment per request in this simulation; check what we use. */
 	if (req->nr_segments != 1 || seg->last_sect >= PAGE_SIZE >> SECTOR_SHIFT ||
@@ -134,9 +142,6 @@ static noinline void dispatch_rw_block_io(blkif_t *blkif, blkif_request_t *req,
 	/* The disk writes into the page on a read: map it writable then. */
 	page = gnttab_map_grant_ref(&blkif->gnt, seg->gref, operation == READ);
 	if (!page)
-		goto fail;
-	bio = bio_alloc();
-	if (!bio)
 		goto fail;
 	bio->bi_sector = req->sector_number;
 	bio->bi_page = page;
@@ -149,7 +154,9 @@ static noinline void dispatch_rw_block_io(blkif_t *blkif, blkif_request_t *req,
 	return;
 fail:
 	blkif->bad_req++;
-	make_response(blkif, req->id, req->operation, BLKIF_RSP_ERROR);
+	if (bio)
+		bio_put(bio);
+	make_response(blkif, pending_req->id, pending_req->operation, BLKIF_RSP_ERROR);
 	free_req(pending_req);
 }
 
