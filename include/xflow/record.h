@@ -8,6 +8,10 @@
  * xflow_record_decode(), which rejects anything a well-behaved producer of
  * this version cannot have written.  A record from a guest is hostile input.
  *
+ * Records the runtime writes for the flow operations of xflow-derived advice
+ * (start, transit, quit: "markers") carry the flags of that operation and no
+ * data (ndata 0); records of ordinary advice carry what STORE_DATAn stored.
+ *
  * Versioning: XFLOW_RECORD_VERSION changes whenever a field changes meaning
  * or position.  Fields are only ever added in the reserved space; a consumer
  * refuses records whose version it does not know.
@@ -35,7 +39,11 @@ enum xflow_record_flag {
 	XFLOW_REC_CROSS_DOMAIN = 1u << 3, /* the id was carried in or out of a ring header */
 	XFLOW_REC_SYNTHETIC = 1u << 4,    /* generated (tests, replay), not observed */
 	XFLOW_REC_TRUNCATED_ID = 1u << 5, /* the id was cut to the bits of a header field */
-	XFLOW_REC_ALL_FLAGS = (1u << 6) - 1,
+	XFLOW_REC_KEYED = 1u << 6,        /* keyed cross-domain handoff (XFLOW_OP_HANDOFF):
+	                                   * data[0] = key, data[1] = 0 sending, 1 receiving */
+	XFLOW_REC_SPLIT = 1u << 7,        /* a fragment got its own id (XFLOW_OP_SPLIT):
+	                                   * data[0] = the parent's id */
+	XFLOW_REC_ALL_FLAGS = (1u << 8) - 1,
 };
 
 /*

@@ -1,0 +1,380 @@
+/*
+ * The aggregation model on synthetic records with known answers.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "tests/lib/testlib.h"
+#include "tui/aggregate.h"
+
+#define US 1000ull
+#define MS 1000000ull
+
+static struct xflow_record rec(uint16_t dom, uint32_t site, uint64_t id, uint16_t flags)
+{
+	struct xflow_record r;
+	memset(&r, 0, sizeof(r));
+	r.version = XFLOW_RECORD_VERSION;
+	r.domain_id = dom;
+	r.site_id = site;
+	r.flow_id = id;
+	r.flow_kind = 0;
+	r.flags = flags;
+	return r;
+}
+
+static struct xft_agg *make(struct xft_agg_limits *l)
+{
+	struct xft_agg *a;
+	cr_assert_eq(xft_agg_new(l, NULL, NULL, &a), 0);
+	return a;
+}
+
+static const struct xft_hop *find_hop(struct xft_agg *a, uint16_t fd, uint32_t fs, uint16_t td,
+				      uint32_t ts)
+{
+	size_t n;
+	const struct xft_hop *h = xft_agg_hops(a, &n);
+	for (size_t i = 0; i < n; i++)
+		if (h[i].key.from_domain == fd && h[i].key.from_group == fs &&
+		    h[i].key.to_domain == td && h[i].key.to_group == ts)
+			return &h[i];
+	return NULL;
+}
+
+static void assert_near(uint64_t got, uint64_t want, const char *what)
+{
+	double err = got > want ? (double)(got - want) : (double)(want - got);
+	cr_assert_leq(err, (double)want * XFLOW_HIST_REL_ERROR + 1, "%s: got %lu want %lu", what,
+		      (unsigned long)got, (unsigned long)want);
+}
+
+Test(aggregate, hop_latencies_and_percentiles_are_exact_within_histogram_error)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	/* 1000 flows: site 1 -> 2 takes 10 us + i ns; 2 -> 3 takes 2 ms. */
+	uint64_t t = 1000 * MS;
+	for (uint64_t i = 1; i <= 1000; i++) {
+		struct xflow_record r = rec(1, 1, i, XFLOW_REC_START);
+		xft_agg_feed(a, &r, t);
+		r = rec(1, 2, i, 0);
+		xft_agg_feed(a, &r, t + 10 * US + i);
+		r = rec(1, 3, i, XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, t + 10 * US + i + 2 * MS);
+		t += 5 * MS;
+	}
+	xft_agg_drain(a);
+	const struct xft_hop *h12 = find_hop(a, 1, 1, 1, 2), *h23 = find_hop(a, 1, 2, 1, 3);
+	cr_assert_not_null(h12);
+	cr_assert_not_null(h23);
+	cr_assert_eq(h12->count, 1000);
+	cr_assert_eq(h23->count, 1000);
+	assert_near(xflow_hist_quantile(&h12->hist, 0.5), 10 * US + 500, "p50 1->2");
+	assert_near(xflow_hist_quantile(&h12->hist, 0.99), 10 * US + 990, "p99 1->2");
+	cr_assert_eq(h12->hist.max, 10 * US + 1000);
+	cr_assert_eq(h23->total_ns, 1000 * 2 * MS);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->flows_started, 1000);
+	cr_assert_eq(st->flows_finished, 1000);
+	cr_assert_eq(st->flows_live, 0);
+	cr_assert_eq(st->late, 0);
+	xft_agg_free(a);
+}
+
+Test(aggregate, reordering_within_the_window_changes_nothing)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 50 * MS;
+	struct xft_agg *in_order = make(&l), *shuffled = make(&l);
+	enum { N = 3000 };
+	static struct xflow_record rs[N];
+	static uint64_t ts[N];
+	uint64_t t = 10 * MS;
+	for (int i = 0; i < N / 3; i++) {
+		uint64_t id = (uint64_t)i + 1;
+		rs[3 * i] = rec(2, 10, id, XFLOW_REC_START), ts[3 * i] = t;
+		rs[3 * i + 1] = rec(2, 11, id, 0), ts[3 * i + 1] = t + 3 * US;
+		rs[3 * i + 2] = rec(2, 12, id, XFLOW_REC_QUIT), ts[3 * i + 2] = t + 40 * US;
+		t += 7 * US;
+	}
+	for (int i = 0; i < N; i++)
+		xft_agg_feed(in_order, &rs[i], ts[i]);
+	/* Shuffle within blocks of 64 records (a few hundred us: well inside
+	 * the window). */
+	uint64_t st = 3;
+	for (int b = 0; b < N; b += 64)
+		for (int i = b; i < b + 64 && i < N; i++) {
+			int lim = (b + 64 < N ? b + 64 : N) - i;
+			int j = i + (int)(test_rand_next(&st) % (uint64_t)lim);
+			struct xflow_record tr = rs[i];
+			uint64_t tt = ts[i];
+			rs[i] = rs[j], ts[i] = ts[j];
+			rs[j] = tr, ts[j] = tt;
+		}
+	for (int i = 0; i < N; i++)
+		xft_agg_feed(shuffled, &rs[i], ts[i]);
+	xft_agg_drain(in_order);
+	xft_agg_drain(shuffled);
+	const struct xft_hop *x = find_hop(in_order, 2, 11, 2, 12), *y = find_hop(shuffled, 2, 11, 2, 12);
+	cr_assert_not_null(x);
+	cr_assert_not_null(y);
+	cr_assert_eq(x->count, N / 3);
+	cr_assert_eq(y->count, x->count);
+	cr_assert_eq(y->total_ns, x->total_ns);
+	cr_assert_eq(memcmp(&x->hist, &y->hist, sizeof(x->hist)), 0);
+	cr_assert_eq(xft_agg_stats(shuffled)->late, 0);
+	xft_agg_free(in_order);
+	xft_agg_free(shuffled);
+}
+
+Test(aggregate, records_later_than_the_window_are_counted_and_kept)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 1 * MS;
+	struct xft_agg *a = make(&l);
+	struct xflow_record r = rec(1, 1, 7, XFLOW_REC_START);
+	xft_agg_feed(a, &r, 100 * MS);
+	r = rec(1, 2, 8, XFLOW_REC_START);
+	xft_agg_feed(a, &r, 200 * MS); /* releases the first */
+	r = rec(1, 3, 7, 0);
+	xft_agg_feed(a, &r, 150 * MS); /* in time: only 100 ms has been released */
+	r = rec(1, 4, 9, XFLOW_REC_START);
+	xft_agg_feed(a, &r, 300 * MS); /* releases 150 and 200 */
+	r = rec(1, 5, 8, 0);
+	xft_agg_feed(a, &r, 120 * MS); /* late: 200 ms was already released */
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->records, 5);
+	cr_assert_eq(st->released, 5, "nothing is dropped");
+	cr_assert_eq(st->late, 1);
+	cr_assert_eq(st->negative_hops, 1, "flow 8 went back in time: no hop");
+	cr_assert_not_null(find_hop(a, 1, 1, 1, 3), "flow 7's in-window record made its hop");
+	xft_agg_free(a);
+}
+
+Test(aggregate, a_full_window_releases_early_and_counts_it)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.max_pending = 16;
+	l.window_ns = 1000 * MS;
+	struct xft_agg *a = make(&l);
+	for (uint64_t i = 0; i < 100; i++) {
+		struct xflow_record r = rec(1, 1, i + 1, XFLOW_REC_START | XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, i * US);
+	}
+	cr_assert_eq(xft_agg_stats(a)->window_full, 84);
+	cr_assert_eq(xft_agg_stats(a)->released, 84);
+	xft_agg_free(a);
+}
+
+Test(aggregate, flows_that_never_quit_expire_and_are_counted)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.expire_ns = 100 * MS;
+	l.window_ns = 1 * MS;
+	struct xft_agg *a = make(&l);
+	for (uint64_t i = 1; i <= 10; i++) {
+		struct xflow_record r = rec(1, 1, i, XFLOW_REC_START);
+		xft_agg_feed(a, &r, i * MS);
+	}
+	xft_agg_tick(a, 50 * MS);
+	cr_assert_eq(xft_agg_stats(a)->flows_live, 10);
+	cr_assert_eq(xft_agg_stats(a)->flows_expired, 0);
+	xft_agg_tick(a, 105 * MS + 500 * US); /* flows 1..5 idle for >= 100 ms */
+	cr_assert_eq(xft_agg_stats(a)->flows_expired, 5);
+	cr_assert_eq(xft_agg_stats(a)->flows_live, 5);
+	xft_agg_tick(a, 1000 * MS);
+	cr_assert_eq(xft_agg_stats(a)->flows_expired, 10);
+	const struct xft_flow_summary *top;
+	cr_assert_eq(xft_agg_slowest(a, &top, 10), 0, "expired flows are not among the slowest");
+	xft_agg_free(a);
+}
+
+/* Two guests send flows through a ring header whose 12 bits carry the id
+ * into dom0, interleaved; each flow must come out whole. */
+Test(aggregate, ids_carried_in_header_bits_continue_the_flow_in_dom0)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.carried_bits[0] = 12;
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1 * MS;
+	for (uint64_t i = 0; i < 500; i++) {
+		uint16_t guest = (uint16_t)(1 + i % 2);
+		/* Guest ids run past 4096 so truncation matters. */
+		uint64_t id = 4000 + i;
+		struct xflow_record r = rec(guest, 20, id, XFLOW_REC_START);
+		xft_agg_feed(a, &r, t);
+		r = rec(guest, 21, id, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+		xft_agg_feed(a, &r, t + 5 * US);
+		r = rec(0, 30, id & 0xfff, 0); /* netback: the carried bits */
+		xft_agg_feed(a, &r, t + 5 * US + 800 * US);
+		r = rec(0, 31, id & 0xfff, XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, t + 5 * US + 800 * US + 2 * MS);
+		t += 50 * US; /* many flows in flight at once */
+	}
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	/* Id 4096 carries 0 in its 12 bits, and 0 means "no flow" to the
+	 * receiver: that one flow is cut at the ring, as in the paper's
+	 * scheme.  It stays live in the guest; its dom0 half is no flow. */
+	cr_assert_eq(st->flows_started, 500);
+	cr_assert_eq(st->flows_finished, 499);
+	cr_assert_eq(st->no_flow, 2);
+	cr_assert_eq(st->handoffs_sent, 500);
+	cr_assert_eq(st->handoffs_matched, 499);
+	const struct xft_hop *g1 = find_hop(a, 1, 21, 0, 30), *g2 = find_hop(a, 2, 21, 0, 30);
+	cr_assert_not_null(g1);
+	cr_assert_not_null(g2);
+	cr_assert_eq(g1->count + g2->count, 499);
+	cr_assert_eq(g1->hist.min, 800 * US);
+	cr_assert_eq(g1->hist.max, 800 * US, "every flow matched its own dom0 half");
+	const struct xft_flow_summary *top;
+	size_t n = xft_agg_slowest(a, &top, 5);
+	cr_assert_eq(n, 5);
+	cr_assert_eq(top[0].npoints, 4, "start, xin, netback, free");
+	cr_assert_eq(top[0].path[2].domain, 0);
+	cr_assert_eq(top[0].end_ns - top[0].start_ns, 5 * US + 800 * US + 2 * MS);
+	xft_agg_free(a);
+}
+
+Test(aggregate, keyed_handoff_links_a_fresh_local_id_to_the_sender)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	struct xflow_record r = rec(3, 1, 77, XFLOW_REC_START);
+	xft_agg_feed(a, &r, 1 * MS);
+	r = rec(3, 2, 77, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	r.ndata = 2, r.data[0] = 0xabc, r.data[1] = 0;
+	xft_agg_feed(a, &r, 2 * MS);
+	/* An unrelated receive with another key does not match. */
+	r = rec(0, 5, 1, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	r.ndata = 2, r.data[0] = 0x999, r.data[1] = 1;
+	xft_agg_feed(a, &r, 2 * MS + 10);
+	r = rec(0, 5, 2, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	r.ndata = 2, r.data[0] = 0xabc, r.data[1] = 1;
+	xft_agg_feed(a, &r, 3 * MS);
+	r = rec(0, 6, 2, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, 4 * MS);
+	xft_agg_drain(a);
+	const struct xft_hop *h = find_hop(a, 3, 2, 0, 5);
+	cr_assert_not_null(h);
+	cr_assert_eq(h->count, 1);
+	cr_assert_eq(h->total_ns, 1 * MS);
+	cr_assert_eq(xft_agg_stats(a)->handoffs_matched, 1);
+	cr_assert_eq(xft_agg_stats(a)->flows_started, 2, "77, and the unmatched receive");
+	xft_agg_free(a);
+}
+
+static uint32_t group_by_hundreds(void *opaque, uint16_t domain, uint32_t site)
+{
+	(void)opaque;
+	(void)domain;
+	return site / 100;
+}
+
+Test(aggregate, sites_of_one_group_make_one_point)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a;
+	cr_assert_eq(xft_agg_new(&l, group_by_hundreds, NULL, &a), 0);
+	/* Three accesses in "function" 1 (sites 100..102), then one in 2. */
+	uint32_t sites[] = { 100, 101, 102, 200 };
+	for (int i = 0; i < 4; i++) {
+		struct xflow_record r = rec(1, sites[i], 5, i == 0 ? XFLOW_REC_START : i == 3 ? XFLOW_REC_QUIT : 0);
+		xft_agg_feed(a, &r, (uint64_t)(i + 1) * US);
+	}
+	xft_agg_drain(a);
+	size_t n;
+	const struct xft_hop *h = xft_agg_hops(a, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(h[0].key.from_group, 1);
+	cr_assert_eq(h[0].from_site, 100);
+	cr_assert_eq(h[0].total_ns, 3 * US, "from the first arrival in the group");
+	xft_agg_free(a);
+}
+
+Test(aggregate, slowest_flows_are_kept_with_their_paths, .timeout = 30)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.top_k = 5;
+	struct xft_agg *a = make(&l);
+	uint64_t st = 11, t = 0;
+	uint64_t durs[2000];
+	for (uint64_t i = 0; i < 2000; i++) {
+		durs[i] = 1 + test_rand_next(&st) % (10 * MS);
+		struct xflow_record r = rec(1, 1, i + 1, XFLOW_REC_START);
+		xft_agg_feed(a, &r, t);
+		r = rec(1, 2, i + 1, XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, t + durs[i]);
+		t += 1 * US;
+	}
+	xft_agg_drain(a);
+	/* The five largest durations, by brute force. */
+	uint64_t best[5] = { 0 };
+	for (int i = 0; i < 2000; i++)
+		for (int k = 0; k < 5; k++)
+			if (durs[i] > best[k]) {
+				memmove(&best[k + 1], &best[k], (size_t)(4 - k) * sizeof(best[0]));
+				best[k] = durs[i];
+				break;
+			}
+	const struct xft_flow_summary *top;
+	cr_assert_eq(xft_agg_slowest(a, &top, 10), 5);
+	for (int k = 0; k < 5; k++) {
+		cr_assert_eq(top[k].end_ns - top[k].start_ns, best[k], "rank %d", k);
+		cr_assert_eq(top[k].npoints, 2);
+		cr_assert_eq(top[k].path[1].t_ns - top[k].path[0].t_ns, best[k]);
+	}
+	xft_agg_free(a);
+}
+
+static long max_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+Test(aggregate, memory_stays_bounded_through_ten_million_flows, .timeout = 300)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.max_flows = 4096;
+	l.window_ns = 10 * US;
+	l.max_pending = 4096;
+	struct xft_agg *a = make(&l);
+	uint64_t mem = xft_agg_stats(a)->memory_bytes;
+	uint64_t t = 0;
+	long rss_start = 0;
+	for (uint64_t i = 1; i <= 10000000; i++) {
+		/* Every tenth flow never quits: the pool must stay bounded. */
+		struct xflow_record r = rec(1, (uint32_t)(i % 7), i, XFLOW_REC_START);
+		xft_agg_feed(a, &r, t);
+		r = rec(1, 100 + (uint32_t)(i % 13), i, i % 10 ? XFLOW_REC_QUIT : 0);
+		xft_agg_feed(a, &r, t + 500);
+		t += 100;
+		if (i == 100000)
+			rss_start = max_rss_kb();
+	}
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->flows_started, 10000000);
+	cr_assert_eq(st->flows_finished, 9000000);
+	cr_assert_leq(st->flows_live, 4096);
+	cr_assert_eq(st->flows_finished + st->flows_evicted + st->flows_live, 10000000);
+	cr_assert_eq(st->memory_bytes, mem, "the model never allocates after creation");
+	long grown = max_rss_kb() - rss_start;
+	cr_assert_lt(grown, 8 * 1024, "RSS grew by %ld KiB after the first 100K flows", grown);
+	xft_agg_free(a);
+}

@@ -1,0 +1,140 @@
+/*
+ * tui/aggregate.h — the live model behind xflowtop: records in, flows, hops,
+ * latency histograms and the slowest flows out.
+ *
+ * Input is decoded records (xflow/record.h) from any number of sources, each
+ * with its timestamps already converted to nanoseconds on one time line.
+ * Records pass through a reorder window (a min-heap on time): a record is
+ * released once it is `window_ns` older than the newest record seen, or
+ * early when the window holds `max_pending` records (counted).  A record
+ * older than the last one released is "late": counted, and used anyway, so
+ * nothing is silently lost; a hop it would make negative is not recorded.
+ *
+ * A flow is the records of one flow id from its START (or first) record to
+ * its QUIT record.  Ids are scoped by domain: (domain, kind, id).  An id
+ * leaving a domain through a ring header (a CROSS_DOMAIN record in the
+ * sending domain) waits in a handoff queue; the next CROSS_DOMAIN record of
+ * the same kind in another domain whose id matches (in the carried bits when
+ * the sender's record says TRUNCATED_ID) continues the same flow under its
+ * new (domain, kind, id).  Keyed handoffs (data[0] = key, data[1] = side,
+ * see XFLOW_OP_HANDOFF in xflow/bytecode.h) match on the key instead.
+ *
+ * A hop is two consecutive points of a flow, a point being (domain, group):
+ * the group of a site comes from a callback (the function it is in, say) so
+ * that several accesses inside one function make one point; consecutive
+ * records at the same point extend it and make no hop.  Each hop has a
+ * latency histogram and a total.
+ *
+ * Memory is fixed at creation by the limits below whatever the traffic;
+ * what does not fit is counted, never allocated.  Not thread-safe: one
+ * thread feeds and reads the model.
+ */
+#ifndef XFLOW_TUI_AGGREGATE_H
+#define XFLOW_TUI_AGGREGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xflow/histogram.h"
+#include "xflow/record.h"
+
+struct xft_agg_limits {
+	uint64_t window_ns;     /* reorder window */
+	uint32_t max_pending;   /* records the window may hold */
+	uint32_t max_flows;     /* live flows */
+	uint32_t max_hops;      /* distinct hops (each carries a histogram) */
+	uint32_t max_path;      /* points kept per flow for its path */
+	uint32_t top_k;         /* slowest finished flows kept */
+	uint64_t expire_ns;     /* a flow idle this long is expired */
+	uint32_t max_handoffs;  /* ids in flight between domains */
+	/* Bits of an id that survive a header transit per flow kind (0: all
+	 * 48); indexed by kind, kinds >= 16 use 0. */
+	uint8_t carried_bits[16];
+};
+
+/* Defaults: 100 ms window, 64K pending, 64K flows, 1024 hops, 32-point
+ * paths, top 20, 10 s expiry, 4096 handoffs, full ids. */
+void xft_agg_limits_default(struct xft_agg_limits *l);
+
+/* The point a site belongs to (e.g. its function); identity if NULL. */
+typedef uint32_t (*xft_group_fn)(void *opaque, uint16_t domain, uint32_t site);
+
+/* One point of a flow's path. */
+struct xft_point {
+	uint16_t domain;
+	uint32_t site;   /* the first site of the point */
+	uint32_t group;
+	uint64_t t_ns;   /* when the flow reached it */
+};
+
+struct xft_hop_key {
+	uint16_t from_domain, to_domain;
+	uint32_t from_group, to_group;
+};
+
+struct xft_hop {
+	struct xft_hop_key key;
+	uint32_t from_site, to_site; /* representative sites, for names */
+	uint64_t count;
+	uint64_t total_ns;
+	struct xflow_hist hist;
+};
+
+/* A finished flow kept among the slowest. */
+struct xft_flow_summary {
+	uint16_t kind;
+	uint16_t origin_domain;
+	uint64_t id;          /* in the origin domain */
+	uint64_t start_ns, end_ns;
+	uint32_t npoints;     /* points in path[] (the first max_path ones) */
+	uint32_t points_lost; /* points past max_path */
+	int expired;          /* ended by expiry, not by a QUIT record */
+	struct xft_point *path;
+};
+
+struct xft_agg_stats {
+	uint64_t records;        /* fed in */
+	uint64_t released;       /* out of the window, applied */
+	uint64_t late;           /* older than the last released one */
+	uint64_t window_full;    /* released early because the window was full */
+	uint64_t flows_started;
+	uint64_t flows_finished; /* by QUIT */
+	uint64_t flows_expired;
+	uint64_t flows_evicted;  /* the oldest live flow, to make room */
+	uint64_t flows_live;
+	uint64_t no_flow;        /* records with flow id 0 */
+	uint64_t hops_dropped;   /* hop samples for which no hop slot was free */
+	uint64_t negative_hops;
+	uint64_t handoffs_sent, handoffs_matched, handoffs_lost;
+	uint64_t points_lost;    /* path points past max_path */
+	uint64_t memory_bytes;   /* everything the model allocated, fixed */
+};
+
+struct xft_agg;
+
+/* Allocate a model; all memory is taken here.  0 or -errno. */
+int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque, struct xft_agg **out);
+void xft_agg_free(struct xft_agg *a);
+
+/* Feed one record whose timestamp is already in ns. */
+void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t_ns);
+
+/* Release everything older than (newest - window) and expire idle flows
+ * as of @now_ns (pass the newest time seen to use record time). */
+void xft_agg_tick(struct xft_agg *a, uint64_t now_ns);
+
+/* Release every pending record (end of input). */
+void xft_agg_drain(struct xft_agg *a);
+
+const struct xft_agg_stats *xft_agg_stats(const struct xft_agg *a);
+
+/* Hops, in no particular order: *n is set to their number. */
+const struct xft_hop *xft_agg_hops(const struct xft_agg *a, size_t *n);
+
+/* The slowest finished flows, slowest first; *n is set. */
+size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **out, size_t max);
+
+/* Forget hops, flows and statistics; keep the limits. */
+void xft_agg_reset(struct xft_agg *a);
+
+#endif
