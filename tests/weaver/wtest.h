@@ -94,11 +94,13 @@ static inline bool wt_prog_equiv(const struct xflow_unit *ua, const struct xflow
 		snprintf(why, whylen, "%u vs %u instructions", a->ninsns, b->ninsns);
 		return false;
 	}
-	if (a->nlocals != b->nlocals || memcmp(a->local_types, b->local_types, a->nlocals)) {
+	if (a->nlocals != b->nlocals ||
+	    (a->nlocals && memcmp(a->local_types, b->local_types, a->nlocals))) {
 		snprintf(why, whylen, "locals differ");
 		return false;
 	}
-	if (a->nconsts != b->nconsts || memcmp(a->consts, b->consts, a->nconsts * sizeof(uint64_t))) {
+	if (a->nconsts != b->nconsts ||
+	    (a->nconsts && memcmp(a->consts, b->consts, a->nconsts * sizeof(uint64_t)))) {
 		snprintf(why, whylen, "constants differ");
 		return false;
 	}
