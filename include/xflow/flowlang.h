@@ -87,6 +87,14 @@ void xflow_unit_dump(const struct xflow_unit *u, FILE *out, bool bytecode);
 void xflow_bc_dump(const struct xflow_unit *u, const struct xflow_bc_prog *p, FILE *out,
 		   const char *indent);
 
+/*
+ * Does source path @path match the within_file() pattern @pattern (without
+ * its @domain)?  "..." matches any run of whole components, none included;
+ * a pattern without a leading '/' matches the end of the path.  So
+ * "drivers/.../netfront.c" matches "sim/linux/drivers/xen/netfront/netfront.c".
+ */
+bool xflow_path_match(const char *pattern, const char *path);
+
 /* The whole `xflowc` command, for the thin main and the tests. */
 int xflowc_run(int argc, char **argv, FILE *out, FILE *err);
 
