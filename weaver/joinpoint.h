@@ -119,6 +119,8 @@ struct jp_func {
 	uint32_t nfb;
 	struct jp_var *vars;
 	uint32_t nvars;
+	uint32_t ninl;           /* out-of-line: how many inlined instances (at
+	                          * any depth) follow it in jp_index.funcs */
 };
 
 struct jp_cu {
@@ -161,6 +163,11 @@ struct jp_index {
 	size_t nlines, lines_cap;
 	struct jp_global *globals;
 	size_t nglobals, globals_cap;
+	struct jp_fmap {
+		uint64_t lo, hi;
+		int32_t f;
+	} *fmap;                 /* ranges of out-of-line functions, sorted */
+	size_t nfmap;
 	void *dw;                /* dwarf_index.c's private state (CFI) */
 };
 
@@ -235,12 +242,15 @@ struct jp_insn {
 	uint8_t dst, src;        /* MOV/LEA: destination register; MOV reg, reg: source */
 	uint8_t dst_size;        /* bytes of dst written */
 	bool leader;             /* starts a basic block */
+	bool jtarget;            /* a direct branch goes here */
 };
 
 struct jp_code {
 	struct jp_insn *insns;
 	size_t ninsns;
 	bool truncated;          /* bytes ran out or did not decode */
+	bool has_indirect;       /* an indirect jump: blocks may have entries
+	                          * nobody can see */
 };
 
 int jp_code_decode(const struct jp_elf *e, const struct jp_range *ranges, size_t nranges,
