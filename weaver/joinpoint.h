@@ -343,9 +343,9 @@ void jp_sites_free(struct jp_sites *s);
  * A scope: the functions and files a query looks in.  Empty lists mean
  * everything.  Function names match the function itself, its inlined
  * instances, and code inlined into it.  File patterns are matched against
- * the site's source file component by component: "..." matches any run of
- * components (none too), "*" and "?" work inside a component (fnmatch),
- * and a pattern without a leading '/' matches a suffix of the path.
+ * the site's source file (the line table's, comp_dir applied) with the
+ * front end's xflow_path_match(): "..." matches any run of components
+ * (none too), and a pattern without a leading '/' matches a suffix.
  */
 struct jp_scope {
 	const char *const *funcs;

@@ -1,0 +1,1102 @@
+/*
+ * Resolution of access(S.m), call(f), return(f) and local_var(v) against
+ * one image.
+ *
+ * access(S.m) selects an instruction with a memory operand [base + disp]
+ * (no index register) when, at that instruction, the base register is
+ * known to hold an S *, and [disp, disp + size) overlaps m's bytes.  The
+ * base register is typed, in this order:
+ *   1. DWARF: a variable or parameter visible at the PC (in the function
+ *      or any inlined instance around the PC) whose location there is that
+ *      register and whose type is a pointer to S;
+ *   2. data flow inside the basic block: the last instruction before the
+ *      PC that wrote the register is
+ *        mov reg, reg2          and reg2 is typed (recursively, at that PC),
+ *        mov reg, [frame slot]  and DWARF puts a pointer variable there,
+ *        mov reg, [reg2 + d]    and reg2 is a T * whose member at d is a
+ *                               pointer (p->next->m),
+ *        mov reg, [rip + d]     and d addresses a global pointer variable,
+ *        lea reg, [reg2 + d]    and reg2 is a T * whose member at d is a
+ *                               struct (&p->inner), or d addresses a local
+ *                               struct variable in the frame.
+ * Anything else leaves the register untyped and the instruction is not a
+ * site: no guessing, so no false sites; what is missed is reported as
+ * recall by the tests.
+ */
+#include "weaver/joinpoint.h"
+#include "xflow/flowlang.h"
+
+#include <errno.h>
+#include <libdwarf/dwarf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CHAIN 8     /* registers followed back through moves and loads */
+
+static int fail(struct jp_err *err, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct jp_err *err, int rc, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* ---- small helpers --------------------------------------------------------- */
+
+unsigned jp_edit_distance(const char *a, const char *b, unsigned cap)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 64 || lb > 64)
+		return cap + 1;
+	unsigned row[65], prev[65];
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		row[0] = (unsigned)i;
+		unsigned best = row[0];
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (row[j - 1] + 1 < c)
+				c = row[j - 1] + 1;
+			row[j] = c;
+			if (c < best)
+				best = c;
+		}
+		if (best > cap)
+			return cap + 1;
+		memcpy(prev, row, (lb + 1) * sizeof(*row));
+	}
+	return prev[lb] > cap ? cap + 1 : prev[lb];
+}
+
+/* Keeps the nearest of the names offered to it. */
+struct near {
+	const char *want;
+	const char *best;
+	unsigned dist;
+};
+
+static void near_offer(struct near *n, const char *cand)
+{
+	if (!cand || !*cand || strcmp(cand, n->want) == 0)
+		return;
+	size_t l = strlen(n->want);
+	unsigned cap = l < 6 ? 2 : (unsigned)(l / 3);
+	unsigned d = jp_edit_distance(n->want, cand, cap);
+	if (d <= cap && (!n->best || d < n->dist || (d == n->dist && strcmp(cand, n->best) < 0))) {
+		n->best = cand;
+		n->dist = d;
+	}
+}
+
+static const char *near_hint(const struct near *n, char *buf, size_t len)
+{
+	if (!n->best)
+		return "";
+	snprintf(buf, len, "; did you mean '%s'?", n->best);
+	return buf;
+}
+
+/* One definition of within_file() matching for the front end's checks and
+ * for resolution: the front end's. */
+bool jp_path_match(const char *pattern, const char *path)
+{
+	return pattern && path && xflow_path_match(pattern, path);
+}
+
+/* ---- index lookups ---------------------------------------------------------- */
+
+int32_t jp_func_at(struct jp_index *ix, uint64_t addr, bool innermost)
+{
+	size_t lo = 0, hi = ix->nfmap;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->fmap[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int32_t f = -1;
+	/* Ranges of distinct functions do not overlap, but look back a few
+	 * in case of duplicates (identical code folded by the linker). */
+	for (size_t k = lo; k > 0 && lo - k < 4; k--)
+		if (addr >= ix->fmap[k - 1].lo && addr < ix->fmap[k - 1].hi) {
+			f = ix->fmap[k - 1].f;
+			break;
+		}
+	if (f < 0 || !innermost)
+		return f;
+	int32_t best = f;
+	const struct jp_func *fn = &ix->funcs[f];
+	for (uint32_t k = 1; k <= fn->ninl; k++) {
+		const struct jp_func *g = &ix->funcs[f + (int32_t)k];
+		for (uint32_t r = 0; r < g->nranges; r++)
+			if (addr >= g->ranges[r].lo && addr < g->ranges[r].hi) {
+				best = f + (int32_t)k;   /* later in pre-order is deeper */
+				break;
+			}
+	}
+	return best;
+}
+
+const struct jp_line *jp_line_at(const struct jp_index *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->nlines;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->lines[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct jp_line *l = &ix->lines[lo - 1];
+	if (l->flags & JP_LINE_END_SEQ)
+		return NULL;
+	return l;
+}
+
+int32_t jp_type_strip(const struct jp_index *ix, int32_t t)
+{
+	for (int i = 0; i < 16 && t >= 0; i++) {
+		const struct jp_type *ty = &ix->types[t];
+		if (ty->kind != JP_T_TYPEDEF && ty->kind != JP_T_CV)
+			return t;
+		t = ty->target;
+	}
+	return t >= 0 && ix->types[t].kind != JP_T_TYPEDEF && ix->types[t].kind != JP_T_CV ? t : -1;
+}
+
+static bool is_record(const struct jp_type *t)
+{
+	return t->kind == JP_T_STRUCT || t->kind == JP_T_UNION;
+}
+
+int32_t jp_struct_find(const struct jp_index *ix, const char *name)
+{
+	int32_t via_typedef = -1;
+	for (size_t i = 0; i < ix->ntypes; i++) {
+		const struct jp_type *t = &ix->types[i];
+		if (!t->name || strcmp(t->name, name) != 0)
+			continue;
+		if (is_record(t) && !t->declaration && t->nmembers)
+			return (int32_t)i;
+		if (t->kind == JP_T_TYPEDEF && via_typedef < 0) {
+			int32_t s = jp_type_strip(ix, (int32_t)i);
+			if (s >= 0 && is_record(&ix->types[s]) && ix->types[s].nmembers)
+				via_typedef = s;
+		}
+	}
+	return via_typedef;
+}
+
+static void near_structs(const struct jp_index *ix, struct near *n)
+{
+	for (size_t i = 0; i < ix->ntypes; i++) {
+		const struct jp_type *t = &ix->types[i];
+		if (t->name && (is_record(t) || (t->kind == JP_T_TYPEDEF && jp_type_strip(ix, (int32_t)i) >= 0 &&
+						 is_record(&ix->types[jp_type_strip(ix, (int32_t)i)]))))
+			near_offer(n, t->name);
+	}
+}
+
+/* Does the type chain from @t (a pointer's target) name struct @sname?
+ * Returns the complete struct definition to take the layout from, or -1. */
+static int32_t names_struct(const struct jp_index *ix, int32_t t, const char *sname,
+			    int32_t want)
+{
+	bool named = false;
+	for (int i = 0; i < 16 && t >= 0; i++) {
+		const struct jp_type *ty = &ix->types[t];
+		if (ty->name && strcmp(ty->name, sname) == 0)
+			named = true;
+		if (ty->kind != JP_T_TYPEDEF && ty->kind != JP_T_CV)
+			break;
+		t = ty->target;
+	}
+	if (t < 0 || !is_record(&ix->types[t]) || !named)
+		return -1;
+	if (ix->types[t].nmembers && !ix->types[t].declaration)
+		return t;
+	return want;    /* an incomplete struct S: use the definition found */
+}
+
+/* Member @path ("a", "a.b") of struct @st, anonymous members flattened. */
+static bool member_find(const struct jp_index *ix, int32_t st, const char *path,
+			uint64_t base, struct jp_member *out, int depth)
+{
+	if (st < 0 || depth > 8)
+		return false;
+	const struct jp_type *t = &ix->types[st];
+	size_t n = strcspn(path, ".");
+	for (uint32_t i = 0; i < t->nmembers; i++) {
+		const struct jp_member *m = &t->members[i];
+		if (!m->name) {
+			int32_t in = jp_type_strip(ix, m->type);
+			if (in >= 0 && is_record(&ix->types[in]) &&
+			    member_find(ix, in, path, base + m->offset, out, depth + 1))
+				return true;
+			continue;
+		}
+		if (strlen(m->name) != n || strncmp(m->name, path, n) != 0)
+			continue;
+		if (path[n] == '.') {
+			int32_t in = jp_type_strip(ix, m->type);
+			return in >= 0 && is_record(&ix->types[in]) &&
+			       member_find(ix, in, path + n + 1, base + m->offset, out, depth + 1);
+		}
+		*out = *m;
+		out->offset += base;
+		if (m->bit_size)
+			out->bit_offset += (uint32_t)(base * 8);
+		return true;
+	}
+	return false;
+}
+
+static void near_members(const struct jp_index *ix, int32_t st, struct near *n, int depth)
+{
+	if (st < 0 || depth > 8)
+		return;
+	const struct jp_type *t = &ix->types[st];
+	for (uint32_t i = 0; i < t->nmembers; i++) {
+		if (t->members[i].name)
+			near_offer(n, t->members[i].name);
+		else
+			near_members(ix, jp_type_strip(ix, t->members[i].type), n, depth + 1);
+	}
+}
+
+/* The innermost named member of @st overlapping [off, off + size). */
+static const char *member_name_at(const struct jp_index *ix, int32_t st, uint64_t off,
+				  uint64_t size, int depth)
+{
+	if (st < 0 || depth > 8)
+		return NULL;
+	const struct jp_type *t = &ix->types[st];
+	for (uint32_t i = 0; i < t->nmembers; i++) {
+		const struct jp_member *m = &t->members[i];
+		uint64_t msz = m->size ? m->size : 1;
+		if (off + size <= m->offset || off >= m->offset + msz)
+			continue;
+		if (!m->name) {
+			const char *in = member_name_at(ix, jp_type_strip(ix, m->type), off - (off > m->offset ? m->offset : off),
+							size, depth + 1);
+			if (in)
+				return in;
+			continue;
+		}
+		return m->name;
+	}
+	return NULL;
+}
+
+int jp_field_layout(struct jp_image *img, const char *sname, const char *member,
+		    struct jp_field_layout *out, struct jp_err *err)
+{
+	struct jp_index *ix = jp_image_index(img);
+	char hint[300];
+	int32_t st = jp_struct_find(ix, sname);
+	if (st < 0) {
+		struct near n = { .want = sname };
+		near_structs(ix, &n);
+		return fail(err, -ENOENT, "%s: no struct '%s' in the debug info%s", jp_image_path(img),
+			    sname, near_hint(&n, hint, sizeof(hint)));
+	}
+	struct jp_member m;
+	if (!member_find(ix, st, member, 0, &m, 0)) {
+		struct near n = { .want = member };
+		near_members(ix, st, &n, 0);
+		return fail(err, -ENOENT, "%s: struct %s has no member '%s'%s", jp_image_path(img),
+			    sname, member, near_hint(&n, hint, sizeof(hint)));
+	}
+	memset(out, 0, sizeof(*out));
+	out->offset = m.offset;
+	out->size = m.size;
+	out->bit_offset = m.bit_size ? m.bit_offset : 0;
+	out->bit_size = m.bit_size;
+	int32_t mt = jp_type_strip(ix, m.type);
+	if (mt >= 0) {
+		out->is_ptr = ix->types[mt].kind == JP_T_POINTER;
+		out->is_signed = ix->types[mt].kind == JP_T_BASE && ix->types[mt].is_signed;
+	}
+	return 0;
+}
+
+/* ---- variable locations -------------------------------------------------- */
+
+static const struct jp_loc *loc_at(const struct jp_var *v, uint64_t pc)
+{
+	for (uint32_t i = 0; i < v->nlocs; i++)
+		if (pc >= v->locs[i].lo && pc < v->locs[i].hi)
+			return &v->locs[i];
+	return NULL;
+}
+
+static bool in_scope(const struct jp_var *v, uint64_t pc)
+{
+	if (!v->scope)
+		return true;
+	for (uint32_t i = 0; i < v->nscope; i++)
+		if (pc >= v->scope[i].lo && pc < v->scope[i].hi)
+			return true;
+	return false;
+}
+
+static int breg_of(uint8_t atom)
+{
+	return atom >= DW_OP_breg0 && atom <= DW_OP_breg31 ? atom - DW_OP_breg0 : -1;
+}
+
+static int reg_of(uint8_t atom)
+{
+	return atom >= DW_OP_reg0 && atom <= DW_OP_reg31 ? atom - DW_OP_reg0 : -1;
+}
+
+/* The frame base of @f at @pc as register + offset. */
+static int frame_base(struct jp_index *ix, const struct jp_func *f, uint64_t pc, unsigned *reg,
+		      int64_t *off)
+{
+	if (!f->nfb)
+		return -ENODATA;
+	const struct jp_op *op = &f->fb[0];
+	if (op->atom == DW_OP_call_frame_cfa)
+		return jp_dwarf_cfa(ix, pc, reg, off);
+	int r = reg_of(op->atom);
+	if (r >= 0 && r < JP_NREGS) {
+		*reg = (unsigned)r;
+		*off = 0;
+		return 0;
+	}
+	r = breg_of(op->atom);
+	if (r >= 0 && r < JP_NREGS) {
+		*reg = (unsigned)r;
+		*off = (int64_t)op->a;
+		return 0;
+	}
+	return -ENODATA;
+}
+
+/* How to read variable @v of function @f at @pc.  -ENODATA: not here. */
+static int var_recipe(struct jp_index *ix, const struct jp_func *f, const struct jp_var *v,
+		      uint64_t pc, struct jp_recipe *out)
+{
+	memset(out, 0, sizeof(*out));
+	const struct jp_loc *l = loc_at(v, pc);
+	if (!l || !l->nops)
+		return -ENODATA;
+	const struct jp_op *o = l->ops;
+	uint32_t n = l->nops;
+	/* A single piece covering the value is the value. */
+	if (n == 2 && o[1].atom == DW_OP_piece && o[1].a >= 8)
+		n = 1;
+	int32_t t = jp_type_strip(ix, v->type);
+	out->size = t >= 0 && ix->types[t].size < 256 ? (uint8_t)ix->types[t].size : 0;
+	int r;
+	if (n == 1 && (r = reg_of(o[0].atom)) >= 0 && r < 16) {
+		out->kind = JP_RECIPE_REG;
+		out->reg = (uint8_t)r;
+		return 0;
+	}
+	if (n == 1 && o[0].atom == DW_OP_regx && o[0].a < 16) {
+		out->kind = JP_RECIPE_REG;
+		out->reg = (uint8_t)o[0].a;
+		return 0;
+	}
+	if (n == 1 && (r = breg_of(o[0].atom)) >= 0 && r < JP_NREGS) {
+		out->kind = JP_RECIPE_MEM;
+		out->reg = (uint8_t)r;
+		out->off = (int64_t)o[0].a;
+		return 0;
+	}
+	if (n == 1 && o[0].atom == DW_OP_fbreg) {
+		unsigned fr;
+		int64_t fo;
+		if (frame_base(ix, f, pc, &fr, &fo) != 0)
+			return -ENODATA;
+		out->kind = JP_RECIPE_MEM;
+		out->reg = (uint8_t)fr;
+		out->off = fo + (int64_t)o[0].a;
+		return 0;
+	}
+	if (n == 1 && o[0].atom == DW_OP_addr) {
+		out->kind = JP_RECIPE_STATIC;
+		out->reg = JP_REG_NONE;
+		out->off = (int64_t)o[0].a;
+		return 0;
+	}
+	if (n == 2 && o[1].atom == DW_OP_stack_value && (r = breg_of(o[0].atom)) >= 0 && r < 16) {
+		if (o[0].a == 0) {
+			out->kind = JP_RECIPE_REG;
+			out->reg = (uint8_t)r;
+		} else {
+			out->kind = JP_RECIPE_VALUE;
+			out->reg = (uint8_t)r;
+			out->off = (int64_t)o[0].a;
+		}
+		return 0;
+	}
+	return -ENODATA;   /* constants, entry values, implicit pointers, pieces */
+}
+
+/* The chain of functions at @pc, innermost first. */
+static size_t func_chain(struct jp_index *ix, uint64_t pc, int32_t *chain, size_t max)
+{
+	size_t n = 0;
+	int32_t f = jp_func_at(ix, pc, true);
+	while (f >= 0 && n < max) {
+		chain[n++] = f;
+		f = ix->funcs[f].inlined ? ix->funcs[f].parent : -1;
+	}
+	return n;
+}
+
+/* ---- typing registers ------------------------------------------------------ */
+
+struct typer {
+	struct jp_image *img;
+	struct jp_index *ix;
+	const struct jp_code *code;
+	const char *sname;       /* the struct asked for */
+	int32_t want;            /* its complete definition */
+	const char *why;
+};
+
+/* Type (a pointer's target, unstripped) of what @reg holds at insn @i: a
+ * pointer type's target, or -1. */
+static int32_t reg_target(struct typer *ty, size_t i, unsigned reg, int depth);
+
+static int32_t ptr_target(const struct jp_index *ix, int32_t t)
+{
+	t = jp_type_strip(ix, t);
+	if (t < 0 || ix->types[t].kind != JP_T_POINTER)
+		return -1;
+	return ix->types[t].target;
+}
+
+static int32_t dwarf_reg_target(struct typer *ty, uint64_t pc, unsigned reg)
+{
+	int32_t chain[16];
+	size_t n = func_chain(ty->ix, pc, chain, 16);
+	for (size_t c = 0; c < n; c++) {
+		const struct jp_func *f = &ty->ix->funcs[chain[c]];
+		for (uint32_t k = 0; k < f->nvars; k++) {
+			const struct jp_var *v = &f->vars[k];
+			if (!in_scope(v, pc))
+				continue;
+			int32_t tgt = ptr_target(ty->ix, v->type);
+			if (tgt < 0)
+				continue;
+			struct jp_recipe r;
+			if (var_recipe(ty->ix, &ty->ix->funcs[chain[n - 1]], v, pc, &r) == 0 &&
+			    r.kind == JP_RECIPE_REG && r.reg == reg) {
+				ty->why = v->name;
+				return tgt;
+			}
+		}
+	}
+	return -1;
+}
+
+/* A variable of the frame at address reg + off at @pc: its type, or -1. */
+static int32_t frame_var_type(struct typer *ty, uint64_t pc, unsigned reg, int64_t off,
+			      const char **name)
+{
+	int32_t chain[16];
+	size_t n = func_chain(ty->ix, pc, chain, 16);
+	for (size_t c = 0; c < n; c++) {
+		const struct jp_func *f = &ty->ix->funcs[chain[c]];
+		for (uint32_t k = 0; k < f->nvars; k++) {
+			const struct jp_var *v = &f->vars[k];
+			if (!in_scope(v, pc))
+				continue;
+			struct jp_recipe r;
+			if (var_recipe(ty->ix, &ty->ix->funcs[chain[n - 1]], v, pc, &r) == 0 &&
+			    r.kind == JP_RECIPE_MEM && r.reg == reg && r.off == off) {
+				*name = v->name;
+				return v->type;
+			}
+		}
+	}
+	return -1;
+}
+
+static int32_t member_type_at(const struct jp_index *ix, int32_t st, uint64_t off, bool want_ptr,
+			      int depth)
+{
+	st = jp_type_strip(ix, st);
+	if (st < 0 || depth > 8 || !is_record(&ix->types[st]))
+		return -1;
+	if (!ix->types[st].nmembers && ix->types[st].name) {
+		int32_t def = jp_struct_find(ix, ix->types[st].name);
+		if (def < 0)
+			return -1;
+		st = def;
+	}
+	const struct jp_type *t = &ix->types[st];
+	for (uint32_t i = 0; i < t->nmembers; i++) {
+		const struct jp_member *m = &t->members[i];
+		if (m->bit_size || off < m->offset || off >= m->offset + (m->size ? m->size : 1))
+			continue;
+		int32_t mt = jp_type_strip(ix, m->type);
+		if (mt < 0)
+			continue;
+		if (off == m->offset) {
+			if (want_ptr && ix->types[mt].kind == JP_T_POINTER)
+				return m->type;
+			if (!want_ptr && is_record(&ix->types[mt]))
+				return m->type;
+		}
+		if (is_record(&ix->types[mt]))
+			return member_type_at(ix, mt, off - m->offset, want_ptr, depth + 1);
+	}
+	return -1;
+}
+
+/* The array member of @st (nested members too) holding byte @off. */
+static bool array_member_at(const struct jp_index *ix, int32_t st, uint64_t off, uint64_t *aoff,
+			    uint64_t *asz)
+{
+	for (int depth = 0; depth < 8 && st >= 0; depth++) {
+		const struct jp_type *t = &ix->types[st];
+		int32_t next = -1;
+		for (uint32_t i = 0; i < t->nmembers; i++) {
+			const struct jp_member *m = &t->members[i];
+			if (m->bit_size || off < m->offset || off >= m->offset + (m->size ? m->size : 1))
+				continue;
+			int32_t mt = jp_type_strip(ix, m->type);
+			if (mt < 0)
+				continue;
+			if (ix->types[mt].kind == JP_T_ARRAY) {
+				*aoff = m->offset;
+				*asz = m->size;
+				return true;
+			}
+			if (is_record(&ix->types[mt])) {
+				next = mt;
+				off -= m->offset;
+				/* Offsets below are relative to the member. */
+				*aoff = m->offset;
+			}
+			break;
+		}
+		if (next < 0)
+			return false;
+		uint64_t base = *aoff;
+		uint64_t ao = 0, as = 0;
+		if (array_member_at(ix, next, off, &ao, &as)) {
+			*aoff = base + ao;
+			*asz = as;
+			return true;
+		}
+		return false;
+	}
+	return false;
+}
+
+static int32_t global_type_at(const struct jp_index *ix, uint64_t addr)
+{
+	for (size_t g = 0; g < ix->nglobals; g++)
+		if (ix->globals[g].addr == addr)
+			return ix->globals[g].type;
+	return -1;
+}
+
+static int32_t writer_target(struct typer *ty, size_t j, unsigned reg, int depth)
+{
+	const struct jp_insn *w = &ty->code->insns[j];
+	if (w->dst != reg || w->dst_size != 8)
+		return -1;
+	if (w->kind == JP_I_MOV && w->src < 16 && !w->has_mem)
+		return reg_target(ty, j, w->src, depth + 1);
+	if (w->has_mem != 1 || w->index != JP_REG_NONE)
+		return -1;
+	const char *nm = NULL;
+	if (w->kind == JP_I_MOV && w->msize == 8) {
+		if (w->base == JP_REG_RIP) {
+			int32_t t = ptr_target(ty->ix, global_type_at(ty->ix, w->addr + w->len + (uint64_t)w->disp));
+			if (t >= 0)
+				ty->why = "a global";
+			return t;
+		}
+		int32_t vt = frame_var_type(ty, w->addr, w->base, w->disp, &nm);
+		if (vt >= 0) {
+			int32_t t = ptr_target(ty->ix, vt);
+			if (t >= 0)
+				ty->why = nm;
+			return t;
+		}
+		int32_t bt = reg_target(ty, j, w->base, depth + 1);
+		if (bt < 0 || w->disp < 0)
+			return -1;
+		return ptr_target(ty->ix, member_type_at(ty->ix, bt, (uint64_t)w->disp, true, 0));
+	}
+	if (w->kind == JP_I_LEA) {
+		int32_t vt = frame_var_type(ty, w->addr, w->base, w->disp, &nm);
+		if (vt >= 0) {
+			int32_t s = jp_type_strip(ty->ix, vt);
+			if (s >= 0 && is_record(&ty->ix->types[s])) {
+				ty->why = nm;
+				return vt;
+			}
+		}
+		int32_t bt = reg_target(ty, j, w->base, depth + 1);
+		if (bt < 0 || w->disp < 0)
+			return -1;
+		if (w->disp == 0)
+			return bt;
+		return member_type_at(ty->ix, bt, (uint64_t)w->disp, false, 0);
+	}
+	return -1;
+}
+
+static int32_t reg_target(struct typer *ty, size_t i, unsigned reg, int depth)
+{
+	if (depth > MAX_CHAIN || reg >= 16)
+		return -1;
+	const struct jp_insn *in = &ty->code->insns[i];
+	int32_t t = dwarf_reg_target(ty, in->addr, reg);
+	if (t >= 0)
+		return t;
+	const struct jp_code *c = ty->code;
+	for (size_t k = i; k > 0; k--) {
+		/* Cross into the previous block only when it is the sole way
+		 * in: the fall-through of a conditional branch that nothing
+		 * jumps to, in a function without indirect jumps. */
+		if (c->insns[k].leader &&
+		    (c->insns[k].jtarget || c->has_indirect || c->insns[k - 1].kind != JP_I_JCC ||
+		     c->insns[k - 1].addr + c->insns[k - 1].len != c->insns[k].addr))
+			break;
+		size_t j = k - 1;
+		if (ty->code->insns[j].wregs & (1u << reg))
+			return writer_target(ty, j, reg, depth);
+	}
+	return -1;
+}
+
+/* ---- scopes ------------------------------------------------------------------ */
+
+static bool fname_is(const struct jp_func *f, const char *name)
+{
+	return (f->name && strcmp(f->name, name) == 0) || (f->linkage && strcmp(f->linkage, name) == 0);
+}
+
+/* May out-of-line function @f hold code in @scope? */
+static bool func_may_match(const struct jp_index *ix, size_t f, const struct jp_scope *sc)
+{
+	if (!sc || !sc->nfuncs)
+		return true;
+	for (uint32_t k = 0; k <= ix->funcs[f].ninl; k++)
+		for (size_t s = 0; s < sc->nfuncs; s++)
+			if (fname_is(&ix->funcs[f + k], sc->funcs[s]))
+				return true;
+	return false;
+}
+
+static bool site_in_scope(struct jp_index *ix, uint64_t addr, const char *file,
+			  const struct jp_scope *sc)
+{
+	if (!sc)
+		return true;
+	if (sc->nfuncs) {
+		int32_t chain[16];
+		size_t n = func_chain(ix, addr, chain, 16);
+		bool ok = false;
+		for (size_t c = 0; c < n && !ok; c++)
+			for (size_t s = 0; s < sc->nfuncs && !ok; s++)
+				ok = fname_is(&ix->funcs[chain[c]], sc->funcs[s]);
+		if (!ok)
+			return false;
+	}
+	if (sc->nfiles) {
+		bool ok = false;
+		for (size_t s = 0; s < sc->nfiles && !ok; s++)
+			ok = jp_path_match(sc->files[s], file);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* ---- sites ---------------------------------------------------------------------- */
+
+void jp_sites_free(struct jp_sites *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
+				int kind)
+{
+	if (out->n == out->cap) {
+		size_t ncap = out->cap ? out->cap * 2 : 16;
+		struct jp_site *nv = realloc(out->v, ncap * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		out->v = nv;
+		out->cap = ncap;
+	}
+	struct jp_index *ix = jp_image_index(img);
+	struct jp_site *s = &out->v[out->n++];
+	memset(s, 0, sizeof(*s));
+	s->addr = in->addr;
+	s->len = in->len;
+	s->kind = (uint8_t)kind;
+	const struct jp_line *l = jp_line_at(ix, in->addr);
+	s->file = l ? l->file : NULL;
+	s->line = l ? l->line : 0;
+	s->fidx = jp_func_at(ix, in->addr, true);
+	s->outer = jp_func_at(ix, in->addr, false);
+	if (s->fidx >= 0) {
+		s->func = ix->funcs[s->fidx].name;
+		if (ix->funcs[s->fidx].inlined && s->outer >= 0)
+			s->inlined_into = ix->funcs[s->outer].name;
+	}
+	jp_insn_text(jp_image_elf(img), in->addr, s->text, sizeof(s->text));
+	s->target.kind = JP_RECIPE_NONE;
+	return s;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct jp_site *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->kind - y->kind;
+}
+
+int jp_find_access(struct jp_image *img, const char *sname, const char *member,
+		   const struct jp_scope *scope, struct jp_sites *out, struct jp_err *err)
+{
+	struct jp_index *ix = jp_image_index(img);
+	char hint[300];
+	int32_t st = jp_struct_find(ix, sname);
+	if (st < 0) {
+		struct near n = { .want = sname };
+		near_structs(ix, &n);
+		return fail(err, -ENOENT, "%s: no struct '%s' in the debug info%s", jp_image_path(img),
+			    sname, near_hint(&n, hint, sizeof(hint)));
+	}
+	bool any = !member || strcmp(member, "%") == 0;
+	struct jp_member want = { 0 };
+	if (!any && !member_find(ix, st, member, 0, &want, 0)) {
+		struct near n = { .want = member };
+		near_members(ix, st, &n, 0);
+		return fail(err, -ENOENT, "%s: struct %s has no member '%s'%s", jp_image_path(img),
+			    sname, member, near_hint(&n, hint, sizeof(hint)));
+	}
+	if (scope)
+		for (size_t s = 0; s < scope->nfuncs; s++) {
+			bool found = false;
+			for (size_t k = 0; k < ix->nfnames && !found; k++)
+				found = strcmp(ix->fnames[k], scope->funcs[s]) == 0;
+			for (size_t f = 0; f < ix->nfuncs && !found; f++)
+				found = ix->funcs[f].linkage && strcmp(ix->funcs[f].linkage, scope->funcs[s]) == 0;
+			if (!found) {
+				struct near n = { .want = scope->funcs[s] };
+				for (size_t k = 0; k < ix->nfnames; k++)
+					near_offer(&n, ix->fnames[k]);
+				return fail(err, -ENOENT, "%s: no function '%s'%s", jp_image_path(img),
+					    scope->funcs[s], near_hint(&n, hint, sizeof(hint)));
+			}
+		}
+	uint64_t ssize = ix->types[st].size;
+	size_t first = out->n;
+	for (size_t f = 0; f < ix->nfuncs; f++) {
+		if (ix->funcs[f].inlined || !func_may_match(ix, f, scope))
+			continue;
+		const struct jp_code *code = jp_image_code(img, f, err);
+		if (!code)
+			return -EINVAL;
+		struct typer ty = { .img = img, .ix = ix, .code = code, .sname = sname, .want = st };
+		for (size_t i = 0; i < code->ninsns; i++) {
+			const struct jp_insn *in = &code->insns[i];
+			if (in->has_mem != 1 || !in->macc || in->base >= 16 || in->base == 7 ||
+			    in->disp < 0 || (uint64_t)in->disp >= ssize)
+				continue;
+			uint64_t lo = (uint64_t)in->disp, sz = in->msize ? in->msize : 1;
+			bool indexed = in->index != JP_REG_NONE;
+			if (!any && !indexed) {
+				uint64_t wsz = want.size ? want.size : 1;
+				if (lo + sz <= want.offset || lo >= want.offset + wsz)
+					continue;
+			}
+			ty.why = NULL;
+			int32_t tgt = reg_target(&ty, i, in->base, 0);
+			if (tgt < 0)
+				continue;
+			int32_t def = names_struct(ix, tgt, sname, st);
+			if (def < 0)
+				continue;
+			if (indexed) {
+				/* [p + i*k + d]: an element of an array member
+				 * at d; which element is known at run time only,
+				 * so the site covers the whole array. */
+				uint64_t aoff, asz;
+				if (!array_member_at(ix, def, lo, &aoff, &asz))
+					continue;
+				lo = aoff;
+				sz = asz;
+				if (!any) {
+					uint64_t wsz = want.size ? want.size : 1;
+					if (lo + sz <= want.offset || lo >= want.offset + wsz)
+						continue;
+				}
+			}
+			const struct jp_line *l = jp_line_at(ix, in->addr);
+			if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
+				continue;
+			int kind = in->macc == (JP_ACC_READ | JP_ACC_WRITE) ? JP_SITE_RMW
+				 : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
+			struct jp_site *s = site_add(img, out, in, kind);
+			if (!s)
+				return -ENOMEM;
+			s->sname = ix->types[st].name ? ix->types[st].name : sname;
+			s->member = any ? member_name_at(ix, def, lo, sz, 0) : member;
+			s->moff = lo;
+			s->msize = (uint32_t)sz;
+			s->target.kind = JP_RECIPE_REG;
+			s->target.reg = in->base;
+			s->target.size = 8;
+			s->why = ty.why;
+		}
+	}
+	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	return 0;
+}
+
+/* Functions named @func: -ENOENT with a did-you-mean if none. */
+static int check_func(struct jp_image *img, const char *func, struct jp_err *err)
+{
+	struct jp_index *ix = jp_image_index(img);
+	for (size_t f = 0; f < ix->nfuncs; f++)
+		if (fname_is(&ix->funcs[f], func))
+			return 0;
+	char hint[300];
+	struct near n = { .want = func };
+	for (size_t k = 0; k < ix->nfnames; k++)
+		near_offer(&n, ix->fnames[k]);
+	bool declared = false;
+	for (size_t k = 0; k < ix->nfnames && !declared; k++)
+		declared = strcmp(ix->fnames[k], func) == 0;
+	if (declared)
+		return fail(err, -ENOENT, "%s: function '%s' has no code in this binary (declared only, or every call was inlined away without a trace)",
+			    jp_image_path(img), func);
+	return fail(err, -ENOENT, "%s: no function '%s'%s", jp_image_path(img), func,
+		    near_hint(&n, hint, sizeof(hint)));
+}
+
+static const struct jp_insn *insn_at(const struct jp_code *c, uint64_t addr)
+{
+	size_t lo = 0, hi = c->ninsns;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->insns[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->ninsns && c->insns[lo].addr == addr ? &c->insns[lo] : NULL;
+}
+
+/* The end of the prologue of out-of-line function @f: the line table's
+ * prologue_end mark if there is one, else the start of the second line
+ * (gdb's rule), else the entry itself. */
+static uint64_t after_prologue(const struct jp_index *ix, const struct jp_func *f)
+{
+	uint64_t lo = f->entry, hi = lo;
+	for (uint32_t r = 0; r < f->nranges; r++)
+		if (f->ranges[r].lo == lo)
+			hi = f->ranges[r].hi;
+	size_t a = 0, b = ix->nlines;
+	while (a < b) {
+		size_t mid = (a + b) / 2;
+		if (ix->lines[mid].addr < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	size_t first = a;
+	for (size_t i = first; i < ix->nlines && ix->lines[i].addr < hi; i++)
+		if ((ix->lines[i].flags & JP_LINE_PROLOGUE_END) && !(ix->lines[i].flags & JP_LINE_END_SEQ))
+			return ix->lines[i].addr;
+	if (first >= ix->nlines || ix->lines[first].addr != lo)
+		return lo;
+	uint32_t l0 = ix->lines[first].line;
+	for (size_t i = first + 1; i < ix->nlines && ix->lines[i].addr < hi; i++) {
+		const struct jp_line *l = &ix->lines[i];
+		if (l->flags & JP_LINE_END_SEQ)
+			break;
+		if (l->addr > lo && l->line != l0 && l->line != 0 && (l->flags & JP_LINE_STMT))
+			return l->addr;
+	}
+	return lo;
+}
+
+int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope *scope,
+		  struct jp_sites *out, struct jp_err *err)
+{
+	int rc = check_func(img, func, err);
+	if (rc)
+		return rc;
+	struct jp_index *ix = jp_image_index(img);
+	size_t first = out->n;
+	for (size_t f = 0; f < ix->nfuncs; f++) {
+		const struct jp_func *fn = &ix->funcs[f];
+		if (!fname_is(fn, func))
+			continue;
+		int32_t outer = fn->inlined ? jp_func_at(ix, fn->entry, false) : (int32_t)f;
+		if (outer < 0)
+			continue;
+		const struct jp_code *code = jp_image_code(img, (size_t)outer, err);
+		if (!code)
+			return -EINVAL;
+		uint64_t at = fn->inlined ? fn->entry : after_prologue(ix, fn);
+		const struct jp_insn *in = insn_at(code, at);
+		if (!in)
+			continue;
+		const struct jp_line *l = jp_line_at(ix, at);
+		if (!site_in_scope(ix, at, l ? l->file : NULL, scope))
+			continue;
+		struct jp_site *s = site_add(img, out, in, JP_SITE_ENTRY);
+		if (!s)
+			return -ENOMEM;
+		s->func = fn->name;
+		s->fidx = (int32_t)f;
+		s->inlined_into = fn->inlined ? ix->funcs[outer].name : NULL;
+		s->why = fn->inlined ? "inlined entry" : at == fn->entry ? "entry" : "after prologue";
+	}
+	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	return 0;
+}
+
+static bool in_ranges(const struct jp_func *f, uint64_t a)
+{
+	for (uint32_t r = 0; r < f->nranges; r++)
+		if (a >= f->ranges[r].lo && a < f->ranges[r].hi)
+			return true;
+	return false;
+}
+
+int jp_find_return(struct jp_image *img, const char *func, const struct jp_scope *scope,
+		   struct jp_sites *out, struct jp_err *err)
+{
+	int rc = check_func(img, func, err);
+	if (rc)
+		return rc;
+	struct jp_index *ix = jp_image_index(img);
+	size_t first = out->n;
+	for (size_t f = 0; f < ix->nfuncs; f++) {
+		const struct jp_func *fn = &ix->funcs[f];
+		if (fn->inlined || !fname_is(fn, func))
+			continue;
+		const struct jp_code *code = jp_image_code(img, f, err);
+		if (!code)
+			return -EINVAL;
+		for (size_t i = 0; i < code->ninsns; i++) {
+			const struct jp_insn *in = &code->insns[i];
+			bool tail = in->kind == JP_I_JMP && in->target && !in_ranges(fn, in->target);
+			if (in->kind != JP_I_RET && !tail)
+				continue;
+			const struct jp_line *l = jp_line_at(ix, in->addr);
+			if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
+				continue;
+			struct jp_site *s = site_add(img, out, in, JP_SITE_RETURN);
+			if (!s)
+				return -ENOMEM;
+			s->func = fn->name;
+			s->fidx = (int32_t)f;
+			s->inlined_into = NULL;
+			s->why = tail ? "tail call" : "ret";
+		}
+	}
+	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	return 0;
+}
+
+int jp_local_var(struct jp_image *img, const struct jp_site *site, const char *name,
+		 struct jp_recipe *out, struct jp_err *err)
+{
+	struct jp_index *ix = jp_image_index(img);
+	int32_t chain[16];
+	size_t n = func_chain(ix, site->addr, chain, 16);
+	char hint[300];
+	struct near nr = { .want = name };
+	for (size_t c = 0; c < n; c++) {
+		const struct jp_func *f = &ix->funcs[chain[c]];
+		const struct jp_var *found = NULL;
+		for (uint32_t k = 0; k < f->nvars; k++) {
+			const struct jp_var *v = &f->vars[k];
+			if (!in_scope(v, site->addr))
+				continue;
+			near_offer(&nr, v->name);
+			if (strcmp(v->name, name) == 0 && (!found || v->scope))
+				found = v;    /* the innermost block's wins */
+		}
+		if (found) {
+			if (var_recipe(ix, &ix->funcs[chain[n - 1]], found, site->addr, out) == 0)
+				return 0;
+			return fail(err, -ENODATA,
+				    "%s: variable '%s' is optimized out at %#llx (%s:%u, in %s): DWARF gives no location there",
+				    jp_image_path(img), name, (unsigned long long)site->addr,
+				    site->file ? site->file : "?", site->line, f->name ? f->name : "?");
+		}
+	}
+	return fail(err, -ENOENT, "%s: no variable '%s' visible at %#llx (%s:%u, in %s)%s",
+		    jp_image_path(img), name, (unsigned long long)site->addr,
+		    site->file ? site->file : "?", site->line, site->func ? site->func : "?",
+		    near_hint(&nr, hint, sizeof(hint)));
+}
+
+/* ---- printing ------------------------------------------------------------------ */
+
+void jp_recipe_print(const struct jp_recipe *r, FILE *out)
+{
+	switch (r->kind) {
+	case JP_RECIPE_REG:
+		fprintf(out, "%%%s", jp_reg_name(r->reg));
+		break;
+	case JP_RECIPE_MEM:
+		fprintf(out, "[%%%s%+lld]", jp_reg_name(r->reg), (long long)r->off);
+		break;
+	case JP_RECIPE_STATIC:
+		fprintf(out, "[base+%#llx]", (unsigned long long)r->off);
+		break;
+	case JP_RECIPE_VALUE:
+		fprintf(out, "%%%s%+lld", jp_reg_name(r->reg), (long long)r->off);
+		break;
+	default:
+		fputs("-", out);
+	}
+}
+
+void jp_site_print(const struct jp_site *s, FILE *out)
+{
+	static const char *const kinds[] = { "?", "load", "store", "rmw", "entry", "return" };
+	fprintf(out, "%#llx %-6s %s:%u %s%s%s", (unsigned long long)s->addr,
+		kinds[s->kind <= 5 ? s->kind : 0], s->file ? s->file : "?", s->line,
+		s->func ? s->func : "?", s->inlined_into ? " inlined into " : "",
+		s->inlined_into ? s->inlined_into : "");
+	if (s->sname)
+		fprintf(out, " %s.%s[%llu,+%u]", s->sname, s->member ? s->member : "?",
+			(unsigned long long)s->moff, s->msize);
+	fprintf(out, "  %s", s->text);
+	if (s->target.kind) {
+		fputs("  target=", out);
+		jp_recipe_print(&s->target, out);
+	}
+	if (s->why)
+		fprintf(out, " (%s)", s->why);
+	fputc('\n', out);
+}

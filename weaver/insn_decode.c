@@ -1,0 +1,252 @@
+/*
+ * Instruction decoding with capstone 4 (Debian 12: 4.0.2).  The only file
+ * that includes capstone: what the rest of the weaver needs of an
+ * instruction is in struct jp_insn, in DWARF register numbers.
+ *
+ * A function's code is decoded linearly over its address ranges.  Linear
+ * sweep is right for compiler output inside one function's DWARF ranges
+ * (no data in .text on x86-64 with gcc or clang); if bytes do not decode,
+ * the rest of that range is dropped and the code is marked truncated.
+ */
+#include "weaver/joinpoint.h"
+
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Capstone register → DWARF number, for every width of the 16 GPRs. */
+static uint8_t reg_dwarf(unsigned r)
+{
+	switch (r) {
+	case X86_REG_RAX: case X86_REG_EAX: case X86_REG_AX: case X86_REG_AL: case X86_REG_AH: return 0;
+	case X86_REG_RDX: case X86_REG_EDX: case X86_REG_DX: case X86_REG_DL: case X86_REG_DH: return 1;
+	case X86_REG_RCX: case X86_REG_ECX: case X86_REG_CX: case X86_REG_CL: case X86_REG_CH: return 2;
+	case X86_REG_RBX: case X86_REG_EBX: case X86_REG_BX: case X86_REG_BL: case X86_REG_BH: return 3;
+	case X86_REG_RSI: case X86_REG_ESI: case X86_REG_SI: case X86_REG_SIL: return 4;
+	case X86_REG_RDI: case X86_REG_EDI: case X86_REG_DI: case X86_REG_DIL: return 5;
+	case X86_REG_RBP: case X86_REG_EBP: case X86_REG_BP: case X86_REG_BPL: return 6;
+	case X86_REG_RSP: case X86_REG_ESP: case X86_REG_SP: case X86_REG_SPL: return 7;
+	case X86_REG_R8: case X86_REG_R8D: case X86_REG_R8W: case X86_REG_R8B: return 8;
+	case X86_REG_R9: case X86_REG_R9D: case X86_REG_R9W: case X86_REG_R9B: return 9;
+	case X86_REG_R10: case X86_REG_R10D: case X86_REG_R10W: case X86_REG_R10B: return 10;
+	case X86_REG_R11: case X86_REG_R11D: case X86_REG_R11W: case X86_REG_R11B: return 11;
+	case X86_REG_R12: case X86_REG_R12D: case X86_REG_R12W: case X86_REG_R12B: return 12;
+	case X86_REG_R13: case X86_REG_R13D: case X86_REG_R13W: case X86_REG_R13B: return 13;
+	case X86_REG_R14: case X86_REG_R14D: case X86_REG_R14W: case X86_REG_R14B: return 14;
+	case X86_REG_R15: case X86_REG_R15D: case X86_REG_R15W: case X86_REG_R15B: return 15;
+	case X86_REG_RIP: case X86_REG_EIP: return JP_REG_RIP;
+	default: return JP_REG_NONE;
+	}
+}
+
+const char *jp_reg_name(unsigned r)
+{
+	static const char *const names[JP_NREGS] = {
+		"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+	};
+	return r < JP_NREGS ? names[r] : "?";
+}
+
+/* Registers a call may change (System V AMD64): the caller-saved ones. */
+#define CALL_CLOBBERS ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | \
+		       (1u << 8) | (1u << 9) | (1u << 10) | (1u << 11))
+
+static int cs_open_x86(csh *h)
+{
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, h) != CS_ERR_OK)
+		return -ENOSYS;
+	cs_option(*h, CS_OPT_DETAIL, CS_OPT_ON);
+	return 0;
+}
+
+static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->addr = ci->address;
+	o->len = (uint8_t)ci->size;
+	o->base = o->index = o->dst = o->src = JP_REG_NONE;
+	const cs_x86 *x = &ci->detail->x86;
+	unsigned id = ci->id;
+	bool is_jmp = cs_insn_group(h, ci, CS_GRP_JUMP);
+	if (cs_insn_group(h, ci, CS_GRP_CALL))
+		o->kind = JP_I_CALL;
+	else if (cs_insn_group(h, ci, CS_GRP_RET) || id == X86_INS_RET || id == X86_INS_RETF)
+		o->kind = JP_I_RET;
+	else if (id == X86_INS_JMP || id == X86_INS_LJMP)
+		o->kind = JP_I_JMP;
+	else if (is_jmp)
+		o->kind = JP_I_JCC;
+	else if (id == X86_INS_MOV || id == X86_INS_MOVABS)
+		o->kind = JP_I_MOV;
+	else if (id == X86_INS_LEA)
+		o->kind = JP_I_LEA;
+	else if (id == X86_INS_NOP || id == X86_INS_PREFETCH || id == X86_INS_PREFETCHNTA ||
+		 id == X86_INS_PREFETCHT0 || id == X86_INS_PREFETCHT1 || id == X86_INS_PREFETCHT2 ||
+		 id == X86_INS_PREFETCHW || id == X86_INS_CLFLUSH)
+		o->kind = JP_I_NOMEM;
+	else if (id == X86_INS_HLT || id == X86_INS_UD2 || id == X86_INS_INT3)
+		o->kind = JP_I_HALT;
+	else
+		o->kind = JP_I_OTHER;
+	for (unsigned i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+		if (op->type == X86_OP_MEM && !o->has_mem && op->mem.segment == X86_REG_INVALID) {
+			o->has_mem = 1;
+			o->base = reg_dwarf(op->mem.base);
+			o->index = reg_dwarf(op->mem.index);
+			o->scale = (uint8_t)op->mem.scale;
+			o->disp = op->mem.disp;
+			o->msize = op->size;
+			o->macc = (op->access & CS_AC_READ ? JP_ACC_READ : 0) |
+				  (op->access & CS_AC_WRITE ? JP_ACC_WRITE : 0);
+			if (op->mem.base != X86_REG_INVALID && o->base == JP_REG_NONE)
+				o->has_mem = 0;      /* a base we do not model */
+		} else if (op->type == X86_OP_MEM) {
+			o->has_mem = 2;          /* segment-relative or a second memory operand */
+		}
+		if (op->type == X86_OP_IMM && (o->kind == JP_I_CALL || o->kind == JP_I_JMP ||
+					       o->kind == JP_I_JCC))
+			o->target = (uint64_t)op->imm;
+	}
+	if (o->kind == JP_I_LEA || o->kind == JP_I_NOMEM)
+		o->macc = 0;
+	/* Capstone 4 marks the memory operand of a few read-only
+	 * instructions as written too. */
+	if (o->macc && (id == X86_INS_TEST || id == X86_INS_CMP || id == X86_INS_BT ||
+			id == X86_INS_UCOMISS || id == X86_INS_UCOMISD || id == X86_INS_COMISS ||
+			id == X86_INS_COMISD || id == X86_INS_PUSH))
+		o->macc = JP_ACC_READ;
+	if ((o->kind == JP_I_MOV || o->kind == JP_I_LEA) && x->op_count == 2 &&
+	    x->operands[0].type == X86_OP_REG) {
+		o->dst = reg_dwarf(x->operands[0].reg);
+		o->dst_size = x->operands[0].size;
+		if (x->operands[1].type == X86_OP_REG)
+			o->src = reg_dwarf(x->operands[1].reg);
+	}
+	/* Every GPR the instruction writes, explicit or implicit. */
+	cs_regs rr, ww;
+	uint8_t nr = 0, nw = 0;
+	if (cs_regs_access(h, ci, rr, &nr, ww, &nw) == CS_ERR_OK)
+		for (unsigned i = 0; i < nw; i++) {
+			uint8_t d = reg_dwarf(ww[i]);
+			if (d < 16)
+				o->wregs |= (uint16_t)(1u << d);
+		}
+	if (o->kind == JP_I_CALL)
+		o->wregs |= CALL_CLOBBERS;
+}
+
+static int insn_cmp(const void *a, const void *b)
+{
+	const struct jp_insn *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int jp_code_decode(const struct jp_elf *e, const struct jp_range *ranges, size_t nranges,
+		   struct jp_code *out, struct jp_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	csh h;
+	if (cs_open_x86(&h) != 0) {
+		snprintf(err->msg, sizeof(err->msg), "capstone: cannot open an x86-64 decoder");
+		return -ENOSYS;
+	}
+	size_t cap = 0;
+	cs_insn *ci = cs_malloc(h);
+	if (!ci) {
+		cs_close(&h);
+		return -ENOMEM;
+	}
+	for (size_t r = 0; r < nranges; r++) {
+		size_t avail = 0;
+		const uint8_t *code = jp_elf_code(e, ranges[r].lo, &avail);
+		uint64_t want = ranges[r].hi - ranges[r].lo;
+		if (!code) {
+			out->truncated = true;
+			continue;
+		}
+		size_t size = avail < want ? avail : (size_t)want;
+		if (size < want)
+			out->truncated = true;
+		uint64_t addr = ranges[r].lo;
+		while (size > 0 && cs_disasm_iter(h, &code, &size, &addr, ci)) {
+			if (out->ninsns == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct jp_insn *nv = realloc(out->insns, ncap * sizeof(*nv));
+				if (!nv) {
+					cs_free(ci, 1);
+					cs_close(&h);
+					jp_code_free(out);
+					return -ENOMEM;
+				}
+				out->insns = nv;
+				cap = ncap;
+			}
+			fill(h, ci, &out->insns[out->ninsns++]);
+		}
+		if (size > 0)
+			out->truncated = true;
+	}
+	cs_free(ci, 1);
+	cs_close(&h);
+	if (nranges > 1)
+		qsort(out->insns, out->ninsns, sizeof(*out->insns), insn_cmp);
+	/* Basic blocks: a leader starts the code, follows a branch, or is a
+	 * direct branch target.  Indirect targets (jump tables) are unknown;
+	 * access_find.c stays conservative across them by only following a
+	 * register back over instructions that cannot be one (see there). */
+	for (size_t i = 0; i < out->ninsns; i++) {
+		struct jp_insn *in = &out->insns[i];
+		if (i == 0)
+			in->leader = true;
+		if (i > 0 && out->insns[i - 1].addr + out->insns[i - 1].len != in->addr)
+			in->leader = true;
+		if ((in->kind == JP_I_JMP || in->kind == JP_I_JCC || in->kind == JP_I_RET ||
+		     in->kind == JP_I_HALT) && i + 1 < out->ninsns)
+			out->insns[i + 1].leader = true;
+		if (in->kind == JP_I_JMP && !in->target)
+			out->has_indirect = true;
+		if ((in->kind == JP_I_JMP || in->kind == JP_I_JCC) && in->target) {
+			struct jp_insn key = { .addr = in->target };
+			struct jp_insn *t = bsearch(&key, out->insns, out->ninsns, sizeof(key), insn_cmp);
+			if (t) {
+				t->leader = true;
+				t->jtarget = true;
+			}
+		}
+	}
+	return 0;
+}
+
+void jp_code_free(struct jp_code *c)
+{
+	free(c->insns);
+	memset(c, 0, sizeof(*c));
+}
+
+int jp_insn_text(const struct jp_elf *e, uint64_t addr, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	size_t avail = 0;
+	const uint8_t *code = jp_elf_code(e, addr, &avail);
+	if (!code)
+		return -ENOENT;
+	csh h;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return -ENOSYS;
+	cs_insn *ci = NULL;
+	size_t n = cs_disasm(h, code, avail < 16 ? avail : 16, addr, 1, &ci);
+	int rc = -EINVAL;
+	if (n == 1) {
+		snprintf(buf, len, "%s%s%s", ci->mnemonic, ci->op_str[0] ? " " : "", ci->op_str);
+		rc = 0;
+	}
+	if (ci)
+		cs_free(ci, n);
+	cs_close(&h);
+	return rc;
+}
