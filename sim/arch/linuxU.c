@@ -102,14 +102,15 @@ static void run_apps(struct guest *g)
 {
 	const struct sim_knobs *k = &g->bi.knobs;
 	int64_t start = now_ns(), end = start + (int64_t)(k->duration_s * 1e9);
-	int64_t msg_period = k->rate > 0 ? (int64_t)(1e9 / k->rate) : INT64_MAX;
-	int64_t blk_period = k->block_rate > 0 ? (int64_t)(1e9 / k->block_rate) : INT64_MAX;
-	int64_t next_msg = k->rate > 0 ? start : INT64_MAX;
-	int64_t next_blk = k->block_rate > 0 ? start : INT64_MAX;
+	uint64_t nmsg = 0, nblk = 0;
 	struct sim_prng rng;
 
 	sim_prng_seed(&rng, k->seed * 7919u + xen_domid);
 	while (!boot_stopping()) {
+		/* Due times from the start, so that rounding never accumulates. */
+		int64_t next_msg = k->rate > 0 ? start + (int64_t)((double)nmsg * 1e9 / k->rate) : INT64_MAX;
+		int64_t next_blk = k->block_rate > 0 ?
+			start + (int64_t)((double)nblk * 1e9 / k->block_rate) : INT64_MAX;
 		int64_t next = next_msg < next_blk ? next_msg : next_blk;
 
 		if (next >= end)
@@ -121,11 +122,11 @@ static void run_apps(struct guest *g)
 		if (next_msg <= now_ns()) {
 			if (tcp_sendmsg(&g->sk, g->msgs_sent, k->size) == 0)
 				g->msgs_sent++;
-			next_msg += msg_period;
+			nmsg++;
 		}
 		if (next_blk <= now_ns()) {
 			blk_submit_one(g, &rng);
-			next_blk += blk_period;
+			nblk++;
 		}
 	}
 }
