@@ -1,0 +1,122 @@
+/*
+ * xflow/collector.h — record sources for xflowtop.
+ *
+ * A collector is a const table of hooks (NULL = not provided), built in or
+ * loaded from a shared object.  A plugin exports one symbol,
+ *
+ *     const struct xflow_collector_ops *xflow_collector_plugin(void);
+ *
+ * and the monitor refuses it unless .abi == XFLOW_COLLECTOR_ABI (a plugin
+ * built against another version of this header), naming the file and both
+ * versions.
+ *
+ * Threading: every hook is called from the monitor's one loop thread.
+ * Hooks never block: the monitor polls the descriptors pollfds() gives (or
+ * calls read() on its refresh tick when there are none) and read() takes
+ * only what is ready.
+ */
+#ifndef XFLOW_COLLECTOR_H
+#define XFLOW_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xflow/record.h"
+
+#define XFLOW_COLLECTOR_ABI 1
+
+struct xflow_collector; /* a collector's instance, opaque to the monitor */
+
+/* Called by read() for each record, its timestamp converted to CLOCK_MONOTONIC
+ * nanoseconds (the collector owns the conversion: it knows the clock). */
+typedef void (*xflow_collector_emit_fn)(void *ctx, const struct xflow_record *r, uint64_t t_ns);
+
+/* What the monitor shows for a site: all strings owned by the collector and
+ * valid until close(). */
+struct xflow_site_info {
+	const char *domain; /* domain name, e.g. "linuxU" */
+	const char *file;   /* source file */
+	uint32_t line;
+	const char *function;
+	const char *what;   /* e.g. "access sk_buff.data (store)"; may be NULL */
+};
+
+/* One domain the collector sees (for the header and the Domains view). */
+struct xflow_domain_info {
+	uint16_t id;
+	const char *name;
+	const char *source;   /* how it is reached: "ring via /run/..", "synthetic", .. */
+	uint32_t targets;     /* traced processes (agents) */
+	uint64_t records;     /* records received from it */
+	uint64_t drops;       /* records its producers dropped */
+	int gone;             /* the domain or its agent went away */
+};
+
+/* One aspect (advice or xflow) the collector can report on and toggle. */
+struct xflow_aspect_info {
+	const char *name;
+	uint32_t sites;
+	uint64_t hits;
+	uint64_t drops;
+	uint64_t faults;
+	int enabled;
+};
+
+struct xflow_collector_stats {
+	uint64_t records;   /* delivered through emit */
+	uint64_t drops;     /* dropped by producers (ring full) */
+	uint64_t bad;       /* rejected as malformed */
+	uint32_t ndomains;
+};
+
+struct xflow_collector_ops {
+	uint32_t abi;       /* XFLOW_COLLECTOR_ABI */
+	const char *name;   /* "synthetic", "agent", "replay", "xentrace" ... */
+	const char *help;   /* one line for --help: what it reads and its options */
+
+	/* Create an instance from @options ("key=value,key=value", may be
+	 * empty).  Returns 0, or a negative errno with a message naming the
+	 * bad option in @err. */
+	int (*open)(const char *options, struct xflow_collector **out, char *err, size_t errlen);
+
+	/* Descriptors to poll for readability; returns how many were written
+	 * (0: the collector is read on the refresh tick). */
+	int (*pollfds)(struct xflow_collector *c, int *fds, int max);
+
+	/* Deliver up to @max ready records through @emit without blocking,
+	 * at monitor time @now_ns.  Returns the number delivered, or a
+	 * negative errno when the collector can deliver no more (the end of a
+	 * replay: -ENODATA; a broken source: another errno, with the reason
+	 * from last_error()). */
+	long (*read)(struct xflow_collector *c, uint64_t now_ns, xflow_collector_emit_fn emit,
+		     void *ctx, size_t max);
+
+	void (*stats)(struct xflow_collector *c, struct xflow_collector_stats *out);
+
+	/* Names for (domain, site); returns 0 or -ENOENT. */
+	int (*site_info)(struct xflow_collector *c, uint16_t domain, uint32_t site,
+			 struct xflow_site_info *out);
+
+	/* The @i-th domain / aspect; -ENOENT past the last. */
+	int (*domain_info)(struct xflow_collector *c, uint32_t i, struct xflow_domain_info *out);
+	int (*aspect_info)(struct xflow_collector *c, uint32_t i, struct xflow_aspect_info *out);
+
+	/* Enable or disable aspect @i live; 0, -ENOENT, or -ENOTSUP. */
+	int (*aspect_set)(struct xflow_collector *c, uint32_t i, int enabled);
+
+	/* Bits of a flow id that survive a header transit for flow kind
+	 * @kind (0: all); feeds the aggregation's handoff matching. */
+	unsigned (*carried_bits)(struct xflow_collector *c, uint16_t kind);
+
+	/* The last error as text, or NULL. */
+	const char *(*last_error)(struct xflow_collector *c);
+
+	/* Release everything; @c is invalid afterwards. */
+	void (*close)(struct xflow_collector *c);
+};
+
+/* What a plugin exports. */
+typedef const struct xflow_collector_ops *(*xflow_collector_plugin_fn)(void);
+#define XFLOW_COLLECTOR_PLUGIN_SYMBOL "xflow_collector_plugin"
+
+#endif /* XFLOW_COLLECTOR_H */
