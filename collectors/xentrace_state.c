@@ -394,6 +394,12 @@ static void vcpu_next_update(struct xentrace_state *s, struct pcpu *p, int pid, 
 		runstate_update(s, p->current, XENTRACE_RS_LOST, tsc);
 		p->current = NULL;
 	}
+	/* A vcpu followed across pcpus: any landing elsewhere than where it
+	 * last ran is a migration (xenalyze's affinity lines skip the first). */
+	if (next->pcpu >= 0 && next->pcpu != pid && next->d->did != XENTRACE_DEFAULT_DOMAIN) {
+		next->migrations++;
+		s->migrations++;
+	}
 	if (next->activated) {
 		if (next->state == XENTRACE_RS_RUNNING && next->d->did != XENTRACE_DEFAULT_DOMAIN)
 			next->rs_tsc = 0;
@@ -405,10 +411,6 @@ static void vcpu_next_update(struct xentrace_state *s, struct pcpu *p, int pid, 
 					next->aff_pcpu = calloc(XENTRACE_MAX_CPUS, sizeof(*next->aff_pcpu));
 				if (next->aff_pcpu)
 					csum_add(s, &next->aff_pcpu[pid], c);
-			}
-			if (next->pcpu >= 0) {
-				next->migrations++;
-				s->migrations++;
 			}
 			next->pcpu_tsc = tsc;
 		}
