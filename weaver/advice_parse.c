@@ -125,6 +125,15 @@ static bool starts_type(int kind)
 	       kind == FL_T_KW_CONST;
 }
 
+static bool is_c_keyword(struct ps *p)
+{
+	static const char *const kw[] = { "char", "short", "int", "long", "signed", "unsigned" };
+	for (size_t i = 0; i < sizeof(kw) / sizeof(kw[0]); i++)
+		if (strlen(kw[i]) == p->tok.len && memcmp(kw[i], p->code->text + p->tok.at, p->tok.len) == 0)
+			return true;
+	return false;
+}
+
 /* Type specifiers, then '*'s (the declarator's or the cast's). */
 static struct fl_type parse_type(struct ps *p)
 {
@@ -138,6 +147,10 @@ static struct fl_type parse_type(struct ps *p)
 		any = true;
 	} else if (p->tok.kind == FL_T_KW_STRUCT) {
 		next(p);
+		/* Typedef-like words (u8, size_t, ...) are fine as struct tags;
+		 * only C's own type keywords are not. */
+		if (p->tok.kind == FL_T_INTTYPE && !is_c_keyword(p))
+			p->tok.kind = FL_T_IDENT;
 		if (p->tok.kind != FL_T_IDENT)
 			fail(p, &p->tok, "write struct NAME *p", "expected a struct name before %s", desc(p));
 		ty.base = FL_T_STRUCT;

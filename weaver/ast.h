@@ -148,6 +148,7 @@ struct fl_xop {
 	const char *key;
 	struct fl_loc key_loc;
 	struct fl_xflow *flow;
+	const struct fl_xpoint *point; /* the transit it is in */
 	const struct fl_xop *xin;   /* xout: its xin, after checking */
 };
 

@@ -422,6 +422,7 @@ static void build_xflow(struct build *B, const struct fl_xnode *n)
 	f->loc = nloc;
 	f->index = (int)u->nflows++;
 	f->tail = &f->points;
+	fl_map_put(&u->arena, &u->flow_map, f->name, strlen(f->name), f);
 	*u->flows_tail = f;
 	u->flows_tail = &f->next;
 	for (size_t i = 0; i < n->nkids; i++) {

@@ -50,19 +50,19 @@ int xflow_unit_add_buffer(struct xflow_unit *u, const char *name, const void *bu
 
 struct fl_xflow *fl_unit_flow(struct xflow_unit *u, const char *name)
 {
-	for (struct fl_xflow *f = u->flows; f; f = f->next)
-		if (strcmp(f->name, name) == 0)
-			return f;
-	return NULL;
+	return fl_map_get(&u->flow_map, name, strlen(name));
 }
 
 int fl_unit_field(struct xflow_unit *u, const char *sname, const char *member)
 {
-	for (size_t i = 0; i < u->nfields; i++)
-		if (strcmp(u->fields[i].sname, sname) == 0 && strcmp(u->fields[i].member, member) == 0)
-			return (int)i;
+	const char *key = fl_arena_printf(&u->arena, "%s.%s", sname, member);
+	size_t klen = strlen(key);
+	uintptr_t have = (uintptr_t)fl_map_get(&u->field_map, key, klen);
+	if (have)
+		return (int)(have - 1);
 	struct fl_field f = { .sname = sname, .member = member };
 	FL_PUSH(&u->arena, u->fields, u->nfields, u->fields_cap, f);
+	fl_map_put(&u->arena, &u->field_map, key, klen, (void *)(uintptr_t)u->nfields);
 	return (int)u->nfields - 1;
 }
 

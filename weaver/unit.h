@@ -49,6 +49,9 @@ struct xflow_unit {
 	struct fl_advice **by_index;
 	struct fl_field *fields;
 	size_t nfields, fields_cap;
+	struct fl_map flow_map;                /* name → struct fl_xflow */
+	struct fl_map field_map;               /* "struct.member" → index + 1 */
+	struct fl_map xin_map;                 /* xin name → struct fl_xop (first) */
 	const char **files;                    /* canonical paths loaded */
 	size_t nfiles, files_cap;
 	unsigned gensym;                       /* counter for generated names */

@@ -168,3 +168,50 @@ void fl_buf_free(struct fl_buf *b)
 	b->s = NULL;
 	b->len = b->cap = 0;
 }
+
+static uint64_t hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct fl_map_slot *find(const struct fl_map *m, const char *key, size_t klen)
+{
+	size_t mask = m->cap - 1;
+	for (size_t i = hash(key, klen) & mask;; i = (i + 1) & mask) {
+		struct fl_map_slot *s = &m->slots[i];
+		if (!s->key || (s->klen == klen && memcmp(s->key, key, klen) == 0))
+			return s;
+	}
+}
+
+void *fl_map_get(const struct fl_map *m, const char *key, size_t klen)
+{
+	if (!m->cap)
+		return NULL;
+	return find(m, key, klen)->val;
+}
+
+void *fl_map_put(struct fl_arena *a, struct fl_map *m, const char *key, size_t klen, void *val)
+{
+	/* Keep the load under one half so probes stay short. */
+	if ((m->n + 1) * 2 > m->cap) {
+		struct fl_map old = *m;
+		m->cap = old.cap ? old.cap * 2 : 64;
+		m->slots = fl_arena_alloc(a, m->cap * sizeof(*m->slots));
+		m->n = 0;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.slots[i].key) {
+				*find(m, old.slots[i].key, old.slots[i].klen) = old.slots[i];
+				m->n++;
+			}
+	}
+	struct fl_map_slot *s = find(m, key, klen);
+	if (s->key)
+		return s->val;
+	*s = (struct fl_map_slot){ key, klen, val };
+	m->n++;
+	return val;
+}

@@ -56,6 +56,19 @@ void fl_buf_free(struct fl_buf *b);
 		(arr)[(n)++] = (val);                                           \
 	} while (0)
 
+/* A string-keyed hash map in the arena (names of flows, xins, fields), so
+ * that units with thousands of names stay linear.  Keys are not copied. */
+struct fl_map {
+	struct fl_map_slot { const char *key; size_t klen; void *val; } *slots;
+	size_t cap, n;
+};
+
+/* The value stored under @key (@klen bytes), or NULL. */
+void *fl_map_get(const struct fl_map *m, const char *key, size_t klen);
+/* Store @val under @key unless the key is present; returns the value now
+ * stored under it (the old one if there was one). */
+void *fl_map_put(struct fl_arena *a, struct fl_map *m, const char *key, size_t klen, void *val);
+
 _Noreturn void fl_oom(void);
 
 #endif /* WEAVER_UTIL_H */

@@ -291,27 +291,28 @@ fail:
 	return NULL;
 }
 
-/* Find the xin_* that an xout_* names, anywhere in the unit. */
+/* The xin_* that an xout_* names, anywhere in the unit, and its transit
+ * (the first of that name, if it was defined twice). */
 static const struct fl_xop *find_xin(struct xflow_unit *u, const char *name,
 				     const struct fl_xpoint **where)
 {
-	for (struct fl_xflow *f = u->flows; f; f = f->next)
-		for (struct fl_xpoint *p = f->points; p; p = p->next)
-			for (size_t i = 0; i < p->nops; i++) {
-				const struct fl_xop *op = p->ops[i];
-				if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) &&
-				    op->name && strcmp(op->name, name) == 0) {
-					*where = p;
-					return op;
-				}
-			}
-	return NULL;
+	const struct fl_xop *op = fl_map_get(&u->xin_map, name, strlen(name));
+	*where = op ? op->point : NULL;
+	return op;
 }
 
 /* Names: xflows are unique (checked when built); xin names are unique and
  * every xout names an xin. */
 static void check_names(struct xflow_unit *u)
 {
+	for (struct fl_xflow *f = u->flows; f; f = f->next)
+		for (struct fl_xpoint *p = f->points; p; p = p->next)
+			for (size_t i = 0; i < p->nops; i++) {
+				struct fl_xop *op = p->ops[i];
+				op->point = p;
+				if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) && op->name)
+					fl_map_put(&u->arena, &u->xin_map, op->name, strlen(op->name), op);
+			}
 	for (struct fl_xflow *f = u->flows; f; f = f->next) {
 		bool has_start = false, has_quit = false;
 		for (struct fl_xpoint *p = f->points; p; p = p->next) {

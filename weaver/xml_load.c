@@ -376,7 +376,10 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 	ctxt->userData = &L;
 	xmlCtxtUseOptions(ctxt, XML_PARSE_NONET | XML_PARSE_NOCDATA | XML_PARSE_IGNORE_ENC |
 				XML_PARSE_NOWARNING | XML_PARSE_NOERROR);
-	xmlSwitchEncoding(ctxt, XML_CHAR_ENCODING_UTF8);
+	/* A preset encoding stops libxml2 from guessing one from the first
+	 * bytes (UTF-16, UCS-4, EBCDIC) and converting: that would move every
+	 * offset, and its conversion errors bypass the error callback. */
+	ctxt->encoding = xmlStrdup(BAD_CAST "UTF-8");
 	xmlParseDocument(ctxt);
 	bool ok = !L.failed && ctxt->wellFormed && L.root;
 	if (!L.failed && !ok)

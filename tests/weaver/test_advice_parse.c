@@ -89,3 +89,9 @@ Test(advice_parse, one_error_per_body_but_every_body)
 	cr_expect_eq(xflow_unit_errors(u), 2);
 	xflow_unit_free(u);
 }
+
+Test(advice_parse, typedef_words_are_fine_struct_tags)
+{
+	wt_expect_clean(advice("struct u8 *a = 0; struct size_t *b = 0; struct s64 *c = 0;"));
+	wt_expect_error(advice("struct int *a = 0;"), "expected a struct name before 'int'");
+}

@@ -130,3 +130,17 @@ Test(xml_load, any_declared_encoding_is_read_as_utf8)
 	cr_expect_str_eq(l.doc.root->text, "\xc3\xa9");
 	unload(&l);
 }
+
+Test(xml_load, other_encodings_are_not_guessed)
+{
+	/* UTF-16 with a BOM: read as the UTF-8 it is not, never converted. */
+	static const char u16[] = "\xff\xfe<\0a\0/\0>\0";
+	struct xflow_unit *u;
+	xflow_unit_new(&u, NULL);
+	struct fl_xdoc doc;
+	cr_expect_eq(fl_xml_load(&u->arena, &u->diag, "x.xml", u16, sizeof(u16) - 1, &doc), -EINVAL);
+	char *d = wt_diags(u);
+	cr_expect(strstr(d, "x.xml:1:1: error: malformed XML"), "%s", d);
+	free(d);
+	xflow_unit_free(u);
+}
