@@ -459,8 +459,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (find_sim_dir(&xs) < 0) {
-		fprintf(stderr, "xensim: cannot find linux0 and linuxU (looked beside %s; set XENSIM_DIR)\n",
-			"the xensim binary");
+		fprintf(stderr, "xensim: cannot find linux0 and linuxU in ../sim/ or beside xensim; "
+			"set XENSIM_DIR to their directory\n");
 		return 1;
 	}
 

@@ -119,12 +119,12 @@ static void run_apps(struct guest *g)
 		if (boot_stopping())
 			break;
 		/* Behind schedule (a slow host), send what is due at once. */
-		if (next_msg <= now_ns()) {
+		if (next_msg < end && next_msg <= now_ns()) {
 			if (tcp_sendmsg(&g->sk, g->msgs_sent, k->size) == 0)
 				g->msgs_sent++;
 			nmsg++;
 		}
-		if (next_blk <= now_ns()) {
+		if (next_blk < end && next_blk <= now_ns()) {
 			blk_submit_one(g, &rng);
 			nblk++;
 		}

@@ -2,9 +2,6 @@
 BUILD=${BUILD:-build}
 XENSIM=$BUILD/bin/xensim
 TRUTH_CHECK=$BUILD/sim/truth-check
-# The simulated domains free what they can on the way out, but a domain
-# stopped mid-run may leave buffers allocated: not what these tests test.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 
 need_binaries() {
 	for b in "$XENSIM" "$TRUTH_CHECK" "$BUILD/sim/linux0" "$BUILD/sim/linuxU"; do

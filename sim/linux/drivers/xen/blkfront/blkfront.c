@@ -22,8 +22,6 @@
 #include "xen/hypervisor.h"
 #include "xen/xenbus.h"
 
-#define BLK_RING_SIZE_ BLK_RING_SIZE
-
 struct blk_shadow {
 	blkif_request_t req;
 	struct request *request;
@@ -34,7 +32,7 @@ struct blkfront_info {
 	struct xenbus_device *xbdev;
 	struct gendisk disk; /* xvda */
 	struct blkif_front_ring ring;
-	struct blk_shadow shadow[BLK_RING_SIZE_];
+	struct blk_shadow shadow[BLK_RING_SIZE];
 	unsigned long shadow_free;
 	unsigned int inflight;
 	pthread_t irq_thread;
@@ -119,11 +117,8 @@ static void do_blkif_request(request_queue_t *rq)
 	int queued = 0;
 
 	while ((req = elv_next_request(rq)) != NULL) {
-		if (RING_FULL(&info->ring))
-			goto wait;
-		if (blkif_queue_request(req)) {
-wait:
-			/* Avoid pointless unplugs: restarted by blkif_int. */
+		if (RING_FULL(&info->ring) || blkif_queue_request(req)) {
+			/* Avoid pointless unplugs: blkif_int restarts the queue. */
 			blk_stop_queue(rq);
 			break;
 		}
@@ -155,7 +150,7 @@ again:
 		struct request *req;
 		struct truth_tag tag;
 
-		if (id >= BLK_RING_SIZE_ || !info->shadow[id].request) {
+		if (id >= BLK_RING_SIZE || !info->shadow[id].request) {
 			info->bad_rsp++;
 			continue;
 		}
@@ -207,9 +202,9 @@ int blkfront_probe(struct xenbus_device *xbdev)
 	int rc;
 
 	info->xbdev = xbdev;
-	for (unsigned long i = 0; i < BLK_RING_SIZE_; i++)
+	for (unsigned long i = 0; i < BLK_RING_SIZE; i++)
 		info->shadow[i].free_next = i + 1;
-	info->shadow[BLK_RING_SIZE_ - 1].free_next = 0x0fffffff;
+	info->shadow[BLK_RING_SIZE - 1].free_next = 0x0fffffff;
 	info->shadow_free = 0;
 
 	SHARED_RING_INIT(sring);
