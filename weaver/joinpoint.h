@@ -398,6 +398,41 @@ int32_t jp_type_strip(const struct jp_index *ix, int32_t t);
 unsigned jp_edit_distance(const char *a, const char *b, unsigned cap);
 
 void jp_site_print(const struct jp_site *s, FILE *out);
+
+/* ---- plans (plan_build.c) ------------------------------------------------- */
+
+struct xflow_unit;
+struct xflow_plan;
+
+/* A domain: its name as pointcuts write it (within_function(f@NAME)) and
+ * the binaries of the software it runs. */
+struct jp_domain_spec {
+	const char *name;
+	const char *const *binaries;
+	size_t nbinaries;
+};
+
+struct jp_plan_opts {
+	const char *debug_root;  /* NULL: /usr/lib/debug */
+	bool strict;             /* a pointcut matching nothing is an error */
+	FILE *diag;              /* where diagnostics go, gcc-style; NULL: stderr */
+	unsigned errors, warnings;   /* out: how many were printed */
+};
+
+/*
+ * The resolve pass: each advice of the compiled unit @u (xflow_unit_compile
+ * returned 0) against each domain's binaries → a weave plan.  *out is set
+ * even when errors were reported (so a caller can still dump what was
+ * resolved); free it with xflow_plan_free, before @u, whose programs and
+ * names it shares.  Returns 0, -EINVAL if any error was reported, or
+ * -ENOMEM.
+ *
+ * xflowc plan is then: xflow_unit_new, _add_file for each FILE,
+ * _compile, _print_diags; jp_plan_build; xflow_plan_dump to stdout;
+ * xflow_plan_write_file for -o; xflow_plan_free; xflow_unit_free.
+ */
+int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_t ndoms,
+		  struct jp_plan_opts *opts, struct xflow_plan **out);
 void jp_recipe_print(const struct jp_recipe *r, FILE *out);
 
 #endif /* WEAVER_JOINPOINT_H */

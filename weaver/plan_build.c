@@ -1,0 +1,530 @@
+/*
+ * The resolve pass: a compiled unit's advice × each domain's binaries →
+ * a weave plan (xflow/plan.h).
+ *
+ * For each advice, in weave order, and each binary of each domain:
+ *   1. candidates: the generator primitives of its pointcut (access, call,
+ *      return) are resolved, restricted to the scope the top-level AND
+ *      gives (within_function/within_file), so a big binary is decoded
+ *      only where the pointcut can match;
+ *   2. each candidate site is tested against the whole pointcut, with
+ *      access/call/return/within_* as predicates on the site, target(),
+ *      local_var() and xflow() as true (they bind, or guard at run time);
+ *   3. each input of the advice gets its fetch recipe at the site:
+ *      target(v) the accessed instance's base register, local_var(n, v)
+ *      DWARF's location of n there.  A variable optimized out at a site is
+ *      an error naming the site.
+ * A pointcut that matches nothing in any domain is a warning (an error
+ * with strict).
+ */
+#include "weaver/joinpoint.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weaver/unit.h"
+#include "xflow/plan.h"
+
+struct dom_img {
+	struct jp_image *img;
+	uint32_t binary;
+};
+
+struct pb {
+	struct xflow_unit *u;
+	struct jp_plan_opts *opts;
+	struct fl_arena *arena;
+	unsigned errors, warnings;
+	FILE *diag;
+};
+
+static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, const char *fmt, ...)
+{
+	if (sev[0] == 'e')
+		b->errors++;
+	else
+		b->warnings++;
+	if (!b->diag)
+		return;
+	unsigned line = 0, col = 0;
+	if (loc && loc->src) {
+		fl_loc_linecol(*loc, &line, &col);
+		fprintf(b->diag, "%s:%u:%u: %s: ", loc->src->path, line, col, sev);
+	} else {
+		fprintf(b->diag, "xflowc: %s: ", sev);
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(b->diag, fmt, ap);
+	va_end(ap);
+	fputc('\n', b->diag);
+}
+
+static bool dom_ok(const char *want, const char *dom)
+{
+	return !want || strcmp(want, dom) == 0;
+}
+
+/* ---- pointcut as a predicate on a site ------------------------------------ */
+
+static bool chain_has(struct jp_index *ix, uint64_t addr, const char *f)
+{
+	int32_t c = jp_func_at(ix, addr, true);
+	for (int d = 0; c >= 0 && d < 16; d++) {
+		const struct jp_func *fn = &ix->funcs[c];
+		if ((fn->name && strcmp(fn->name, f) == 0) || (fn->linkage && strcmp(fn->linkage, f) == 0))
+			return true;
+		c = fn->inlined ? fn->parent : -1;
+	}
+	return false;
+}
+
+static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *pc,
+		    const struct jp_site *s, int depth)
+{
+	if (!pc || depth > FL_MAX_NEST)
+		return false;
+	switch (pc->kind) {
+	case FL_PC_AND:
+		return pc_eval(img, dom, pc->l, s, depth + 1) && pc_eval(img, dom, pc->r, s, depth + 1);
+	case FL_PC_OR:
+		return pc_eval(img, dom, pc->l, s, depth + 1) || pc_eval(img, dom, pc->r, s, depth + 1);
+	case FL_PC_NOT:
+		return !pc_eval(img, dom, pc->l, s, depth + 1);
+	case FL_PC_ACCESS: {
+		if (s->kind > JP_SITE_RMW || !s->sname || strcmp(s->sname, pc->a) != 0)
+			return false;
+		if (!pc->b || strcmp(pc->b, "%") == 0)
+			return true;
+		struct jp_field_layout l;
+		struct jp_err e;
+		if (jp_field_layout(img, pc->a, pc->b, &l, &e) != 0)
+			return false;
+		uint64_t sz = l.size ? l.size : 1;
+		return !(s->moff + s->msize <= l.offset || s->moff >= l.offset + sz);
+	}
+	case FL_PC_CALL:
+		return dom_ok(pc->dom, dom) && s->kind == JP_SITE_ENTRY && s->func && strcmp(s->func, pc->a) == 0;
+	case FL_PC_RETURN:
+		return dom_ok(pc->dom, dom) && s->kind == JP_SITE_RETURN && s->func && strcmp(s->func, pc->a) == 0;
+	case FL_PC_WITHIN_FUNCTION:
+		return dom_ok(pc->dom, dom) && chain_has(jp_image_index(img), s->addr, pc->a);
+	case FL_PC_WITHIN_FILE:
+		return dom_ok(pc->dom, dom) && jp_path_match(pc->a, s->file);
+	case FL_PC_TARGET:
+	case FL_PC_LOCAL_VAR:
+	case FL_PC_XFLOW:
+		return true;
+	}
+	return false;
+}
+
+/* Scope from the top-level conjunction; false if it cannot match in @dom. */
+struct scope_acc {
+	const char *funcs[32];
+	size_t nfuncs;
+	const char *files[32];
+	size_t nfiles;
+	bool impossible;
+	bool mixed;     /* two within_function conjuncts: keep the evaluation exact */
+};
+
+static void scope_from(const struct fl_pc *pc, const char *dom, struct scope_acc *sc, int depth)
+{
+	if (!pc || depth > FL_MAX_NEST)
+		return;
+	if (pc->kind == FL_PC_AND) {
+		scope_from(pc->l, dom, sc, depth + 1);
+		scope_from(pc->r, dom, sc, depth + 1);
+		return;
+	}
+	if (pc->kind == FL_PC_WITHIN_FUNCTION || pc->kind == FL_PC_WITHIN_FILE) {
+		if (!dom_ok(pc->dom, dom)) {
+			sc->impossible = true;
+			return;
+		}
+		/* Only one conjunct of each kind can be used as a list (a list
+		 * is an OR); more than one stays a predicate. */
+		if (pc->kind == FL_PC_WITHIN_FUNCTION) {
+			if (sc->nfuncs == 0)
+				sc->funcs[sc->nfuncs++] = pc->a;
+		} else if (sc->nfiles == 0) {
+			sc->files[sc->nfiles++] = pc->a;
+		}
+	}
+}
+
+struct gen {
+	const struct fl_pc *pc;
+};
+
+static void gens_of(const struct fl_pc *pc, const struct fl_pc **v, size_t *n, size_t max, int depth)
+{
+	if (!pc || depth > FL_MAX_NEST || *n >= max)
+		return;
+	switch (pc->kind) {
+	case FL_PC_AND:
+	case FL_PC_OR:
+		gens_of(pc->l, v, n, max, depth + 1);
+		gens_of(pc->r, v, n, max, depth + 1);
+		return;
+	case FL_PC_ACCESS:
+	case FL_PC_CALL:
+	case FL_PC_RETURN:
+		v[(*n)++] = pc;
+		return;
+	default:
+		return;
+	}
+}
+
+/* ---- building ----------------------------------------------------------------- */
+
+struct dplan {
+	struct xflow_plan_site *sites;
+	size_t nsites, sites_cap;
+	struct xflow_plan_binding *bind;
+	size_t nbind, bind_cap;
+	struct xflow_plan_fetch *fetch;
+	size_t nfetch, fetch_cap;
+};
+
+static struct xflow_plan_fetch to_fetch(const struct jp_recipe *r)
+{
+	struct xflow_plan_fetch f = { .kind = r->kind, .reg = r->reg, .size = r->size, .off = r->off };
+	if (f.kind == XFLOW_FETCH_STATIC)
+		f.reg = 0xff;
+	return f;
+}
+
+static int field_index(const struct xflow_plan *p, const char *sname, const char *member)
+{
+	if (!sname || !member)
+		return -1;
+	for (uint32_t i = 0; i < p->nfields; i++)
+		if (strcmp(p->fields[i].sname, sname) == 0 && strcmp(p->fields[i].member, member) == 0)
+			return (int)i;
+	return -1;
+}
+
+struct pend {
+	uint32_t site_key;  /* index into the domain's site list */
+	uint32_t advice;
+	uint8_t when;
+	struct xflow_plan_fetch in[XFLOW_BC_MAX_INPUTS];
+	uint8_t nin;
+};
+
+static int site_key_cmp(const struct xflow_plan_site *a, const struct xflow_plan_site *b)
+{
+	if (a->binary != b->binary)
+		return a->binary < b->binary ? -1 : 1;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return (int)a->kind - (int)b->kind;
+}
+
+static int idx_cmp(const void *x, const void *y, void *arg)
+{
+	const struct xflow_plan_site *sites = arg;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	int c = site_key_cmp(&sites[a], &sites[b]);
+	return c ? c : (a < b ? -1 : a > b);
+}
+
+static int pend_cmp(const void *x, const void *y)
+{
+	const struct pend *a = x, *b = y;
+	if (a->site_key != b->site_key)
+		return a->site_key < b->site_key ? -1 : 1;
+	if (a->advice != b->advice)
+		return a->advice < b->advice ? -1 : 1;
+	return (int)a->when - (int)b->when;
+}
+
+/* Find or add @s in the domain's (unsorted) site list; linear per advice
+ * is fine for the sizes a flow selects, and a sort puts them in order. */
+static uint32_t site_intern(struct pb *b, struct dplan *dp, const struct xflow_plan_site *s)
+{
+	for (size_t i = dp->nsites; i > 0; i--)
+		if (site_key_cmp(&dp->sites[i - 1], s) == 0)
+			return (uint32_t)(i - 1);
+	FL_PUSH(b->arena, dp->sites, dp->nsites, dp->sites_cap, *s);
+	return (uint32_t)(dp->nsites - 1);
+}
+
+static const char *dup(struct pb *b, const char *s)
+{
+	return s ? fl_arena_strdup(b->arena, s) : NULL;
+}
+
+static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const char *dom,
+			  struct dom_img *imgs, size_t nimgs, struct dplan *dp, struct pend **pv,
+			  size_t *pn, size_t *pcap, bool *matched)
+{
+	const struct fl_advice *adv = b->u->by_index[ai];
+	const struct xflow_bc_prog *prog = p->advice[ai].prog.ninsns ? &p->advice[ai].prog : NULL;
+	if (!adv || !adv->pc || !prog)
+		return 0;
+	struct scope_acc sc = { 0 };
+	scope_from(adv->pc, dom, &sc, 0);
+	if (sc.impossible)
+		return 0;
+	const struct fl_pc *gens[64];
+	size_t ng = 0;
+	gens_of(adv->pc, gens, &ng, 64, 0);
+	if (ng == 0) {
+		diag_at(b, &adv->pc->loc, "error",
+			"pointcut selects no join points: it needs access(), call() or return()");
+		return -EINVAL;
+	}
+	struct jp_scope scope = { .funcs = sc.funcs, .nfuncs = sc.nfuncs, .files = sc.files,
+				  .nfiles = sc.nfiles };
+	for (size_t k = 0; k < nimgs; k++) {
+		struct jp_image *img = imgs[k].img;
+		struct jp_sites cand = { 0 };
+		struct jp_err err;
+		for (size_t g = 0; g < ng; g++) {
+			const struct fl_pc *pc = gens[g];
+			int rc;
+			if ((pc->kind == FL_PC_CALL || pc->kind == FL_PC_RETURN) && !dom_ok(pc->dom, dom))
+				continue;
+			if (pc->kind == FL_PC_ACCESS)
+				rc = jp_find_access(img, pc->a, pc->b, &scope, &cand, &err);
+			else if (pc->kind == FL_PC_CALL)
+				rc = jp_find_entry(img, pc->a, &scope, &cand, &err);
+			else
+				rc = jp_find_return(img, pc->a, &scope, &cand, &err);
+			if (rc == -ENOENT) {
+				/* Absent from this binary: other binaries of the
+				 * domain may have it; said once below if none does. */
+				if (nimgs == 1)
+					diag_at(b, &pc->aloc, "warning", "in domain %s: %s", dom, err.msg);
+				continue;
+			}
+			if (rc) {
+				diag_at(b, &pc->loc, "error", "in domain %s: %s", dom, err.msg);
+				jp_sites_free(&cand);
+				return rc;
+			}
+		}
+		for (size_t i = 0; i < cand.n; i++) {
+			const struct jp_site *s = &cand.v[i];
+			bool dupl = false;
+			for (size_t j = 0; j < i && !dupl; j++)
+				dupl = cand.v[j].addr == s->addr && cand.v[j].kind == s->kind;
+			if (dupl || !pc_eval(img, dom, adv->pc, s, 0))
+				continue;
+			struct pend pe = { .advice = (uint32_t)ai };
+			bool ok = true;
+			for (uint32_t in = 0; in < prog->ninputs; in++) {
+				const struct xflow_bc_input *x = &prog->inputs[in];
+				struct jp_recipe r = { 0 };
+				if (x->kind == XFLOW_IN_TARGET) {
+					if (!s->target.kind) {
+						diag_at(b, &adv->pc->loc, "error",
+							"in domain %s: target() at %s:%u (%#llx, %s) which is not a member access",
+							dom, s->file ? s->file : "?", s->line,
+							(unsigned long long)s->addr, s->func ? s->func : "?");
+						ok = false;
+						break;
+					}
+					r = s->target;
+				} else if (jp_local_var(img, s, x->local, &r, &err) != 0) {
+					diag_at(b, &adv->pc->loc, "error", "in domain %s: %s", dom, err.msg);
+					ok = false;
+					break;
+				}
+				pe.in[in] = to_fetch(&r);
+			}
+			if (!ok)
+				continue;
+			pe.nin = (uint8_t)prog->ninputs;
+			unsigned flags = p->advice[ai].flags;
+			pe.when = flags & XFLOW_ADVICE_AFTER ? XFLOW_WHEN_AFTER : XFLOW_WHEN_BEFORE;
+			if ((flags & XFLOW_ADVICE_AFTER_STORE) && (s->kind == JP_SITE_STORE || s->kind == JP_SITE_RMW)) {
+				int af = p->advice[ai].after_store_field;
+				if (af >= 0 && s->member && strcmp(p->fields[af].sname, s->sname) == 0) {
+					struct jp_field_layout l;
+					if (jp_field_layout(img, p->fields[af].sname, p->fields[af].member, &l, &err) == 0 &&
+					    !(s->moff + s->msize <= l.offset || s->moff >= l.offset + (l.size ? l.size : 1)))
+						pe.when = XFLOW_WHEN_AFTER;
+				}
+			}
+			struct xflow_plan_site ps = {
+				.addr = s->addr, .binary = imgs[k].binary, .kind = s->kind, .len = s->len,
+				.file = dup(b, s->file), .line = s->line, .func = dup(b, s->func),
+				.inlined_into = dup(b, s->inlined_into), .insn = dup(b, s->text),
+				.sname = dup(b, s->sname), .member = dup(b, s->member),
+				.moff = (uint32_t)s->moff, .msize = s->msize, .target = to_fetch(&s->target),
+			};
+			ps.field = field_index(p, s->sname, s->member);
+			if (!s->target.kind)
+				ps.target.kind = 0;
+			pe.site_key = site_intern(b, dp, &ps);
+			dp->sites[pe.site_key].when_mask |= (uint8_t)(1u << pe.when);
+			FL_PUSH(b->arena, *pv, *pn, *pcap, pe);
+			*matched = true;
+		}
+		jp_sites_free(&cand);
+	}
+	return 0;
+}
+
+int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_t ndoms,
+		  struct jp_plan_opts *opts, struct xflow_plan **out)
+{
+	*out = NULL;
+	struct fl_arena *arena = malloc(sizeof(*arena));
+	if (!arena)
+		return -ENOMEM;
+	fl_arena_init(arena);
+	struct pb b = { .u = u, .opts = opts, .arena = arena,
+			.diag = opts && opts->diag ? opts->diag : stderr };
+	struct xflow_plan *p = fl_arena_alloc(arena, sizeof(*p));
+	p->mem = arena;
+	p->nflows = (uint32_t)xflow_unit_flow_count(u);
+	p->flows = fl_arena_alloc(arena, (p->nflows + 1) * sizeof(*p->flows));
+	for (uint32_t i = 0; i < p->nflows; i++)
+		p->flows[i] = xflow_unit_flow_name(u, i);
+	p->nfields = (uint32_t)xflow_unit_field_count(u);
+	p->fields = fl_arena_alloc(arena, (p->nfields + 1) * sizeof(*p->fields));
+	for (uint32_t i = 0; i < p->nfields; i++)
+		xflow_unit_field(u, i, &p->fields[i].sname, &p->fields[i].member, NULL);
+	size_t nadv = xflow_unit_advice_count(u);
+	p->nadvice = (uint32_t)nadv;
+	p->advice = fl_arena_alloc(arena, (nadv + 1) * sizeof(*p->advice));
+	for (size_t i = 0; i < nadv; i++) {
+		struct xflow_advice_info ai;
+		if (xflow_unit_advice(u, i, &ai) != 0 || !ai.prog) {
+			diag_at(&b, NULL, "error", "advice %zu was not compiled", i);
+			continue;
+		}
+		struct xflow_plan_advice *a = &p->advice[i];
+		a->origin = ai.origin;
+		a->flow = ai.flow;
+		a->flags = ai.flags;
+		a->after_store_field = ai.after_store_field;
+		a->rec_flags = ai.rec_flags;
+		a->file = ai.file;
+		a->line = ai.line;
+		a->col = ai.col;
+		a->prog = *ai.prog;
+	}
+	bool *matched = fl_arena_alloc(arena, (nadv + 1) * sizeof(*matched));
+	p->ndomains = (uint32_t)ndoms;
+	p->domains = fl_arena_alloc(arena, (ndoms + 1) * sizeof(*p->domains));
+	int rc = 0;
+	for (size_t d = 0; d < ndoms && rc == 0; d++) {
+		struct xflow_plan_domain *dm = &p->domains[d];
+		dm->name = doms[d].name;
+		dm->nbinaries = (uint32_t)doms[d].nbinaries;
+		dm->binaries = fl_arena_alloc(arena, (dm->nbinaries + 1) * sizeof(*dm->binaries));
+		dm->layouts = fl_arena_alloc(arena, (p->nfields + 1) * sizeof(*dm->layouts));
+		for (uint32_t i = 0; i < p->nfields; i++)
+			dm->layouts[i].offset = -1;
+		struct dom_img *imgs = fl_arena_alloc(arena, (dm->nbinaries + 1) * sizeof(*imgs));
+		size_t nimgs = 0;
+		for (uint32_t i = 0; i < dm->nbinaries; i++) {
+			struct jp_err err;
+			struct jp_image_opts io = { .debug_root = opts ? opts->debug_root : NULL };
+			dm->binaries[i].path = doms[d].binaries[i];
+			if (jp_image_open(&imgs[nimgs].img, doms[d].binaries[i], &io, &err) != 0) {
+				diag_at(&b, NULL, "error", "domain %s: %s", dm->name, err.msg);
+				continue;
+			}
+			struct jp_image *img = imgs[nimgs].img;
+			imgs[nimgs].binary = i;
+			nimgs++;
+			const char *bid = jp_image_build_id(img);
+			dm->binaries[i].build_id = bid[0] ? fl_arena_strdup(arena, bid) : NULL;
+			dm->binaries[i].flags = jp_image_is_relocatable(img) ? XFLOW_PLAN_BIN_RELOCATABLE : 0;
+			for (uint32_t f = 0; f < p->nfields; f++) {
+				struct jp_field_layout l;
+				if (dm->layouts[f].offset >= 0 ||
+				    jp_field_layout(img, p->fields[f].sname, p->fields[f].member, &l, &err) != 0)
+					continue;
+				dm->layouts[f] = (struct xflow_plan_layout){
+					.offset = (int64_t)l.offset, .size = (uint32_t)l.size,
+					.bit_offset = l.bit_offset, .bit_size = l.bit_size,
+					.flags = (l.is_signed ? XFLOW_LAYOUT_SIGNED : 0u) |
+						 (l.is_ptr ? XFLOW_LAYOUT_POINTER : 0u),
+				};
+			}
+		}
+		struct dplan dp = { 0 };
+		struct pend *pv = NULL;
+		size_t pn = 0, pcap = 0;
+		for (size_t ai = 0; ai < nadv && nimgs; ai++) {
+			int r = resolve_advice(&b, p, ai, dm->name, imgs, nimgs, &dp, &pv, &pn, &pcap, &matched[ai]);
+			if (r == -ENOMEM)
+				rc = r;
+		}
+		for (size_t i = 0; i < nimgs; i++)
+			jp_image_free(imgs[i].img);
+		/* Sort sites; renumber bindings; sort them in site and weave order. */
+		uint32_t *order = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*order));
+		uint32_t *newidx = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*newidx));
+		for (uint32_t i = 0; i < dp.nsites; i++)
+			order[i] = i;
+		qsort_r(order, dp.nsites, sizeof(*order), idx_cmp, dp.sites);
+		dm->sites = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*dm->sites));
+		for (uint32_t i = 0; i < dp.nsites; i++) {
+			dm->sites[i] = dp.sites[order[i]];
+			newidx[order[i]] = i;
+		}
+		dm->nsites = (uint32_t)dp.nsites;
+		for (size_t i = 0; i < pn; i++)
+			pv[i].site_key = newidx[pv[i].site_key];
+		qsort(pv, pn, sizeof(*pv), pend_cmp);
+		dm->bindings = fl_arena_alloc(arena, (pn + 1) * sizeof(*dm->bindings));
+		size_t nf = 0;
+		for (size_t i = 0; i < pn; i++)
+			nf += pv[i].nin;
+		dm->fetches = fl_arena_alloc(arena, (nf + 1) * sizeof(*dm->fetches));
+		for (size_t i = 0; i < pn; i++) {
+			/* One binding per (site, advice): an advice placed both
+			 * before and after would be two programs. */
+			if (dm->nbindings && dm->bindings[dm->nbindings - 1].site == pv[i].site_key &&
+			    dm->bindings[dm->nbindings - 1].advice == pv[i].advice)
+				continue;
+			struct xflow_plan_binding *x = &dm->bindings[dm->nbindings++];
+			x->site = pv[i].site_key;
+			x->advice = pv[i].advice;
+			x->when = pv[i].when;
+			x->ninputs = pv[i].nin;
+			x->first_fetch = dm->nfetches;
+			for (uint8_t k = 0; k < pv[i].nin; k++)
+				dm->fetches[dm->nfetches++] = pv[i].in[k];
+		}
+	}
+	for (size_t ai = 0; ai < nadv && rc == 0; ai++) {
+		const struct fl_advice *adv = u->by_index[ai];
+		if (matched[ai] || !adv || !adv->pc)
+			continue;
+		struct fl_buf txt = { 0 };
+		fl_pc_print(&txt, adv->pc);
+		diag_at(&b, &adv->pc->loc, opts && opts->strict ? "error" : "warning",
+			"pointcut '%s' matches nothing in any domain", txt.s ? txt.s : "?");
+		fl_buf_free(&txt);
+	}
+	if (opts) {
+		opts->errors = b.errors;
+		opts->warnings = b.warnings;
+	}
+	if (rc == 0 && b.errors)
+		rc = -EINVAL;
+	if (rc == 0) {
+		char why[512];
+		if (xflow_plan_check(p, why, sizeof(why)) != 0) {
+			diag_at(&b, NULL, "error", "internal: the plan built is invalid: %s", why);
+			rc = -EINVAL;
+		}
+	}
+	*out = p;
+	return rc;
+}
