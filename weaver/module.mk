@@ -3,9 +3,9 @@ weaver_SRCS := $(filter-out %_main.c,$(wildcard weaver/*.c))
 ALL_OBJS += $(call objs_of,$(weaver_SRCS)) $(OBJDIR)/weaver/xflowc_main.o
 $(call folder_lib,weaver): $(call objs_of,$(weaver_SRCS))
 LINK_LIBS := $(call folder_lib,weaver) $(LINK_LIBS)
-# Only weaver/xml_load.c includes libxml2, but the flags are harmless for
-# the folder's other files.
-EXTRA_CFLAGS_weaver := $(call pc_cflags,libxml-2.0)
+# Only weaver/xml_load.c may include libxml2: it alone gets the include
+# path, so a second includer fails to compile.
+$(OBJDIR)/weaver/xml_load.o: XCFLAGS += $(call pc_cflags,libxml-2.0)
 
 BINS += $(BINDIR)/xflowc
 $(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(LINK_LIBS)
