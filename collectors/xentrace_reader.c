@@ -96,7 +96,11 @@ struct cursor {
 	uint64_t last_tsc, last_order;
 	unsigned cpu;
 	bool have_tsc, done, lost_end_pending;
-	struct xentrace_record rec; /* the next record to deliver */
+	uint64_t key;  /* slot[cur].order_tsc, where the heap looks */
+	unsigned cur;  /* slot[cur]: the next record to deliver */
+	/* Two slots: a delivered record stays valid while the cursor reads
+	 * the next one into the other, so nothing is copied per record. */
+	struct xentrace_record slot[2];
 };
 
 struct xentrace_reader {
@@ -105,10 +109,12 @@ struct xentrace_reader {
 	int err;
 	bool discovering; /* framing problems are reported by the discovery pass only */
 	unsigned nheap;
-	struct cursor *heap[XENTRACE_MAX_CPUS];
+	struct heap_entry {
+		uint64_t key;
+		struct cursor *c;
+	} heap[XENTRACE_MAX_CPUS];
 	struct cursor *cur[XENTRACE_MAX_CPUS];
 	uint64_t first_window[XENTRACE_MAX_CPUS];
-	struct xentrace_record out;
 	struct xentrace_reader_stats st;
 	unsigned ndiags;
 	struct xentrace_diag diags[XENTRACE_MAX_DIAGS];
@@ -322,19 +328,23 @@ static void cursor_drop_window(struct cursor *c)
 }
 
 /*
- * Reads @c's next record into c->rec: true, or false when the cpu has no
+ * Reads @c's next record into its free slot: true, or false when the cpu has no
  * more (c->done).  This is the hot loop: no allocation, no system call
  * except one read per buffer.
  */
 static bool cursor_advance(struct xentrace_reader *r, struct cursor *c)
 {
-	struct xentrace_record *rec = &c->rec;
+	struct xentrace_record *rec = &c->slot[c->cur ^ 1];
 	if (c->lost_end_pending) {
 		/* The same record again, now at its own TSC. */
 		c->lost_end_pending = false;
+		r->st.records--; /* delivered twice, counted once */
+		*rec = c->slot[c->cur];
 		rec->flags = XENTRACE_REC_LOST_END;
 		rec->order_tsc = rec->tsc > c->last_order ? rec->tsc : c->last_order;
 		c->last_order = rec->order_tsc;
+		c->key = rec->order_tsc;
+		c->cur ^= 1;
 		return true;
 	}
 	for (;;) {
@@ -423,7 +433,12 @@ static bool cursor_advance(struct xentrace_reader *r, struct cursor *c)
 		rec->nextra = (uint8_t)ne;
 		rec->has_tsc = tf;
 		rec->flags = 0;
-		memcpy(rec->extra, p, 4 * (size_t)ne);
+		/* A fixed-size copy is cheaper than a variable one, when the
+		 * buffer has the bytes (beyond the record: harmless). */
+		if ((size_t)(c->buf + c->len - p) >= sizeof(rec->extra))
+			memcpy(rec->extra, p, sizeof(rec->extra));
+		else
+			memcpy(rec->extra, p, 4 * (size_t)ne);
 		if (__builtin_expect((ev & 0x0ffff000u) == 0x0001f000u, 0)) {
 			if (ev == XENTRACE_EV_LOST_RECORDS) {
 				r->st.lost_events++;
@@ -450,70 +465,114 @@ static bool cursor_advance(struct xentrace_reader *r, struct cursor *c)
 		if (rec->order_tsc < c->last_order)
 			rec->order_tsc = c->last_order;
 		c->last_order = rec->order_tsc;
+		c->key = rec->order_tsc;
+		c->cur ^= 1;
 		return true;
 	}
 }
 
 /* --- the merge ----------------------------------------------------------- */
 
+/*
+ * The common case of cursor_advance(), inline: a whole record with a TSC in
+ * the buffer, not going backwards nor jumping, not a trace-control record.
+ * Anything else takes the careful path.
+ */
+static inline bool cursor_next(struct xentrace_reader *r, struct cursor *c)
+{
+	size_t avail = c->len - c->pos;
+	if (__builtin_expect(c->lost_end_pending || avail < 4 + 8 + 4 * XENTRACE_MAX_EXTRA, 0))
+		return cursor_advance(r, c);
+	const uint8_t *p = c->buf + c->pos;
+	uint32_t h = le32(p);
+	uint64_t tsc;
+	memcpy(&tsc, p + 4, 8);
+	uint32_t ev = h & 0x0fffffffu;
+	if (__builtin_expect(!(h >> 31) || tsc < c->last_tsc || tsc - c->last_tsc > XENTRACE_TSC_MAX_JUMP ||
+				     (ev & 0x0ffff000u) == 0x0001f000u,
+			     0))
+		return cursor_advance(r, c);
+	unsigned ne = (h >> 28) & 7;
+	struct xentrace_record *rec = &c->slot[c->cur ^ 1];
+	rec->tsc = tsc;
+	rec->order_tsc = tsc; /* >= last_order: that never exceeds last_tsc */
+	rec->offset = c->foff + c->pos;
+	rec->event = ev;
+	rec->cpu = (uint16_t)c->cpu;
+	rec->nextra = (uint8_t)ne;
+	rec->has_tsc = 1;
+	rec->flags = 0;
+	memcpy(rec->extra, p + 12, sizeof(rec->extra)); /* avail covers the largest record */
+	c->pos += 12 + 4 * (size_t)ne;
+	c->last_tsc = tsc;
+	c->have_tsc = true;
+	c->last_order = tsc;
+	c->key = tsc;
+	c->cur ^= 1;
+	return true;
+}
+
 /* Ties keep the parent where it is, so the cpu just read keeps going when
- * its next record has the same TSC (records without one inherit it). */
+ * its next record has the same TSC (records without one inherit it).  The
+ * keys live in the heap itself: no pointer chasing to compare. */
 static void heap_down(struct xentrace_reader *r, unsigned i)
 {
-	struct cursor **h = r->heap;
+	struct heap_entry *h = r->heap;
 	unsigned n = r->nheap;
-	struct cursor *c = h[i];
+	struct heap_entry e = h[i];
 	for (;;) {
 		unsigned l = 2 * i + 1, m = i;
 		if (l >= n)
 			break;
-		uint64_t best = c->rec.order_tsc;
-		if (h[l]->rec.order_tsc < best) {
+		uint64_t best = e.key;
+		if (h[l].key < best) {
 			m = l;
-			best = h[l]->rec.order_tsc;
+			best = h[l].key;
 		}
-		if (l + 1 < n && h[l + 1]->rec.order_tsc < best)
+		if (l + 1 < n && h[l + 1].key < best)
 			m = l + 1;
 		if (m == i)
 			break;
 		h[i] = h[m];
 		i = m;
 	}
-	h[i] = c;
+	h[i] = e;
 }
 
 static void heap_up(struct xentrace_reader *r, unsigned i)
 {
-	struct cursor *c = r->heap[i];
+	struct heap_entry e = r->heap[i];
 	while (i > 0) {
 		unsigned p = (i - 1) / 2;
-		if (r->heap[p]->rec.order_tsc <= c->rec.order_tsc)
+		if (r->heap[p].key <= e.key)
 			break;
 		r->heap[i] = r->heap[p];
 		i = p;
 	}
-	r->heap[i] = c;
+	r->heap[i] = e;
 }
 
 int xentrace_reader_next(struct xentrace_reader *r, const struct xentrace_record **rec)
 {
-	if (r->nheap == 0)
+	if (__builtin_expect(r->nheap == 0, 0))
 		return r->err;
-	struct cursor *c = r->heap[0];
-	r->out = c->rec;
-	if (!(r->out.flags & XENTRACE_REC_LOST_END))
-		r->st.records++;
-	if (cursor_advance(r, c)) {
-		heap_down(r, 0);
+	struct cursor *c = r->heap[0].c;
+	struct xentrace_record *out = &c->slot[c->cur];
+	r->st.records++;
+	if (__builtin_expect(cursor_next(r, c), 1)) {
+		r->heap[0].key = c->key;
+		/* Most often the root stays, or swaps with one child. */
+		if (r->nheap > 1)
+			heap_down(r, 0);
 	} else {
-		r->out.flags |= XENTRACE_REC_CPU_LAST;
+		out->flags |= XENTRACE_REC_CPU_LAST;
 		r->heap[0] = r->heap[--r->nheap];
 		if (r->nheap)
 			heap_down(r, 0);
 	}
-	if (r->err)
+	if (__builtin_expect(r->err != 0, 0))
 		return r->err;
-	*rec = &r->out;
+	*rec = out;
 	return 1;
 }
 
@@ -573,7 +632,8 @@ int xentrace_reader_open(struct xentrace_reader **out, const struct xentrace_sou
 		r->cur[cpu] = c;
 		if (!cursor_seek_window(r, c, r->first_window[cpu]) || !cursor_advance(r, c))
 			continue;
-		r->heap[r->nheap] = c;
+		r->heap[r->nheap].c = c;
+		r->heap[r->nheap].key = c->key;
 		heap_up(r, r->nheap++);
 	}
 	if (r->err) {

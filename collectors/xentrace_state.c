@@ -464,7 +464,7 @@ static void sched_runstate(struct xentrace_state *s, const struct xentrace_recor
 		return;
 	}
 	if (rec->nextra < 1 || new_state > XENTRACE_RS_OFFLINE || old_state > XENTRACE_RS_OFFLINE) {
-		note(s, rec, &s->skipped, "runstate record 0x%x with %u extra words", rec->event, rec->nextra);
+		note(s, rec, &s->skipped, "runstate record 0x%x: states out of range or %u extra words", rec->event, rec->nextra);
 		return;
 	}
 	unsigned vid = rec->extra[0] & 0xffff, did = rec->extra[0] >> 16;

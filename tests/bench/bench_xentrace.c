@@ -1,0 +1,206 @@
+/*
+ * xentrace reader throughput and memory.
+ *
+ * Generates a ~1 GB trace (4 cpus, windows of 256 KiB filled as xentrace
+ * fills its buffers, so windows interleave; runstate changes, hypercalls,
+ * records of up to 7 extra words, some without a TSC) in a temporary file,
+ * reads it back through a file descriptor — the reader alone, then the
+ * reader and the decoder — and deletes it.  Rates are per second of this
+ * thread's CPU time (the best of five passes), so other load on a shared
+ * machine does not count against them; wall time is shown too.  Then the same for the real
+ * capture when ../shared is there.  Prints records/s (target: 50 M/s on one
+ * core for the reader) and the peak RSS of the whole process, which the
+ * 1 GB file must not move: memory is one buffer per cpu.
+ *
+ * XENTRACE_BENCH_MB overrides the size (e.g. 64 for a quick run).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "collectors/xentrace.h"
+#include "tests/bench/bench_util.h"
+
+#define NCPUS 4
+#define WINDOW (256 * 1024)
+#define REAL "../shared/traces/xen-4.17.5-pv-ping-disk/x.trace"
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* A plausible mix: per cpu, a vcpu that blocks and wakes, hypercalls in
+ * between, a scheduler record of 5 words, a record with no TSC. */
+static int generate(FILE *f, uint64_t bytes, uint64_t *records)
+{
+	struct xentrace_writer *w;
+	int rc = xentrace_writer_new(&w, f, NCPUS, WINDOW);
+	if (rc < 0)
+		return rc;
+	uint64_t written = 0, n = 0, tsc[NCPUS];
+	uint64_t seed = 1;
+	for (unsigned c = 0; c < NCPUS; c++)
+		tsc[c] = 1000000 + c;
+	while (written < bytes && rc == 0) {
+		for (unsigned c = 0; c < NCPUS && rc == 0; c++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			unsigned dom = 1 + c % 2, v = c / 2;
+			uint32_t x[7] = { (uint32_t)seed, 1, 2, 3, 4, 5, 6 };
+			rc |= xentrace_writer_runstate(w, c, tsc[c] += 900, dom, v, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING);
+			for (int i = 0; i < 6; i++)
+				rc |= xentrace_writer_hypercall(w, c, tsc[c] += 50 + (seed >> 60), 23 + i % 3);
+			rc |= xentrace_writer_add(w, c, tsc[c] += 40, true, 0x22209, 5, x);
+			rc |= xentrace_writer_add(w, c, 0, false, 0x2800e, 2, x);
+			rc |= xentrace_writer_add(w, c, tsc[c] += 30, true, 0x802008, 7, x);
+			rc |= xentrace_writer_runstate(w, c, tsc[c] += 700, dom, v, XENTRACE_RS_RUNNING, XENTRACE_RS_BLOCKED);
+			rc |= xentrace_writer_runstate(w, c, tsc[c] += 3000, dom, v, XENTRACE_RS_BLOCKED, XENTRACE_RS_RUNNABLE);
+			n += 12;
+			written += 16 + 6 * 16 + 32 + 12 + 44 + 16 + 16;
+		}
+	}
+	int rc2 = xentrace_writer_close(w);
+	*records = n;
+	return rc ? -EIO : rc2;
+}
+
+struct result {
+	uint64_t records;
+	double seconds; /* CPU time of this thread: "on one core", whatever else runs */
+	double wall;
+};
+
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One pass over @fd: the reader alone, or the reader and the decoder. */
+static int pass(int fd, bool decode, struct result *res, bool print)
+{
+	struct xentrace_source src;
+	struct xentrace_reader *r = NULL;
+	struct xentrace_state *s = NULL;
+	int rc = xentrace_source_init_fd(&src, fd);
+	if (rc == 0)
+		rc = xentrace_reader_open(&r, &src, NULL);
+	if (rc == 0 && decode)
+		rc = xentrace_state_new(&s, 2400000000u);
+	if (rc < 0)
+		goto out;
+	const struct xentrace_record *rec;
+	uint64_t n = 0, sum = 0, t0 = cpu_now_ns(), w0 = bench_now_ns();
+	if (decode) {
+		while ((rc = xentrace_reader_next(r, &rec)) == 1) {
+			xentrace_state_feed(s, rec);
+			n++;
+		}
+		xentrace_state_finish(s);
+	} else {
+		while ((rc = xentrace_reader_next(r, &rec)) == 1) {
+			sum += rec->event;
+			n++;
+		}
+	}
+	res->seconds = (double)(cpu_now_ns() - t0) / 1e9;
+	res->wall = (double)(bench_now_ns() - w0) / 1e9;
+	res->records = n;
+	BENCH_KEEP(sum);
+	if (print && s)
+		xentrace_state_print_summary(s, stdout);
+out:
+	xentrace_state_free(s);
+	xentrace_reader_free(r);
+	return rc;
+}
+
+static void report(const char *what, const struct result *a, const struct result *b)
+{
+	printf("  %-24s %9llu records: reader %5.1f M rec/s (%.3f s cpu, %.3f s wall), "
+	       "reader+decoder %5.1f M rec/s (%.3f s cpu)\n",
+	       what, (unsigned long long)a->records, a->records / a->seconds / 1e6, a->seconds, a->wall,
+	       b->records / b->seconds / 1e6, b->seconds);
+}
+
+int main(void)
+{
+	const char *mb_env = getenv("XENTRACE_BENCH_MB");
+	uint64_t mb = mb_env ? strtoull(mb_env, NULL, 10) : 1024;
+	const char *tmpdir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/bench_xentrace.XXXXXX", tmpdir);
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		perror("mkstemp");
+		return 1;
+	}
+	FILE *f = fdopen(dup(fd), "w");
+	static char iobuf[1 << 20];
+	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
+	uint64_t gen_records = 0, t0 = bench_now_ns();
+	int rc = generate(f, mb << 20, &gen_records);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	double gen_s = (double)(bench_now_ns() - t0) / 1e9;
+	long rss_before = peak_rss_kb();
+	off_t size = lseek(fd, 0, SEEK_END);
+	printf("\nxentrace: generated %.0f MB, %llu records, %d cpus, %d KiB windows in %.1f s (%s)\n",
+	       (double)size / 1048576, (unsigned long long)gen_records, NCPUS, WINDOW / 1024, gen_s, path);
+	struct result a = { 0 }, b = { 0 }, best = { 0 };
+	if (rc == 0) {
+		/* Best of five for the reader: the first pass may fault the
+		 * page cache in, and the build machines are shared. */
+		for (int i = 0; i < 5 && rc == 0; i++) {
+			rc = pass(fd, false, &a, false);
+			if (!best.seconds || a.seconds < best.seconds)
+				best = a;
+		}
+		if (rc == 0)
+			rc = pass(fd, true, &b, false);
+	}
+	close(fd);
+	unlink(path);
+	if (rc < 0) {
+		fprintf(stderr, "bench_xentrace: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (best.records != gen_records) {
+		fprintf(stderr, "bench_xentrace: read %llu records, wrote %llu\n", (unsigned long long)best.records,
+			(unsigned long long)gen_records);
+		return 1;
+	}
+	report("generated file:", &best, &b);
+	printf("  peak RSS %ld KiB after generating, %ld KiB after reading %.0f MB (target >= 50 M rec/s: %s)\n",
+	       rss_before, peak_rss_kb(), (double)size / 1048576,
+	       best.records / best.seconds >= 50e6 ? "met" : "NOT met");
+
+	int rfd = open(REAL, O_RDONLY);
+	if (rfd < 0) {
+		printf("  real capture: %s not found, skipped\n", REAL);
+		return 0;
+	}
+	struct result ra = { 0 }, rb = { 0 }, rbest = { 0 };
+	for (int i = 0; i < 5 && rc == 0; i++) {
+		rc = pass(rfd, false, &ra, false);
+		if (!rbest.seconds || ra.seconds < rbest.seconds)
+			rbest = ra;
+	}
+	if (rc == 0)
+		rc = pass(rfd, true, &rb, false);
+	close(rfd);
+	if (rc < 0) {
+		fprintf(stderr, "bench_xentrace: real capture: %s\n", strerror(-rc));
+		return 1;
+	}
+	report("real capture (664 KiB):", &rbest, &rb);
+	printf("  peak RSS %ld KiB\n", peak_rss_kb());
+	return 0;
+}
