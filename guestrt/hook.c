@@ -1,0 +1,111 @@
+/*
+ * The backend-independent face of the hook engines: wrappers over the
+ * backend table, error strings.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "guestrt/guestrt_priv.h"
+
+int xflow_hook_fail(struct xflow_hook *h, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(h->errbuf, sizeof(h->errbuf), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_hook_config *cfg,
+		   struct xflow_hook **out)
+{
+	static const struct xflow_hook_config defaults;
+	int rc;
+
+	if (!ops || !ops->hook_new || !out)
+		return -EINVAL;
+	rc = ops->hook_new(cfg ? cfg : &defaults, out);
+	if (rc == 0)
+		(*out)->ops = ops;
+	return rc;
+}
+
+void xflow_hook_free(struct xflow_hook *h)
+{
+	if (h)
+		h->ops->hook_free(h);
+}
+
+#define CALL(h, op, ...) ((h)->ops->op ? (h)->ops->op(__VA_ARGS__) : -ENOTSUP)
+
+int xflow_hook_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out)
+{
+	return CALL(h, attach, h, pid, out);
+}
+
+int xflow_hook_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out)
+{
+	if (!argv || !argv[0])
+		return -EINVAL;
+	return CALL(h, spawn, h, argv, out);
+}
+
+int xflow_hook_detach(struct xflow_hook_target *t)
+{
+	return CALL(t->hook, detach, t);
+}
+
+int xflow_hook_site_add(struct xflow_hook_target *t, uint64_t addr, enum xflow_hook_when when,
+			xflow_hook_handler_fn fn, void *data, uint32_t *site)
+{
+	if (when != XFLOW_HOOK_BEFORE && when != XFLOW_HOOK_AFTER)
+		return -EINVAL;
+	return CALL(t->hook, site_add, t, addr, when, fn, data, site);
+}
+
+int xflow_hook_site_remove(struct xflow_hook_target *t, uint32_t site)
+{
+	return CALL(t->hook, site_remove, t, site);
+}
+
+int xflow_hook_site_enable(struct xflow_hook_target *t, uint32_t site, bool on)
+{
+	return CALL(t->hook, site_enable, t, site, on);
+}
+
+int xflow_hook_site_stats(struct xflow_hook_target *t, uint32_t site, struct xflow_hook_site_stats *st)
+{
+	return CALL(t->hook, site_stats, t, site, st);
+}
+
+int xflow_hook_mem_read(struct xflow_hook_target *t, uint64_t addr, void *buf, size_t len)
+{
+	return CALL(t->hook, mem_read, t, addr, buf, len);
+}
+
+int xflow_hook_mem_write(struct xflow_hook_target *t, uint64_t addr, const void *buf, size_t len)
+{
+	return CALL(t->hook, mem_write, t, addr, buf, len);
+}
+
+int xflow_hook_run(struct xflow_hook *h, int timeout_ms)
+{
+	return CALL(h, run, h, timeout_ms);
+}
+
+int xflow_hook_control_fd(struct xflow_hook *h, int fd)
+{
+	return CALL(h, control_fd, h, fd);
+}
+
+const char *xflow_hook_last_error(const struct xflow_hook *h)
+{
+	return h->errbuf;
+}
+
+const char *xflow_hook_strerror(int err)
+{
+	return strerror(err < 0 ? -err : err);
+}

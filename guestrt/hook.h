@@ -1,0 +1,259 @@
+/*
+ * Hook engines of the guest runtime: put a probe at an instruction of a
+ * running program, run a handler at each hit, never damage the program.
+ *
+ * One table of operations, struct xflow_hook_backend_ops, is implemented by
+ * each backend: ptrace breakpoints with the handlers in the agent's user space
+ * (xflow_hook_ptrace_ops, the Xenprobes design applied to processes), and
+ * later in-process hot patching and a Xen backend.  Nothing in this header is
+ * specific to ptrace: a backend embeds struct xflow_hook as the first member
+ * of its engine and reaches its own state back with container_of.
+ *
+ * Threading: an engine belongs to the thread that created it.  Every call
+ * except xflow_hook_stop() is made from that thread (ptrace ties a tracee to
+ * the tracing thread, and the in-process backends want the same discipline).
+ * Handlers run on that thread, from inside xflow_hook_run().
+ *
+ * Errors: 0 or a negative errno.  When a call fails for a reason worth more
+ * than an errno (an instruction that cannot be relocated, an address that is
+ * not mapped), xflow_hook_last_error() has the full sentence.
+ */
+#ifndef XFLOW_GUESTRT_HOOK_H
+#define XFLOW_GUESTRT_HOOK_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct xflow_hook;
+struct xflow_hook_target;
+struct xflow_hook_backend_ops;
+
+/* x86-64 integer registers in the order of the Linux user_regs_struct, so
+ * that a backend that gets them from the kernel copies nothing. */
+struct xflow_hook_regs {
+	uint64_t r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8;
+	uint64_t rax, rcx, rdx, rsi, rdi, orig_rax;
+	uint64_t rip, cs, eflags, rsp, ss;
+	uint64_t fs_base, gs_base, ds, es, fs, gs;
+};
+
+enum xflow_hook_when {
+	XFLOW_HOOK_BEFORE = 0, /* before the instruction at the site runs */
+	XFLOW_HOOK_AFTER = 1,  /* after it ran, before the next one */
+};
+
+/* What a forked child of a target becomes. */
+enum xflow_hook_fork_policy {
+	/* Its breakpoints stay (the child's copy of them) and are tracked: it
+	 * becomes a target of its own with the same sites and site ids. */
+	XFLOW_HOOK_FORK_INHERIT = 0,
+	/* Its breakpoint bytes are restored and it is detached at once (a vfork
+	 * child, which shares its parent's memory, is followed until it execs or
+	 * exits and then let go; its hits run no handler). */
+	XFLOW_HOOK_FORK_DETACH = 1,
+};
+
+/*
+ * One hit, as a handler sees it.  regs->rip is the site address for a
+ * BEFORE hit and the address of the next instruction for an AFTER hit,
+ * whatever the backend does underneath (trap, out-of-line copy, emulation).
+ * The handler may change any register; a BEFORE handler that changes rip
+ * skips the instruction (and the AFTER handlers) and resumes at its rip.
+ */
+struct xflow_hook_hit {
+	struct xflow_hook_target *target;
+	pid_t pid;
+	pid_t tid;
+	uint32_t site;
+	enum xflow_hook_when when;
+	uint64_t addr; /* the site's address */
+	struct xflow_hook_regs *regs;
+};
+
+/* Runs at each hit of an enabled site.  It must not block for long: the
+ * thread that hit (and, for a ptrace backend, every other hit) waits. It may
+ * read and write target memory with xflow_hook_mem_read/_write and may call
+ * xflow_hook_site_enable/_add/_remove and xflow_hook_detach. */
+typedef void (*xflow_hook_handler_fn)(const struct xflow_hook_hit *hit, void *data);
+
+enum xflow_hook_event_kind {
+	XFLOW_HOOK_EV_THREAD_NEW = 1, /* a target created a thread: tid */
+	XFLOW_HOOK_EV_FORK,           /* child is a new target (INHERIT) or 0 */
+	XFLOW_HOOK_EV_EXEC,           /* every site of target was retired */
+	XFLOW_HOOK_EV_EXITED,         /* target ended: status as from waitpid */
+	XFLOW_HOOK_EV_DETACHED,       /* target let go (asked, or on an error) */
+	XFLOW_HOOK_EV_ERROR,          /* error on target: err; it was detached */
+};
+
+/* Lifecycle notice.  target is valid during the call; after EXITED and
+ * DETACHED it is freed when the callback returns. */
+struct xflow_hook_event {
+	enum xflow_hook_event_kind kind;
+	struct xflow_hook_target *target;
+	pid_t pid;
+	pid_t tid;                      /* THREAD_NEW */
+	struct xflow_hook_target *child; /* FORK (NULL if detached) */
+	pid_t child_pid;                /* FORK */
+	int status;                     /* EXITED */
+	int err;                        /* ERROR */
+};
+typedef void (*xflow_hook_event_fn)(const struct xflow_hook_event *ev, void *data);
+
+struct xflow_hook_config {
+	enum xflow_hook_fork_policy fork_policy;
+	xflow_hook_event_fn on_event; /* optional */
+	void *event_data;
+};
+
+/* Per-site counters. */
+struct xflow_hook_site_stats {
+	uint64_t hits;
+	bool enabled;
+	uint64_t addr;
+	enum xflow_hook_when when;
+};
+
+/* Engine state every backend embeds first.  The volatile fields are
+ * written by the signal handlers of restore_signals.c; a backend sets
+ * in_wait around the one blocking wait of its loop, which those signals
+ * interrupt (EINTR). */
+struct xflow_hook {
+	const struct xflow_hook_backend_ops *ops;
+	struct xflow_hook_config cfg;
+	pid_t owner_tid;
+	int control_fd;
+	volatile sig_atomic_t stop_requested;
+	volatile sig_atomic_t stop_reason;
+	volatile sig_atomic_t timed_out;
+	volatile sig_atomic_t in_wait;
+	char errbuf[256];
+};
+
+/* Target state every backend embeds first. */
+struct xflow_hook_target {
+	struct xflow_hook *hook;
+	pid_t pid;
+	void *user_data; /* free for the caller */
+};
+
+/*
+ * The backend table.  NULL means "not provided" (the wrapper returns
+ * -ENOTSUP).  Contracts:
+ */
+
+/* Allocate an engine configured by cfg (copied). *out is the embedded
+ * struct xflow_hook of the backend's engine. */
+typedef int (*xflow_hook_new_fn)(const struct xflow_hook_config *cfg, struct xflow_hook **out);
+/* Detach every target (restoring every byte) and free the engine. */
+typedef void (*xflow_hook_free_fn)(struct xflow_hook *h);
+/* Take a running process and every one of its threads; it keeps running.
+ * New threads are followed.  *out is owned by the engine (freed after the
+ * EXITED or DETACHED event, or by xflow_hook_free). */
+typedef int (*xflow_hook_attach_fn)(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out);
+/* Start argv[0] (PATH searched) as a target, held just after its exec so
+ * that sites of the main executable can be added before it runs; it starts
+ * at the next xflow_hook_run(). */
+typedef int (*xflow_hook_spawn_fn)(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out);
+/* Restore every byte patched in target, put every thread back at a correct
+ * instruction, let it go.  target is freed (after the DETACHED event). */
+typedef int (*xflow_hook_detach_fn)(struct xflow_hook_target *t);
+/* Probe the instruction at addr.  Fails with a message when addr is not in
+ * an executable mapping or its instruction cannot be relocated.  The site is
+ * enabled when this returns 0; *site identifies it within t. */
+typedef int (*xflow_hook_site_add_fn)(struct xflow_hook_target *t, uint64_t addr, enum xflow_hook_when when,
+				      xflow_hook_handler_fn fn, void *data, uint32_t *site);
+/* Remove a site; the original bytes are back when no site uses the address. */
+typedef int (*xflow_hook_site_remove_fn)(struct xflow_hook_target *t, uint32_t site);
+/* Enable or disable a site while the target runs. */
+typedef int (*xflow_hook_site_enable_fn)(struct xflow_hook_target *t, uint32_t site, bool on);
+typedef int (*xflow_hook_site_stats_fn)(struct xflow_hook_target *t, uint32_t site, struct xflow_hook_site_stats *st);
+/* Bounded, fault-safe access to target memory: -EFAULT when any byte is
+ * not mapped (nothing partial is reported as success), -E2BIG past
+ * XFLOW_HOOK_MEM_MAX.  Reads see the original bytes under breakpoints. Writes
+ * honour the target's page protections. Never signals the target. */
+typedef int (*xflow_hook_mem_read_fn)(struct xflow_hook_target *t, uint64_t addr, void *buf, size_t len);
+typedef int (*xflow_hook_mem_write_fn)(struct xflow_hook_target *t, uint64_t addr, const void *buf, size_t len);
+/* Serve hits and events for timeout_ms (-1: until no target is left or
+ * xflow_hook_stop; 0: only what is pending).  Returns the number of events
+ * served, or -EINTR when stopped by xflow_hook_stop, a fatal signal or the
+ * control fd (every target was then detached, see xflow_hook_stop_reason). */
+typedef int (*xflow_hook_run_fn)(struct xflow_hook *h, int timeout_ms);
+/* Watch fd (a pipe or socket from the controlling monitor): when its peer
+ * goes away (HUP), every target is detached and run returns -EINTR.  -1
+ * stops watching.  The fd stays the caller's. */
+typedef int (*xflow_hook_control_fd_fn)(struct xflow_hook *h, int fd);
+
+struct xflow_hook_backend_ops {
+	const char *name;
+	xflow_hook_new_fn hook_new;
+	xflow_hook_free_fn hook_free;
+	xflow_hook_attach_fn attach;
+	xflow_hook_spawn_fn spawn;
+	xflow_hook_detach_fn detach;
+	xflow_hook_site_add_fn site_add;
+	xflow_hook_site_remove_fn site_remove;
+	xflow_hook_site_enable_fn site_enable;
+	xflow_hook_site_stats_fn site_stats;
+	xflow_hook_mem_read_fn mem_read;
+	xflow_hook_mem_write_fn mem_write;
+	xflow_hook_run_fn run;
+	xflow_hook_control_fd_fn control_fd;
+};
+
+/* Largest single memory access through the accessor. */
+#define XFLOW_HOOK_MEM_MAX (1u << 20)
+
+extern const struct xflow_hook_backend_ops xflow_hook_ptrace_ops;
+
+/* Wrappers over the table (hook.c). */
+int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_hook_config *cfg,
+		   struct xflow_hook **out);
+void xflow_hook_free(struct xflow_hook *h);
+int xflow_hook_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out);
+int xflow_hook_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out);
+int xflow_hook_detach(struct xflow_hook_target *t);
+int xflow_hook_site_add(struct xflow_hook_target *t, uint64_t addr, enum xflow_hook_when when,
+			xflow_hook_handler_fn fn, void *data, uint32_t *site);
+int xflow_hook_site_remove(struct xflow_hook_target *t, uint32_t site);
+int xflow_hook_site_enable(struct xflow_hook_target *t, uint32_t site, bool on);
+int xflow_hook_site_stats(struct xflow_hook_target *t, uint32_t site, struct xflow_hook_site_stats *st);
+int xflow_hook_mem_read(struct xflow_hook_target *t, uint64_t addr, void *buf, size_t len);
+int xflow_hook_mem_write(struct xflow_hook_target *t, uint64_t addr, const void *buf, size_t len);
+int xflow_hook_run(struct xflow_hook *h, int timeout_ms);
+int xflow_hook_control_fd(struct xflow_hook *h, int fd);
+const char *xflow_hook_last_error(const struct xflow_hook *h);
+const char *xflow_hook_strerror(int err);
+
+/*
+ * Signals of the tracer.  xflow_hook_signals_install() catches SIGINT,
+ * SIGTERM, SIGHUP and SIGQUIT for h: the handler only records the signal
+ * and wakes xflow_hook_run(), which detaches every target (restoring every
+ * byte) and returns -EINTR; xflow_hook_stop_reason() then says which signal,
+ * and the caller may re-raise it with xflow_hook_signals_reraise().  One
+ * engine per process may own the signals.
+ */
+int xflow_hook_signals_install(struct xflow_hook *h);
+void xflow_hook_signals_uninstall(struct xflow_hook *h);
+void xflow_hook_signals_reraise(int signo);
+/* Ask run() to return -EINTR after detaching every target.  Async-signal-
+ * safe and callable from any thread. */
+void xflow_hook_stop(struct xflow_hook *h);
+/* Why run() stopped: a signal number, 0 for xflow_hook_stop(), -1 for the
+ * control fd, -2 not stopped. */
+int xflow_hook_stop_reason(const struct xflow_hook *h);
+
+/*
+ * Address resolution (maps.c).  Runtime address in pid of a location given
+ * by the object's path and either a file offset (XFLOW_HOOK_LOC_OFFSET) or a
+ * link-time virtual address (XFLOW_HOOK_LOC_VADDR, read against the ELF
+ * program headers), from /proc/PID/maps: PIE executables and shared
+ * libraries at any load base.  -ENOENT when path is not mapped in pid.
+ */
+enum xflow_hook_loc_kind { XFLOW_HOOK_LOC_OFFSET = 0, XFLOW_HOOK_LOC_VADDR = 1 };
+int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kind, uint64_t where,
+		       uint64_t *addr);
+
+#endif

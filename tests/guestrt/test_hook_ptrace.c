@@ -1,0 +1,264 @@
+/*
+ * The ptrace hook engine on real processes: exact hit counts, registers and
+ * memory seen by handlers, AFTER sites, toggles, and refusals.
+ */
+#include "tests/guestrt/gt.h"
+
+static struct xflow_hook *new_engine(enum xflow_hook_fork_policy pol, xflow_hook_event_fn ev, void *data)
+{
+	struct xflow_hook_config cfg = {.fork_policy = pol, .on_event = ev, .event_data = data};
+	struct xflow_hook *h = NULL;
+	gt_need_ptrace();
+	cr_assert_eq(xflow_hook_new(&xflow_hook_ptrace_ops, &cfg, &h), 0);
+	return h;
+}
+
+/* Spawn bin with its stdout on a pipe; *out reads it. */
+static struct xflow_hook_target *spawn(struct xflow_hook *h, const char *bin, const char *threads,
+				       const char *calls, const char *flags, FILE **out)
+{
+	int fds[2], saved = dup(1);
+	struct xflow_hook_target *t = NULL;
+	char *argv[] = {(char *)bin, (char *)threads, (char *)calls, (char *)flags, NULL};
+	cr_assert_eq(pipe(fds), 0);
+	fflush(stdout);
+	dup2(fds[1], 1);
+	int rc = xflow_hook_spawn(h, argv, &t);
+	dup2(saved, 1);
+	close(saved);
+	close(fds[1]);
+	cr_assert_eq(rc, 0, "spawn: %s", xflow_hook_last_error(h));
+	*out = fdopen(fds[0], "r");
+	return t;
+}
+
+static void read_out(FILE *f, char *buf, size_t len)
+{
+	char line[256];
+	buf[0] = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "out:", 4) == 0)
+			strncat(buf, line, len - strlen(buf) - 1);
+	fclose(f);
+}
+
+struct exit_rec {
+	int exited;
+	int status;
+};
+
+static void on_exit_ev(const struct xflow_hook_event *ev, void *data)
+{
+	struct exit_rec *r = data;
+	if (ev->kind == XFLOW_HOOK_EV_EXITED) {
+		r->exited++;
+		r->status = ev->status;
+	}
+}
+
+static void count_case(const char *opt, const char *threads, const char *calls, uint64_t expect_each)
+{
+	struct exit_rec ex = {0};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, on_exit_ev, &ex);
+	const char *bin = gt_build("fx_loop", opt);
+	char want[1024], got[1024];
+	uint64_t n_hooked = 0, n_other = 0, n_probe = 0;
+	FILE *out;
+
+	gt_reference(bin, threads, calls, "", want, sizeof(want));
+	struct xflow_hook_target *t = spawn(h, bin, threads, calls, "", &out);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "hooked"), XFLOW_HOOK_BEFORE, gt_count, &n_hooked,
+					 NULL),
+		     0, "%s", xflow_hook_last_error(h));
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "other"), XFLOW_HOOK_BEFORE, gt_count, &n_other,
+					 NULL),
+		     0, "%s", xflow_hook_last_error(h));
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "probe_args"), XFLOW_HOOK_AFTER, gt_count,
+					 &n_probe, NULL),
+		     0, "%s", xflow_hook_last_error(h));
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_assert_eq(ex.exited, 1);
+	cr_assert(WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 0, "status %x", ex.status);
+	cr_expect_str_eq(got, want);
+	cr_expect_eq(n_hooked, expect_each, "hooked: %" PRIu64 " hits, want %" PRIu64, n_hooked, expect_each);
+	cr_expect_eq(n_other, expect_each);
+	cr_expect_eq(n_probe, 1);
+	xflow_hook_free(h);
+}
+
+Test(hook_ptrace, counts_exact_O0)
+{
+	count_case("-O0", "1", "2000", 2000);
+}
+
+Test(hook_ptrace, counts_exact_O2_pie)
+{
+	count_case("-O2", "1", "2000", 2000);
+}
+
+Test(hook_ptrace, counts_exact_threads)
+{
+	count_case("-O2", "4", "1500", 6000);
+}
+
+Test(hook_ptrace, counts_exact_threads_nopie)
+{
+	count_case("-O0 -no-pie", "3", "1000", 3000);
+}
+
+struct regs_seen {
+	struct xflow_hook_target *t;
+	long a, b, magic, value;
+	char name[16];
+	uint64_t rsp_before, rsp_after;
+	int fault_rc;
+	int hits;
+};
+
+static void on_probe(const struct xflow_hook_hit *hit, void *data)
+{
+	struct regs_seen *s = data;
+	struct { long magic, value; char name[16]; } rec;
+	s->hits++;
+	s->a = (long)hit->regs->rdi;
+	s->b = (long)hit->regs->rsi;
+	cr_assert_eq(xflow_hook_mem_read(hit->target, hit->regs->rdx, &rec, sizeof(rec)), 0);
+	s->magic = rec.magic;
+	s->value = rec.value;
+	memcpy(s->name, rec.name, sizeof(s->name));
+	s->rsp_before = hit->regs->rsp;
+	/* A read that faults is an error, not a signal in anyone. */
+	char b[8];
+	s->fault_rc = xflow_hook_mem_read(hit->target, 8, b, sizeof(b));
+	/* The write the fixture's output shows: g_rec.value = 1000. */
+	long v = 1000;
+	cr_assert_eq(xflow_hook_mem_write(hit->target, hit->regs->rdx + 8, &v, sizeof(v)), 0);
+}
+
+static void on_probe_after(const struct xflow_hook_hit *hit, void *data)
+{
+	struct regs_seen *s = data;
+	s->rsp_after = hit->regs->rsp;
+	cr_assert_eq(hit->when, XFLOW_HOOK_AFTER);
+}
+
+Test(hook_ptrace, handler_regs_memory_write)
+{
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, NULL, NULL);
+	const char *bin = gt_build("fx_loop", "-O0");
+	struct regs_seen s = {0};
+	char got[1024];
+	FILE *out;
+	struct xflow_hook_target *t = spawn(h, bin, "1", "10", "", &out);
+	uint64_t fn = gt_addr(t->pid, bin, "probe_args");
+
+	/* At -O0 the function starts with push rbp: out of line, and after it
+	 * rsp is 8 lower. */
+	cr_assert_eq(xflow_hook_site_add(t, fn, XFLOW_HOOK_BEFORE, on_probe, &s, NULL), 0, "%s",
+		     xflow_hook_last_error(h));
+	cr_assert_eq(xflow_hook_site_add(t, fn, XFLOW_HOOK_AFTER, on_probe_after, &s, NULL), 0);
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_expect_eq(s.hits, 1);
+	cr_expect_eq(s.a, 42);
+	cr_expect_eq(s.b, 17);
+	cr_expect_eq(s.magic, 0x1122334455667788L);
+	cr_expect_eq(s.value, 7);
+	cr_expect_str_eq(s.name, "fixture");
+	cr_expect_eq(s.fault_rc, -EFAULT);
+	cr_expect_eq(s.rsp_before - s.rsp_after, 8);
+	/* 42 * 1000 + 17 + 1000, and the value written. */
+	cr_expect(strstr(got, "out: probe 43017 value 1000\n") != NULL, "%s", got);
+	xflow_hook_free(h);
+}
+
+static void stop_target(const struct xflow_hook_hit *hit, void *data)
+{
+	(void)data;
+	kill(hit->pid, SIGKILL);
+}
+
+Test(hook_ptrace, target_killed_mid_hit)
+{
+	struct exit_rec ex = {0};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, on_exit_ev, &ex);
+	const char *bin = gt_build("fx_loop", "-O2");
+	FILE *out;
+	struct xflow_hook_target *t = spawn(h, bin, "4", "1000", "", &out);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "hooked"), XFLOW_HOOK_BEFORE, stop_target, NULL,
+					 NULL),
+		     0);
+	gt_run_all(h, 20000);
+	fclose(out);
+	cr_assert_eq(ex.exited, 1);
+	cr_expect(WIFSIGNALED(ex.status) && WTERMSIG(ex.status) == SIGKILL, "status %x", ex.status);
+	xflow_hook_free(h);
+}
+
+Test(hook_ptrace, bad_sites_refused)
+{
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, NULL, NULL);
+	const char *bin = gt_build("fx_loop", "-O2");
+	uint64_t n = 0;
+	char got[1024], want[1024];
+	FILE *out;
+	gt_reference(bin, "1", "100", "", want, sizeof(want));
+	struct xflow_hook_target *t = spawn(h, bin, "1", "100", "", &out);
+	uint64_t fn = gt_addr(t->pid, bin, "hooked");
+
+	cr_expect_eq(xflow_hook_site_add(t, 0x1000, XFLOW_HOOK_BEFORE, gt_count, &n, NULL), -EFAULT);
+	cr_expect(strstr(xflow_hook_last_error(h), "not mapped") != NULL, "%s", xflow_hook_last_error(h));
+	cr_expect_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "g_rec"), XFLOW_HOOK_BEFORE, gt_count, &n, NULL),
+		     -EACCES);
+	cr_expect(strstr(xflow_hook_last_error(h), "not in an executable mapping") != NULL, "%s",
+		  xflow_hook_last_error(h));
+	cr_assert_eq(xflow_hook_site_add(t, fn, XFLOW_HOOK_BEFORE, gt_count, &n, NULL), 0);
+	cr_expect_eq(xflow_hook_site_add(t, fn + 1, XFLOW_HOOK_BEFORE, gt_count, &n, NULL), -EINVAL);
+	cr_expect(strstr(xflow_hook_last_error(h), "not an instruction boundary") != NULL, "%s",
+		  xflow_hook_last_error(h));
+	cr_expect_eq(xflow_hook_site_enable(t, 99, false), -ENOENT);
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_expect_str_eq(got, want);
+	cr_expect_eq(n, 100);
+	xflow_hook_free(h);
+}
+
+struct toggle {
+	uint64_t hits;
+};
+
+Test(hook_ptrace, toggle_live)
+{
+	struct exit_rec ex = {0};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, on_exit_ev, &ex);
+	const char *bin = gt_build("fx_loop", "-O2");
+	uint64_t n = 0, n2 = 0;
+	uint32_t site;
+	char got[1024], want[1024];
+	FILE *out;
+	gt_reference(bin, "2", "1500", "s", want, sizeof(want));
+	struct xflow_hook_target *t = spawn(h, bin, "2", "1500", "s", &out);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "hooked"), XFLOW_HOOK_BEFORE, gt_count, &n, &site),
+		     0);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "other"), XFLOW_HOOK_BEFORE, gt_count, &n2, NULL),
+		     0);
+	cr_assert(xflow_hook_run(h, 60) >= 0);
+	cr_assert(n > 0, "no hits while enabled");
+	cr_assert_eq(xflow_hook_site_enable(t, site, false), 0);
+	uint64_t frozen = n, other_before = n2;
+	cr_assert(xflow_hook_run(h, 60) >= 0);
+	cr_expect_eq(n, frozen, "hits while disabled: %" PRIu64 " -> %" PRIu64, frozen, n);
+	cr_expect(n2 > other_before, "the target stopped running");
+	cr_assert_eq(xflow_hook_site_enable(t, site, true), 0);
+	cr_assert(xflow_hook_run(h, 60) >= 0);
+	cr_expect(n > frozen, "no hits after enabling again");
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_expect_eq(ex.exited, 1);
+	cr_expect_str_eq(got, want);
+	/* Every call of other() was seen: the toggles lost no hit there. */
+	cr_expect_eq(n2, 3000);
+	xflow_hook_free(h);
+}
