@@ -23,6 +23,15 @@ int gnttab_grant_foreign_access(domid_t domid, unsigned long frame, int readonly
 /* Revokes the grant and frees the reference. */
 void gnttab_end_foreign_access(grant_ref_t ref);
 
+/*
+ * Calls @fn for each page-sized piece of [@addr, @addr + @len) with its frame
+ * number, offset and length, as Linux's gnttab_foreach_grant_in_range().
+ */
+typedef void (*xen_grant_fn_t)(unsigned long gfn, unsigned int offset, unsigned int len,
+			       void *data);
+void gnttab_foreach_grant_in_range(const void *addr, unsigned int len, xen_grant_fn_t fn,
+				   void *data);
+
 /* Dom0 side: a guest's grant table and RAM as dom0 sees them. */
 struct gnttab_foreign {
 	domid_t domid;

@@ -67,6 +67,44 @@ static void flush_requests(struct blkfront_info *info)
 		notify_remote_via_evtchn(&info->xbdev->evtchn);
 }
 
+struct setup_rw_req {
+	struct blkfront_info *info;
+	blkif_request_t *ring_req;
+	int write;
+	int failed;
+};
+
+/*
+ * gnttab_foreach_grant_in_range()'s callback, as in Linux 4.x: grants the
+ * backend one piece of the request's data and adds it as a segment.
+ */
+static void blkif_setup_rw_req_grant(unsigned long gfn, unsigned int offset, unsigned int len,
+				     void *data)
+{
+	struct setup_rw_req *setup = data;
+	blkif_request_t *ring_req = setup->ring_req;
+	int ref;
+
+	ref = gnttab_grant_foreign_access(setup->info->xbdev->otherend_id, gfn, setup->write);
+	if (ref < 0 || ring_req->nr_segments == BLKIF_MAX_SEGMENTS_PER_REQUEST) {
+		if (ref >= 0)
+			gnttab_end_foreign_access((grant_ref_t)ref);
+		setup->failed = 1;
+		return;
+	}
+	ring_req->seg[ring_req->nr_segments++] = (struct blkif_request_segment){
+		.gref = (grant_ref_t)ref,
+		.first_sect = (uint8_t)(offset >> SECTOR_SHIFT),
+		.last_sect = (uint8_t)(((offset + len) >> SECTOR_SHIFT) - 1),
+	};
+}
+
+static void blkif_end_grants(const blkif_request_t *ring_req)
+{
+	for (unsigned int i = 0; i < ring_req->nr_segments; i++)
+		gnttab_end_foreign_access(ring_req->seg[i].gref);
+}
+
 /*
  * Puts @req on the ring.  Returns 1 when the grant table is full (try
  * again later), 0 on success.  Called with the queue lock held.
@@ -76,36 +114,36 @@ static noinline int blkif_queue_request(struct request *req)
 	struct blkfront_info *info = req->rq_disk->private_data;
 	struct bio *bio = req->bio;
 	struct truth_tag tag = bio_tag(bio);
+	struct setup_rw_req setup = { .info = info, .write = req->flags == WRITE };
 	blkif_request_t *ring_req;
 	unsigned long id;
-	int ref;
-
-	truth_note(ST_BLKIF_QUEUE_REQUEST, &tag, bio);
-	ref = gnttab_grant_foreign_access(info->xbdev->otherend_id, virt_to_mfn(bio->bi_page),
-					  req->flags == WRITE);
-	if (ref < 0)
-		return 1;
 
 	/* Fill out a communications ring structure. */
 	ring_req = RING_GET_REQUEST(&info->ring, info->ring.req_prod_pvt);
+	ring_req->nr_segments = 0;
+	setup.ring_req = ring_req;
+	gnttab_foreach_grant_in_range((unsigned char *)bio->bi_page + bio->bi_offset,
+				      bio->bi_size, blkif_setup_rw_req_grant, &setup);
+	/* The request the segments went into (Linux may chain a second one). */
+	ring_req = setup.ring_req;
+	if (setup.failed) {
+		blkif_end_grants(ring_req);
+		return 1;
+	}
+
 	id = GET_ID_FROM_FREELIST(info);
 	info->shadow[id].request = req;
-
 	ring_req->id = id;
 	ring_req->operation = req->flags == WRITE ? BLKIF_OP_WRITE : BLKIF_OP_READ;
 	ring_req->sector_number = req->sector;
 	ring_req->handle = 0;
-	ring_req->nr_segments = 1;
-	ring_req->seg[0].gref = (grant_ref_t)ref;
-	ring_req->seg[0].first_sect = (uint8_t)(bio->bi_offset >> SECTOR_SHIFT);
-	ring_req->seg[0].last_sect =
-		(uint8_t)(((bio->bi_offset + bio->bi_size) >> SECTOR_SHIFT) - 1);
 
 	info->ring.req_prod_pvt++;
 	info->inflight++;
 
 	/* Keep a private copy so we can reissue requests when recovering. */
 	info->shadow[id].req = *ring_req;
+	truth_note(ST_BLKIF_QUEUE_REQUEST, &tag, bio); /* on the ring, to be pushed */
 	return 0;
 }
 
@@ -157,7 +195,7 @@ again:
 		req = info->shadow[id].request;
 		tag = bio_tag(req->bio);
 		truth_note(ST_BLKIF_INT, &tag, req->bio);
-		gnttab_end_foreign_access(info->shadow[id].req.seg[0].gref);
+		blkif_end_grants(&info->shadow[id].req);
 		ADD_ID_TO_FREELIST(info, id);
 		info->inflight--;
 		end_that_request(req, bret->status == BLKIF_RSP_OKAY);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "linux/kernel.h"
+#include "linux/mm.h"
 
 static struct {
 	spinlock_t lock;
@@ -54,6 +55,22 @@ void gnttab_end_foreign_access(grant_ref_t ref)
 	spin_lock(&gnttab.lock);
 	gnttab.free_list[gnttab.nfree++] = ref;
 	spin_unlock(&gnttab.lock);
+}
+
+void gnttab_foreach_grant_in_range(const void *addr, unsigned int len, xen_grant_fn_t fn,
+				   void *data)
+{
+	unsigned int offset = (unsigned int)((uintptr_t)addr & ~PAGE_MASK);
+
+	while (len) {
+		unsigned int glen = (unsigned int)PAGE_SIZE - offset < len ?
+			(unsigned int)PAGE_SIZE - offset : len;
+
+		fn(virt_to_mfn(addr), offset, glen, data);
+		addr = (const unsigned char *)addr + glen;
+		len -= glen;
+		offset = 0;
+	}
 }
 
 void *gnttab_map_grant_ref(const struct gnttab_foreign *f, grant_ref_t ref, bool write)

@@ -120,6 +120,41 @@ static noinline void network_tx_buf_gc(struct net_device *dev)
 	pthread_cond_broadcast(&np->tx_room);
 }
 
+struct xennet_gnttab_make_txreq {
+	struct netfront_info *np;
+	struct sk_buff *skb;
+	struct netif_tx_request *tx; /* the request made, NULL if none */
+};
+
+/*
+ * gnttab_foreach_grant_in_range()'s callback: grants the backend the frame
+ * and puts a request for it on the ring (not yet pushed).  Called with
+ * tx_lock held and a free slot.  The caller sets the request's flags.
+ */
+static void xennet_tx_setup_grant(unsigned long gfn, unsigned int offset, unsigned int len,
+				  void *data)
+{
+	struct xennet_gnttab_make_txreq *info = data;
+	struct netfront_info *np = info->np;
+	struct netif_tx_request *tx;
+	unsigned short id;
+	int ref;
+
+	ref = gnttab_grant_foreign_access(np->xbdev->otherend_id, gfn, 1);
+	if (unlikely(ref < 0))
+		return;
+	id = get_id_from_freelist(np->tx_skbs);
+	np->tx_skbs[id] = info->skb;
+	np->grant_tx_ref[id] = (grant_ref_t)ref;
+
+	tx = RING_GET_REQUEST(&np->tx, np->tx.req_prod_pvt++);
+	tx->id = id;
+	tx->gref = (grant_ref_t)ref;
+	tx->offset = (uint16_t)offset;
+	tx->size = (uint16_t)len;
+	info->tx = tx;
+}
+
 /* Sleeps until responses may have freed ring slots, or 100 ms pass. */
 static int tx_room_wait(struct netfront_info *np)
 {
@@ -141,11 +176,10 @@ static int tx_room_wait(struct netfront_info *np)
 static int network_start_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct netfront_info *np = netdev_priv(dev);
+	struct xennet_gnttab_make_txreq info = { .np = np, .skb = skb };
 	struct netif_tx_request *tx;
-	unsigned short id;
 	unsigned int len = skb->len; /* skb may be freed once it is on the ring */
-	RING_IDX i;
-	int notify, ref;
+	int notify;
 
 	truth_note(ST_NETWORK_START_XMIT, skb_tag(skb), skb);
 	if (unlikely(((uintptr_t)skb->data & ~PAGE_MASK) + skb->len > PAGE_SIZE)) {
@@ -167,28 +201,22 @@ static int network_start_xmit(struct sk_buff *skb, struct net_device *dev)
 			return NETDEV_TX_OK;
 		}
 	}
-	ref = gnttab_grant_foreign_access(np->xbdev->otherend_id, virt_to_mfn(skb->data), 1);
-	if (unlikely(ref < 0)) {
+	/*
+	 * As Linux 4.x does it: the grant callback takes a ring slot and fills
+	 * in the request; the flags are set here, where the skb is known.
+	 */
+	gnttab_foreach_grant_in_range(skb->data, skb->len, xennet_tx_setup_grant, &info);
+	tx = info.tx;
+	if (unlikely(!tx)) {
 		spin_unlock(&np->tx_lock);
 		dev->stats.tx_dropped++;
 		kfree_skb(skb);
 		return NETDEV_TX_OK;
 	}
-
-	i = np->tx.req_prod_pvt;
-	id = get_id_from_freelist(np->tx_skbs);
-	np->tx_skbs[id] = skb;
-
-	tx = RING_GET_REQUEST(&np->tx, i);
-	tx->id = id;
-	tx->gref = np->grant_tx_ref[id] = (grant_ref_t)ref;
-	tx->offset = (uint16_t)((uintptr_t)skb->data & ~PAGE_MASK);
-	tx->size = (uint16_t)skb->len;
 	tx->flags = 0;
 	if (skb->ip_summed == CHECKSUM_HW) /* local packet? */
 		tx->flags |= NETTXF_csum_blank | NETTXF_data_validated;
 
-	np->tx.req_prod_pvt = i + 1;
 	RING_PUSH_REQUESTS_AND_CHECK_NOTIFY(&np->tx, notify);
 	if (notify)
 		notify_remote_via_evtchn(&np->xbdev->evtchn);
