@@ -473,7 +473,7 @@ void fl_xflow_expand(struct xflow_unit *u)
 		for (struct fl_xpoint *p = f->points; p; p = p->next) {
 			if (!p->pc)
 				continue;   /* its pointcut had errors */
-			if (p->kind != FL_XP_TRANSIT && (p->nops == 0)) {
+			if (p->kind != FL_XP_TRANSIT) {
 				u->gensym = 0;
 				struct fl_advice *a = expand_end(u, f, p);
 				append(&tail, a);

@@ -25,7 +25,10 @@ static const char usage[] =
 	"  -WNAME, -Wno-NAME  enable or disable one warning: unused-binding,\n"
 	"                     flowid-truncation, empty-flow\n"
 	"  -h, --help         show this help\n"
-	"  --version          show the version\n";
+	"  --version          show the version\n"
+	"\n"
+	"Exit status: 0 clean, 1 errors (or warnings with -Werror), 2 usage.\n"
+	"See xflowc(1) and, for the language, xflow(5).\n";
 
 int xflowc_run(int argc, char **argv, FILE *out, FILE *err)
 {
