@@ -103,8 +103,18 @@ struct cursor {
 	struct xentrace_record slot[2];
 };
 
+/* Window headers recently read, by the offset asked for: the cursors walk
+ * the same chain at nearly the same place, so most walks hit. */
+#define WCACHE_SLOTS 4096
+
+struct wcache_entry {
+	uint64_t key; /* requested offset + 1; 0: empty */
+	struct window w;
+};
+
 struct xentrace_reader {
 	const struct xentrace_source *src;
+	struct wcache_entry *wcache;
 	size_t bufsz;
 	int err;
 	bool discovering; /* framing problems are reported by the discovery pass only */
@@ -207,7 +217,24 @@ static uint64_t resync(struct xentrace_reader *r, uint64_t off)
  * an impossible cpu is skipped whole when its size is sane, anything else
  * by searching for the next believable header.
  */
+static int window_read(struct xentrace_reader *r, uint64_t off, struct window *w);
+
 static int window_at(struct xentrace_reader *r, uint64_t off, struct window *w)
+{
+	struct wcache_entry *e = &r->wcache[(off >> 2) % WCACHE_SLOTS];
+	if (e->key == off + 1) {
+		*w = e->w;
+		return 1;
+	}
+	int rc = window_read(r, off, w);
+	if (rc == 1) {
+		e->key = off + 1;
+		e->w = *w;
+	}
+	return rc;
+}
+
+static int window_read(struct xentrace_reader *r, uint64_t off, struct window *w)
 {
 	const uint64_t size = r->src->size;
 	while (off < size) {
@@ -590,6 +617,10 @@ int xentrace_reader_open(struct xentrace_reader **out, const struct xentrace_sou
 	if (r->bufsz < MIN_BUFFER)
 		r->bufsz = MIN_BUFFER;
 	r->st.file_size = src->size;
+	if (!(r->wcache = calloc(WCACHE_SLOTS, sizeof(*r->wcache)))) {
+		free(r);
+		return -ENOMEM;
+	}
 
 	/* Discovery: every window header once, to know the cpus up front (so
 	 * that none joins the merge late) and to report framing problems once. */
@@ -663,6 +694,7 @@ void xentrace_reader_free(struct xentrace_reader *r)
 			free(r->cur[i]);
 		}
 	}
+	free(r->wcache);
 	free(r);
 }
 
