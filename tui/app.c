@@ -1,0 +1,499 @@
+/*
+ * The application: collectors, the model, refreshes, reactions, and the
+ * libuv loop that drives them.  libuv is included here only.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "tui/app.h"
+#include "tui/report.h"
+#include "xflow/clock.h"
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Records one read() call may deliver, and the most one refresh takes
+ * from one collector before drawing (so a flood cannot freeze the screen). */
+#define READ_BATCH 4096
+#define REFRESH_BUDGET (UINT64_C(8) << 20)
+
+struct xft_app_loop {
+	uv_loop_t loop;
+	uv_timer_t refresh;
+	uv_signal_t sig[4];
+	uv_poll_t input;
+	int have_input;
+	struct {
+		uv_poll_t poll;
+		unsigned src;
+	} polls[XFT_MAX_SOURCES * XFT_MAX_FDS];
+	unsigned npolls;
+	struct xft_app *app;
+};
+
+/* --- collectors ------------------------------------------------------------ */
+
+static int site_lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_site_info *out)
+{
+	struct xft_app *app = ctx;
+	for (unsigned s = 0; s < app->nsrc; s++)
+		if (app->src[s].ops->site_info &&
+		    app->src[s].ops->site_info(app->src[s].c, domain, site, out) == 0)
+			return 0;
+	return -ENOENT;
+}
+
+int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t errlen)
+{
+	if (app->nsrc >= XFT_MAX_SOURCES) {
+		snprintf(err, errlen, "too many collectors (at most %d)", XFT_MAX_SOURCES);
+		return -ENOSPC;
+	}
+	char name[XFT_SPEC_LEN];
+	snprintf(name, sizeof(name), "%s", spec);
+	char *colon = strchr(name, ':');
+	const char *options = "";
+	if (colon) {
+		*colon = '\0';
+		options = colon + 1;
+	}
+	const struct xflow_collector_ops *ops = xft_registry_find(&app->reg, name);
+	if (!ops) {
+		char known[512];
+		size_t o = 0;
+		known[0] = '\0';
+		for (unsigned i = 0; i < app->reg.n && o < sizeof(known); i++)
+			o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", i ? ", " : "",
+					      app->reg.e[i].ops->name);
+		snprintf(err, errlen, "unknown collector '%s' (known: %s; plugins load with --collector-path)",
+			 name, known);
+		return -ENOENT;
+	}
+	struct xft_source *s = &app->src[app->nsrc];
+	memset(s, 0, sizeof(*s));
+	s->ops = ops;
+	snprintf(s->spec, sizeof(s->spec), "%s", spec);
+	char msg[256] = "";
+	int rc = ops->open(options, &s->c, msg, sizeof(msg));
+	if (rc) {
+		snprintf(err, errlen, "collector '%s': %s", spec, msg[0] ? msg : strerror(rc < 0 ? -rc : rc));
+		return rc < 0 ? rc : -EINVAL;
+	}
+	if (ops->pollfds) {
+		int n = ops->pollfds(s->c, s->fds, XFT_MAX_FDS);
+		s->nfds = n > 0 ? (n > XFT_MAX_FDS ? XFT_MAX_FDS : n) : 0;
+	}
+	app->nsrc++;
+	return 0;
+}
+
+struct emit_ctx {
+	struct xft_app *app;
+	uint64_t n;
+};
+
+static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
+{
+	struct emit_ctx *e = ctx;
+	xft_agg_feed(e->app->agg, r, t_ns);
+	e->n++;
+}
+
+static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint64_t budget)
+{
+	struct xft_source *s = &app->src[i];
+	struct emit_ctx e = { app, 0 };
+	while (!s->ended && e.n < budget) {
+		long n = s->ops->read(s->c, now, emit, &e, READ_BATCH);
+		if (n < 0) {
+			s->ended = 1;
+			const char *why = s->ops->last_error ? s->ops->last_error(s->c) : NULL;
+			snprintf(s->error, sizeof(s->error), "%s",
+				 n == -ENODATA ? "end of input" : why ? why : strerror((int)-n));
+			xft_app_message(app, "%s: %s", s->spec, s->error);
+			break;
+		}
+		if (n == 0)
+			break;
+	}
+	app->records += e.n;
+	return e.n;
+}
+
+uint64_t xft_app_collect(struct xft_app *app, uint64_t now, uint64_t budget)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < app->nsrc; i++)
+		n += collect_one(app, i, now, budget);
+	return n;
+}
+
+/* --- refresh -------------------------------------------------------------- */
+
+static void update_infos(struct xft_app *app, double secs)
+{
+	/* Aspects and domains, with per-second rates from the previous values. */
+	struct xft_aspect_row old_a[XFT_MAX_ASPECTS];
+	unsigned nold_a = app->naspects;
+	memcpy(old_a, app->aspects, sizeof(old_a[0]) * nold_a);
+	app->naspects = 0;
+	struct xft_domain_row old_d[XFT_MAX_DOMROWS];
+	unsigned nold_d = app->ndomains;
+	memcpy(old_d, app->domains, sizeof(old_d[0]) * nold_d);
+	app->ndomains = 0;
+	app->drops = app->bad = 0;
+	for (unsigned s = 0; s < app->nsrc; s++) {
+		struct xft_source *src = &app->src[s];
+		if (src->ops->stats) {
+			src->ops->stats(src->c, &src->st);
+			app->drops += src->st.drops;
+			app->bad += src->st.bad;
+		}
+		for (uint32_t i = 0; src->ops->aspect_info && app->naspects < XFT_MAX_ASPECTS; i++) {
+			struct xft_aspect_row *r = &app->aspects[app->naspects];
+			memset(r, 0, sizeof(*r));
+			if (src->ops->aspect_info(src->c, i, &r->info))
+				break;
+			r->src = s;
+			r->index = i;
+			r->prev_hits = r->info.hits;
+			for (unsigned k = 0; k < nold_a; k++)
+				if (old_a[k].src == s && old_a[k].index == i) {
+					uint64_t d = r->info.hits >= old_a[k].prev_hits ? r->info.hits - old_a[k].prev_hits : 0;
+					r->hits_per_s = secs > 0 ? (double)d / secs : old_a[k].hits_per_s;
+				}
+			app->naspects++;
+		}
+		for (uint32_t i = 0; src->ops->domain_info && app->ndomains < XFT_MAX_DOMROWS; i++) {
+			struct xft_domain_row *r = &app->domains[app->ndomains];
+			memset(r, 0, sizeof(*r));
+			if (src->ops->domain_info(src->c, i, &r->info))
+				break;
+			r->src = s;
+			r->prev_records = r->info.records;
+			if (r->info.name)
+				xft_sites_set_domain(&app->sites, r->info.id, r->info.name);
+			for (unsigned k = 0; k < nold_d; k++)
+				if (old_d[k].src == s && old_d[k].info.id == r->info.id) {
+					uint64_t d = r->info.records >= old_d[k].prev_records
+							     ? r->info.records - old_d[k].prev_records : 0;
+					r->per_s = secs > 0 ? (double)d / secs : old_d[k].per_s;
+				}
+			app->ndomains++;
+		}
+	}
+}
+
+void xft_app_order(struct xft_app *app)
+{
+	xft_frame_order(&app->frame, &app->ui.filter, &app->sites, app->ui.list[XFT_VIEW_HOPS].sort,
+			app->ui.list[XFT_VIEW_HOPS].desc, app->ui.list[XFT_VIEW_FLOWS].sort,
+			app->ui.list[XFT_VIEW_FLOWS].desc);
+}
+
+void xft_app_refresh(struct xft_app *app, uint64_t now)
+{
+	xft_app_collect(app, now, REFRESH_BUDGET);
+	xft_agg_tick(app->agg, now);
+	double secs = app->last_refresh_ns ? (double)(now - app->last_refresh_ns) / 1e9 : 0;
+	if (secs > 0)
+		app->rate = (double)(app->records - app->prev_records) / secs;
+	app->prev_records = app->records;
+	app->last_refresh_ns = now;
+	app->now_ns = now;
+	update_infos(app, secs);
+	if (!app->ui.paused) {
+		xft_frame_build(&app->frame, app->agg, &app->sites);
+		xft_app_order(app);
+	}
+	app->iteration++;
+}
+
+int xft_app_aspect_toggle(struct xft_app *app, unsigned i)
+{
+	if (i >= app->naspects)
+		return -ENOENT;
+	struct xft_aspect_row *r = &app->aspects[i];
+	struct xft_source *s = &app->src[r->src];
+	if (!s->ops->aspect_set)
+		return -ENOTSUP;
+	int rc = s->ops->aspect_set(s->c, r->index, !r->info.enabled);
+	if (rc == 0)
+		r->info.enabled = !r->info.enabled;
+	return rc;
+}
+
+void xft_app_message(struct xft_app *app, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(app->ui.message, sizeof(app->ui.message), fmt, ap);
+	va_end(ap);
+	app->ui.message_until = xflow_monotonic_ns() + UINT64_C(4000000000);
+}
+
+static void snapshot_now(struct xft_app *app, const char *base_in)
+{
+	char base[4096], err[512];
+	if (base_in)
+		snprintf(base, sizeof(base), "%s", base_in);
+	else
+		xft_snapshot_default_base(app, base, sizeof(base));
+	/* A snapshot shows the latest data even when the screen is paused. */
+	int paused = app->ui.paused;
+	if (paused) {
+		xft_frame_build(&app->frame, app->agg, &app->sites);
+		xft_app_order(app);
+	}
+	if (xft_snapshot_write(app, base, err, sizeof(err)))
+		xft_app_message(app, "snapshot failed: %s", err);
+	else
+		xft_app_message(app, "snapshot: %s.{txt,json,trace.json}", base);
+}
+
+void xft_app_react(struct xft_app *app, unsigned rx)
+{
+	app->now_ns = xflow_monotonic_ns();
+	if (rx & XFT_RX_QUIT)
+		app->quit = 1;
+	if (rx & XFT_RX_SNAPSHOT)
+		snapshot_now(app, NULL);
+	if (rx & XFT_RX_REFRESH)
+		xft_app_refresh(app, xflow_monotonic_ns());
+	else if (rx & XFT_RX_REORDER)
+		xft_app_order(app);
+}
+
+/* --- set-up ----------------------------------------------------------------- */
+
+int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, size_t errlen)
+{
+	memset(app, 0, sizeof(*app));
+	app->cfg = *cfg;
+	xft_registry_init(&app->reg);
+	int rc;
+	for (unsigned i = 0; i < cfg->ncollector_paths; i++)
+		if ((rc = xft_registry_load_dir(&app->reg, cfg->collector_paths[i], err, errlen)))
+			return rc;
+	if (cfg->demo) {
+		app->note = XFT_DEMO_NOTE;
+		rc = xft_app_add_source(app, XFT_DEMO_COLLECTOR, err, errlen);
+		if (rc)
+			return rc;
+	}
+	for (unsigned i = 0; i < cfg->ncollectors && !cfg->demo; i++)
+		if ((rc = xft_app_add_source(app, cfg->collectors[i], err, errlen)))
+			return rc;
+	if (!app->nsrc) {
+		snprintf(err, errlen, "no collector: give --collector NAME (see --list-collectors), "
+				      "a 'collector' line in the configuration, or --demo");
+		return -EINVAL;
+	}
+	/* The model must know how many id bits survive each domain crossing. */
+	for (unsigned k = 0; k < 16; k++)
+		for (unsigned s = 0; s < app->nsrc; s++)
+			if (app->src[s].ops->carried_bits) {
+				unsigned b = app->src[s].ops->carried_bits(app->src[s].c, (uint16_t)k);
+				if (b && b < 48 && (!app->cfg.limits.carried_bits[k] || b < app->cfg.limits.carried_bits[k]))
+					app->cfg.limits.carried_bits[k] = (uint8_t)b;
+			}
+	uint32_t max_sites = app->cfg.limits.max_hops * 2 < 65536 ? 65536 : app->cfg.limits.max_hops * 2;
+	if ((rc = xft_sites_init(&app->sites, max_sites, site_lookup, app)))
+		goto oom;
+	if ((rc = xft_agg_new(&app->cfg.limits, xft_sites_group, &app->sites, &app->agg)))
+		goto oom;
+	if ((rc = xft_frame_init(&app->frame, &app->cfg.limits)))
+		goto oom;
+	app->ui.path_points = calloc(app->cfg.limits.max_path, sizeof(*app->ui.path_points));
+	if (!app->ui.path_points) {
+		rc = -ENOMEM;
+		goto oom;
+	}
+	if ((rc = xft_canvas_resize(&app->canvas, 24, 80)))
+		goto oom;
+	xft_ui_init(app);
+	app->start_ns = app->now_ns = app->last_refresh_ns = xflow_monotonic_ns();
+	update_infos(app, 0);
+	return 0;
+oom:
+	snprintf(err, errlen, "cannot allocate the model (%s): lower max-flows, max-hops or max-pending",
+		 strerror(-rc));
+	return rc;
+}
+
+void xft_app_fini(struct xft_app *app)
+{
+	for (unsigned s = 0; s < app->nsrc; s++)
+		if (app->src[s].ops->close)
+			app->src[s].ops->close(app->src[s].c);
+	app->nsrc = 0;
+	if (app->agg)
+		xft_agg_free(app->agg);
+	app->agg = NULL;
+	xft_frame_fini(&app->frame);
+	xft_sites_fini(&app->sites);
+	free(app->ui.path_points);
+	app->ui.path_points = NULL;
+	xft_canvas_free(&app->canvas);
+	xft_registry_fini(&app->reg);
+}
+
+/* --- the loop --------------------------------------------------------------- */
+
+static void walk_close(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void after(struct xft_app *app, unsigned rx)
+{
+	xft_app_react(app, rx);
+	if (app->quit) {
+		uv_walk(&app->loop->loop, walk_close, NULL);
+		return;
+	}
+	if ((rx & (XFT_RX_REDRAW | XFT_RX_REORDER | XFT_RX_SNAPSHOT)) && app->renderer->draw)
+		app->renderer->draw(app);
+}
+
+static void on_refresh(uv_timer_t *t)
+{
+	struct xft_app_loop *l = container_of(t, struct xft_app_loop, refresh);
+	struct xft_app *app = l->app;
+	xft_app_refresh(app, xflow_monotonic_ns());
+	if (app->renderer->frame)
+		app->renderer->frame(app);
+	if (app->cfg.iterations && (long)app->iteration >= app->cfg.iterations)
+		app->quit = 1;
+	int all_ended = app->nsrc > 0;
+	for (unsigned s = 0; s < app->nsrc; s++)
+		all_ended &= app->src[s].ended;
+	/* Batch mode ends with its input (a replay); the screen stays. */
+	if (all_ended && app->renderer != &xft_renderer_curses)
+		app->quit = 1;
+	after(app, 0);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct xft_app_loop *l = h->data;
+	struct xft_app *app = l->app;
+	unsigned rx = 0;
+	switch (signum) {
+	case SIGINT: case SIGTERM:
+		rx = XFT_RX_QUIT;
+		break;
+	case SIGWINCH:
+		if (app->renderer->resize)
+			app->renderer->resize(app);
+		rx = XFT_RX_REDRAW;
+		break;
+	case SIGUSR1:
+		rx = XFT_RX_SNAPSHOT;
+		break;
+	}
+	after(app, rx);
+}
+
+static void on_input(uv_poll_t *h, int status, int events)
+{
+	struct xft_app_loop *l = container_of(h, struct xft_app_loop, input);
+	struct xft_app *app = l->app;
+	(void)events;
+	if (status < 0) {
+		app->quit = 1;
+		after(app, XFT_RX_QUIT);
+		return;
+	}
+	after(app, app->renderer->input ? app->renderer->input(app) : 0);
+}
+
+static void on_source(uv_poll_t *h, int status, int events)
+{
+	struct xft_app *app = ((struct xft_app_loop *)h->loop->data)->app;
+	unsigned src = (unsigned)(uintptr_t)h->data;
+	(void)events;
+	if (status < 0) {
+		uv_poll_stop(h);
+		return;
+	}
+	collect_one(app, src, xflow_monotonic_ns(), READ_BATCH * 16);
+	if (app->src[src].ended)
+		uv_poll_stop(h);
+}
+
+int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
+{
+	char err[512];
+	struct xft_app_loop *l = calloc(1, sizeof(*l));
+	if (!l)
+		return 1;
+	app->loop = l;
+	app->renderer = r;
+	l->app = app;
+	uv_loop_init(&l->loop);
+	l->loop.data = l;
+
+	/* Signals first: ncurses leaves handlers it finds in place alone, so
+	 * SIGWINCH, SIGINT and SIGTERM come to the loop. */
+	static const int signums[4] = { SIGINT, SIGTERM, SIGWINCH, SIGUSR1 };
+	for (int i = 0; i < 4; i++) {
+		uv_signal_init(&l->loop, &l->sig[i]);
+		l->sig[i].data = l;
+		uv_signal_start(&l->sig[i], on_signal, signums[i]);
+	}
+	if (r->start && r->start(app, err, sizeof(err))) {
+		fprintf(stderr, "xflowtop: %s\n", err);
+		uv_walk(&l->loop, walk_close, NULL);
+		uv_run(&l->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&l->loop);
+		free(l);
+		app->loop = NULL;
+		return 1;
+	}
+	for (unsigned s = 0; s < app->nsrc; s++)
+		for (int k = 0; k < app->src[s].nfds; k++) {
+			uv_poll_t *p = &l->polls[l->npolls].poll;
+			if (uv_poll_init(&l->loop, p, app->src[s].fds[k]))
+				continue;
+			p->data = (void *)(uintptr_t)s;
+			uv_poll_start(p, UV_READABLE, on_source);
+			l->npolls++;
+		}
+	int fd = r->input_fd ? r->input_fd(app) : -1;
+	if (fd >= 0 && uv_poll_init(&l->loop, &l->input, fd) == 0) {
+		uv_poll_start(&l->input, UV_READABLE, on_input);
+		l->have_input = 1;
+	}
+	uint64_t ms = (uint64_t)(app->cfg.refresh_s * 1000.0 + 0.5);
+	uv_timer_init(&l->loop, &l->refresh);
+	/* The first screen comes quickly, the next ones at the interval. */
+	uv_timer_start(&l->refresh, on_refresh, r == &xft_renderer_curses ? (ms < 200 ? ms : 200) : ms, ms);
+	if (r->draw)
+		r->draw(app);
+
+	uv_run(&l->loop, UV_RUN_DEFAULT);
+
+	if (r->stop)
+		r->stop(app);
+	if (app->cfg.snapshot_on_exit[0]) {
+		xft_frame_build(&app->frame, app->agg, &app->sites);
+		xft_app_order(app);
+		if (xft_snapshot_write(app, app->cfg.snapshot_on_exit, err, sizeof(err))) {
+			fprintf(stderr, "xflowtop: %s\n", err);
+			app->exit_code = 1;
+		}
+	}
+	uv_walk(&l->loop, walk_close, NULL);
+	uv_run(&l->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&l->loop);
+	free(l);
+	app->loop = NULL;
+	return app->exit_code;
+}

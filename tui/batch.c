@@ -1,0 +1,53 @@
+/*
+ * Batch renderers: plain text tables (like `top -b` and `xentop -b`) or
+ * one JSON object per line, each interval, on standard output.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "tui/app.h"
+#include "tui/report.h"
+
+#define BATCH_WIDTH 100
+#define BATCH_FLOWS 10
+
+static void text_frame(struct xft_app *app)
+{
+	char stamp[16];
+	time_t t = time(NULL);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+	printf("xflowtop - %s, iteration %lu%s%s\n", stamp, app->iteration, app->note ? " - " : "",
+	       app->note ? app->note : "");
+	xft_report_summary_text(app, stdout);
+	printf("\nHOPS\n");
+	xft_report_hops_text(app, stdout, BATCH_WIDTH, 0);
+	printf("\nSLOWEST FLOWS\n");
+	xft_report_flows_text(app, stdout, BATCH_WIDTH, BATCH_FLOWS);
+	if (app->frame.nflow_shown) {
+		printf("\nSLOWEST PATH: ");
+		xft_report_path_text(app, stdout, &app->frame.flows[app->frame.flow_order[0]]);
+	}
+	printf("\n");
+	fflush(stdout);
+}
+
+static void json_frame(struct xft_app *app)
+{
+	struct xft_json j;
+	xft_json_init(&j, stdout, 0);
+	xft_report_json(app, &j, XFT_REPORT_BATCH);
+	xft_json_end(&j);
+	fflush(stdout);
+}
+
+const struct xft_renderer xft_renderer_batch_text = {
+	.name = "batch",
+	.frame = text_frame,
+};
+
+const struct xft_renderer xft_renderer_batch_json = {
+	.name = "json",
+	.frame = json_frame,
+};

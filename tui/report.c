@@ -1,0 +1,557 @@
+/*
+ * Text, JSON and trace-event reports of a frame.  See tui/report.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "tui/report.h"
+
+/* --- text ----------------------------------------------------------------- */
+
+static void print_table(FILE *f, const struct xft_table *t, int width, const void *rows,
+			size_t size, const uint32_t *order, size_t n, size_t max)
+{
+	int w[16];
+	xft_table_widths(t, width, w);
+	for (size_t i = 0; i < t->ncols; i++) {
+		const char *h = t->cols[i].header;
+		if (t->cols[i].right)
+			fprintf(f, "%s%*s", i ? " " : "", w[i], h);
+		else
+			fprintf(f, "%s%-*s", i ? " " : "", i + 1 < t->ncols ? w[i] : 0, h);
+	}
+	fputc('\n', f);
+	if (max == 0 || max > n)
+		max = n;
+	for (size_t r = 0; r < max; r++) {
+		const void *row = (const char *)rows + order[r] * size;
+		for (size_t i = 0; i < t->ncols; i++) {
+			char buf[256];
+			buf[0] = '\0';
+			t->cols[i].print(row, buf, sizeof(buf), w[i]);
+			if (t->cols[i].right)
+				fprintf(f, "%s%*.*s", i ? " " : "", w[i], w[i], buf);
+			else if (i + 1 < t->ncols)
+				fprintf(f, "%s%-*.*s", i ? " " : "", w[i], w[i], buf);
+			else
+				fprintf(f, "%s%.*s", i ? " " : "", w[i], buf);
+		}
+		fputc('\n', f);
+	}
+}
+
+void xft_report_hops_text(struct xft_app *app, FILE *f, int width, size_t max)
+{
+	print_table(f, &xft_hop_table, width, app->frame.hops, sizeof(*app->frame.hops),
+		    app->frame.hop_order, app->frame.nhop_shown, max);
+}
+
+void xft_report_flows_text(struct xft_app *app, FILE *f, int width, size_t max)
+{
+	print_table(f, &xft_flow_table, width, app->frame.flows, sizeof(*app->frame.flows),
+		    app->frame.flow_order, app->frame.nflow_shown, max);
+}
+
+void xft_report_path_text(struct xft_app *app, FILE *f, const struct xft_flow_row *r)
+{
+	char dur[16];
+	xft_format_ns(r->duration_ns, dur, sizeof(dur));
+	fprintf(f, "flow %" PRIu64 " from %s: %s, %" PRIu32 " points%s, %s\n", r->s.id, r->origin_dom,
+		dur, r->s.npoints + r->s.points_lost, r->s.points_lost ? " (not all kept)" : "",
+		r->s.expired ? "expired" : "quit");
+	fprintf(f, "  %11s  %-8s %-34s %5s  %-24s %9s\n", "ELAPSED(us)", "DOMAIN", "FILE", "LINE",
+		"FUNCTION", "GAP");
+	uint64_t t0 = r->s.npoints ? r->s.path[0].t_ns : 0;
+	for (uint32_t p = 0; p < r->s.npoints; p++) {
+		const struct xft_point *pt = &r->s.path[p];
+		const struct xft_site *s = xft_sites_get(&app->sites, pt->domain, pt->site);
+		char gap[16] = "";
+		if (p)
+			xft_format_ns(pt->t_ns - r->s.path[p - 1].t_ns, gap, sizeof(gap));
+		fprintf(f, "  %11.1f  %-8s %-34s %5" PRIu32 "  %-24s %9s\n", (double)(pt->t_ns - t0) / 1e3,
+			xft_sites_domain(&app->sites, pt->domain), s->file, s->line, s->function, gap);
+	}
+}
+
+static void utc_now(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void xft_report_summary_text(struct xft_app *app, FILE *f)
+{
+	const struct xft_agg_stats *st = &app->frame.st;
+	fprintf(f, "uptime %.1fs, records %" PRIu64 " (%.0f/s), drops %" PRIu64 ", bad %" PRIu64
+		   ", late %" PRIu64 ", reorder-window overflows %" PRIu64 "\n",
+		(double)(app->now_ns - app->start_ns) / 1e9, st->records, app->rate, app->drops, app->bad,
+		st->late, st->window_full);
+	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", expired %" PRIu64
+		   ", evicted %" PRIu64 ", live %" PRIu64 "; hops %zu (dropped samples %" PRIu64
+		   "); model memory %" PRIu64 " bytes (fixed)\n",
+		st->flows_started, st->flows_finished, st->flows_expired, st->flows_evicted,
+		st->flows_live, app->frame.nhops, st->hops_dropped, st->memory_bytes);
+}
+
+static void hist_text(FILE *f, const struct xflow_hist *h)
+{
+	/* One line per octave, as xenalyze prints its distributions. */
+	uint64_t counts[64] = { 0 }, top = 1;
+	int lo = 64, hi = -1;
+	unsigned it = 0;
+	struct xflow_hist_bucket b;
+	while (xflow_hist_next(h, &it, &b)) {
+		int k = b.low ? 63 - __builtin_clzll(b.low) : 0;
+		counts[k] += b.count;
+		if (k < lo)
+			lo = k;
+		if (k > hi)
+			hi = k;
+	}
+	for (int k = lo; k <= hi; k++)
+		if (counts[k] > top)
+			top = counts[k];
+	for (int k = lo; k <= hi; k++) {
+		char a[16], c[16];
+		xft_format_ns(k ? UINT64_C(1) << k : 0, a, sizeof(a));
+		xft_format_ns(UINT64_C(1) << (k + 1), c, sizeof(c));
+		int n = (int)((double)counts[k] / (double)top * 40 + 0.5);
+		fprintf(f, "    [%8s, %8s) %10" PRIu64 " ", a, c, counts[k]);
+		for (int i = 0; i < n; i++)
+			fputc('#', f);
+		fputc('\n', f);
+	}
+}
+
+int xft_report_text(struct xft_app *app, FILE *f)
+{
+	char now[32];
+	utc_now(now, sizeof(now));
+	fprintf(f, "xflowtop snapshot, %s\n", now);
+	if (app->note)
+		fprintf(f, "%s\n", app->note);
+	fprintf(f, "\n== Summary\n");
+	for (unsigned s = 0; s < app->nsrc; s++)
+		fprintf(f, "source %s: %" PRIu64 " records, %" PRIu64 " drops, %" PRIu64 " bad%s%s\n",
+			app->src[s].spec, app->src[s].st.records, app->src[s].st.drops, app->src[s].st.bad,
+			app->src[s].ended ? ", ended: " : "", app->src[s].ended ? app->src[s].error : "");
+	for (unsigned d = 0; d < app->ndomains; d++)
+		fprintf(f, "domain %u %s: %s, %" PRIu32 " targets, %" PRIu64 " records (%.0f/s), %" PRIu64
+			   " drops%s\n",
+			app->domains[d].info.id, app->domains[d].info.name ? app->domains[d].info.name : "?",
+			app->domains[d].info.source ? app->domains[d].info.source : "?",
+			app->domains[d].info.targets, app->domains[d].info.records, app->domains[d].per_s,
+			app->domains[d].info.drops, app->domains[d].info.gone ? ", gone" : "");
+	xft_report_summary_text(app, f);
+
+	fprintf(f, "\n== Hops, by total time\n");
+	xft_report_hops_text(app, f, 110, 0);
+	fprintf(f, "\n  %-44s %9s %9s %9s %9s %9s %9s\n", "HOP", "MIN", "P50", "P90", "P99", "P99.9", "MAX");
+	for (size_t r = 0; r < app->frame.nhop_shown; r++) {
+		const struct xft_hop_row *h = &app->frame.hops[app->frame.hop_order[r]];
+		char name[256], q[6][16];
+		snprintf(name, sizeof(name), "%s:%s -> %s:%s", h->from_dom, h->from->function, h->to_dom,
+			 h->to->function);
+		uint64_t v[6] = { h->min, h->p50, h->p90, h->p99, h->p999, h->max };
+		for (int i = 0; i < 6; i++)
+			xft_format_ns(v[i], q[i], sizeof(q[i]));
+		fprintf(f, "  %-44s %9s %9s %9s %9s %9s %9s\n", name, q[0], q[1], q[2], q[3], q[4], q[5]);
+	}
+
+	size_t nh;
+	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
+	size_t top = app->frame.nhop_shown < 5 ? app->frame.nhop_shown : 5;
+	fprintf(f, "\n== Histograms of the top %zu hops\n", top);
+	for (size_t r = 0; r < top; r++) {
+		const struct xft_hop_row *h = &app->frame.hops[app->frame.hop_order[r]];
+		fprintf(f, "  %s:%s -> %s:%s, %" PRIu64 " samples\n", h->from_dom, h->from->function,
+			h->to_dom, h->to->function, h->count);
+		if (h->hop < nh)
+			hist_text(f, &hops[h->hop].hist);
+	}
+
+	fprintf(f, "\n== Slowest flows\n");
+	xft_report_flows_text(app, f, 110, 0);
+	for (size_t r = 0; r < app->frame.nflow_shown; r++) {
+		fprintf(f, "\n#%zu ", r + 1);
+		xft_report_path_text(app, f, &app->frame.flows[app->frame.flow_order[r]]);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+static void json_site(struct xft_json *j, struct xft_app *app, uint16_t dom, const struct xft_site *s)
+{
+	xft_json_object_begin(j);
+	xft_json_key(j, "domain_id");
+	xft_json_u64(j, dom);
+	xft_json_key(j, "domain");
+	xft_json_string(j, xft_sites_domain(&app->sites, dom));
+	xft_json_key(j, "function");
+	xft_json_string(j, s->function);
+	xft_json_key(j, "file");
+	xft_json_string(j, s->file);
+	xft_json_key(j, "line");
+	xft_json_u64(j, s->line);
+	xft_json_object_end(j);
+}
+
+#define JU(name, v)                     \
+	do {                            \
+		xft_json_key(j, name);  \
+		xft_json_u64(j, v);     \
+	} while (0)
+
+void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
+{
+	const struct xft_agg_stats *st = &app->frame.st;
+	char now[32];
+	utc_now(now, sizeof(now));
+	xft_json_object_begin(j);
+	xft_json_key(j, "schema");
+	xft_json_string(j, XFT_SNAPSHOT_SCHEMA);
+	if (flags & XFT_REPORT_BATCH)
+		JU("iteration", app->iteration);
+	xft_json_key(j, "time");
+	xft_json_string(j, now);
+	xft_json_key(j, "uptime_s");
+	xft_json_double(j, (double)(app->now_ns - app->start_ns) / 1e9);
+	xft_json_key(j, "note");
+	xft_json_string(j, app->note);
+	xft_json_key(j, "paused");
+	xft_json_bool(j, app->ui.paused);
+
+	xft_json_key(j, "sources");
+	xft_json_array_begin(j);
+	for (unsigned s = 0; s < app->nsrc; s++) {
+		xft_json_object_begin(j);
+		xft_json_key(j, "collector");
+		xft_json_string(j, app->src[s].ops->name);
+		xft_json_key(j, "spec");
+		xft_json_string(j, app->src[s].spec);
+		JU("records", app->src[s].st.records);
+		JU("drops", app->src[s].st.drops);
+		JU("bad", app->src[s].st.bad);
+		xft_json_key(j, "ended");
+		xft_json_bool(j, app->src[s].ended);
+		xft_json_key(j, "error");
+		xft_json_string(j, app->src[s].ended && app->src[s].error[0] ? app->src[s].error : NULL);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+
+	xft_json_key(j, "flow_files");
+	xft_json_array_begin(j);
+	for (unsigned i = 0; i < app->cfg.nflow_files; i++)
+		xft_json_string(j, app->cfg.flow_files[i]);
+	xft_json_array_end(j);
+
+	xft_json_key(j, "domains");
+	xft_json_array_begin(j);
+	for (unsigned d = 0; d < app->ndomains; d++) {
+		const struct xft_domain_row *r = &app->domains[d];
+		xft_json_object_begin(j);
+		JU("id", r->info.id);
+		xft_json_key(j, "name");
+		xft_json_string(j, r->info.name ? r->info.name : "");
+		xft_json_key(j, "source");
+		xft_json_string(j, r->info.source ? r->info.source : "");
+		JU("targets", r->info.targets);
+		JU("records", r->info.records);
+		xft_json_key(j, "records_per_s");
+		xft_json_double(j, r->per_s);
+		JU("drops", r->info.drops);
+		xft_json_key(j, "gone");
+		xft_json_bool(j, r->info.gone);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+
+	xft_json_key(j, "aspects");
+	xft_json_array_begin(j);
+	for (unsigned a = 0; a < app->naspects; a++) {
+		const struct xft_aspect_row *r = &app->aspects[a];
+		xft_json_object_begin(j);
+		xft_json_key(j, "collector");
+		xft_json_string(j, app->src[r->src].ops->name);
+		JU("index", r->index);
+		xft_json_key(j, "name");
+		xft_json_string(j, r->info.name ? r->info.name : "");
+		JU("sites", r->info.sites);
+		JU("hits", r->info.hits);
+		xft_json_key(j, "hits_per_s");
+		xft_json_double(j, r->hits_per_s);
+		JU("drops", r->info.drops);
+		JU("faults", r->info.faults);
+		xft_json_key(j, "enabled");
+		xft_json_bool(j, r->info.enabled);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+
+	xft_json_key(j, "stats");
+	xft_json_object_begin(j);
+	JU("records", st->records);
+	xft_json_key(j, "records_per_s");
+	xft_json_double(j, app->rate);
+	JU("drops", app->drops);
+	JU("bad", app->bad);
+	JU("released", st->released);
+	JU("late", st->late);
+	JU("reorder_overflows", st->window_full);
+	JU("flows_started", st->flows_started);
+	JU("flows_finished", st->flows_finished);
+	JU("flows_expired", st->flows_expired);
+	JU("flows_evicted", st->flows_evicted);
+	JU("flows_live", st->flows_live);
+	JU("no_flow", st->no_flow);
+	JU("hops_dropped", st->hops_dropped);
+	JU("negative_hops", st->negative_hops);
+	JU("handoffs_sent", st->handoffs_sent);
+	JU("handoffs_matched", st->handoffs_matched);
+	JU("handoffs_lost", st->handoffs_lost);
+	JU("points_lost", st->points_lost);
+	JU("memory_bytes", st->memory_bytes);
+	xft_json_object_end(j);
+
+	const struct xft_agg_limits *l = &app->cfg.limits;
+	xft_json_key(j, "limits");
+	xft_json_object_begin(j);
+	JU("reorder_window_ns", l->window_ns);
+	JU("max_pending", l->max_pending);
+	JU("max_flows", l->max_flows);
+	JU("max_hops", l->max_hops);
+	JU("max_path", l->max_path);
+	JU("top_k", l->top_k);
+	JU("flow_expire_ns", l->expire_ns);
+	JU("max_handoffs", l->max_handoffs);
+	xft_json_object_end(j);
+
+	size_t nh;
+	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
+	xft_json_key(j, "hops");
+	xft_json_array_begin(j);
+	for (size_t r = 0; r < app->frame.nhop_shown; r++) {
+		const struct xft_hop_row *h = &app->frame.hops[app->frame.hop_order[r]];
+		xft_json_object_begin(j);
+		xft_json_key(j, "from");
+		json_site(j, app, h->from_domain, h->from);
+		xft_json_key(j, "to");
+		json_site(j, app, h->to_domain, h->to);
+		JU("count", h->count);
+		JU("total_ns", h->total_ns);
+		xft_json_key(j, "share");
+		xft_json_double(j, h->share);
+		JU("min_ns", h->min);
+		JU("mean_ns", h->mean);
+		JU("p50_ns", h->p50);
+		JU("p90_ns", h->p90);
+		JU("p99_ns", h->p99);
+		JU("p999_ns", h->p999);
+		JU("max_ns", h->max);
+		if ((flags & XFT_REPORT_HISTOGRAMS) && h->hop < nh) {
+			xft_json_key(j, "histogram");
+			xft_json_array_begin(j);
+			unsigned it = 0;
+			struct xflow_hist_bucket b;
+			while (xflow_hist_next(&hops[h->hop].hist, &it, &b)) {
+				xft_json_object_begin(j);
+				JU("low_ns", b.low);
+				JU("high_ns", b.high);
+				JU("count", b.count);
+				xft_json_object_end(j);
+			}
+			xft_json_array_end(j);
+		}
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+
+	xft_json_key(j, "slowest");
+	xft_json_array_begin(j);
+	for (size_t r = 0; r < app->frame.nflow_shown; r++) {
+		const struct xft_flow_row *fl = &app->frame.flows[app->frame.flow_order[r]];
+		xft_json_object_begin(j);
+		JU("rank", r + 1);
+		JU("id", fl->s.id);
+		JU("kind", fl->s.kind);
+		xft_json_key(j, "origin_domain");
+		xft_json_string(j, fl->origin_dom);
+		JU("start_ns", fl->s.start_ns);
+		JU("end_ns", fl->s.end_ns);
+		JU("duration_ns", fl->duration_ns);
+		xft_json_key(j, "expired");
+		xft_json_bool(j, fl->s.expired);
+		JU("points_lost", fl->s.points_lost);
+		xft_json_key(j, "path");
+		xft_json_array_begin(j);
+		uint64_t t0 = fl->s.npoints ? fl->s.path[0].t_ns : 0;
+		for (uint32_t p = 0; p < fl->s.npoints; p++) {
+			const struct xft_point *pt = &fl->s.path[p];
+			const struct xft_site *s = xft_sites_get(&app->sites, pt->domain, pt->site);
+			xft_json_object_begin(j);
+			JU("elapsed_ns", pt->t_ns - t0);
+			JU("gap_ns", p ? pt->t_ns - fl->s.path[p - 1].t_ns : 0);
+			JU("domain_id", pt->domain);
+			xft_json_key(j, "domain");
+			xft_json_string(j, xft_sites_domain(&app->sites, pt->domain));
+			xft_json_key(j, "file");
+			xft_json_string(j, s->file);
+			JU("line", s->line);
+			xft_json_key(j, "function");
+			xft_json_string(j, s->function);
+			JU("site", pt->site);
+			xft_json_object_end(j);
+		}
+		xft_json_array_end(j);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+	xft_json_object_end(j);
+}
+
+int xft_report_json_file(struct xft_app *app, FILE *f)
+{
+	struct xft_json j;
+	xft_json_init(&j, f, 1);
+	xft_report_json(app, &j, XFT_REPORT_HISTOGRAMS);
+	return xft_json_end(&j);
+}
+
+/* --- trace events ---------------------------------------------------------- */
+
+/*
+ * One process and one thread per domain (pid = tid = domain id), one
+ * complete event ("X") per point lasting until the flow's next point, and a
+ * flow arrow ("s" then "f") per hop.  The slowest flows overlap in real
+ * time, and slices on one track must nest, so each flow is laid out after
+ * the previous one (its real start is in args.start_ns).
+ */
+int xft_report_trace(struct xft_app *app, FILE *f)
+{
+	struct xft_json j;
+	xft_json_init(&j, f, 0);
+	xft_json_object_begin(&j);
+	xft_json_key(&j, "displayTimeUnit");
+	xft_json_string(&j, "ns");
+	xft_json_key(&j, "traceEvents");
+	xft_json_array_begin(&j);
+
+	uint16_t doms[256];
+	unsigned ndoms = 0;
+	for (size_t r = 0; r < app->frame.nflow_shown; r++) {
+		const struct xft_flow_row *fl = &app->frame.flows[app->frame.flow_order[r]];
+		for (uint32_t p = 0; p < fl->s.npoints; p++) {
+			unsigned k;
+			for (k = 0; k < ndoms && doms[k] != fl->s.path[p].domain; k++)
+				;
+			if (k == ndoms && ndoms < 256)
+				doms[ndoms++] = fl->s.path[p].domain;
+		}
+	}
+	for (unsigned k = 0; k < ndoms; k++) {
+		char name[96];
+		snprintf(name, sizeof(name), "%s (domain %u)", xft_sites_domain(&app->sites, doms[k]), doms[k]);
+		for (int t = 0; t < 2; t++) {
+			xft_json_object_begin(&j);
+			xft_json_key(&j, "ph");
+			xft_json_string(&j, "M");
+			xft_json_key(&j, "name");
+			xft_json_string(&j, t ? "thread_name" : "process_name");
+			xft_json_key(&j, "pid");
+			xft_json_u64(&j, doms[k]);
+			xft_json_key(&j, "tid");
+			xft_json_u64(&j, doms[k]);
+			xft_json_key(&j, "args");
+			xft_json_object_begin(&j);
+			xft_json_key(&j, "name");
+			xft_json_string(&j, name);
+			xft_json_object_end(&j);
+			xft_json_object_end(&j);
+		}
+	}
+
+	double offset_us = 0;
+	uint64_t arrow = 1;
+	for (size_t r = 0; r < app->frame.nflow_shown; r++) {
+		const struct xft_flow_row *fl = &app->frame.flows[app->frame.flow_order[r]];
+		if (!fl->s.npoints)
+			continue;
+		uint64_t t0 = fl->s.path[0].t_ns;
+		for (uint32_t p = 0; p < fl->s.npoints; p++) {
+			const struct xft_point *pt = &fl->s.path[p];
+			const struct xft_site *s = xft_sites_get(&app->sites, pt->domain, pt->site);
+			double ts = offset_us + (double)(pt->t_ns - t0) / 1e3;
+			double dur = p + 1 < fl->s.npoints ? (double)(fl->s.path[p + 1].t_ns - pt->t_ns) / 1e3 : 0.0;
+			xft_json_object_begin(&j);
+			xft_json_key(&j, "name");
+			xft_json_string(&j, s->function);
+			xft_json_key(&j, "cat");
+			xft_json_string(&j, "xflow");
+			xft_json_key(&j, "ph");
+			xft_json_string(&j, "X");
+			xft_json_key(&j, "ts");
+			xft_json_double(&j, ts);
+			xft_json_key(&j, "dur");
+			xft_json_double(&j, dur);
+			xft_json_key(&j, "pid");
+			xft_json_u64(&j, pt->domain);
+			xft_json_key(&j, "tid");
+			xft_json_u64(&j, pt->domain);
+			xft_json_key(&j, "args");
+			xft_json_object_begin(&j);
+			xft_json_key(&j, "flow");
+			xft_json_u64(&j, fl->s.id);
+			xft_json_key(&j, "rank");
+			xft_json_u64(&j, r + 1);
+			xft_json_key(&j, "file");
+			xft_json_string(&j, s->file);
+			xft_json_key(&j, "line");
+			xft_json_u64(&j, s->line);
+			xft_json_key(&j, "elapsed_us");
+			xft_json_double(&j, (double)(pt->t_ns - t0) / 1e3);
+			xft_json_key(&j, "start_ns");
+			xft_json_u64(&j, pt->t_ns);
+			xft_json_object_end(&j);
+			xft_json_object_end(&j);
+			if (p + 1 < fl->s.npoints) {
+				/* The hop to the next point: an arrow between the two slices. */
+				const struct xft_point *nx = &fl->s.path[p + 1];
+				for (int side = 0; side < 2; side++) {
+					const struct xft_point *at = side ? nx : pt;
+					xft_json_object_begin(&j);
+					xft_json_key(&j, "name");
+					xft_json_string(&j, "hop");
+					xft_json_key(&j, "cat");
+					xft_json_string(&j, "xflow.hop");
+					xft_json_key(&j, "ph");
+					xft_json_string(&j, side ? "f" : "s");
+					if (side) {
+						xft_json_key(&j, "bp");
+						xft_json_string(&j, "e");
+					}
+					xft_json_key(&j, "id");
+					xft_json_u64(&j, arrow);
+					xft_json_key(&j, "ts");
+					xft_json_double(&j, offset_us + (double)(at->t_ns - t0) / 1e3);
+					xft_json_key(&j, "pid");
+					xft_json_u64(&j, at->domain);
+					xft_json_key(&j, "tid");
+					xft_json_u64(&j, at->domain);
+					xft_json_object_end(&j);
+				}
+				arrow++;
+			}
+		}
+		offset_us += (double)fl->duration_ns / 1e3 * 1.1 + 10.0;
+	}
+	xft_json_array_end(&j);
+	xft_json_object_end(&j);
+	return xft_json_end(&j);
+}

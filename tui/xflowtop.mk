@@ -1,0 +1,23 @@
+# tui/xflowtop.mk: the xflowtop binary, its man pages, `make run`, and the
+# TUI test under tmux.  (tui/module.mk builds libxflow-tui from tui/*.c.)
+ALL_OBJS += $(OBJDIR)/tui/xflowtop_main.o
+BINS += $(BINDIR)/xflowtop
+$(BINDIR)/xflowtop: $(OBJDIR)/tui/xflowtop_main.o $(LINK_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS) -ldl
+
+MAN_PAGES += man/man1/xflowtop.1 man/man5/xflowtop.conf.5
+
+# A JSON checker (parse, and validate against a schema) for the shell tests.
+ALL_OBJS += $(OBJDIR)/tests/tui/jsoncheck.o
+TEST_PROGS += $(TESTDIR)/tui-jsoncheck
+$(TESTDIR)/tui-jsoncheck: $(OBJDIR)/tests/tui/jsoncheck.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $^
+
+# TEST_SCRIPTS added with the scripts
+
+run: $(BINDIR)/xflowtop
+	$(BINDIR)/xflowtop --demo
