@@ -482,7 +482,7 @@ static inline int jl_validate(const struct jl_value *root, const struct jl_value
 			snprintf(sub, sizeof(sub), "%s/%s", where, v->keys[i]);
 			if (!ps) {
 				if (addl && addl->type == JL_BOOL && !addl->boolean) {
-					snprintf(err, errlen, "%s: not allowed here", sub);
+					snprintf(err, errlen, "%.400s: not allowed here", sub);
 					return -1;
 				}
 				continue;
