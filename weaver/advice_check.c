@@ -255,7 +255,8 @@ static bool need_scalar(struct ck *c, struct fl_expr *e, const char *what)
 {
 	if (is_scalar(&e->type) || e->type.member)
 		return true;
-	error(c, e->loc, NULL, "%s needs a number or a pointer, not %s", what, type_str(c, &e->type));
+	error(c, e->loc, "only numbers and pointers are values; some builtins return nothing",
+	      "%s needs a number or a pointer, not %s", what, type_str(c, &e->type));
 	return false;
 }
 
@@ -289,15 +290,16 @@ static const struct {
 	int nargs;              /* -1: STORE_DATAn, from the name */
 	const char *args;       /* F flow, P pointer, I integer, V any scalar, L local lvalue */
 	bool returns;
+	const char *sig;
 } builtins[] = {
-	{ "get_new_flowid", FL_B_GET_NEW_FLOWID, 0, "", true },
-	{ "get_flowid", FL_B_GET_FLOWID, 2, "FP", true },
-	{ "register_flowid", FL_B_REGISTER_FLOWID, 3, "FPI", false },
-	{ "remove_flowid", FL_B_REMOVE_FLOWID, 2, "FP", false },
-	{ "DO_RDTSC", FL_B_DO_RDTSC, 1, "L", false },
-	{ "STORE_HANDOFF_OUT", FL_B_STORE_HANDOFF_OUT, 3, "FII", false },
-	{ "STORE_HANDOFF_IN", FL_B_STORE_HANDOFF_IN, 3, "FII", false },
-	{ "STORE_SPLIT", FL_B_STORE_SPLIT, 3, "FII", false },
+	{ "get_new_flowid", FL_B_GET_NEW_FLOWID, 0, "", true, "get_new_flowid()" },
+	{ "get_flowid", FL_B_GET_FLOWID, 2, "FP", true, "get_flowid(flow, key)" },
+	{ "register_flowid", FL_B_REGISTER_FLOWID, 3, "FPI", false, "register_flowid(flow, key, id)" },
+	{ "remove_flowid", FL_B_REMOVE_FLOWID, 2, "FP", false, "remove_flowid(flow, key)" },
+	{ "DO_RDTSC", FL_B_DO_RDTSC, 1, "L", false, "DO_RDTSC(variable)" },
+	{ "STORE_HANDOFF_OUT", FL_B_STORE_HANDOFF_OUT, 3, "FII", false, "STORE_HANDOFF_OUT(flow, key, id)" },
+	{ "STORE_HANDOFF_IN", FL_B_STORE_HANDOFF_IN, 3, "FII", false, "STORE_HANDOFF_IN(flow, key, id)" },
+	{ "STORE_SPLIT", FL_B_STORE_SPLIT, 3, "FII", false, "STORE_SPLIT(flow, child, parent)" },
 };
 
 #define BUILTIN_LIST "get_new_flowid, get_flowid, register_flowid, remove_flowid, DO_RDTSC, " \
@@ -306,7 +308,7 @@ static const struct {
 static void call(struct ck *c, struct fl_expr *e)
 {
 	int nargs = -1;
-	const char *args = NULL;
+	const char *args = NULL, *sig = NULL;
 	bool returns = false;
 	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
 		if (strcmp(builtins[i].name, e->name) == 0) {
@@ -314,6 +316,7 @@ static void call(struct ck *c, struct fl_expr *e)
 			nargs = builtins[i].nargs;
 			args = builtins[i].args;
 			returns = builtins[i].returns;
+			sig = builtins[i].sig;
 		}
 	}
 	if (strncmp(e->name, "STORE_DATA", 10) == 0 && e->name[10] >= '1' &&
@@ -321,6 +324,7 @@ static void call(struct ck *c, struct fl_expr *e)
 		e->builtin = FL_B_STORE_DATA;
 		nargs = e->name[10] - '0';
 		args = "VVVVVV";
+		sig = fl_arena_printf(&c->u->arena, "%s with %d value%s", e->name, nargs, nargs == 1 ? "" : "s");
 	}
 	e->type = returns ? int_type : void_type;
 	if (e->builtin < 0) {
@@ -332,7 +336,8 @@ static void call(struct ck *c, struct fl_expr *e)
 		return;
 	}
 	if ((int)e->nargs != nargs) {
-		error(c, e->loc, NULL, "%s() takes %d argument%s, not %zu", e->name, nargs,
+		error(c, e->loc, fl_arena_printf(&c->u->arena, "write %s", sig),
+		      "%s() takes %d argument%s, not %zu", e->name, nargs,
 		      nargs == 1 ? "" : "s", e->nargs);
 		return;
 	}
@@ -359,7 +364,7 @@ static void call(struct ck *c, struct fl_expr *e)
 		case 'I':
 			expr(c, x);
 			if (!is_int(&x->type) && !x->type.member)
-				error(c, x->loc, NULL, "argument %zu of %s() must be an integer, not %s",
+				error(c, x->loc, "cast it: (long)x", "argument %zu of %s() must be an integer, not %s",
 				      i + 1, e->name, type_str(c, &x->type));
 			break;
 		default:
@@ -420,7 +425,7 @@ static void binary(struct ck *c, struct fl_expr *e)
 		if (lp || rp) {
 			const struct fl_type *pt = lp ? l : r;
 			if (e->op == '-' && rp) {
-				error(c, e->loc, NULL, "cannot subtract a pointer from an integer");
+				error(c, e->loc, "write pointer - integer", "cannot subtract a pointer from an integer");
 				return;
 			}
 			if (!elem_size(pt)) {
@@ -480,7 +485,7 @@ static void expr(struct ck *c, struct fl_expr *e)
 			need_scalar(c, e->l, "'!'");
 			e->type = int_type;
 		} else if (!is_int(&e->l->type) && !e->l->type.member) {
-			error(c, e->loc, NULL, "unary '%c' needs an integer, not %s", e->op,
+			error(c, e->loc, "cast it: (long)p", "unary '%c' needs an integer, not %s", e->op,
 			      type_str(c, &e->l->type));
 		} else {
 			e->type = e->l->type.is_unsigned || e->l->type.member ? uint_type : int_type;

@@ -26,6 +26,7 @@ struct ps {
 	struct fl_lexer lx;
 	struct fl_tok tok, ahead;
 	bool have_ahead;
+	size_t prev_end;       /* just past the previous token */
 	int depth;
 	unsigned nodes;        /* bounds every later pass's recursion */
 	jmp_buf fail;
@@ -61,6 +62,7 @@ static _Noreturn void fail(struct ps *p, const struct fl_tok *t, const char *hin
 
 static void next(struct ps *p)
 {
+	p->prev_end = p->tok.at + p->tok.len;
 	if (p->have_ahead) {
 		p->tok = p->ahead;
 		p->have_ahead = false;
@@ -68,7 +70,8 @@ static void next(struct ps *p)
 		p->tok = fl_lex_next(&p->lx);
 	}
 	if (p->tok.kind == FL_T_BAD)
-		fail(p, &p->tok, NULL, "stray %s in advice code",
+		fail(p, &p->tok, "advice code is C: names, numbers, operators, $pc$ and builtin calls",
+		     "stray %s in advice code",
 		     fl_tok_describe(&p->u->arena, p->code, &p->tok));
 	if (p->tok.kind == FL_T_NUM && p->tok.num_overflow)
 		fail(p, &p->tok, "numbers are 64-bit", "number %s is too large",
@@ -89,10 +92,19 @@ static const char *desc(struct ps *p)
 	return fl_tok_describe(&p->u->arena, p->code, &p->tok);
 }
 
+/* A missing ';' or ')' belongs right after the previous token: point
+ * there, as gcc does, not at whatever follows on the next line. */
 static void expect(struct ps *p, int kind, const char *what)
 {
-	if (p->tok.kind != kind)
-		fail(p, &p->tok, NULL, "expected %s before %s", what, desc(p));
+	if (p->tok.kind != kind) {
+		struct fl_tok at = p->tok;
+		if (p->prev_end && (kind == ';' || kind == ')' || kind == '}')) {
+			at.at = p->prev_end;
+			at.len = 1;
+		}
+		fail(p, &at, fl_arena_printf(&p->u->arena, "write %s here", what),
+		     "expected %s before %s", what, desc(p));
+	}
 	next(p);
 }
 
@@ -187,12 +199,13 @@ static struct fl_type parse_type(struct ps *p)
 			ty.size = 8;
 	}
 	if (!any)
-		fail(p, &p->tok, NULL, "expected a type before %s", desc(p));
+		fail(p, &p->tok, "declarations start with a type: int, long long, void *, struct NAME *",
+		     "expected a type before %s", desc(p));
 	while (p->tok.kind == FL_T_KW_CONST)
 		next(p);
 	while (p->tok.kind == '*') {
 		if (ty.ptr == 8)
-			fail(p, &p->tok, NULL, "too many '*'");
+			fail(p, &p->tok, "use at most 8 levels of pointer", "too many '*'");
 		ty.ptr++;
 		next(p);
 		while (p->tok.kind == FL_T_KW_CONST)
@@ -231,7 +244,7 @@ static struct fl_expr *primary(struct ps *p)
 					struct fl_expr *a = assign(p);
 					FL_PUSH(&p->u->arena, e->args, e->nargs, cap, a);
 					if (e->nargs > 16)
-						fail(p, &p->tok, NULL, "too many arguments");
+						fail(p, &p->tok, "the builtins take at most 6 arguments", "too many arguments");
 					if (p->tok.kind != ',')
 						break;
 					next(p);
@@ -254,7 +267,8 @@ static struct fl_expr *primary(struct ps *p)
 	case FL_T_LOOP:
 		fail(p, &t, "advice must always terminate: write the test with if", "loops are not allowed in advice");
 	default:
-		fail(p, &t, NULL, "expected an expression before %s", desc(p));
+		fail(p, &t, "write a number, a variable, $pc$, p->member or a builtin call",
+		     "expected an expression before %s", desc(p));
 	}
 }
 
@@ -435,7 +449,7 @@ static struct fl_stmt *decl(struct ps *p)
 	struct fl_type ty = base;
 	for (;;) {
 		if (p->tok.kind != FL_T_IDENT)
-			fail(p, &p->tok, NULL, "expected a variable name before %s", desc(p));
+			fail(p, &p->tok, "write TYPE NAME = VALUE;", "expected a variable name before %s", desc(p));
 		struct fl_stmt *s = mks(p, FL_S_DECL, &t0);
 		s->type = ty;
 		s->name = tok_str(p, &p->tok);
@@ -495,7 +509,7 @@ static struct fl_stmt *stmt(struct ps *p)
 	case FL_T_RETURN:
 		fail(p, &t, "put the rest of the code in an if", "'return' is not supported in advice");
 	case FL_T_KW_ELSE:
-		fail(p, &t, NULL, "'else' without a previous 'if'");
+		fail(p, &t, "put else right after the body of its if", "'else' without a previous 'if'");
 	default:
 		if (starts_type(t.kind)) {
 			s = decl(p);

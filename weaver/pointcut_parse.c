@@ -100,7 +100,8 @@ static bool expect(struct pcp *p, const char *lit, const char *what)
 {
 	if (eat(p, lit))
 		return true;
-	err(p, p->i, NULL, "expected %s before %s", what, tok_text(p, p->i));
+	err(p, p->i, fl_arena_printf(&p->u->arena, "write %s here", what),
+	    "expected %s before %s", what, tok_text(p, p->i));
 	return false;
 }
 
@@ -109,7 +110,8 @@ static const char *ident(struct pcp *p, struct fl_loc *loc, const char *what)
 	skip_ws(p);
 	size_t n = ident_len(p, p->i);
 	if (!n) {
-		err(p, p->i, NULL, "expected %s before %s", what, tok_text(p, p->i));
+		err(p, p->i, fl_arena_printf(&p->u->arena, "write %s here", what),
+		    "expected %s before %s", what, tok_text(p, p->i));
 		return NULL;
 	}
 	*loc = loc_at(p, p->i, n);

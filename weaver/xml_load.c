@@ -353,7 +353,7 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 	out->src = L.src = src;
 	out->root = NULL;
 	if (len > INT_MAX) {
-		fl_error(d, fl_loc_at(L.src, 0, 1), NULL, "file too large");
+		fl_error(d, fl_loc_at(L.src, 0, 1), "split it into files that <include> each other", "file too large");
 		return -EFBIG;
 	}
 	/* libxml2 refuses an empty buffer outright; say why ourselves. */
