@@ -6,7 +6,7 @@
  * elem_rules[]; unknown elements, unknown or missing attributes all get a
  * message naming what would be accepted there.
  */
-#include "weaver/unit.h"
+#include "weaver/advice.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -128,6 +128,18 @@ static void unknown_child(struct build *B, const struct fl_xnode *parent,
 			 kid->name, parent->name);
 }
 
+/* Is @s a word of the advice language (if, int, u8, while ...)?  Names
+ * from attributes are spliced into generated advice code, so they must lex
+ * as plain identifiers there. */
+static bool is_keyword(const char *s)
+{
+	struct fl_code code = { .text = s, .len = strlen(s) };
+	struct fl_lexer lx;
+	fl_lex_init(&lx, &code);
+	struct fl_tok t = fl_lex_next(&lx);
+	return t.kind != FL_T_IDENT || t.len != code.len;
+}
+
 static const char *ident_attr(struct build *B, const struct fl_xnode *n, const char *name,
 			      struct fl_loc *loc)
 {
@@ -138,6 +150,11 @@ static const char *ident_attr(struct build *B, const struct fl_xnode *n, const c
 	if (!fl_ident_ok(a->value)) {
 		fl_error(&B->u->diag, a->vloc, "names are C identifiers: letters, digits and _",
 			 "'%s' is not a valid name for %s", a->value, name);
+		return NULL;
+	}
+	if (is_keyword(a->value)) {
+		fl_error(&B->u->diag, a->vloc, "rename it; C keywords and type names cannot name things here",
+			 "'%s' is a keyword of the advice language", a->value);
 		return NULL;
 	}
 	return a->value;

@@ -209,12 +209,16 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 		fl_buf_puts(&b, "}\n");
 		break;
 	case FL_X_SPLIT:
+	{
+		const char *child = strcmp(op->from, "child") && strcmp(op->to, "child") ? "child" : "xf_child";
 		fl_buf_printf(&b, "void *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
 			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n"
-			      "\tint child = get_new_flowid();\n"
-			      "\tregister_flowid(%s, %s, child);\n"
-			      "\tSTORE_SPLIT(%s, child, %s);\n}\n",
-			      op->from, r1, op->to, r2, id, F, op->from, id, F, op->to, F, id);
+			      "\tint %s = get_new_flowid();\n"
+			      "\tregister_flowid(%s, %s, %s);\n"
+			      "\tSTORE_SPLIT(%s, %s, %s);\n}\n",
+			      op->from, r1, op->to, r2, id, F, op->from, id, child, F, op->to, child,
+			      F, child, id);
+	}
 		rec |= XFLOW_REC_START;
 		break;
 	case FL_X_XIN_MOVE:

@@ -170,3 +170,12 @@ Test(flow_build, include_depth_is_bounded, .init = setup, .fini = teardown)
 	free(d);
 	xflow_unit_free(u);
 }
+
+Test(flow_build, names_must_not_be_advice_keywords)
+{
+	wt_expect_error("<xflow name='f'><transit><pointcut>call(g)</pointcut><move from='if' to='n'/></transit></xflow>",
+			"'if' is a keyword of the advice language");
+	wt_expect_error("<xflow name='u8'/>", "'u8' is a keyword of the advice language");
+	/* Names the templates use themselves are renamed, not refused. */
+	wt_expect_clean("<xflow name='f'><transit><pointcut>call(g)</pointcut><split from='id' to='child'/></transit></xflow>");
+}
