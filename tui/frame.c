@@ -103,14 +103,14 @@ static void hop_print_total(const void *row, char *buf, size_t len, int width)
 }
 
 static const struct xft_column hop_cols[XFT_HCOL_N] = {
-	[XFT_HCOL_FROM] = { XFT_HCOL_FROM, "from", "FROM", 0, 8, 0, hop_cmp_from, hop_print_from },
-	[XFT_HCOL_TO] = { XFT_HCOL_TO, "to", "TO", 0, 8, 0, hop_cmp_to, hop_print_to },
-	[XFT_HCOL_COUNT] = { XFT_HCOL_COUNT, "count", "COUNT", 7, 7, 1, hop_cmp_count, hop_print_count },
-	[XFT_HCOL_P50] = { XFT_HCOL_P50, "p50", "P50", 7, 7, 1, hop_cmp_p50, hop_print_p50 },
-	[XFT_HCOL_P90] = { XFT_HCOL_P90, "p90", "P90", 7, 7, 1, hop_cmp_p90, hop_print_p90 },
-	[XFT_HCOL_P99] = { XFT_HCOL_P99, "p99", "P99", 7, 7, 1, hop_cmp_p99, hop_print_p99 },
-	[XFT_HCOL_MAX] = { XFT_HCOL_MAX, "max", "MAX", 7, 7, 1, hop_cmp_max, hop_print_max },
-	[XFT_HCOL_TOTAL] = { XFT_HCOL_TOTAL, "total", "TIME%", 6, 6, 1, hop_cmp_total_ns, hop_print_total },
+	[XFT_HCOL_FROM] = { XFT_HCOL_FROM, "from", "FROM", 0, 8, 0, 0, hop_cmp_from, hop_print_from },
+	[XFT_HCOL_TO] = { XFT_HCOL_TO, "to", "TO", 0, 8, 0, 0, hop_cmp_to, hop_print_to },
+	[XFT_HCOL_COUNT] = { XFT_HCOL_COUNT, "count", "COUNT", 7, 7, 1, 0, hop_cmp_count, hop_print_count },
+	[XFT_HCOL_P50] = { XFT_HCOL_P50, "p50", "P50", 7, 7, 1, 0, hop_cmp_p50, hop_print_p50 },
+	[XFT_HCOL_P90] = { XFT_HCOL_P90, "p90", "P90", 7, 7, 1, 100, hop_cmp_p90, hop_print_p90 },
+	[XFT_HCOL_P99] = { XFT_HCOL_P99, "p99", "P99", 7, 7, 1, 0, hop_cmp_p99, hop_print_p99 },
+	[XFT_HCOL_MAX] = { XFT_HCOL_MAX, "max", "MAX", 7, 7, 1, 90, hop_cmp_max, hop_print_max },
+	[XFT_HCOL_TOTAL] = { XFT_HCOL_TOTAL, "total", "TIME%", 6, 6, 1, 0, hop_cmp_total_ns, hop_print_total },
 };
 
 const struct xft_table xft_hop_table = { hop_cols, XFT_HCOL_N, XFT_HCOL_TOTAL, 1 };
@@ -200,30 +200,34 @@ static void flow_print_end(const void *row, char *buf, size_t len, int width)
 }
 
 static const struct xft_column flow_cols[XFT_FCOL_N] = {
-	[XFT_FCOL_ID] = { XFT_FCOL_ID, "id", "FLOW", 8, 6, 1, flow_cmp_id, flow_print_id },
-	[XFT_FCOL_ORIGIN] = { XFT_FCOL_ORIGIN, "origin", "ORIGIN", 8, 6, 0, flow_cmp_origin, flow_print_origin },
-	[XFT_FCOL_DURATION] = { XFT_FCOL_DURATION, "duration", "TIME", 7, 7, 1, flow_cmp_duration, flow_print_duration },
-	[XFT_FCOL_POINTS] = { XFT_FCOL_POINTS, "points", "PTS", 4, 4, 1, flow_cmp_points, flow_print_points },
-	[XFT_FCOL_DOMAINS] = { XFT_FCOL_DOMAINS, "domains", "DOMS", 4, 4, 1, flow_cmp_domains, flow_print_domains },
-	[XFT_FCOL_FIRST] = { XFT_FCOL_FIRST, "first", "FIRST", 0, 8, 0, flow_cmp_first, flow_print_first },
-	[XFT_FCOL_LAST] = { XFT_FCOL_LAST, "last", "LAST", 0, 8, 0, flow_cmp_last, flow_print_last },
-	[XFT_FCOL_END] = { XFT_FCOL_END, "end", "END", 7, 4, 0, flow_cmp_end, flow_print_end },
+	[XFT_FCOL_ID] = { XFT_FCOL_ID, "id", "FLOW", 8, 6, 1, 0, flow_cmp_id, flow_print_id },
+	[XFT_FCOL_ORIGIN] = { XFT_FCOL_ORIGIN, "origin", "ORIGIN", 8, 6, 0, 0, flow_cmp_origin, flow_print_origin },
+	[XFT_FCOL_DURATION] = { XFT_FCOL_DURATION, "duration", "TIME", 7, 7, 1, 0, flow_cmp_duration, flow_print_duration },
+	[XFT_FCOL_POINTS] = { XFT_FCOL_POINTS, "points", "PTS", 4, 4, 1, 0, flow_cmp_points, flow_print_points },
+	[XFT_FCOL_DOMAINS] = { XFT_FCOL_DOMAINS, "domains", "DOMS", 4, 4, 1, 0, flow_cmp_domains, flow_print_domains },
+	[XFT_FCOL_FIRST] = { XFT_FCOL_FIRST, "first", "FIRST", 0, 8, 0, 0, flow_cmp_first, flow_print_first },
+	[XFT_FCOL_LAST] = { XFT_FCOL_LAST, "last", "LAST", 0, 8, 0, 0, flow_cmp_last, flow_print_last },
+	[XFT_FCOL_END] = { XFT_FCOL_END, "end", "END", 7, 4, 0, 0, flow_cmp_end, flow_print_end },
 };
 
 const struct xft_table xft_flow_table = { flow_cols, XFT_FCOL_N, XFT_FCOL_DURATION, 1 };
 
 void xft_table_widths(const struct xft_table *t, int total, int *w)
 {
-	int fixed = 0, nflex = 0;
+	int fixed = 0, nflex = 0, shown = 0;
 	for (size_t i = 0; i < t->ncols; i++) {
+		if (t->cols[i].hide_below && total < t->cols[i].hide_below) {
+			w[i] = 0; /* hidden: no room at this width */
+			continue;
+		}
 		w[i] = t->cols[i].width;
-		fixed += w[i] + (i ? 1 : 0);
+		fixed += w[i] + (shown++ ? 1 : 0);
 		if (!w[i])
 			nflex++;
 	}
 	int left = total - fixed;
 	for (size_t i = 0; i < t->ncols && nflex; i++)
-		if (!t->cols[i].width) {
+		if (!t->cols[i].width && !(t->cols[i].hide_below && total < t->cols[i].hide_below)) {
 			int share = left / nflex;
 			w[i] = share > t->cols[i].min_width ? share : t->cols[i].min_width;
 			left -= w[i];

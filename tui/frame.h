@@ -47,6 +47,7 @@ struct xft_column {
 	int width;           /* 0: flexible, sharing what the fixed ones leave */
 	int min_width;
 	int right;           /* right-aligned */
+	int hide_below;      /* hidden when the table is narrower than this */
 	int (*compare)(const void *a, const void *b);
 	void (*print)(const void *row, char *buf, size_t len, int width);
 };
@@ -66,7 +67,8 @@ enum { XFT_FCOL_ID, XFT_FCOL_ORIGIN, XFT_FCOL_DURATION, XFT_FCOL_POINTS, XFT_FCO
 extern const struct xft_table xft_hop_table;
 extern const struct xft_table xft_flow_table;
 
-/* Column widths for @total characters (one blank between columns). */
+/* Column widths for @total characters (one blank between columns).  A hidden
+ * column gets width 0 and no blank. */
 void xft_table_widths(const struct xft_table *t, int total, int *widths);
 /* Index of the column called @name, or -1. */
 int xft_table_find(const struct xft_table *t, const char *name);

@@ -16,28 +16,35 @@ static void print_table(FILE *f, const struct xft_table *t, int width, const voi
 {
 	int w[16];
 	xft_table_widths(t, width, w);
-	for (size_t i = 0; i < t->ncols; i++) {
+	for (size_t i = 0, first = 1; i < t->ncols; i++) {
 		const char *h = t->cols[i].header;
+		if (!w[i])
+			continue;
 		if (t->cols[i].right)
-			fprintf(f, "%s%*s", i ? " " : "", w[i], h);
+			fprintf(f, "%s%*s", first ? "" : " ", w[i], h);
 		else
-			fprintf(f, "%s%-*s", i ? " " : "", i + 1 < t->ncols ? w[i] : 0, h);
+			fprintf(f, "%s%-*s", first ? "" : " ", i + 1 < t->ncols ? w[i] : 0, h);
+		first = 0;
 	}
 	fputc('\n', f);
 	if (max == 0 || max > n)
 		max = n;
 	for (size_t r = 0; r < max; r++) {
 		const void *row = (const char *)rows + order[r] * size;
-		for (size_t i = 0; i < t->ncols; i++) {
+		for (size_t i = 0, first = 1; i < t->ncols; i++) {
 			char buf[256];
+			if (!w[i])
+				continue;
 			buf[0] = '\0';
 			t->cols[i].print(row, buf, sizeof(buf), w[i]);
+			const char *sep = first ? "" : " ";
+			first = 0;
 			if (t->cols[i].right)
-				fprintf(f, "%s%*.*s", i ? " " : "", w[i], w[i], buf);
+				fprintf(f, "%s%*.*s", sep, w[i], w[i], buf);
 			else if (i + 1 < t->ncols)
-				fprintf(f, "%s%-*.*s", i ? " " : "", w[i], w[i], buf);
+				fprintf(f, "%s%-*.*s", sep, w[i], w[i], buf);
 			else
-				fprintf(f, "%s%.*s", i ? " " : "", w[i], buf);
+				fprintf(f, "%s%.*s", sep, w[i], buf);
 		}
 		fputc('\n', f);
 	}

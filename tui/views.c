@@ -83,6 +83,8 @@ static void draw_table_header(struct xft_canvas *cv, int y, const struct xft_tab
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
 	int x = 0;
 	for (size_t i = 0; i < t->ncols; i++) {
+		if (!w[i])
+			continue;
 		char h[64];
 		snprintf(h, sizeof(h), "%s%s", t->cols[i].header,
 			 (int)i == sort ? (desc ? "\u25bc" : "\u25b2") : "");
@@ -102,6 +104,8 @@ static void draw_table_row(struct xft_canvas *cv, int y, const struct xft_table 
 		xft_canvas_fill(cv, y, 0, cv->cols, attr, ' ');
 	int x = 0;
 	for (size_t i = 0; i < t->ncols; i++) {
+		if (!w[i])
+			continue;
 		char buf[256];
 		buf[0] = '\0';
 		t->cols[i].print(row, buf, sizeof(buf), w[i]);
@@ -328,15 +332,27 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 			  f->s.id, f->origin_dom, dur, f->s.npoints + f->s.points_lost,
 			  f->s.points_lost ? " (some not kept)" : "", f->s.expired ? "expired" : "quit");
 	/* ELAPSED(us) DOMAIN FILE LINE FUNCTION GAP */
-	int we = 11, wd = 7, wl = 5, wg = 8;
-	int rest = cv->cols - (we + wd + wl + wg + 5);
-	int wbar = rest / 4 > 6 ? rest / 4 : 6;
-	rest -= wbar + 1;
-	int wfile = rest * 55 / 100, wfn = rest - wfile - 1;
-	if (wfile < 8)
-		wfile = 8;
-	if (wfn < 8)
-		wfn = 8;
+	int we = 11, wd = 6, wl = 5, wg = 8, wfn = 8, wfile = 8;
+	for (uint32_t p = 0; p < f->s.npoints; p++) {
+		const struct xft_site *s = xft_sites_get(&app->sites, f->s.path[p].domain, f->s.path[p].site);
+		int n = (int)strlen(s->function), m = (int)strlen(s->file);
+		int d = (int)strlen(xft_sites_domain(&app->sites, f->s.path[p].domain));
+		wfn = n > wfn ? n : wfn;
+		wfile = m > wfile ? m : wfile;
+		wd = d > wd ? d : wd;
+	}
+	/* The function column first (it names the hop), then the file; the
+	 * gap bar takes what is left, at least a few cells. */
+	if (wd > 12)
+		wd = 12;
+	if (wfn > 26)
+		wfn = 26;
+	int rest = cv->cols - (we + wd + wl + wfn + wg + 6);
+	if (wfile > rest - 6)
+		wfile = rest - 6 > 8 ? rest - 6 : 8;
+	int wbar = rest - wfile - 1;
+	if (wbar < 1)
+		wbar = 1;
 	int x = 0, yh = y + 1;
 	xft_canvas_fill(cv, yh, 0, cv->cols, XFT_A_HEADER, ' ');
 	put_cell(cv, yh, x, we, XFT_A_HEADER, "ELAPSED(\u00b5s)", 1);
@@ -471,7 +487,7 @@ static void hist_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 	int rows = h - 3;
 	if (rows < 1 || !hist->count)
 		return;
-	int per = 8;
+	int per = 32;
 	double llo = log2((double)(lo ? lo : 1)), lhi = log2((double)(hi ? hi : 1));
 	while (per > 1 && (floor(lhi * per) - floor(llo * per) + 1) > rows)
 		per /= 2;
