@@ -210,27 +210,6 @@ static void near_structs(const struct jp_index *ix, struct near *n)
 	}
 }
 
-/* Does the type chain from @t (a pointer's target) name struct @sname?
- * Returns the complete struct definition to take the layout from, or -1. */
-static int32_t names_struct(const struct jp_index *ix, int32_t t, const char *sname,
-			    int32_t want)
-{
-	bool named = false;
-	for (int i = 0; i < 16 && t >= 0; i++) {
-		const struct jp_type *ty = &ix->types[t];
-		if (ty->name && strcmp(ty->name, sname) == 0)
-			named = true;
-		if (ty->kind != JP_T_TYPEDEF && ty->kind != JP_T_CV)
-			break;
-		t = ty->target;
-	}
-	if (t < 0 || !is_record(&ix->types[t]) || !named)
-		return -1;
-	if (ix->types[t].nmembers && !ix->types[t].declaration)
-		return t;
-	return want;    /* an incomplete struct S: use the definition found */
-}
-
 /* Member @path ("a", "a.b") of struct @st, anonymous members flattened. */
 static bool member_find(const struct jp_index *ix, int32_t st, const char *path,
 			uint64_t base, struct jp_member *out, int depth)
@@ -463,18 +442,47 @@ static size_t func_chain(struct jp_index *ix, uint64_t pc, int32_t *chain, size_
 
 /* ---- typing registers ------------------------------------------------------ */
 
+/*
+ * What a register holds before an instruction runs, as far as the typer
+ * can tell: a pointer into an object of type t (a pointer type's target,
+ * unstripped) at offset off plus an unknown multiple of stride (0: exactly
+ * off), or an integer that is a multiple of stride, or unknown.  CYCLE
+ * marks a value that depends on itself around a loop: neutral in a meet.
+ */
+enum tv_kind { TV_UNKNOWN, TV_CYCLE, TV_PTR, TV_INT };
+
+struct tval {
+	uint8_t kind;
+	int32_t t;
+	int64_t off;
+	uint64_t stride;
+};
+
+static const struct tval tv_unknown = { .kind = TV_UNKNOWN, .t = -1 };
+
+/* Memo of (instruction, register) → value for one query, so joins and
+ * loops are walked once: a small open-addressing table. */
+#define MEMO_SIZE 1024
+#define WALK_BUDGET 400
+
+struct memo_ent {
+	uint32_t key;            /* (insn << 4 | reg) + 1 */
+	uint32_t gen;            /* the query it belongs to; others are empty */
+	bool done;
+	struct tval v;
+};
+
 struct typer {
 	struct jp_image *img;
 	struct jp_index *ix;
 	const struct jp_code *code;
-	const char *sname;       /* the struct asked for */
-	int32_t want;            /* its complete definition */
 	const char *why;
+	int budget;
+	uint32_t gen;
+	struct memo_ent memo[MEMO_SIZE];
 };
 
-/* Type (a pointer's target, unstripped) of what @reg holds at insn @i: a
- * pointer type's target, or -1. */
-static int32_t reg_target(struct typer *ty, size_t i, unsigned reg, int depth);
+static struct tval reg_val(struct typer *ty, size_t i, unsigned reg, int depth);
 
 static int32_t ptr_target(const struct jp_index *ix, int32_t t)
 {
@@ -482,6 +490,24 @@ static int32_t ptr_target(const struct jp_index *ix, int32_t t)
 	if (t < 0 || ix->types[t].kind != JP_T_POINTER)
 		return -1;
 	return ix->types[t].target;
+}
+
+static struct tval tv_ptr(int32_t t)
+{
+	if (t < 0)
+		return tv_unknown;
+	struct tval v = { .kind = TV_PTR, .t = t };
+	return v;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
 }
 
 static int32_t dwarf_reg_target(struct typer *ty, uint64_t pc, unsigned reg)
@@ -563,47 +589,6 @@ static int32_t member_type_at(const struct jp_index *ix, int32_t st, uint64_t of
 	return -1;
 }
 
-/* The array member of @st (nested members too) holding byte @off. */
-static bool array_member_at(const struct jp_index *ix, int32_t st, uint64_t off, uint64_t *aoff,
-			    uint64_t *asz)
-{
-	for (int depth = 0; depth < 8 && st >= 0; depth++) {
-		const struct jp_type *t = &ix->types[st];
-		int32_t next = -1;
-		for (uint32_t i = 0; i < t->nmembers; i++) {
-			const struct jp_member *m = &t->members[i];
-			if (m->bit_size || off < m->offset || off >= m->offset + (m->size ? m->size : 1))
-				continue;
-			int32_t mt = jp_type_strip(ix, m->type);
-			if (mt < 0)
-				continue;
-			if (ix->types[mt].kind == JP_T_ARRAY) {
-				*aoff = m->offset;
-				*asz = m->size;
-				return true;
-			}
-			if (is_record(&ix->types[mt])) {
-				next = mt;
-				off -= m->offset;
-				/* Offsets below are relative to the member. */
-				*aoff = m->offset;
-			}
-			break;
-		}
-		if (next < 0)
-			return false;
-		uint64_t base = *aoff;
-		uint64_t ao = 0, as = 0;
-		if (array_member_at(ix, next, off, &ao, &as)) {
-			*aoff = base + ao;
-			*asz = as;
-			return true;
-		}
-		return false;
-	}
-	return false;
-}
-
 static int32_t global_type_at(const struct jp_index *ix, uint64_t addr)
 {
 	for (size_t g = 0; g < ix->nglobals; g++)
@@ -612,76 +597,202 @@ static int32_t global_type_at(const struct jp_index *ix, uint64_t addr)
 	return -1;
 }
 
-static int32_t writer_target(struct typer *ty, size_t j, unsigned reg, int depth)
+/* An integer operand as off + k * stride; anything not known to be an
+ * integer of that form is "any integer" (0 + k * 1). */
+static struct tval as_int(struct tval v)
+{
+	if (v.kind == TV_INT && v.stride)
+		return v;
+	return (struct tval){ .kind = TV_INT, .t = -1, .off = 0, .stride = 1 };
+}
+
+/* The value @reg has after instruction @j, which writes it. */
+static struct tval writer_val(struct typer *ty, size_t j, unsigned reg, int depth)
 {
 	const struct jp_insn *w = &ty->code->insns[j];
-	if (w->dst != reg || w->dst_size != 8)
-		return -1;
+	if (w->dst != reg)
+		return tv_unknown;     /* an implicit write (a call, a division) */
+	if (w->dst_size != 8)
+		return as_int(tv_unknown);   /* a 32-bit (or narrower) result */
 	if (w->kind == JP_I_MOV && w->src < 16 && !w->has_mem)
-		return reg_target(ty, j, w->src, depth + 1);
-	if (w->has_mem != 1 || w->index != JP_REG_NONE)
-		return -1;
+		return reg_val(ty, j, w->src, depth + 1);
+	if (w->kind == JP_I_SHL) {
+		struct tval v = reg_val(ty, j, reg, depth + 1);
+		if (v.kind != TV_INT || w->imm < 0 || w->imm > 16)
+			return tv_unknown;
+		v.off <<= w->imm;
+		v.stride <<= w->imm;
+		return v;
+	}
+	if (w->kind == JP_I_ADD) {
+		struct tval a = reg_val(ty, j, reg, depth + 1);
+		if (w->src == JP_REG_NONE) {
+			if (a.kind != TV_PTR && a.kind != TV_INT)
+				return tv_unknown;
+			a.off += w->imm;
+			return a;
+		}
+		struct tval b = reg_val(ty, j, w->src, depth + 1);
+		/* pointer + integer, either way round: an unknown other side
+		 * is taken as any integer, the sum being the pointer's */
+		if (a.kind == TV_PTR && b.kind != TV_PTR && b.kind != TV_CYCLE) {
+			b = as_int(b);
+			a.off += b.off;
+			a.stride = gcd64(a.stride, b.stride);
+			return a;
+		}
+		if (b.kind == TV_PTR && a.kind != TV_PTR && a.kind != TV_CYCLE) {
+			a = as_int(a);
+			b.off += a.off;
+			b.stride = gcd64(b.stride, a.stride);
+			return b;
+		}
+		return tv_unknown;
+	}
+	if (w->has_mem != 1)
+		return tv_unknown;
 	const char *nm = NULL;
-	if (w->kind == JP_I_MOV && w->msize == 8) {
+	if (w->kind == JP_I_MOV && w->msize == 8 && w->index == JP_REG_NONE) {
 		if (w->base == JP_REG_RIP) {
 			int32_t t = ptr_target(ty->ix, global_type_at(ty->ix, w->addr + w->len + (uint64_t)w->disp));
 			if (t >= 0)
 				ty->why = "a global";
-			return t;
+			return tv_ptr(t);
 		}
 		int32_t vt = frame_var_type(ty, w->addr, w->base, w->disp, &nm);
 		if (vt >= 0) {
 			int32_t t = ptr_target(ty->ix, vt);
 			if (t >= 0)
 				ty->why = nm;
-			return t;
+			return tv_ptr(t);
 		}
-		int32_t bt = reg_target(ty, j, w->base, depth + 1);
-		if (bt < 0 || w->disp < 0)
-			return -1;
-		return ptr_target(ty->ix, member_type_at(ty->ix, bt, (uint64_t)w->disp, true, 0));
+		struct tval b = reg_val(ty, j, w->base, depth + 1);
+		if (b.kind != TV_PTR || b.stride || b.off + w->disp < 0)
+			return tv_unknown;
+		return tv_ptr(ptr_target(ty->ix, member_type_at(ty->ix, b.t, (uint64_t)(b.off + w->disp), true, 0)));
 	}
-	if (w->kind == JP_I_LEA) {
-		int32_t vt = frame_var_type(ty, w->addr, w->base, w->disp, &nm);
-		if (vt >= 0) {
-			int32_t s = jp_type_strip(ty->ix, vt);
-			if (s >= 0 && is_record(&ty->ix->types[s])) {
-				ty->why = nm;
-				return vt;
+	if (w->kind == JP_I_LEA && w->base < 16) {
+		if (w->index == JP_REG_NONE) {
+			int32_t vt = frame_var_type(ty, w->addr, w->base, w->disp, &nm);
+			if (vt >= 0) {
+				int32_t st = jp_type_strip(ty->ix, vt);
+				if (st >= 0 && is_record(&ty->ix->types[st])) {
+					ty->why = nm;
+					return tv_ptr(vt);
+				}
 			}
 		}
-		int32_t bt = reg_target(ty, j, w->base, depth + 1);
-		if (bt < 0 || w->disp < 0)
-			return -1;
-		if (w->disp == 0)
-			return bt;
-		return member_type_at(ty->ix, bt, (uint64_t)w->disp, false, 0);
+		struct tval b = reg_val(ty, j, w->base, depth + 1);
+		if (b.kind != TV_PTR)
+			return tv_unknown;
+		b.off += w->disp;
+		if (w->index != JP_REG_NONE) {
+			struct tval x = reg_val(ty, j, w->index, depth + 1);
+			if (x.kind == TV_PTR || x.kind == TV_CYCLE)
+				return tv_unknown;
+			x = as_int(x);
+			uint64_t sc = w->scale ? w->scale : 1;
+			b.off += x.off * (int64_t)sc;
+			b.stride = gcd64(b.stride, x.stride * sc);
+		}
+		return b;
 	}
-	return -1;
+	return tv_unknown;
 }
 
-static int32_t reg_target(struct typer *ty, size_t i, unsigned reg, int depth)
+static struct memo_ent *memo_slot(struct typer *ty, size_t i, unsigned reg)
 {
-	if (depth > MAX_CHAIN || reg >= 16)
-		return -1;
-	const struct jp_insn *in = &ty->code->insns[i];
-	int32_t t = dwarf_reg_target(ty, in->addr, reg);
-	if (t >= 0)
-		return t;
-	const struct jp_code *c = ty->code;
-	for (size_t k = i; k > 0; k--) {
-		/* Cross into the previous block only when it is the sole way
-		 * in: the fall-through of a conditional branch that nothing
-		 * jumps to, in a function without indirect jumps. */
-		if (c->insns[k].leader &&
-		    (c->insns[k].jtarget || c->has_indirect || c->insns[k - 1].kind != JP_I_JCC ||
-		     c->insns[k - 1].addr + c->insns[k - 1].len != c->insns[k].addr))
-			break;
-		size_t j = k - 1;
-		if (ty->code->insns[j].wregs & (1u << reg))
-			return writer_target(ty, j, reg, depth);
+	uint32_t key = (uint32_t)((i << 4) | reg) + 1;
+	uint32_t h = (key * 2654435761u) & (MEMO_SIZE - 1);
+	for (uint32_t n = 0; n < MEMO_SIZE; n++) {
+		struct memo_ent *e = &ty->memo[(h + n) & (MEMO_SIZE - 1)];
+		if (e->gen != ty->gen) {
+			e->gen = ty->gen;
+			e->key = 0;
+			return e;
+		}
+		if (e->key == key)
+			return e;
 	}
-	return -1;
+	return NULL;
+}
+
+static bool tv_same(const struct jp_index *ix, struct tval a, struct tval b)
+{
+	if (a.kind != b.kind || a.off != b.off || a.stride != b.stride)
+		return false;
+	if (a.kind != TV_PTR)
+		return true;
+	return a.t == b.t || jp_type_strip(ix, a.t) == jp_type_strip(ix, b.t);
+}
+
+/*
+ * The value of @reg before instruction @i.  DWARF first (a location range
+ * often ends at the instruction that overwrites the register, which may be
+ * the access itself, so it is asked at each instruction on the way back);
+ * then back along predecessors to the instruction that wrote the register;
+ * where blocks join, every way in must agree.
+ */
+static struct tval reg_val(struct typer *ty, size_t i, unsigned reg, int depth)
+{
+	if (depth > MAX_CHAIN || reg >= 16 || --ty->budget < 0)
+		return tv_unknown;
+	struct memo_ent *e = memo_slot(ty, i, reg);
+	if (!e)
+		return tv_unknown;
+	if (e->key) {
+		if (!e->done)
+			return (struct tval){ .kind = TV_CYCLE, .t = -1 };
+		return e->v;
+	}
+	e->key = (uint32_t)((i << 4) | reg) + 1;
+	e->done = false;
+	const struct jp_code *c = ty->code;
+	struct tval v = tv_unknown;
+	int32_t t = dwarf_reg_target(ty, c->insns[i].addr, reg);
+	if (t >= 0) {
+		v = tv_ptr(t);
+	} else if (c->insns[i].npred > 0) {
+		bool have = false, cycle = false;
+		v = tv_unknown;
+		for (uint32_t p = 0; p < c->insns[i].npred; p++) {
+			size_t j = c->preds[c->insns[i].pred0 + p];
+			struct tval pv = c->insns[j].wregs & (1u << reg) ? writer_val(ty, j, reg, depth)
+									 : reg_val(ty, j, reg, depth);
+			if (pv.kind == TV_CYCLE) {
+				cycle = true;
+				continue;
+			}
+			if (pv.kind == TV_UNKNOWN || (have && !tv_same(ty->ix, v, pv))) {
+				v = tv_unknown;
+				have = false;
+				cycle = false;
+				break;
+			}
+			v = pv;
+			have = true;
+		}
+		if (!have)
+			v = cycle ? (struct tval){ .kind = TV_CYCLE, .t = -1 } : tv_unknown;
+	}
+	/* Re-find the slot: the table does not move, but be explicit. */
+	e = memo_slot(ty, i, reg);
+	if (e) {
+		e->done = true;
+		e->v = v;
+	}
+	return v;
+}
+
+static void typer_reset(struct typer *ty)
+{
+	/* A new generation empties the memo without touching it. */
+	if (++ty->gen == 0) {
+		memset(ty->memo, 0, sizeof(ty->memo));
+		ty->gen = 1;
+	}
+	ty->budget = WALK_BUDGET;
+	ty->why = NULL;
 }
 
 /* ---- scopes ------------------------------------------------------------------ */
@@ -776,6 +887,148 @@ static int site_cmp(const void *a, const void *b)
 	return x->kind - y->kind;
 }
 
+/* Does the type chain of @t (unstripped: typedef names count) name @sname? */
+static bool type_named(const struct jp_index *ix, int32_t t, const char *sname)
+{
+	for (int i = 0; i < 16 && t >= 0; i++) {
+		const struct jp_type *ty = &ix->types[t];
+		if (ty->name && strcmp(ty->name, sname) == 0)
+			return true;
+		if (ty->kind != JP_T_TYPEDEF && ty->kind != JP_T_CV)
+			return false;
+		t = ty->target;
+	}
+	return false;
+}
+
+static int32_t complete(const struct jp_index *ix, int32_t st)
+{
+	if (st >= 0 && !ix->types[st].nmembers && ix->types[st].name)
+		return jp_struct_find(ix, ix->types[st].name);
+	return st;
+}
+
+struct hit {
+	int32_t def;          /* the struct matched (complete definition) */
+	uint64_t moff, msize; /* bytes touched, relative to it */
+	int64_t at;           /* the struct's address is base + disp - at (plus
+	                       * index * scale if consumed_index) */
+	bool consumed_index;  /* the index register selects an array element */
+	bool no_target;       /* the instance's address cannot be computed */
+};
+
+/*
+ * Which struct does [base + index * scale + disp] touch, when base holds
+ * @bv (a pointer into an object at some offset, perhaps plus an unknown
+ * multiple of a stride)?  Levels: the object's struct, then nested struct
+ * members and elements of arrays of structs.  The first level whose struct
+ * is named @sname (and, with @want, overlaps that member) is the hit.  An
+ * unknown multiple (a stride, an index register) is accepted where the
+ * address lands in an array whose element size divides it: of structs (it
+ * picks the element), or of scalars (the site covers the whole array).
+ */
+static bool descend(struct typer *ty, size_t i, struct tval bv, const char *sname, int32_t want_def,
+		    const struct jp_member *want, struct hit *h)
+{
+	const struct jp_index *ix = ty->ix;
+	const struct jp_insn *in = &ty->code->insns[i];
+	int32_t named = bv.t;
+	int32_t cur = complete(ix, jp_type_strip(ix, bv.t));
+	int64_t eoff = bv.off + in->disp;    /* from the object, for k = 0 */
+	uint64_t ustride = bv.stride;
+	bool has_index = in->index != JP_REG_NONE, consumed = false;
+	int64_t index_off = 0;
+	if (has_index) {
+		struct tval x = reg_val(ty, i, in->index, 1);
+		if (x.kind == TV_PTR || x.kind == TV_CYCLE)
+			return false;
+		x = as_int(x);
+		uint64_t sc = in->scale ? in->scale : 1;
+		index_off = x.off * (int64_t)sc;
+		eoff += index_off;
+		ustride = ustride ? gcd64(ustride, x.stride * sc) : x.stride * sc;
+	}
+	if (eoff < 0)
+		return false;
+	uint64_t off = (uint64_t)eoff, sz = in->msize ? in->msize : 1;
+	for (int depth = 0; depth < 8 && cur >= 0 && is_record(&ix->types[cur]); depth++) {
+		const struct jp_type *t = &ix->types[cur];
+		if (off >= t->size || (!ustride && off + sz > t->size))
+			return false;
+		const struct jp_member *m = NULL;
+		for (uint32_t k = 0; k < t->nmembers && !m; k++) {
+			const struct jp_member *c = &t->members[k];
+			if (off >= c->offset && off < c->offset + (c->size ? c->size : 1))
+				m = c;
+		}
+		int32_t mt = m ? jp_type_strip(ix, m->type) : -1;
+		if (type_named(ix, named, sname)) {
+			uint64_t lo = off, n = sz;
+			if (ustride) {
+				/* An element of a scalar array member. */
+				if (!m || mt < 0 || ix->types[mt].kind != JP_T_ARRAY)
+					return false;
+				int32_t et = jp_type_strip(ix, ix->types[mt].target);
+				uint64_t es = et >= 0 ? ix->types[et].size : 0;
+				if (!es || ustride % es)
+					return false;
+				lo = m->offset;
+				n = m->size;
+			}
+			if (want) {
+				uint64_t wsz = want->size ? want->size : 1;
+				if (lo + n <= want->offset || lo >= want->offset + wsz)
+					return false;
+			}
+			h->def = want_def >= 0 ? want_def : cur;
+			h->moff = lo;
+			h->msize = n;
+			/* The struct's address is EA - off; with the unknown
+			 * multiple inside a scalar array, only an index
+			 * register (not part of base) can be taken out. */
+			h->at = (int64_t)off;
+			h->consumed_index = consumed;
+			/* Without the index term the instance is EA - off minus
+			 * the index's constant part, when it is not consumed. */
+			if (!consumed)
+				h->at -= index_off;
+			h->no_target = ustride && bv.stride;
+			return true;
+		}
+		if (!m || mt < 0)
+			return false;
+		if (!m->name || is_record(&ix->types[mt])) {
+			if (ustride || off + sz > m->offset + m->size)
+				return false;
+			named = m->type;
+			cur = complete(ix, mt);
+			off -= m->offset;
+			continue;
+		}
+		if (ix->types[mt].kind == JP_T_ARRAY) {
+			int32_t e = ix->types[mt].target, es = jp_type_strip(ix, e);
+			for (int k = 0; k < 4 && es >= 0 && ix->types[es].kind == JP_T_ARRAY; k++) {
+				e = ix->types[es].target;
+				es = jp_type_strip(ix, e);
+			}
+			es = complete(ix, es);
+			if (es < 0 || !is_record(&ix->types[es]) || !ix->types[es].size)
+				return false;
+			uint64_t esz = ix->types[es].size, rel = off - m->offset, o = rel % esz;
+			if (o + sz > esz || (!ustride && rel + sz > m->size) || (ustride && ustride % esz))
+				return false;
+			consumed = ustride != 0 && has_index;
+			ustride = 0;
+			named = e;
+			cur = es;
+			off = o;
+			continue;
+		}
+		return false;
+	}
+	return false;
+}
+
 int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		   const struct jp_scope *scope, struct jp_sites *out, struct jp_err *err)
 {
@@ -811,67 +1064,63 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 					    scope->funcs[s], near_hint(&n, hint, sizeof(hint)));
 			}
 		}
-	uint64_t ssize = ix->types[st].size;
 	size_t first = out->n;
+	struct typer *ty = calloc(1, sizeof(*ty));
+	if (!ty)
+		return -ENOMEM;
 	for (size_t f = 0; f < ix->nfuncs; f++) {
 		if (ix->funcs[f].inlined || !func_may_match(ix, f, scope))
 			continue;
 		const struct jp_code *code = jp_image_code(img, f, err);
-		if (!code)
+		if (!code) {
+			free(ty);
 			return -EINVAL;
-		struct typer ty = { .img = img, .ix = ix, .code = code, .sname = sname, .want = st };
+		}
+		ty->img = img;
+		ty->ix = ix;
+		ty->code = code;
 		for (size_t i = 0; i < code->ninsns; i++) {
 			const struct jp_insn *in = &code->insns[i];
-			if (in->has_mem != 1 || !in->macc || in->base >= 16 || in->base == 7 ||
-			    in->disp < 0 || (uint64_t)in->disp >= ssize)
+			if (in->has_mem != 1 || !in->macc || in->base >= 16 || in->base == 7 || in->disp < 0)
 				continue;
-			uint64_t lo = (uint64_t)in->disp, sz = in->msize ? in->msize : 1;
-			bool indexed = in->index != JP_REG_NONE;
-			if (!any && !indexed) {
-				uint64_t wsz = want.size ? want.size : 1;
-				if (lo + sz <= want.offset || lo >= want.offset + wsz)
-					continue;
-			}
-			ty.why = NULL;
-			int32_t tgt = reg_target(&ty, i, in->base, 0);
-			if (tgt < 0)
+			typer_reset(ty);
+			struct tval bv = reg_val(ty, i, in->base, 0);
+			if (bv.kind != TV_PTR)
 				continue;
-			int32_t def = names_struct(ix, tgt, sname, st);
-			if (def < 0)
+			struct hit h;
+			if (!descend(ty, i, bv, sname, st, any ? NULL : &want, &h))
 				continue;
-			if (indexed) {
-				/* [p + i*k + d]: an element of an array member
-				 * at d; which element is known at run time only,
-				 * so the site covers the whole array. */
-				uint64_t aoff, asz;
-				if (!array_member_at(ix, def, lo, &aoff, &asz))
-					continue;
-				lo = aoff;
-				sz = asz;
-				if (!any) {
-					uint64_t wsz = want.size ? want.size : 1;
-					if (lo + sz <= want.offset || lo >= want.offset + wsz)
-						continue;
-				}
-			}
 			const struct jp_line *l = jp_line_at(ix, in->addr);
 			if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
 				continue;
 			int kind = in->macc == (JP_ACC_READ | JP_ACC_WRITE) ? JP_SITE_RMW
 				 : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
 			struct jp_site *s = site_add(img, out, in, kind);
-			if (!s)
+			if (!s) {
+				free(ty);
 				return -ENOMEM;
+			}
 			s->sname = ix->types[st].name ? ix->types[st].name : sname;
-			s->member = any ? member_name_at(ix, def, lo, sz, 0) : member;
-			s->moff = lo;
-			s->msize = (uint32_t)sz;
-			s->target.kind = JP_RECIPE_REG;
-			s->target.reg = in->base;
+			s->member = any ? member_name_at(ix, h.def, h.moff, h.msize, 0) : member;
+			s->moff = h.moff;
+			s->msize = (uint32_t)h.msize;
+			/* The instance: base (+ index * scale) + disp - at. */
 			s->target.size = 8;
-			s->why = ty.why;
+			s->target.reg = in->base;
+			s->target.off = in->disp - h.at;
+			if (h.no_target) {
+				s->target.kind = JP_RECIPE_NONE;
+			} else if (h.consumed_index) {
+				s->target.kind = JP_RECIPE_VALUE;
+				s->target.index = in->index;
+				s->target.scale = in->scale;
+			} else {
+				s->target.kind = s->target.off ? JP_RECIPE_VALUE : JP_RECIPE_REG;
+			}
+			s->why = ty->why;
 		}
 	}
+	free(ty);
 	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
 	return 0;
 }
@@ -1074,7 +1323,11 @@ void jp_recipe_print(const struct jp_recipe *r, FILE *out)
 		fprintf(out, "[base+%#llx]", (unsigned long long)r->off);
 		break;
 	case JP_RECIPE_VALUE:
-		fprintf(out, "%%%s%+lld", jp_reg_name(r->reg), (long long)r->off);
+		if (r->scale)
+			fprintf(out, "%%%s+%%%s*%u%+lld", jp_reg_name(r->reg), jp_reg_name(r->index), r->scale,
+				(long long)r->off);
+		else
+			fprintf(out, "%%%s%+lld", jp_reg_name(r->reg), (long long)r->off);
 		break;
 	default:
 		fputs("-", out);

@@ -87,8 +87,24 @@ static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
 		 id == X86_INS_PREFETCHT0 || id == X86_INS_PREFETCHT1 || id == X86_INS_PREFETCHT2 ||
 		 id == X86_INS_PREFETCHW || id == X86_INS_CLFLUSH)
 		o->kind = JP_I_NOMEM;
+	else if (id == X86_INS_XCHG && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		 x->operands[1].type == X86_OP_REG && x->operands[0].reg == x->operands[1].reg)
+		o->kind = JP_I_NOMEM;     /* xchg ax, ax: a two-byte nop */
 	else if (id == X86_INS_HLT || id == X86_INS_UD2 || id == X86_INS_INT3)
 		o->kind = JP_I_HALT;
+	else if ((id == X86_INS_ADD || id == X86_INS_SUB || id == X86_INS_SHL) && x->op_count == 2 &&
+		 x->operands[0].type == X86_OP_REG &&
+		 (x->operands[1].type == X86_OP_REG || x->operands[1].type == X86_OP_IMM) &&
+		 (id != X86_INS_SHL || x->operands[1].type == X86_OP_IMM) &&
+		 (id != X86_INS_SUB || x->operands[1].type == X86_OP_IMM)) {
+		o->kind = id == X86_INS_SHL ? JP_I_SHL : JP_I_ADD;
+		o->dst = reg_dwarf(x->operands[0].reg);
+		o->dst_size = x->operands[0].size;
+		if (x->operands[1].type == X86_OP_REG)
+			o->src = reg_dwarf(x->operands[1].reg);
+		else
+			o->imm = id == X86_INS_SUB ? -x->operands[1].imm : x->operands[1].imm;
+	}
 	else
 		o->kind = JP_I_OTHER;
 	for (unsigned i = 0; i < x->op_count; i++) {
@@ -119,6 +135,13 @@ static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
 			id == X86_INS_UCOMISS || id == X86_INS_UCOMISD || id == X86_INS_COMISS ||
 			id == X86_INS_COMISD || id == X86_INS_PUSH))
 		o->macc = JP_ACC_READ;
+	/* Any instruction writing a register first operand: its width tells
+	 * the typer a 32-bit result is a plain (zero-extended) integer. */
+	if (o->dst == JP_REG_NONE && x->op_count >= 1 && x->operands[0].type == X86_OP_REG &&
+	    (x->operands[0].access & CS_AC_WRITE)) {
+		o->dst = reg_dwarf(x->operands[0].reg);
+		o->dst_size = x->operands[0].size;
+	}
 	if ((o->kind == JP_I_MOV || o->kind == JP_I_LEA) && x->op_count == 2 &&
 	    x->operands[0].type == X86_OP_REG) {
 		o->dst = reg_dwarf(x->operands[0].reg);
@@ -218,12 +241,84 @@ int jp_code_decode(const struct jp_elf *e, const struct jp_range *ranges, size_t
 			}
 		}
 	}
+	/* Predecessors, for following a register back across blocks: the
+	 * previous instruction unless it ends its block, and every direct
+	 * branch here.  Padding after an unconditional jump or a return (nops
+	 * nothing jumps to) is dead, not a way into the next block.  With an
+	 * indirect jump anywhere, blocks may have entries nobody can see:
+	 * then no instruction has predecessors. */
+	uint32_t *cnt = calloc(out->ninsns + 1, sizeof(*cnt));
+	if (!cnt) {
+		jp_code_free(out);
+		return -ENOMEM;
+	}
+	int32_t *tgt = malloc((out->ninsns + 1) * sizeof(*tgt));
+	bool *ft = calloc(out->ninsns + 1, sizeof(*ft));
+	if (!tgt || !ft) {
+		free(cnt);
+		free(tgt);
+		free(ft);
+		jp_code_free(out);
+		return -ENOMEM;
+	}
+	bool dead = false;
+	size_t total = 0;
+	for (size_t i = 0; i < out->ninsns; i++) {
+		struct jp_insn *in = &out->insns[i];
+		tgt[i] = -1;
+		bool prev_ends = i > 0 && (out->insns[i - 1].kind == JP_I_JMP || out->insns[i - 1].kind == JP_I_RET ||
+					   out->insns[i - 1].kind == JP_I_HALT);
+		bool this_dead = !in->jtarget && (in->kind == JP_I_NOMEM || in->kind == JP_I_HALT) &&
+				 (prev_ends || dead);
+		bool prev_dead = dead;
+		dead = this_dead;
+		if (i > 0 && out->insns[i - 1].addr + out->insns[i - 1].len == in->addr && !prev_ends &&
+		    !prev_dead) {
+			ft[i] = true;
+			cnt[i]++;
+			total++;
+		}
+		if ((in->kind == JP_I_JMP || in->kind == JP_I_JCC) && in->target) {
+			struct jp_insn key = { .addr = in->target };
+			struct jp_insn *t = bsearch(&key, out->insns, out->ninsns, sizeof(key), insn_cmp);
+			if (t) {
+				tgt[i] = (int32_t)(t - out->insns);
+				cnt[tgt[i]]++;
+				total++;
+			}
+		}
+	}
+	out->preds = malloc((total + 1) * sizeof(*out->preds));
+	if (!out->preds) {
+		free(cnt);
+		free(tgt);
+		free(ft);
+		jp_code_free(out);
+		return -ENOMEM;
+	}
+	uint32_t at = 0;
+	for (size_t i = 0; i < out->ninsns; i++) {
+		out->insns[i].pred0 = at;
+		out->insns[i].npred = out->has_indirect ? 0 : cnt[i];
+		at += cnt[i];
+		cnt[i] = 0;
+	}
+	for (size_t i = 0; i < out->ninsns; i++) {
+		if (ft[i])
+			out->preds[out->insns[i].pred0 + cnt[i]++] = (uint32_t)(i - 1);
+		if (tgt[i] >= 0)
+			out->preds[out->insns[tgt[i]].pred0 + cnt[tgt[i]]++] = (uint32_t)i;
+	}
+	free(cnt);
+	free(tgt);
+	free(ft);
 	return 0;
 }
 
 void jp_code_free(struct jp_code *c)
 {
 	free(c->insns);
+	free(c->preds);
 	memset(c, 0, sizeof(*c));
 }
 

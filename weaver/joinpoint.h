@@ -223,6 +223,8 @@ enum jp_insn_kind {
 	JP_I_OTHER, JP_I_MOV, JP_I_LEA, JP_I_CALL, JP_I_RET, JP_I_JMP, JP_I_JCC,
 	JP_I_NOMEM,   /* has a memory operand that is not an access (nop, prefetch) */
 	JP_I_HALT,    /* hlt, ud2, int3: ends a block */
+	JP_I_ADD,     /* add/sub reg, reg or imm (sub as add of -imm) */
+	JP_I_SHL,     /* shl reg, imm */
 };
 
 enum jp_access { JP_ACC_READ = 1, JP_ACC_WRITE = 2 };
@@ -243,6 +245,9 @@ struct jp_insn {
 	uint8_t dst_size;        /* bytes of dst written */
 	bool leader;             /* starts a basic block */
 	bool jtarget;            /* a direct branch goes here */
+	int64_t imm;             /* ADD, SHL: the immediate (src is JP_REG_NONE) */
+	uint32_t npred;          /* instructions control can come from ... */
+	uint32_t pred0;          /* ... in jp_code.preds[pred0 .. pred0+npred) */
 };
 
 struct jp_code {
@@ -250,7 +255,8 @@ struct jp_code {
 	size_t ninsns;
 	bool truncated;          /* bytes ran out or did not decode */
 	bool has_indirect;       /* an indirect jump: blocks may have entries
-	                          * nobody can see */
+	                          * nobody can see, so every npred is 0 */
+	uint32_t *preds;         /* predecessor lists (instruction indexes) */
 };
 
 int jp_code_decode(const struct jp_elf *e, const struct jp_range *ranges, size_t nranges,
@@ -292,14 +298,16 @@ enum jp_recipe_kind {
 	JP_RECIPE_REG = 1,       /* the value is in register reg */
 	JP_RECIPE_MEM = 2,       /* the variable lives at address reg + off */
 	JP_RECIPE_STATIC = 3,    /* the variable lives at load base + off */
-	JP_RECIPE_VALUE = 4,     /* the value is reg + off (DW_OP_stack_value);
-	                          * no address */
+	JP_RECIPE_VALUE = 4,     /* the value is reg + index * scale + off
+	                          * (DW_OP_stack_value, or an element's
+	                          * address); no address of its own */
 };
 
 struct jp_recipe {
 	uint8_t kind;            /* enum jp_recipe_kind */
 	uint8_t reg;
 	uint8_t size;            /* bytes of the variable, 0 if unknown */
+	uint8_t index, scale;    /* VALUE: scale 0 means no index register */
 	int64_t off;
 };
 

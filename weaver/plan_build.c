@@ -196,6 +196,10 @@ struct dplan {
 static struct xflow_plan_fetch to_fetch(const struct jp_recipe *r)
 {
 	struct xflow_plan_fetch f = { .kind = r->kind, .reg = r->reg, .size = r->size, .off = r->off };
+	if (r->kind == JP_RECIPE_VALUE && r->scale) {
+		f.index = r->index;
+		f.scale = r->scale;
+	}
 	if (f.kind == XFLOW_FETCH_STATIC)
 		f.reg = 0xff;
 	return f;

@@ -41,7 +41,11 @@ void xflow_plan_fetch_print(const struct xflow_plan_fetch *f, FILE *out)
 		fprintf(out, "&[base+%#" PRIx64 "]", (uint64_t)f->off);
 		break;
 	case XFLOW_FETCH_VALUE:
-		fprintf(out, "%%%s%+" PRId64 " (value)", reg_name(f->reg), f->off);
+		if (f->scale)
+			fprintf(out, "%%%s+%%%s*%u%+" PRId64 " (value)", reg_name(f->reg), reg_name(f->index),
+				f->scale, f->off);
+		else
+			fprintf(out, "%%%s%+" PRId64 " (value)", reg_name(f->reg), f->off);
 		break;
 	default:
 		fputs("-", out);

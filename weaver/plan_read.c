@@ -39,6 +39,11 @@ static int bad(char *why, size_t whylen, const char *fmt, ...)
 
 static bool fetch_ok(const struct xflow_plan_fetch *f, bool allow_none)
 {
+	if (f->scale && (f->kind != XFLOW_FETCH_VALUE || f->index >= 16 ||
+			 (f->scale != 1 && f->scale != 2 && f->scale != 4 && f->scale != 8)))
+		return false;
+	if (!f->scale && f->index)
+		return false;
 	switch (f->kind) {
 	case 0:
 		return allow_none;
@@ -241,6 +246,8 @@ static void fetch(struct rd *r, struct xflow_plan_fetch *f)
 	f->kind = U8(r);
 	f->reg = U8(r);
 	f->size = U8(r);
+	f->index = U8(r);
+	f->scale = U8(r);
 	f->off = (int64_t)U64(r);
 }
 
@@ -382,7 +389,7 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			l->bit_size = U32(&r);
 			l->flags = U32(&r);
 		}
-		dm->sites = arr(&r, dm->nsites, 66, sizeof(*dm->sites));
+		dm->sites = arr(&r, dm->nsites, 72, sizeof(*dm->sites));
 		for (uint32_t i = 0; i < dm->nsites && !r.err; i++) {
 			struct xflow_plan_site *s = &dm->sites[i];
 			s->addr = U64(&r);
@@ -411,7 +418,7 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			x->ninputs = U8(&r);
 			x->first_fetch = U32(&r);
 		}
-		dm->fetches = arr(&r, dm->nfetches, 11, sizeof(*dm->fetches));
+		dm->fetches = arr(&r, dm->nfetches, 13, sizeof(*dm->fetches));
 		for (uint32_t i = 0; i < dm->nfetches && !r.err; i++)
 			fetch(&r, &dm->fetches[i]);
 	}

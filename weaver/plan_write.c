@@ -121,6 +121,8 @@ static void put_fetch(struct wbuf *b, const struct xflow_plan_fetch *f)
 	put_u8(b, f->kind);
 	put_u8(b, f->reg);
 	put_u8(b, f->size);
+	put_u8(b, f->index);
+	put_u8(b, f->scale);
 	put_u64(b, (uint64_t)f->off);
 }
 

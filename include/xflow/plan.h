@@ -62,7 +62,7 @@
  *     bindings: nbindings × { u32 site, u32 advice, u8 when, u8 ninputs,
  *                             u32 first_fetch },
  *     fetches:  nfetches × fetch }
- *   where fetch = { u8 kind, u8 reg, u8 size, i64 off }
+ *   where fetch = { u8 kind, u8 reg, u8 size, u8 index, u8 scale, i64 off }
  *   string table, strtab_size bytes
  *
  * Rules a reader enforces (xflow_plan_read; a plan file is hostile input):
@@ -113,7 +113,10 @@ enum xflow_plan_fetch_kind {
 	XFLOW_FETCH_REG = 1,     /* the value is in register reg */
 	XFLOW_FETCH_MEM = 2,     /* the object is at address reg + off */
 	XFLOW_FETCH_STATIC = 3,  /* the object is at load base + off */
-	XFLOW_FETCH_VALUE = 4,   /* the value is reg + off, with no address */
+	XFLOW_FETCH_VALUE = 4,   /* the value is reg + index * scale + off (scale
+	                          * 0: no index), with no address of its own:
+	                          * an element of an array of structs, or
+	                          * DW_OP_stack_value */
 };
 /* For a local_var() input, REG and VALUE mean the variable has no address
  * at that site: the agent copies the value into a per-hit scratch cell and
@@ -131,6 +134,8 @@ struct xflow_plan_fetch {
 	uint8_t kind;            /* enum xflow_plan_fetch_kind */
 	uint8_t reg;             /* DWARF number; 0xff for STATIC */
 	uint8_t size;            /* bytes of the object, 0 if unknown */
+	uint8_t index;           /* VALUE with scale != 0: index register */
+	uint8_t scale;           /* 0, or 1, 2, 4, 8 (VALUE only) */
 	int64_t off;
 };
 
