@@ -72,6 +72,18 @@ check() {
 	echo "$1: $fn: $st.$mem through $var at $pc${other:+, $other located}"
 }
 
+# netfront writes the request's flags once: an id put in bits 4-15 right
+# after that write is not wiped out by a second one (the "xin_move trap").
+off=$(gdb -q -batch "$BUILD/sim/linuxU" -ex "print/x (long)&((struct netif_tx_request *)0)->flags" |
+	sed -n 's/^\$1 = //p')
+for fn in network_start_xmit xennet_tx_setup_grant; do
+	n=$(objdump -d --no-show-raw-insn "--disassemble=$fn" "$BUILD/sim/linuxU" |
+		grep -c -E "^ +[0-9a-f]+:.*,$off\(%r[a-z0-9]*\)$")
+	want=1
+	[ $fn = xennet_tx_setup_grant ] && want=0
+	[ "$n" -eq $want ] || fail "$fn writes netif_tx_request.flags $n times, expected $want"
+done
+
 check linuxU alloc_skb_from_cache sk_buff data skb
 check linuxU skb_clone sk_buff head skb n
 check linuxU network_start_xmit netif_tx_request flags tx skb

@@ -213,9 +213,13 @@ static int network_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		kfree_skb(skb);
 		return NETDEV_TX_OK;
 	}
-	tx->flags = 0;
-	if (skb->ip_summed == CHECKSUM_HW) /* local packet? */
-		tx->flags |= NETTXF_csum_blank | NETTXF_data_validated;
+	/*
+	 * One store, bits 0-3 only: a tracer that puts a flow id in bits 4-15
+	 * right after the program's write of the field is not overwritten by
+	 * a second write.
+	 */
+	tx->flags = skb->ip_summed == CHECKSUM_HW ? /* local packet? */
+		NETTXF_csum_blank | NETTXF_data_validated : 0;
 
 	RING_PUSH_REQUESTS_AND_CHECK_NOTIFY(&np->tx, notify);
 	if (notify)
