@@ -9,7 +9,7 @@
 
 const char *const sim_knob_names[] = {
 	"rate", "size", "guests", "delay", "jitter", "seed", "duration",
-	"block-rate", "block-service", "truth", NULL,
+	"block-rate", "block-service", "truth", "hold", NULL,
 };
 
 void sim_knobs_init(struct sim_knobs *k)
@@ -185,6 +185,12 @@ int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE
 			return -1;
 		}
 		k->block_service_ns = ns;
+	} else if (strcmp(name, "hold") == 0) {
+		if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+			fprintf(err, "xensim: --hold: '%s' is not 0 or 1\n", value);
+			return -1;
+		}
+		k->hold = value[0] == '1';
 	} else if (strcmp(name, "truth") == 0) {
 		if (!*value) {
 			fprintf(err, "xensim: --truth: empty file name\n");
@@ -221,6 +227,8 @@ void sim_knobs_to_argv(const struct sim_knobs *k, char **argv, int *argc, int ma
 	PUSH("--block-service=%" PRId64 "ns", k->block_service_ns);
 	if (k->truth)
 		PUSH("--truth=%s", k->truth);
+	if (k->hold)
+		PUSH("--hold=1");
 #undef PUSH
 }
 
@@ -237,6 +245,8 @@ void sim_knobs_usage(FILE *out)
 	      "  --duration SECONDS    how long the guests send (default 5)\n"
 	      "  --block-rate REQS/S   block requests per second each guest issues (default 100)\n"
 	      "  --block-service DUR   the disk's service time per request (default 200us)\n"
-	      "  --truth FILE          write when each message passed each stage to FILE\n",
+	      "  --truth FILE          write when each message passed each stage to FILE\n"
+	      "  --hold                boot, then wait for SIGUSR1 to xensim before sending\n"
+	      "                        (time to attach tracers); --duration counts from then\n",
 	      out);
 }

@@ -27,6 +27,7 @@ struct sim_knobs {
 	double block_rate;        /* block requests per second, per guest */
 	int64_t block_service_ns; /* the disk's service time per request */
 	const char *truth;        /* truth file, or NULL */
+	bool hold;                /* guests wait for SIGUSR1 before sending */
 };
 
 void sim_knobs_init(struct sim_knobs *k);

@@ -51,6 +51,7 @@ struct xensim {
 	struct dom guests[KNOBS_MAX_GUESTS];
 	pid_t pgid;
 	bool verbose;
+	const char *domains_file;
 };
 
 static void usage(FILE *out)
@@ -59,7 +60,9 @@ static void usage(FILE *out)
 	      "Start a simulated Xen host: dom0 (linux0) and guests (linuxU) as processes\n"
 	      "sharing real Xen rings; stop it with SIGINT or SIGTERM.\n\n", out);
 	sim_knobs_usage(out);
-	fputs("  -v, --verbose         say what is started and stopped\n"
+	fputs("  --domains FILE        list the domains (domid, name, pid) in FILE while\n"
+	      "                        they run\n"
+	      "  -v, --verbose         say what is started and stopped\n"
 	      "  -h, --help            show this help\n\n"
 	      "Runs until every guest has sent for --duration seconds and seen all its\n"
 	      "messages and block requests completed.  Exit status: 0 when every domain\n"
@@ -168,7 +171,15 @@ static pid_t spawn(struct xensim *xs, char **argv, const int *fds, int n, sigset
 			_exit(1); /* the launcher died before prctl */
 		for (int i = 0; i < n; i++)
 			keep_fd(fds[i]);
-		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		/*
+		 * SIGUSR1 (--hold's go) stays blocked across exec until the
+		 * domain has its handler, so that an early one waits rather
+		 * than kills it.
+		 */
+		sigset_t m = *oldmask;
+
+		sigaddset(&m, SIGUSR1);
+		sigprocmask(SIG_SETMASK, &m, NULL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		execv(argv[0], argv);
@@ -276,6 +287,31 @@ static int start_host(struct xensim *xs, sigset_t *oldmask)
 		fprintf(stderr, "; process group %d\n", xs->pgid);
 	}
 	return 0;
+}
+
+/*
+ * --domains FILE: "domid<TAB>name<TAB>pid" per domain, written atomically
+ * once every domain is started (a stand-in for listing them in xenstore).
+ */
+static int write_domains(const struct xensim *xs)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", xs->domains_file);
+	f = fopen(tmp, "w");
+	if (!f)
+		goto fail;
+	fprintf(f, "#domid\tname\tpid\n0\tlinux0\t%d\n", xs->dom0.pid);
+	for (uint32_t i = 0; i < xs->knobs.guests; i++)
+		fprintf(f, "%u\tlinuxU\t%d\n", xs->guests[i].domid, xs->guests[i].pid);
+	if (fclose(f) != 0 || rename(tmp, xs->domains_file) < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "xensim: --domains: cannot write %s: %s\n", xs->domains_file, strerror(errno));
+	unlink(tmp);
+	return -1;
 }
 
 static struct dom *find_dom(struct xensim *xs, pid_t pid)
@@ -387,6 +423,12 @@ static int run(struct xensim *xs, int sfd)
 
 		poll(&pfd, 1, 100);
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGUSR1) {
+				/* --hold: the go signal, for every guest still there. */
+				for (uint32_t i = 0; i < xs->knobs.guests; i++)
+					if (!xs->guests[i].exited)
+						kill(xs->guests[i].pid, SIGUSR1);
+			}
 			if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
 				if (!stopping && xs->verbose)
 					fprintf(stderr, "xensim: stopping the host\n");
@@ -433,15 +475,25 @@ int main(int argc, char **argv)
 
 	sim_knobs_init(&xs.knobs);
 	for (int i = 0; sim_knob_names[i]; i++)
-		opts[n++] = (struct option){ sim_knob_names[i], required_argument, NULL, 'k' };
+		opts[n++] = (struct option){ sim_knob_names[i],
+					     strcmp(sim_knob_names[i], "hold") == 0 ?
+						     no_argument : required_argument, NULL, 'k' };
 	opts[n++] = (struct option){ "verbose", no_argument, NULL, 'v' };
+	opts[n++] = (struct option){ "domains", required_argument, NULL, 'd' };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ NULL, 0, NULL, 0 };
 	while ((c = getopt_long(argc, argv, "vh", opts, &idx)) != -1) {
 		switch (c) {
 		case 'k':
-			if (sim_knobs_set(&xs.knobs, opts[idx].name, optarg, stderr) != 0)
+			if (sim_knobs_set(&xs.knobs, opts[idx].name, optarg ? optarg : "1", stderr) != 0)
 				return 2;
+			break;
+		case 'd':
+			if (!*optarg) {
+				fprintf(stderr, "xensim: --domains: empty file name\n");
+				return 2;
+			}
+			xs.domains_file = optarg;
 			break;
 		case 'v':
 			xs.verbose = true;
@@ -469,6 +521,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
@@ -482,7 +535,11 @@ int main(int argc, char **argv)
 			;
 		return 1;
 	}
+	if (xs.domains_file && write_domains(&xs) < 0)
+		kill(getpid(), SIGTERM); /* stop the host through the usual path */
 	rc = run(&xs, sfd);
+	if (xs.domains_file)
+		unlink(xs.domains_file);
 	if (xs.knobs.truth && merge_truth(&xs) < 0)
 		rc = 1;
 	if (xs.verbose)

@@ -3,14 +3,15 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stopping;
-static int stop_fd = -1;
+static volatile sig_atomic_t stopping, go;
+static int stop_fd = -1, go_fd = -1;
 
 static int parse_fds(const char *s, int *out, int n)
 {
@@ -91,17 +92,51 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
+static void on_go(int sig)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	(void)sig;
+	go = 1;
+	if (go_fd >= 0 && write(go_fd, &one, sizeof(one)) < 0) {
+		/* the flag is set */
+	}
+	errno = saved;
+}
+
+int boot_wait_go(struct boot_info *bi)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = bi->stop_fd, .events = POLLIN },
+		{ .fd = go_fd, .events = POLLIN },
+	};
+
+	/* The flags are the truth; the fds only end the wait early. */
+	while (!go && !stopping)
+		poll(pfd, 2, 100);
+	return stopping ? -1 : 0;
+}
+
 int boot_signals(struct boot_info *bi)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sg = { .sa_handler = on_go };
 
 	stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (stop_fd < 0)
+	go_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (stop_fd < 0 || go_fd < 0)
 		return -errno;
 	bi->stop_fd = stop_fd;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&sg.sa_mask);
+	sigaction(SIGUSR1, &sg, NULL);
+	/* xensim keeps it blocked until here: a go sent early is kept pending. */
+	sigemptyset(&sg.sa_mask);
+	sigaddset(&sg.sa_mask, SIGUSR1);
+	sigprocmask(SIG_UNBLOCK, &sg.sa_mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }

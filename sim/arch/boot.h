@@ -39,6 +39,12 @@ int boot_signals(struct boot_info *bi);
 /* True once a stop signal has arrived. */
 int boot_stopping(void);
 
+/*
+ * With --hold: waits for SIGUSR1 (the launcher's "go") or a stop signal.
+ * Returns 0 to go on, -1 when stopping.
+ */
+int boot_wait_go(struct boot_info *bi);
+
 /* Fires the stop eventfd from the program itself. */
 void boot_stop(struct boot_info *bi);
 

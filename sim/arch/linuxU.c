@@ -190,7 +190,8 @@ int main(int argc, char **argv)
 	}
 	tcp_sock_init(&g->sk, g->eth0, (uint16_t)xen_domid);
 
-	run_apps(g);
+	if (!g->bi.knobs.hold || boot_wait_go(&g->bi) == 0)
+		run_apps(g);
 	if (!boot_stopping())
 		drained = drain(g);
 
