@@ -322,6 +322,9 @@ int xft_config_parse(struct xft_config *c, const char *name, const char *text, c
 					    name, lineno);
 			*close = '\0';
 			char *inner = trim(s + 1);
+			if (!strcmp(inner, "domain"))
+				return fail(err, errlen, "%s:%u: missing the domain name: expected [domain NAME]",
+					    name, lineno);
 			if (strncmp(inner, "domain", 6) || !isspace((unsigned char)inner[6]))
 				return fail(err, errlen, "%s:%u: unknown section '[%s]': expected [domain NAME]",
 					    name, lineno, inner);
