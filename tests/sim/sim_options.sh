@@ -34,6 +34,7 @@ bad --duration --duration forever
 bad --block-rate --block-rate many
 bad --block-service --block-service 5
 bad --truth --truth ""
+bad --domains --domains ""
 bad unexpected --rate 10 extra
 out=$("$XENSIM" --no-such-option 2>&1); [ $? -eq 2 ] || fail "an unknown option is not exit 2"
 
