@@ -1121,7 +1121,8 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		}
 	}
 	free(ty);
-	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	if (out->n > first)
+		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
 	return 0;
 }
 
@@ -1226,7 +1227,8 @@ int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope 
 		s->inlined_into = fn->inlined ? ix->funcs[outer].name : NULL;
 		s->why = fn->inlined ? "inlined entry" : at == fn->entry ? "entry" : "after prologue";
 	}
-	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	if (out->n > first)
+		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
 	return 0;
 }
 
@@ -1270,7 +1272,8 @@ int jp_find_return(struct jp_image *img, const char *func, const struct jp_scope
 			s->why = tail ? "tail call" : "ret";
 		}
 	}
-	qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	if (out->n > first)
+		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
 	return 0;
 }
 

@@ -889,7 +889,8 @@ static uint64_t type_size(const struct jp_index *ix, int32_t t, int depth)
 
 static void resolve_types(struct jp_index *ix)
 {
-	qsort(ix->types, ix->ntypes, sizeof(*ix->types), type_cmp);
+	if (ix->ntypes > 1)
+		qsort(ix->types, ix->ntypes, sizeof(*ix->types), type_cmp);
 	for (size_t i = 0; i < ix->ntypes; i++) {
 		struct jp_type *t = &ix->types[i];
 		if (t->kind == JP_T_STRUCT || t->kind == JP_T_UNION) {

@@ -129,6 +129,11 @@ static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
 	}
 	if (o->kind == JP_I_LEA || o->kind == JP_I_NOMEM)
 		o->macc = 0;
+	/* rep stos/movs/...: the extent is a count in rcx, not the operand
+	 * size; such a site would claim a member it runs past. */
+	if (x->prefix[0] == X86_PREFIX_REP || x->prefix[0] == X86_PREFIX_REPE ||
+	    x->prefix[0] == X86_PREFIX_REPNE)
+		o->has_mem = o->has_mem ? 2 : 0;
 	/* Capstone 4 marks the memory operand of a few read-only
 	 * instructions as written too. */
 	if (o->macc && (id == X86_INS_TEST || id == X86_INS_CMP || id == X86_INS_BT ||
@@ -215,7 +220,7 @@ int jp_code_decode(const struct jp_elf *e, const struct jp_range *ranges, size_t
 	}
 	cs_free(ci, 1);
 	cs_close(&h);
-	if (nranges > 1)
+	if (nranges > 1 && out->ninsns > 1)
 		qsort(out->insns, out->ninsns, sizeof(*out->insns), insn_cmp);
 	/* Basic blocks: a leader starts the code, follows a branch, or is a
 	 * direct branch target.  Indirect targets (jump tables) are unknown;

@@ -475,7 +475,8 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		uint32_t *newidx = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*newidx));
 		for (uint32_t i = 0; i < dp.nsites; i++)
 			order[i] = i;
-		qsort_r(order, dp.nsites, sizeof(*order), idx_cmp, dp.sites);
+		if (dp.nsites > 1)
+			qsort_r(order, dp.nsites, sizeof(*order), idx_cmp, dp.sites);
 		dm->sites = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*dm->sites));
 		for (uint32_t i = 0; i < dp.nsites; i++) {
 			dm->sites[i] = dp.sites[order[i]];
@@ -484,7 +485,8 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		dm->nsites = (uint32_t)dp.nsites;
 		for (size_t i = 0; i < pn; i++)
 			pv[i].site_key = newidx[pv[i].site_key];
-		qsort(pv, pn, sizeof(*pv), pend_cmp);
+		if (pn > 1)
+			qsort(pv, pn, sizeof(*pv), pend_cmp);
 		dm->bindings = fl_arena_alloc(arena, (pn + 1) * sizeof(*dm->bindings));
 		size_t nf = 0;
 		for (size_t i = 0; i < pn; i++)

@@ -105,7 +105,7 @@ static void check_site(struct jp_image *img, const struct jpf_run *r, const stru
 		uint64_t v;
 		bool ok = recipe_read(r, r->pid, regs, &s->target, false, &v);
 		char key[96];
-		snprintf(key, sizeof(key), "OBJ %s ", s->sname);
+		snprintf(key, sizeof(key), "OBJ %.80s ", s->sname);
 		bool good = ok && (strstr(r->buf, key) ? jpf_is_obj(r, s->sname, v) : inside_some_obj(r, v));
 		if (good) {
 			c->target_ok++;

@@ -1,0 +1,301 @@
+/*
+ * The weave plan: built from a flow file against a fixture binary, written,
+ * read back, and written again byte for byte; deterministic across builds;
+ * a reader that refuses every truncation and every corruption the checksum
+ * or the checks can see, and never crashes on what it is given.
+ */
+#include <criterion/criterion.h>
+
+#include "tests/lib/testlib.h"
+#include "tests/weaver/fixtures/jp_fixture.h"
+#include "weaver/joinpoint.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
+
+uint32_t xflow_plan_fnv32(const unsigned char *p, size_t n);
+
+static const char flow_xml[] =
+	"<flows>\n"
+	"<xflow name=\"pkt\">\n"
+	"  <start><pointcut>access(sk_buff.data) AND within_function(alloc_skb_from_cache)</pointcut></start>\n"
+	"  <transit><pointcut>access(sk_buff.head) AND within_function(skb_clone)</pointcut>\n"
+	"    <move from=\"skb\" to=\"n\"/></transit>\n"
+	"  <quit><pointcut>access(sk_buff.%) AND within_function(kfree_skb)</pointcut></quit>\n"
+	"</xflow>\n"
+	"<advice>\n"
+	"  <pointcut>access(sk_buff.%) AND target(b) AND xflow(pkt, b, id)</pointcut>\n"
+	"  <before>long long t; DO_RDTSC(t); STORE_DATA3($pc$, t, id);</before>\n"
+	"</advice>\n"
+	"<advice>\n"
+	"  <pointcut>call(skb_put) AND local_var(n, np)</pointcut>\n"
+	"  <before>STORE_DATA1(*(int*)np);</before>\n"
+	"</advice>\n"
+	"<advice>\n"
+	"  <pointcut>return(kfree_skb) OR call(nothing_like_this)</pointcut>\n"
+	"  <after>STORE_DATA1($pc$);</after>\n"
+	"</advice>\n"
+	"</flows>\n";
+
+static char *dir, *bin;
+
+static void setup(void)
+{
+	dir = jpf_tmp_new();
+	cr_assert(dir);
+	bin = jpf_build(dir, "jp_netlike", "gcc", "-g -O0", "plan");
+	cr_assert(bin);
+}
+
+static void teardown(void)
+{
+	free(bin);
+	jpf_tmp_free(dir);
+}
+
+TestSuite(plan_format, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct xflow_unit *compile(const char *xml)
+{
+	struct xflow_unit *u;
+	struct xflow_unit_opts o = { .no_include = true };
+	cr_assert_eq(xflow_unit_new(&u, &o), 0);
+	cr_assert_eq(xflow_unit_add_buffer(u, "t.xml", xml, strlen(xml)), 0);
+	int rc = xflow_unit_compile(u);
+	if (rc)
+		xflow_unit_print_diags(u, stderr);
+	cr_assert_eq(rc, 0);
+	return u;
+}
+
+/* Build, and write to bytes. */
+static void *build(struct xflow_unit *u, size_t *len, struct xflow_plan **keep, char **diags)
+{
+	const char *bins[] = { bin };
+	struct jp_domain_spec d = { "dom0", bins, 1 };
+	char *dbuf = NULL;
+	size_t dlen = 0;
+	FILE *df = open_memstream(&dbuf, &dlen);
+	struct jp_plan_opts o = { .diag = df };
+	struct xflow_plan *p;
+	int rc = jp_plan_build(u, &d, 1, &o, &p);
+	fclose(df);
+	cr_assert_eq(rc, 0, "%s", dbuf);
+	void *buf;
+	char why[256];
+	cr_assert_eq(xflow_plan_write(p, &buf, len, why, sizeof(why)), 0, "%s", why);
+	if (keep)
+		*keep = p;
+	else
+		xflow_plan_free(p);
+	if (diags)
+		*diags = dbuf;
+	else
+		free(dbuf);
+	return buf;
+}
+
+Test(plan_format, build_roundtrip_deterministic)
+{
+	struct xflow_unit *u = compile(flow_xml);
+	size_t n1, n2, n3;
+	struct xflow_plan *p;
+	char *diags;
+	void *b1 = build(u, &n1, &p, &diags);
+	/* The pointcut that cannot match part of an OR is quiet; a whole
+	 * pointcut matching nothing would be a warning. */
+	cr_expect(strstr(diags, "nothing_like_this"), "a missing function is named: %s", diags);
+	void *b2 = build(u, &n2, NULL, NULL);
+	cr_assert_eq(n1, n2);
+	cr_assert(memcmp(b1, b2, n1) == 0, "two builds, two different plans");
+	struct xflow_plan *q;
+	char why[256];
+	cr_assert_eq(xflow_plan_read(b1, n1, &q, why, sizeof(why)), 0, "%s", why);
+	void *b3;
+	cr_assert_eq(xflow_plan_write(q, &b3, &n3, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(n1, n3);
+	cr_assert(memcmp(b1, b3, n1) == 0, "read then written differs");
+
+	/* What it holds: one domain, sites of every kind, xflow advice first. */
+	cr_assert_eq(q->ndomains, 1);
+	cr_assert_eq(q->nflows, 1);
+	cr_assert_str_eq(q->flows[0], "pkt");
+	const struct xflow_plan_domain *d = &q->domains[0];
+	cr_assert_str_eq(d->name, "dom0");
+	cr_assert(d->binaries[0].flags & XFLOW_PLAN_BIN_RELOCATABLE);
+	unsigned kinds[6] = { 0 };
+	for (uint32_t i = 0; i < d->nsites; i++)
+		kinds[d->sites[i].kind]++;
+	cr_expect_gt(kinds[XFLOW_SITE_LOAD] + kinds[XFLOW_SITE_STORE], 0);
+	cr_expect_gt(kinds[XFLOW_SITE_ENTRY], 0);
+	cr_expect_gt(kinds[XFLOW_SITE_RETURN], 0);
+	cr_expect_eq(q->advice[0].origin, XFLOW_ADVICE_START);
+	bool saw_local = false, saw_after = false;
+	for (uint32_t i = 0; i < d->nbindings; i++) {
+		const struct xflow_plan_binding *b = &d->bindings[i];
+		const struct xflow_bc_prog *g = &q->advice[b->advice].prog;
+		for (uint32_t k = 0; k < b->ninputs; k++) {
+			const struct xflow_plan_fetch *f = &d->fetches[b->first_fetch + k];
+			if (g->inputs[k].kind == XFLOW_IN_TARGET)
+				cr_expect(f->kind == XFLOW_FETCH_REG || f->kind == XFLOW_FETCH_VALUE);
+			else
+				saw_local = true;
+		}
+		if (b->when == XFLOW_WHEN_AFTER) {
+			saw_after = true;
+			cr_expect_eq(d->sites[b->site].kind, XFLOW_SITE_RETURN);
+		}
+	}
+	cr_expect(saw_local && saw_after);
+	/* Layouts of the fields the advice uses, from this binary's DWARF. */
+	for (uint32_t f = 0; f < q->nfields; f++)
+		cr_expect_geq(d->layouts[f].offset, 0, "%s.%s unresolved", q->fields[f].sname, q->fields[f].member);
+
+	/* The dump names sites and their advice. */
+	char *txt = NULL;
+	size_t tlen = 0;
+	FILE *tf = open_memstream(&txt, &tlen);
+	xflow_plan_dump(q, tf, true);
+	fclose(tf);
+	cr_expect(strstr(txt, "domain dom0"));
+	cr_expect(strstr(txt, "alloc_skb_from_cache"));
+	cr_expect(strstr(txt, "sk_buff.data"));
+	cr_expect(strstr(txt, "before advice 0"));
+	cr_expect(strstr(txt, "RDTSC") || strstr(txt, "rdtsc"), "bytecode listed");
+	free(txt);
+	xflow_plan_free(q);
+	xflow_plan_free(p);
+	free(b1);
+	free(b2);
+	free(b3);
+	free(diags);
+	xflow_unit_free(u);
+}
+
+Test(plan_format, file_roundtrip_and_errors)
+{
+	struct xflow_unit *u = compile(flow_xml);
+	size_t n;
+	struct xflow_plan *p;
+	void *b = build(u, &n, &p, NULL);
+	char path[512], why[512];
+	snprintf(path, sizeof(path), "%s/out.plan", dir);
+	cr_assert_eq(xflow_plan_write_file(p, path, why, sizeof(why)), 0, "%s", why);
+	struct xflow_plan *q;
+	cr_assert_eq(xflow_plan_read_file(path, &q, why, sizeof(why)), 0, "%s", why);
+	xflow_plan_free(q);
+	snprintf(path, sizeof(path), "%s/none.plan", dir);
+	cr_assert_eq(xflow_plan_read_file(path, &q, why, sizeof(why)), -ENOENT);
+	cr_expect(strstr(why, "none.plan"), "%s", why);
+	/* Not a plan; another version. */
+	cr_assert_eq(xflow_plan_read("hello", 5, &q, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "not a weave plan"), "%s", why);
+	unsigned char *c = malloc(n);
+	memcpy(c, b, n);
+	c[8] = 99;
+	cr_assert_eq(xflow_plan_read(c, n, &q, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "version 99"), "%s", why);
+	free(c);
+	xflow_plan_free(p);
+	free(b);
+	xflow_unit_free(u);
+}
+
+static void refix(unsigned char *c, size_t n)
+{
+	uint32_t sum = xflow_plan_fnv32(c + XFLOW_PLAN_HEADER_SIZE, n - XFLOW_PLAN_HEADER_SIZE);
+	for (int i = 0; i < 4; i++)
+		c[48 + i] = (unsigned char)(sum >> (8 * i));
+}
+
+Test(plan_format, hostile_bytes)
+{
+	struct xflow_unit *u = compile(flow_xml);
+	size_t n;
+	unsigned char *b = build(u, &n, NULL, NULL);
+	struct xflow_plan *q;
+	char why[512];
+	/* Every prefix. */
+	for (size_t k = 0; k < n; k++) {
+		cr_assert_neq(xflow_plan_read(b, k, &q, why, sizeof(why)), 0, "prefix %zu of %zu accepted", k, n);
+		cr_assert(why[0]);
+	}
+	/* A flipped byte anywhere after the header: the checksum sees it. */
+	unsigned char *c = malloc(n);
+	for (size_t k = XFLOW_PLAN_HEADER_SIZE; k < n; k += 7) {
+		memcpy(c, b, n);
+		c[k] ^= 0x5a;
+		cr_assert_eq(xflow_plan_read(c, n, &q, why, sizeof(why)), -EINVAL);
+		cr_assert(strstr(why, "checksum"), "%s", why);
+	}
+	/* Flips with the checksum made right: refused with a reason, or read
+	 * into a plan that passes the checks and writes back the same. */
+	uint64_t seed = 7;
+	unsigned refused = 0, accepted = 0;
+	for (int round = 0; round < 4000; round++) {
+		memcpy(c, b, n);
+		int flips = 1 + (int)(test_rand_next(&seed) % 3);
+		for (int f = 0; f < flips; f++) {
+			size_t k = (size_t)(test_rand_next(&seed) % n);
+			c[k] = (unsigned char)test_rand_next(&seed);
+		}
+		refix(c, n);
+		int rc = xflow_plan_read(c, n, &q, why, sizeof(why));
+		if (rc) {
+			cr_assert(why[0]);
+			refused++;
+			continue;
+		}
+		accepted++;
+		void *back;
+		size_t bl;
+		cr_assert_eq(xflow_plan_write(q, &back, &bl, why, sizeof(why)), 0, "%s", why);
+		char *txt = NULL;
+		size_t tlen = 0;
+		FILE *tf = open_memstream(&txt, &tlen);
+		xflow_plan_dump(q, tf, true);
+		fclose(tf);
+		free(txt);
+		free(back);
+		xflow_plan_free(q);
+	}
+	fprintf(stderr, "plan hostile: %u refused, %u accepted (a string or a number changed)\n", refused,
+		accepted);
+	cr_expect_gt(refused, 0);
+	free(c);
+	free(b);
+	xflow_unit_free(u);
+}
+
+Test(plan_format, checks_on_built_plans)
+{
+	struct xflow_unit *u = compile(flow_xml);
+	size_t n;
+	struct xflow_plan *p;
+	free(build(u, &n, &p, NULL));
+	char why[512];
+	struct xflow_plan_domain *d = &p->domains[0];
+	cr_assert_gt(d->nsites, 1);
+	/* Sites out of order. */
+	struct xflow_plan_site s0 = d->sites[0];
+	d->sites[0] = d->sites[1];
+	d->sites[1] = s0;
+	cr_assert_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "not sorted"), "%s", why);
+	d->sites[1] = d->sites[0];
+	d->sites[0] = s0;
+	cr_assert_eq(xflow_plan_check(p, why, sizeof(why)), 0, "%s", why);
+	/* A binding to an advice that is not there. */
+	uint32_t a = d->bindings[0].advice;
+	d->bindings[0].advice = p->nadvice;
+	cr_assert_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "binding 0"), "%s", why);
+	d->bindings[0].advice = a;
+	/* A bad fetch recipe. */
+	d->sites[0].target.kind = 9;
+	cr_assert_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "target recipe"), "%s", why);
+	void *buf;
+	cr_assert_eq(xflow_plan_write(p, &buf, &n, why, sizeof(why)), -EINVAL, "the writer refuses too");
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
