@@ -1,0 +1,73 @@
+/*
+ * guestrt/interp.h — the advice interpreter every hook backend shares.
+ *
+ * Runs a verified program (xflow/bytecode.h) at one join point hit: reads
+ * and writes the traced program's memory only through a fault-safe accessor,
+ * applies flow-id operations to the domain's flow-id table, and emits
+ * records.  A fault ends the advice (counted by the caller from the return
+ * value); the traced program never sees it.  Programs must have passed
+ * xflow_bc_verify(): the interpreter trusts the verifier for stack depth,
+ * operand ranges and jump targets and checks nothing of that again.
+ *
+ * Allocation: none.  Locking: none; one hit at a time per flow-id table.
+ */
+#ifndef XFLOW_GUESTRT_INTERP_H
+#define XFLOW_GUESTRT_INTERP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xflow/bytecode.h"
+#include "xflow/flowid.h"
+#include "xflow/record.h"
+
+/* A {struct, member} of the program's field table, resolved from DWARF. */
+struct xflow_field_rt {
+	uint32_t offset;     /* bytes from the struct's start */
+	uint8_t size;        /* bytes read or written: 1, 2, 4 or 8 */
+	uint8_t is_signed;   /* sign-extend on read */
+	uint8_t bit_offset;  /* bitfields: first bit within those bytes */
+	uint8_t bit_size;    /* bitfields: width; 0 for a whole member */
+};
+
+/* Fault-safe access to the traced program's memory: 0 or a negative
+ * errno (-EFAULT for an unmapped address).  Must never crash the target. */
+struct xflow_mem_ops {
+	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	int (*write)(void *ctx, uint64_t addr, const void *buf, size_t len);
+};
+
+/* Receives each record the advice appends (timestamp, flow, flags and
+ * data filled in; the caller's template supplies site, domain, thread).
+ * Returns 0, or -ENOBUFS when it dropped the record (counted). */
+typedef int (*xflow_record_sink_fn)(void *ctx, struct xflow_record *r);
+
+struct xflow_interp_env {
+	const struct xflow_bc_prog *prog;
+	const uint64_t *inputs;              /* prog->ninputs values */
+	const struct xflow_field_rt *fields; /* prog->nfields entries */
+	struct xflow_flowtab *flows;
+	const struct xflow_mem_ops *mem;
+	void *mem_ctx;
+	uint64_t pc;                         /* $pc$ */
+	uint64_t (*clock)(void *ctx);        /* DO_RDTSC */
+	void *clock_ctx;
+	xflow_record_sink_fn sink;
+	void *sink_ctx;
+	const struct xflow_record *tmpl;     /* site, domain, thread of records */
+	/* xflow-derived advice: flags of its flow operation.  When nonzero
+	 * and the advice acted on a flow (a non-zero id), a marker record
+	 * (ndata 0) with these flags is appended at the end. */
+	unsigned marker_flags;
+};
+
+struct xflow_interp_result {
+	int rc;            /* 0, or -EFAULT: a memory access faulted */
+	uint32_t at;       /* the faulting instruction */
+	uint32_t records;  /* records appended */
+	uint32_t dropped;  /* records the sink refused */
+};
+
+void xflow_interp_run(const struct xflow_interp_env *env, struct xflow_interp_result *res);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * The interpreter running flows/netflow.xml as compiled by the weaver,
+ * against simulated guest and dom0 memory: the id is created, moved to the
+ * clone, written into bits 4..15 of netif_tx_request.flags, read back in
+ * dom0 and ended at the free — with the records and markers that the
+ * aggregation needs.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+/* Xen's public headers expect the integer types to be declared already. */
+#include <xen/io/netif.h>
+
+#include "guestrt/interp.h"
+#include "xflow/flowlang.h"
+
+/* Simulated memory of one domain: MEM_SIZE bytes at MEM_BASE. */
+#define MEM_BASE 0x100000u
+#define MEM_SIZE 4096u
+
+struct dom {
+	unsigned char mem[MEM_SIZE];
+	struct xflow_flowtab flows;
+	struct xflow_record recs[64];
+	unsigned nrecs;
+	uint64_t now;
+};
+
+static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct dom *d = ctx;
+	if (addr < MEM_BASE || addr - MEM_BASE > MEM_SIZE - len)
+		return -EFAULT;
+	memcpy(buf, d->mem + (addr - MEM_BASE), len);
+	return 0;
+}
+
+static int mem_write(void *ctx, uint64_t addr, const void *buf, size_t len)
+{
+	struct dom *d = ctx;
+	if (addr < MEM_BASE || addr - MEM_BASE > MEM_SIZE - len)
+		return -EFAULT;
+	memcpy(d->mem + (addr - MEM_BASE), buf, len);
+	return 0;
+}
+
+static const struct xflow_mem_ops mem_ops = { .read = mem_read, .write = mem_write };
+
+static uint64_t clock_fn(void *ctx)
+{
+	return ++((struct dom *)ctx)->now;
+}
+
+static int sink(void *ctx, struct xflow_record *r)
+{
+	struct dom *d = ctx;
+	if (d->nrecs == 64)
+		return -ENOBUFS;
+	d->recs[d->nrecs++] = *r;
+	return 0;
+}
+
+/* Addresses in the simulated memory. */
+#define SKB      (MEM_BASE + 0x100)  /* the guest's sk_buff */
+#define CLONE    (MEM_BASE + 0x200)  /* its clone */
+#define TX       (MEM_BASE + 0x300)  /* the netif_tx_request on the ring */
+#define VAR_A    (MEM_BASE + 0x400)  /* a local variable holding a pointer */
+#define VAR_B    (MEM_BASE + 0x408)
+#define SKB0     (MEM_BASE + 0x500)  /* dom0's sk_buff */
+
+static void put_ptr(struct dom *d, uint64_t at, uint64_t v)
+{
+	memcpy(d->mem + (at - MEM_BASE), &v, 8);
+}
+
+static struct xflow_field_rt fields[16];
+
+/* Resolve the unit's field table as the join-point resolver will from
+ * DWARF: here from the real Xen header and a made-up sk_buff. */
+static void resolve_fields(const struct xflow_unit *u)
+{
+	size_t n = xflow_unit_field_count(u);
+	cr_assert_leq(n, 16);
+	for (size_t i = 0; i < n; i++) {
+		const char *s, *m;
+		unsigned bits;
+		cr_assert_eq(xflow_unit_field(u, i, &s, &m, &bits), 0);
+		if (!strcmp(s, "netif_tx_request") && !strcmp(m, "flags"))
+			fields[i] = (struct xflow_field_rt){ .offset = offsetof(struct netif_tx_request, flags),
+							     .size = 2 };
+		else
+			fields[i] = (struct xflow_field_rt){ .offset = 8, .size = 8 };
+	}
+}
+
+/* Run advice @i of @u at a join point with the given inputs. */
+static struct xflow_interp_result run(const struct xflow_unit *u, size_t i, struct dom *d,
+				      const char *const *names, const uint64_t *vals, unsigned nvals)
+{
+	struct xflow_advice_info ai;
+	cr_assert_eq(xflow_unit_advice(u, i, &ai), 0);
+	uint64_t inputs[XFLOW_BC_MAX_INPUTS] = { 0 };
+	for (uint32_t k = 0; k < ai.prog->ninputs; k++) {
+		const struct xflow_bc_input *in = &ai.prog->inputs[k];
+		const char *want = in->kind == XFLOW_IN_TARGET ? "target" : in->local;
+		int found = 0;
+		for (unsigned j = 0; j < nvals; j++)
+			if (!strcmp(names[j], want)) {
+				inputs[k] = vals[j];
+				found = 1;
+			}
+		cr_assert(found, "advice %zu needs input %s", i, want);
+	}
+	struct xflow_record tmpl;
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.site_id = (uint32_t)i;
+	struct xflow_interp_env env = {
+		.prog = ai.prog, .inputs = inputs, .fields = fields, .flows = &d->flows,
+		.mem = &mem_ops, .mem_ctx = d, .pc = 0x401000 + i, .clock = clock_fn, .clock_ctx = d,
+		.sink = sink, .sink_ctx = d, .tmpl = &tmpl,
+		.marker_flags = ai.origin == XFLOW_ADVICE_USER ? 0 : ai.rec_flags,
+	};
+	struct xflow_interp_result res;
+	xflow_interp_run(&env, &res);
+	return res;
+}
+
+/* Index of the advice whose origin and (for transits) record flags match. */
+static size_t find_advice(const struct xflow_unit *u, enum xflow_advice_origin o, unsigned flags)
+{
+	for (size_t i = 0; i < xflow_unit_advice_count(u); i++) {
+		struct xflow_advice_info ai;
+		xflow_unit_advice(u, i, &ai);
+		if (ai.origin == o && (!flags || (ai.rec_flags & flags) == flags))
+			return i;
+	}
+	cr_assert_fail("no advice of origin %d", o);
+	return 0;
+}
+
+static struct xflow_unit *netflow(void)
+{
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_file(u, "flows/netflow.xml"), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	for (size_t i = 0; i < xflow_unit_advice_count(u); i++) {
+		struct xflow_advice_info ai;
+		xflow_unit_advice(u, i, &ai);
+		const char *why;
+		uint32_t at;
+		cr_assert_eq(xflow_bc_verify((struct xflow_bc_prog *)ai.prog, &why, &at), 0, "%s", why);
+	}
+	resolve_fields(u);
+	return u;
+}
+
+Test(interp, netflow_carries_the_id_through_the_ring_header)
+{
+	struct xflow_unit *u = netflow();
+	static struct dom guest, dom0;
+	memset(&guest, 0, sizeof(guest));
+	memset(&dom0, 0, sizeof(dom0));
+	cr_assert_eq(xflow_flowtab_init(&guest.flows, 64), 0);
+	cr_assert_eq(xflow_flowtab_init(&dom0.flows, 64), 0);
+	/* Burn some ids so the carried one is not trivially 1. */
+	guest.flows.last_id = 0x1233;
+
+	size_t start = find_advice(u, XFLOW_ADVICE_START, 0);
+	size_t clone = find_advice(u, XFLOW_ADVICE_TRANSIT, XFLOW_REC_TRANSIT);
+	size_t xin = find_advice(u, XFLOW_ADVICE_TRANSIT, XFLOW_REC_CROSS_DOMAIN);
+	size_t quit = find_advice(u, XFLOW_ADVICE_QUIT, 0);
+	size_t fig2 = find_advice(u, XFLOW_ADVICE_USER, 0);
+	size_t xout = xin + 1; /* netback's, after netfront's in weave order */
+
+	/* alloc_skb_from_cache in the guest. */
+	static const char *const t[] = { "target" };
+	uint64_t v = SKB;
+	struct xflow_interp_result r = run(u, start, &guest, t, &v, 1);
+	cr_assert_eq(r.rc, 0);
+	uint64_t id = xflow_flowtab_get(&guest.flows, 0, SKB);
+	cr_assert_eq(id, 0x1234);
+	cr_assert_eq(guest.recs[0].flags, XFLOW_REC_START, "the start marker");
+	cr_assert_eq(guest.recs[0].flow_id, id);
+	cr_assert_eq(guest.recs[0].ndata, 0);
+
+	/* Figure 2 at an sk_buff access: one record with $pc$, tsc, id. */
+	r = run(u, fig2, &guest, t, &v, 1);
+	cr_assert_eq(r.records, 1);
+	cr_assert_eq(guest.recs[1].ndata, 3);
+	cr_assert_eq(guest.recs[1].data[0], 0x401000 + fig2);
+	cr_assert_eq(guest.recs[1].data[2], id);
+	cr_assert_eq(guest.recs[1].flow_id, id);
+	cr_assert_eq(guest.recs[1].flow_kind, 0);
+
+	/* skb_clone: the id moves from skb to n. */
+	put_ptr(&guest, VAR_A, SKB);
+	put_ptr(&guest, VAR_B, CLONE);
+	static const char *const sn[] = { "skb", "n" };
+	uint64_t sv[] = { VAR_A, VAR_B };
+	r = run(u, clone, &guest, sn, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(xflow_flowtab_get(&guest.flows, 0, SKB), 0);
+	cr_assert_eq(xflow_flowtab_get(&guest.flows, 0, CLONE), id);
+
+	/* netfront: into bits 4..15 of tx->flags, keeping Linux's bits. */
+	uint16_t flags = NETTXF_csum_blank | NETTXF_more_data;
+	memcpy(guest.mem + (TX - MEM_BASE) + offsetof(struct netif_tx_request, flags), &flags, 2);
+	put_ptr(&guest, VAR_A, CLONE);
+	put_ptr(&guest, VAR_B, TX);
+	static const char *const st[] = { "skb", "tx" };
+	r = run(u, xin, &guest, st, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	memcpy(&flags, guest.mem + (TX - MEM_BASE) + offsetof(struct netif_tx_request, flags), 2);
+	cr_assert_eq(flags, (uint16_t)(NETTXF_csum_blank | NETTXF_more_data | (0x234 << 4)),
+		     "flags %#x", flags);
+	cr_assert_eq(xflow_flowtab_get(&guest.flows, 0, CLONE), 0, "xin_move forgets the id");
+	struct xflow_record *m = &guest.recs[guest.nrecs - 1];
+	cr_assert_eq(m->flags, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+	cr_assert_eq(m->flow_id, id);
+
+	/* The ring page is shared: dom0 sees the same request. */
+	memcpy(dom0.mem + (TX - MEM_BASE), guest.mem + (TX - MEM_BASE), sizeof(struct netif_tx_request));
+	put_ptr(&dom0, VAR_A, TX);
+	put_ptr(&dom0, VAR_B, SKB0);
+	static const char *const bk[] = { "txp", "skb" };
+	r = run(u, xout, &dom0, bk, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), 0x234, "the 12 carried bits");
+	memcpy(&flags, dom0.mem + (TX - MEM_BASE) + offsetof(struct netif_tx_request, flags), 2);
+	cr_assert_eq(flags, NETTXF_csum_blank | NETTXF_more_data, "netback sees Linux's bits only");
+
+	/* __kfree_skb in dom0 ends the flow. */
+	v = SKB0;
+	r = run(u, quit, &dom0, t, &v, 1);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), 0);
+	m = &dom0.recs[dom0.nrecs - 1];
+	cr_assert_eq(m->flags, XFLOW_REC_QUIT);
+	cr_assert_eq(m->flow_id, 0x234);
+
+	/* Every record decodes: the interpreter writes only valid ones. */
+	for (unsigned k = 0; k < guest.nrecs; k++) {
+		struct xflow_record out;
+		cr_assert_eq(xflow_record_decode(&guest.recs[k], sizeof(out), &out, NULL), 0);
+	}
+	xflow_flowtab_fini(&guest.flows);
+	xflow_flowtab_fini(&dom0.flows);
+	xflow_unit_free(u);
+}
+
+Test(interp, a_faulting_read_stops_the_advice_and_harms_nothing)
+{
+	struct xflow_unit *u = netflow();
+	static struct dom guest;
+	memset(&guest, 0, sizeof(guest));
+	xflow_flowtab_init(&guest.flows, 8);
+	size_t clone = find_advice(u, XFLOW_ADVICE_TRANSIT, XFLOW_REC_TRANSIT);
+	static const char *const sn[] = { "skb", "n" };
+	uint64_t sv[] = { 0xdead0000, VAR_B }; /* the variable's address is unmapped */
+	struct xflow_interp_result r = run(u, clone, &guest, sn, sv, 2);
+	cr_assert_eq(r.rc, -EFAULT);
+	cr_assert_eq(r.records, 0);
+	cr_assert_eq(guest.flows.live, 0);
+	xflow_flowtab_fini(&guest.flows);
+	xflow_unit_free(u);
+}
+
+Test(interp, arithmetic_never_traps)
+{
+	/* x / 0, INT64_MIN / -1 and x % 0 in advice: defined results. */
+	static const char *xml =
+		"<advice><pointcut>call(f)</pointcut><before>"
+		"long a = 7; long z = 0; long m = -9223372036854775807 - 1; long q = -1;"
+		"STORE_DATA4(a / z, m / q, a % z, m % q);"
+		"</before></advice>";
+	struct xflow_unit *u;
+	struct xflow_unit_opts o = { .no_include = true };
+	cr_assert_eq(xflow_unit_new(&u, &o), 0);
+	xflow_unit_add_buffer(u, "t.xml", xml, strlen(xml));
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	static struct dom d;
+	memset(&d, 0, sizeof(d));
+	xflow_flowtab_init(&d.flows, 8);
+	struct xflow_interp_result r = run(u, 0, &d, NULL, NULL, 0);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(d.recs[0].data[0], 0);
+	cr_assert_eq(d.recs[0].data[1], (uint64_t)INT64_MIN);
+	cr_assert_eq(d.recs[0].data[2], 7);
+	cr_assert_eq(d.recs[0].data[3], 0);
+	cr_assert_eq(d.recs[0].flow_id, 0, "no flow looked up");
+	xflow_flowtab_fini(&d.flows);
+	xflow_unit_free(u);
+}
