@@ -330,6 +330,21 @@ static void hostile_setup(struct hostile *hs, uint32_t nslots)
 					      NULL), 0);
 }
 
+/* Publish records 0 .. n-1 as an honest producer would; record @bad_at
+ * (if below n) gets an impossible ndata. */
+static void hostile_publish(struct hostile *hs, int n, int bad_at)
+{
+	struct xflow_ring_producer p;
+	cr_assert_eq(xflow_ring_producer_init(&p, hs->region, hs->size, NULL, 1), 0);
+	for (int i = 0; i < n; i++) {
+		struct xflow_record r;
+		make_record(&r, (uint64_t)i);
+		if (i == bad_at)
+			r.ndata = 200;
+		xflow_ring_push_record(&p, &r);
+	}
+}
+
 Test(ring_hostile, producer_index_too_far_ahead_is_corruption)
 {
 	struct hostile hs;
@@ -350,13 +365,8 @@ Test(ring_hostile, producer_index_going_back_is_corruption)
 	struct hostile hs;
 	hostile_setup(&hs, 64);
 	struct xflow_ring_hdr *h = hs.region;
-	struct xflow_ring_producer p;
-	xflow_ring_producer_init(&p, hs.region, hs.size, NULL, 1);
-	struct xflow_record r, out[8];
-	for (int i = 0; i < 5; i++) {
-		make_record(&r, (uint64_t)i);
-		xflow_ring_push_record(&p, &r);
-	}
+	struct xflow_record out[8];
+	hostile_publish(&hs, 5, -1);
 	cr_assert_eq(xflow_ring_pop_records(&hs.c, out, 2), 2);
 	atomic_store(&h->prod, 3);
 	cr_assert_eq(xflow_ring_pop_records(&hs.c, out, 8), -EPROTO);
@@ -369,13 +379,8 @@ Test(ring_hostile, geometry_rewritten_after_attach_is_ignored)
 	struct hostile hs;
 	hostile_setup(&hs, 8);
 	struct xflow_ring_hdr *h = hs.region;
-	struct xflow_ring_producer p;
-	xflow_ring_producer_init(&p, hs.region, hs.size, NULL, 1);
-	struct xflow_record r, out[16];
-	for (int i = 0; i < 8; i++) {
-		make_record(&r, (uint64_t)i);
-		xflow_ring_push_record(&p, &r);
-	}
+	struct xflow_record out[16];
+	hostile_publish(&hs, 8, -1);
 	/* The producer lies about the geometry after the consumer attached:
 	 * the guard page after the region turns any use of it into a crash. */
 	h->nslots = 1u << 24;
@@ -392,15 +397,8 @@ Test(ring_hostile, bad_record_stops_the_ring_after_the_good_ones)
 {
 	struct hostile hs;
 	hostile_setup(&hs, 16);
-	struct xflow_ring_producer p;
-	xflow_ring_producer_init(&p, hs.region, hs.size, NULL, 1);
-	struct xflow_record r, out[16];
-	for (int i = 0; i < 6; i++) {
-		make_record(&r, (uint64_t)i);
-		if (i == 3)
-			r.ndata = 200;
-		xflow_ring_push_record(&p, &r);
-	}
+	struct xflow_record out[16];
+	hostile_publish(&hs, 6, 3);
 	cr_assert_eq(xflow_ring_pop_records(&hs.c, out, 16), 3);
 	cr_assert_eq(xflow_ring_pop_records(&hs.c, out, 16), -EBADMSG);
 	cr_assert(strstr(hs.c.corrupt_why, "record 3 has a bad ndata field"), "%s",
