@@ -120,13 +120,19 @@ man-lint:
 	$(Q)for m in $(MAN_PAGES); do out=$$(groff -ww -z -man $$m 2>&1); \
 		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; done
 
+# The simulated host's programs stay together: xensim finds its domains
+# (linux0, linuxU) beside itself, through the symlink too.
+SIM_PROGS = $(filter $(BUILD)/sim/%,$(BINS)) $(filter %/xensim,$(BINS))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	$(if $(BINS),install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/xflowtop/sim
+	install -m 755 $(filter-out $(SIM_PROGS),$(BINS)) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(SIM_PROGS),install -m 755 $(SIM_PROGS) $(DESTDIR)$(PREFIX)/lib/xflowtop/sim/)
+	$(if $(filter %/xensim,$(BINS)),ln -sf ../lib/xflowtop/sim/xensim $(DESTDIR)$(PREFIX)/bin/xensim)
 	for m in $(MAN_PAGES); do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
 		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
 	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows
-	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/ 2>/dev/null || true
+	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/
 
 clean:
 	rm -rf build build-san build-fuzz build-bench
