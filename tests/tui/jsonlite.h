@@ -378,6 +378,15 @@ static inline char *jl_read_file(const char *path, size_t *len)
 		buf = nb;
 	}
 	fclose(f);
+	if (buf) {
+		char *nb = realloc(buf, n + 1); /* NUL-terminated for string use */
+		if (!nb) {
+			free(buf);
+			return NULL;
+		}
+		buf = nb;
+		buf[n] = '\0';
+	}
 	if (len)
 		*len = n;
 	return buf;
@@ -482,7 +491,7 @@ static inline int jl_validate(const struct jl_value *root, const struct jl_value
 			snprintf(sub, sizeof(sub), "%s/%s", where, v->keys[i]);
 			if (!ps) {
 				if (addl && addl->type == JL_BOOL && !addl->boolean) {
-					snprintf(err, errlen, "%.400s: not allowed here", sub);
+					snprintf(err, errlen, "%.200s: not allowed here", sub);
 					return -1;
 				}
 				continue;

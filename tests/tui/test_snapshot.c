@@ -1,0 +1,241 @@
+/*
+ * Snapshots: atomic writes (a failure or a crash mid-write leaves the old
+ * file whole), the JSON against tui/snapshot-schema.json, and the
+ * Perfetto trace (one complete event per point, one arrow per hop).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/tui/apptest.h"
+#include "tests/tui/jsonlite.h"
+#include "tui/report.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/xft-snap-XXXXXX");
+	cr_assert(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char p[512];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+static int count_files(void)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static char old_text[] = "old contents\n", new_text[] = "new\n";
+
+static int fill_ok(void *arg, FILE *f)
+{
+	fputs(arg, f);
+	return 0;
+}
+
+static int fill_half_then_fail(void *arg, FILE *f)
+{
+	(void)arg;
+	for (int i = 0; i < 100000; i++)
+		fputs("partial ", f);
+	return -EIO;
+}
+
+static int fill_half_then_crash(void *arg, FILE *f)
+{
+	(void)arg;
+	for (int i = 0; i < 100000; i++)
+		fputs("partial ", f);
+	fflush(f);
+	_exit(3); /* dies mid-write: no rename */
+}
+
+static char *slurp(const char *path)
+{
+	return jl_read_file(path, NULL);
+}
+
+Test(snapshot, atomic_write_replaces_whole_files_only, .init = make_dir, .fini = remove_dir)
+{
+	char path[128], err[256];
+	snprintf(path, sizeof(path), "%s/report.txt", dir);
+	cr_assert_eq(xft_write_atomic(path, fill_ok, old_text, err, sizeof(err)), 0, "%s", err);
+	char *s = slurp(path);
+	cr_assert(s && !strncmp(s, "old contents\n", 13));
+	free(s);
+
+	cr_assert_neq(xft_write_atomic(path, fill_half_then_fail, NULL, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "not written"), "%s", err);
+	s = slurp(path);
+	cr_assert(s && !strncmp(s, "old contents\n", 13), "a failed write leaves the old file");
+	free(s);
+	cr_assert_eq(count_files(), 1, "and no temporary file");
+
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		xft_write_atomic(path, fill_half_then_crash, NULL, err, sizeof(err));
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	s = slurp(path);
+	cr_assert(s && !strcmp(s, "old contents\n"), "a crash mid-write leaves the old file");
+	free(s);
+
+	cr_assert_eq(xft_write_atomic(path, fill_ok, new_text, err, sizeof(err)), 0);
+	s = slurp(path);
+	cr_assert_str_eq(s, "new\n");
+	free(s);
+	struct stat sb;
+	cr_assert_eq(stat(path, &sb), 0);
+	cr_assert(sb.st_mode & S_IRUSR);
+
+	cr_assert_neq(xft_write_atomic("/nonexistent-dir/x.txt", fill_ok, new_text, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "/nonexistent-dir/x.txt"), "%s", err);
+}
+
+static struct jl_value load_json(const char *path)
+{
+	size_t len;
+	char *text = jl_read_file(path, &len);
+	cr_assert(text, "%s missing", path);
+	struct jl_value v;
+	char err[160];
+	cr_assert_eq(jl_parse(text, len, &v, err, sizeof(err)), 0, "%s: %s", path, err);
+	free(text);
+	return v;
+}
+
+Test(snapshot, files_parse_and_match_the_schema, .init = make_dir, .fini = remove_dir)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	char base[128], path[160], err[256];
+	snprintf(base, sizeof(base), "%s/snap.txt", dir); /* .txt is dropped from the base */
+	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(count_files(), 3);
+
+	snprintf(path, sizeof(path), "%s/snap.txt", dir);
+	char *text = slurp(path);
+	cr_assert(text);
+	cr_assert(strstr(text, "== Summary"));
+	cr_assert(strstr(text, "== Hops, by total time"));
+	cr_assert(strstr(text, "== Histograms of the top 5 hops"));
+	cr_assert(strstr(text, "== Slowest flows"));
+	cr_assert(strstr(text, "netif_rx -> linux0:netif_receive_skb"));
+	free(text);
+
+	struct jl_value schema = load_json("tui/snapshot-schema.json");
+	snprintf(path, sizeof(path), "%s/snap.json", dir);
+	struct jl_value snap = load_json(path);
+	cr_assert_eq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0, "%s", err);
+	const struct jl_value *hops = jl_get(&snap, "hops");
+	cr_assert_eq(hops->n, 15);
+	cr_assert_str_eq(jl_get(jl_get(&hops->items[0], "to"), "function")->string, "netif_receive_skb");
+	cr_assert(jl_get(&hops->items[0], "histogram"), "snapshots carry histograms");
+	const struct jl_value *slow = jl_get(&snap, "slowest");
+	cr_assert_gt(slow->n, 0);
+	const struct jl_value *path0 = jl_get(&slow->items[0], "path");
+	cr_assert_eq(path0->n, 16);
+
+	/* The schema is strict: a wrong type or a stray key is caught. */
+	struct jl_value *stats = (struct jl_value *)jl_get(&snap, "stats");
+	stats->items[0].type = JL_STRING;
+	stats->items[0].string = strdup("oops");
+	cr_assert_neq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0);
+	cr_assert(strstr(err, "/stats/records"), "%s", err);
+	free(stats->keys[0]);
+	stats->keys[0] = strdup("unknown_key");
+	cr_assert_neq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0);
+	jl_free(&snap);
+
+	/* The trace: metadata per domain, an X per point, an s/f pair per hop. */
+	snprintf(path, sizeof(path), "%s/snap.trace.json", dir);
+	struct jl_value tr = load_json(path);
+	const struct jl_value *ev = jl_get(&tr, "traceEvents");
+	cr_assert(ev && ev->type == JL_ARRAY);
+	size_t nx = 0, ns = 0, nf = 0, nm = 0, points = 0;
+	for (size_t i = 0; i < app->frame.nflow_shown; i++)
+		points += app->frame.flows[app->frame.flow_order[i]].s.npoints;
+	for (size_t i = 0; i < ev->n; i++) {
+		const char *ph = jl_get(&ev->items[i], "ph")->string;
+		cr_assert(jl_get(&ev->items[i], "pid") && jl_get(&ev->items[i], "tid"));
+		nx += !strcmp(ph, "X");
+		ns += !strcmp(ph, "s");
+		nf += !strcmp(ph, "f");
+		nm += !strcmp(ph, "M");
+		if (!strcmp(ph, "X"))
+			cr_assert_eq(jl_get(&ev->items[i], "pid")->number, jl_get(&ev->items[i], "tid")->number);
+	}
+	cr_assert_eq(nx, points, "one complete event per point");
+	cr_assert_eq(ns, points - app->frame.nflow_shown, "one arrow per hop");
+	cr_assert_eq(nf, ns);
+	cr_assert_eq(nm, 4, "process and thread names of two domains");
+	jl_free(&tr);
+	jl_free(&schema);
+	apptest_free(app);
+}
+
+Test(snapshot, batch_json_lines_match_the_schema)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=500", 0.5);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct xft_json j;
+	xft_json_init(&j, f, 0);
+	xft_report_json(app, &j, XFT_REPORT_BATCH);
+	cr_assert_eq(xft_json_end(&j), 0);
+	fclose(f);
+	cr_assert_eq(strchr(text, '\n'), text + len - 1, "one line");
+	struct jl_value schema = load_json("tui/snapshot-schema.json"), v;
+	char err[256];
+	cr_assert_eq(jl_parse(text, len, &v, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(jl_validate(&schema, &schema, &v, "", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(jl_get(&v, "iteration")->number, 1);
+	cr_assert_null(jl_get(&jl_get(&v, "hops")->items[0], "histogram"));
+	jl_free(&v);
+	jl_free(&schema);
+	free(text);
+	apptest_free(app);
+}
+
+Test(snapshot, default_names_are_unique)
+{
+	struct xft_app *app = apptest_new("synthetic", 0);
+	char a[256], b[256];
+	xft_snapshot_default_base(app, a, sizeof(a));
+	xft_snapshot_default_base(app, b, sizeof(b));
+	cr_assert_str_neq(a, b);
+	cr_assert(!strncmp(a, "./xflowtop-", 11), "%s", a);
+	apptest_free(app);
+}
