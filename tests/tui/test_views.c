@@ -1,0 +1,252 @@
+/*
+ * Views and keys, drawn off-screen: every view at 80x24 and 200x60, the
+ * path view as the paper's Table 2, sorting, search, filter, pause,
+ * aspects toggled, and keys that mean nothing are ignored.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "collectors/builtin.h"
+#include "tests/lib/testlib.h"
+#include "tests/tui/apptest.h"
+
+static unsigned keys(struct xft_app *app, const int *k, size_t n)
+{
+	unsigned rx = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned r = xft_ui_key(app, k[i]);
+		xft_app_react(app, r & ~(unsigned)XFT_RX_SNAPSHOT);
+		rx |= r;
+	}
+	return rx;
+}
+
+static unsigned key(struct xft_app *app, int k)
+{
+	return keys(app, &k, 1);
+}
+
+Test(views, every_view_draws_at_both_sizes)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	static const int sizes[][2] = { { 24, 80 }, { 60, 200 }, { 8, 40 }, { 3, 10 }, { 1, 1 } };
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int v = 0; v < XFT_VIEW_N; v++) {
+			app->ui.view = v;
+			apptest_draw(app, sizes[s][0], sizes[s][1]);
+		}
+	app->ui.view = XFT_VIEW_HOPS;
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "1 Hops"));
+	cr_assert(apptest_screen_has(app, "F10Quit"));
+	cr_assert(apptest_screen_has(app, "Domains: linux0[0] linuxU[1] via synthetic"));
+	cr_assert(apptest_screen_has(app, "Records:"));
+	cr_assert(apptest_screen_has(app, "(bound)"));
+	/* The bottleneck on the first row under the column header. */
+	char line[512];
+	xft_canvas_row(&app->canvas, 6, line, sizeof(line));
+	cr_assert(strstr(line, "netif_rx") && strstr(line, "netif_receive_skb"), "%s", line);
+	apptest_free(app);
+}
+
+Test(views, demo_note_is_in_the_header)
+{
+	struct xft_config cfg;
+	char err[256];
+	xft_config_defaults(&cfg);
+	cfg.demo = 1;
+	cfg.limits.max_flows = 1024;
+	struct xft_app *app = calloc(1, sizeof(*app));
+	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
+	apptest_draw(app, 24, 200);
+	cr_assert(apptest_screen_has(app, "demo: synthetic flows \u2014 the simulated Xen host arrives with the agent"));
+	app->canvas.ascii = 1;
+	xft_ui_draw(app, &app->canvas);
+	cr_assert(apptest_screen_has(app, "demo: synthetic flows - the simulated Xen host"), "ASCII fallback");
+	xft_app_fini(app);
+	free(app);
+}
+
+Test(views, enter_on_the_slowest_flow_shows_table_2)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	key(app, '2');
+	cr_assert_eq(app->ui.view, XFT_VIEW_FLOWS);
+	key(app, XFT_KEY_ENTER);
+	cr_assert_eq(app->ui.view, XFT_VIEW_PATH);
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "ELAPSED"));
+	cr_assert(apptest_screen_has(app, "FUNCTION"));
+	/* The functions in the order of the paper's Table 2. */
+	int last_row = 0;
+	for (unsigned i = 0; i < xflow_synthetic_npoints; i++) {
+		const char *fn = xflow_synthetic_path[i].function;
+		int found = 0;
+		for (int y = last_row + 1; y < app->canvas.rows && !found; y++) {
+			char line[512];
+			xft_canvas_row(&app->canvas, y, line, sizeof(line));
+			if (strstr(line, fn)) {
+				found = 1;
+				last_row = y;
+			}
+		}
+		cr_assert(found, "%s missing or out of order", fn);
+	}
+	cr_assert(apptest_screen_has(app, "\u2588"), "gap bars");
+	cr_assert(apptest_screen_has(app, "0.0 linuxU"));
+	key(app, XFT_KEY_ESC);
+	cr_assert_eq(app->ui.view, XFT_VIEW_FLOWS);
+	apptest_free(app);
+}
+
+Test(views, histogram_of_the_selected_hop)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	key(app, XFT_KEY_ENTER); /* on the top hop */
+	cr_assert_eq(app->ui.view, XFT_VIEW_HIST);
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "netif_rx \u2192 linux0:netif_receive_skb"));
+	cr_assert(apptest_screen_has(app, "p99.9"));
+	cr_assert(apptest_screen_has(app, "(log scale)"));
+	cr_assert(apptest_screen_has(app, "ms)"));
+	key(app, XFT_KEY_DOWN);
+	apptest_draw(app, 60, 200);
+	cr_assert(apptest_screen_has(app, "network_start_xmit \u2192 linux0:netbk_fill_frags"));
+	key(app, XFT_KEY_LEFT);
+	cr_assert_eq(app->ui.view, XFT_VIEW_HOPS);
+	apptest_free(app);
+}
+
+Test(views, sort_keys_move_the_sort_column)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	struct xft_list_state *l = &app->ui.list[XFT_VIEW_HOPS];
+	cr_assert_eq(l->sort, XFT_HCOL_TOTAL);
+	cr_assert(key(app, '>') & XFT_RX_REORDER);
+	cr_assert_eq(l->sort, XFT_HCOL_FROM, "wraps around");
+	cr_assert_eq(l->desc, 0, "names sort A to Z");
+	const struct xft_hop_row *first = &app->frame.hops[app->frame.hop_order[0]];
+	cr_assert_str_eq(first->from_dom, "linux0");
+	key(app, '<');
+	key(app, '<');
+	cr_assert_eq(l->sort, XFT_HCOL_MAX);
+	cr_assert_eq(l->desc, 1);
+	key(app, 'I');
+	cr_assert_eq(l->desc, 0);
+	key(app, XFT_KEY_F(6));
+	cr_assert_eq(l->sort, XFT_HCOL_TOTAL);
+	key(app, '5');
+	key(app, '>');
+	cr_assert(strstr(app->ui.message, "fixed order"), "%s", app->ui.message);
+	apptest_free(app);
+}
+
+Test(views, filter_and_search)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	int k[] = { '\\', 'f', 'n', ':', 'b', 'r', '_' };
+	keys(app, k, sizeof(k) / sizeof(k[0]));
+	cr_assert_eq(app->ui.prompt, '\\');
+	cr_assert_eq(app->frame.nhop_shown, 5, "applies as typed");
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "Filter: fn:br_"));
+	key(app, XFT_KEY_ENTER);
+	cr_assert_eq(app->ui.prompt, 0);
+	cr_assert_eq(app->frame.nhop_shown, 5, "kept after Enter");
+	xft_app_refresh(app, xflow_monotonic_ns() + 1500000000u);
+	cr_assert_eq(app->frame.nhop_shown, 5, "and across refreshes");
+	key(app, XFT_KEY_ESC);
+	cr_assert_eq(app->frame.nhop_shown, 15, "Esc clears it");
+
+	int s[] = { '/', 's', 'k', 'g', 'e', XFT_KEY_ENTER };
+	keys(app, s, sizeof(s) / sizeof(s[0]));
+	const struct xft_hop_row *sel = &app->frame.hops[app->frame.hop_order[app->ui.list[XFT_VIEW_HOPS].sel]];
+	cr_assert(strstr(sel->to->file, "skge") || strstr(sel->from->file, "skge"));
+	size_t first = app->ui.list[XFT_VIEW_HOPS].sel;
+	key(app, 'n');
+	cr_assert_neq(app->ui.list[XFT_VIEW_HOPS].sel, first, "n finds the next match");
+	int miss[] = { '/', 'z', 'z', 'z', XFT_KEY_ENTER };
+	keys(app, miss, sizeof(miss) / sizeof(miss[0]));
+	cr_assert(strstr(app->ui.message, "not found"));
+	apptest_free(app);
+}
+
+Test(views, aspects_toggle_through_the_collector)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 0.5);
+	key(app, '5');
+	cr_assert_eq(app->naspects, 2);
+	cr_assert(app->aspects[0].info.enabled);
+	key(app, ' ');
+	cr_assert(!app->aspects[0].info.enabled);
+	uint64_t now = xflow_monotonic_ns() + 1000000000u;
+	xft_app_refresh(app, now);
+	cr_assert(!app->aspects[0].info.enabled, "the collector says off too");
+	uint64_t hits = app->aspects[0].info.hits, recs = app->records;
+	xft_app_refresh(app, now + 500000000u);
+	cr_assert_eq(app->aspects[0].info.hits, hits, "hits stop");
+	cr_assert_eq(app->records, recs);
+	cr_assert_eq(app->aspects[0].hits_per_s, 0);
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "off xflow netflow"));
+	key(app, ' ');
+	xft_app_refresh(app, now + 1000000000u);
+	cr_assert(app->aspects[0].info.enabled);
+	cr_assert_gt(app->aspects[0].info.hits, hits, "and start again");
+	key(app, '6');
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "linuxU"));
+	cr_assert(apptest_screen_has(app, "synthetic (generated"));
+	apptest_free(app);
+}
+
+Test(views, pause_quit_help_snapshot_reactions)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=100", 0.2);
+	cr_assert(xft_ui_key(app, 'p') & XFT_RX_REDRAW);
+	cr_assert(app->ui.paused);
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "F7Resume"));
+	cr_assert(xft_ui_key(app, 'p') & XFT_RX_REFRESH);
+	cr_assert(xft_ui_key(app, 's') & XFT_RX_SNAPSHOT);
+	cr_assert(xft_ui_key(app, XFT_KEY_F(5)) & XFT_RX_SNAPSHOT);
+	cr_assert(xft_ui_key(app, 'q') & XFT_RX_QUIT);
+	cr_assert(xft_ui_key(app, XFT_KEY_F(10)) & XFT_RX_QUIT);
+	xft_ui_key(app, 'h');
+	cr_assert(app->ui.help);
+	apptest_draw(app, 24, 80);
+	cr_assert(apptest_screen_has(app, "Press any key to return"));
+	cr_assert_eq(xft_ui_key(app, 'x') & XFT_RX_QUIT, 0);
+	cr_assert(!app->ui.help);
+	xft_ui_key(app, '\t');
+	cr_assert_eq(app->ui.view, XFT_VIEW_FLOWS);
+	xft_ui_key(app, XFT_KEY_BTAB);
+	xft_ui_key(app, XFT_KEY_BTAB);
+	cr_assert_eq(app->ui.view, XFT_VIEW_DOMAINS);
+	apptest_free(app);
+}
+
+Test(views, random_keys_never_crash)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 0.5);
+	uint64_t rng = 42;
+	for (int i = 0; i < 20000; i++) {
+		int k;
+		uint64_t r = test_rand_next(&rng);
+		switch (r % 4) {
+		case 0: k = (int)(r >> 8) % 0x110200; break;             /* anything */
+		case 1: k = XFT_KEY_BASE + 1 + (int)((r >> 8) % 14); break; /* named keys */
+		case 2: k = XFT_KEY_F(1 + (int)((r >> 8) % 12)); break;
+		default: k = 0x20 + (int)((r >> 8) % 0x5f); break;          /* ASCII */
+		}
+		if (k == 'q' || k == 'Q' || k == XFT_KEY_F(10) || k == 's' || k == 'S' || k == XFT_KEY_F(5))
+			continue;
+		unsigned rx = xft_ui_key(app, k);
+		xft_app_react(app, rx & ~(unsigned)(XFT_RX_QUIT | XFT_RX_SNAPSHOT));
+		if (i % 97 == 0)
+			xft_app_refresh(app, xflow_monotonic_ns() + (uint64_t)i * 100000u);
+		if (i % 13 == 0)
+			apptest_draw(app, 5 + (int)(r % 70), 1 + (int)((r >> 16) % 250));
+	}
+	apptest_free(app);
+}
