@@ -22,6 +22,7 @@
 #include "weaver/joinpoint.h"
 
 #include <errno.h>
+#include <gelf.h>
 #include <libdwarf/dwarf.h>
 #include <libdwarf/libdwarf.h>
 #include <stdarg.h>
@@ -44,6 +45,12 @@ struct dw_state {
 	bool fdes_owner_is_f;
 };
 
+/* A section's bytes (see sec_get). */
+struct sec {
+	const unsigned char *p;
+	size_t n;
+};
+
 /* Strings interned once: file names repeat in every line table row. */
 struct strtab {
 	const char **v;
@@ -62,7 +69,10 @@ struct walk {
 	char **files;
 	Dwarf_Signed nfiles;
 	const char *comp_dir;
-	size_t nfuncs_at_cu;
+	unsigned offset_size;  /* 4 or 8: DWARF 32 or 64 */
+	uint64_t addr_base;    /* DW_AT_addr_base of the unit */
+	uint64_t loclists_base;
+	struct sec loc, loclists, addr;
 };
 
 #define CLR(w)                                                  \
@@ -252,79 +262,377 @@ static const char *file_at(struct walk *w, uint64_t n)
 
 /* ---- expressions and ranges ---------------------------------------------- */
 
-/* Decode the location description(s) of attribute @at of @d.  Returns the
- * number of entries put in *out (arena), 0 if none. */
+/*
+ * Location expressions and lists are decoded here, not by libdwarf:
+ * 20210528's dwarf_get_loclist_c reads past .debug_loclists on a bad
+ * offset (found by fuzzing), so the bytes are taken raw (dwarf_formexprloc,
+ * dwarf_formblock, or the list sections read through libelf) and every
+ * read is bounds-checked.
+ */
+struct rd {
+	const unsigned char *p, *end;
+	bool bad;
+};
+
+static uint64_t rd_n(struct rd *r, int n)
+{
+	if (r->bad || r->end - r->p < n) {
+		r->bad = true;
+		return 0;
+	}
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	uint64_t v = 0;
+	for (int shift = 0; !r->bad; shift += 7) {
+		if (r->p >= r->end || shift > 63) {
+			r->bad = true;
+			return 0;
+		}
+		unsigned char b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	return 0;
+}
+
+static int64_t rd_sleb(struct rd *r)
+{
+	uint64_t v = 0;
+	int shift = 0;
+	unsigned char b = 0;
+	do {
+		if (r->bad || r->p >= r->end || shift > 63) {
+			r->bad = true;
+			return 0;
+		}
+		b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (shift < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
+}
+
+static void rd_skip(struct rd *r, uint64_t n)
+{
+	if (r->bad || (uint64_t)(r->end - r->p) < n) {
+		r->bad = true;
+		return;
+	}
+	r->p += n;
+}
+
+/* A section's bytes through libelf (decompressed if need be). */
+static struct sec sec_get(Elf *elf, const char *want)
+{
+	struct sec out = { NULL, 0 };
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return out;
+	for (Elf_Scn *s = elf_nextscn(elf, NULL); s; s = elf_nextscn(elf, s)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!nm || strcmp(nm, want) != 0)
+			continue;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+			if (!gelf_getchdr(s, &ch) || ch.ch_size > (256u << 20) || elf_compress(s, 0, 0) < 0)
+				return out;
+		}
+		Elf_Data *d = elf_getdata(s, NULL);
+		if (d && d->d_buf) {
+			out.p = d->d_buf;
+			out.n = d->d_size;
+		}
+		return out;
+	}
+	return out;
+}
+
+static bool addr_index(struct walk *w, uint64_t idx, uint64_t *out)
+{
+	if (!w->addr.p || w->addr_base > w->addr.n || (w->addr.n - w->addr_base) / 8 <= idx)
+		return false;
+	struct rd r = { w->addr.p + w->addr_base + idx * 8, w->addr.p + w->addr.n, false };
+	*out = rd_n(&r, 8);
+	return !r.bad;
+}
+
+/* DW_OP bytes → ops.  Unknown operations end the expression unusable
+ * (0 ops), so nothing is ever guessed from half an expression. */
+static uint32_t decode_expr(struct walk *w, const unsigned char *p, size_t n, struct jp_op **out)
+{
+	struct rd r = { p, p + n, false };
+	struct jp_op tmp[MAX_OPS];
+	uint32_t k = 0;
+	unsigned osz = w->offset_size;
+	while (r.p < r.end && !r.bad && k < MAX_OPS) {
+		uint8_t op = (uint8_t)rd_n(&r, 1);
+		struct jp_op o = { .atom = op };
+		if ((op >= DW_OP_lit0 && op <= DW_OP_lit31) || (op >= DW_OP_reg0 && op <= DW_OP_reg31)) {
+			/* no operands */
+		} else if (op >= DW_OP_breg0 && op <= DW_OP_breg31) {
+			o.a = (uint64_t)rd_sleb(&r);
+		} else {
+			switch (op) {
+			case DW_OP_addr: o.a = rd_n(&r, 8); break;
+			case DW_OP_const1u: o.a = rd_n(&r, 1); break;
+			case DW_OP_const1s: o.a = (uint64_t)(int8_t)rd_n(&r, 1); break;
+			case DW_OP_const2u: o.a = rd_n(&r, 2); break;
+			case DW_OP_const2s: o.a = (uint64_t)(int16_t)rd_n(&r, 2); break;
+			case DW_OP_const4u: o.a = rd_n(&r, 4); break;
+			case DW_OP_const4s: o.a = (uint64_t)(int32_t)rd_n(&r, 4); break;
+			case DW_OP_const8u: case DW_OP_const8s: o.a = rd_n(&r, 8); break;
+			case DW_OP_constu: case DW_OP_plus_uconst: case DW_OP_regx: case DW_OP_piece:
+			case DW_OP_convert: case DW_OP_reinterpret: case DW_OP_constx:
+			case DW_OP_GNU_const_index:
+				o.a = rd_uleb(&r);
+				break;
+			case DW_OP_addrx: case DW_OP_GNU_addr_index: {
+				uint64_t ad;
+				if (!addr_index(w, rd_uleb(&r), &ad))
+					return 0;
+				o.atom = DW_OP_addr;
+				o.a = ad;
+				break;
+			}
+			case DW_OP_consts: case DW_OP_fbreg: o.a = (uint64_t)rd_sleb(&r); break;
+			case DW_OP_pick: case DW_OP_deref_size: case DW_OP_xderef_size: o.a = rd_n(&r, 1); break;
+			case DW_OP_skip: case DW_OP_bra: case DW_OP_call2: o.a = rd_n(&r, 2); break;
+			case DW_OP_call4: case DW_OP_GNU_parameter_ref: o.a = rd_n(&r, 4); break;
+			case DW_OP_call_ref: case DW_OP_GNU_variable_value: o.a = rd_n(&r, (int)osz); break;
+			case DW_OP_bregx: o.a = rd_uleb(&r); o.b = (uint64_t)rd_sleb(&r); break;
+			case DW_OP_bit_piece: o.a = rd_uleb(&r); o.b = rd_uleb(&r); break;
+			case DW_OP_implicit_value: o.a = rd_uleb(&r); rd_skip(&r, o.a); break;
+			case DW_OP_entry_value: case DW_OP_GNU_entry_value: o.a = rd_uleb(&r); rd_skip(&r, o.a); break;
+			case DW_OP_const_type: case DW_OP_GNU_const_type: {
+				rd_uleb(&r);
+				uint64_t len = rd_n(&r, 1);
+				rd_skip(&r, len);
+				break;
+			}
+			case DW_OP_regval_type: case DW_OP_GNU_regval_type: o.a = rd_uleb(&r); o.b = rd_uleb(&r); break;
+			case DW_OP_deref_type: case DW_OP_GNU_deref_type: o.a = rd_n(&r, 1); o.b = rd_uleb(&r); break;
+			case DW_OP_implicit_pointer: case DW_OP_GNU_implicit_pointer:
+				o.a = rd_n(&r, (int)osz);
+				o.b = (uint64_t)rd_sleb(&r);
+				break;
+			case DW_OP_deref: case DW_OP_dup: case DW_OP_drop: case DW_OP_over: case DW_OP_swap:
+			case DW_OP_rot: case DW_OP_xderef: case DW_OP_abs: case DW_OP_and: case DW_OP_div:
+			case DW_OP_minus: case DW_OP_mod: case DW_OP_mul: case DW_OP_neg: case DW_OP_not:
+			case DW_OP_or: case DW_OP_plus: case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
+			case DW_OP_xor: case DW_OP_eq: case DW_OP_ge: case DW_OP_gt: case DW_OP_le:
+			case DW_OP_lt: case DW_OP_ne: case DW_OP_nop: case DW_OP_push_object_address:
+			case DW_OP_form_tls_address: case DW_OP_call_frame_cfa: case DW_OP_stack_value:
+			case DW_OP_GNU_push_tls_address:
+				break;
+			default:
+				return 0;
+			}
+		}
+		if (r.bad)
+			return 0;
+		tmp[k++] = o;
+	}
+	if (r.bad || r.p != r.end || k == 0)
+		return 0;
+	*out = fl_arena_alloc(&w->ix->arena, k * sizeof(**out));
+	memcpy(*out, tmp, k * sizeof(**out));
+	return k;
+}
+
+static void loc_push(struct walk *w, struct jp_loc **v, uint32_t *n, size_t *cap, uint64_t lo,
+		     uint64_t hi, const unsigned char *p, uint64_t len)
+{
+	if (lo >= hi || *n >= 4096)
+		return;
+	struct jp_loc l = { .lo = lo, .hi = hi };
+	l.nops = decode_expr(w, p, (size_t)len, &l.ops);
+	if (l.nops)
+		FL_PUSH(&w->ix->arena, *v, *n, *cap, l);
+}
+
+/* A DWARF 2-4 .debug_loc list at @off. */
+static uint32_t read_loc(struct walk *w, uint64_t off, struct jp_loc **out)
+{
+	struct jp_loc *v = NULL;
+	uint32_t n = 0;
+	size_t cap = 0;
+	if (!w->loc.p || off >= w->loc.n)
+		return 0;
+	struct rd r = { w->loc.p + off, w->loc.p + w->loc.n, false };
+	uint64_t base = w->base;
+	for (int i = 0; i < 4096 && !r.bad; i++) {
+		uint64_t a = rd_n(&r, 8), b = rd_n(&r, 8);
+		if (r.bad || (a == 0 && b == 0))
+			break;
+		if (a == ~(uint64_t)0) {
+			base = b;
+			continue;
+		}
+		uint64_t len = rd_n(&r, 2);
+		const unsigned char *e = r.p;
+		rd_skip(&r, len);
+		if (!r.bad)
+			loc_push(w, &v, &n, &cap, base + a, base + b, e, len);
+	}
+	*out = v;
+	return n;
+}
+
+/* A DWARF 5 .debug_loclists list at @off. */
+static uint32_t read_loclists(struct walk *w, uint64_t off, struct jp_loc **out)
+{
+	struct jp_loc *v = NULL;
+	uint32_t n = 0;
+	size_t cap = 0;
+	if (!w->loclists.p || off >= w->loclists.n)
+		return 0;
+	struct rd r = { w->loclists.p + off, w->loclists.p + w->loclists.n, false };
+	uint64_t base = w->base;
+	for (int i = 0; i < 4096 && !r.bad; i++) {
+		uint8_t kind = (uint8_t)rd_n(&r, 1);
+		uint64_t lo = 0, hi = 0, a, b;
+		bool has_expr = true, ok = true;
+		switch (kind) {
+		case DW_LLE_end_of_list:
+			*out = v;
+			return n;
+		case DW_LLE_base_addressx:
+			ok = addr_index(w, rd_uleb(&r), &base);
+			has_expr = false;
+			break;
+		case DW_LLE_startx_endx:
+			a = rd_uleb(&r);
+			b = rd_uleb(&r);
+			ok = addr_index(w, a, &lo) && addr_index(w, b, &hi);
+			break;
+		case DW_LLE_startx_length:
+			a = rd_uleb(&r);
+			b = rd_uleb(&r);
+			ok = addr_index(w, a, &lo);
+			hi = lo + b;
+			break;
+		case DW_LLE_offset_pair:
+			lo = base + rd_uleb(&r);
+			hi = base + rd_uleb(&r);
+			break;
+		case DW_LLE_default_location:
+			lo = 0;
+			hi = UINT64_MAX;
+			break;
+		case DW_LLE_base_address:
+			base = rd_n(&r, 8);
+			has_expr = false;
+			break;
+		case DW_LLE_start_end:
+			lo = rd_n(&r, 8);
+			hi = rd_n(&r, 8);
+			break;
+		case DW_LLE_start_length:
+			lo = rd_n(&r, 8);
+			hi = lo + rd_uleb(&r);
+			break;
+		case 0x09: /* DW_LLE_GNU_view_pair: location views, no expression */
+			rd_uleb(&r);
+			rd_uleb(&r);
+			has_expr = false;
+			break;
+		default:
+			r.bad = true;
+			break;
+		}
+		if (r.bad)
+			break;
+		if (!has_expr)
+			continue;
+		uint64_t len = rd_uleb(&r);
+		const unsigned char *e = r.p;
+		rd_skip(&r, len);
+		if (!r.bad && ok)
+			loc_push(w, &v, &n, &cap, lo, hi, e, len);
+	}
+	*out = v;
+	return n;
+}
+
+/* The location description(s) of attribute @at of @d.  Returns the number
+ * of entries put in *out (arena), 0 if none. */
 static uint32_t attr_locs(struct walk *w, Dwarf_Die d, Dwarf_Half at, struct jp_loc **out)
 {
 	*out = NULL;
 	Dwarf_Attribute a;
 	if (!attr_get(w, d, at, &a))
 		return 0;
-	Dwarf_Loc_Head_c head = NULL;
-	Dwarf_Unsigned cnt = 0;
-	uint32_t n = 0;
-	if (dwarf_get_loclist_c(a, &head, &cnt, &w->e) != DW_DLV_OK) {
-		CLR(w);
-		dwarf_dealloc(w->dbg, a, DW_DLA_ATTR);
-		return 0;
-	}
-	unsigned kind = DW_LKIND_unknown;
-	if (dwarf_get_loclist_head_kind(head, &kind, &w->e) != DW_DLV_OK)
-		kind = DW_LKIND_unknown;
+	Dwarf_Half form = 0;
+	if (dwarf_whatform(a, &form, &w->e) != DW_DLV_OK)
+		form = 0;
 	CLR(w);
-	if (cnt > 4096)
-		cnt = 4096;
-	struct jp_loc *v = cnt ? fl_arena_alloc(&w->ix->arena, cnt * sizeof(*v)) : NULL;
-	for (Dwarf_Unsigned i = 0; i < cnt; i++) {
-		Dwarf_Small lle = 0, src = 0;
-		Dwarf_Unsigned rlo = 0, rhi = 0, nops = 0, eoff = 0, doff = 0;
-		Dwarf_Bool unavail = 0;
-		Dwarf_Addr lo = 0, hi = 0;
-		Dwarf_Locdesc_c ld = NULL;
-		if (dwarf_get_locdesc_entry_d(head, i, &lle, &rlo, &rhi, &unavail, &lo, &hi,
-					      &nops, &ld, &src, &eoff, &doff, &w->e) != DW_DLV_OK) {
-			CLR(w);
-			break;
-		}
-		if (unavail || nops == 0)
-			continue;
-		struct jp_loc *l = &v[n];
-		if (kind == DW_LKIND_expression) {
+	uint32_t n = 0;
+	Dwarf_Unsigned len = 0, u = 0;
+	Dwarf_Ptr ptr = NULL;
+	Dwarf_Block *blk = NULL;
+	Dwarf_Off off = 0;
+	switch (form) {
+	case DW_FORM_exprloc:
+		if (dwarf_formexprloc(a, &len, &ptr, &w->e) == DW_DLV_OK && ptr) {
+			struct jp_loc *l = fl_arena_alloc(&w->ix->arena, sizeof(*l));
 			l->lo = 0;
 			l->hi = UINT64_MAX;
-		} else {
-			if (kind == DW_LKIND_loclists &&
-			    (lle == DW_LLE_end_of_list || lle == DW_LLE_base_address ||
-			     lle == DW_LLE_base_addressx))
-				continue;
-			if (lo >= hi)
-				continue;
-			l->lo = lo;
-			l->hi = hi;
-		}
-		if (nops > MAX_OPS)
-			nops = MAX_OPS;
-		l->ops = fl_arena_alloc(&w->ix->arena, nops * sizeof(*l->ops));
-		uint32_t k = 0;
-		for (Dwarf_Unsigned j = 0; j < nops; j++) {
-			Dwarf_Small atom = 0;
-			Dwarf_Unsigned o1 = 0, o2 = 0, o3 = 0, br = 0;
-			if (dwarf_get_location_op_value_c(ld, j, &atom, &o1, &o2, &o3, &br, &w->e) != DW_DLV_OK) {
-				CLR(w);
-				break;
+			l->nops = decode_expr(w, ptr, (size_t)len, &l->ops);
+			if (l->nops) {
+				*out = l;
+				n = 1;
 			}
-			l->ops[k].atom = atom;
-			l->ops[k].a = o1;
-			l->ops[k].b = o2;
-			k++;
 		}
-		l->nops = k;
-		if (k)
-			n++;
+		break;
+	case DW_FORM_block1: case DW_FORM_block2: case DW_FORM_block4: case DW_FORM_block:
+		if (dwarf_formblock(a, &blk, &w->e) == DW_DLV_OK && blk) {
+			struct jp_loc *l = fl_arena_alloc(&w->ix->arena, sizeof(*l));
+			l->lo = 0;
+			l->hi = UINT64_MAX;
+			l->nops = decode_expr(w, blk->bl_data, (size_t)blk->bl_len, &l->ops);
+			if (l->nops) {
+				*out = l;
+				n = 1;
+			}
+			dwarf_dealloc(w->dbg, blk, DW_DLA_BLOCK);
+		}
+		break;
+	case DW_FORM_sec_offset: case DW_FORM_data4: case DW_FORM_data8:
+		if (dwarf_global_formref(a, &off, &w->e) != DW_DLV_OK) {
+			CLR(w);
+			if (dwarf_formudata(a, &u, &w->e) == DW_DLV_OK)
+				off = u;
+		}
+		n = w->version >= 5 ? read_loclists(w, off, out) : read_loc(w, off, out);
+		break;
+	case DW_FORM_loclistx:
+		if (dwarf_formudata(a, &u, &w->e) == DW_DLV_OK && w->loclists.p &&
+		    w->loclists_base <= w->loclists.n && u < (w->loclists.n - w->loclists_base) / w->offset_size) {
+			struct rd r = { w->loclists.p + w->loclists_base + u * w->offset_size,
+					w->loclists.p + w->loclists.n, false };
+			uint64_t rel = rd_n(&r, (int)w->offset_size);
+			if (!r.bad)
+				n = read_loclists(w, w->loclists_base + rel, out);
+		}
+		break;
+	default:
+		break;
 	}
-	dwarf_loc_head_c_dealloc(head);
+	CLR(w);
 	dwarf_dealloc(w->dbg, a, DW_DLA_ATTR);
-	*out = v;
 	return n;
 }
 
@@ -1070,6 +1378,10 @@ int jp_dwarf_index_build(struct jp_index *ix, struct jp_elf *dbg_elf, struct jp_
 		return -ENOMEM;
 	ix->dw = s;
 	Dwarf_Error e = NULL;
+	/* Before libdwarf looks at the sections: sec_get may decompress. */
+	struct sec loc = sec_get((Elf *)dbg_elf->elf, ".debug_loc");
+	struct sec loclists = sec_get((Elf *)dbg_elf->elf, ".debug_loclists");
+	struct sec addr = sec_get((Elf *)dbg_elf->elf, ".debug_addr");
 	int rc = dwarf_elf_init_b((dwarf_elf_handle)dbg_elf->elf, DW_DLC_READ, DW_GROUPNUMBER_ANY,
 				  NULL, NULL, &s->dbg, &e);
 	if (rc != DW_DLV_OK) {
@@ -1084,7 +1396,7 @@ int jp_dwarf_index_build(struct jp_index *ix, struct jp_elf *dbg_elf, struct jp_
 		snprintf(err->msg, sizeof(err->msg), "%s: no DWARF debug info", dbg_elf->name);
 		return -ENODATA;
 	}
-	struct walk w = { .dbg = s->dbg, .ix = ix };
+	struct walk w = { .dbg = s->dbg, .ix = ix, .loc = loc, .loclists = loclists, .addr = addr };
 	for (unsigned cu = 0;; cu++) {
 		Dwarf_Unsigned hlen = 0, toff = 0, next = 0;
 		Dwarf_Half ver = 0, asz = 0, lsz = 0, esz = 0, ctype = 0;
@@ -1114,6 +1426,11 @@ int jp_dwarf_index_build(struct jp_index *ix, struct jp_elf *dbg_elf, struct jp_
 		FL_PUSH(&ix->arena, ix->cus, ix->ncus, ix->cus_cap, c);
 		w.cu = (uint32_t)(ix->ncus - 1);
 		w.version = ver;
+		w.offset_size = lsz == 8 ? 8 : 4;
+		uint64_t v = 0;
+		w.addr_base = attr_udata(&w, cud, DW_AT_addr_base, &v) ? v
+			    : attr_udata(&w, cud, DW_AT_GNU_addr_base, &v) ? v : 8;
+		w.loclists_base = attr_udata(&w, cud, DW_AT_loclists_base, &v) ? v : 12;
 		w.comp_dir = c.comp_dir;
 		Dwarf_Addr base = 0;
 		if (dwarf_lowpc(cud, &base, &w.e) != DW_DLV_OK)

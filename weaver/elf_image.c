@@ -79,6 +79,71 @@ static void read_notes(struct jp_elf *e, const unsigned char *p, size_t size)
 	}
 }
 
+/*
+ * libdwarf 20210528 frees a context twice when a .debug_rnglists unit
+ * header is malformed (dwarf_load_rnglists; later releases fixed it), and
+ * reads .debug_loclists headers the same way.  So the headers of both are
+ * checked here, before libdwarf sees them: every unit's length inside the
+ * section, version 5, 8-byte addresses, no segment selectors, and the
+ * offset table inside the unit.
+ */
+static bool lists_ok(const unsigned char *p, size_t size, size_t *bad_at)
+{
+	size_t off = 0;
+	while (off < size) {
+		*bad_at = off;
+		if (size - off < 4)
+			return false;
+		uint32_t l32;
+		memcpy(&l32, p + off, 4);
+		uint64_t len;
+		size_t hdr = 4, osz = 4;
+		if (l32 == 0xffffffffu) {
+			if (size - off < 12)
+				return false;
+			memcpy(&len, p + off + 4, 8);
+			hdr = 12;
+			osz = 8;
+		} else if (l32 >= 0xfffffff0u) {
+			return false;
+		} else {
+			len = l32;
+		}
+		if (len < 8 || len > size - off - hdr)
+			return false;
+		const unsigned char *u = p + off + hdr;
+		uint16_t version;
+		memcpy(&version, u, 2);
+		uint32_t count;
+		memcpy(&count, u + 4, 4);
+		if (version != 5 || u[2] != 8 || u[3] != 0 || (uint64_t)count * osz > len - 8)
+			return false;
+		off += hdr + (size_t)len;
+	}
+	return true;
+}
+
+static int check_lists(struct jp_elf *e, Elf_Scn *s, GElf_Shdr *sh, const char *nm,
+		       struct jp_err *err)
+{
+	if (sh->sh_type == SHT_NOBITS || sh->sh_size == 0)
+		return 0;
+	if (sh->sh_flags & SHF_COMPRESSED) {
+		/* Decompress in place (libdwarf then reads the plain data);
+		 * refuse a claimed size no debug section has. */
+		Elf_Data *d = elf_rawdata(s, NULL);
+		GElf_Chdr ch;
+		if (!d || !gelf_getchdr(s, &ch) || ch.ch_size > (256u << 20) || elf_compress(s, 0, 0) < 0)
+			return fail(err, -EINVAL, "%s: corrupted DWARF: bad compressed section %s", e->name, nm);
+	}
+	Elf_Data *d = elf_getdata(s, NULL);
+	size_t at = 0;
+	if (!d || (d->d_size && !d->d_buf) ||
+	    (d->d_size && !lists_ok(d->d_buf, d->d_size, &at)))
+		return fail(err, -EINVAL, "%s: corrupted DWARF: %s unit header at offset %#zx", e->name, nm, at);
+	return 0;
+}
+
 static int elf_scan(struct jp_elf *e, struct jp_err *err)
 {
 	Elf *elf = e->elf;
@@ -139,6 +204,11 @@ static int elf_scan(struct jp_elf *e, struct jp_err *err)
 		}
 		if (strcmp(nm, ".debug_info") == 0 && sh.sh_type != SHT_NOBITS && sh.sh_size > 0)
 			e->has_dwarf = true;
+		if (strcmp(nm, ".debug_rnglists") == 0 || strcmp(nm, ".debug_loclists") == 0) {
+			int rc = check_lists(e, s, &sh, nm, err);
+			if (rc)
+				return rc;
+		}
 		if (sh.sh_type == SHT_NOTE && sh.sh_size)
 			read_notes(e, e->data + sh.sh_offset, sh.sh_size);
 		if (strcmp(nm, ".gnu_debuglink") == 0 && sh.sh_type != SHT_NOBITS && sh.sh_size > 4) {
