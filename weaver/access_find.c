@@ -185,10 +185,17 @@ static bool is_record(const struct jp_type *t)
 int32_t jp_struct_find(const struct jp_index *ix, const char *name)
 {
 	int32_t via_typedef = -1;
-	for (size_t i = 0; i < ix->ntypes; i++) {
+	size_t lo = 0, hi = ix->nnamed;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(ix->types[ix->named[mid]].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k < ix->nnamed && strcmp(ix->types[ix->named[k]].name, name) == 0; k++) {
+		size_t i = (size_t)ix->named[k];
 		const struct jp_type *t = &ix->types[i];
-		if (!t->name || strcmp(t->name, name) != 0)
-			continue;
 		if (is_record(t) && !t->declaration && t->nmembers)
 			return (int32_t)i;
 		if (t->kind == JP_T_TYPEDEF && via_typedef < 0) {
@@ -367,11 +374,10 @@ static int frame_base(struct jp_index *ix, const struct jp_func *f, uint64_t pc,
 }
 
 /* How to read variable @v of function @f at @pc.  -ENODATA: not here. */
-static int var_recipe(struct jp_index *ix, const struct jp_func *f, const struct jp_var *v,
-		      uint64_t pc, struct jp_recipe *out)
+static int loc_recipe(struct jp_index *ix, const struct jp_func *f, const struct jp_var *v,
+		      const struct jp_loc *l, uint64_t pc, struct jp_recipe *out)
 {
 	memset(out, 0, sizeof(*out));
-	const struct jp_loc *l = loc_at(v, pc);
 	if (!l || !l->nops)
 		return -ENODATA;
 	const struct jp_op *o = l->ops;
@@ -428,6 +434,12 @@ static int var_recipe(struct jp_index *ix, const struct jp_func *f, const struct
 	return -ENODATA;   /* constants, entry values, implicit pointers, pieces */
 }
 
+static int var_recipe(struct jp_index *ix, const struct jp_func *f, const struct jp_var *v,
+		      uint64_t pc, struct jp_recipe *out)
+{
+	return loc_recipe(ix, f, v, loc_at(v, pc), pc, out);
+}
+
 /* The chain of functions at @pc, innermost first. */
 static size_t func_chain(struct jp_index *ix, uint64_t pc, int32_t *chain, size_t max)
 {
@@ -472,11 +484,23 @@ struct memo_ent {
 	struct tval v;
 };
 
+/* A pointer variable of the function being typed that lives in a
+ * register over [lo, hi): what dwarf_reg_target looks through. */
+struct regvar {
+	uint64_t lo, hi;
+	int32_t tgt;             /* the pointer's target type */
+	int32_t func;            /* the (inlined) function it belongs to */
+	uint8_t reg;
+	const struct jp_var *v;
+};
+
 struct typer {
 	struct jp_image *img;
 	struct jp_index *ix;
 	const struct jp_code *code;
 	const char *why;
+	struct regvar *rv;       /* innermost functions first */
+	size_t nrv, rv_cap;
 	int budget;
 	uint32_t gen;
 	struct memo_ent memo[MEMO_SIZE];
@@ -510,26 +534,58 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 	return a;
 }
 
-static int32_t dwarf_reg_target(struct typer *ty, uint64_t pc, unsigned reg)
+static bool func_has(const struct jp_func *f, uint64_t pc)
 {
-	int32_t chain[16];
-	size_t n = func_chain(ty->ix, pc, chain, 16);
-	for (size_t c = 0; c < n; c++) {
-		const struct jp_func *f = &ty->ix->funcs[chain[c]];
-		for (uint32_t k = 0; k < f->nvars; k++) {
-			const struct jp_var *v = &f->vars[k];
-			if (!in_scope(v, pc))
-				continue;
-			int32_t tgt = ptr_target(ty->ix, v->type);
+	for (uint32_t r = 0; r < f->nranges; r++)
+		if (pc >= f->ranges[r].lo && pc < f->ranges[r].hi)
+			return true;
+	return false;
+}
+
+/* Collect the register-located pointer variables of out-of-line function
+ * @f and its inlined instances, innermost (latest in pre-order) first. */
+static int typer_load(struct typer *ty, size_t f)
+{
+	struct jp_index *ix = ty->ix;
+	ty->nrv = 0;
+	for (size_t k = f + ix->funcs[f].ninl + 1; k-- > f;) {
+		const struct jp_func *fn = &ix->funcs[k];
+		for (uint32_t i = 0; i < fn->nvars; i++) {
+			const struct jp_var *v = &fn->vars[i];
+			int32_t tgt = ptr_target(ix, v->type);
 			if (tgt < 0)
 				continue;
-			struct jp_recipe r;
-			if (var_recipe(ty->ix, &ty->ix->funcs[chain[n - 1]], v, pc, &r) == 0 &&
-			    r.kind == JP_RECIPE_REG && r.reg == reg) {
-				ty->why = v->name;
-				return tgt;
+			for (uint32_t l = 0; l < v->nlocs; l++) {
+				struct jp_recipe r;
+				if (loc_recipe(ix, &ix->funcs[f], v, &v->locs[l], v->locs[l].lo, &r) != 0 ||
+				    r.kind != JP_RECIPE_REG)
+					continue;
+				if (ty->nrv == ty->rv_cap) {
+					size_t ncap = ty->rv_cap ? ty->rv_cap * 2 : 64;
+					struct regvar *nv = realloc(ty->rv, ncap * sizeof(*nv));
+					if (!nv)
+						return -ENOMEM;
+					ty->rv = nv;
+					ty->rv_cap = ncap;
+				}
+				ty->rv[ty->nrv++] = (struct regvar){ .lo = v->locs[l].lo, .hi = v->locs[l].hi,
+								     .tgt = tgt, .func = (int32_t)k,
+								     .reg = r.reg, .v = v };
 			}
 		}
+	}
+	return 0;
+}
+
+static int32_t dwarf_reg_target(struct typer *ty, uint64_t pc, unsigned reg)
+{
+	for (size_t i = 0; i < ty->nrv; i++) {
+		const struct regvar *e = &ty->rv[i];
+		if (e->reg != reg || pc < e->lo || pc >= e->hi || !in_scope(e->v, pc) ||
+		    !func_has(&ty->ix->funcs[e->func], pc))
+			continue;
+		ty->why = e->v->name;
+		return e->tgt;
 	}
 	return -1;
 }
@@ -1073,12 +1129,18 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 			continue;
 		const struct jp_code *code = jp_image_code(img, f, err);
 		if (!code) {
+			free(ty->rv);
 			free(ty);
 			return -EINVAL;
 		}
 		ty->img = img;
 		ty->ix = ix;
 		ty->code = code;
+		if (typer_load(ty, f) != 0) {
+			free(ty->rv);
+			free(ty);
+			return -ENOMEM;
+		}
 		for (size_t i = 0; i < code->ninsns; i++) {
 			const struct jp_insn *in = &code->insns[i];
 			if (in->has_mem != 1 || !in->macc || in->base >= 16 || in->base == 7 || in->disp < 0)
@@ -1097,6 +1159,7 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 				 : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
 			struct jp_site *s = site_add(img, out, in, kind);
 			if (!s) {
+				free(ty->rv);
 				free(ty);
 				return -ENOMEM;
 			}
@@ -1120,6 +1183,7 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 			s->why = ty->why;
 		}
 	}
+	free(ty->rv);
 	free(ty);
 	if (out->n > first)
 		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);

@@ -1258,6 +1258,14 @@ static int line_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+static int named_cmp(const void *a, const void *b, void *arg)
+{
+	const struct jp_index *ix = arg;
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	int c = strcmp(ix->types[x].name, ix->types[y].name);
+	return c ? c : (x < y ? -1 : x > y);
+}
+
 static int str_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -1273,6 +1281,12 @@ static int fmap_cmp(const void *a, const void *b)
 
 static void sort_tables(struct jp_index *ix)
 {
+	ix->named = fl_arena_alloc(&ix->arena, (ix->ntypes + 1) * sizeof(*ix->named));
+	for (size_t i = 0; i < ix->ntypes; i++)
+		if (ix->types[i].name)
+			ix->named[ix->nnamed++] = (int32_t)i;
+	if (ix->nnamed > 1)
+		qsort_r(ix->named, ix->nnamed, sizeof(*ix->named), named_cmp, ix);
 	size_t nr = 0;
 	for (size_t f = 0; f < ix->nfuncs; f++) {
 		if (ix->funcs[f].inlined)

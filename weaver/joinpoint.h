@@ -159,6 +159,8 @@ struct jp_index {
 	size_t nfnames, fnames_cap;
 	struct jp_type *types;   /* sorted by die */
 	size_t ntypes, types_cap;
+	int32_t *named;          /* types with a name, by (name, index) */
+	size_t nnamed;
 	struct jp_line *lines;   /* sorted by address */
 	size_t nlines, lines_cap;
 	struct jp_global *globals;
