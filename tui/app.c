@@ -233,7 +233,7 @@ void xft_app_message(struct xft_app *app, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(app->ui.message, sizeof(app->ui.message), fmt, ap);
 	va_end(ap);
-	app->ui.message_until = xflow_monotonic_ns() + UINT64_C(4000000000);
+	app->ui.message_until = xflow_monotonic_ns() + UINT64_C(2500000000);
 }
 
 static void snapshot_now(struct xft_app *app, const char *base_in)

@@ -225,7 +225,9 @@ static unsigned curses_input(struct xft_app *app)
 	 * between two draws. */
 	while (n++ < 64 && (rc = get_wch(&ch)) != ERR) {
 		if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
-			curses_resize(app);
+			/* resizeterm() queued this: curses already knows the size.
+			 * Calling it again would queue another, forever. */
+			fit_canvas(app);
 			rx |= XFT_RX_REDRAW;
 			continue;
 		}

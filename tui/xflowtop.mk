@@ -17,7 +17,7 @@ $(TESTDIR)/tui-jsoncheck: $(OBJDIR)/tests/tui/jsoncheck.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $^
 
-# TEST_SCRIPTS added with the scripts
+TEST_SCRIPTS += tests/tui/tui_tmux.sh tests/tui/batch_asan.sh
 
 run: $(BINDIR)/xflowtop
 	$(BINDIR)/xflowtop --demo

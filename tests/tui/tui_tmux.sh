@@ -1,0 +1,167 @@
+#!/bin/sh
+# The TUI under tmux: start `xflowtop --demo` at 80x24 in a detached
+# session on a private server, drive it with send-keys and read it with
+# capture-pane: every view, sort, filter, the slowest flow's path in
+# Table 2's order, an aspect off (its hits stop) and on, a snapshot (three
+# files that parse, the JSON against the schema), resizes to 200x60 and
+# back, quit; then no xflowtop is left and the terminal modes are as before.
+# Exit 0 pass, 77 skip (with the reason), anything else fail; on failure
+# the screen goes to the log.
+set -u
+BUILD=${BUILD:-build}
+BIN=$BUILD/bin/xflowtop
+CHECK=$BUILD/tests/tui-jsoncheck
+SCHEMA=tui/snapshot-schema.json
+
+command -v tmux >/dev/null 2>&1 || { echo "skip: tmux is not installed"; exit 77; }
+[ -x "$BIN" ] || { echo "skip: $BIN is not built"; exit 77; }
+[ -x "$CHECK" ] || { echo "skip: $CHECK is not built"; exit 77; }
+
+work=$(mktemp -d /tmp/xflowtop-tmux.XXXXXX)
+SOCK=xflowtop-test-$$
+T="tmux -L $SOCK -f /dev/null"
+cleanup() {
+	$T kill-server >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+screen=$work/screen
+cap() { $T capture-pane -p -t xft >"$screen" 2>/dev/null; }
+fail() {
+	echo "FAIL: $*"
+	cap
+	echo "--- screen ($(wc -l <"$screen") lines):"
+	cat "$screen"
+	echo "---"
+	echo "stderr: $(cat "$work/stderr" 2>/dev/null)"
+	pgrep -a -f -- "--snapshot-dir $work/snaps" || true
+	exit 1
+}
+# Wait (up to about 5 s) until the screen shows $1.
+wait_for() {
+	i=0
+	while [ $i -lt 50 ]; do
+		cap
+		grep -qF -- "$1" "$screen" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "timed out waiting for '$1'"
+}
+wait_gone() {
+	i=0
+	while [ $i -lt 50 ]; do
+		cap
+		grep -qF -- "$1" "$screen" || return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	fail "'$1' did not go away"
+}
+keys() { $T send-keys -t xft "$@"; }
+step() { echo "== $*"; }
+
+mkdir -p "$work/snaps"
+# The pane runs a shell that records the terminal modes before and after.
+cat >"$work/run.sh" <<EOS
+stty -a >"$work/stty.before"
+"$BIN" --demo -d 0.3 --snapshot-dir "$work/snaps" 2>"$work/stderr"
+echo \$? >"$work/rc"
+stty -a >"$work/stty.after"
+echo "shell-after-xflowtop"
+sleep 60
+EOS
+step "start at 80x24"
+$T new-session -d -s xft -x 80 -y 24 "env LANG=C.UTF-8 LC_ALL=C.UTF-8 sh $work/run.sh" ||
+	{ echo "skip: tmux cannot start a session here"; exit 77; }
+wait_for "F10Quit"
+wait_for "netif_receive_skb"
+grep -qF "demo: synthetic flows" "$screen" || fail "no demo note in the header"
+grep -qF "Domains: linux0[0] linuxU[1] via synthetic" "$screen" || fail "no domains in the header"
+sed -n 7p "$screen" | grep -q "netif_rx.*netif_receive_skb" || fail "the bottleneck is not on top"
+[ "$(wc -l <"$screen")" -le 24 ] || fail "more than 24 lines"
+
+step "views"
+keys 2; wait_for "ORIGIN"; grep -q "alloc_skb_from" "$screen" || fail "no slowest flows"
+keys 3; wait_for "ELAPSED"
+keys 4; wait_for "p99.9"; wait_for "(log scale)"
+keys 5; wait_for "HITS/S"; grep -qF "xflow netflow" "$screen" || fail "no aspects"
+keys 6; wait_for "TARGETS"; grep -q "linuxU" "$screen" || fail "no domains view"
+keys Tab; wait_for "TIME%"
+keys h; wait_for "Press any key to return"; keys x; wait_for "F10Quit"
+
+step "sort"
+keys '>'; wait_for "sorted by FROM"
+sed -n 7p "$screen" | grep -q "^linux0:" || fail "sorted by FROM, the first row is not linux0"
+keys '<'; wait_for "sorted by TIME%"
+sed -n 7p "$screen" | grep -q "netif_rx.*netif_receive_skb" || fail "back to total, the bottleneck is not on top"
+
+step "filter"
+keys '\' ; wait_for "Filter:"
+keys -l "file:sk98lin"; keys Enter
+wait_gone "netif_receive_skb"
+wait_for "filter: file:sk98"
+grep -q "SkGeXmit" "$screen" || fail "the filter hid the sk98lin hops"
+keys Escape; wait_for "netif_receive_skb"
+
+step "drill into the slowest flow"
+keys 2; wait_for "ORIGIN"
+keys Enter; wait_for "ELAPSED"
+prev=0
+for fn in alloc_skb_from_cache tcp_sendmsg tcp_set_skb_tso_segs dev_queue_xmit skb_clone \
+	network_start_xmit netbk_fill_frags netif_rx netif_receive_skb br_nf_pre_routing br_forward \
+	br_nf_post_routing br_dev_queue_push_xmit dev_queue_xmit SkGeXmit FreeTxDescriptors; do
+	n=$(awk -v fn="$fn" -v after="$prev" 'NR > after && index($0, " " fn) { print NR; exit }' "$screen")
+	[ -n "$n" ] || fail "path view: $fn missing or out of Table 2's order"
+	prev=$n
+done
+grep -q "0\.0 linuxU" "$screen" || fail "the path does not start at 0.0 in linuxU"
+
+step "aspect off and on"
+hits() { cap; awk '/^(on|off) +xflow netflow/ { print $(NF - 2); exit }' "$screen"; }
+keys 5; wait_for "xflow netflow"
+keys Home; keys Space; wait_for "off xflow netflow"
+sleep 0.7; h1=$(hits); sleep 0.7; h2=$(hits)
+[ -n "$h1" ] && [ "$h1" = "$h2" ] || fail "hits kept rising with the aspect off ($h1 -> $h2)"
+keys Space; wait_for "on  xflow netflow"
+sleep 0.7; h3=$(hits)
+[ "$h3" -gt "$h2" ] || fail "hits did not resume ($h2 -> $h3)"
+
+step "snapshot"
+keys s; wait_for "snapshot:"
+txt=$(ls "$work"/snaps/*.txt 2>/dev/null | head -1)
+[ -n "$txt" ] || fail "no text snapshot"
+base=${txt%.txt}
+[ -s "$base.json" ] && [ -s "$base.trace.json" ] || fail "snapshot files missing: $(ls "$work/snaps")"
+grep -q "== Slowest flows" "$txt" || fail "the text report has no slowest flows"
+"$CHECK" -s "$SCHEMA" "$base.json" || fail "the JSON snapshot does not match the schema"
+"$CHECK" -c traceEvents=32 "$base.trace.json" || fail "the trace does not parse"
+ls "$work"/snaps | grep -q tmp && fail "a temporary file was left"
+
+step "resize"
+keys 1
+$T resize-window -t xft -x 200 -y 60 || fail "resize-window"
+wait_for "P90"
+[ "$(wc -l <"$screen")" -ge 59 ] || fail "the screen did not grow"
+awk 'length($0) > 100 { found = 1 } END { exit !found }' "$screen" || fail "no line wider than 100 at 200 columns"
+$T resize-window -t xft -x 80 -y 24
+wait_gone "P90"
+tail -1 "$screen" | grep -q "F10Quit" || { sed -n 24p "$screen" | grep -q F10Quit || fail "the key bar is not at the bottom after shrinking"; }
+
+step "quit"
+keys q
+i=0
+while [ ! -s "$work/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$work/rc" ] || fail "xflowtop did not quit"
+[ "$(cat "$work/rc")" = 0 ] || { cat "$work/stderr"; fail "xflowtop exited with $(cat "$work/rc")"; }
+wait_for "shell-after-xflowtop"
+grep -qF "F10Quit" "$screen" && fail "the xflowtop screen is still shown after quitting"
+# The size is the window's, not a mode: compare the rest.
+for f in before after; do sed 's/rows [0-9]*; columns [0-9]*;//' "$work/stty.$f" >"$work/modes.$f"; done
+cmp -s "$work/modes.before" "$work/modes.after" || { diff "$work/modes.before" "$work/modes.after"; fail "terminal modes not restored"; }
+if pgrep -f -- "--snapshot-dir $work/snaps" >/dev/null 2>&1; then
+	fail "an xflowtop process is left"
+fi
+echo "PASS: views, sort, filter, path, aspects, snapshot, resize, quit"
+exit 0
