@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,15 @@ static inline void gt_run_all(struct xflow_hook *h, int ms)
 {
 	int rc = xflow_hook_run(h, ms);
 	cr_assert(rc >= 0, "run: %s (%s)", strerror(-rc), xflow_hook_last_error(h));
+}
+
+/* Serve hits until the fixture prints a line, then read it. */
+static inline void gt_run_line(struct xflow_hook *h, struct gt_proc *p, char *buf, size_t len)
+{
+	struct pollfd pf = {.fd = fileno(p->out), .events = POLLIN};
+	for (int i = 0; i < 1000 && poll(&pf, 1, 0) == 0; i++)
+		cr_assert(xflow_hook_run(h, 20) >= 0);
+	gt_line(p, buf, len);
 }
 
 #endif
