@@ -215,6 +215,8 @@ uint64_t xentrace_state_skipped(const struct xentrace_state *s);
 /* Count of records of an event id that no decoder handles (0 if none). */
 uint64_t xentrace_state_unknown_count(const struct xentrace_state *s, uint32_t event);
 uint64_t xentrace_state_unknown_total(const struct xentrace_state *s);
+/* Interrupts Xen handled on line @irq (TRC_HW_IRQ_HANDLED), with cycles. */
+struct xentrace_cycles xentrace_state_irq(const struct xentrace_state *s, unsigned irq);
 
 /* Domains in id order, the default (placeholder) domain excluded:
  * d = NULL; while ((d = xentrace_state_domain_next(s, d))) ... */

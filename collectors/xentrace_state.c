@@ -45,6 +45,7 @@ enum { HVM_VOL_VMENTRY, HVM_VOL_VMEXIT, HVM_VOL_HANDLER, HVM_VOL_MAX };
 #define VMX_EXIT_REASON_MAX 56 /* xenalyze's HVM_VMX_EXIT_REASON_MAX */
 #define UNKNOWN_SLOTS 1024     /* distinct unknown event ids kept */
 #define LIFETIME_SLOTS 1024
+#define IRQ_SLOTS 256           /* distinct interrupt lines followed */
 #define EV_GUEST_MASK 0x0800f000u
 
 /* Cycles of one kind, with a histogram of them when the budget allows. */
@@ -132,6 +133,11 @@ struct xentrace_state {
 		uint64_t count;
 	} unknown[UNKNOWN_SLOTS];
 	struct lifetime life[LIFETIME_SLOTS];
+	struct {
+		uint32_t irq; /* UINT32_MAX: free */
+		uint64_t count, cycles;
+	} irq[IRQ_SLOTS];
+	uint64_t irq_dropped, hw_records;
 	unsigned nnotes;
 	uint64_t notes_dropped;
 	struct xentrace_diag notes[XENTRACE_MAX_DIAGS];
@@ -546,6 +552,20 @@ static struct lifetime *lifetime(struct xentrace_state *s, uint32_t domid)
 	return NULL;
 }
 
+static void irq_handled(struct xentrace_state *s, uint32_t irq, uint32_t cycles)
+{
+	unsigned i = (irq * 2654435761u) % IRQ_SLOTS;
+	for (unsigned n = 0; n < IRQ_SLOTS; n++, i = (i + 1) % IRQ_SLOTS) {
+		if (s->irq[i].irq == irq || s->irq[i].irq == UINT32_MAX) {
+			s->irq[i].irq = irq;
+			s->irq[i].count++;
+			s->irq[i].cycles += cycles;
+			return;
+		}
+	}
+	s->irq_dropped++;
+}
+
 static void count_unknown(struct xentrace_state *s, uint32_t event)
 {
 	s->unknown_total++;
@@ -869,7 +889,10 @@ void xentrace_state_feed(struct xentrace_state *s, const struct xentrace_record 
 		}
 		break;
 	case TL_HW:
-		/* Power management and interrupt records: nothing to account. */
+		s->hw_records++;
+		/* TRC_HW_IRQ_HANDLED {irq, start tsc, end tsc} (low words). */
+		if (rec->event == 0x802008 && rec->nextra >= 3)
+			irq_handled(s, rec->extra[0], rec->extra[2] - rec->extra[1]);
 		break;
 	}
 volume:
@@ -927,6 +950,8 @@ int xentrace_state_new(struct xentrace_state **out, uint64_t cpu_hz)
 	s->default_dom.did = XENTRACE_DEFAULT_DOMAIN;
 	for (unsigned i = 0; i < LIFETIME_SLOTS; i++)
 		s->life[i].domid = UINT32_MAX;
+	for (unsigned i = 0; i < IRQ_SLOTS; i++)
+		s->irq[i].irq = UINT32_MAX;
 	*out = s;
 	return 0;
 }
@@ -1169,6 +1194,12 @@ void xentrace_state_print_extras(const struct xentrace_state *s, FILE *out)
 	for (unsigned i = 0; i < UNKNOWN_SLOTS; i++)
 		if (s->unknown[i].count)
 			fprintf(out, "unknown event 0x%07x: %" PRIu64 "\n", s->unknown[i].event, s->unknown[i].count);
+	for (unsigned i = 0; i < IRQ_SLOTS; i++)
+		if (s->irq[i].irq != UINT32_MAX)
+			fprintf(out, "irq %u: handled %" PRIu64 " times, %" PRIu64 " cycles on average\n", s->irq[i].irq,
+				s->irq[i].count, s->irq[i].cycles / s->irq[i].count);
+	if (s->irq_dropped)
+		fprintf(out, "irq: %" PRIu64 " records for lines past the first %u\n", s->irq_dropped, IRQ_SLOTS);
 	for (unsigned i = 0; i < LIFETIME_SLOTS; i++) {
 		const struct lifetime *l = &s->life[i];
 		if (l->domid == UINT32_MAX)
@@ -1213,6 +1244,17 @@ uint64_t xentrace_state_total_cycles(const struct xentrace_state *s) { return s-
 uint64_t xentrace_state_cpu_hz(const struct xentrace_state *s) { return s->cpu_hz; }
 uint64_t xentrace_state_skipped(const struct xentrace_state *s) { return s->skipped; }
 uint64_t xentrace_state_unknown_total(const struct xentrace_state *s) { return s->unknown_total; }
+
+struct xentrace_cycles xentrace_state_irq(const struct xentrace_state *s, unsigned irq)
+{
+	struct xentrace_cycles c = { 0, 0 };
+	for (unsigned i = 0; i < IRQ_SLOTS; i++)
+		if (s->irq[i].irq == irq) {
+			c.count = s->irq[i].count;
+			c.cycles = s->irq[i].cycles;
+		}
+	return c;
+}
 
 uint64_t xentrace_state_unknown_count(const struct xentrace_state *s, uint32_t event)
 {

@@ -183,7 +183,13 @@ Test(xentrace_state, hvm_exits_hypercalls_guest_and_unknown_events)
 	cr_assert_eq(xentrace_writer_add(w, 0, 5300, true, 0x0000f0ffu, 0, NULL), 0); /* no class */
 	cr_assert_eq(xentrace_writer_add(w, 0, 5400, true, 0x0001f0aau, 0, NULL), 0); /* unknown gen */
 	cr_assert_eq(xentrace_writer_add(w, 0, 5500, true, 0x0001f0aau, 0, NULL), 0);
+	uint32_t irq[3] = { 24, 1000, 1300 }; /* TRC_HW_IRQ_HANDLED: irq, start, end */
+	cr_assert_eq(xentrace_writer_add(w, 0, 5600, true, 0x802008, 3, irq), 0);
+	irq[2] = 1100;
+	cr_assert_eq(xentrace_writer_add(w, 0, 5700, true, 0x802008, 3, irq), 0);
 	struct xentrace_state *s = mt_decode(&t, 1000000000);
+	ASSERT_CYC(xentrace_state_irq(s, 24), 2, 400);
+	ASSERT_CYC(xentrace_state_irq(s, 25), 0, 0);
 	const struct xentrace_vcpu *v = vcpu(s, 3, 0);
 	ASSERT_CYC(xentrace_vcpu_exit_reason(v, 30), 10, 10 * 10 + 45);
 	ASSERT_CYC(xentrace_vcpu_exit_reason(v, 12), 1, 100);
