@@ -75,9 +75,10 @@ static void list_delayable(FILE *err)
 	fprintf(err, "  stages that can be delayed:");
 	for (int i = 0; i < ST_COUNT; i++)
 		if (sim_stages[i].delayable)
-			fprintf(err, " %s%s", sim_stages[i].name,
+			fprintf(err, " %s%s",
 				strcmp(sim_stages[i].name, "dev_queue_xmit") == 0 ?
-					(sim_stages[i].dom0 ? "(dom0:)" : "(domU:)") : "");
+					(sim_stages[i].dom0 ? "dom0:" : "domU:") : "",
+				sim_stages[i].name);
 	fprintf(err, "\n");
 }
 

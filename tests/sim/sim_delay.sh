@@ -24,4 +24,33 @@ awk -F'\t' '
 	}
 	END { if (!found) print "no netif_rx->netif_receive_skb hop"; exit !found || bad }
 ' "$TMP/hops" || fail "delay not where it was injected"
+
+# Every delayable stage at once, each with its own delay: each shows on its
+# own hop (the injected delay plus the hop's natural few microseconds).
+stages="tcp_set_skb_tso_segs skb_clone domU:dev_queue_xmit network_start_xmit
+	netbk_fill_frags netif_rx netif_receive_skb br_nf_pre_routing br_forward
+	br_nf_post_routing br_dev_queue_push_xmit dom0:dev_queue_xmit SkGeXmit FreeTxDescriptors"
+args="" k=0
+for st in $stages; do
+	k=$((k + 1))
+	args="$args --delay $st=$((k * 100))us"
+done
+# shellcheck disable=SC2086
+"$XENSIM" --duration 1.5 --rate 1000 --block-rate 0 $args --truth "$TMP/truth2" > "$TMP/log2" 2>&1 ||
+	{ cat "$TMP/log2"; fail "xensim with every delay"; }
+"$TRUTH_CHECK" --tsv --guests 1 --min-msgs 1500 "$TMP/truth2" > "$TMP/hops2" || { cat "$TMP/hops2"; fail "truth-check"; }
+k=0
+for st in $stages; do
+	k=$((k + 1))
+	name=${st#*:}
+	side=U
+	case $st in dom0:*|netbk_*|netif_*|br_*|SkGe*|FreeTx*) side=0 ;; esac
+	awk -F'\t' -v to="$side:$name" -v d=$((k * 100000)) '
+		$2 == "net" && substr($3, length($3) - length(to) + 1) == to && index($3, "->" to) {
+			found = 1
+			printf "%s: p50 %d ns for %d ns injected\n", $3, $5, d
+			if ($5 < d || $5 > d * 1.05 + 100000) bad = 1
+		}
+		END { exit !found || bad }' "$TMP/hops2" || fail "the delay of $st is not on its hop"
+done
 echo ok
