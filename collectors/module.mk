@@ -13,3 +13,4 @@ $(BINDIR)/xflow-xentrace: $(OBJDIR)/collectors/xflow_xentrace_main.o $(LINK_LIBS
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
+TEST_SCRIPTS += tests/collectors/xentrace_cli.sh
