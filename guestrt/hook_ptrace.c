@@ -136,7 +136,7 @@ static void run_handlers(struct pt_thread *th, struct pt_bp *bp, enum xflow_hook
 static void thread_cont(struct pt_thread *th, struct xflow_hook_regs *r, int sig)
 {
 	th->state = PT_RUNNING;
-	if (r && ptrace(PTRACE_SETREGS, th->tid, 0, r) < 0)
+	if (r && memcmp(r, &th->t->e->trapped, sizeof(*r)) != 0 && ptrace(PTRACE_SETREGS, th->tid, 0, r) < 0)
 		return; /* gone (killed during the hit): its exit comes next */
 	ptrace(PTRACE_CONT, th->tid, 0, sig);
 }
@@ -220,6 +220,7 @@ void pt_serve_trap(struct pt_thread *th)
 		th->state = PT_RUNNING; /* gone: its exit comes next */
 		return;
 	}
+	t->e->trapped = r;
 	bp = pt_bp_find(mm, r.rip - 1);
 	if (bp) {
 		if (bp->installed) {

@@ -102,6 +102,10 @@ struct pt_engine {
 	pid_t *resumeq;
 	int nresumeq, capresumeq;
 	int depth; /* nesting of handler calls (a handler may call the API) */
+	/* The registers as the last trap left them: when a hit ends with the
+	 * same ones (a one-byte nop emulated, nothing changed by a handler),
+	 * SETREGS is skipped. */
+	struct xflow_hook_regs trapped;
 	struct xflow_hook_event *evq; /* delivered at safe points */
 	int nevq, capevq;
 };

@@ -262,3 +262,32 @@ Test(hook_ptrace, toggle_live)
 	cr_expect_eq(n2, 3000);
 	xflow_hook_free(h);
 }
+
+Test(hook_ptrace, emulated_and_moved_instructions)
+{
+	static const char *labels[] = {"emu_mov", "emu_jz", "emu_call", "emu_lea", "emu_jmp", "emu_callr"};
+	static const uint64_t want_hits[] = {1000, 1000, 500, 1000, 1000, 1000};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, NULL, NULL);
+	const char *bin = gt_build("fx_loop", "-O2");
+	uint64_t before[6] = {0}, after[6] = {0};
+	char got[1024], want[1024];
+	FILE *out;
+
+	gt_reference(bin, "1", "1000", "m", want, sizeof(want));
+	struct xflow_hook_target *t = spawn(h, bin, "1", "1000", "m", &out);
+	for (int i = 0; i < 6; i++) {
+		uint64_t a = gt_addr(t->pid, bin, labels[i]);
+		cr_assert_eq(xflow_hook_site_add(t, a, XFLOW_HOOK_BEFORE, gt_count, &before[i], NULL), 0, "%s: %s",
+			     labels[i], xflow_hook_last_error(h));
+		cr_assert_eq(xflow_hook_site_add(t, a, XFLOW_HOOK_AFTER, gt_count, &after[i], NULL), 0, "%s: %s",
+			     labels[i], xflow_hook_last_error(h));
+	}
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_expect_str_eq(got, want);
+	for (int i = 0; i < 6; i++) {
+		cr_expect_eq(before[i], want_hits[i], "%s before: %" PRIu64, labels[i], before[i]);
+		cr_expect_eq(after[i], want_hits[i], "%s after: %" PRIu64, labels[i], after[i]);
+	}
+	xflow_hook_free(h);
+}
