@@ -8,7 +8,7 @@ shm_snapshot "$TMP/shm.before"
 for sig in INT TERM; do
 	"$XENSIM" -v --guests 2 --duration 600 --rate 2000 > "$TMP/log" 2>&1 &
 	xs=$!
-	sleep 1.5
+	sleep 1
 	t0=$(date +%s)
 	kill -$sig "$xs"
 	wait "$xs"
