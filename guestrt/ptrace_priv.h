@@ -57,6 +57,7 @@ struct pt_thread {
 	bool group_stop;  /* in a job-control stop: resume with LISTEN */
 	bool queued;      /* on the engine's resume queue */
 	bool want;        /* stop_world waits for it */
+	bool checked;     /* stop_world looked for a queued trap */
 	int resume_sig;   /* signal to deliver when resumed */
 };
 

@@ -208,28 +208,35 @@ static void run_to_trap(struct pt_thread *th)
 int pt_stop_world(struct pt_target *t)
 {
 	struct pt_engine *e = t->e;
-	int waiting = 0;
 
-	for (int i = 0; i < t->nthreads; i++) {
-		struct pt_thread *th = t->threads[i];
-		th->want = false;
-		if (th->state == PT_RUNNING) {
-			ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
-			th->want = true;
-		} else if (!th->pending_hit && !th->held && trap_pending(th->tid)) {
-			run_to_trap(th);
+	for (int i = 0; i < t->nthreads; i++)
+		t->threads[i]->want = t->threads[i]->checked = false;
+	/* Threads may appear while we wait (a clone reported meanwhile): look
+	 * at all of them again after each status, until none is outstanding. */
+	for (;;) {
+		int waiting = 0;
+		for (int i = 0; i < t->nthreads; i++) {
+			struct pt_thread *th = t->threads[i];
+			if (!th->want && th->state == PT_RUNNING) {
+				ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
+				th->want = true;
+			} else if (!th->want && !th->checked && !th->pending_hit && !th->held) {
+				th->checked = true;
+				if (trap_pending(th->tid))
+					run_to_trap(th);
+			}
+			waiting += th->want;
 		}
-		waiting += th->want;
-	}
-	while (waiting > 0) {
+		if (waiting == 0)
+			break;
 		int st;
 		pid_t r = waitpid(-1, &st, __WALL);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			/* No child left to report: whoever we waited for is gone. */
-			for (int i = 0; i < t->nthreads; i++)
-				t->threads[i]->want = false;
+			while (t->nthreads)
+				pt_thread_exit(t->threads[0], 0);
 			break;
 		}
 		struct pt_thread *th = pt_thr_find(e, r);
@@ -239,9 +246,7 @@ int pt_stop_world(struct pt_target *t)
 			continue;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			bool mine = th->t == t && th->want;
 			pt_thread_exit(th, st);
-			waiting -= mine;
 			continue;
 		}
 		pt_note_stop(e, th, st);
@@ -249,12 +254,8 @@ int pt_stop_world(struct pt_target *t)
 			pt_queue_resume(e, th);
 			continue;
 		}
-		if (!th->pending_hit && trap_pending(th->tid)) {
-			run_to_trap(th);
-			continue;
-		}
 		th->want = false;
-		waiting--;
+		th->checked = false; /* look for a queued trap behind this stop */
 	}
 	return t->dead ? -ESRCH : 0;
 }

@@ -222,7 +222,7 @@ Test(hook_detach, target_unmaps_its_code)
 struct fork_rec {
 	pid_t parent;
 	uint64_t parent_hits, child_hits;
-	int forks, execs, exits;
+	int forks, execs, exits, detached;
 	int status; /* of the parent: the engine reaps it */
 };
 
@@ -241,6 +241,7 @@ static void fork_ev(const struct xflow_hook_event *ev, void *data)
 	r->forks += ev->kind == XFLOW_HOOK_EV_FORK;
 	r->execs += ev->kind == XFLOW_HOOK_EV_EXEC;
 	r->exits += ev->kind == XFLOW_HOOK_EV_EXITED;
+	r->detached += ev->kind == XFLOW_HOOK_EV_DETACHED;
 	if (ev->kind == XFLOW_HOOK_EV_EXITED && ev->pid == r->parent)
 		r->status = ev->status;
 }
@@ -288,4 +289,44 @@ Test(hook_detach, fork_inherit_and_exec)
 Test(hook_detach, fork_detach_and_exec)
 {
 	fork_case(XFLOW_HOOK_FORK_DETACH);
+}
+
+static void vfork_case(enum xflow_hook_fork_policy pol)
+{
+	struct fork_rec r = {0};
+	struct xflow_hook *h = engine(pol, fork_ev, &r);
+	const char *bin = gt_build("fx_loop", "-O2");
+	char want[1024], got[1024], line[256];
+	struct gt_proc p;
+	struct xflow_hook_target *t;
+
+	gt_reference(bin, "1", "300", "wv", want, sizeof(want));
+	gt_start(&p, bin, "1", "300", "wv");
+	gt_line(&p, line, sizeof(line));
+	r.parent = p.pid;
+	cr_assert_eq(xflow_hook_attach(h, p.pid, &t), 0);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_BEFORE, fork_count, &r, NULL),
+		     0);
+	gt_send(&p);
+	gt_run_all(h, 20000);
+	gt_finish(&p, got, sizeof(got));
+	cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %x", r.status);
+	cr_expect_str_eq(got, want);
+	cr_expect_eq(r.forks, 1);
+	cr_expect_eq(r.parent_hits, 300);
+	cr_expect_eq(r.child_hits, pol == XFLOW_HOOK_FORK_INHERIT ? 2 : 0);
+	/* INHERIT follows the child through its exec to its exit. */
+	cr_expect_eq(r.execs, pol == XFLOW_HOOK_FORK_INHERIT ? 1 : 0);
+	cr_expect_eq(r.exits, pol == XFLOW_HOOK_FORK_INHERIT ? 2 : 1);
+	xflow_hook_free(h);
+}
+
+Test(hook_detach, vfork_inherit)
+{
+	vfork_case(XFLOW_HOOK_FORK_INHERIT);
+}
+
+Test(hook_detach, vfork_detach)
+{
+	vfork_case(XFLOW_HOOK_FORK_DETACH);
 }

@@ -114,6 +114,7 @@ struct regs_seen {
 	uint64_t rsp_before, rsp_after;
 	int fault_rc;
 	int hits;
+	uint8_t text0; /* the site's first byte as a handler reads it */
 };
 
 static void on_probe(const struct xflow_hook_hit *hit, void *data)
@@ -128,6 +129,8 @@ static void on_probe(const struct xflow_hook_hit *hit, void *data)
 	s->value = rec.value;
 	memcpy(s->name, rec.name, sizeof(s->name));
 	s->rsp_before = hit->regs->rsp;
+	/* Reads see the original bytes, not our int3. */
+	cr_assert_eq(xflow_hook_mem_read(hit->target, hit->addr, &s->text0, 1), 0);
 	/* A read that faults is an error, not a signal in anyone. */
 	char b[8];
 	s->fault_rc = xflow_hook_mem_read(hit->target, 8, b, sizeof(b));
@@ -168,6 +171,7 @@ Test(hook_ptrace, handler_regs_memory_write)
 	cr_expect_str_eq(s.name, "fixture");
 	cr_expect_eq(s.fault_rc, -EFAULT);
 	cr_expect_eq(s.rsp_before - s.rsp_after, 8);
+	cr_expect_eq(s.text0, 0x55, "read %02x at the site, want push rbp", s.text0);
 	/* 42 * 1000 + 17 + 1000, and the value written. */
 	cr_expect(strstr(got, "out: probe 43017 value 1000\n") != NULL, "%s", got);
 	xflow_hook_free(h);
