@@ -1,0 +1,378 @@
+/*
+ * Control frames over a byte stream (xflow/control.h): the framing, the
+ * Unix socket transport with descriptor passing, and the owner-only socket
+ * directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xflow/control.h"
+
+/* ---- the Unix socket transport -------------------------------------------- */
+
+static ssize_t unix_write(struct xflow_ctl_conn *c, const void *buf, size_t len, const int *fds,
+			  int nfds)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	union {
+		char b[CMSG_SPACE(sizeof(int) * XFLOW_CTL_MAX_FDS)];
+		struct cmsghdr align;
+	} cm;
+	if (nfds > XFLOW_CTL_MAX_FDS)
+		return -EINVAL;
+	if (nfds > 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(h), fds, sizeof(int) * (size_t)nfds);
+	}
+	ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t unix_read(struct xflow_ctl_conn *c, void *buf, size_t len, int *fds, int maxfds,
+			 int *nfds)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	union {
+		char b[CMSG_SPACE(sizeof(int) * XFLOW_CTL_MAX_FDS)];
+		struct cmsghdr align;
+	} cm;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+			     .msg_controllen = sizeof(cm.b) };
+	ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	/* Every descriptor that came is either kept or closed here, whatever
+	 * the peer sent: a hostile peer must not make us leak them. */
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *in = (int *)CMSG_DATA(h);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, in + i, sizeof(fd));
+			if (*nfds < maxfds)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd), (*nfds)++;
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC)
+		*nfds = maxfds + 1; /* more than the frame may carry: refused */
+	return n;
+}
+
+static void unix_close(struct xflow_ctl_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+static const struct xflow_ctl_io_ops unix_ops = {
+	.write = unix_write,
+	.read = unix_read,
+	.close = unix_close,
+};
+
+int xflow_ctl_conn_init_unix(struct xflow_ctl_conn *c, int fd)
+{
+	memset(c, 0, sizeof(*c));
+	c->ops = &unix_ops;
+	c->fd = fd;
+	c->next_seq = 1;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static void drop_fds(struct xflow_ctl_conn *c)
+{
+	for (int i = 0; i < c->nfds && i < XFLOW_CTL_MAX_FDS; i++)
+		close(c->fds[i]);
+	c->nfds = 0;
+}
+
+void xflow_ctl_conn_close(struct xflow_ctl_conn *c)
+{
+	drop_fds(c);
+	free(c->frame);
+	c->frame = NULL;
+	if (c->ops && c->ops->close)
+		c->ops->close(c);
+	c->ops = NULL;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left until @deadline (-1: none). */
+static int left_ms(uint64_t deadline)
+{
+	if (deadline == UINT64_MAX)
+		return -1;
+	uint64_t n = now_ms();
+	return n >= deadline ? 0 : (int)(deadline - n);
+}
+
+int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int *fds, int nfds,
+		   int timeout_ms)
+{
+	void *buf;
+	size_t len, off = 0;
+	if (!c->ops)
+		return -EPIPE;
+	if (m->seq == 0)
+		m->seq = c->next_seq++;
+	int rc = xflow_ctl_encode(m, &buf, &len);
+	if (rc)
+		return rc;
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+	while (off < len) {
+		ssize_t n = c->ops->write(c, (char *)buf + off, len - off, off ? NULL : fds,
+					  off ? 0 : nfds);
+		if (n == -EAGAIN || n == -EINTR) {
+			int ms = left_ms(deadline);
+			if (ms == 0) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+			poll(&p, 1, ms < 0 || ms > 100 ? 100 : ms);
+			continue;
+		}
+		if (n < 0) {
+			rc = n == -ECONNRESET ? -EPIPE : (int)n;
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(buf);
+	return rc;
+}
+
+/* Take what is ready.  1: a whole frame is in; 0: not yet; < 0: error. */
+static int fill(struct xflow_ctl_conn *c)
+{
+	for (;;) {
+		unsigned char *dst;
+		size_t want;
+		if (c->got < XFLOW_CTL_HDR_SIZE) {
+			dst = c->hdr + c->got;
+			want = XFLOW_CTL_HDR_SIZE - c->got;
+		} else {
+			size_t total = XFLOW_CTL_HDR_SIZE + (size_t)c->plen;
+			if (c->got == total)
+				return 1;
+			dst = c->frame + c->got;
+			want = total - c->got;
+		}
+		int nfds = c->nfds;
+		ssize_t n = c->ops->read(c, dst, want, c->fds, XFLOW_CTL_MAX_FDS, &nfds);
+		if (nfds > XFLOW_CTL_MAX_FDS) {
+			c->nfds = XFLOW_CTL_MAX_FDS;
+			c->why = "too many descriptors";
+			return -EBADMSG;
+		}
+		c->nfds = nfds;
+		if (n == -EAGAIN || n == -EINTR)
+			return 0;
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return -ECONNRESET;
+		c->got += (size_t)n;
+		if (c->got == XFLOW_CTL_HDR_SIZE) {
+			int rc = xflow_ctl_header_check(c->hdr, &c->plen, &c->why);
+			if (rc)
+				return rc;
+			/* The header is checked before anything of this size
+			 * is allocated; the bound is XFLOW_CTL_MAX_PAYLOAD. */
+			c->frame = malloc(XFLOW_CTL_HDR_SIZE + (size_t)c->plen);
+			if (!c->frame)
+				return -ENOMEM;
+			memcpy(c->frame, c->hdr, XFLOW_CTL_HDR_SIZE);
+		}
+	}
+}
+
+int xflow_ctl_recv(struct xflow_ctl_conn *c, struct xflow_ctl_msg **out, int timeout_ms)
+{
+	*out = NULL;
+	if (c->broken)
+		return c->broken;
+	if (!c->ops)
+		return -EPIPE;
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		int rc = fill(c);
+		if (rc < 0) {
+			c->broken = rc;
+			drop_fds(c);
+			return rc;
+		}
+		if (rc == 1)
+			break;
+		int ms = left_ms(deadline);
+		if (ms == 0)
+			return 0;
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+	size_t len = XFLOW_CTL_HDR_SIZE + (size_t)c->plen;
+	int rc = xflow_ctl_decode(c->frame, len, c->fds, c->nfds, out, &c->why);
+	free(c->frame);
+	c->frame = NULL;
+	c->got = 0;
+	if (rc) {
+		drop_fds(c);
+		c->broken = rc;
+		return rc;
+	}
+	c->nfds = 0; /* now the message's */
+	return 1;
+}
+
+int xflow_ctl_reply_simple(struct xflow_ctl_conn *c, const struct xflow_ctl_msg *req, int status,
+			   const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
+	m.u.reply.req_seq = req->seq;
+	m.u.reply.req_type = req->type;
+	m.u.reply.status = status;
+	m.u.reply.message = text;
+	/* The bodies of PLAN_LOAD, ASPECT_SET and STATS replies are zeros. */
+	return xflow_ctl_send(c, &m, NULL, 0, 2000);
+}
+
+/* ---- the local socket -------------------------------------------------------- */
+
+int xflow_ctl_default_dir(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/xflow", xdg);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/xflow");
+	else
+		n = snprintf(buf, len, "/tmp/xflow-%u", (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The directory holding @path must be ours and closed to others. */
+static int check_dir(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return 0; /* the current directory: the caller's choice */
+	size_t n = (size_t)(slash - path);
+	if (n == 0)
+		return -EPERM; /* never in / */
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, n);
+	dir[n] = 0;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return -EPERM;
+	return 0;
+}
+
+static int fill_addr(struct sockaddr_un *sa, const char *path)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+int xflow_ctl_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int rc = fill_addr(&sa, path);
+	if (rc)
+		return rc;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int xflow_ctl_listen(const char *path)
+{
+	struct sockaddr_un sa;
+	int rc = fill_addr(&sa, path);
+	if (rc)
+		return rc;
+	if ((rc = check_dir(path)))
+		return rc;
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		int probe = xflow_ctl_connect(path);
+		if (probe >= 0) {
+			close(probe);
+			return -EADDRINUSE;
+		}
+		unlink(path); /* stale: its agent is gone */
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The mode is set at bind through the umask, so there is no moment
+	 * when others could connect. */
+	mode_t old = umask(077);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	/* Sockets need no execute bit: 0600 as documented. */
+	if (rc == 0 && chmod(path, 0600) < 0)
+		rc = -1;
+	if (rc < 0 || listen(fd, 4) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}

@@ -1,0 +1,340 @@
+/*
+ * xflow/control.h — the control protocol between the monitor (xflowtop's
+ * agent collector) and an agent (xflow-agent) in a domain.
+ *
+ * Messages are frames: a fixed 24-byte header and a payload.  They travel
+ * over any reliable byte stream (a Unix stream socket locally; libxenvchan
+ * between domains later), so nothing here depends on the transport except
+ * one thing: the local ring offer of HELLO, whose two descriptors (the
+ * ring's memfd and its eventfd) ride with the frame as SCM_RIGHTS.  Over a
+ * transport without descriptor passing the agent offers no local ring
+ * (ring_offer NONE) and the ring is set up another way (grants, issue 9).
+ *
+ * Both peers are untrusted.  A receiver checks the header (magic, version,
+ * known type, payload length within XFLOW_CTL_MAX_PAYLOAD, reserved fields
+ * zero), then decodes the payload with bounds checks on every field: counts
+ * must fit in what is left of the payload, strings are length-prefixed,
+ * at most XFLOW_CTL_MAX_STR bytes and contain no NUL, enums hold known
+ * values, and nothing may follow the last field.  Descriptors are accepted
+ * only with a HELLO offering a local ring, exactly XFLOW_CTL_HELLO_NFDS of
+ * them; any others are closed and the frame refused.
+ *
+ * ---- Wire format (version 1; all integers little-endian) -------------------
+ *
+ *   header, 24 bytes:
+ *     0  u32 magic      XFLOW_CTL_MAGIC ("XFCT")
+ *     4  u16 version    XFLOW_CTL_VERSION
+ *     6  u16 type       enum xflow_ctl_type
+ *     8  u32 seq        sender's sequence number; a REPLY echoes the
+ *                       request's in req_seq.  EVENT and HELLO use the
+ *                       sender's own counter too.
+ *    12  u32 len        payload bytes that follow, <= XFLOW_CTL_MAX_PAYLOAD
+ *    16  u32 flags      0 (reserved)
+ *    20  u32 reserved   0
+ *
+ *   str  = u16 n, then n bytes (no NUL; n <= XFLOW_CTL_MAX_STR)
+ *   target = u32 pid, u8 state (enum xflow_ctl_target_state),
+ *            i32 status (wait status once EXITED/CRASHED, else 0), str exe
+ *
+ *   HELLO (agent -> monitor, first frame on a connection):
+ *     u16 domain_id, str domain, u32 agent_pid,
+ *     u16 clock (enum xflow_clock_kind of record timestamps),
+ *     u64 tsc_hz, u64 base_tick, u64 base_ns   (the agent's calibration,
+ *                       xflow/clock.h; 0s for CLOCK_MONOTONIC),
+ *     u16 ring_offer (enum xflow_ctl_ring_offer),
+ *     u32 slot_size, u32 nslots, u64 region_size   (ring geometry),
+ *     u32 ntargets (<= XFLOW_CTL_MAX_TARGETS), ntargets x target
+ *     With ring_offer LOCAL the frame carries two descriptors: [0] the
+ *     ring's sealed memfd, [1] its eventfd.
+ *   PLAN_LOAD (monitor -> agent): u32 flags (0), u32 plan_len, plan_len
+ *     bytes of a weave plan file (xflow/plan.h), which the agent validates
+ *     with xflow_plan_read().  A new plan replaces the old one.
+ *   ASPECT_SET (monitor -> agent): u8 kind (enum xflow_ctl_aspect_kind),
+ *     u8 enabled (0 or 1), u32 index (advice index, or flow kind).
+ *   STATS (monitor -> agent): empty.  Answered by a REPLY with stats.
+ *   DETACH (monitor -> agent): empty.  The agent answers, restores every
+ *     byte, lets its targets go and exits (or, with --stay, waits for the
+ *     next monitor).
+ *   REPLY (agent -> monitor): u32 req_seq, u16 req_type, i32 status
+ *     (0 or a negative errno), str message, then by req_type:
+ *       PLAN_LOAD: u32 sites (in the plan's domain), u32 installed,
+ *                  u32 nfailed_total, u32 nfailed (<= XFLOW_CTL_MAX_FAILED,
+ *                  the first ones), nfailed x { u32 site, i32 err, str why }
+ *       ASPECT_SET: u32 sites (breakpoints switched)
+ *       STATS:     u64 records, u64 ring_dropped, u64 faults_total,
+ *                  u32 nadvice (<= XFLOW_CTL_MAX_ADVICE),
+ *                  nadvice x { u64 hits, u64 drops, u64 faults,
+ *                              u32 sites, u8 enabled },
+ *                  u32 ntargets, ntargets x target
+ *       others:    nothing
+ *   EVENT (agent -> monitor): u16 kind (enum xflow_ctl_event_kind),
+ *     u32 pid, i32 status, u32 sites (retired), str message
+ *
+ * Compatibility: a new version changes XFLOW_CTL_VERSION; a peer refuses
+ * frames of a version it does not know (-EPROTO) and says so in a REPLY
+ * when it can.
+ */
+#ifndef XFLOW_CONTROL_H
+#define XFLOW_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define XFLOW_CTL_MAGIC 0x54434658u /* "XFCT" little-endian */
+#define XFLOW_CTL_VERSION 1
+#define XFLOW_CTL_HDR_SIZE 24
+/* Limits a receiver enforces. */
+#define XFLOW_CTL_MAX_PAYLOAD (64u << 20) /* plans of large binaries fit */
+#define XFLOW_CTL_MAX_STR 4096u
+#define XFLOW_CTL_MAX_TARGETS 1024u
+#define XFLOW_CTL_MAX_FAILED 1024u
+#define XFLOW_CTL_MAX_ADVICE 65536u
+#define XFLOW_CTL_HELLO_NFDS 2
+/* Descriptors one frame may carry at most (receivers close any more). */
+#define XFLOW_CTL_MAX_FDS 4
+
+enum xflow_ctl_type {
+	XFLOW_CTL_HELLO = 1,
+	XFLOW_CTL_PLAN_LOAD = 2,
+	XFLOW_CTL_ASPECT_SET = 3,
+	XFLOW_CTL_STATS = 4,
+	XFLOW_CTL_DETACH = 5,
+	XFLOW_CTL_REPLY = 6,
+	XFLOW_CTL_EVENT = 7,
+	XFLOW_CTL_TYPE_MAX = 7,
+};
+
+enum xflow_ctl_ring_offer {
+	XFLOW_CTL_RING_NONE = 0,  /* no ring on this transport (yet) */
+	XFLOW_CTL_RING_LOCAL = 1, /* memfd + eventfd attached (SCM_RIGHTS) */
+};
+
+enum xflow_ctl_aspect_kind {
+	XFLOW_CTL_ASPECT_ADVICE = 0, /* one advice of the plan, by index */
+	XFLOW_CTL_ASPECT_FLOW = 1,   /* every advice derived from flow kind index */
+};
+
+enum xflow_ctl_target_state {
+	XFLOW_CTL_TARGET_RUNNING = 0,
+	XFLOW_CTL_TARGET_EXITED = 1,   /* exited normally: status is the wait status */
+	XFLOW_CTL_TARGET_CRASHED = 2,  /* killed by a signal */
+	XFLOW_CTL_TARGET_DETACHED = 3, /* let go (asked, or after an error) */
+	XFLOW_CTL_TARGET_STATE_MAX = 3,
+};
+
+enum xflow_ctl_event_kind {
+	XFLOW_CTL_EV_TARGET_EXITED = 1,  /* status: wait status */
+	XFLOW_CTL_EV_TARGET_CRASHED = 2, /* status: wait status */
+	XFLOW_CTL_EV_SITES_RETIRED = 3,  /* exec, or code unmapped: sites gone */
+	XFLOW_CTL_EV_TARGET_ERROR = 4,   /* status: negative errno; detached */
+	XFLOW_CTL_EV_KIND_MAX = 4,
+};
+
+struct xflow_ctl_target {
+	uint32_t pid;
+	uint8_t state;  /* enum xflow_ctl_target_state */
+	int32_t status;
+	const char *exe;
+};
+
+struct xflow_ctl_hello {
+	uint16_t domain_id;
+	const char *domain;
+	uint32_t agent_pid;
+	uint16_t clock;
+	uint64_t tsc_hz, base_tick, base_ns;
+	uint16_t ring_offer;
+	uint32_t slot_size, nslots;
+	uint64_t region_size;
+	uint32_t ntargets;
+	const struct xflow_ctl_target *targets;
+};
+
+struct xflow_ctl_plan_load {
+	uint32_t flags;
+	uint32_t plan_len;
+	const void *plan;
+};
+
+struct xflow_ctl_aspect_set {
+	uint8_t kind;    /* enum xflow_ctl_aspect_kind */
+	uint8_t enabled;
+	uint32_t index;
+};
+
+struct xflow_ctl_site_fail {
+	uint32_t site;
+	int32_t err;
+	const char *why;
+};
+
+struct xflow_ctl_plan_result {
+	uint32_t sites, installed, nfailed_total, nfailed;
+	const struct xflow_ctl_site_fail *failed;
+};
+
+struct xflow_ctl_advice_stats {
+	uint64_t hits, drops, faults;
+	uint32_t sites;
+	uint8_t enabled;
+};
+
+struct xflow_ctl_stats {
+	uint64_t records, ring_dropped, faults_total;
+	uint32_t nadvice;
+	const struct xflow_ctl_advice_stats *advice;
+	uint32_t ntargets;
+	const struct xflow_ctl_target *targets;
+};
+
+struct xflow_ctl_reply {
+	uint32_t req_seq;
+	uint16_t req_type;
+	int32_t status;
+	const char *message;
+	union {
+		struct xflow_ctl_plan_result plan;  /* req_type PLAN_LOAD */
+		uint32_t aspect_sites;              /* req_type ASPECT_SET */
+		struct xflow_ctl_stats stats;       /* req_type STATS */
+	} u;
+};
+
+struct xflow_ctl_event {
+	uint16_t kind;   /* enum xflow_ctl_event_kind */
+	uint32_t pid;
+	int32_t status;
+	uint32_t sites;
+	const char *message;
+};
+
+/* One message, decoded or to encode.  Decoded messages own their memory
+ * (strings and arrays point into it): free with xflow_ctl_msg_free(). */
+struct xflow_ctl_msg {
+	uint16_t type;   /* enum xflow_ctl_type */
+	uint32_t seq;
+	union {
+		struct xflow_ctl_hello hello;
+		struct xflow_ctl_plan_load plan_load;
+		struct xflow_ctl_aspect_set aspect;
+		struct xflow_ctl_reply reply;
+		struct xflow_ctl_event event;
+	} u;
+	/* Descriptors that came with the frame (HELLO with a local ring):
+	 * owned by the message until taken (set to -1 by the taker). */
+	int fds[XFLOW_CTL_MAX_FDS];
+	int nfds;
+	void *mem_;      /* private */
+};
+
+/*
+ * Serialise @m into a malloc'd frame (*out, *len: header + payload).
+ * Returns 0, -EINVAL when a field breaks a rule above (a string too long,
+ * a count over its limit, an unknown type), or -ENOMEM.
+ */
+int xflow_ctl_encode(const struct xflow_ctl_msg *m, void **out, size_t *len);
+
+/*
+ * Check a frame header (@hdr, XFLOW_CTL_HDR_SIZE bytes); *payload_len gets
+ * the payload length.  0, -EPROTO (magic or version), or -EBADMSG.
+ */
+int xflow_ctl_header_check(const void *hdr, uint32_t *payload_len, const char **why);
+
+/*
+ * Decode a whole frame of @len bytes (private memory).  @nfds descriptors
+ * came with it (their numbers in @fds, ownership passes to the message on
+ * success; on failure the caller still owns and closes them).  *out is a
+ * new message (xflow_ctl_msg_free).  Returns 0, or -EPROTO, -EBADMSG
+ * (with @why set to a static string naming the field), -ENOMEM.
+ */
+int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
+		     struct xflow_ctl_msg **out, const char **why);
+
+/* Close the descriptors it still owns and free it; NULL is fine. */
+void xflow_ctl_msg_free(struct xflow_ctl_msg *m);
+
+const char *xflow_ctl_type_name(unsigned type);
+
+/* ---- transport ------------------------------------------------------------
+ *
+ * A connection moves frames over a byte stream.  The I/O goes through a
+ * table of hooks, so the same framing runs over a Unix socket (here) and
+ * later over libxenvchan.
+ */
+struct xflow_ctl_conn;
+
+struct xflow_ctl_io_ops {
+	/* Write up to @len bytes, with @nfds descriptors attached to the first
+	 * byte (only when @nfds > 0).  Returns bytes written, or a negative
+	 * errno (-EAGAIN when it would block; -ENOTSUP when the transport
+	 * cannot pass descriptors and @nfds > 0). */
+	ssize_t (*write)(struct xflow_ctl_conn *c, const void *buf, size_t len, const int *fds,
+			 int nfds);
+	/* Read up to @len bytes; descriptors that arrive are stored in
+	 * @fds (at most @maxfds, more are closed) and counted in *nfds.
+	 * Returns bytes read, 0 at end of stream, or a negative errno
+	 * (-EAGAIN when nothing is ready). */
+	ssize_t (*read)(struct xflow_ctl_conn *c, void *buf, size_t len, int *fds, int maxfds,
+			int *nfds);
+	/* Release the transport (close the socket). */
+	void (*close)(struct xflow_ctl_conn *c);
+};
+
+struct xflow_ctl_conn {
+	const struct xflow_ctl_io_ops *ops;
+	int fd;            /* the socket; what to poll */
+	uint32_t next_seq; /* for xflow_ctl_send() */
+	/* Receive state: a frame being assembled. */
+	unsigned char hdr[XFLOW_CTL_HDR_SIZE];
+	size_t got;        /* bytes of the current frame so far */
+	uint32_t plen;     /* its payload length, once the header is in */
+	unsigned char *frame;
+	int fds[XFLOW_CTL_MAX_FDS];
+	int nfds;
+	int broken;        /* 0, or the negative errno that ended the stream */
+	const char *why;   /* why it broke, if a frame was refused */
+};
+
+/* A connection over the connected Unix stream socket @fd (taken over:
+ * closed by xflow_ctl_conn_close).  The socket is made non-blocking. */
+int xflow_ctl_conn_init_unix(struct xflow_ctl_conn *c, int fd);
+void xflow_ctl_conn_close(struct xflow_ctl_conn *c);
+
+/*
+ * Send @m (m->seq is set from the connection's counter unless @keep_seq)
+ * with @nfds descriptors (kept by the caller).  Waits up to @timeout_ms
+ * for room when the peer is slow; -ETIMEDOUT then.  Returns 0 or a
+ * negative errno (-EPIPE: the peer is gone).
+ */
+int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int *fds, int nfds,
+		   int timeout_ms);
+
+/*
+ * Receive one frame without blocking (@timeout_ms 0), or waiting up to
+ * @timeout_ms (-1: forever).  Returns 1 with *out set, 0 when no whole
+ * frame is there yet, or a negative errno: -ECONNRESET at the end of the
+ * stream, -EPROTO/-EBADMSG for a refused frame (the connection is then
+ * broken for good: framing cannot resynchronise; c->why says why).
+ */
+int xflow_ctl_recv(struct xflow_ctl_conn *c, struct xflow_ctl_msg **out, int timeout_ms);
+
+/* Send a REPLY to request @req with @status and a printf-style message. */
+int xflow_ctl_reply_simple(struct xflow_ctl_conn *c, const struct xflow_ctl_msg *req, int status,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* ---- the local socket -------------------------------------------------------
+ *
+ * Default directory: $XDG_RUNTIME_DIR/xflow, else /run/xflow (root), else
+ * /tmp/xflow-UID; created 0700 and refused when it belongs to someone
+ * else or is open to others.  Sockets are created 0600.
+ */
+int xflow_ctl_default_dir(char *buf, size_t len);
+/* Create the directory of @path (one level) 0700 if needed and check it,
+ * then bind and listen on @path, mode 0600.  Returns the listening fd or a
+ * negative errno; a stale socket (nobody listening) is replaced, a live one
+ * is -EADDRINUSE. */
+int xflow_ctl_listen(const char *path);
+/* Connect to @path; the fd or a negative errno. */
+int xflow_ctl_connect(const char *path);
+
+#endif /* XFLOW_CONTROL_H */
