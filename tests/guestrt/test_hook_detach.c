@@ -330,3 +330,42 @@ Test(hook_detach, vfork_detach)
 {
 	vfork_case(XFLOW_HOOK_FORK_DETACH);
 }
+
+struct self_detach {
+	uint64_t hits;
+	int rc;
+};
+
+static void detach_at_100(const struct xflow_hook_hit *hit, void *data)
+{
+	struct self_detach *d = data;
+	if (++d->hits == 100)
+		d->rc = xflow_hook_detach(hit->target);
+}
+
+/* A handler lets its own target go: the thread it runs for is stopped at
+ * the trap and must be put back on the original instruction. */
+Test(hook_detach, from_a_handler)
+{
+	struct xflow_hook *h = engine(XFLOW_HOOK_FORK_INHERIT, NULL, NULL);
+	const char *bin = gt_build("fx_loop", "-O2");
+	char want[1024], line[256];
+	struct self_detach d = {0, -1};
+	uint64_t n = 0;
+	struct gt_proc p;
+	struct xflow_hook_target *t;
+
+	gt_reference(bin, "2", "2000", "we", want, sizeof(want));
+	gt_start(&p, bin, "2", "2000", "we");
+	gt_line(&p, line, sizeof(line));
+	cr_assert_eq(xflow_hook_attach(h, p.pid, &t), 0);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_BEFORE, detach_at_100, &d, NULL),
+		     0);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_AFTER, gt_count, &n, NULL), 0);
+	gt_send(&p);
+	gt_run_all(h, 20000); /* returns once the target is gone from the engine */
+	cr_expect_eq(d.rc, 0);
+	cr_expect_eq(d.hits, 100);
+	check_after_detach(&p, bin, want);
+	xflow_hook_free(h);
+}

@@ -134,6 +134,7 @@ static void on_probe(const struct xflow_hook_hit *hit, void *data)
 	/* A read that faults is an error, not a signal in anyone. */
 	char b[8];
 	s->fault_rc = xflow_hook_mem_read(hit->target, 8, b, sizeof(b));
+	cr_assert_eq(xflow_hook_mem_read(hit->target, hit->regs->rsp, NULL, XFLOW_HOOK_MEM_MAX + 1), -E2BIG);
 	/* The write the fixture's output shows: g_rec.value = 1000. */
 	long v = 1000;
 	cr_assert_eq(xflow_hook_mem_write(hit->target, hit->regs->rdx + 8, &v, sizeof(v)), 0);
@@ -294,4 +295,40 @@ Test(hook_ptrace, emulated_and_moved_instructions)
 		cr_expect_eq(after[i], want_hits[i], "%s after: %" PRIu64, labels[i], after[i]);
 	}
 	xflow_hook_free(h);
+}
+
+static int resolve_me(int x)
+{
+	return x + 1;
+}
+
+/* Both ways of naming a location give the address this process runs it at. */
+Test(hook_ptrace, resolve_vaddr_and_offset)
+{
+	char line[512], exe[256];
+	uint64_t fn = (uint64_t)(uintptr_t)resolve_me, base = 0, off = 0, a = 0;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	cr_assert(n > 0);
+	exe[n] = 0;
+	FILE *m = fopen("/proc/self/maps", "r");
+	while (fgets(line, sizeof(line), m)) {
+		uint64_t s, e, o;
+		char name[256] = "";
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %255s", &s, &e, &o, name) < 3 ||
+		    strcmp(name, exe) != 0)
+			continue;
+		if (o == 0 && !base)
+			base = s;
+		if (fn >= s && fn < e)
+			off = fn - s + o;
+	}
+	fclose(m);
+	cr_assert(base && off);
+	cr_assert_eq(xflow_hook_resolve(getpid(), exe, XFLOW_HOOK_LOC_OFFSET, off, &a), 0);
+	cr_expect_eq(a, fn);
+	a = 0;
+	cr_assert_eq(xflow_hook_resolve(getpid(), exe, XFLOW_HOOK_LOC_VADDR, fn - base, &a), 0);
+	cr_expect_eq(a, fn);
+	cr_expect_eq(xflow_hook_resolve(getpid(), "/bin/sh", XFLOW_HOOK_LOC_OFFSET, 0, &a), -ENOENT);
+	cr_expect_eq(resolve_me(1), 2);
 }
