@@ -14,6 +14,15 @@
  * the tracing thread, and the in-process backends want the same discipline).
  * Handlers run on that thread, from inside xflow_hook_run().
  *
+ * Children: the ptrace backend waits for any child of its thread (it must
+ * see every traced thread, which it cannot name in advance), so a program
+ * using it should not start other children from that thread and wait for
+ * them itself: their exit statuses would be taken.
+ *
+ * Live changes: site_add, site_enable and site_remove stop every thread of
+ * the target, patch, and let them go on; a thread that had just hit a site
+ * while they were being stopped is served at the next xflow_hook_run().
+ *
  * Errors: 0 or a negative errno.  When a call fails for a reason worth more
  * than an errno (an instruction that cannot be relocated, an address that is
  * not mapped), xflow_hook_last_error() has the full sentence.
@@ -158,7 +167,10 @@ typedef int (*xflow_hook_attach_fn)(struct xflow_hook *h, pid_t pid, struct xflo
  * at the next xflow_hook_run(). */
 typedef int (*xflow_hook_spawn_fn)(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out);
 /* Restore every byte patched in target, put every thread back at a correct
- * instruction, let it go.  target is freed (after the DETACHED event). */
+ * instruction, let it go.  target is freed (after the DETACHED event; at
+ * the end of the handler's hit when called from a handler).  Scratch pages
+ * a backend mapped stay mapped: a thread may still return into one (an
+ * indirect call moved out of line), and an unused page harms nothing. */
 typedef int (*xflow_hook_detach_fn)(struct xflow_hook_target *t);
 /* Probe the instruction at addr.  Fails with a message when addr is not in
  * an executable mapping or its instruction cannot be relocated.  The site is
@@ -179,7 +191,8 @@ typedef int (*xflow_hook_mem_write_fn)(struct xflow_hook_target *t, uint64_t add
 /* Serve hits and events for timeout_ms (-1: until no target is left or
  * xflow_hook_stop; 0: only what is pending).  Returns the number of events
  * served, or -EINTR when stopped by xflow_hook_stop, a fatal signal or the
- * control fd (every target was then detached, see xflow_hook_stop_reason). */
+ * control fd (every target was then detached, see xflow_hook_stop_reason),
+ * or -EDEADLK when called from a handler. */
 typedef int (*xflow_hook_run_fn)(struct xflow_hook *h, int timeout_ms);
 /* Watch fd (a pipe or socket from the controlling monitor): when its peer
  * goes away (HUP), every target is detached and run returns -EINTR.  -1

@@ -133,10 +133,32 @@ static void run_handlers(struct pt_thread *th, struct pt_bp *bp, enum xflow_hook
 	th->held = false;
 }
 
+/* Write back what the hit changed in the registers, the cheapest way: each
+ * ptrace request costs microseconds here (it waits for the tracee to be
+ * off its CPU), so nothing when nothing changed (a one-byte nop), one
+ * POKEUSER when only one register did (rip, the common case), SETREGS
+ * otherwise. */
+static int regs_put(struct pt_thread *th, const struct xflow_hook_regs *r)
+{
+	const uint64_t *a = (const uint64_t *)r, *b = (const uint64_t *)&th->t->e->trapped;
+	int n = 0, at = 0;
+	for (int i = 0; i < (int)(sizeof(*r) / 8); i++) {
+		if (a[i] != b[i]) {
+			n++;
+			at = i;
+		}
+	}
+	if (n == 0)
+		return 0;
+	if (n == 1)
+		return (int)ptrace(PTRACE_POKEUSER, th->tid, (void *)(uintptr_t)(at * 8), (void *)(uintptr_t)a[at]);
+	return (int)ptrace(PTRACE_SETREGS, th->tid, 0, r);
+}
+
 static void thread_cont(struct pt_thread *th, struct xflow_hook_regs *r, int sig)
 {
 	th->state = PT_RUNNING;
-	if (r && memcmp(r, &th->t->e->trapped, sizeof(*r)) != 0 && ptrace(PTRACE_SETREGS, th->tid, 0, r) < 0)
+	if (r && regs_put(th, r) < 0)
 		return; /* gone (killed during the hit): its exit comes next */
 	ptrace(PTRACE_CONT, th->tid, 0, sig);
 }
