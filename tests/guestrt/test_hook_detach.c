@@ -103,8 +103,9 @@ static pid_t start_tracer(pid_t target, const char *bin, int control_fd, int exp
 	_exit(rc == -EINTR && reason == expect_reason && n > 0 ? 0 : 10);
 }
 
-static void tracer_case(bool by_signal)
+static void tracer_case(int sig)
 {
+	bool by_signal = sig != 0;
 	const char *bin = gt_build("fx_loop", "-O2");
 	char want[1024], line[256], c;
 	struct gt_proc p;
@@ -126,14 +127,14 @@ static void tracer_case(bool by_signal)
 		}
 		close(ctl[1]);
 	}
-	pid_t tracer = start_tracer(p.pid, bin, ctl[0], by_signal ? SIGTERM : -1, ready[1]);
+	pid_t tracer = start_tracer(p.pid, bin, ctl[0], by_signal ? sig : -1, ready[1]);
 	if (ctl[0] >= 0)
 		close(ctl[0]);
 	cr_assert_eq(read(ready[0], &c, 1), 1, "the tracer did not start");
 	gt_send(&p);
 	usleep(150000);
 	if (by_signal)
-		kill(tracer, SIGTERM);
+		kill(tracer, sig);
 	else
 		kill(monitor, SIGKILL);
 	cr_assert_eq(waitpid(tracer, &st, 0), tracer);
@@ -145,12 +146,19 @@ static void tracer_case(bool by_signal)
 
 Test(hook_detach, tracer_sigterm)
 {
-	tracer_case(true);
+	tracer_case(SIGTERM);
+}
+
+Test(hook_detach, tracer_sigint_sighup_sigquit)
+{
+	tracer_case(SIGINT);
+	tracer_case(SIGHUP);
+	tracer_case(SIGQUIT);
 }
 
 Test(hook_detach, monitor_killed)
 {
-	tracer_case(false);
+	tracer_case(0);
 }
 
 Test(hook_detach, target_rewrites_its_code)

@@ -332,3 +332,59 @@ Test(hook_ptrace, resolve_vaddr_and_offset)
 	cr_expect_eq(xflow_hook_resolve(getpid(), "/bin/sh", XFLOW_HOOK_LOC_OFFSET, 0, &a), -ENOENT);
 	cr_expect_eq(resolve_me(1), 2);
 }
+
+struct two {
+	pid_t victim;
+	uint64_t hits[2];
+	int exits;
+	int victim_status, other_status;
+};
+
+static void two_hit(const struct xflow_hook_hit *hit, void *data)
+{
+	struct two *w = data;
+	if (hit->pid == w->victim) {
+		if (++w->hits[0] == 50)
+			kill(hit->pid, SIGKILL);
+	} else {
+		w->hits[1]++;
+	}
+}
+
+static void two_ev(const struct xflow_hook_event *ev, void *data)
+{
+	struct two *w = data;
+	if (ev->kind != XFLOW_HOOK_EV_EXITED)
+		return;
+	w->exits++;
+	if (ev->pid == w->victim)
+		w->victim_status = ev->status;
+	else
+		w->other_status = ev->status;
+}
+
+/* One target dies in the middle of its hits; the other is served on. */
+Test(hook_ptrace, a_dead_target_leaves_the_others_served)
+{
+	struct two w = {0};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, two_ev, &w);
+	const char *bin = gt_build("fx_loop", "-O2");
+	char got[1024], want[1024];
+	FILE *out_a, *out_b;
+
+	gt_reference(bin, "2", "1000", "", want, sizeof(want));
+	struct xflow_hook_target *a = spawn(h, bin, "2", "1000", "", &out_a);
+	struct xflow_hook_target *b = spawn(h, bin, "2", "1000", "", &out_b);
+	w.victim = a->pid;
+	cr_assert_eq(xflow_hook_site_add(a, gt_addr(a->pid, bin, "hooked"), XFLOW_HOOK_BEFORE, two_hit, &w, NULL), 0);
+	cr_assert_eq(xflow_hook_site_add(b, gt_addr(b->pid, bin, "hooked"), XFLOW_HOOK_BEFORE, two_hit, &w, NULL), 0);
+	gt_run_all(h, 20000);
+	fclose(out_a);
+	read_out(out_b, got, sizeof(got));
+	cr_expect_eq(w.exits, 2);
+	cr_expect(WIFSIGNALED(w.victim_status) && WTERMSIG(w.victim_status) == SIGKILL);
+	cr_expect(WIFEXITED(w.other_status) && WEXITSTATUS(w.other_status) == 0);
+	cr_expect_eq(w.hits[1], 2000);
+	cr_expect_str_eq(got, want);
+	xflow_hook_free(h);
+}
