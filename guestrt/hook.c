@@ -38,7 +38,16 @@ void xflow_hook_free(struct xflow_hook *h)
 		h->ops->hook_free(h);
 }
 
-#define CALL(h, op, ...) ((h)->ops->op ? (h)->ops->op(__VA_ARGS__) : -ENOTSUP)
+/* Each call starts with no message, so that xflow_hook_last_error() after a
+ * failure never shows an older failure's. */
+static int done(struct xflow_hook *h, int rc)
+{
+	if (rc < 0 && !h->errbuf[0])
+		snprintf(h->errbuf, sizeof(h->errbuf), "%s", strerror(-rc));
+	return rc;
+}
+
+#define CALL(h, op, ...) done((h), ((h)->errbuf[0] = 0, (h)->ops->op ? (h)->ops->op(__VA_ARGS__) : -ENOTSUP))
 
 int xflow_hook_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out)
 {
