@@ -3,10 +3,12 @@
  */
 #include <string.h>
 
+#include "collectors/agent.h"
 #include "collectors/builtin.h"
 
 const struct xflow_collector_ops *const xflow_collectors_builtin[] = {
 	&xflow_collector_synthetic,
+	&xflow_collector_agent,
 	NULL,
 };
 

@@ -1,0 +1,872 @@
+/*
+ * The agent collector: records from xflow-agents (guestrt/agent.h) through
+ * their rings, driven with the control protocol (xflow/control.h).
+ *
+ * Options (comma-separated key=value, keys repeatable where said):
+ *   socket=PATH    an agent's control socket (repeatable)
+ *   dir=DIR        every socket in DIR (e.g. the agents' default directory)
+ *   flows=FILE     a flow file to weave (repeatable; at least one)
+ *   bin=DOM:PATH   another binary of domain DOM (a shared library ...),
+ *                  besides the executable each agent names (repeatable)
+ *   timeout=MS     how long an agent may take to greet and to load its
+ *                  plan (default 30000)
+ *
+ * At open the collector connects to every agent, takes the ring it offers,
+ * compiles the flow files once, builds each domain's plan from the binaries
+ * of that domain (cached by domain name and executable, so guests running
+ * the same kernel share one) and sends it.  Records are read from the rings
+ * and their timestamps converted with the monitor's own calibration (the
+ * agent's, from its HELLO, only when the two clocks differ in kind).  A ring
+ * that turns out corrupt, or an agent that goes away, is reported and
+ * dropped; the others go on.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collectors/agent.h"
+#include "collectors/builtin.h"
+#include "weaver/joinpoint.h"
+#include "weaver/unit.h"
+#include "xflow/clock.h"
+#include "xflow/control.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
+#include "xflow/ring.h"
+#include "xflow/shm.h"
+
+#define MAX_PEERS 64
+#define MAX_LIST 64
+#define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
+#define POP_CHUNK 256
+
+struct plan_cache {
+	char *domain, *exe;
+	struct xflow_plan *plan;
+	void *buf;        /* the plan's bytes, as sent */
+	size_t len;
+	char (*what)[96]; /* per site, for site_info */
+};
+
+struct peer {
+	char path[108];
+	struct xflow_ctl_conn conn;
+	bool connected;   /* the control socket is up */
+	bool ring_ok;     /* the ring is mapped and readable */
+	bool gone;
+	uint16_t domid;
+	char domain[64];
+	uint32_t agent_pid;
+	char exe[PATH_MAX];
+	uint32_t ntargets;
+	struct xflow_shm shm;
+	struct xflow_eventfd_notifier nt;
+	struct xflow_ring_consumer cons;
+	struct xflow_clock agent_clock;
+	const struct xflow_clock *conv;
+	struct plan_cache *pc;
+	uint32_t plan_seq;
+	uint32_t installed, sites;
+	uint64_t records, bad;
+	/* The last STATS. */
+	struct xflow_ctl_advice_stats *adv;
+	uint32_t nadv;
+	uint64_t ring_dropped;
+	bool stats_pending;
+	uint64_t stats_sent_ns;
+	char source[200];
+};
+
+struct acoll {
+	struct peer *peers[MAX_PEERS];
+	unsigned npeers;
+	const char *flows[MAX_LIST];
+	unsigned nflows;
+	const char *bins[MAX_LIST];  /* "DOM:PATH" */
+	unsigned nbins;
+	int timeout_ms;
+	char *opts;                  /* the options string, split in place */
+	struct xflow_unit *unit;
+	struct plan_cache cache[MAX_PEERS];
+	unsigned ncache;
+	struct xflow_clock clock;
+	/* Aspects: the unit's flows, then its user advice. */
+	uint32_t naspects;
+	struct aspect {
+		int kind;        /* XFLOW_CTL_ASPECT_FLOW or _ADVICE */
+		uint32_t index;
+		char name[96];
+		int enabled;
+	} *aspects;
+	uint64_t bad;
+	char err[1024];
+	struct xflow_record buf[POP_CHUNK];
+};
+
+static void set_err(struct acoll *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(struct acoll *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- peers ------------------------------------------------------------------ */
+
+static void peer_drop(struct acoll *c, struct peer *p, const char *why)
+{
+	(void)c;
+	if (p->connected)
+		xflow_ctl_conn_close(&p->conn);
+	p->connected = false;
+	p->gone = true;
+	if (why)
+		set_err(c, "agent %s (domain %s/%u): %s", p->path, p->domain, (unsigned)p->domid, why);
+}
+
+static void peer_free(struct peer *p)
+{
+	if (p->connected)
+		xflow_ctl_conn_close(&p->conn);
+	if (p->nt.base.ops && p->nt.base.ops->close)
+		p->nt.base.ops->close(&p->nt.base);
+	xflow_shm_release(&p->shm);
+	free(p->adv);
+	free(p);
+}
+
+/* A clock that converts the agent's ticks when it counts another kind
+ * of clock than ours. */
+static void agent_clock_from_hello(struct xflow_clock *k, const struct xflow_ctl_hello *h)
+{
+	memset(k, 0, sizeof(*k));
+	k->kind = (enum xflow_clock_kind)h->clock;
+	if (k->kind == XFLOW_CLOCK_TSC) {
+		k->tsc_hz = h->tsc_hz;
+		k->base_tick = h->base_tick;
+		k->base_ns = h->base_ns;
+		k->mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / h->tsc_hz);
+	}
+}
+
+/* Connect and take the HELLO and its ring. */
+static int peer_connect(struct acoll *c, struct peer *p)
+{
+	int fd = xflow_ctl_connect(p->path);
+	if (fd < 0) {
+		set_err(c, "agent socket %s: %s", p->path, strerror(-fd));
+		return fd;
+	}
+	int rc = xflow_ctl_conn_init_unix(&p->conn, fd);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	p->connected = true;
+	struct xflow_ctl_msg *m = NULL;
+	rc = xflow_ctl_recv(&p->conn, &m, c->timeout_ms);
+	if (rc <= 0) {
+		set_err(c, "agent socket %s: no greeting (%s)", p->path,
+			rc == 0 ? "timed out" : p->conn.why ? p->conn.why : strerror(-rc));
+		return rc ? rc : -ETIMEDOUT;
+	}
+	if (m->type == XFLOW_CTL_REPLY) {
+		set_err(c, "agent socket %s: %s", p->path, m->u.reply.message);
+		rc = m->u.reply.status ? m->u.reply.status : -EPROTO;
+		goto out;
+	}
+	if (m->type != XFLOW_CTL_HELLO || m->u.hello.ring_offer != XFLOW_CTL_RING_LOCAL) {
+		set_err(c, "agent socket %s: expected a HELLO with a local ring, got %s", p->path,
+			xflow_ctl_type_name(m->type));
+		rc = -EPROTO;
+		goto out;
+	}
+	const struct xflow_ctl_hello *h = &m->u.hello;
+	p->domid = h->domain_id;
+	snprintf(p->domain, sizeof(p->domain), "%s", h->domain);
+	p->agent_pid = h->agent_pid;
+	p->ntargets = h->ntargets;
+	for (uint32_t i = 0; i < h->ntargets && !p->exe[0]; i++) {
+		if (h->targets[i].exe[0]) {
+			snprintf(p->exe, sizeof(p->exe), "%s", h->targets[i].exe);
+		} else {
+			char link[64];
+			snprintf(link, sizeof(link), "/proc/%u/exe", h->targets[i].pid);
+			ssize_t n = readlink(link, p->exe, sizeof(p->exe) - 1);
+			p->exe[n > 0 ? n : 0] = 0;
+		}
+	}
+	/* The descriptors become ours; the message must not close them. */
+	int memfd = m->fds[0], efd = m->fds[1];
+	m->fds[0] = m->fds[1] = -1;
+	if ((rc = xflow_eventfd_notifier_init(&p->nt, efd))) {
+		close(memfd);
+		goto out;
+	}
+	if ((rc = xflow_shm_map(memfd, h->region_size, &p->shm))) {
+		set_err(c, "agent %s: cannot map its ring: %s", p->path, strerror(-rc));
+		goto out;
+	}
+	if ((rc = xflow_ring_consumer_init(&p->cons, p->shm.base, p->shm.size, XFLOW_RECORD_SIZE, &p->nt.base))) {
+		set_err(c, "agent %s: bad ring: %s", p->path, p->cons.corrupt_why);
+		goto out;
+	}
+	if (p->cons.nslots != h->nslots || (unsigned)p->cons.clock != h->clock) {
+		set_err(c, "agent %s: the ring and its HELLO disagree", p->path);
+		rc = -EPROTO;
+		goto out;
+	}
+	agent_clock_from_hello(&p->agent_clock, h);
+	p->conv = p->cons.clock == c->clock.kind ? &c->clock : &p->agent_clock;
+	p->ring_ok = true;
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via %s", p->agent_pid, p->path);
+out:
+	xflow_ctl_msg_free(m);
+	return rc;
+}
+
+/* ---- plans ----------------------------------------------------------------------- */
+
+static void site_what(const struct xflow_plan_site *s, char *out, size_t len)
+{
+	if (s->sname && s->member)
+		snprintf(out, len, "access %s.%s (%s)", s->sname, s->member, xflow_plan_site_kind_name(s->kind));
+	else
+		snprintf(out, len, "%s %s", xflow_plan_site_kind_name(s->kind), s->func ? s->func : "?");
+}
+
+static struct plan_cache *plan_for(struct acoll *c, struct peer *p)
+{
+	for (unsigned i = 0; i < c->ncache; i++)
+		if (!strcmp(c->cache[i].domain, p->domain) && !strcmp(c->cache[i].exe, p->exe))
+			return &c->cache[i];
+	if (c->ncache == MAX_PEERS)
+		return NULL;
+	const char *bins[MAX_LIST + 1];
+	size_t nb = 0;
+	bins[nb++] = p->exe;
+	size_t dl = strlen(p->domain);
+	for (unsigned i = 0; i < c->nbins; i++)
+		if (!strncmp(c->bins[i], p->domain, dl) && c->bins[i][dl] == ':')
+			bins[nb++] = c->bins[i] + dl + 1;
+	struct jp_domain_spec spec = { p->domain, bins, nb };
+	char *diag = NULL;
+	size_t dlen = 0;
+	FILE *df = open_memstream(&diag, &dlen);
+	struct jp_plan_opts o = { .diag = df };
+	struct xflow_plan *plan = NULL;
+	int rc = df ? jp_plan_build(c->unit, &spec, 1, &o, &plan) : -ENOMEM;
+	if (df)
+		fclose(df);
+	if (rc) {
+		char *nl = diag ? strchr(diag, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		set_err(c, "cannot weave domain %s (%s): %s", p->domain, p->exe, diag && diag[0] ? diag : strerror(-rc));
+		free(diag);
+		xflow_plan_free(plan);
+		return NULL;
+	}
+	free(diag);
+	struct plan_cache *pc = &c->cache[c->ncache];
+	char why[256];
+	if ((rc = xflow_plan_write(plan, &pc->buf, &pc->len, why, sizeof(why)))) {
+		set_err(c, "cannot write the plan of %s: %s", p->domain, why);
+		xflow_plan_free(plan);
+		return NULL;
+	}
+	pc->plan = plan;
+	pc->domain = strdup(p->domain);
+	pc->exe = strdup(p->exe);
+	const struct xflow_plan_domain *d = &plan->domains[0];
+	pc->what = calloc(d->nsites + 1, sizeof(*pc->what));
+	if (!pc->domain || !pc->exe || !pc->what) {
+		free(pc->domain);
+		free(pc->exe);
+		free(pc->what);
+		free(pc->buf);
+		xflow_plan_free(plan);
+		memset(pc, 0, sizeof(*pc));
+		return NULL;
+	}
+	for (uint32_t s = 0; s < d->nsites; s++)
+		site_what(&d->sites[s], pc->what[s], sizeof(pc->what[s]));
+	c->ncache++;
+	return pc;
+}
+
+static void handle_stats(struct peer *p, const struct xflow_ctl_stats *s)
+{
+	if (s->nadvice != p->nadv) {
+		free(p->adv);
+		p->adv = calloc(s->nadvice + 1, sizeof(*p->adv));
+		p->nadv = p->adv ? s->nadvice : 0;
+	}
+	if (p->adv && s->nadvice)
+		memcpy(p->adv, s->advice, s->nadvice * sizeof(*p->adv));
+	p->ring_dropped = s->ring_dropped;
+	uint32_t alive = 0;
+	for (uint32_t i = 0; i < s->ntargets; i++)
+		alive += s->targets[i].state == XFLOW_CTL_TARGET_RUNNING;
+	p->ntargets = alive;
+}
+
+/* Take one message from @p's control socket.  1: one handled, 0: none
+ * ready, < 0: the agent is gone or broke the protocol.  *reply_seq gets a
+ * REPLY's req_seq (PLAN_LOAD replies are returned in *plan_reply). */
+static int peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct xflow_ctl_msg **plan_reply)
+{
+	struct xflow_ctl_msg *m;
+	int rc = xflow_ctl_recv(&p->conn, &m, timeout_ms);
+	if (rc <= 0)
+		return rc;
+	switch (m->type) {
+	case XFLOW_CTL_REPLY:
+		if (m->u.reply.req_type == XFLOW_CTL_STATS) {
+			p->stats_pending = false;
+			if (m->u.reply.status == 0)
+				handle_stats(p, &m->u.reply.u.stats);
+		} else if (m->u.reply.req_type == XFLOW_CTL_PLAN_LOAD && plan_reply &&
+			   m->u.reply.req_seq == p->plan_seq) {
+			*plan_reply = m;
+			return 1;
+		} else if (m->u.reply.status) {
+			set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, m->u.reply.message);
+		}
+		break;
+	case XFLOW_CTL_EVENT:
+		set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, m->u.event.message);
+		break;
+	default:
+		set_err(c, "agent of %s/%u sent an unexpected %s", p->domain, (unsigned)p->domid,
+			xflow_ctl_type_name(m->type));
+		xflow_ctl_msg_free(m);
+		return -EPROTO;
+	}
+	xflow_ctl_msg_free(m);
+	return 1;
+}
+
+static int peer_send_plan(struct acoll *c, struct peer *p)
+{
+	p->pc = plan_for(c, p);
+	if (!p->pc)
+		return -EINVAL;
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_PLAN_LOAD };
+	m.u.plan_load.plan = p->pc->buf;
+	m.u.plan_load.plan_len = (uint32_t)p->pc->len;
+	int rc = xflow_ctl_send(&p->conn, &m, NULL, 0, c->timeout_ms);
+	p->plan_seq = m.seq;
+	if (rc)
+		set_err(c, "agent %s: cannot send the plan: %s", p->path, strerror(-rc));
+	return rc;
+}
+
+static int peer_wait_plan(struct acoll *c, struct peer *p)
+{
+	uint64_t deadline = xflow_monotonic_ns() + (uint64_t)c->timeout_ms * 1000000u;
+	for (;;) {
+		struct xflow_ctl_msg *r = NULL;
+		uint64_t now = xflow_monotonic_ns();
+		if (now >= deadline) {
+			set_err(c, "agent %s: no answer to the plan", p->path);
+			return -ETIMEDOUT;
+		}
+		int rc = peer_control(c, p, (int)((deadline - now) / 1000000u) + 1, &r);
+		if (rc < 0) {
+			set_err(c, "agent %s: %s", p->path, p->conn.why ? p->conn.why : strerror(-rc));
+			return rc;
+		}
+		if (!r)
+			continue;
+		const struct xflow_ctl_reply *rp = &r->u.reply;
+		p->installed = rp->u.plan.installed;
+		p->sites = rp->u.plan.sites;
+		rc = rp->status;
+		if (rc)
+			set_err(c, "agent of %s/%u refused the plan: %s", p->domain, (unsigned)p->domid, rp->message);
+		else if (rp->u.plan.nfailed)
+			set_err(c, "agent of %s/%u: %s; first failure: %s", p->domain, (unsigned)p->domid, rp->message,
+				rp->u.plan.failed[0].why);
+		xflow_ctl_msg_free(r);
+		return rc;
+	}
+}
+
+/* ---- options ---------------------------------------------------------------------- */
+
+static int add_path(struct acoll *c, const char *path)
+{
+	if (c->npeers == MAX_PEERS) {
+		set_err(c, "agent: more than %d agents", MAX_PEERS);
+		return -E2BIG;
+	}
+	struct peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (snprintf(p->path, sizeof(p->path), "%s", path) >= (int)sizeof(p->path)) {
+		free(p);
+		set_err(c, "agent: socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	c->peers[c->npeers++] = p;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int add_dir(struct acoll *c, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		set_err(c, "agent: dir=%s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	char *names[MAX_PEERS];
+	unsigned n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < MAX_PEERS) {
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && (names[n] = strdup(path)))
+			n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_str);
+	int rc = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!rc)
+			rc = add_path(c, names[i]);
+		free(names[i]);
+	}
+	if (!rc && n == 0) {
+		set_err(c, "agent: dir=%s: no agent socket there", dir);
+		rc = -ENOENT;
+	}
+	return rc;
+}
+
+static int parse_options(struct acoll *c, const char *options)
+{
+	c->opts = strdup(options ? options : "");
+	if (!c->opts)
+		return -ENOMEM;
+	char *save = NULL;
+	for (char *kv = strtok_r(c->opts, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(kv, '=');
+		if (!v || v == kv || !v[1]) {
+			set_err(c, "agent: option '%s' is not key=value", kv);
+			return -EINVAL;
+		}
+		*v++ = 0;
+		int rc = 0;
+		if (!strcmp(kv, "socket"))
+			rc = add_path(c, v);
+		else if (!strcmp(kv, "dir"))
+			rc = add_dir(c, v);
+		else if (!strcmp(kv, "flows") && c->nflows < MAX_LIST)
+			c->flows[c->nflows++] = v;
+		else if (!strcmp(kv, "bin") && c->nbins < MAX_LIST) {
+			if (!strchr(v, ':') || v[0] == ':') {
+				set_err(c, "agent: bin=%s: expected DOMAIN:PATH", v);
+				return -EINVAL;
+			}
+			c->bins[c->nbins++] = v;
+		} else if (!strcmp(kv, "timeout")) {
+			char *end;
+			long ms = strtol(v, &end, 10);
+			if (*end || ms < 1 || ms > 600000) {
+				set_err(c, "agent: timeout=%s: expected milliseconds from 1 to 600000", v);
+				return -EINVAL;
+			}
+			c->timeout_ms = (int)ms;
+		} else {
+			set_err(c, "agent: unknown option '%s' (socket=, dir=, flows=, bin=, timeout=)", kv);
+			return -EINVAL;
+		}
+		if (rc)
+			return rc;
+	}
+	if (!c->npeers) {
+		set_err(c, "agent: no agent: give socket=PATH or dir=DIR");
+		return -EINVAL;
+	}
+	if (!c->nflows) {
+		set_err(c, "agent: no flow file: give flows=FILE");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int compile_flows(struct acoll *c)
+{
+	int rc = xflow_unit_new(&c->unit, NULL);
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < c->nflows && !rc; i++)
+		rc = xflow_unit_add_file(c->unit, c->flows[i]);
+	if (!rc)
+		rc = xflow_unit_compile(c->unit);
+	if (rc) {
+		char *diag = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&diag, &len);
+		if (f) {
+			xflow_unit_print_diags(c->unit, f);
+			fclose(f);
+		}
+		char *nl = diag ? strchr(diag, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		set_err(c, "agent: flows: %s", diag && diag[0] ? diag : strerror(-rc));
+		free(diag);
+		return rc;
+	}
+	/* Aspects: each xflow, then each advice written by hand. */
+	size_t nf = xflow_unit_flow_count(c->unit), na = xflow_unit_advice_count(c->unit);
+	c->aspects = calloc(nf + na + 1, sizeof(*c->aspects));
+	if (!c->aspects)
+		return -ENOMEM;
+	for (size_t i = 0; i < nf; i++) {
+		struct aspect *a = &c->aspects[c->naspects++];
+		a->kind = XFLOW_CTL_ASPECT_FLOW;
+		a->index = (uint32_t)i;
+		a->enabled = 1;
+		snprintf(a->name, sizeof(a->name), "xflow %s", xflow_unit_flow_name(c->unit, i));
+	}
+	for (size_t i = 0; i < na; i++) {
+		struct xflow_advice_info ai;
+		if (xflow_unit_advice(c->unit, i, &ai) || ai.origin != XFLOW_ADVICE_USER)
+			continue;
+		struct aspect *a = &c->aspects[c->naspects++];
+		a->kind = XFLOW_CTL_ASPECT_ADVICE;
+		a->index = (uint32_t)i;
+		a->enabled = 1;
+		const char *base = ai.file ? strrchr(ai.file, '/') : NULL;
+		snprintf(a->name, sizeof(a->name), "advice %s:%u", base ? base + 1 : ai.file ? ai.file : "?", ai.line);
+	}
+	return 0;
+}
+
+/* ---- the collector hooks ------------------------------------------------------------ */
+
+static void agent_close(struct xflow_collector *xc);
+
+static int agent_open(const char *options, struct xflow_collector **out, char *err, size_t errlen)
+{
+	struct acoll *c = calloc(1, sizeof(*c));
+	int rc;
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->timeout_ms = 30000;
+	xflow_clock_init(&c->clock, 0);
+	if ((rc = parse_options(c, options)) || (rc = compile_flows(c)))
+		goto fail;
+	/* Greet everyone, then weave, then wait for all the plans: agents
+	 * install their probes in parallel. */
+	for (unsigned i = 0; i < c->npeers; i++)
+		if ((rc = peer_connect(c, c->peers[i])))
+			goto fail;
+	for (unsigned i = 0; i < c->npeers; i++)
+		if ((rc = peer_send_plan(c, c->peers[i])))
+			goto fail;
+	for (unsigned i = 0; i < c->npeers; i++)
+		if ((rc = peer_wait_plan(c, c->peers[i])))
+			goto fail;
+	*out = (struct xflow_collector *)c;
+	return 0;
+fail:
+	snprintf(err, errlen, "%s", c->err[0] ? c->err : strerror(-rc));
+	agent_close((struct xflow_collector *)c);
+	return rc ? rc : -EINVAL;
+}
+
+static int agent_pollfds(struct xflow_collector *xc, int *fds, int max)
+{
+	struct acoll *c = (struct acoll *)xc;
+	int n = 0;
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (p->ring_ok && n < max && p->nt.base.ops->pollfd)
+			fds[n++] = p->nt.base.ops->pollfd(&p->nt.base);
+		if (p->connected && n < max)
+			fds[n++] = p->conn.fd;
+	}
+	return n;
+}
+
+static long peer_read(struct acoll *c, struct peer *p, xflow_collector_emit_fn emit, void *ctx, size_t max)
+{
+	long done = 0;
+	const struct xflow_plan_domain *d = p->pc ? &p->pc->plan->domains[0] : NULL;
+	while ((size_t)done < max) {
+		size_t want = max - (size_t)done < POP_CHUNK ? max - (size_t)done : POP_CHUNK;
+		long n = xflow_ring_pop_records(&p->cons, c->buf, want);
+		for (long i = 0; i < n; i++) {
+			const struct xflow_record *r = &c->buf[i];
+			/* An agent speaks for its own domain and plan only. */
+			if (r->domain_id != p->domid || !d || r->site_id >= d->nsites) {
+				p->bad++;
+				c->bad++;
+				continue;
+			}
+			p->records++;
+			emit(ctx, r, xflow_clock_to_ns(p->conv, r->timestamp));
+			done++;
+		}
+		if (n < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "ring corrupt: %s; dropped", p->cons.corrupt_why);
+			p->ring_ok = false;
+			peer_drop(c, p, why);
+			break;
+		}
+		if ((size_t)n < want)
+			break;
+	}
+	return done;
+}
+
+static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collector_emit_fn emit, void *ctx,
+		       size_t max)
+{
+	struct acoll *c = (struct acoll *)xc;
+	long total = 0;
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (p->connected) {
+			int rc;
+			while ((rc = peer_control(c, p, 0, NULL)) > 0)
+				;
+			if (rc < 0)
+				peer_drop(c, p, rc == -ECONNRESET ? "went away" : p->conn.why ? p->conn.why : strerror(-rc));
+			else if (!p->stats_pending && now_ns - p->stats_sent_ns >= STATS_EVERY_NS) {
+				struct xflow_ctl_msg m = { .type = XFLOW_CTL_STATS };
+				if (xflow_ctl_send(&p->conn, &m, NULL, 0, 100) == 0) {
+					p->stats_pending = true;
+					p->stats_sent_ns = now_ns;
+				}
+			}
+		}
+		if (p->ring_ok) {
+			if (p->nt.base.ops->ack)
+				p->nt.base.ops->ack(&p->nt.base);
+			total += peer_read(c, p, emit, ctx, max - (size_t)total);
+			/* Records left behind by an agent that went away are
+			 * still read; once drained, the ring is let go. */
+			if (p->gone && p->ring_ok && p->cons.cons == atomic_load(&p->cons.hdr->prod))
+				p->ring_ok = false;
+		}
+		if ((size_t)total >= max)
+			break;
+	}
+	return total;
+}
+
+static void agent_stats(struct xflow_collector *xc, struct xflow_collector_stats *out)
+{
+	struct acoll *c = (struct acoll *)xc;
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		out->records += p->records;
+		out->drops += p->shm.base ? xflow_ring_dropped(&p->cons) : 0;
+		out->bad += p->bad + p->cons.bad_records;
+	}
+	out->ndomains = c->npeers;
+}
+
+static struct peer *peer_of(struct acoll *c, uint16_t domain)
+{
+	for (unsigned i = 0; i < c->npeers; i++)
+		if (c->peers[i]->domid == domain && c->peers[i]->pc)
+			return c->peers[i];
+	return NULL;
+}
+
+static int agent_site_info(struct xflow_collector *xc, uint16_t domain, uint32_t site, struct xflow_site_info *out)
+{
+	struct acoll *c = (struct acoll *)xc;
+	struct peer *p = peer_of(c, domain);
+	if (!p || site >= p->pc->plan->domains[0].nsites)
+		return -ENOENT;
+	const struct xflow_plan_site *s = &p->pc->plan->domains[0].sites[site];
+	out->domain = p->domain;
+	out->file = s->file ? s->file : "?";
+	out->line = s->line;
+	out->function = s->func ? s->func : "?";
+	out->what = p->pc->what[site];
+	return 0;
+}
+
+static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflow_domain_info *out)
+{
+	struct acoll *c = (struct acoll *)xc;
+	if (i >= c->npeers)
+		return -ENOENT;
+	struct peer *p = c->peers[i];
+	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = p->source,
+					   .targets = p->ntargets, .records = p->records,
+					   .drops = p->shm.base ? xflow_ring_dropped(&p->cons) : 0,
+					   .gone = p->gone };
+	return 0;
+}
+
+/* Does advice @i belong to aspect @a? */
+static bool in_aspect(const struct acoll *c, const struct aspect *a, uint32_t i)
+{
+	if (a->kind == XFLOW_CTL_ASPECT_ADVICE)
+		return i == a->index;
+	struct xflow_advice_info ai;
+	return xflow_unit_advice(c->unit, i, &ai) == 0 && ai.origin != XFLOW_ADVICE_USER && ai.flow >= 0 &&
+	       (uint32_t)ai.flow == a->index;
+}
+
+static int agent_aspect_info(struct xflow_collector *xc, uint32_t i, struct xflow_aspect_info *out)
+{
+	struct acoll *c = (struct acoll *)xc;
+	if (i >= c->naspects)
+		return -ENOENT;
+	const struct aspect *a = &c->aspects[i];
+	*out = (struct xflow_aspect_info){ .name = a->name, .enabled = a->enabled };
+	for (unsigned k = 0; k < c->npeers; k++) {
+		const struct peer *p = c->peers[k];
+		for (uint32_t j = 0; j < p->nadv; j++) {
+			if (!in_aspect(c, a, j))
+				continue;
+			out->hits += p->adv[j].hits;
+			out->drops += p->adv[j].drops;
+			out->faults += p->adv[j].faults;
+			out->sites += p->adv[j].sites;
+		}
+	}
+	return 0;
+}
+
+static int agent_aspect_set(struct xflow_collector *xc, uint32_t i, int enabled)
+{
+	struct acoll *c = (struct acoll *)xc;
+	if (i >= c->naspects)
+		return -ENOENT;
+	struct aspect *a = &c->aspects[i];
+	a->enabled = enabled ? 1 : 0;
+	int rc = 0;
+	for (unsigned k = 0; k < c->npeers; k++) {
+		struct peer *p = c->peers[k];
+		if (!p->connected)
+			continue;
+		struct xflow_ctl_msg m = { .type = XFLOW_CTL_ASPECT_SET };
+		m.u.aspect = (struct xflow_ctl_aspect_set){ .kind = (uint8_t)a->kind, .enabled = (uint8_t)a->enabled,
+							    .index = a->index };
+		/* The agent applies it as soon as it reads it; its REPLY is
+		 * taken by read() like any other. */
+		int r = xflow_ctl_send(&p->conn, &m, NULL, 0, 200);
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
+static unsigned agent_carried_bits(struct xflow_collector *xc, uint16_t kind)
+{
+	struct acoll *c = (struct acoll *)xc;
+	unsigned bits = 0;
+	for (const struct fl_xflow *f = c->unit ? c->unit->flows : NULL; f; f = f->next) {
+		if (f->index != (int)kind)
+			continue;
+		for (const struct fl_xpoint *pt = f->points; pt; pt = pt->next)
+			for (size_t k = 0; k < pt->nops; k++) {
+				const struct fl_xop *op = pt->ops[k];
+				if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) && op->has_field && op->size &&
+				    (!bits || op->size < bits))
+					bits = op->size;
+			}
+	}
+	return bits;
+}
+
+static const char *agent_last_error(struct xflow_collector *xc)
+{
+	struct acoll *c = (struct acoll *)xc;
+	return c->err[0] ? c->err : NULL;
+}
+
+static void agent_close(struct xflow_collector *xc)
+{
+	struct acoll *c = (struct acoll *)xc;
+	if (!c)
+		return;
+	/* Ask every agent to detach, then wait for each answer (it comes
+	 * once the agent has read everything before it), so that the agents
+	 * restore their targets now rather than when they notice the hangup. */
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (!p->connected)
+			continue;
+		struct xflow_ctl_msg m = { .type = XFLOW_CTL_DETACH };
+		if (xflow_ctl_send(&p->conn, &m, NULL, 0, 500) == 0)
+			p->plan_seq = m.seq;
+		else
+			p->plan_seq = 0;
+	}
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		uint64_t deadline = xflow_monotonic_ns() + 2000000000u;
+		while (p->connected && p->plan_seq && xflow_monotonic_ns() < deadline) {
+			struct xflow_ctl_msg *m;
+			int rc = xflow_ctl_recv(&p->conn, &m, 100);
+			if (rc < 0)
+				break;
+			if (rc == 1) {
+				bool done = m->type == XFLOW_CTL_REPLY && m->u.reply.req_type == XFLOW_CTL_DETACH;
+				xflow_ctl_msg_free(m);
+				if (done)
+					break;
+			}
+		}
+		peer_free(p);
+	}
+	for (unsigned i = 0; i < c->ncache; i++) {
+		xflow_plan_free(c->cache[i].plan);
+		free(c->cache[i].buf);
+		free(c->cache[i].domain);
+		free(c->cache[i].exe);
+		free(c->cache[i].what);
+	}
+	xflow_unit_free(c->unit);
+	free(c->aspects);
+	free(c->opts);
+	free(c);
+}
+
+const struct xflow_collector_ops xflow_collector_agent = {
+	.abi = XFLOW_COLLECTOR_ABI,
+	.name = "agent",
+	.help = "records from xflow-agents, woven live "
+		"(socket=PATH|dir=DIR,flows=FILE,bin=DOMAIN:PATH,timeout=MS)",
+	.open = agent_open,
+	.pollfds = agent_pollfds,
+	.read = agent_read,
+	.stats = agent_stats,
+	.site_info = agent_site_info,
+	.domain_info = agent_domain_info,
+	.aspect_info = agent_aspect_info,
+	.aspect_set = agent_aspect_set,
+	.carried_bits = agent_carried_bits,
+	.last_error = agent_last_error,
+	.close = agent_close,
+};

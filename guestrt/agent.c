@@ -1,0 +1,1101 @@
+/*
+ * xflow-agent: targets, ring, control socket, plans and the hit handler
+ * (guestrt/agent.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "guestrt/agent.h"
+#include "guestrt/hook.h"
+#include "guestrt/interp.h"
+#include "xflow/clock.h"
+#include "xflow/control.h"
+#include "xflow/flowid.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
+#include "xflow/ring.h"
+#include "xflow/shm.h"
+
+#define MAX_TARGETS 256
+/* How long one slice of serving hits lasts before the socket is looked
+ * at again (the hook engine has no way to wait on it too). */
+#define SLICE_MS 10
+#define NSCRATCH XFLOW_BC_MAX_INPUTS
+
+struct agent;
+
+/* One placement (site, when) in one target: the handler's data. */
+struct site_ctx {
+	struct agent *a;
+	uint32_t psite;
+	uint8_t when;
+	uint8_t installed; /* the hook engine has it */
+	uint8_t on;        /* enabled there */
+	uint32_t hook_site;
+};
+
+struct target {
+	struct xflow_hook_target *ht;
+	pid_t pid;
+	uint8_t state;     /* enum xflow_ctl_target_state */
+	int32_t status;
+	char exe[PATH_MAX];
+	struct site_ctx *ctx; /* nsites * 2, or NULL without a plan */
+	uint64_t *base;       /* load base per plan binary */
+};
+
+struct advice_rt {
+	uint64_t hits, drops, faults;
+	uint32_t sites;
+	bool enabled;
+};
+
+struct agent {
+	struct xflow_agent_opts o;
+	char errbuf[512];
+	FILE *log;
+	struct xflow_hook *hook;
+	struct target *targets[MAX_TARGETS];
+	unsigned ntargets;
+	bool spawned_held;   /* a spawned target waits for the first plan */
+	/* The ring. */
+	struct xflow_clock clock;
+	struct xflow_shm shm;
+	struct xflow_eventfd_notifier notifier;
+	struct xflow_ring_producer prod;
+	uint32_t ring_slots;
+	struct xflow_flowtab flows;
+	/* The socket and the one monitor. */
+	int lfd;
+	char sock_path[108];
+	struct xflow_ctl_conn conn;
+	bool connected;
+	/* The plan. */
+	struct xflow_plan *plan;
+	const struct xflow_plan_domain *dom;
+	struct xflow_field_rt *fields;
+	struct advice_rt *adv;
+	uint32_t *site_first, *site_nb; /* bindings of each site */
+	/* Per hit. */
+	struct xflow_hook_target *cur;
+	uint64_t hit_ticks;
+	uint64_t scratch[NSCRATCH];
+	uint32_t seq;
+	uint64_t records, faults_total;
+	bool quit;
+	int exit_rc;
+};
+
+static void logf_(struct agent *a, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void logf_(struct agent *a, int level, const char *fmt, ...)
+{
+	if (level > a->o.verbose)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(a->log, "xflow-agent[%s]: ", a->o.domain);
+	vfprintf(a->log, fmt, ap);
+	fputc('\n', a->log);
+	fflush(a->log);
+	va_end(ap);
+}
+
+/* ---- the hit path: no allocation, no lock ----------------------------------- */
+
+static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct agent *a = ctx;
+	if (len == 0 || len > 8)
+		return -EFAULT; /* the interpreter moves 1..8 bytes; 0 = unresolved field */
+	if (addr >= AGENT_SCRATCH_BASE && addr - AGENT_SCRATCH_BASE < sizeof(a->scratch)) {
+		uint64_t off = addr - AGENT_SCRATCH_BASE;
+		if (off + len > sizeof(a->scratch))
+			return -EFAULT;
+		memcpy(buf, (char *)a->scratch + off, len);
+		return 0;
+	}
+	return xflow_hook_mem_read(a->cur, addr, buf, len);
+}
+
+static int mem_write(void *ctx, uint64_t addr, const void *buf, size_t len)
+{
+	struct agent *a = ctx;
+	if (len == 0 || len > 8)
+		return -EFAULT;
+	if (addr >= AGENT_SCRATCH_BASE && addr - AGENT_SCRATCH_BASE < sizeof(a->scratch)) {
+		uint64_t off = addr - AGENT_SCRATCH_BASE;
+		if (off + len > sizeof(a->scratch))
+			return -EFAULT;
+		memcpy((char *)a->scratch + off, buf, len);
+		return 0;
+	}
+	return xflow_hook_mem_write(a->cur, addr, buf, len);
+}
+
+static const struct xflow_mem_ops agent_mem_ops = { .read = mem_read, .write = mem_write };
+
+static uint64_t hit_clock(void *ctx)
+{
+	/* Every record of a hit carries the hit's time: when the program got
+	 * there, not when the advice got round to storing. */
+	return ((struct agent *)ctx)->hit_ticks;
+}
+
+static int ring_sink(void *ctx, struct xflow_record *r)
+{
+	struct agent *a = ctx;
+	r->thread_seq = a->seq++;
+	if (xflow_ring_push_record(&a->prod, r) != 0)
+		return -ENOBUFS;
+	a->records++;
+	return 0;
+}
+
+/* struct xflow_hook_regs offsets by DWARF x86-64 register number. */
+static const uint8_t dwarf_reg[17] = {
+	offsetof(struct xflow_hook_regs, rax) / 8, offsetof(struct xflow_hook_regs, rdx) / 8,
+	offsetof(struct xflow_hook_regs, rcx) / 8, offsetof(struct xflow_hook_regs, rbx) / 8,
+	offsetof(struct xflow_hook_regs, rsi) / 8, offsetof(struct xflow_hook_regs, rdi) / 8,
+	offsetof(struct xflow_hook_regs, rbp) / 8, offsetof(struct xflow_hook_regs, rsp) / 8,
+	offsetof(struct xflow_hook_regs, r8) / 8,  offsetof(struct xflow_hook_regs, r9) / 8,
+	offsetof(struct xflow_hook_regs, r10) / 8, offsetof(struct xflow_hook_regs, r11) / 8,
+	offsetof(struct xflow_hook_regs, r12) / 8, offsetof(struct xflow_hook_regs, r13) / 8,
+	offsetof(struct xflow_hook_regs, r14) / 8, offsetof(struct xflow_hook_regs, r15) / 8,
+	offsetof(struct xflow_hook_regs, rip) / 8,
+};
+
+static int reg_value(const struct xflow_hook_hit *hit, unsigned reg, uint64_t *v)
+{
+	if (reg > 16)
+		return -EINVAL;
+	if (reg == 16) {
+		/* DWARF locations are computed at the site's address. */
+		*v = hit->addr;
+		return 0;
+	}
+	*v = ((const uint64_t *)hit->regs)[dwarf_reg[reg]];
+	return 0;
+}
+
+/* Input @i of a binding: the struct pointer of target(), or the address of
+ * a local_var() (a scratch cell when the variable has none). */
+static int fetch(struct agent *a, const struct xflow_hook_hit *hit, const struct target *t,
+		 const struct xflow_plan_site *s, const struct xflow_plan_fetch *f, uint8_t in_kind,
+		 unsigned i, uint64_t *out)
+{
+	uint64_t r = 0, x = 0;
+	switch (f->kind) {
+	case XFLOW_FETCH_REG:
+		if (reg_value(hit, f->reg, &r))
+			return -EINVAL;
+		break;
+	case XFLOW_FETCH_MEM:
+		if (reg_value(hit, f->reg, &r))
+			return -EINVAL;
+		*out = r + (uint64_t)f->off;
+		return 0;
+	case XFLOW_FETCH_STATIC:
+		*out = (t && t->base ? t->base[s->binary] : 0) + (uint64_t)f->off;
+		return 0;
+	case XFLOW_FETCH_VALUE:
+		if (reg_value(hit, f->reg, &r))
+			return -EINVAL;
+		if (f->scale && reg_value(hit, f->index, &x) == 0)
+			r += x * f->scale;
+		r += (uint64_t)f->off;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (in_kind == XFLOW_IN_LOCAL_VAR) {
+		a->scratch[i] = r;
+		*out = AGENT_SCRATCH_BASE + 8u * i;
+	} else {
+		*out = r;
+	}
+	return 0;
+}
+
+static void on_hit(const struct xflow_hook_hit *hit, void *data)
+{
+	struct site_ctx *c = data;
+	struct agent *a = c->a;
+	if (!a->dom)
+		return;
+	a->hit_ticks = xflow_clock_ticks(&a->clock);
+	a->cur = hit->target;
+	const struct target *t = hit->target->user_data;
+	const struct xflow_plan_site *s = &a->dom->sites[c->psite];
+	struct xflow_record tmpl;
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.site_id = c->psite;
+	tmpl.domain_id = a->o.domain_id;
+	tmpl.thread_id = (uint32_t)hit->tid;
+	uint32_t first = a->site_first[c->psite], end = first + a->site_nb[c->psite];
+	/* Bindings are in weave order: xflow-derived advice first, so the
+	 * recording advice after it sees the flow ids it set. */
+	for (uint32_t bi = first; bi < end; bi++) {
+		const struct xflow_plan_binding *b = &a->dom->bindings[bi];
+		if (b->when != c->when)
+			continue;
+		struct advice_rt *ar = &a->adv[b->advice];
+		if (!ar->enabled)
+			continue;
+		const struct xflow_plan_advice *pa = &a->plan->advice[b->advice];
+		uint64_t inputs[XFLOW_BC_MAX_INPUTS];
+		int bad = 0;
+		for (unsigned i = 0; i < b->ninputs && !bad; i++)
+			bad = fetch(a, hit, t, s, &a->dom->fetches[b->first_fetch + i], pa->prog.inputs[i].kind, i,
+				    &inputs[i]);
+		ar->hits++;
+		if (bad) {
+			ar->faults++;
+			a->faults_total++;
+			continue;
+		}
+		struct xflow_interp_env env = {
+			.prog = &pa->prog, .inputs = inputs, .fields = a->fields, .flows = &a->flows,
+			.mem = &agent_mem_ops, .mem_ctx = a, .pc = hit->addr,
+			.clock = hit_clock, .clock_ctx = a, .sink = ring_sink, .sink_ctx = a,
+			.tmpl = &tmpl,
+			.marker_flags = pa->origin != XFLOW_ADVICE_USER ? pa->rec_flags : 0,
+		};
+		struct xflow_interp_result res;
+		xflow_interp_run(&env, &res);
+		ar->drops += res.dropped;
+		if (res.rc) {
+			ar->faults++;
+			a->faults_total++;
+		}
+	}
+	a->cur = NULL;
+}
+
+/* ---- targets ------------------------------------------------------------------ */
+
+static struct target *target_add(struct agent *a, struct xflow_hook_target *ht)
+{
+	if (a->ntargets >= MAX_TARGETS)
+		return NULL;
+	struct target *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->ht = ht;
+	t->pid = ht->pid;
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)t->pid);
+	ssize_t n = readlink(link, t->exe, sizeof(t->exe) - 1);
+	t->exe[n > 0 ? n : 0] = 0;
+	ht->user_data = t;
+	a->targets[a->ntargets++] = t;
+	return t;
+}
+
+static unsigned targets_alive(const struct agent *a)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < a->ntargets; i++)
+		n += a->targets[i]->ht != NULL;
+	return n;
+}
+
+static void send_event(struct agent *a, unsigned kind, pid_t pid, int status, uint32_t sites,
+		       const char *msg)
+{
+	if (!a->connected)
+		return;
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_EVENT };
+	m.u.event = (struct xflow_ctl_event){ .kind = (uint16_t)kind, .pid = (uint32_t)pid,
+					      .status = status, .sites = sites, .message = msg };
+	xflow_ctl_send(&a->conn, &m, NULL, 0, 500);
+}
+
+static uint32_t installed_sites(const struct agent *a, const struct target *t)
+{
+	uint32_t n = 0;
+	if (!t->ctx || !a->dom)
+		return 0;
+	for (uint32_t i = 0; i < a->dom->nsites * 2; i++)
+		n += t->ctx[i].installed;
+	return n;
+}
+
+static void on_event(const struct xflow_hook_event *ev, void *data)
+{
+	struct agent *a = data;
+	struct target *t = ev->target ? ev->target->user_data : NULL;
+	char msg[160];
+	switch (ev->kind) {
+	case XFLOW_HOOK_EV_FORK:
+		if (ev->child) {
+			struct target *c = target_add(a, ev->child);
+			if (c && t && t->ctx && a->dom) {
+				/* The child inherits the parent's probes with the
+				 * same ids and handler data. */
+				c->ctx = t->ctx;
+				c->base = t->base;
+			}
+			logf_(a, 1, "target %d forked %d (probes inherited)", (int)ev->pid, (int)ev->child_pid);
+		}
+		break;
+	case XFLOW_HOOK_EV_EXEC: {
+		uint32_t n = t ? installed_sites(a, t) : 0;
+		if (t && t->ctx)
+			for (uint32_t i = 0; i < a->dom->nsites * 2; i++)
+				t->ctx[i].installed = 0;
+		snprintf(msg, sizeof(msg), "target %d ran exec: its %u sites are retired", (int)ev->pid, n);
+		logf_(a, 0, "%s", msg);
+		send_event(a, XFLOW_CTL_EV_SITES_RETIRED, ev->pid, 0, n, msg);
+		break;
+	}
+	case XFLOW_HOOK_EV_EXITED:
+	case XFLOW_HOOK_EV_DETACHED:
+	case XFLOW_HOOK_EV_ERROR: {
+		if (!t)
+			break;
+		uint32_t n = installed_sites(a, t);
+		unsigned kind;
+		if (ev->kind == XFLOW_HOOK_EV_EXITED) {
+			bool sig = WIFSIGNALED(ev->status);
+			t->state = sig ? XFLOW_CTL_TARGET_CRASHED : XFLOW_CTL_TARGET_EXITED;
+			t->status = ev->status;
+			kind = sig ? XFLOW_CTL_EV_TARGET_CRASHED : XFLOW_CTL_EV_TARGET_EXITED;
+			if (sig)
+				snprintf(msg, sizeof(msg), "target %d killed by signal %d; %u sites retired",
+					 (int)ev->pid, WTERMSIG(ev->status), n);
+			else
+				snprintf(msg, sizeof(msg), "target %d exited with status %d; %u sites retired",
+					 (int)ev->pid, WEXITSTATUS(ev->status), n);
+		} else if (ev->kind == XFLOW_HOOK_EV_ERROR) {
+			t->state = XFLOW_CTL_TARGET_DETACHED;
+			t->status = ev->err;
+			kind = XFLOW_CTL_EV_TARGET_ERROR;
+			snprintf(msg, sizeof(msg), "target %d detached after an error: %s", (int)ev->pid,
+				 strerror(-ev->err));
+		} else {
+			t->state = XFLOW_CTL_TARGET_DETACHED;
+			kind = 0;
+			snprintf(msg, sizeof(msg), "target %d detached", (int)ev->pid);
+		}
+		logf_(a, kind ? 0 : 1, "%s", msg);
+		if (kind)
+			send_event(a, kind, ev->pid, kind == XFLOW_CTL_EV_TARGET_ERROR ? ev->err : ev->status, n, msg);
+		/* The engine frees its target after EXITED, DETACHED and
+		 * ERROR (which it sends instead of DETACHED). */
+		t->ht->user_data = NULL;
+		t->ht = NULL;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* ---- plans -------------------------------------------------------------------- */
+
+static void plan_unload(struct agent *a)
+{
+	for (unsigned i = 0; i < a->ntargets; i++) {
+		struct target *t = a->targets[i];
+		if (t->ctx && t->ht && a->dom)
+			for (uint32_t k = 0; k < a->dom->nsites * 2; k++)
+				if (t->ctx[k].installed)
+					xflow_hook_site_remove(t->ht, t->ctx[k].hook_site);
+	}
+	/* Forked children share their parent's tables: free each once. */
+	for (unsigned i = 0; i < a->ntargets; i++) {
+		struct target *t = a->targets[i];
+		void *ctx = t->ctx, *base = t->base;
+		if (!ctx && !base)
+			continue;
+		for (unsigned j = i; j < a->ntargets; j++)
+			if (a->targets[j]->ctx == ctx && a->targets[j]->base == base)
+				a->targets[j]->ctx = NULL, a->targets[j]->base = NULL;
+		free(ctx);
+		free(base);
+	}
+	free(a->fields);
+	free(a->adv);
+	free(a->site_first);
+	free(a->site_nb);
+	a->fields = NULL;
+	a->adv = NULL;
+	a->site_first = a->site_nb = NULL;
+	xflow_plan_free(a->plan);
+	a->plan = NULL;
+	a->dom = NULL;
+}
+
+/* Is any enabled advice bound at (site, when)? */
+static bool placement_wanted(const struct agent *a, uint32_t site, unsigned when)
+{
+	uint32_t first = a->site_first[site], end = first + a->site_nb[site];
+	for (uint32_t bi = first; bi < end; bi++) {
+		const struct xflow_plan_binding *b = &a->dom->bindings[bi];
+		if (b->when == when && a->adv[b->advice].enabled)
+			return true;
+	}
+	return false;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Load bases of the plan's binaries in @t: relocatable ones from
+ * /proc/PID/maps; the main executable also by name when the monitor saw
+ * it under another path. */
+static int resolve_bases(struct agent *a, struct target *t, char *why, size_t whylen)
+{
+	const struct xflow_plan_domain *d = a->dom;
+	t->base = calloc(d->nbinaries + 1, sizeof(*t->base));
+	if (!t->base)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < d->nbinaries; b++) {
+		if (!(d->binaries[b].flags & XFLOW_PLAN_BIN_RELOCATABLE))
+			continue;
+		uint64_t probe = 0;
+		bool found = false;
+		for (uint32_t s = 0; s < d->nsites && !found; s++)
+			if (d->sites[s].binary == b)
+				probe = d->sites[s].addr, found = true;
+		if (!found)
+			continue;
+		uint64_t at;
+		int rc = xflow_hook_resolve(t->pid, d->binaries[b].path, XFLOW_HOOK_LOC_VADDR, probe, &at);
+		if (rc && t->exe[0] && strcmp(base_name(t->exe), base_name(d->binaries[b].path)) == 0)
+			rc = xflow_hook_resolve(t->pid, t->exe, XFLOW_HOOK_LOC_VADDR, probe, &at);
+		if (rc) {
+			snprintf(why, whylen, "%s is not mapped in process %d (%s)", d->binaries[b].path,
+				 (int)t->pid, strerror(-rc));
+			return rc;
+		}
+		t->base[b] = at - probe;
+	}
+	return 0;
+}
+
+struct fail_list {
+	struct xflow_ctl_site_fail v[XFLOW_CTL_MAX_FAILED];
+	char why[XFLOW_CTL_MAX_FAILED][256];
+	uint32_t n, total;
+};
+
+static void fail_add(struct fail_list *f, uint32_t site, int err, const char *why)
+{
+	if (f->n < XFLOW_CTL_MAX_FAILED) {
+		size_t k = strnlen(why, sizeof(f->why[0]) - 1);
+		memcpy(f->why[f->n], why, k);
+		f->why[f->n][k] = 0;
+		f->v[f->n] = (struct xflow_ctl_site_fail){ .site = site, .err = err < 0 ? err : -EINVAL,
+							   .why = f->why[f->n] };
+		f->n++;
+	}
+	f->total++;
+}
+
+/* Probe every placement of the plan in @t.  Returns sites fully installed. */
+static uint32_t plan_install_target(struct agent *a, struct target *t, struct fail_list *fails)
+{
+	const struct xflow_plan_domain *d = a->dom;
+	char why[256];
+	uint32_t ok = 0;
+	t->ctx = calloc((size_t)d->nsites * 2 + 1, sizeof(*t->ctx));
+	if (!t->ctx) {
+		fail_add(fails, 0, -ENOMEM, "out of memory");
+		return 0;
+	}
+	if (resolve_bases(a, t, why, sizeof(why)) != 0) {
+		for (uint32_t s = 0; s < d->nsites; s++)
+			fail_add(fails, s, -ENOENT, why);
+		return 0;
+	}
+	for (uint32_t s = 0; s < d->nsites; s++) {
+		const struct xflow_plan_site *ps = &d->sites[s];
+		bool all = true;
+		for (unsigned w = 0; w < 2; w++) {
+			struct site_ctx *c = &t->ctx[s * 2 + w];
+			*c = (struct site_ctx){ .a = a, .psite = s, .when = (uint8_t)w };
+			if (!(ps->when_mask & (1u << w)))
+				continue;
+			uint64_t addr = ps->addr + t->base[ps->binary];
+			int rc = xflow_hook_site_add(t->ht, addr, w ? XFLOW_HOOK_AFTER : XFLOW_HOOK_BEFORE, on_hit, c,
+						     &c->hook_site);
+			if (rc) {
+				snprintf(why, sizeof(why), "pid %d, %s:%u (%s) at %#" PRIx64 ": %s", (int)t->pid,
+					 ps->file ? ps->file : "?", ps->line, ps->func ? ps->func : "?", addr,
+					 xflow_hook_last_error(a->hook)[0] ? xflow_hook_last_error(a->hook)
+									   : strerror(-rc));
+				fail_add(fails, s, rc, why);
+				all = false;
+				continue;
+			}
+			c->installed = 1;
+			c->on = 1;
+			if (!placement_wanted(a, s, w)) {
+				xflow_hook_site_enable(t->ht, c->hook_site, false);
+				c->on = 0;
+			}
+		}
+		ok += all;
+	}
+	return ok;
+}
+
+/* Field layouts of the plan's domain as the interpreter wants them. */
+static int fields_build(struct agent *a)
+{
+	const struct xflow_plan *p = a->plan;
+	a->fields = calloc(p->nfields + 1, sizeof(*a->fields));
+	if (!a->fields)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < p->nfields; f++) {
+		const struct xflow_plan_layout *l = &a->dom->layouts[f];
+		struct xflow_field_rt *r = &a->fields[f];
+		if (l->offset < 0 || l->offset > UINT32_MAX || l->size == 0 || l->size > 8)
+			continue; /* size 0: every access faults, counted */
+		unsigned sz = l->size <= 1 ? 1 : l->size <= 2 ? 2 : l->size <= 4 ? 4 : 8;
+		r->offset = (uint32_t)l->offset;
+		r->size = (uint8_t)sz;
+		r->is_signed = (l->flags & XFLOW_LAYOUT_SIGNED) != 0;
+		if (l->bit_size) {
+			uint64_t first = (uint64_t)l->offset * 8;
+			if (l->bit_offset < first || l->bit_offset - first + l->bit_size > sz * 8u) {
+				r->size = 0;
+				continue;
+			}
+			r->bit_offset = (uint8_t)(l->bit_offset - first);
+			r->bit_size = (uint8_t)l->bit_size;
+		}
+	}
+	return 0;
+}
+
+static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
+{
+	char why[512];
+	struct xflow_plan *p;
+	int rc = xflow_plan_read(req->u.plan_load.plan, req->u.plan_load.plan_len, &p, why, sizeof(why));
+	if (rc)
+		return xflow_ctl_reply_simple(&a->conn, req, rc, "plan refused: %s", why);
+	const struct xflow_plan_domain *d = NULL;
+	for (uint32_t i = 0; i < p->ndomains; i++)
+		if (strcmp(p->domains[i].name, a->o.domain) == 0)
+			d = &p->domains[i];
+	if (!d && p->ndomains == 1)
+		d = &p->domains[0];
+	if (!d) {
+		xflow_plan_free(p);
+		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "the plan has no domain '%s'", a->o.domain);
+	}
+	plan_unload(a);
+	xflow_flowtab_clear(&a->flows);
+	a->plan = p;
+	a->dom = d;
+	a->adv = calloc(p->nadvice + 1, sizeof(*a->adv));
+	a->site_first = calloc(d->nsites + 1, sizeof(uint32_t));
+	a->site_nb = calloc(d->nsites + 1, sizeof(uint32_t));
+	struct fail_list *fails = calloc(1, sizeof(*fails));
+	if (!a->adv || !a->site_first || !a->site_nb || !fails || fields_build(a)) {
+		free(fails);
+		plan_unload(a);
+		return xflow_ctl_reply_simple(&a->conn, req, -ENOMEM, "out of memory loading the plan");
+	}
+	for (uint32_t i = 0; i < p->nadvice; i++)
+		a->adv[i].enabled = true;
+	/* Bindings are sorted by site (the reader checked it). */
+	for (uint32_t bi = d->nbindings; bi-- > 0;) {
+		const struct xflow_plan_binding *b = &d->bindings[bi];
+		a->site_first[b->site] = bi;
+		a->site_nb[b->site]++;
+		a->adv[b->advice].sites++;
+	}
+	uint32_t installed = 0;
+	for (unsigned i = 0; i < a->ntargets; i++)
+		if (a->targets[i]->ht)
+			installed += plan_install_target(a, a->targets[i], fails);
+	uint32_t total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1);
+	logf_(a, 0, "plan loaded: %u advice, %u sites, %u of %u placements installed in %u targets",
+	      p->nadvice, d->nsites, installed, total, targets_alive(a));
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
+	char text[256];
+	snprintf(text, sizeof(text), "%u of %u sites installed in %u target(s)", installed, total,
+		 targets_alive(a));
+	m.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_PLAN_LOAD,
+					      .status = installed || !total ? 0 : -ENOENT, .message = text };
+	/* Failed sites are reported by plan index; the counts are per target. */
+	m.u.reply.u.plan = (struct xflow_ctl_plan_result){ .sites = total, .installed = installed,
+							   .nfailed_total = fails->total, .nfailed = fails->n,
+							   .failed = fails->v };
+	for (uint32_t i = 0; i < fails->n; i++)
+		if (fails->v[i].site >= total)
+			fails->v[i].site = total ? total - 1 : 0;
+	if (!total)
+		m.u.reply.u.plan.nfailed = 0, m.u.reply.u.plan.nfailed_total = 0;
+	rc = xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
+	free(fails);
+	a->spawned_held = false;
+	return rc;
+}
+
+/* Make every target's breakpoints follow the advice's enabled flags. */
+static uint32_t placements_sync(struct agent *a)
+{
+	uint32_t switched = 0;
+	for (unsigned i = 0; i < a->ntargets; i++) {
+		struct target *t = a->targets[i];
+		if (!t->ht || !t->ctx)
+			continue;
+		for (uint32_t k = 0; k < a->dom->nsites * 2; k++) {
+			struct site_ctx *c = &t->ctx[k];
+			if (!c->installed)
+				continue;
+			bool want = placement_wanted(a, c->psite, c->when);
+			if (want != (bool)c->on && xflow_hook_site_enable(t->ht, c->hook_site, want) == 0) {
+				c->on = want;
+				switched++;
+			}
+		}
+	}
+	return switched;
+}
+
+static int aspect_set(struct agent *a, const struct xflow_ctl_msg *req)
+{
+	const struct xflow_ctl_aspect_set *s = &req->u.aspect;
+	if (!a->plan)
+		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "no plan loaded");
+	unsigned n = 0;
+	for (uint32_t i = 0; i < a->plan->nadvice; i++) {
+		const struct xflow_plan_advice *pa = &a->plan->advice[i];
+		bool match = s->kind == XFLOW_CTL_ASPECT_ADVICE ? i == s->index
+								: pa->origin != XFLOW_ADVICE_USER && pa->flow >= 0 &&
+									  (uint32_t)pa->flow == s->index;
+		if (match) {
+			a->adv[i].enabled = s->enabled;
+			n++;
+		}
+	}
+	if (!n)
+		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "no %s %u in the plan",
+					      s->kind == XFLOW_CTL_ASPECT_ADVICE ? "advice" : "flow", s->index);
+	uint32_t sw = placements_sync(a);
+	logf_(a, 1, "%s %s %u: %u breakpoints switched", s->enabled ? "enabled" : "disabled",
+	      s->kind == XFLOW_CTL_ASPECT_ADVICE ? "advice" : "flow", s->index, sw);
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
+	m.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_ASPECT_SET,
+					      .message = "" };
+	m.u.reply.u.aspect_sites = sw;
+	return xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
+}
+
+static void fill_targets(const struct agent *a, struct xflow_ctl_target *v, uint32_t *n)
+{
+	*n = 0;
+	for (unsigned i = 0; i < a->ntargets && *n < XFLOW_CTL_MAX_TARGETS; i++) {
+		const struct target *t = a->targets[i];
+		v[(*n)++] = (struct xflow_ctl_target){ .pid = (uint32_t)t->pid, .state = t->state,
+						       .status = t->status, .exe = t->exe };
+	}
+}
+
+static int stats_reply(struct agent *a, const struct xflow_ctl_msg *req)
+{
+	uint32_t nadv = a->plan ? a->plan->nadvice : 0;
+	struct xflow_ctl_advice_stats *v = calloc(nadv + 1, sizeof(*v));
+	struct xflow_ctl_target *tv = calloc(a->ntargets + 1, sizeof(*tv));
+	int rc = -ENOMEM;
+	if (!v || !tv)
+		goto out;
+	for (uint32_t i = 0; i < nadv; i++)
+		v[i] = (struct xflow_ctl_advice_stats){ .hits = a->adv[i].hits, .drops = a->adv[i].drops,
+							.faults = a->adv[i].faults, .sites = a->adv[i].sites,
+							.enabled = a->adv[i].enabled };
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
+	m.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_STATS, .message = "" };
+	struct xflow_ctl_stats *s = &m.u.reply.u.stats;
+	s->records = a->records;
+	s->ring_dropped = a->prod.dropped;
+	s->faults_total = a->faults_total;
+	s->nadvice = nadv;
+	s->advice = v;
+	fill_targets(a, tv, &s->ntargets);
+	s->targets = tv;
+	rc = xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
+out:
+	free(v);
+	free(tv);
+	return rc;
+}
+
+static void detach_all(struct agent *a)
+{
+	plan_unload(a);
+	for (unsigned i = 0; i < a->ntargets; i++)
+		if (a->targets[i]->ht)
+			xflow_hook_detach(a->targets[i]->ht);
+}
+
+/* ---- the monitor -------------------------------------------------------------- */
+
+static int ring_reset(struct agent *a)
+{
+	int rc = xflow_ring_format(a->shm.base, a->shm.size, XFLOW_RECORD_SIZE, a->ring_slots, a->clock.kind);
+	if (rc == 0)
+		rc = xflow_ring_producer_init(&a->prod, a->shm.base, a->shm.size, &a->notifier.base,
+					      a->o.batch ? a->o.batch : 64);
+	return rc;
+}
+
+static void monitor_gone(struct agent *a, const char *why)
+{
+	logf_(a, 0, "the monitor went away (%s)%s", why, a->o.stay ? "; waiting for the next one" : "");
+	xflow_hook_control_fd(a->hook, -1);
+	xflow_ctl_conn_close(&a->conn);
+	a->connected = false;
+	if (a->o.stay) {
+		/* Nobody reads the ring: take the probes out until the next
+		 * monitor sends its plan. */
+		plan_unload(a);
+	} else {
+		detach_all(a);
+		a->quit = true;
+	}
+}
+
+static void monitor_accept(struct agent *a)
+{
+	int fd = accept4(a->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (a->connected) {
+		/* One monitor at a time: tell the newcomer why, then close. */
+		struct xflow_ctl_conn c;
+		if (xflow_ctl_conn_init_unix(&c, fd) == 0) {
+			struct xflow_ctl_msg req = { .type = XFLOW_CTL_HELLO };
+			xflow_ctl_reply_simple(&c, &req, -EBUSY, "agent of %s already serves a monitor", a->o.domain);
+		}
+		xflow_ctl_conn_close(&c);
+		return;
+	}
+	if (xflow_ctl_conn_init_unix(&a->conn, fd) != 0) {
+		close(fd);
+		return;
+	}
+	if (ring_reset(a) != 0) {
+		xflow_ctl_conn_close(&a->conn);
+		return;
+	}
+	struct xflow_ctl_target *tv = calloc(a->ntargets + 1, sizeof(*tv));
+	if (!tv) {
+		xflow_ctl_conn_close(&a->conn);
+		return;
+	}
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_HELLO };
+	struct xflow_ctl_hello *h = &m.u.hello;
+	h->domain_id = a->o.domain_id;
+	h->domain = a->o.domain;
+	h->agent_pid = (uint32_t)getpid();
+	h->clock = (uint16_t)a->clock.kind;
+	if (a->clock.kind == XFLOW_CLOCK_TSC) {
+		h->tsc_hz = a->clock.tsc_hz;
+		h->base_tick = a->clock.base_tick;
+		h->base_ns = a->clock.base_ns;
+	}
+	h->ring_offer = XFLOW_CTL_RING_LOCAL;
+	h->slot_size = XFLOW_RECORD_SIZE;
+	h->nslots = a->ring_slots;
+	h->region_size = a->shm.size;
+	fill_targets(a, tv, &h->ntargets);
+	h->targets = tv;
+	int fds[2] = { a->shm.fd, a->notifier.fd };
+	int rc = xflow_ctl_send(&a->conn, &m, fds, 2, 2000);
+	free(tv);
+	if (rc) {
+		logf_(a, 0, "cannot greet the monitor: %s", strerror(-rc));
+		xflow_ctl_conn_close(&a->conn);
+		return;
+	}
+	a->connected = true;
+	/* Without --stay the hook engine itself detaches everything the
+	 * moment the monitor's end closes, even in the middle of a slice. */
+	if (!a->o.stay)
+		xflow_hook_control_fd(a->hook, a->conn.fd);
+	logf_(a, 0, "monitor connected");
+}
+
+static void monitor_serve(struct agent *a)
+{
+	for (;;) {
+		struct xflow_ctl_msg *m;
+		int rc = xflow_ctl_recv(&a->conn, &m, 0);
+		if (rc == 0)
+			return;
+		if (rc < 0) {
+			monitor_gone(a, rc == -ECONNRESET ? "closed" : a->conn.why ? a->conn.why : strerror(-rc));
+			return;
+		}
+		switch (m->type) {
+		case XFLOW_CTL_PLAN_LOAD:
+			rc = plan_load(a, m);
+			break;
+		case XFLOW_CTL_ASPECT_SET:
+			rc = aspect_set(a, m);
+			break;
+		case XFLOW_CTL_STATS:
+			rc = stats_reply(a, m);
+			break;
+		case XFLOW_CTL_DETACH:
+			xflow_ring_flush(&a->prod);
+			rc = xflow_ctl_reply_simple(&a->conn, m, 0, "detaching");
+			xflow_ctl_msg_free(m);
+			logf_(a, 0, "detach asked by the monitor");
+			xflow_hook_control_fd(a->hook, -1);
+			if (a->o.stay) {
+				plan_unload(a);
+			} else {
+				detach_all(a);
+				a->quit = true;
+			}
+			xflow_ctl_conn_close(&a->conn);
+			a->connected = false;
+			return;
+		default:
+			rc = xflow_ctl_reply_simple(&a->conn, m, -EOPNOTSUPP, "%s is not a request",
+						    xflow_ctl_type_name(m->type));
+		}
+		xflow_ctl_msg_free(m);
+		if (rc) {
+			monitor_gone(a, strerror(-rc));
+			return;
+		}
+	}
+}
+
+/* ---- set-up and the loop ---------------------------------------------------------- */
+
+static int attach_exe(struct agent *a, const char *path)
+{
+	char want[PATH_MAX], link[64], got[PATH_MAX];
+	if (!realpath(path, want))
+		return -errno;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	int n = 0, rc = 0;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+		ssize_t k = readlink(link, got, sizeof(got) - 1);
+		if (k <= 0)
+			continue;
+		got[k] = 0;
+		if (strcmp(got, want) != 0)
+			continue;
+		struct xflow_hook_target *ht;
+		if ((rc = xflow_hook_attach(a->hook, (pid_t)pid, &ht)) == 0 && target_add(a, ht))
+			n++;
+	}
+	closedir(d);
+	return n ? 0 : rc ? rc : -ESRCH;
+}
+
+int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct agent *a = calloc(1, sizeof(*a));
+	int rc;
+	if (!a)
+		return -ENOMEM;
+	a->o = *o;
+	a->log = o->log ? o->log : stderr;
+	a->lfd = -1;
+	a->ring_slots = o->ring_slots ? o->ring_slots : 65536;
+	if (!o->domain || !o->domain[0]) {
+		snprintf(err, errlen, "--domain is required");
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (a->ring_slots & (a->ring_slots - 1) || a->ring_slots > XFLOW_RING_MAX_SLOTS || a->ring_slots < 2) {
+		snprintf(err, errlen, "--ring-slots must be a power of two from 2 to %u", XFLOW_RING_MAX_SLOTS);
+		rc = -EINVAL;
+		goto fail;
+	}
+	xflow_clock_init(&a->clock, 0);
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, a->ring_slots);
+	if ((rc = xflow_shm_create("xflow-agent-ring", size, &a->shm)) ||
+	    (rc = xflow_eventfd_notifier_init(&a->notifier, -1)) || (rc = ring_reset(a))) {
+		snprintf(err, errlen, "cannot create the ring: %s", strerror(-rc));
+		goto fail;
+	}
+	if ((rc = xflow_flowtab_init(&a->flows, o->flowtab_capacity ? o->flowtab_capacity : 1u << 18))) {
+		snprintf(err, errlen, "cannot allocate the flow-id table: %s", strerror(-rc));
+		goto fail;
+	}
+	struct xflow_hook_config cfg = { .fork_policy = XFLOW_HOOK_FORK_INHERIT, .on_event = on_event,
+					 .event_data = a };
+	if ((rc = xflow_hook_new(&xflow_hook_ptrace_ops, &cfg, &a->hook))) {
+		snprintf(err, errlen, "cannot start the hook engine: %s", strerror(-rc));
+		goto fail;
+	}
+	xflow_hook_signals_install(a->hook);
+	if (o->socket_path) {
+		snprintf(a->sock_path, sizeof(a->sock_path), "%s", o->socket_path);
+	} else {
+		char dir[80];
+		if ((rc = xflow_ctl_default_dir(dir, sizeof(dir))) == 0 &&
+		    snprintf(a->sock_path, sizeof(a->sock_path), "%s/agent-%s-%u.sock", dir, o->domain,
+			     (unsigned)o->domain_id) >= (int)sizeof(a->sock_path))
+			rc = -ENAMETOOLONG;
+		if (rc) {
+			snprintf(err, errlen, "socket path: %s", strerror(-rc));
+			goto fail;
+		}
+	}
+	for (unsigned i = 0; i < o->npids; i++) {
+		struct xflow_hook_target *ht;
+		if ((rc = xflow_hook_attach(a->hook, o->pids[i], &ht)) || !target_add(a, ht)) {
+			snprintf(err, errlen, "cannot attach to process %d: %s", (int)o->pids[i],
+				 xflow_hook_last_error(a->hook)[0] ? xflow_hook_last_error(a->hook) : strerror(-rc));
+			rc = rc ? rc : -ENOMEM;
+			goto fail;
+		}
+	}
+	if (o->exe && (rc = attach_exe(a, o->exe))) {
+		snprintf(err, errlen, "cannot attach to a process running %s: %s", o->exe,
+			 rc == -ESRCH ? "none runs it" : strerror(-rc));
+		goto fail;
+	}
+	if (o->argv && o->argv[0]) {
+		struct xflow_hook_target *ht;
+		if ((rc = xflow_hook_spawn(a->hook, o->argv, &ht)) || !target_add(a, ht)) {
+			snprintf(err, errlen, "cannot start %s: %s", o->argv[0],
+				 xflow_hook_last_error(a->hook)[0] ? xflow_hook_last_error(a->hook) : strerror(-rc));
+			rc = rc ? rc : -ENOMEM;
+			goto fail;
+		}
+		a->spawned_held = true;
+	}
+	if (!a->ntargets) {
+		snprintf(err, errlen, "no target: give --pid, --exe or a command after --");
+		rc = -EINVAL;
+		goto fail;
+	}
+	a->lfd = xflow_ctl_listen(a->sock_path);
+	if (a->lfd < 0) {
+		rc = a->lfd;
+		a->lfd = -1;
+		snprintf(err, errlen, "cannot listen on %s: %s", a->sock_path,
+			 rc == -EPERM ? "its directory must be yours and mode 0700" : strerror(-rc));
+		a->sock_path[0] = 0;
+		goto fail;
+	}
+	logf_(a, 0, "serving %u target(s) on %s (clock %s)", a->ntargets, a->sock_path,
+	      a->clock.kind == XFLOW_CLOCK_TSC ? "tsc" : "monotonic");
+	*out = (struct xflow_agent *)a;
+	return 0;
+fail:
+	xflow_agent_free((struct xflow_agent *)a);
+	return rc;
+}
+
+int xflow_agent_run(struct xflow_agent *xa, int *signo)
+{
+	struct agent *a = (struct agent *)xa;
+	if (signo)
+		*signo = 0;
+	while (!a->quit) {
+		if (a->connected)
+			monitor_serve(a);
+		if (a->quit)
+			break;
+		struct pollfd p = { .fd = a->connected ? a->conn.fd : a->lfd, .events = POLLIN };
+		if (!a->connected && poll(&p, 1, 0) == 1)
+			monitor_accept(a);
+		if (targets_alive(a) && !a->spawned_held) {
+			int rc = xflow_hook_run(a->hook, SLICE_MS);
+			xflow_ring_flush(&a->prod);
+			if (rc == -EINTR) {
+				int why = xflow_hook_stop_reason(a->hook);
+				if (why == -1) {
+					/* The engine detached everything already. */
+					monitor_gone(a, "hung up");
+				} else {
+					if (signo)
+						*signo = why > 0 ? why : 0;
+					logf_(a, 0, "stopped by %s; every target detached",
+					      why > 0 ? strsignal(why) : "request");
+					detach_all(a);
+					a->quit = true;
+				}
+			}
+			continue;
+		}
+		if (!targets_alive(a) && !a->spawned_held) {
+			logf_(a, 0, "no target left");
+			if (a->connected)
+				monitor_serve(a);
+			break;
+		}
+		/* Held: wait on the socket, waking for signals too. */
+		poll(&p, 1, 50);
+		int why = xflow_hook_stop_reason(a->hook);
+		if (why > 0) {
+			if (signo)
+				*signo = why;
+			detach_all(a);
+			break;
+		}
+	}
+	xflow_ring_flush(&a->prod);
+	return a->exit_rc;
+}
+
+const char *xflow_agent_socket_path(const struct xflow_agent *xa)
+{
+	return ((const struct agent *)xa)->sock_path;
+}
+
+void xflow_agent_free(struct xflow_agent *xa)
+{
+	struct agent *a = (struct agent *)xa;
+	if (!a)
+		return;
+	if (a->hook) {
+		detach_all(a);
+		xflow_hook_signals_uninstall(a->hook);
+		xflow_hook_free(a->hook);
+	}
+	plan_unload(a);
+	for (unsigned i = 0; i < a->ntargets; i++)
+		free(a->targets[i]);
+	if (a->connected)
+		xflow_ctl_conn_close(&a->conn);
+	if (a->lfd >= 0)
+		close(a->lfd);
+	if (a->sock_path[0] && a->lfd >= 0)
+		unlink(a->sock_path);
+	if (a->flows.slots)
+		xflow_flowtab_fini(&a->flows);
+	if (a->notifier.base.ops && a->notifier.base.ops->close)
+		a->notifier.base.ops->close(&a->notifier.base);
+	xflow_shm_release(&a->shm);
+	free(a);
+}

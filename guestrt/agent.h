@@ -1,0 +1,66 @@
+/*
+ * guestrt/agent.h — xflow-agent, the runtime of one domain (seed 001 §4.2:
+ * "each domain runs a runtime; it receives the compiled advice and the hook
+ * list, loads the advice, then inserts the hooks").
+ *
+ * The agent attaches to its targets with a hook engine (guestrt/hook.h),
+ * serves one monitor at a time on a control socket (xflow/control.h), loads
+ * the weave plans the monitor sends, puts a probe at every site, and at each
+ * hit fetches the advice's inputs as the plan's recipes say, runs the
+ * site's advice in weave order on the interpreter (guestrt/interp.h) and
+ * pushes the records into a ring shared with the monitor (xflow/ring.h).
+ *
+ * Inputs of local_var() advice are the variable's address.  When the
+ * variable has no address at the site (its recipe is a register or a
+ * computed value), the agent stores the value in a per-hit scratch cell and
+ * passes the cell's address: cells live at non-canonical addresses
+ * (AGENT_SCRATCH_BASE), which no x86-64 process can map, and the agent's
+ * memory accessor serves them from its own memory; writes to them never
+ * reach the program, as xflow/plan.h says.
+ *
+ * One thread does everything (ptrace ties the tracees to it).  Errors are 0
+ * or a negative errno, with a sentence in xflow_agent_last_error().
+ */
+#ifndef XFLOW_GUESTRT_AGENT_H
+#define XFLOW_GUESTRT_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Scratch cells of register-located local_var() inputs: non-canonical. */
+#define AGENT_SCRATCH_BASE UINT64_C(0xfffe800000000000)
+
+struct xflow_agent_opts {
+	const char *domain;        /* required */
+	uint16_t domain_id;
+	const pid_t *pids;         /* attach to these */
+	unsigned npids;
+	const char *exe;           /* or every process running this file */
+	char *const *argv;         /* or start this command (held until a plan) */
+	const char *socket_path;   /* NULL: <default dir>/agent-<domain>-<id>.sock */
+	uint32_t ring_slots;       /* power of two; 0: 65536 */
+	uint32_t batch;            /* records per notification check; 0: 64 */
+	uint32_t flowtab_capacity; /* 0: 1 << 18 live keys */
+	bool stay;                 /* keep serving after the monitor leaves */
+	int verbose;
+	FILE *log;                 /* NULL: stderr */
+};
+
+struct xflow_agent;
+
+/* Attach, create the ring and the socket.  On failure *out is NULL and
+ * @err holds the reason. */
+int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, char *err,
+		    size_t errlen);
+/* Serve until the monitor detaches or leaves (without --stay), a signal
+ * (SIGINT, SIGTERM, SIGHUP, SIGQUIT), or every target is gone.  Every
+ * patched byte is restored before it returns.  Returns 0 or a negative
+ * errno; *signo (if not NULL) gets the signal that stopped it, or 0. */
+int xflow_agent_run(struct xflow_agent *a, int *signo);
+/* Detach what is left, remove the socket, free. */
+void xflow_agent_free(struct xflow_agent *a);
+const char *xflow_agent_socket_path(const struct xflow_agent *a);
+
+#endif

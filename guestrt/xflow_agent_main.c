@@ -1,0 +1,119 @@
+/*
+ * xflow-agent: the command line (guestrt/agent.h does the work).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestrt/agent.h"
+#include "guestrt/hook.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: xflow-agent --domain NAME [--domain-id N] (--pid PID... | --exe PATH | -- COMMAND...)\n"
+	      "                   [--socket PATH] [--ring-slots N] [--batch N] [--stay] [-v]\n"
+	      "Attach to the processes of one domain, load the weave plans the monitor sends,\n"
+	      "and ship the advice's records through a shared ring.  See xflow-agent(8).\n",
+	      f);
+}
+
+static int parse_u(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY };
+	static const struct option longopts[] = {
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "domain-id", required_argument, NULL, OPT_DOMID },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "ring-slots", required_argument, NULL, OPT_SLOTS },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "stay", no_argument, NULL, OPT_STAY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct xflow_agent_opts o = { 0 };
+	pid_t *pids = calloc((size_t)argc + 1, sizeof(*pids));
+	unsigned long v;
+	int c;
+	if (!pids)
+		return 1;
+	while ((c = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DOMAIN: o.domain = optarg; break;
+		case OPT_DOMID:
+			if (parse_u(optarg, 0x7fef, &v)) {
+				fprintf(stderr, "xflow-agent: --domain-id: '%s' is not a domain id (0..32751)\n", optarg);
+				return 2;
+			}
+			o.domain_id = (uint16_t)v;
+			break;
+		case OPT_PID:
+			if (parse_u(optarg, 0x7fffffff, &v) || v == 0) {
+				fprintf(stderr, "xflow-agent: --pid: '%s' is not a process id\n", optarg);
+				return 2;
+			}
+			pids[o.npids++] = (pid_t)v;
+			break;
+		case OPT_EXE: o.exe = optarg; break;
+		case OPT_SOCKET: o.socket_path = optarg; break;
+		case OPT_SLOTS:
+			if (parse_u(optarg, 1u << 24, &v) || v < 2 || (v & (v - 1))) {
+				fprintf(stderr, "xflow-agent: --ring-slots: '%s' is not a power of two from 2 to 16777216\n",
+					optarg);
+				return 2;
+			}
+			o.ring_slots = (uint32_t)v;
+			break;
+		case OPT_BATCH:
+			if (parse_u(optarg, 1u << 20, &v) || v == 0) {
+				fprintf(stderr, "xflow-agent: --batch: '%s' is not a count from 1 to 1048576\n", optarg);
+				return 2;
+			}
+			o.batch = (uint32_t)v;
+			break;
+		case OPT_STAY: o.stay = true; break;
+		case 'v': o.verbose++; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	o.pids = pids;
+	if (optind < argc)
+		o.argv = argv + optind;
+	if (!o.domain) {
+		fprintf(stderr, "xflow-agent: --domain is required\n");
+		usage(stderr);
+		return 2;
+	}
+	struct xflow_agent *a;
+	char err[512] = "";
+	int rc = xflow_agent_new(&o, &a, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "xflow-agent: %s\n", err);
+		free(pids);
+		return 1;
+	}
+	int sig = 0;
+	rc = xflow_agent_run(a, &sig);
+	xflow_agent_free(a);
+	free(pids);
+	/* Every target was let go: now die of the signal as asked. */
+	if (sig > 0)
+		xflow_hook_signals_reraise(sig);
+	return rc ? 1 : 0;
+}
