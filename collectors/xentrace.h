@@ -115,6 +115,8 @@ struct xentrace_reader_stats {
 	uint64_t bad_records;    /* records skipped for framing (crossing a window...) */
 	uint64_t skipped_bytes;  /* bytes skipped to find the next window */
 	uint64_t diags_dropped;  /* diagnostics past the first XENTRACE_MAX_DIAGS */
+	uint64_t stream_forced;  /* stream mode: emitted without waiting, budget full */
+	uint64_t stream_late;    /* stream mode: records older than one already emitted */
 	uint64_t file_size;
 };
 
@@ -125,7 +127,10 @@ struct xentrace_reader_stats {
 struct xentrace_reader;
 
 struct xentrace_reader_opts {
-	size_t buffer_bytes; /* per cpu; 0: 256 KiB */
+	size_t buffer_bytes;           /* per cpu; 0: 256 KiB */
+	size_t stream_budget;          /* stream mode: bytes queued at most; 0: 64 MiB */
+	unsigned stream_quiet_windows; /* stream mode: a cpu without a window for this
+					* many windows is not waited for; 0: 8 */
 };
 
 /* Opens a reader on @src, which must outlive it.  Walks the window headers
@@ -134,6 +139,21 @@ struct xentrace_reader_opts {
  * diagnostics say why; free it as usual. */
 int xentrace_reader_open(struct xentrace_reader **out, const struct xentrace_source *src,
 			 const struct xentrace_reader_opts *opts);
+/*
+ * Live: a reader of xentrace's output on a pipe (`xentrace -e all - | ...`),
+ * which cannot be re-read.  Windows are read once, in order, into per-cpu
+ * queues, and the merge waits for a cpu that has nothing queued, so that
+ * records come out in TSC order — unless that cpu has been quiet for
+ * stream_quiet_windows windows, or the queues hold stream_budget bytes:
+ * then it goes on, and a record that arrives later than a younger one
+ * already delivered is counted (stats.stream_late).  xentrace_reader_next()
+ * blocks in read(2) when it needs more input.  Memory: the budget, plus
+ * one window.
+ */
+int xentrace_reader_open_stream(struct xentrace_reader **out, int fd, const struct xentrace_reader_opts *opts);
+/* The same over any source, read once from its start in order (tests, fuzzing). */
+int xentrace_reader_open_stream_src(struct xentrace_reader **out, const struct xentrace_source *src,
+				    const struct xentrace_reader_opts *opts);
 void xentrace_reader_free(struct xentrace_reader *r);
 
 /* The next record in TSC order: 1 and *@rec (valid until the next call), 0 at

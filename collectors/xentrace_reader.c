@@ -96,6 +96,9 @@ struct cursor {
 	uint64_t last_tsc, last_order;
 	unsigned cpu;
 	bool have_tsc, done, lost_end_pending;
+	bool starved;          /* stream mode: waits for its cpu's next window */
+	size_t cap;            /* stream mode: the queue's size (buf grows) */
+	uint64_t last_window;  /* stream mode: window count when it got one */
 	uint64_t key;  /* slot[cur].order_tsc, where the heap looks */
 	unsigned cur;  /* slot[cur]: the next record to deliver */
 	/* Two slots: a delivered record stays valid while the cursor reads
@@ -115,6 +118,15 @@ struct wcache_entry {
 struct xentrace_reader {
 	const struct xentrace_source *src;
 	struct wcache_entry *wcache;
+	/* Stream mode (a pipe from xentrace): windows are read once, in file
+	 * order, into per-cpu queues; the merge waits for a cpu only while it
+	 * is not quiet and the queues stay within the budget. */
+	bool stream, stream_eof, first_round_done;
+	int fd;
+	uint64_t soff, windows_read, last_emitted;
+	size_t budget;
+	unsigned quiet_windows, nseen;
+	uint16_t seen[XENTRACE_MAX_CPUS];
 	size_t bufsz;
 	int err;
 	bool discovering; /* framing problems are reported by the discovery pass only */
@@ -377,6 +389,11 @@ static bool cursor_advance(struct xentrace_reader *r, struct cursor *c)
 	for (;;) {
 		size_t avail = c->len - c->pos;
 		if (__builtin_expect(avail < 4, 0)) {
+			if (r->stream) {
+				/* Queues hold whole records: this one is empty. */
+				c->starved = true;
+				return false;
+			}
 			if (cursor_fill(r, c) == 0) {
 				if (c->len - c->pos != 0 || c->foff + c->len < c->win_end) {
 					/* A short tail, or the file ends early. */
@@ -397,6 +414,11 @@ static bool cursor_advance(struct xentrace_reader *r, struct cursor *c)
 		size_t sz = 4 + 8 * (size_t)tf + 4 * (size_t)ne;
 		if (__builtin_expect(avail < sz, 0)) {
 			uint64_t at = c->foff + c->pos;
+			if (r->stream) { /* cannot happen: windows are checked as they come */
+				r->st.bad_records++;
+				c->pos = c->len;
+				continue;
+			}
 			if (at + sz > c->win_end) {
 				r->st.bad_records++;
 				if (c->win_end == r->src->size)
@@ -447,6 +469,13 @@ static bool cursor_advance(struct xentrace_reader *r, struct cursor *c)
 			c->have_tsc = true;
 		}
 		if (__builtin_expect(ev == XENTRACE_EV_CPU_CHANGE, 0)) {
+			if (r->stream && ne == 2 && !tf) {
+				/* Our own marker of a window's start: its stream offset,
+				 * so that later records report where they were. */
+				uint64_t woff = le32(p) | (uint64_t)le32(p + 4) << 32;
+				c->foff = woff + 12 - c->pos;
+				continue;
+			}
 			r->st.bad_records++;
 			diag(r, XENTRACE_DIAG_RECORD, (int)c->cpu, at,
 			     "cpu-change record inside cpu %u's window; skipped", c->cpu);
@@ -579,8 +608,12 @@ static void heap_up(struct xentrace_reader *r, unsigned i)
 	r->heap[i] = e;
 }
 
+static int stream_next(struct xentrace_reader *r, const struct xentrace_record **rec);
+
 int xentrace_reader_next(struct xentrace_reader *r, const struct xentrace_record **rec)
 {
+	if (__builtin_expect(r->stream, 0))
+		return stream_next(r, rec);
 	if (__builtin_expect(r->nheap == 0, 0))
 		return r->err;
 	struct cursor *c = r->heap[0].c;
@@ -601,6 +634,243 @@ int xentrace_reader_next(struct xentrace_reader *r, const struct xentrace_record
 		return r->err;
 	*rec = out;
 	return 1;
+}
+
+/* --- stream mode ------------------------------------------------------------ */
+
+#define DEFAULT_BUDGET (64u << 20)
+
+/* Reads up to @len bytes, fewer only at the end of the stream. */
+static ssize_t stream_read(struct xentrace_reader *r, void *buf, size_t len)
+{
+	size_t done = 0;
+	if (r->src) { /* any source, read once in order */
+		ssize_t n = r->src->read_at(r->src, buf, len, r->soff);
+		if (n < 0)
+			return r->err = (int)n;
+		r->soff += (uint64_t)n;
+		return n;
+	}
+	while (done < len) {
+		ssize_t n = read(r->fd, (char *)buf + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r->err = -errno;
+			return r->err;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	r->soff += done;
+	return (ssize_t)done;
+}
+
+static struct cursor *stream_cursor(struct xentrace_reader *r, unsigned cpu)
+{
+	struct cursor *c = r->cur[cpu];
+	if (c)
+		return c;
+	if (!(c = calloc(1, sizeof(*c))))
+		return NULL;
+	c->cpu = cpu;
+	c->starved = true;
+	r->cur[cpu] = c;
+	r->seen[r->nseen++] = (uint16_t)cpu;
+	r->st.cpus++;
+	return c;
+}
+
+static bool stream_header_ok(const struct xentrace_reader *r, const uint8_t *h)
+{
+	uint32_t cpu = le32(h + 4), size = le32(h + 8);
+	return le32(h) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 && size <= r->budget;
+}
+
+/*
+ * Reads the next window into its cpu's queue, behind a marker carrying the
+ * window's stream offset; only whole records are kept.  1, 0 at the end of
+ * the stream, or a negative errno.
+ */
+static int stream_window(struct xentrace_reader *r)
+{
+	uint8_t h[12];
+	uint64_t at = r->soff;
+	ssize_t n = stream_read(r, h, sizeof(h));
+	if (n < 0)
+		return (int)n;
+	if (n < (ssize_t)sizeof(h)) {
+		if (n > 0)
+			diag(r, XENTRACE_DIAG_TRUNCATED, -1, at, "stream ends with %zd stray bytes", n);
+		return 0;
+	}
+	if (!stream_header_ok(r, h)) {
+		/* Garbage: slide byte by byte to the next believable header. */
+		uint64_t bad = at;
+		uint32_t word = le32(h);
+		do {
+			memmove(h, h + 1, sizeof(h) - 1);
+			n = stream_read(r, h + sizeof(h) - 1, 1);
+			if (n <= 0) {
+				diag(r, XENTRACE_DIAG_FRAMING, -1, bad,
+				     "expected a cpu-change record, found header 0x%08x; no window after it", word);
+				return n < 0 ? (int)n : 0;
+			}
+			at++;
+		} while (!stream_header_ok(r, h));
+		diag(r, XENTRACE_DIAG_FRAMING, -1, bad,
+		     "expected a cpu-change record, found header 0x%08x; skipped %" PRIu64 " bytes", word, at - bad);
+		r->st.skipped_bytes += at - bad;
+	}
+	unsigned cpu = le32(h + 4);
+	uint32_t size = le32(h + 8);
+	/* xentrace writes a window for each cpu with data at each pass: a cpu
+	 * seen again means the first pass is over, and all cpus are known. */
+	if (r->cur[cpu])
+		r->first_round_done = true;
+	struct cursor *c = stream_cursor(r, cpu);
+	if (!c)
+		return -ENOMEM;
+	if (c->pos) {
+		memmove(c->buf, c->buf + c->pos, c->len - c->pos);
+		c->foff += c->pos;
+		c->len -= c->pos;
+		c->pos = 0;
+	}
+	size_t need = c->len + 12 + size;
+	if (need > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *nb = realloc(c->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		c->buf = nb;
+		c->cap = cap;
+	}
+	uint8_t *m = c->buf + c->len;
+	uint32_t mark[3] = { CPU_CHANGE_HDR, (uint32_t)at, (uint32_t)(at >> 32) };
+	memcpy(m, mark, sizeof(mark));
+	uint8_t *w = m + 12;
+	n = stream_read(r, w, size);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < size)
+		diag(r, XENTRACE_DIAG_TRUNCATED, (int)cpu, at,
+		     "stream ends inside cpu %u's window (%zd of %u bytes)", cpu, n, size);
+	/* Keep whole records: one crossing the window's end, or a cpu change
+	 * inside it, ends the window here. */
+	size_t pos = 0;
+	while (pos + 4 <= (size_t)n) {
+		uint32_t rh = le32(w + pos);
+		size_t sz = 4 + 8 * (size_t)(rh >> 31) + 4 * (size_t)((rh >> 28) & 7);
+		if (pos + sz > (size_t)n || (rh & 0x0fffffffu) == XENTRACE_EV_CPU_CHANGE) {
+			r->st.bad_records++;
+			diag(r, XENTRACE_DIAG_RECORD, (int)cpu, at + 12 + pos,
+			     "%s in cpu %u's window; rest of the window skipped",
+			     pos + sz > (size_t)n ? "record crosses the end" : "cpu-change record", cpu);
+			break;
+		}
+		pos += sz;
+	}
+	c->len += 12 + pos;
+	c->last_window = ++r->windows_read;
+	r->st.windows++;
+	if (c->starved && cursor_advance(r, c)) {
+		c->starved = false;
+		r->heap[r->nheap].c = c;
+		r->heap[r->nheap].key = c->key;
+		heap_up(r, r->nheap++);
+	}
+	return 1;
+}
+
+/* Is the merge to wait for more input before emitting? */
+static bool stream_must_wait(struct xentrace_reader *r)
+{
+	if (r->stream_eof)
+		return false;
+	if (r->nheap == 0)
+		return true;
+	size_t buffered = 0;
+	bool waiting = !r->first_round_done;
+	for (unsigned i = 0; i < r->nseen; i++) {
+		const struct cursor *c = r->cur[r->seen[i]];
+		buffered += c->len - c->pos;
+		/* A cpu with nothing queued may still have earlier records to
+		 * come, unless it has been quiet for a while. */
+		if (c->starved && r->windows_read - c->last_window < r->quiet_windows)
+			waiting = true;
+	}
+	/* And the record about to go out: if nothing follows it in its queue
+	 * yet, its cpu's next window tells whether it is that cpu's last (the
+	 * decoder closes a cpu right after its last record, as xenalyze does). */
+	const struct cursor *top = r->heap[0].c;
+	if (top->len == top->pos && !top->lost_end_pending &&
+	    r->windows_read - top->last_window < r->quiet_windows)
+		waiting = true;
+	if (waiting && buffered > r->budget) {
+		r->st.stream_forced++;
+		return false;
+	}
+	return waiting;
+}
+
+static int stream_next(struct xentrace_reader *r, const struct xentrace_record **rec)
+{
+	while (stream_must_wait(r)) {
+		int rc = stream_window(r);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			r->stream_eof = true;
+	}
+	if (r->nheap == 0)
+		return r->err;
+	struct cursor *c = r->heap[0].c;
+	struct xentrace_record *out = &c->slot[c->cur];
+	r->st.records++;
+	if (out->order_tsc < r->last_emitted)
+		r->st.stream_late++;
+	else
+		r->last_emitted = out->order_tsc;
+	if (cursor_next(r, c)) {
+		r->heap[0].key = c->key;
+		heap_down(r, 0);
+	} else {
+		/* Starved: back in the heap when its next window comes. */
+		if (r->stream_eof)
+			out->flags |= XENTRACE_REC_CPU_LAST;
+		r->heap[0] = r->heap[--r->nheap];
+		if (r->nheap)
+			heap_down(r, 0);
+	}
+	*rec = out;
+	return 1;
+}
+
+int xentrace_reader_open_stream_src(struct xentrace_reader **out, const struct xentrace_source *src,
+				    const struct xentrace_reader_opts *opts)
+{
+	int rc = xentrace_reader_open_stream(out, -1, opts);
+	if (rc == 0)
+		(*out)->src = src;
+	return rc;
+}
+
+int xentrace_reader_open_stream(struct xentrace_reader **out, int fd, const struct xentrace_reader_opts *opts)
+{
+	struct xentrace_reader *r = calloc(1, sizeof(*r));
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->stream = true;
+	r->fd = fd;
+	r->budget = opts && opts->stream_budget ? opts->stream_budget : DEFAULT_BUDGET;
+	r->quiet_windows = opts && opts->stream_quiet_windows ? opts->stream_quiet_windows : 8;
+	*out = r;
+	return 0;
 }
 
 /* --- open / close -------------------------------------------------------- */

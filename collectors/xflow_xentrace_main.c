@@ -17,11 +17,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: xflow-xentrace --cpu-hz HZ [--summary] [--extras] [--dump] FILE\n"
+		"usage: xflow-xentrace --cpu-hz HZ [--summary] [--extras] [--dump] FILE|-\n"
 		"\n"
 		"Interim tool (to be folded into `xflowtop --xentrace FILE`): reads a file\n"
 		"written by xentrace and prints the summary that `xenalyze --summary` prints,\n"
-		"line for line, or every record in time order.\n"
+		"line for line, or every record in time order.  FILE may be a pipe, or - for\n"
+		"standard input: `xentrace -e all - | xflow-xentrace --cpu-hz 2.4G -`.\n"
 		"\n"
 		"  --cpu-hz HZ   TSC frequency of the traced host, e.g. 2.4G, 2400M or\n"
 		"                2400000000; required: xentrace files do not record it\n"
@@ -98,7 +99,7 @@ int main(int argc, char **argv)
 	struct xentrace_source src;
 	struct xentrace_reader *r = NULL;
 	struct xentrace_state *s = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "xflow-xentrace: %s: %s\n", path, strerror(errno));
 		return 1;
@@ -106,6 +107,8 @@ int main(int argc, char **argv)
 	int err = xentrace_source_init_fd(&src, fd);
 	if (err == 0)
 		err = xentrace_reader_open(&r, &src, NULL);
+	else if (err == -ESPIPE) /* live from xentrace, through a pipe */
+		err = xentrace_reader_open_stream(&r, fd, NULL);
 	if (err < 0) {
 		if (r)
 			print_diags(r, path);

@@ -369,3 +369,137 @@ Test(xentrace_reader, fd_source_and_pipes)
 	close(p[1]);
 	free(t.data);
 }
+
+/* --- stream mode (pipes) ---------------------------------------------------- */
+
+#include <sys/wait.h>
+
+/* A pipe fed by a child process with @len bytes of @data. */
+static int feed_pipe(const void *data, size_t len)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		const char *d = data;
+		while (len) {
+			/* Small writes: the reader sees windows arrive in pieces. */
+			ssize_t n = write(p[1], d, len < 1000 ? len : 1000);
+			if (n <= 0)
+				_exit(1);
+			d += n;
+			len -= (size_t)n;
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	return p[0];
+}
+
+static void reap(void)
+{
+	int st;
+	while (wait(&st) > 0)
+		;
+}
+
+Test(xentrace_reader, a_pipe_gives_the_same_records_as_the_file)
+{
+	struct mtrace t;
+	/* As xentrace writes a pipe: each pass, a window per cpu with data,
+	 * in cpu order, whatever their times. */
+	mt_begin(&t, 3, 4096);
+	for (unsigned pass = 0; pass < 30; pass++) {
+		for (unsigned i = 0; i < 10; i++)
+			for (unsigned cpu = 0; cpu < 3; cpu++)
+				add(&t, cpu, 1000 + 3 * (10 * pass + i) + cpu, 0x28004, i);
+		for (unsigned cpu = 0; cpu < 3; cpu++)
+			xentrace_writer_flush_cpu(t.w, cpu);
+	}
+	cr_assert_eq(xentrace_writer_lost(t.w, 0, 5000, 3, 1, 0, 4000), 0);
+	mt_end(&t);
+	int fd = feed_pipe(t.data, t.len);
+	struct xentrace_reader *r;
+	struct xentrace_reader_opts o = { .stream_quiet_windows = 1000 };
+	cr_assert_eq(xentrace_reader_open_stream(&r, fd, &o), 0);
+	const struct xentrace_record *rec;
+	uint64_t last = 0, n = 0;
+	int rc;
+	while ((rc = xentrace_reader_next(r, &rec)) == 1) {
+		cr_assert_geq(rec->order_tsc, last, "record %lu out of order", (unsigned long)n);
+		last = rec->order_tsc;
+		if (n < 900)
+			cr_assert_eq(rec->tsc, 1000 + n, "record %lu: tsc %lu", (unsigned long)n, (unsigned long)rec->tsc);
+		n++;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(n, 902, "900 + a lost-records marker delivered twice");
+	const struct xentrace_reader_stats *st = xentrace_reader_stats(r);
+	cr_assert_eq(st->records, 901);
+	cr_assert_eq(st->cpus, 3);
+	cr_assert_eq(st->stream_late, 0);
+	const struct xentrace_diag *d = find_diag(r, XENTRACE_DIAG_LOST);
+	cr_assert_not_null(d);
+	xentrace_reader_free(r);
+	close(fd);
+	reap();
+	free(t.data);
+}
+
+Test(xentrace_reader, a_pipe_does_not_wait_for_a_quiet_cpu)
+{
+	struct mtrace t;
+	mt_begin(&t, 2, 64);
+	add(&t, 1, 500, 0x28004, 0); /* cpu 1 says one thing, then nothing */
+	xentrace_writer_flush_cpu(t.w, 1);
+	for (unsigned i = 0; i < 100; i++)
+		add(&t, 0, 1000 + i, 0x28004, i);
+	xentrace_writer_flush_cpu(t.w, 0);
+	add(&t, 1, 900, 0x28004, 0); /* ... until late */
+	mt_end(&t);
+	int fd = feed_pipe(t.data, t.len);
+	struct xentrace_reader *r;
+	struct xentrace_reader_opts o = { .stream_quiet_windows = 3 };
+	cr_assert_eq(xentrace_reader_open_stream(&r, fd, &o), 0);
+	const struct xentrace_record *rec;
+	uint64_t n = 0;
+	while (xentrace_reader_next(r, &rec) == 1)
+		n++;
+	cr_assert_eq(n, 102);
+	cr_assert_eq(xentrace_reader_stats(r)->stream_late, 1, "the late record is counted");
+	xentrace_reader_free(r);
+	close(fd);
+	reap();
+	free(t.data);
+}
+
+Test(xentrace_reader, a_pipe_with_garbage_and_a_cut)
+{
+	struct mtrace t;
+	mt_begin(&t, 1, 4096);
+	uint8_t junk[7] = { 9, 9, 9, 9, 9, 9, 9 };
+	xentrace_writer_raw(t.w, junk, sizeof(junk));
+	add(&t, 0, 100, 0x28004, 0);
+	add(&t, 0, 200, 0x28004, 0);
+	mt_end(&t);
+	int fd = feed_pipe(t.data, t.len - 3);
+	struct xentrace_reader *r;
+	cr_assert_eq(xentrace_reader_open_stream(&r, fd, NULL), 0);
+	const struct xentrace_record *rec;
+	uint64_t n = 0;
+	while (xentrace_reader_next(r, &rec) == 1) {
+		cr_assert_eq(rec->offset, 7 + 12, "offsets are the stream's");
+		n++;
+	}
+	cr_assert_eq(n, 1);
+	const struct xentrace_diag *d = find_diag(r, XENTRACE_DIAG_FRAMING);
+	cr_assert_not_null(d);
+	cr_assert_not_null(strstr(d->what, "skipped 7 bytes"), "%s", d->what);
+	cr_assert_not_null(find_diag(r, XENTRACE_DIAG_TRUNCATED));
+	xentrace_reader_free(r);
+	close(fd);
+	reap();
+	free(t.data);
+}

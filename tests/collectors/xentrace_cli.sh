@@ -1,8 +1,9 @@
 #!/bin/sh
 # xflow-xentrace end to end: on the real 4.17.5 capture its summary is
 # xenalyze's, line for line, braces aside (xenalyze's self-weighted
-# percentiles depend on its sample order, see test_xentrace_state.c); bad
-# input and bad usage fail with a message naming the file offset.
+# percentiles depend on its sample order, see test_xentrace_state.c), and
+# the same read live from a pipe; bad input and bad usage fail with a
+# message naming the file offset.
 set -u
 BIN=${BUILD:-build}/bin/xflow-xentrace
 CAP=../shared/traces/xen-4.17.5-pv-ping-disk
@@ -38,6 +39,9 @@ if ! diff -u "$tmp/want" "$tmp/got"; then
 	echo "FAIL summary differs from xenalyze's"; fail=1
 fi
 echo "$(wc -l <"$tmp/got") summary lines compared with xenalyze's"
+# Live, through a pipe: the same summary as from the file.
+cat "$CAP/x.trace" | "$BIN" --cpu-hz 2.4G - >"$tmp/piped" 2>"$tmp/err" || { echo "FAIL from a pipe"; cat "$tmp/err"; fail=1; }
+cmp -s "$tmp/ours" "$tmp/piped" || { echo "FAIL the summary from a pipe differs"; diff "$tmp/ours" "$tmp/piped"; fail=1; }
 # A truncated copy still reads, and says where it ends.
 head -c 100001 "$CAP/x.trace" >"$tmp/cut"
 "$BIN" --cpu-hz 2.4G "$tmp/cut" >/dev/null 2>"$tmp/err" && grep -q 'truncated' "$tmp/err" ||

@@ -1,7 +1,8 @@
 /*
  * Fuzz the xentrace reader and decoder: any bytes are read to the end from
- * memory, decoded and summarised, without a crash, a leak or unbounded
- * memory; whatever is rejected says where and why.
+ * memory, decoded and summarised, then read again as a live stream, without
+ * a crash, a leak or unbounded memory; whatever is rejected says where and
+ * why.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -52,6 +53,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	xentrace_state_print_summary(s, sink);
 	xentrace_state_print_extras(s, sink);
 	xentrace_state_free(s);
+	xentrace_reader_free(r);
+
+	/* The same bytes as a live stream (read once, in order), with a budget
+	 * small enough to be reached. */
+	struct xentrace_reader_opts sopts = { .stream_budget = 4096, .stream_quiet_windows = 4 };
+	if (xentrace_reader_open_stream_src(&r, &src, &sopts) < 0)
+		abort();
+	n = 0;
+	while ((rc = xentrace_reader_next(r, &rec)) == 1) {
+		if (rec->nextra > XENTRACE_MAX_EXTRA || ++n > size)
+			abort();
+	}
+	if (rc != 0)
+		abort();
 	xentrace_reader_free(r);
 	return 0;
 }
