@@ -24,7 +24,8 @@
 struct xft_app_loop {
 	uv_loop_t loop;
 	uv_timer_t refresh;
-	uv_signal_t sig[4];
+	uv_signal_t sig[5];
+	unsigned empty_inputs; /* readable input that gave no key: a hung-up terminal */
 	uv_poll_t input;
 	int have_input;
 	struct {
@@ -386,7 +387,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct xft_app *app = l->app;
 	unsigned rx = 0;
 	switch (signum) {
-	case SIGINT: case SIGTERM:
+	case SIGINT: case SIGTERM: case SIGHUP:
 		rx = XFT_RX_QUIT;
 		break;
 	case SIGWINCH:
@@ -405,13 +406,17 @@ static void on_input(uv_poll_t *h, int status, int events)
 {
 	struct xft_app_loop *l = container_of(h, struct xft_app_loop, input);
 	struct xft_app *app = l->app;
-	(void)events;
-	if (status < 0) {
-		app->quit = 1;
+	if (status < 0 || (events & UV_DISCONNECT)) {
 		after(app, XFT_RX_QUIT);
 		return;
 	}
-	after(app, app->renderer->input ? app->renderer->input(app) : 0);
+	unsigned rx = app->renderer->input ? app->renderer->input(app) : 0;
+	/* A terminal that hung up stays readable and gives nothing: leave
+	 * rather than spin. */
+	l->empty_inputs = rx ? 0 : l->empty_inputs + 1;
+	if (l->empty_inputs > 10000)
+		rx |= XFT_RX_QUIT;
+	after(app, rx);
 }
 
 static void on_source(uv_poll_t *h, int status, int events)
@@ -442,8 +447,8 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 
 	/* Signals first: ncurses leaves handlers it finds in place alone, so
 	 * SIGWINCH, SIGINT and SIGTERM come to the loop. */
-	static const int signums[4] = { SIGINT, SIGTERM, SIGWINCH, SIGUSR1 };
-	for (int i = 0; i < 4; i++) {
+	static const int signums[5] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGUSR1 };
+	for (int i = 0; i < 5; i++) {
 		uv_signal_init(&l->loop, &l->sig[i]);
 		l->sig[i].data = l;
 		uv_signal_start(&l->sig[i], on_signal, signums[i]);
@@ -468,7 +473,7 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 		}
 	int fd = r->input_fd ? r->input_fd(app) : -1;
 	if (fd >= 0 && uv_poll_init(&l->loop, &l->input, fd) == 0) {
-		uv_poll_start(&l->input, UV_READABLE, on_input);
+		uv_poll_start(&l->input, UV_READABLE | UV_DISCONNECT, on_input);
 		l->have_input = 1;
 	}
 	uint64_t ms = (uint64_t)(app->cfg.refresh_s * 1000.0 + 0.5);

@@ -224,6 +224,9 @@ static unsigned curses_input(struct xft_app *app)
 	/* Everything that is ready, but never more than a screenful of keys
 	 * between two draws. */
 	while (n++ < 64 && (rc = get_wch(&ch)) != ERR) {
+		/* Any key read, even one ignored, is a redraw: the loop takes
+		 * "readable but nothing read" for a terminal that hung up. */
+		rx |= XFT_RX_REDRAW;
 		if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
 			/* resizeterm() queued this: curses already knows the size.
 			 * Calling it again would queue another, forever. */

@@ -138,6 +138,12 @@ grep -q "== Slowest flows" "$txt" || fail "the text report has no slowest flows"
 "$CHECK" -s "$SCHEMA" "$base.json" || fail "the JSON snapshot does not match the schema"
 "$CHECK" -c traceEvents=32 "$base.trace.json" || fail "the trace does not parse"
 ls "$work"/snaps | grep -q tmp && fail "a temporary file was left"
+pid=$(pgrep -f -- "--snapshot-dir $work/snaps" | head -1)
+[ -n "$pid" ] || fail "cannot find the xflowtop process"
+kill -USR1 "$pid"
+i=0
+while [ "$(ls "$work"/snaps/*.trace.json | wc -l)" -lt 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(ls "$work"/snaps/*.trace.json | wc -l)" -ge 2 ] || fail "SIGUSR1 wrote no snapshot"
 
 step "resize"
 keys 1
