@@ -122,6 +122,10 @@ enum xflow_plan_fetch_kind {
  * at that site: the agent copies the value into a per-hit scratch cell and
  * passes the cell's address (stores through it do not reach the program). */
 
+/* Placement of a binding.  AFTER runs once the site's instruction has
+ * executed; at a RETURN site that is on arrival at the return address in
+ * the caller (the instruction is a ret or a tail jump), with the return
+ * value still in rax. */
 enum xflow_plan_when { XFLOW_WHEN_BEFORE = 0, XFLOW_WHEN_AFTER = 1 };
 
 enum xflow_plan_bin_flag { XFLOW_PLAN_BIN_RELOCATABLE = 1u << 0 };
