@@ -572,11 +572,11 @@ static size_t aspects_count(struct xft_app *app)
 static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_ASPECTS];
-	int wname = cv->cols - (4 + 12 + 6 + 9 + 11 + 8 + 8 + 7);
+	int wname = cv->cols - 54; /* what the other columns leave */
 	if (wname < 10)
 		wname = 10;
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
-	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%-3s %-*s %-11s %5s %8s %10s %7s %7s", "ON", wname,
+	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%-3s %-*s %-9s %5s %8s %10s %6s %6s", "ON", wname,
 			  "ASPECT", "SOURCE", "SITES", "HITS/S", "HITS", "DROPS", "FAULTS");
 	list_fix(l, app->naspects, h - 1);
 	if (!app->naspects) {
@@ -591,9 +591,9 @@ static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 			xft_canvas_fill(cv, y + 1 + i, 0, cv->cols, attr, ' ');
 		char name[256], src[16];
 		snprintf(name, sizeof(name), "%-*.*s", wname, wname, a->info.name ? a->info.name : "?");
-		snprintf(src, sizeof(src), "%.11s", app->src[a->src].ops->name);
+		snprintf(src, sizeof(src), "%.9s", app->src[a->src].ops->name);
 		xft_canvas_printf(cv, y + 1 + i, 0, attr,
-				  "%-3s %s %-11s %5" PRIu32 " %8.0f %10" PRIu64 " %7" PRIu64 " %7" PRIu64,
+				  "%-3s %s %-9s %5" PRIu32 " %8.0f %10" PRIu64 " %6" PRIu64 " %6" PRIu64,
 				  a->info.enabled ? "on" : "off", name, src, a->info.sites, a->hits_per_s,
 				  a->info.hits, a->info.drops, a->info.faults);
 		if (!a->info.enabled && !sel)
