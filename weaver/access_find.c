@@ -2,26 +2,33 @@
  * Resolution of access(S.m), call(f), return(f) and local_var(v) against
  * one image.
  *
- * access(S.m) selects an instruction with a memory operand [base + disp]
- * (no index register) when, at that instruction, the base register is
- * known to hold an S *, and [disp, disp + size) overlaps m's bytes.  The
- * base register is typed, in this order:
- *   1. DWARF: a variable or parameter visible at the PC (in the function
- *      or any inlined instance around the PC) whose location there is that
- *      register and whose type is a pointer to S;
- *   2. data flow inside the basic block: the last instruction before the
- *      PC that wrote the register is
- *        mov reg, reg2          and reg2 is typed (recursively, at that PC),
- *        mov reg, [frame slot]  and DWARF puts a pointer variable there,
- *        mov reg, [reg2 + d]    and reg2 is a T * whose member at d is a
- *                               pointer (p->next->m),
- *        mov reg, [rip + d]     and d addresses a global pointer variable,
- *        lea reg, [reg2 + d]    and reg2 is a T * whose member at d is a
- *                               struct (&p->inner), or d addresses a local
- *                               struct variable in the frame.
- * Anything else leaves the register untyped and the instruction is not a
- * site: no guessing, so no false sites; what is missed is reported as
- * recall by the tests.
+ * access(S.m) selects an instruction with a memory operand
+ * [base + index * scale + disp] when, at that instruction, the base
+ * register is known to point into an object whose struct, or a struct
+ * nested in it (a member, an element of an array member), is S, and the
+ * bytes touched overlap m.  What a register holds (struct tval) is found,
+ * in this order:
+ *   1. DWARF: a pointer variable or parameter visible at the PC (in the
+ *      function or an inlined instance around it) located in that register;
+ *      asked again at each instruction on the way back, since a location
+ *      range often ends at the very instruction that overwrites it;
+ *   2. data flow, back along predecessors (where blocks join, every way in
+ *      must agree; a loop back to itself is neutral) to the instruction that
+ *      wrote the register:
+ *        mov reg, reg2            reg2's value there,
+ *        mov reg, [frame slot]    a pointer variable DWARF puts there,
+ *        mov reg, [reg2 + d]      reg2 points to a T whose member at d is a
+ *                                 pointer (p->next->m),
+ *        mov reg, [rip + d]       a global pointer variable,
+ *        lea reg, [reg2 + ...]    reg2's pointer moved (&p->inner, &a[i]),
+ *                                 or a local struct variable in the frame,
+ *        add reg, reg2 / imm      pointer plus integer,
+ *        shl reg, imm             an integer known to be a multiple of 2^imm
+ *                                 (an array index scaled by hand).
+ * An unknown multiple (a scaled index) is accepted only where it lands in
+ * an array whose element size divides it.  Anything else leaves the
+ * register untyped and the instruction is not a site: no guessing, so no
+ * false sites; what is missed is reported as recall by the tests.
  */
 #include "weaver/joinpoint.h"
 #include "xflow/flowlang.h"
