@@ -400,9 +400,14 @@ int fl_advice_emit(struct xflow_unit *u, struct fl_advice *a)
 	const char *why = NULL;
 	uint32_t at = 0;
 	if (xflow_bc_verify(p, &why, &at) < 0) {
-		/* The emitter's own output failed: a bug here, not in the file. */
-		fl_error(&u->diag, a->loc, NULL, "internal error: compiled advice fails verification at %u: %s",
-			 at, why);
+		/* Deeply nested expressions can need more stack than the
+		 * runtime gives; anything else is a bug here, not in the file. */
+		if (why && strcmp(why, "stack overflow") == 0)
+			fl_error(&u->diag, a->loc, "split the expression into statements with variables",
+				 "advice needs more than %d stack cells", XFLOW_BC_MAX_STACK);
+		else
+			fl_error(&u->diag, a->loc, NULL,
+				 "internal error: compiled advice fails verification at %u: %s", at, why);
 		return -EINVAL;
 	}
 	a->prog = p;

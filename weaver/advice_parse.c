@@ -108,6 +108,8 @@ static void expect(struct ps *p, int kind, const char *what)
 	next(p);
 }
 
+/* Nesting is counted where the grammar recurses into itself: unary
+ * operators and parentheses (unary), and statements inside statements. */
 static void enter(struct ps *p)
 {
 	if (++p->depth > FL_MAX_NEST)
@@ -348,7 +350,6 @@ static struct fl_expr *binary(struct ps *p, int level)
 {
 	if (level == NLEVELS)
 		return unary(p);
-	enter(p);
 	struct fl_expr *l = binary(p, level + 1);
 	for (;;) {
 		bool match = false;
@@ -364,13 +365,11 @@ static struct fl_expr *binary(struct ps *p, int level)
 		e->r = binary(p, level + 1);
 		l = e;
 	}
-	p->depth--;
 	return l;
 }
 
 static struct fl_expr *logical(struct ps *p, bool is_or)
 {
-	enter(p);
 	struct fl_expr *l = is_or ? logical(p, false) : binary(p, 0);
 	while (p->tok.kind == (is_or ? FL_T_LOR : FL_T_LAND)) {
 		struct fl_tok t = p->tok;
@@ -380,13 +379,11 @@ static struct fl_expr *logical(struct ps *p, bool is_or)
 		e->r = is_or ? logical(p, false) : binary(p, 0);
 		l = e;
 	}
-	p->depth--;
 	return l;
 }
 
 static struct fl_expr *assign(struct ps *p)
 {
-	enter(p);
 	struct fl_expr *l = logical(p, true);
 	struct fl_tok t = p->tok;
 	if (t.kind == '?')
@@ -399,7 +396,6 @@ static struct fl_expr *assign(struct ps *p)
 		e->r = assign(p);
 		l = e;
 	}
-	p->depth--;
 	return l;
 }
 

@@ -96,3 +96,25 @@ Test(advice_parse, typedef_words_are_fine_struct_tags)
 	wt_expect_clean(advice("struct u8 *a = 0; struct size_t *b = 0; struct s64 *c = 0;"));
 	wt_expect_error(advice("struct int *a = 0;"), "expected a struct name before 'int'");
 }
+
+Test(advice_parse, reasonable_nesting_is_fine_and_deep_stacks_are_reported)
+{
+	static char b[4096];
+	strcpy(b, "long x = 1; STORE_DATA1(");
+	for (int i = 0; i < 20; i++)
+		strcat(b, "(x + ");
+	strcat(b, "1");
+	for (int i = 0; i < 20; i++)
+		strcat(b, ")");
+	strcat(b, ");");
+	wt_expect_clean(advice(b));
+	/* Right-nested, every level keeps a value on the stack. */
+	strcpy(b, "long x = 1; STORE_DATA1(");
+	for (int i = 0; i < 40; i++)
+		strcat(b, "x * (");
+	strcat(b, "1");
+	for (int i = 0; i < 40; i++)
+		strcat(b, ")");
+	strcat(b, ");");
+	wt_expect_error(advice(b), "advice needs more than 32 stack cells");
+}
