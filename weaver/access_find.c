@@ -652,12 +652,32 @@ static int32_t member_type_at(const struct jp_index *ix, int32_t st, uint64_t of
 	return -1;
 }
 
+/* The global whose bytes hold @addr (globals are sorted by address), or
+ * -1; with @exact, only one that starts there. */
+static int32_t global_at(const struct jp_index *ix, uint64_t addr, bool exact)
+{
+	size_t lo = 0, hi = ix->nglobals;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->globals[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	const struct jp_global *g = &ix->globals[lo - 1];
+	if (exact)
+		return g->addr == addr ? (int32_t)(lo - 1) : -1;
+	int32_t t = jp_type_strip(ix, g->type);
+	uint64_t size = t >= 0 ? ix->types[t].size : 0;
+	return addr - g->addr < size ? (int32_t)(lo - 1) : -1;
+}
+
 static int32_t global_type_at(const struct jp_index *ix, uint64_t addr)
 {
-	for (size_t g = 0; g < ix->nglobals; g++)
-		if (ix->globals[g].addr == addr)
-			return ix->globals[g].type;
-	return -1;
+	int32_t g = global_at(ix, addr, true);
+	return g >= 0 ? ix->globals[g].type : -1;
 }
 
 /* An integer operand as off + k * stride; anything not known to be an
@@ -1150,10 +1170,23 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		}
 		for (size_t i = 0; i < code->ninsns; i++) {
 			const struct jp_insn *in = &code->insns[i];
-			if (in->has_mem != 1 || !in->macc || in->base >= 16 || in->base == 7 || in->disp < 0)
+			if (in->has_mem != 1 || !in->macc || in->base == 7 || in->base == JP_REG_NONE)
 				continue;
 			typer_reset(ty);
-			struct tval bv = reg_val(ty, i, in->base, 0);
+			struct tval bv = tv_unknown;
+			int64_t global = -1;
+			if (in->base == JP_REG_RIP) {
+				/* [rip + d] inside a global struct variable. */
+				uint64_t ea = in->addr + in->len + (uint64_t)in->disp;
+				int32_t g = in->index == JP_REG_NONE ? global_at(ix, ea, false) : -1;
+				if (g < 0)
+					continue;
+				bv = tv_ptr(ix->globals[g].type);
+				bv.off = (int64_t)(ea - ix->globals[g].addr) - in->disp;
+				global = (int64_t)ea;
+			} else if (in->base < 16 && in->disp >= 0) {
+				bv = reg_val(ty, i, in->base, 0);
+			}
 			if (bv.kind != TV_PTR)
 				continue;
 			struct hit h;
@@ -1178,7 +1211,12 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 			s->target.size = 8;
 			s->target.reg = in->base;
 			s->target.off = in->disp - h.at;
-			if (h.no_target) {
+			if (global >= 0) {
+				s->target.kind = JP_RECIPE_STATIC;
+				s->target.reg = JP_REG_NONE;
+				s->target.off = global - h.at;
+				s->why = "a global";
+			} else if (h.no_target) {
 				s->target.kind = JP_RECIPE_NONE;
 			} else if (h.consumed_index) {
 				s->target.kind = JP_RECIPE_VALUE;
@@ -1187,7 +1225,8 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 			} else {
 				s->target.kind = s->target.off ? JP_RECIPE_VALUE : JP_RECIPE_REG;
 			}
-			s->why = ty->why;
+			if (global < 0)
+				s->why = ty->why;
 		}
 	}
 	free(ty->rv);

@@ -1266,6 +1266,14 @@ static int named_cmp(const void *a, const void *b, void *arg)
 	return c ? c : (x < y ? -1 : x > y);
 }
 
+static int global_cmp(const void *a, const void *b)
+{
+	const struct jp_global *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 static int str_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -1281,6 +1289,8 @@ static int fmap_cmp(const void *a, const void *b)
 
 static void sort_tables(struct jp_index *ix)
 {
+	if (ix->nglobals > 1)
+		qsort(ix->globals, ix->nglobals, sizeof(*ix->globals), global_cmp);
 	ix->named = fl_arena_alloc(&ix->arena, (ix->ntypes + 1) * sizeof(*ix->named));
 	for (size_t i = 0; i < ix->ntypes; i++)
 		if (ix->types[i].name)
