@@ -1,5 +1,5 @@
-# collectors/: record sources for the monitor — for now the reader, decoder
-# and summary of Xen's binary trace format (xentrace), and its generator.
+# collectors/: record sources for the monitor, one library (agent rings,
+# xentrace files and pipes, ...); every collectors/*.c but the mains.
 collectors_SRCS := $(filter-out %_main.c,$(wildcard collectors/*.c))
 ALL_OBJS += $(call objs_of,$(collectors_SRCS))
 $(call folder_lib,collectors): $(call objs_of,$(collectors_SRCS))
