@@ -11,12 +11,16 @@
  *   source   bytes by offset, from a file descriptor or from memory;
  *   reader   the per-cpu windows walked in constant memory and merged by
  *            TSC (one cursor and one buffer per cpu, a heap over the cpus);
+ *            or, live from a pipe, read once into bounded per-cpu queues;
  *   state    the decoder: runstates per domain and vcpu, migrations, HVM
  *            exits, PV hypercalls and traps, domain create/destroy, guest
  *            records — with xenalyze's accounting rules, so that
  *            xentrace_state_print_summary() is comparable line for line
  *            with `xenalyze --summary`;
  *   writer   a small generator of valid trace files, for the tests.
+ *
+ * xentrace files do not record the TSC rate: the caller gives it (xenalyze
+ * assumes 2.4 GHz; we do not guess).
  *
  * Errors are 0 or a negative errno.  Bad input never aborts: a problem that
  * stops reading returns -EBADMSG (see xentrace_reader_diag for the offset
@@ -55,7 +59,8 @@ struct xentrace_source {
 	} u;
 };
 
-/* A regular file (pread); -ESPIPE for a pipe, which cannot be re-read. */
+/* A regular file (pread); -ESPIPE for a pipe, which cannot be re-read:
+ * use xentrace_reader_open_stream() for that. */
 int xentrace_source_init_fd(struct xentrace_source *src, int fd);
 void xentrace_source_init_mem(struct xentrace_source *src, const void *data, size_t len);
 
