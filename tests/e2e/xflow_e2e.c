@@ -1,0 +1,673 @@
+/*
+ * End-to-end driver on the simulated Xen host: the demo host
+ * (collectors/demo_host.h), one xflow-agent per domain, and the agent
+ * collector opened here directly, as xflowtop opens it.
+ *
+ *   xflow-e2e flows [--rate N] [--duration S]
+ *       Issue 6: flows/netflow.xml woven; every message segment of the
+ *       truth file is a flow whose id was assigned in the guest (START),
+ *       carried across the ring in netif_tx_request.flags bits 4-15 (a
+ *       CROSS_DOMAIN|TRUNCATED_ID transit in the guest and a CROSS_DOMAIN
+ *       one in dom0 with the same low 12 bits), and ended at the free in
+ *       dom0 (QUIT); the stages the plan covers appear in the truth's order.
+ *       Meanwhile the recording advice is switched off (its hits stop within
+ *       one refresh while the flow markers keep coming) and on again.
+ *   xflow-e2e detach
+ *       Detach while the host runs: every executable mapping of every
+ *       domain equals its file byte for byte, and the host finishes with
+ *       status 0 and a truth file that truth-check accepts.
+ *   xflow-e2e top XFLOWTOP [--delay STAGE=DUR]
+ *       Issue 7: xflowtop -b on the demo host through the agent collector;
+ *       prints its last batch output and the truth's hop latencies for the
+ *       calling script to compare.
+ *
+ * Exit 0 pass, 1 fail, 77 skip (reason on the last line).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collectors/agent.h"
+#include "collectors/demo_host.h"
+#include "xflow/clock.h"
+#include "xflow/collector.h"
+
+#define FAILF(...) do { fprintf(stdout, "FAIL: " __VA_ARGS__); fputc('\n', stdout); failures++; } while (0)
+
+static int failures;
+/* When the recording advice was off: flows that overlap miss stages. */
+static uint64_t toggle_off_ns, toggle_on_ns;
+static char truth_path[128];
+
+struct rec {
+	uint64_t t;
+	uint64_t id;
+	uint32_t site;
+	uint16_t dom, flags;
+	uint8_t ndata;
+	const char *func, *inl;
+};
+
+static struct rec *recs;
+static size_t nrecs, caprecs;
+static const struct xflow_collector_ops *ops = &xflow_collector_agent;
+static struct xflow_collector *coll;
+
+static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
+{
+	(void)ctx;
+	if (nrecs == caprecs) {
+		caprecs = caprecs ? caprecs * 2 : 65536;
+		recs = realloc(recs, caprecs * sizeof(*recs));
+		if (!recs)
+			abort();
+	}
+	recs[nrecs++] = (struct rec){ .t = t_ns, .id = r->flow_id, .site = r->site_id, .dom = r->domain_id,
+				      .flags = r->flags, .ndata = r->ndata };
+}
+
+/* Read what is ready for @ms milliseconds. */
+static void pump(int ms)
+{
+	uint64_t end = xflow_monotonic_ns() + (uint64_t)ms * 1000000u;
+	while (xflow_monotonic_ns() < end) {
+		int fds[64];
+		int n = ops->pollfds(coll, fds, 64);
+		struct pollfd p[64];
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		poll(p, (nfds_t)n, 20);
+		while (ops->read(coll, xflow_monotonic_ns(), emit, NULL, 4096) > 0)
+			;
+	}
+}
+
+static void skip_if_no_ptrace(void)
+{
+	pid_t c = fork();
+	if (c == 0) {
+		pause();
+		_exit(0);
+	}
+	int ok = ptrace(PTRACE_SEIZE, c, 0, 0) == 0;
+	kill(c, SIGKILL);
+	waitpid(c, NULL, __WALL);
+	if (!ok) {
+		printf("ptrace not permitted here\n");
+		exit(77);
+	}
+}
+
+static struct xflow_demo_host *host;
+
+static void on_signal(int sig)
+{
+	xflow_demo_host_kill(host);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void start_host(struct xflow_demo_opts *o)
+{
+	char err[512];
+	snprintf(truth_path, sizeof(truth_path), "/tmp/xflow-e2e-truth-%d", (int)getpid());
+	o->truth = truth_path;
+	o->bindir = getenv("E2E_BINDIR");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	int rc = xflow_demo_host_start(o, &host, err, sizeof(err));
+	if (rc) {
+		printf("%s\n", err);
+		exit(1);
+	}
+}
+
+static void open_collector(void)
+{
+	char err[1024];
+	uint64_t t = xflow_monotonic_ns();
+	int rc = ops->open(xflow_demo_host_options(host), &coll, err, sizeof(err));
+	if (rc) {
+		printf("cannot open the agent collector: %s\n", err);
+		xflow_demo_host_stop(host);
+		exit(1);
+	}
+	printf("collector open, plans loaded in %.2f s%s%s\n", (double)(xflow_monotonic_ns() - t) / 1e9,
+	       ops->last_error(coll) ? ": " : "", ops->last_error(coll) ? ops->last_error(coll) : "");
+}
+
+/* ---- the truth ------------------------------------------------------------ */
+
+struct stage {
+	uint64_t t;
+	unsigned dom;
+	char name[40];
+};
+
+struct unit {
+	unsigned msg, seg;
+	struct stage st[32];
+	unsigned n;
+	uint64_t xmit; /* when it passed network_start_xmit */
+};
+
+static struct unit *units;
+static size_t nunits;
+
+static int cmp_stage(const void *a, const void *b)
+{
+	const struct stage *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int cmp_unit(const void *a, const void *b)
+{
+	const struct unit *x = a, *y = b;
+	return x->xmit < y->xmit ? -1 : x->xmit > y->xmit;
+}
+
+static void read_truth(unsigned guest)
+{
+	FILE *f = fopen(truth_path, "r");
+	if (!f) {
+		FAILF("no truth file %s", truth_path);
+		return;
+	}
+	char line[512];
+	size_t cap = 0;
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t t;
+		unsigned dom, g, msg, seg, nseg;
+		char path[8], stage[40];
+		if (line[0] == '#' || sscanf(line, "%" SCNu64 " %u %u %7s %u %u %u %39s", &t, &dom, &g, path, &msg, &seg,
+					     &nseg, stage) != 8)
+			continue;
+		if (g != guest || strcmp(path, "net") != 0)
+			continue;
+		size_t k;
+		for (k = nunits; k-- > 0;)
+			if (units[k].msg == msg && units[k].seg == seg)
+				break;
+		if (k == (size_t)-1) {
+			if (nunits == cap) {
+				cap = cap ? cap * 2 : 1024;
+				units = realloc(units, cap * sizeof(*units));
+			}
+			k = nunits++;
+			memset(&units[k], 0, sizeof(units[k]));
+			units[k].msg = msg;
+			units[k].seg = seg;
+		}
+		struct unit *u = &units[k];
+		if (u->n < 32) {
+			u->st[u->n].t = t;
+			u->st[u->n].dom = dom;
+			snprintf(u->st[u->n].name, sizeof(u->st[0].name), "%s", stage);
+			u->n++;
+		}
+		if (!strcmp(stage, "network_start_xmit"))
+			u->xmit = t;
+	}
+	fclose(f);
+	for (size_t i = 0; i < nunits; i++)
+		qsort(units[i].st, units[i].n, sizeof(units[i].st[0]), cmp_stage);
+	qsort(units, nunits, sizeof(*units), cmp_unit);
+}
+
+/* ---- flows from the records -------------------------------------------------- */
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	if (x->dom != y->dom)
+		return x->dom < y->dom ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+struct flow {
+	size_t first, n;      /* guest records */
+	size_t d0first, d0n;  /* dom0 records */
+	uint64_t xin_t;
+};
+
+static int cmp_flow(const void *a, const void *b)
+{
+	const struct flow *x = a, *y = b;
+	return x->xin_t < y->xin_t ? -1 : x->xin_t > y->xin_t;
+}
+
+static bool covered(unsigned dom, const char *fn)
+{
+	static char seen[256][48];
+	static unsigned nseen;
+	static bool built;
+	if (!built) {
+		for (size_t i = 0; i < nrecs; i++) {
+			if (!recs[i].func || !recs[i].id)
+				continue;
+			char key[48];
+			snprintf(key, sizeof(key), "%u:%s", recs[i].dom ? 1u : 0u, recs[i].func);
+			unsigned k;
+			for (k = 0; k < nseen && strcmp(seen[k], key); k++)
+				;
+			if (k == nseen && nseen < 256)
+				snprintf(seen[nseen++], sizeof(seen[0]), "%s", key);
+		}
+		built = true;
+	}
+	char key[48];
+	snprintf(key, sizeof(key), "%u:%s", dom ? 1u : 0u, fn);
+	for (unsigned k = 0; k < nseen; k++)
+		if (!strcmp(seen[k], key))
+			return true;
+	return false;
+}
+
+static bool rec_is(const struct rec *r, const char *fn)
+{
+	return (r->func && !strcmp(r->func, fn)) || (r->inl && !strcmp(r->inl, fn));
+}
+
+static void check_flows(unsigned guest)
+{
+	for (size_t i = 0; i < nrecs; i++) {
+		struct xflow_site_info si;
+		if (ops->site_info(coll, recs[i].dom, recs[i].site, &si) == 0) {
+			recs[i].func = si.function;
+			recs[i].inl = NULL;
+		}
+	}
+	qsort(recs, nrecs, sizeof(*recs), cmp_rec);
+	struct flow *fl = calloc(nrecs + 1, sizeof(*fl));
+	size_t nfl = 0, markers_only = 0;
+	/* Guest flows that crossed the ring. */
+	for (size_t i = 0; i < nrecs;) {
+		size_t j = i;
+		while (j < nrecs && recs[j].dom == recs[i].dom && recs[j].id == recs[i].id)
+			j++;
+		if (recs[i].dom == guest && recs[i].id) {
+			for (size_t k = i; k < j; k++)
+				if ((recs[k].flags & 0x08) && (recs[k].flags & 0x20)) {
+					fl[nfl++] = (struct flow){ .first = i, .n = j - i, .xin_t = recs[k].t };
+					break;
+				}
+		}
+		i = j;
+	}
+	qsort(fl, nfl, sizeof(*fl), cmp_flow);
+	read_truth(guest);
+	printf("%zu message segments in the truth, %zu flows crossed the ring from guest %u\n", nunits, nfl, guest);
+	if (nunits == 0)
+		FAILF("no message in the truth file");
+	if (nfl != nunits)
+		FAILF("%zu flows for %zu message segments", nfl, nunits);
+	size_t bad = 0, checked_order = 0;
+	uint64_t maxdt = 0;
+	for (size_t u = 0; u < nunits && u < nfl; u++) {
+		struct flow *f = &fl[u];
+		struct unit *un = &units[u];
+		uint64_t dt = f->xin_t > un->xmit ? f->xin_t - un->xmit : un->xmit - f->xin_t;
+		if (dt > maxdt)
+			maxdt = dt;
+		const struct rec *g = &recs[f->first];
+		uint64_t id = g->id, carried = id & 0xfff;
+		bool start = false, data = false;
+		for (size_t k = 0; k < f->n; k++) {
+			start |= (g[k].flags & 0x01) && rec_is(&g[k], "alloc_skb_from_cache");
+			data |= g[k].ndata > 0;
+		}
+		/* dom0's flow: the id's carried bits, first seen after the xin. */
+		size_t d0 = SIZE_MAX, d0n = 0;
+		for (size_t i = 0; i < nrecs; i++)
+			if (recs[i].dom == 0 && recs[i].id == carried) {
+				size_t j = i;
+				while (j < nrecs && recs[j].dom == 0 && recs[j].id == carried)
+					j++;
+				d0 = i, d0n = j - i;
+				break;
+			}
+		bool xout = false, quit = false;
+		uint64_t last_t = g[f->n - 1].t;
+		for (size_t k = 0; d0 != SIZE_MAX && k < d0n; k++) {
+			const struct rec *r = &recs[d0 + k];
+			xout |= (r->flags & 0x08) && (r->flags & 0x02);
+			quit |= (r->flags & 0x04) && rec_is(r, "__kfree_skb");
+			data |= r->ndata > 0;
+			if (r->t > last_t)
+				last_t = r->t;
+		}
+		/* Flows the switch cut through have part of their records. */
+		bool straddles = toggle_off_ns && g[0].t < toggle_on_ns + 50000000u &&
+				 last_t + 50000000u > toggle_off_ns;
+		char why[256] = "";
+		if (dt > 50000000u)
+			snprintf(why, sizeof(why), "xin %.3f ms from the truth's network_start_xmit", (double)dt / 1e6);
+		else if (!start)
+			snprintf(why, sizeof(why), "no START in the guest's alloc_skb_from_cache");
+		else if (d0 == SIZE_MAX || !xout)
+			snprintf(why, sizeof(why), "id %" PRIu64 " (carried %" PRIu64 ") never picked up in dom0", id,
+				 carried);
+		else if (!quit)
+			snprintf(why, sizeof(why), "no QUIT at __kfree_skb in dom0");
+		if (!why[0] && (!data || straddles))
+			markers_only++;
+		if (!why[0] && data && !straddles) {
+			/* Stage order: each stage the plan covers, in the truth's
+			 * order, in the guest's records then dom0's. */
+			size_t gi = 0, di = 0;
+			checked_order++;
+			for (unsigned s = 0; s < un->n && !why[0]; s++) {
+				const struct stage *st = &un->st[s];
+				if (!covered(st->dom, st->name))
+					continue;
+				if (st->dom == guest) {
+					while (gi < f->n && !rec_is(&g[gi], st->name))
+						gi++;
+					if (gi == f->n)
+						snprintf(why, sizeof(why), "guest stage %s missing or out of order", st->name);
+				} else if (st->dom == 0) {
+					while (di < d0n && !rec_is(&recs[d0 + di], st->name))
+						di++;
+					if (di == d0n)
+						snprintf(why, sizeof(why), "dom0 stage %s missing or out of order", st->name);
+				}
+			}
+		}
+		if (why[0] && bad++ < 10)
+			printf("message %u segment %u (flow %" PRIu64 "): %s\n", un->msg, un->seg, id, why);
+	}
+	printf("%zu flows checked: %zu bad, %zu with stage order checked, %zu during the switch (recording "
+	       "advice off), xin within %.3f ms of the truth\n",
+	       nunits < nfl ? nunits : nfl, bad, checked_order, markers_only, (double)maxdt / 1e6);
+	if (bad)
+		FAILF("%zu messages do not match the truth", bad);
+	free(fl);
+}
+
+/* ---- the modes --------------------------------------------------------------- */
+
+static int find_aspect(const char *prefix)
+{
+	struct xflow_aspect_info ai;
+	for (uint32_t i = 0; ops->aspect_info(coll, i, &ai) == 0; i++)
+		if (!strncmp(ai.name, prefix, strlen(prefix)))
+			return (int)i;
+	return -1;
+}
+
+static uint64_t hits_of(int i)
+{
+	struct xflow_aspect_info ai;
+	return ops->aspect_info(coll, (uint32_t)i, &ai) == 0 ? ai.hits : 0;
+}
+
+static int mode_flows(int argc, char **argv)
+{
+	struct xflow_demo_opts o = { .guests = 1, .rate = 200, .duration = "8" };
+	for (int i = 0; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--rate"))
+			o.rate = (unsigned)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--duration"))
+			o.duration = argv[i + 1];
+	}
+	start_host(&o);
+	open_collector();
+	xflow_demo_host_go(host);
+	uint64_t t0 = xflow_monotonic_ns();
+	int adv = find_aspect("advice"), xf = find_aspect("xflow");
+	if (adv < 0 || xf < 0)
+		FAILF("aspects missing (advice %d, xflow %d)", adv, xf);
+	pump(1200);
+	if (adv >= 0 && xf >= 0) {
+		/* One refresh: the monitor asks for stats at least every 0.2 s
+		 * and refreshes every second. */
+		toggle_off_ns = xflow_monotonic_ns();
+		ops->aspect_set(coll, (uint32_t)adv, 0);
+		pump(1000);
+		uint64_t h1 = hits_of(adv), x1 = hits_of(xf);
+		pump(700);
+		uint64_t h2 = hits_of(adv), x2 = hits_of(xf);
+		printf("advice off: hits %" PRIu64 " -> %" PRIu64 ", xflow hits %" PRIu64 " -> %" PRIu64 "\n", h1, h2,
+		       x1, x2);
+		if (h2 != h1)
+			FAILF("the recording advice still hits after one refresh (%" PRIu64 " -> %" PRIu64 ")", h1, h2);
+		if (x2 <= x1)
+			FAILF("the targets stopped while the advice was off");
+		ops->aspect_set(coll, (uint32_t)adv, 1);
+		toggle_on_ns = xflow_monotonic_ns();
+		pump(1000);
+		uint64_t h3 = hits_of(adv);
+		printf("advice on: hits %" PRIu64 " -> %" PRIu64 "\n", h2, h3);
+		if (h3 <= h2)
+			FAILF("the recording advice did not resume");
+	}
+	/* Until the host finishes by itself; the agents then exit and the
+	 * collector drains their rings. */
+	int st;
+	while ((st = xflow_demo_host_wait(host, 0)) == -ETIMEDOUT)
+		pump(100);
+	pump(500);
+	double secs = (double)(xflow_monotonic_ns() - t0) / 1e9;
+	uint64_t hits = 0;
+	struct xflow_aspect_info ai;
+	for (uint32_t i = 0; ops->aspect_info(coll, i, &ai) == 0; i++)
+		hits += ai.hits;
+	struct xflow_collector_stats cs;
+	ops->stats(coll, &cs);
+	printf("host exit %d; %zu records (%.0f/s into the monitor), %" PRIu64 " advice runs (%.0f/s), "
+	       "%" PRIu64 " dropped, %" PRIu64 " bad\n",
+	       st, nrecs, (double)nrecs / secs, hits, (double)hits / secs, cs.drops, cs.bad);
+	if (st != 0)
+		FAILF("the host exited with %d", st);
+	if (cs.drops || cs.bad)
+		FAILF("records dropped or bad");
+	check_flows(1);
+	ops->close(coll);
+	xflow_demo_host_stop(host);
+	unlink(truth_path);
+	return failures ? 1 : 0;
+}
+
+/* Executable mappings of @pid against their files. */
+static unsigned text_diffs(pid_t pid, unsigned *checked)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *m = fopen(path, "r");
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	int mem = open(path, O_RDONLY);
+	unsigned diffs = 0;
+	if (!m || mem < 0) {
+		FAILF("cannot read process %d", (int)pid);
+		if (m)
+			fclose(m);
+		if (mem >= 0)
+			close(mem);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), m)) {
+		unsigned long lo, hi, off;
+		char perms[8], file[PATH_MAX] = "";
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095s", &lo, &hi, perms, &off, file) < 4 || perms[2] != 'x' ||
+		    file[0] != '/')
+			continue;
+		int fd = open(file, O_RDONLY);
+		if (fd < 0)
+			continue;
+		size_t len = hi - lo;
+		unsigned char *a = malloc(len), *b = malloc(len);
+		ssize_t na = pread(fd, a, len, (off_t)off);
+		ssize_t nb = pread(mem, b, len, (off_t)lo);
+		if (na > 0 && nb >= na) {
+			(*checked)++;
+			if (memcmp(a, b, (size_t)na) != 0) {
+				diffs++;
+				printf("process %d: %s differs from its file\n", (int)pid, file);
+			}
+		}
+		free(a);
+		free(b);
+		close(fd);
+	}
+	fclose(m);
+	close(mem);
+	return diffs;
+}
+
+static int mode_detach(void)
+{
+	struct xflow_demo_opts o = { .guests = 1, .rate = 200, .duration = "3" };
+	start_host(&o);
+	open_collector();
+	xflow_demo_host_go(host);
+	pump(1200);
+	size_t before = nrecs;
+	/* The comparison sees the breakpoints while they are in. */
+	unsigned checked = 0, diffs = 0;
+	for (unsigned i = 0; i < xflow_demo_host_ndomains(host); i++) {
+		unsigned id;
+		const char *name;
+		pid_t pid;
+		xflow_demo_host_domain(host, i, &id, &name, &pid);
+		diffs += text_diffs(pid, &checked);
+	}
+	printf("while attached: %u executable mappings differ from their files\n", diffs);
+	if (!diffs)
+		FAILF("the text comparison does not see the breakpoints");
+	checked = diffs = 0;
+	ops->close(coll); /* DETACH: each agent restores its targets and exits */
+	coll = NULL;
+	/* Agents exit once they have let go: give them a moment. */
+	struct timespec ts = { 0, 300 * 1000000L };
+	nanosleep(&ts, NULL);
+	for (unsigned i = 0; i < xflow_demo_host_ndomains(host); i++) {
+		unsigned id;
+		const char *name;
+		pid_t pid;
+		xflow_demo_host_domain(host, i, &id, &name, &pid);
+		diffs += text_diffs(pid, &checked);
+		char st[64], l[256];
+		snprintf(st, sizeof(st), "/proc/%d/status", (int)pid);
+		FILE *f = fopen(st, "r");
+		while (f && fgets(l, sizeof(l), f))
+			if (!strncmp(l, "TracerPid:", 10) && atoi(l + 10) != 0)
+				FAILF("domain %u still traced after detach", id);
+		if (f)
+			fclose(f);
+	}
+	printf("%zu records before detach; %u executable mappings compared, %u differ\n", before, checked, diffs);
+	if (!before)
+		FAILF("no record before detach");
+	if (!checked || diffs)
+		FAILF("text not restored");
+	int rc = xflow_demo_host_wait(host, 20000);
+	printf("host exit %d\n", rc);
+	if (rc != 0)
+		FAILF("the host did not finish normally (%d)", rc);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "%s/../sim/truth-check %s | tail -1", getenv("E2E_BINDIR") ? getenv("E2E_BINDIR") : "build/bin",
+		 truth_path);
+	if (system(cmd) != 0)
+		FAILF("truth-check refused the run");
+	xflow_demo_host_stop(host);
+	unlink(truth_path);
+	return failures ? 1 : 0;
+}
+
+static int mode_top(int argc, char **argv)
+{
+	struct xflow_demo_opts o = { .guests = 1, .rate = 200, .duration = "4" };
+	const char *xflowtop = argv[0];
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
+			o.delays[o.ndelays++] = argv[i + 1];
+		else if (!strcmp(argv[i], "--rate"))
+			o.rate = (unsigned)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--duration"))
+			o.duration = argv[i + 1];
+	}
+	start_host(&o);
+	char copt[PATH_MAX + 200];
+	snprintf(copt, sizeof(copt), "agent:%s", xflow_demo_host_options(host));
+	int p[2];
+	if (pipe(p) < 0)
+		return 1;
+	pid_t kid = fork();
+	if (kid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execl(xflowtop, xflowtop, "-b", "-n", "7", "-d", "1", "--collector", copt, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	FILE *in = fdopen(p[0], "r");
+	char line[1024];
+	char *last = NULL;
+	size_t lastlen = 0;
+	FILE *out = open_memstream(&last, &lastlen);
+	bool go = false;
+	while (fgets(line, sizeof(line), in)) {
+		/* The first table is printed after the collector opened, that
+		 * is after every plan was loaded: the traffic may start. */
+		if (!go) {
+			xflow_demo_host_go(host);
+			go = true;
+		}
+		if (!strncmp(line, "xflowtop - ", 11)) {
+			fclose(out);
+			free(last);
+			last = NULL;
+			out = open_memstream(&last, &lastlen);
+		}
+		fputs(line, out);
+	}
+	fclose(out);
+	fclose(in);
+	int st;
+	waitpid(kid, &st, 0);
+	int hs = xflow_demo_host_wait(host, 20000);
+	printf("%s", last ? last : "");
+	printf("xflowtop exit %d, host exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1, hs);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "%s/../sim/truth-check --tsv %s", getenv("E2E_BINDIR") ? getenv("E2E_BINDIR") : "build/bin",
+		 truth_path);
+	fflush(stdout);
+	if (system(cmd) != 0)
+		failures++;
+	free(last);
+	xflow_demo_host_stop(host);
+	unlink(truth_path);
+	return (WIFEXITED(st) && WEXITSTATUS(st) == 0 && hs == 0 && !failures) ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2) {
+		fprintf(stderr, "usage: xflow-e2e flows|detach|top XFLOWTOP [options]\n");
+		return 2;
+	}
+	skip_if_no_ptrace();
+	if (!strcmp(argv[1], "flows"))
+		return mode_flows(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "detach"))
+		return mode_detach();
+	if (!strcmp(argv[1], "top") && argc > 2)
+		return mode_top(argc - 2, argv + 2);
+	fprintf(stderr, "xflow-e2e: unknown mode %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Issue 7 end to end: xflowtop -b through the agent collector on the
+# simulated host with --delay netif_receive_skb=2ms.  The top hop ends in
+# dom0's netif_receive_skb (from netif_rx's backlog) with a p50 within 10%
+# of 2 ms and within 10% of the truth file's netif_rx -> netif_receive_skb
+# p50; the slowest flow's path lists the truth's stages in the truth's order.
+BUILD=${BUILD:-build}
+for b in "$BUILD/tests/e2e/xflow-e2e" "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent" "$BUILD/bin/xensim" \
+	"$BUILD/sim/truth-check"; do
+	[ -x "$b" ] || { echo "missing $b"; exit 77; }
+done
+export E2E_BINDIR="$BUILD/bin"
+OUT=$(mktemp "${TMPDIR:-/tmp}/xflowtop-delay.XXXXXX")
+trap 'rm -f "$OUT"' EXIT INT TERM
+
+check() {
+	# The hops table's first row, in microseconds.
+	top=$(awk '/^HOPS$/ { getline; getline; print; exit }' "$OUT")
+	echo "top hop: $top"
+	us() { case $1 in *ms) echo "$1" | sed 's/ms$//' | awk '{ printf "%d", $1 * 1000 }' ;;
+		*us) echo "$1" | sed 's/us$//' | awk '{ printf "%d", $1 }' ;;
+		*) echo 0 ;; esac; }
+	from=$(echo "$top" | awk '{ print $1 }')
+	to=$(echo "$top" | awk '{ print $2 }')
+	p50=$(us "$(echo "$top" | awk '{ print $4 }')")
+	truth=$(awk -F'\t' '$3 == "0:netif_rx->0:netif_receive_skb" { printf "%d", $5 / 1000 }' "$OUT")
+	echo "p50 ${p50}us, truth netif_rx -> netif_receive_skb p50 ${truth}us"
+	case $to in linux0:netif_receive_skb) ;; *) echo "the top hop does not end at netif_receive_skb"; return 1 ;; esac
+	case $from in linux0:netif_rx|linux0:__skb_unlink|linux0:__skb_queue_tail) ;;
+		*) echo "the top hop does not start in netif_rx's backlog: $from"; return 1 ;; esac
+	[ -n "$truth" ] || { echo "no netif_rx -> netif_receive_skb hop in the truth"; return 1; }
+	# When the traced host itself ran slow (the truth says the hop took
+	# more than 2 ms +-10%: two cores shared with other work), the monitor
+	# must still report what happened: then only the truth is the measure.
+	awk -v p="$p50" -v t="$truth" 'BEGIN {
+		if (t < 1800 || t > 2200)
+			print "the host ran slow (truth p50 " t "us): comparing with the truth only"
+		else if (p < 1800 || p > 2200) { print "p50 " p "us is not 2 ms +-10%"; exit 1 }
+		d = p - t; if (d < 0) d = -d
+		if (d > t / 10) { print "p50 " p "us is not within 10% of the truth " t "us"; exit 1 } }' || return 1
+	# The slowest path, as (domain, function), against the truth's stage
+	# order (from its hop list): the stages the path shows come in order.
+	awk -F'\t' '$1 == "hop" && $2 == "net" && $3 != "end_to_end" {
+		split($3, ft, "->"); print ft[1]; print ft[2] }' "$OUT" | awk '!seen[$0]++' > "$OUT.stages"
+	awk '/^SLOWEST PATH/ { on = 1; getline; next } on && NF == 0 { exit }
+		on { d = $2 == "linux0" ? "0" : "U"; print d ":" $(NF - ($NF ~ /s$/ ? 1 : 0)) }' "$OUT" > "$OUT.path"
+	awk 'NR == FNR { pos[$0] = NR; next }
+		($0 in pos) && !($0 in got) { got[$0] = 1; n++
+			if (pos[$0] < last) { print "stage " $0 " out of the truth order"; bad = 1 }
+			last = pos[$0] }
+		END { print n " truth stages on the slowest path, in order: " (bad ? "no" : "yes")
+			exit bad || n < 8 }' "$OUT.stages" "$OUT.path" || return 1
+}
+
+for attempt in 1 2; do
+	timeout -s TERM 90 "$BUILD/tests/e2e/xflow-e2e" top "$BUILD/bin/xflowtop" --delay netif_receive_skb=2ms \
+		--rate 40 --duration 4 > "$OUT" 2>&1
+	rc=$?
+	cat "$OUT"
+	[ $rc -eq 0 ] || { echo "FAIL: the run failed (exit $rc)"; rm -f "$OUT.stages" "$OUT.path"; exit 1; }
+	if check; then rm -f "$OUT.stages" "$OUT.path"; exit 0; fi
+	# Two cores shared with other builds: one more run before failing.
+	echo "attempt $attempt failed"
+done
+rm -f "$OUT.stages" "$OUT.path"
+exit 1
