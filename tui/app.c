@@ -210,6 +210,13 @@ void xft_app_refresh(struct xft_app *app, uint64_t now)
 	if (!app->ui.paused) {
 		xft_frame_build(&app->frame, app->agg, &app->sites);
 		xft_app_order(app);
+		size_t nh;
+		const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
+		app->ui.hist_copy_hop = UINT32_MAX;
+		if (app->ui.have_hist && app->ui.hist_hop < nh) {
+			*app->ui.hist_copy = hops[app->ui.hist_hop].hist;
+			app->ui.hist_copy_hop = app->ui.hist_hop;
+		}
 	}
 	app->iteration++;
 }
@@ -310,7 +317,9 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 	if ((rc = xft_frame_init(&app->frame, &app->cfg.limits)))
 		goto oom;
 	app->ui.path_points = calloc(app->cfg.limits.max_path, sizeof(*app->ui.path_points));
-	if (!app->ui.path_points) {
+	app->ui.hist_copy = malloc(sizeof(*app->ui.hist_copy));
+	app->ui.hist_copy_hop = UINT32_MAX;
+	if (!app->ui.path_points || !app->ui.hist_copy) {
 		rc = -ENOMEM;
 		goto oom;
 	}
@@ -339,6 +348,8 @@ void xft_app_fini(struct xft_app *app)
 	xft_sites_fini(&app->sites);
 	free(app->ui.path_points);
 	app->ui.path_points = NULL;
+	free(app->ui.hist_copy);
+	app->ui.hist_copy = NULL;
 	xft_canvas_free(&app->canvas);
 	xft_registry_fini(&app->reg);
 }

@@ -109,9 +109,12 @@ struct xft_ui {
 	struct xft_flow_row path;
 	struct xft_point *path_points;
 	int have_path;
-	/* The hop the histogram view shows (index in the model). */
+	/* The hop the histogram view shows (index in the model), and its
+	 * histogram as of the last refresh, so a paused screen stays still. */
 	uint32_t hist_hop;
 	int have_hist;
+	struct xflow_hist *hist_copy;
+	uint32_t hist_copy_hop; /* UINT32_MAX: no copy */
 };
 
 struct xft_app_loop; /* libuv handles, private to app.c */

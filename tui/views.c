@@ -470,6 +470,8 @@ static void hist_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 		return;
 	}
 	const struct xflow_hist *hist = &hops[r->hop].hist;
+	if (ui->paused && ui->hist_copy_hop == r->hop)
+		hist = ui->hist_copy; /* as of the last refresh before the pause */
 	char a[16], b[16], c[16], d[16], e[16], mn[16];
 	xft_canvas_printf(cv, y, 0, XFT_A_TITLE, "%s:%s \u2192 %s:%s   count %" PRIu64, r->from_dom,
 			  r->from->function, r->to_dom, r->to->function, r->count);
