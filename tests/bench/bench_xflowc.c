@@ -1,7 +1,7 @@
 /*
  * How long the flow language front end takes for a 10,000-advice unit (the
  * budget is one second for `xflowc check`): parse, expand, check, emit and
- * verify, from a buffer, median of 5 runs.
+ * verify, from a buffer, median of 5 runs, wall clock and CPU time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +31,10 @@ static char *make_unit(size_t *len)
 	return buf;
 }
 
-static double now(void)
+static double now(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -48,9 +48,9 @@ int main(void)
 {
 	size_t len;
 	char *buf = make_unit(&len);
-	double t[RUNS];
+	double t[RUNS], c[RUNS];
 	for (int r = 0; r < RUNS; r++) {
-		double t0 = now();
+		double t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 		struct xflow_unit *u;
 		if (xflow_unit_new(&u, NULL) < 0)
 			return 1;
@@ -60,11 +60,16 @@ int main(void)
 			return 1;
 		}
 		xflow_unit_free(u);
-		t[r] = now() - t0;
+		t[r] = now(CLOCK_MONOTONIC) - t0;
+		c[r] = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	}
 	qsort(t, RUNS, sizeof(t[0]), cmp);
-	printf("xflowc front end: %d advices (%.1f MB) in %.1f ms (median of %d; min %.1f, max %.1f)\n",
-	       NADVICE, (double)len / 1e6, t[RUNS / 2] * 1e3, RUNS, t[0] * 1e3, t[RUNS - 1] * 1e3);
+	qsort(c, RUNS, sizeof(c[0]), cmp);
+	printf("xflowc front end: %d advices (%.1f MB) in %.1f ms wall, %.1f ms CPU "
+	       "(medians of %d; wall min %.1f, max %.1f)\n",
+	       NADVICE, (double)len / 1e6, t[RUNS / 2] * 1e3, c[RUNS / 2] * 1e3, RUNS,
+	       t[0] * 1e3, t[RUNS - 1] * 1e3);
 	free(buf);
-	return t[RUNS / 2] < 1.0 ? 0 : 1;
+	/* Judged on CPU time: a busy machine must not fail the budget. */
+	return c[RUNS / 2] < 1.0 ? 0 : 1;
 }

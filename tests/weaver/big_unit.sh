@@ -26,12 +26,25 @@ awk -v n="$N" 'BEGIN {
 	}
 	print "</flows>"
 }' >"$f"
+# CPU time of the children so far, in ms.  `times` must run in this shell,
+# not in a $(...) subshell, so it writes to a file: the shell's line, then
+# its children's ("0m0.52s 0m0.03s").
+child_cpu_ms() {
+	times >"$dir/times"
+	awk 'NR == 2 {
+		split($1, u, "m"); split($2, s, "m"); sub("s", "", u[2]); sub("s", "", s[2])
+		printf "%d\n", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000 }' "$dir/times"
+}
+child_cpu_ms >"$dir/cpu0"
 start=$(date +%s%N)
 "$XFLOWC" check "$f" || { echo "check failed"; exit 1; }
 end=$(date +%s%N)
+child_cpu_ms >"$dir/cpu1"
+cpu=$(( $(cat "$dir/cpu1") - $(cat "$dir/cpu0") ))
 ms=$(( (end - start) / 1000000 ))
-echo "xflowc check: $N advices in $ms ms"
-# Sanitizer builds are several times slower; the budget is for the plain build.
+echo "xflowc check: $N advices in $ms ms ($cpu ms of CPU)"
+# The budget is judged on CPU time, so a busy machine does not fail the
+# test; sanitizer builds are several times slower.
 limit=1000
 [ -n "${SAN:-}" ] && limit=10000
-[ "$ms" -lt "$limit" ] || { echo "too slow: $ms ms >= $limit ms"; exit 1; }
+[ "$cpu" -lt "$limit" ] || { echo "too slow: $cpu ms of CPU >= $limit ms"; exit 1; }
