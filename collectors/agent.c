@@ -764,8 +764,18 @@ static int agent_aspect_info(struct xflow_collector *xc, uint32_t i, struct xflo
 			out->hits += p->adv[j].hits;
 			out->drops += p->adv[j].drops;
 			out->faults += p->adv[j].faults;
-			out->sites += p->adv[j].sites;
 		}
+		/* Sites from the plan: known before any STATS, and after the
+		 * agent is gone. */
+		if (!p->pc)
+			continue;
+		const struct xflow_plan_domain *d = &p->pc->plan->domains[0];
+		uint32_t last = UINT32_MAX;
+		for (uint32_t b = 0; b < d->nbindings; b++)
+			if (d->bindings[b].site != last && in_aspect(c, a, d->bindings[b].advice)) {
+				last = d->bindings[b].site;
+				out->sites++;
+			}
 	}
 	return 0;
 }

@@ -1026,8 +1026,11 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			monitor_serve(a);
 		if (a->quit)
 			break;
-		struct pollfd p = { .fd = a->connected ? a->conn.fd : a->lfd, .events = POLLIN };
-		if (!a->connected && poll(&p, 1, 0) == 1)
+		/* The listening socket is always watched: a second monitor is
+		 * told it is not served rather than left hanging. */
+		struct pollfd p[2] = { { .fd = a->lfd, .events = POLLIN },
+				       { .fd = a->connected ? a->conn.fd : -1, .events = POLLIN } };
+		if (poll(p, 1, 0) == 1)
 			monitor_accept(a);
 		if (targets_alive(a) && !a->spawned_held) {
 			int rc = xflow_hook_run(a->hook, SLICE_MS);
@@ -1055,7 +1058,8 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			break;
 		}
 		/* Held: wait on the socket, waking for signals too. */
-		poll(&p, 1, 50);
+		p[1].fd = a->connected ? a->conn.fd : -1;
+		poll(p, 2, 50);
 		int why = xflow_hook_stop_reason(a->hook);
 		if (why > 0) {
 			if (signo)
