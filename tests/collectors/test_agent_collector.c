@@ -1,0 +1,195 @@
+/*
+ * The agent collector against fake agents (the control protocol spoken by
+ * hand): two agents; one writes good records, the other turns its ring
+ * corrupt — that one is reported and dropped, the other goes on.  Records
+ * that claim another domain are counted bad.  An agent that greets without
+ * its ring descriptors, or sends garbage, is refused with the reason.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collectors/agent.h"
+#include "tests/guestrt/gt.h"
+#include "xflow/clock.h"
+#include "xflow/control.h"
+#include "xflow/ring.h"
+#include "xflow/shm.h"
+
+static const char flow_xml[] =
+	"<flows><xflow name=\"pktflow\">"
+	"<start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>"
+	"<quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>"
+	"</xflow></flows>\n";
+
+enum fake_kind { FAKE_GOOD, FAKE_CORRUPT, FAKE_NO_FDS, FAKE_GARBAGE };
+
+/* A fake agent in a child process: serves @sock once, as @kind says. */
+static pid_t fake_agent(const char *sock, const char *exe, uint16_t domid, enum fake_kind kind)
+{
+	int lfd = xflow_ctl_listen(sock);
+	cr_assert_geq(lfd, 0, "listen %s: %s", sock, strerror(-lfd));
+	pid_t pid = fork();
+	if (pid != 0) {
+		close(lfd);
+		return pid;
+	}
+	int fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		_exit(2);
+	if (kind == FAKE_GARBAGE) {
+		if (write(fd, "GET / HTTP/1.0\r\n\r\nxxxxxxxxxxxxxxxxxxxxxxxxx", 40) < 0)
+			_exit(2);
+		sleep(5);
+		_exit(0);
+	}
+	struct xflow_ctl_conn c;
+	xflow_ctl_conn_init_unix(&c, fd);
+	struct xflow_shm shm;
+	struct xflow_eventfd_notifier nt;
+	struct xflow_ring_producer prod;
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, 256);
+	if (xflow_shm_create("fake", size, &shm) || xflow_eventfd_notifier_init(&nt, -1) ||
+	    xflow_ring_format(shm.base, size, XFLOW_RECORD_SIZE, 256, XFLOW_CLOCK_MONOTONIC) ||
+	    xflow_ring_producer_init(&prod, shm.base, size, &nt.base, 1))
+		_exit(2);
+	struct xflow_ctl_target t = { .pid = (uint32_t)getpid(), .exe = exe };
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_HELLO };
+	m.u.hello = (struct xflow_ctl_hello){ .domain_id = domid, .domain = "fake", .agent_pid = (uint32_t)getpid(),
+					      .clock = XFLOW_CLOCK_MONOTONIC, .ring_offer = XFLOW_CTL_RING_LOCAL,
+					      .slot_size = XFLOW_RECORD_SIZE, .nslots = 256, .region_size = size,
+					      .ntargets = 1, .targets = &t };
+	int fds[2] = { shm.fd, nt.fd };
+	if (xflow_ctl_send(&c, &m, fds, kind == FAKE_NO_FDS ? 0 : 2, 2000))
+		_exit(2);
+	struct xflow_ctl_msg *req;
+	if (xflow_ctl_recv(&c, &req, 10000) != 1 || req->type != XFLOW_CTL_PLAN_LOAD)
+		_exit(3);
+	struct xflow_ctl_msg r = { .type = XFLOW_CTL_REPLY };
+	r.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_PLAN_LOAD, .message = "ok" };
+	r.u.reply.u.plan = (struct xflow_ctl_plan_result){ .sites = 1, .installed = 1 };
+	xflow_ctl_msg_free(req);
+	xflow_ctl_send(&c, &r, NULL, 0, 2000);
+	/* Ten good records, one from another domain. */
+	for (unsigned i = 0; i < 11; i++) {
+		struct xflow_record rec;
+		memset(&rec, 0, sizeof(rec));
+		rec.version = XFLOW_RECORD_VERSION;
+		rec.timestamp = xflow_monotonic_ns();
+		rec.flow_id = i + 1;
+		rec.flow_kind = 0;
+		rec.domain_id = i == 10 ? (uint16_t)(domid + 1) : domid;
+		rec.flags = XFLOW_REC_START;
+		xflow_ring_push_record(&prod, &rec);
+	}
+	xflow_ring_flush(&prod);
+	if (kind == FAKE_CORRUPT) {
+		usleep(300000);
+		/* An index no producer can reach: the ring is corrupt. */
+		atomic_store(&prod.hdr->prod, (uint64_t)1 << 40);
+	}
+	/* Serve STATS and wait for DETACH or the hangup. */
+	for (;;) {
+		int rc = xflow_ctl_recv(&c, &req, 10000);
+		if (rc <= 0)
+			break;
+		int type = req->type;
+		xflow_ctl_reply_simple(&c, req, 0, "ok");
+		xflow_ctl_msg_free(req);
+		if (type == XFLOW_CTL_DETACH)
+			break;
+	}
+	_exit(0);
+}
+
+static unsigned nrec[4];
+
+static void emit(void *ctx, const struct xflow_record *r, uint64_t t)
+{
+	(void)ctx;
+	(void)t;
+	if (r->domain_id < 4)
+		nrec[r->domain_id]++;
+}
+
+static const char *setup(char *flows, size_t flen)
+{
+	const char *bin = gt_build("agent_pkt", "-O1");
+	snprintf(flows, flen, "%s/pkt.xml", gt_dir);
+	FILE *f = fopen(flows, "w");
+	fputs(flow_xml, f);
+	fclose(f);
+	return bin;
+}
+
+Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
+{
+	char flows[160], s1[160], s2[160], opts[600], err[1024];
+	const char *bin = setup(flows, sizeof(flows));
+	snprintf(s1, sizeof(s1), "%s/a/1.sock", gt_dir);
+	snprintf(s2, sizeof(s2), "%s/a/2.sock", gt_dir);
+	pid_t a = fake_agent(s1, bin, 1, FAKE_GOOD), b = fake_agent(s2, bin, 2, FAKE_CORRUPT);
+	snprintf(opts, sizeof(opts), "dir=%s/a,flows=%s,timeout=10000", gt_dir, flows);
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	struct xflow_collector *c;
+	int rc = ops->open(opts, &c, err, sizeof(err));
+	cr_assert_eq(rc, 0, "%s", err);
+	uint64_t end = xflow_monotonic_ns() + 1500000000u;
+	while (xflow_monotonic_ns() < end) {
+		ops->read(c, xflow_monotonic_ns(), emit, NULL, 100);
+		usleep(10000);
+	}
+	cr_expect_eq(nrec[1], 10);
+	cr_expect_eq(nrec[2], 10);
+	cr_expect_eq(nrec[3], 0, "a record claiming another domain was delivered");
+	struct xflow_collector_stats st;
+	ops->stats(c, &st);
+	cr_expect_eq(st.bad, 2);
+	struct xflow_domain_info di;
+	cr_assert_eq(ops->domain_info(c, 0, &di), 0);
+	cr_expect_eq(di.gone, 0);
+	cr_assert_eq(ops->domain_info(c, 1, &di), 0);
+	cr_expect_eq(di.gone, 1, "the corrupt ring's agent was not dropped");
+	const char *e = ops->last_error(c);
+	cr_expect(e && strstr(e, "ring corrupt"), "%s", e ? e : "(none)");
+	ops->close(c);
+	int s;
+	waitpid(a, &s, 0);
+	cr_expect(WIFEXITED(s) && WEXITSTATUS(s) == 0, "good agent status %d", s);
+	waitpid(b, &s, 0);
+}
+
+Test(agent_collector, hostile_greetings, .timeout = 60)
+{
+	char flows[160], s1[160], opts[600], err[1024];
+	const char *bin = setup(flows, sizeof(flows));
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	struct xflow_collector *c;
+	snprintf(s1, sizeof(s1), "%s/b/1.sock", gt_dir);
+	pid_t a = fake_agent(s1, bin, 1, FAKE_NO_FDS);
+	snprintf(opts, sizeof(opts), "socket=%s,flows=%s,timeout=3000", s1, flows);
+	cr_expect_neq(ops->open(opts, &c, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "ring descriptors missing"), "%s", err);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	unlink(s1);
+	a = fake_agent(s1, bin, 1, FAKE_GARBAGE);
+	cr_expect_neq(ops->open(opts, &c, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "bad magic"), "%s", err);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	/* Options. */
+	cr_expect_eq(ops->open("flows=x.xml", &c, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "socket=PATH or dir=DIR"), "%s", err);
+	cr_expect_eq(ops->open("socket=/nonexistent", &c, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "flows=FILE"), "%s", err);
+	cr_expect_eq(ops->open("sockets=/x", &c, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "unknown option 'sockets'"), "%s", err);
+}
