@@ -63,13 +63,14 @@ static int self_dir(char *buf, size_t len)
 	return 0;
 }
 
-/* The first of @cands (printf patterns with %s = the binary's directory)
- * that exists. */
+/* The first of @cands that exists: a candidate starting with '@' is
+ * relative to the binary's directory, others to the current one. */
 static int find_file(const char *const *cands, size_t n, const char *selfdir, int mode, char *out, size_t len)
 {
 	for (size_t i = 0; i < n; i++) {
-		snprintf(out, len, cands[i], selfdir);
-		if (access(out, mode) == 0)
+		int k = cands[i][0] == '@' ? snprintf(out, len, "%s%s", selfdir, cands[i] + 1)
+					   : snprintf(out, len, "%s", cands[i]);
+		if (k > 0 && (size_t)k < len && access(out, mode) == 0)
 			return 0;
 	}
 	return -ENOENT;
@@ -173,14 +174,23 @@ static void at_exit_stop(void)
 		xflow_demo_host_stop(live_host);
 }
 
-int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_host **out, char *err,
-			  size_t errlen)
+static char start_error[512];
+
+const char *xflow_demo_host_error(void)
 {
+	return start_error;
+}
+
+int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_host **out)
+{
+	char *err = start_error;
+	size_t errlen = sizeof(start_error);
 	static int atexit_done;
 	struct xflow_demo_host *h = calloc(1, sizeof(*h));
 	char self[PATH_MAX], xensim[PATH_MAX], agent[PATH_MAX], flows[PATH_MAX], path[PATH_MAX];
 	int rc;
 	*out = NULL;
+	start_error[0] = 0;
 	if (!h)
 		return -ENOMEM;
 	if (o->bindir)
@@ -190,20 +200,20 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		free(h);
 		return rc;
 	}
-	static const char *const sims[] = { "%s/xensim", "%s/../lib/xflowtop/sim/xensim", "build/bin/xensim" };
-	static const char *const agents[] = { "%s/xflow-agent", "build/bin/xflow-agent" };
-	static const char *const flowfiles[] = { "%s/../share/xflowtop/flows/netflow.xml",
-						 "%s/../../flows/netflow.xml", "flows/netflow.xml" };
+	static const char *const sims[] = { "@/xensim", "@/../lib/xflowtop/sim/xensim", "build/bin/xensim" };
+	static const char *const agents[] = { "@/xflow-agent", "build/bin/xflow-agent" };
+	static const char *const flowfiles[] = { "@/../share/xflowtop/flows/netflow.xml", "@/../../flows/netflow.xml",
+						 "flows/netflow.xml" };
 	if (find_file(sims, 3, self, X_OK, xensim, sizeof(xensim)) ||
 	    find_file(agents, 2, self, X_OK, agent, sizeof(agent))) {
-		snprintf(err, errlen, "demo: xensim and xflow-agent are not beside %s nor in build/bin", self);
+		snprintf(err, errlen, "demo: xensim and xflow-agent are not beside %.300s nor in build/bin", self);
 		free(h);
 		return -ENOENT;
 	}
 	if (o->flows)
 		snprintf(flows, sizeof(flows), "%s", o->flows);
 	else if (find_file(flowfiles, 3, self, R_OK, flows, sizeof(flows))) {
-		snprintf(err, errlen, "demo: netflow.xml is not in %s/../share/xflowtop/flows nor in flows/", self);
+		snprintf(err, errlen, "demo: netflow.xml is not in %.300s/../share/xflowtop/flows nor in flows/", self);
 		free(h);
 		return -ENOENT;
 	}
@@ -269,7 +279,7 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 	if (h->sim < 0) {
 		rc = h->sim;
 		h->sim = 0;
-		snprintf(err, errlen, "demo: cannot start %s: %s", xensim, strerror(-rc));
+		snprintf(err, errlen, "demo: cannot start %.300s: %s", xensim, strerror(-rc));
 		goto fail;
 	}
 	uint64_t end = now_ms() + 15000;
@@ -303,7 +313,7 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		if (d->agent < 0) {
 			rc = d->agent;
 			d->agent = 0;
-			snprintf(err, errlen, "demo: cannot start %s: %s", agent, strerror(-rc));
+			snprintf(err, errlen, "demo: cannot start %.300s: %s", agent, strerror(-rc));
 			goto fail;
 		}
 	}
@@ -329,10 +339,14 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		}
 	}
 	snprintf(h->options, sizeof(h->options), "dir=%s,flows=%s", h->sockdir, flows);
+	if (!o->hold && (rc = xflow_demo_host_go(h))) {
+		snprintf(err, errlen, "demo: cannot start the traffic: %s", strerror(-rc));
+		goto fail;
+	}
 	*out = h;
 	return 0;
 fail_rm:
-	snprintf(err, errlen, "demo: cannot create %s: %s", h->sockdir, strerror(-rc));
+	snprintf(err, errlen, "demo: cannot create %.100s: %s", h->sockdir, strerror(-rc));
 fail:
 	xflow_demo_host_stop(h);
 	return rc;

@@ -4,10 +4,12 @@
  * collector.  `xflowtop --demo` and the end-to-end tests use it.
  *
  * Use:
- *   xflow_demo_host_start(&o, &h);      host booted and held, agents up
+ *   xflow_demo_host_start(&o, &h);      host booted, agents up; with o.hold
+ *                                       the guests wait, else they send now
  *   open the "agent" collector with xflow_demo_host_options(h)
- *                                       (the plans are loaded: no hit missed)
- *   xflow_demo_host_go(h);              SIGUSR1: the guests start sending
+ *   xflow_demo_host_go(h);              with o.hold: SIGUSR1, the guests
+ *                                       start sending (the plans are in, so
+ *                                       no message goes untraced)
  *   ...
  *   close the collector                 (the agents detach and exit)
  *   xflow_demo_host_stop(h);            everything stopped and removed
@@ -40,15 +42,18 @@ struct xflow_demo_opts {
 	const char *bindir;        /* where xensim and xflow-agent are; NULL: found */
 	uint32_t ring_slots;       /* agents' --ring-slots; 0: default */
 	int verbose;               /* children's messages on stderr, not in logs */
+	int hold;                  /* 1: traffic waits for xflow_demo_host_go() */
 };
 
 struct xflow_demo_host;
 
 /* Start the host held, one agent per domain, and wait for their sockets
- * (up to 15 s).  0, or a negative errno with the reason in @err (and
- * nothing left running). */
-int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_host **out, char *err,
-			  size_t errlen);
+ * (up to 15 s); then, unless o->hold, let the guests send.  0, or a
+ * negative errno with the reason in xflow_demo_host_error() (and nothing
+ * left running). */
+int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_host **out);
+/* Why the last xflow_demo_host_start() failed. */
+const char *xflow_demo_host_error(void);
 /* "dir=SOCKETS,flows=FILE": options for the agent collector. */
 const char *xflow_demo_host_options(const struct xflow_demo_host *h);
 /* Let the guests send (SIGUSR1 to xensim).  0 or a negative errno. */

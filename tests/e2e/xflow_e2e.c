@@ -120,15 +120,15 @@ static void on_signal(int sig)
 
 static void start_host(struct xflow_demo_opts *o)
 {
-	char err[512];
 	snprintf(truth_path, sizeof(truth_path), "/tmp/xflow-e2e-truth-%d", (int)getpid());
 	o->truth = truth_path;
 	o->bindir = getenv("E2E_BINDIR");
+	o->hold = 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	int rc = xflow_demo_host_start(o, &host, err, sizeof(err));
+	int rc = xflow_demo_host_start(o, &host);
 	if (rc) {
-		printf("%s\n", err);
+		printf("%s\n", xflow_demo_host_error());
 		exit(1);
 	}
 }
