@@ -577,9 +577,9 @@ static int mode_detach(void)
 	printf("host exit %d\n", rc);
 	if (rc != 0)
 		FAILF("the host did not finish normally (%d)", rc);
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "%s/../sim/truth-check %s | tail -1", getenv("E2E_BINDIR") ? getenv("E2E_BINDIR") : "build/bin",
-		 truth_path);
+	char cmd[768];
+	snprintf(cmd, sizeof(cmd), "%s/../sim/truth-check %s > %s.check; rc=$?; tail -1 %s.check; rm -f %s.check; exit $rc",
+		 getenv("E2E_BINDIR") ? getenv("E2E_BINDIR") : "build/bin", truth_path, truth_path, truth_path, truth_path);
 	if (system(cmd) != 0)
 		FAILF("truth-check refused the run");
 	xflow_demo_host_stop(host);
@@ -639,10 +639,15 @@ static int mode_top(int argc, char **argv)
 	fclose(in);
 	int st;
 	waitpid(kid, &st, 0);
-	int hs = xflow_demo_host_wait(host, 20000);
+	/* Without a table xflowtop failed before the traffic was let go. */
+	int hs = go ? xflow_demo_host_wait(host, 20000) : -ECANCELED;
 	printf("%s", last ? last : "");
 	printf("xflowtop exit %d, host exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1, hs);
 	char cmd[300];
+	if (!go) {
+		xflow_demo_host_stop(host);
+		return 1;
+	}
 	snprintf(cmd, sizeof(cmd), "%s/../sim/truth-check --tsv %s", getenv("E2E_BINDIR") ? getenv("E2E_BINDIR") : "build/bin",
 		 truth_path);
 	fflush(stdout);
