@@ -229,6 +229,10 @@ void xft_table_widths(const struct xft_table *t, int total, int *w)
 	for (size_t i = 0; i < t->ncols && nflex; i++)
 		if (!t->cols[i].width && !(t->cols[i].hide_below && total < t->cols[i].hide_below)) {
 			int share = left / nflex;
+			/* Wider than a long name helps nobody: keep the numbers
+			 * near the names on wide terminals. */
+			if (share > XFT_FLEX_MAX)
+				share = XFT_FLEX_MAX;
 			w[i] = share > t->cols[i].min_width ? share : t->cols[i].min_width;
 			left -= w[i];
 			nflex--;

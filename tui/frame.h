@@ -67,6 +67,8 @@ enum { XFT_FCOL_ID, XFT_FCOL_ORIGIN, XFT_FCOL_DURATION, XFT_FCOL_POINTS, XFT_FCO
 extern const struct xft_table xft_hop_table;
 extern const struct xft_table xft_flow_table;
 
+#define XFT_FLEX_MAX 40 /* widest a flexible column gets */
+
 /* Column widths for @total characters (one blank between columns).  A hidden
  * column gets width 0 and no blank. */
 void xft_table_widths(const struct xft_table *t, int total, int *widths);

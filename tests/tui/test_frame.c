@@ -37,7 +37,12 @@ Test(frame, widths_share_the_rest_and_hide_low_priority_columns)
 		shown++;
 	}
 	cr_assert_leq(sum + shown - 1, 200);
-	cr_assert_geq(sum + shown - 1, 199);
+	cr_assert_eq(w[XFT_HCOL_FROM], XFT_FLEX_MAX, "names stop growing");
+	xft_table_widths(&xft_hop_table, 120, w);
+	sum = 0;
+	for (int i = 0; i < XFT_HCOL_N; i++)
+		sum += w[i];
+	cr_assert_geq(sum + XFT_HCOL_N - 1, 119, "up to that, the names take the rest");
 	xft_table_widths(&xft_hop_table, 80, w);
 	cr_assert_eq(w[XFT_HCOL_P90], 0, "p90 is left out at 80 columns");
 	cr_assert_eq(w[XFT_HCOL_MAX], 0, "max is left out at 80 columns");
