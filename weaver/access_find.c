@@ -626,12 +626,9 @@ static int32_t member_type_at(const struct jp_index *ix, int32_t st, uint64_t of
 	st = jp_type_strip(ix, st);
 	if (st < 0 || depth > 8 || !is_record(&ix->types[st]))
 		return -1;
-	if (!ix->types[st].nmembers && ix->types[st].name) {
-		int32_t def = jp_struct_find(ix, ix->types[st].name);
-		if (def < 0)
-			return -1;
-		st = def;
-	}
+	st = ix->types[st].def;
+	if (st < 0)
+		return -1;
 	const struct jp_type *t = &ix->types[st];
 	for (uint32_t i = 0; i < t->nmembers; i++) {
 		const struct jp_member *m = &t->members[i];
@@ -986,8 +983,8 @@ static bool type_named(const struct jp_index *ix, int32_t t, const char *sname)
 
 static int32_t complete(const struct jp_index *ix, int32_t st)
 {
-	if (st >= 0 && !ix->types[st].nmembers && ix->types[st].name)
-		return jp_struct_find(ix, ix->types[st].name);
+	if (st >= 0 && is_record(&ix->types[st]))
+		return ix->types[st].def;
 	return st;
 }
 

@@ -772,7 +772,7 @@ static struct jp_type *type_new(struct walk *w, Dwarf_Die d, enum jp_type_kind k
 		CLR(w);
 		return NULL;
 	}
-	struct jp_type t = { .die = off, .kind = kind, .target = -1 };
+	struct jp_type t = { .die = off, .kind = kind, .target = -1, .def = -1 };
 	t.name = die_name(w, d);
 	uint64_t v;
 	if (attr_udata(w, d, DW_AT_byte_size, &v))
@@ -1481,6 +1481,17 @@ int jp_dwarf_index_build(struct jp_index *ix, struct jp_elf *dbg_elf, struct jp_
 	}
 	resolve_types(ix);
 	sort_tables(ix);
+	/* Incomplete structs (struct S; in a unit that never defines it) are
+	 * typed through the definition elsewhere: look each up once. */
+	for (size_t i = 0; i < ix->ntypes; i++) {
+		struct jp_type *t = &ix->types[i];
+		if (t->kind != JP_T_STRUCT && t->kind != JP_T_UNION)
+			continue;
+		if (t->nmembers && !t->declaration)
+			t->def = (int32_t)i;
+		else
+			t->def = t->name ? jp_struct_find(ix, t->name) : -1;
+	}
 	/* Inlined instances follow their function in walk order; the lookup
 	 * in jp_func_at relies on it. */
 	s->fdbg = s->dbg;

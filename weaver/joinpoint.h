@@ -66,6 +66,8 @@ struct jp_type {
 	uint64_t target_die;     /* until resolved */
 	bool is_signed;
 	bool declaration;        /* incomplete: struct S; */
+	int32_t def;             /* struct/union: the complete definition of
+	                          * its name (itself if complete), or -1 */
 	struct jp_member *members;
 	uint32_t nmembers;
 };
