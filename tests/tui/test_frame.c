@@ -168,3 +168,21 @@ Test(frame, paused_frames_are_copies)
 	cr_assert_gt(app->frame.hops[0].count, before);
 	apptest_free(app);
 }
+
+Test(frame, an_injected_delay_shows_as_the_top_hop)
+{
+	/* 2 ms more in netif_receive_skb: the gap into it becomes 4.4155 ms,
+	 * and the batch tables' top hop says so within 10 %. */
+	struct xft_app *app = apptest_new("synthetic:rate=1000,jitter=5,delay=netif_receive_skb:2000000", 1.0);
+	xft_frame_order(&app->frame, NULL, &app->sites, -1, 0, -1, 0);
+	const struct xft_hop_row *top = &app->frame.hops[app->frame.hop_order[0]];
+	cr_assert_str_eq(top->from->function, "netif_rx");
+	cr_assert_str_eq(top->to->function, "netif_receive_skb");
+	double want = 2415500 + 2000000;
+	cr_assert(top->p50 > want * 0.9 && top->p50 < want * 1.1, "p50 %lu", (unsigned long)top->p50);
+	/* The slowest flow lists the sites in the path's order. */
+	const struct xft_flow_row *f = &app->frame.flows[app->frame.flow_order[0]];
+	for (uint32_t p = 0; p < f->s.npoints; p++)
+		cr_assert_eq(f->s.path[p].site, p);
+	apptest_free(app);
+}
