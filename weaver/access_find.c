@@ -620,6 +620,33 @@ static int32_t frame_var_type(struct typer *ty, uint64_t pc, unsigned reg, int64
 	return -1;
 }
 
+/* A struct (or union) variable of the frame whose bytes hold reg + off at
+ * @pc: its type, and where it starts (reg + *start), or -1. */
+static int32_t frame_obj_at(struct typer *ty, uint64_t pc, unsigned reg, int64_t off, int64_t *start,
+			    const char **name)
+{
+	int32_t chain[16];
+	size_t n = func_chain(ty->ix, pc, chain, 16);
+	for (size_t c = 0; c < n; c++) {
+		const struct jp_func *f = &ty->ix->funcs[chain[c]];
+		for (uint32_t k = 0; k < f->nvars; k++) {
+			const struct jp_var *v = &f->vars[k];
+			int32_t t = jp_type_strip(ty->ix, v->type);
+			if (t < 0 || !is_record(&ty->ix->types[t]) || !in_scope(v, pc))
+				continue;
+			struct jp_recipe r;
+			if (var_recipe(ty->ix, &ty->ix->funcs[chain[n - 1]], v, pc, &r) == 0 &&
+			    r.kind == JP_RECIPE_MEM && r.reg == reg && off >= r.off &&
+			    (uint64_t)(off - r.off) < ty->ix->types[t].size) {
+				*start = r.off;
+				*name = v->name;
+				return v->type;
+			}
+		}
+	}
+	return -1;
+}
+
 static int32_t member_type_at(const struct jp_index *ix, int32_t st, uint64_t off, bool want_ptr,
 			      int depth)
 {
@@ -1167,7 +1194,7 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		}
 		for (size_t i = 0; i < code->ninsns; i++) {
 			const struct jp_insn *in = &code->insns[i];
-			if (in->has_mem != 1 || !in->macc || in->base == 7 || in->base == JP_REG_NONE)
+			if (in->has_mem != 1 || !in->macc || in->base == JP_REG_NONE)
 				continue;
 			typer_reset(ty);
 			struct tval bv = tv_unknown;
@@ -1181,8 +1208,20 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 				bv = tv_ptr(ix->globals[g].type);
 				bv.off = (int64_t)(ea - ix->globals[g].addr) - in->disp;
 				global = (int64_t)ea;
-			} else if (in->base < 16 && in->disp >= 0) {
-				bv = reg_val(ty, i, in->base, 0);
+			} else if (in->base < 16) {
+				/* A struct variable in the frame ([rbp - 0x20 + m]),
+				 * or a pointer in the register. */
+				int64_t start;
+				const char *nm;
+				int32_t vt = in->base == 6 || in->base == 7
+					? frame_obj_at(ty, in->addr, in->base, in->disp, &start, &nm) : -1;
+				if (vt >= 0) {
+					bv = tv_ptr(vt);
+					bv.off = -start;
+					ty->why = nm;
+				} else if (in->disp >= 0 && in->base != 7) {
+					bv = reg_val(ty, i, in->base, 0);
+				}
 			}
 			if (bv.kind != TV_PTR)
 				continue;

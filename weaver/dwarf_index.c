@@ -43,6 +43,12 @@ struct dw_state {
 	Dwarf_Signed nfdes;
 	bool eh;              /* fdes came from .eh_frame */
 	bool fdes_owner_is_f;
+	/* The last answer: every variable of a frame asks at the same PC. */
+	bool cached;
+	int cached_rc;
+	uint64_t cached_pc;
+	unsigned cached_reg;
+	int64_t cached_off;
 };
 
 /* A section's bytes (see sec_get). */
@@ -1367,6 +1373,11 @@ int jp_dwarf_cfa(struct jp_index *ix, uint64_t pc, unsigned *reg, int64_t *off)
 	struct dw_state *s = ix->dw;
 	if (!s || !s->fdes || !s->fdbg)
 		return -ENOENT;
+	if (s->cached && s->cached_pc == pc) {
+		*reg = s->cached_reg;
+		*off = s->cached_off;
+		return s->cached_rc;
+	}
 	Dwarf_Error e = NULL;
 	Dwarf_Fde fde = NULL;
 	Dwarf_Addr lo = 0, hi = 0;
@@ -1387,6 +1398,11 @@ int jp_dwarf_cfa(struct jp_index *ix, uint64_t pc, unsigned *reg, int64_t *off)
 	}
 	if (e)
 		dwarf_dealloc(s->fdbg, e, DW_DLA_ERROR);
+	s->cached = true;
+	s->cached_pc = pc;
+	s->cached_rc = rc;
+	s->cached_reg = rc == 0 ? *reg : 0;
+	s->cached_off = rc == 0 ? *off : 0;
 	return rc;
 }
 

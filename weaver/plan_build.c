@@ -38,6 +38,7 @@ struct pb {
 	struct fl_arena *arena;
 	unsigned errors, warnings;
 	FILE *diag;
+	const char **miss;       /* per advice: a local_var() filter's miss */
 };
 
 static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, const char *fmt, ...)
@@ -115,8 +116,15 @@ static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *p
 		return dom_ok(pc->dom, dom) && chain_has(jp_image_index(img), s->addr, pc->a);
 	case FL_PC_WITHIN_FILE:
 		return dom_ok(pc->dom, dom) && jp_path_match(pc->a, s->file);
+	case FL_PC_LOCAL_VAR: {
+		/* Like AspectJ's args(): the join point must have the variable
+		 * in scope.  One that is there but optimized out still
+		 * matches, and binding it is then an error naming the site. */
+		struct jp_recipe r;
+		struct jp_err e;
+		return jp_local_var(img, s, pc->a, &r, &e) != -ENOENT;
+	}
 	case FL_PC_TARGET:
-	case FL_PC_LOCAL_VAR:
 	case FL_PC_XFLOW:
 		return true;
 	}
@@ -266,6 +274,39 @@ static const char *dup(struct pb *b, const char *s)
 	return s ? fl_arena_strdup(b->arena, s) : NULL;
 }
 
+/* When every candidate of an advice fails only its local_var() filter, the
+ * "matches nothing" warning says which variable was missing where, with a
+ * near name: that is a typo far more often than a wrong pointcut. */
+static void note_local_miss(struct pb *b, struct jp_image *img, const struct fl_advice *adv,
+			    const struct jp_site *s, size_t ai)
+{
+	if (b->miss[ai])
+		return;
+	const struct fl_pc *stack[FL_MAX_NEST];
+	size_t n = 0;
+	stack[n++] = adv->pc;
+	while (n) {
+		const struct fl_pc *pc = stack[--n];
+		if (!pc)
+			continue;
+		if (pc->kind == FL_PC_AND || pc->kind == FL_PC_OR) {
+			if (n + 2 <= FL_MAX_NEST) {
+				stack[n++] = pc->l;
+				stack[n++] = pc->r;
+			}
+			continue;
+		}
+		if (pc->kind != FL_PC_LOCAL_VAR)
+			continue;
+		struct jp_recipe r;
+		struct jp_err e;
+		if (jp_local_var(img, s, pc->a, &r, &e) == -ENOENT) {
+			b->miss[ai] = fl_arena_strdup(b->arena, e.msg);
+			return;
+		}
+	}
+}
+
 static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const char *dom,
 			  struct dom_img *imgs, size_t nimgs, struct dplan *dp, struct pend **pv,
 			  size_t *pn, size_t *pcap, bool *matched)
@@ -321,8 +362,12 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 			bool dupl = false;
 			for (size_t j = 0; j < i && !dupl; j++)
 				dupl = cand.v[j].addr == s->addr && cand.v[j].kind == s->kind;
-			if (dupl || !pc_eval(img, dom, adv->pc, s, 0))
+			if (dupl)
 				continue;
+			if (!pc_eval(img, dom, adv->pc, s, 0)) {
+				note_local_miss(b, img, adv, s, ai);
+				continue;
+			}
 			struct pend pe = { .advice = (uint32_t)ai };
 			bool ok = true;
 			for (uint32_t in = 0; in < prog->ninputs; in++) {
@@ -420,6 +465,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		a->prog = *ai.prog;
 	}
 	bool *matched = fl_arena_alloc(arena, (nadv + 1) * sizeof(*matched));
+	b.miss = fl_arena_alloc(arena, (nadv + 1) * sizeof(*b.miss));
 	p->ndomains = (uint32_t)ndoms;
 	p->domains = fl_arena_alloc(arena, (ndoms + 1) * sizeof(*p->domains));
 	int rc = 0;
@@ -515,7 +561,8 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		struct fl_buf txt = { 0 };
 		fl_pc_print(&txt, adv->pc);
 		diag_at(&b, &adv->pc->loc, opts && opts->strict ? "error" : "warning",
-			"pointcut '%s' matches nothing in any domain", txt.s ? txt.s : "?");
+			"pointcut '%s' matches nothing in any domain%s%s", txt.s ? txt.s : "?",
+			b.miss[ai] ? "; for example " : "", b.miss[ai] ? b.miss[ai] : "");
 		fl_buf_free(&txt);
 	}
 	if (opts) {
