@@ -54,7 +54,7 @@ int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t 
 		snprintf(err, errlen, "too many collectors (at most %d)", XFT_MAX_SOURCES);
 		return -ENOSPC;
 	}
-	char name[XFT_SPEC_LEN];
+	char name[4096];
 	snprintf(name, sizeof(name), "%s", spec);
 	char *colon = strchr(name, ':');
 	const char *options = "";
@@ -293,9 +293,16 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		if (rc)
 			return rc;
 	}
-	for (unsigned i = 0; i < cfg->ncollectors && !cfg->demo; i++)
-		if ((rc = xft_app_add_source(app, cfg->collectors[i], err, errlen)))
+	for (unsigned i = 0; i < cfg->ncollectors && !cfg->demo; i++) {
+		char spec[4096];
+		if ((rc = xft_config_agent_spec(cfg, cfg->collectors[i], spec, sizeof(spec)))) {
+			snprintf(err, errlen, "collector '%s': the options from the configuration are too long",
+				 cfg->collectors[i]);
 			return rc;
+		}
+		if ((rc = xft_app_add_source(app, spec, err, errlen)))
+			return rc;
+	}
 	if (!app->nsrc) {
 		snprintf(err, errlen, "no collector: give --collector NAME (see --list-collectors), "
 				      "a 'collector' line in the configuration, or --demo");

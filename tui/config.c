@@ -273,15 +273,16 @@ static int domain_set(struct xft_domain_conf *d, const char *key, const char *v,
 		return 0;
 	}
 	if (!strcmp(key, "agent")) {
-		if (copy_str(d->agent, sizeof(d->agent), v))
-			return fail(err, errlen, "bad value '%s' for 'agent': expected ring:PATH, vchan:DOMID or exec:COMMAND", v);
+		/* What the agent collector understands: its control socket. */
+		if (strncmp(v, "socket:", 7) || !v[7] || strchr(v, ',') || copy_str(d->agent, sizeof(d->agent), v))
+			return fail(err, errlen, "bad value '%s' for 'agent': expected socket:PATH (the agent's control socket)", v);
 		return 0;
 	}
 	if (!strcmp(key, "binary")) {
 		if (d->nbinaries >= XFT_MAX_LIST)
 			return fail(err, errlen, "too many 'binary' entries (at most %d)", XFT_MAX_LIST);
-		if (copy_str(d->binaries[d->nbinaries], XFT_SPEC_LEN, v))
-			return fail(err, errlen, "bad value '%s' for 'binary': expected a path", v);
+		if (strchr(v, ',') || copy_str(d->binaries[d->nbinaries], XFT_SPEC_LEN, v))
+			return fail(err, errlen, "bad value '%s' for 'binary': expected a path (without commas)", v);
 		d->nbinaries++;
 		return 0;
 	}
@@ -600,5 +601,36 @@ int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err,
 	const char *nc = getenv("NO_COLOR");
 	if (nc && *nc)
 		c->color = 0;
+	return 0;
+}
+
+int xft_config_agent_spec(const struct xft_config *c, const char *collector, char *out, size_t len)
+{
+	size_t o = (size_t)snprintf(out, len, "%s", collector);
+	if (o >= len)
+		return -ENAMETOOLONG;
+	if (strcmp(collector, "agent") && strncmp(collector, "agent:", 6))
+		return 0;
+	const char *colon = strchr(collector, ':');
+	/* "agent" needs a colon, "agent:" nothing, "agent:x=1" a comma. */
+	const char *sep = !colon ? ":" : colon[1] ? "," : "";
+#define ADD(...)                                                              \
+	do {                                                                  \
+		o += (size_t)snprintf(out + o, len - o, "%s", sep);           \
+		if (o < len)                                                  \
+			o += (size_t)snprintf(out + o, len - o, __VA_ARGS__); \
+		if (o >= len)                                                 \
+			return -ENAMETOOLONG;                                 \
+		sep = ",";                                                    \
+	} while (0)
+	for (unsigned d = 0; d < c->ndomains; d++) {
+		if (c->domains[d].agent[0])
+			ADD("socket=%s", c->domains[d].agent + 7);
+		for (unsigned b = 0; b < c->domains[d].nbinaries; b++)
+			ADD("bin=%s:%s", c->domains[d].name, c->domains[d].binaries[b]);
+	}
+	for (unsigned f = 0; f < c->nflow_files; f++)
+		ADD("flows=%s", c->flow_files[f]);
+#undef ADD
 	return 0;
 }

@@ -22,7 +22,7 @@
 struct xft_domain_conf {
 	char name[64];
 	int id;                 /* -1 when not given */
-	char agent[XFT_SPEC_LEN];  /* how its agent is reached */
+	char agent[XFT_SPEC_LEN];  /* how its agent is reached: "socket:PATH" */
 	char binaries[XFT_MAX_LIST][XFT_SPEC_LEN];
 	unsigned nbinaries;
 };
@@ -70,5 +70,13 @@ int xft_config_set(struct xft_config *c, const char *key, const char *value, cha
 int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err, size_t errlen);
 
 void xft_config_usage(FILE *f);
+
+/*
+ * The spec to open @collector with: for the agent collector, the
+ * configuration's domains and flow files become its options (socket= per
+ * domain agent, bin=DOMAIN:PATH per binary, flows= per flow file) after
+ * those given; other collectors are unchanged.  0, or -ENAMETOOLONG.
+ */
+int xft_config_agent_spec(const struct xft_config *c, const char *collector, char *out, size_t len);
 
 #endif

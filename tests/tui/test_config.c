@@ -3,6 +3,7 @@
  * command line overriding the file.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ Test(config, keys_sections_comments)
 			   "sort = p99\n"
 			   "[domain linux0]\n"
 			   "id = 0\n"
-			   "agent = ring:/run/x\n"
+			   "agent = socket:/run/x\n"
 			   "binary = /bin/a\n"
 			   "binary = /bin/b\n"
 			   "[ domain linuxU ]\n"
@@ -72,7 +73,7 @@ Test(config, keys_sections_comments)
 	cr_assert_str_eq(c.domains[0].name, "linux0");
 	cr_assert_eq(c.domains[0].id, 0);
 	cr_assert_eq(c.domains[0].nbinaries, 2);
-	cr_assert_str_eq(c.domains[0].agent, "ring:/run/x");
+	cr_assert_str_eq(c.domains[0].agent, "socket:/run/x");
 	cr_assert_eq(c.domains[1].id, 1);
 }
 
@@ -212,4 +213,29 @@ Test(config, flags_and_no_color)
 	unsetenv("NO_COLOR");
 	cr_assert_eq(args(&c, err, 2, "xflowtop", "--no-color"), 0);
 	cr_assert_eq(c.color, 0);
+}
+
+Test(config, domains_and_flows_become_agent_options)
+{
+	struct xft_config c;
+	char err[256], spec[1024];
+	const char *text = "flows = net.xml\n"
+			   "flows = blk.xml\n"
+			   "[domain linux0]\n"
+			   "agent = socket:/run/a0.sock\n"
+			   "binary = /bin/back\n"
+			   "[domain linuxU]\n"
+			   "agent = socket:/run/aU.sock\n";
+	cr_assert_eq(parse(&c, text, err), 0, "%s", err);
+	cr_assert_eq(xft_config_agent_spec(&c, "agent", spec, sizeof(spec)), 0);
+	cr_assert_str_eq(spec, "agent:socket=/run/a0.sock,bin=linux0:/bin/back,socket=/run/aU.sock,flows=net.xml,flows=blk.xml");
+	cr_assert_eq(xft_config_agent_spec(&c, "agent:timeout=5", spec, sizeof(spec)), 0);
+	cr_assert(!strncmp(spec, "agent:timeout=5,socket=/run/a0.sock,", 36), "%s", spec);
+	cr_assert_eq(xft_config_agent_spec(&c, "agent:", spec, sizeof(spec)), 0);
+	cr_assert(!strncmp(spec, "agent:socket=", 13), "%s", spec);
+	cr_assert_eq(xft_config_agent_spec(&c, "synthetic:rate=5", spec, sizeof(spec)), 0);
+	cr_assert_str_eq(spec, "synthetic:rate=5", "other collectors are left alone");
+	cr_assert_eq(xft_config_agent_spec(&c, "agent", spec, 20), -ENAMETOOLONG);
+	assert_error("[domain a]\nagent = ring:/x\n", "test.conf:2: bad value 'ring:/x' for 'agent': expected socket:PATH");
+	assert_error("[domain a]\nbinary = /a,b\n", "test.conf:2: bad value '/a,b' for 'binary'");
 }
