@@ -138,6 +138,11 @@ struct xflow_hook {
 	volatile sig_atomic_t stop_reason;
 	volatile sig_atomic_t timed_out;
 	volatile sig_atomic_t in_wait;
+	/* Called from a crash signal handler (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+	 * SIGABRT in this process, once xflow_hook_signals_install was called):
+	 * restore what can be restored and let the targets go, with system
+	 * calls only: no allocation, no lock.  NULL if the backend has none. */
+	void (*emergency)(struct xflow_hook *h);
 	char errbuf[256];
 };
 
@@ -246,7 +251,10 @@ const char *xflow_hook_strerror(int err);
  * and wakes xflow_hook_run(), which detaches every target (restoring every
  * byte) and returns -EINTR; xflow_hook_stop_reason() then says which signal,
  * and the caller may re-raise it with xflow_hook_signals_reraise().  One
- * engine per process may own the signals.
+ * engine per process may own the signals.  It also catches the signals of a
+ * crash of this process (a handler's bug): the backend's emergency path puts
+ * the targets back as best it can with bare system calls, then the crash
+ * goes on as it would have.
  */
 int xflow_hook_signals_install(struct xflow_hook *h);
 void xflow_hook_signals_uninstall(struct xflow_hook *h);

@@ -632,6 +632,7 @@ static int pt_new(const struct xflow_hook_config *cfg, struct xflow_hook **out)
 	if (!e)
 		return -ENOMEM;
 	e->pub.cfg = *cfg;
+	e->pub.emergency = pt_emergency;
 	rc = xflow_hook_wake_init(&e->pub);
 	if (rc < 0) {
 		free(e);

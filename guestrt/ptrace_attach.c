@@ -341,6 +341,72 @@ int pt_detach_target(struct pt_target *t, bool internal)
 	return rc;
 }
 
+/* Stop a running thread for the crash path; false when it is gone. */
+static bool emergency_stop(struct pt_thread *th)
+{
+	ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
+	for (;;) {
+		int st;
+		pid_t w = waitpid(th->tid, &st, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+			return false;
+		int ev = st >> 16, sig = WSTOPSIG(st);
+		th->state = PT_STOPPED;
+		if (ev == 0 && sig == SIGTRAP) {
+			th->pending_hit = true;
+			return true;
+		}
+		if (ev == 0 && th->resume_sig == 0)
+			th->resume_sig = sig;
+		if (!pt_trap_pending(th->tid))
+			return true;
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
+	}
+}
+
+void pt_emergency(struct xflow_hook *h)
+{
+	struct pt_engine *e = ENGINE(h);
+
+	/* Should a thread never stop, the default SIGALRM ends this process
+	 * and the kernel lets every tracee go: the bytes are back by then. */
+	alarm(2);
+	for (int i = 0; i < e->ntargets; i++) {
+		struct pt_target *t = e->targets[i], *mm = pt_mm(t);
+		if (t->dead || t->detached)
+			continue;
+		/* Bytes first, so that no running thread hits a site any more. */
+		for (int j = 0; j < mm->nbps && !t->mm_owner; j++) {
+			struct pt_bp *bp = mm->bps[j];
+			uint8_t cur = 0, nop = 0x90;
+			if (bp->installed && xflow_tmem_peek(&t->mem, bp->addr, &cur, 1) == 0 && cur == 0xcc)
+				xflow_tmem_poke(&t->mem, bp->addr, bp->insn.bytes, 1);
+			if (bp->after_trap)
+				xflow_tmem_poke(&t->mem, bp->slot + bp->insn.len, &nop, 1);
+		}
+		for (int j = 0; j < t->nthreads; j++) {
+			struct pt_thread *th = t->threads[j];
+			struct user_regs_struct r;
+			bool ours;
+			if (th->state == PT_RUNNING && !emergency_stop(th))
+				continue;
+			if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) == 0) {
+				uint64_t to = fixed_rip(mm, th, r.rip, &ours);
+				if (th->pending_hit && !ours && th->resume_sig == 0)
+					th->resume_sig = SIGTRAP;
+				if (to) {
+					r.rip = to;
+					ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+				}
+			}
+			ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig);
+		}
+	}
+	alarm(0);
+}
+
 int pt_detach(struct xflow_hook_target *pub);
 int pt_detach(struct xflow_hook_target *pub)
 {

@@ -127,6 +127,8 @@ void pt_note_stop(struct pt_engine *e, struct pt_thread *th, int status);
 int pt_stop_world(struct pt_target *t);
 void pt_resume_world(struct pt_target *t);
 void pt_resume_thread(struct pt_thread *th);
+/* A breakpoint trap is queued for tid but not reported yet. */
+bool pt_trap_pending(pid_t tid);
 
 /* ptrace_attach.c */
 #define PT_OPTIONS                                                                               \
@@ -140,6 +142,8 @@ void pt_note_event(struct pt_engine *e, struct pt_thread *th, int ev);
  * the memory is shared. */
 int pt_detach_target(struct pt_target *t, bool internal);
 void pt_emit(struct pt_target *t, const struct xflow_hook_event *ev);
+/* The crash path (struct xflow_hook.emergency). */
+void pt_emergency(struct xflow_hook *h);
 /* Deliver queued events, free targets that are gone. */
 void pt_flush(struct pt_engine *e);
 static inline struct pt_target *pt_mm(struct pt_target *t)

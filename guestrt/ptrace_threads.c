@@ -184,7 +184,7 @@ void pt_note_stop(struct pt_engine *e, struct pt_thread *th, int status)
 
 /* A breakpoint trap is queued for th but not yet reported: after an
  * interrupt the kernel reports the interrupt first. */
-static bool trap_pending(pid_t tid)
+bool pt_trap_pending(pid_t tid)
 {
 	siginfo_t si[8];
 	struct __ptrace_peeksiginfo_args a = {.off = 0, .flags = 0, .nr = 8};
@@ -222,7 +222,7 @@ int pt_stop_world(struct pt_target *t)
 				th->want = true;
 			} else if (!th->want && !th->checked && !th->pending_hit && !th->held) {
 				th->checked = true;
-				if (trap_pending(th->tid))
+				if (pt_trap_pending(th->tid))
 					run_to_trap(th);
 			}
 			waiting += th->want;

@@ -36,6 +36,8 @@ static int wake_timer_ok;
 
 static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 static struct sigaction old_fatal[4];
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+static struct sigaction old_crash[5];
 
 #define KICK_NS 2000000L
 
@@ -155,6 +157,20 @@ int xflow_hook_timer_arm(struct xflow_hook *h, int ms)
 	return timer_settime(wake_timer, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
+/* A crash in this process: the loop will never run again, so the backend's
+ * emergency path does the restoring here.  Then the signal's default action
+ * applies: the raise is blocked until the handler returns (sa_mask), and a
+ * faulting instruction would fault again anyway. */
+static void on_crash(int sig)
+{
+	struct xflow_hook *h = fatal_hook;
+	fatal_hook = NULL;
+	if (h && h->emergency)
+		h->emergency(h);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 int xflow_hook_signals_install(struct xflow_hook *h)
 {
 	struct sigaction sa;
@@ -166,6 +182,10 @@ int xflow_hook_signals_install(struct xflow_hook *h)
 	fatal_hook = h;
 	for (unsigned i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
 		sigaction(fatal_signals[i], &sa, &old_fatal[i]);
+	sa.sa_handler = on_crash;
+	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	for (unsigned i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+		sigaction(crash_signals[i], &sa, &old_crash[i]);
 	return 0;
 }
 
@@ -175,6 +195,8 @@ void xflow_hook_signals_uninstall(struct xflow_hook *h)
 		return;
 	for (unsigned i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
 		sigaction(fatal_signals[i], &old_fatal[i], NULL);
+	for (unsigned i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+		sigaction(crash_signals[i], &old_crash[i], NULL);
 	fatal_hook = NULL;
 }
 

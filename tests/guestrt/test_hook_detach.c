@@ -377,3 +377,49 @@ Test(hook_detach, from_a_handler)
 	check_after_detach(&p, bin, want);
 	xflow_hook_free(h);
 }
+
+static void crash_at_200(const struct xflow_hook_hit *hit, void *data)
+{
+	(void)hit;
+	if (++*(uint64_t *)data == 200)
+		raise(SIGSEGV); /* as a handler's bug would */
+}
+
+/* The tracer crashes in a handler: its crash path must leave the target
+ * whole, every thread where it belongs. */
+Test(hook_detach, tracer_crash_in_handler)
+{
+	const char *bin = gt_build("fx_loop", "-O2");
+	char want[1024], line[256], c;
+	struct gt_proc p;
+	int ready[2], st;
+
+	gt_need_ptrace();
+	gt_reference(bin, "3", "3000", "swe", want, sizeof(want));
+	gt_start(&p, bin, "3", "3000", "swe");
+	gt_line(&p, line, sizeof(line));
+	cr_assert_eq(pipe(ready), 0);
+	pid_t tracer = fork();
+	if (tracer == 0) {
+		struct xflow_hook *h = NULL;
+		struct xflow_hook_target *t;
+		struct xflow_hook_config cfg = {0};
+		uint64_t n = 0, n2 = 0, fn, fn2;
+		signal(SIGSEGV, SIG_DFL);
+		if (xflow_hook_new(&xflow_hook_ptrace_ops, &cfg, &h) < 0 || xflow_hook_signals_install(h) < 0 ||
+		    xflow_hook_attach(h, p.pid, &t) < 0 ||
+		    xflow_hook_resolve(p.pid, bin, XFLOW_HOOK_LOC_VADDR, gt_sym(bin, "hooked"), &fn) < 0 ||
+		    xflow_hook_resolve(p.pid, bin, XFLOW_HOOK_LOC_VADDR, gt_sym(bin, "other"), &fn2) < 0 ||
+		    xflow_hook_site_add(t, fn, XFLOW_HOOK_BEFORE, crash_at_200, &n, NULL) < 0 ||
+		    xflow_hook_site_add(t, fn, XFLOW_HOOK_AFTER, gt_count, &n2, NULL) < 0 ||
+		    xflow_hook_site_add(t, fn2, XFLOW_HOOK_AFTER, gt_count, &n2, NULL) < 0 || write(ready[1], "r", 1) != 1)
+			_exit(2);
+		xflow_hook_run(h, 20000);
+		_exit(3);
+	}
+	cr_assert_eq(read(ready[0], &c, 1), 1, "the tracer did not start");
+	gt_send(&p);
+	cr_assert_eq(waitpid(tracer, &st, 0), tracer);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "tracer status %x", st);
+	check_after_detach(&p, bin, want);
+}
