@@ -516,7 +516,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Signals arrive through a signalfd, blocked before any child exists. */
+	/*
+	 * Signals arrive through a signalfd, blocked before any child exists.
+	 * A shell starts background jobs with SIGINT ignored, and an ignored
+	 * signal never reaches a signalfd: SIGINT stops the host however we
+	 * were started.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);

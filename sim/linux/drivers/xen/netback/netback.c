@@ -382,8 +382,11 @@ void netback_fini(void)
 	netif_t *netif;
 
 	spin_lock(&netbk.lock);
-	for (netif = netbk.list; netif; netif = netif->next)
+	for (netif = netbk.list; netif; netif = netif->next) {
 		pthread_join(netif->thread, NULL);
+		/* Frames for the guest are dropped from now on, not queued. */
+		netif_disconnect(netif);
+	}
 	spin_unlock(&netbk.lock);
 }
 
