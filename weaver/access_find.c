@@ -1360,6 +1360,11 @@ int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope 
 			return -EINVAL;
 		uint64_t at = fn->inlined ? fn->entry : after_prologue(ix, fn);
 		const struct jp_insn *in = insn_at(code, at);
+		if (!in && at != fn->entry) {
+			/* A line row inside an instruction: take the entry. */
+			at = fn->entry;
+			in = insn_at(code, at);
+		}
 		if (!in)
 			continue;
 		const struct jp_line *l = jp_line_at(ix, at);
