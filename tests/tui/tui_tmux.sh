@@ -63,8 +63,10 @@ keys() { $T send-keys -t xft "$@"; }
 step() { echo "== $*"; }
 
 mkdir -p "$work/snaps"
-# The pane runs a shell that records the terminal modes before and after.
+# The pane runs a shell that records the terminal modes before and after
+# (and, like an interactive shell, outlives a Ctrl-C meant for xflowtop).
 cat >"$work/run.sh" <<EOS
+trap : INT
 stty -a >"$work/stty.before"
 "$BIN" --demo -d 0.3 --snapshot-dir "$work/snaps" 2>"$work/stderr"
 echo \$? >"$work/rc"
@@ -169,5 +171,19 @@ cmp -s "$work/modes.before" "$work/modes.after" || { diff "$work/modes.before" "
 if pgrep -f -- "--snapshot-dir $work/snaps" >/dev/null 2>&1; then
 	fail "an xflowtop process is left"
 fi
-echo "PASS: views, sort, filter, path, aspects, snapshot, resize, quit"
+step "Ctrl-C quits cleanly too"
+rm -f "$work/rc" "$work/stty.after"
+$T respawn-pane -k -t xft "env LANG=C.UTF-8 LC_ALL=C.UTF-8 sh $work/run.sh" || fail "respawn-pane"
+wait_for "F10Quit"
+keys C-c
+i=0
+while [ ! -s "$work/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || fail "xflowtop did not quit cleanly on Ctrl-C (exit $(cat "$work/rc" 2>/dev/null))"
+wait_for "shell-after-xflowtop"
+for f in before after; do sed 's/rows [0-9]*; columns [0-9]*;//' "$work/stty.$f" >"$work/modes.$f"; done
+cmp -s "$work/modes.before" "$work/modes.after" || fail "terminal modes not restored after Ctrl-C"
+if pgrep -f -- "--snapshot-dir $work/snaps" >/dev/null 2>&1; then
+	fail "an xflowtop process is left after Ctrl-C"
+fi
+echo "PASS: views, sort, filter, path, aspects, snapshot, SIGUSR1, resize, quit, Ctrl-C"
 exit 0
