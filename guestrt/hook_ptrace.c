@@ -502,20 +502,16 @@ static int pt_mem_write(struct xflow_hook_target *pub, uint64_t addr, const void
 
 static void drain_resumeq(struct pt_engine *e)
 {
-	/* Entries queued while draining are served on the next round. */
+	/* The n entries there now; a resume may queue more (and move the
+	 * array), which wait for the next round.  No allocation here. */
 	int n = e->nresumeq;
-	pid_t *q = malloc((size_t)n * sizeof(*q));
-	if (!q)
-		return;
-	memcpy(q, e->resumeq, (size_t)n * sizeof(*q));
-	memmove(e->resumeq, e->resumeq + n, (size_t)(e->nresumeq - n) * sizeof(*q));
-	e->nresumeq -= n;
 	for (int i = 0; i < n; i++) {
-		struct pt_thread *th = pt_thr_find(e, q[i]);
+		struct pt_thread *th = pt_thr_find(e, e->resumeq[i]);
 		if (th && th->queued)
 			pt_resume_thread(th);
 	}
-	free(q);
+	memmove(e->resumeq, e->resumeq + n, (size_t)(e->nresumeq - n) * sizeof(*e->resumeq));
+	e->nresumeq -= n;
 }
 
 static void detach_all(struct pt_engine *e)
