@@ -698,12 +698,6 @@ static int32_t global_at(const struct jp_index *ix, uint64_t addr, bool exact)
 	return addr - g->addr < size ? (int32_t)(lo - 1) : -1;
 }
 
-static int32_t global_type_at(const struct jp_index *ix, uint64_t addr)
-{
-	int32_t g = global_at(ix, addr, true);
-	return g >= 0 ? ix->globals[g].type : -1;
-}
-
 /* An integer operand as off + k * stride; anything not known to be an
  * integer of that form is "any integer" (0 + k * 1). */
 static struct tval as_int(struct tval v)
@@ -761,7 +755,15 @@ static struct tval writer_val(struct typer *ty, size_t j, unsigned reg, int dept
 	const char *nm = NULL;
 	if (w->kind == JP_I_MOV && w->msize == 8 && w->index == JP_REG_NONE) {
 		if (w->base == JP_REG_RIP) {
-			int32_t t = ptr_target(ty->ix, global_type_at(ty->ix, w->addr + w->len + (uint64_t)w->disp));
+			/* A global pointer, or a pointer member of a global
+			 * struct (g.head->...). */
+			uint64_t ea = w->addr + w->len + (uint64_t)w->disp;
+			int32_t g = global_at(ty->ix, ea, false), t = -1;
+			if (g >= 0 && ty->ix->globals[g].addr == ea)
+				t = ptr_target(ty->ix, ty->ix->globals[g].type);
+			if (t < 0 && g >= 0)
+				t = ptr_target(ty->ix, member_type_at(ty->ix, ty->ix->globals[g].type,
+								      ea - ty->ix->globals[g].addr, true, 0));
 			if (t >= 0)
 				ty->why = "a global";
 			return tv_ptr(t);
