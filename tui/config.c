@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tui/config.h"
+#include "xflow/collector.h"
 
 #ifndef XFLOWTOP_VERSION
 #define XFLOWTOP_VERSION "0.1"
@@ -501,7 +502,7 @@ int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err,
 			return 1;
 		case 'V':
 			printf("xflowtop %s (collector ABI %d, record version %d)\n", XFLOWTOP_VERSION,
-			       1, XFLOW_RECORD_VERSION);
+			       XFLOW_COLLECTOR_ABI, XFLOW_RECORD_VERSION);
 			return 1;
 		case OPT_LIST:
 			c->batch = -1; /* the caller lists and exits */
