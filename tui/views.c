@@ -716,8 +716,12 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 		if (s + 1 < app->nsrc && o < sizeof(line))
 			o += (size_t)snprintf(line + o, sizeof(line) - o, ";");
 	}
-	if (!app->nsrc)
-		snprintf(line + o, sizeof(line) - o, " none (no collector)");
+	if (!app->nsrc && o < sizeof(line))
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " none (no collector)");
+	if (o < sizeof(line))
+		o += (size_t)snprintf(line + o, sizeof(line) - o, "  Flow files:%s", app->cfg.nflow_files ? "" : " none");
+	for (unsigned i = 0; i < app->cfg.nflow_files && o < sizeof(line); i++)
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s", app->cfg.flow_files[i]);
 	xft_canvas_put(cv, 1, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 1, 0, XFT_A_TITLE, "Domains:", -1);
 
@@ -729,15 +733,11 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 
 	fmt_bytes(st->memory_bytes, mem, sizeof(mem));
-	o = (size_t)snprintf(line, sizeof(line),
-			     "Flows: live %" PRIu64 " done %" PRIu64 " expired %" PRIu64 " evicted %" PRIu64
-			     "  Hops %zu  Mem %s (bound)  Files:",
-			     st->flows_live, st->flows_finished, st->flows_expired, st->flows_evicted,
-			     app->frame.nhops, mem);
-	if (!app->cfg.nflow_files)
-		snprintf(line + o, sizeof(line) - o, " none");
-	for (unsigned i = 0; i < app->cfg.nflow_files && o < sizeof(line); i++)
-		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s", app->cfg.flow_files[i]);
+	snprintf(line, sizeof(line),
+		 "Flows: live %" PRIu64 " done %" PRIu64 " expired %" PRIu64 " evicted %" PRIu64
+		 "  Hops %zu  Mem %s (bound)",
+		 st->flows_live, st->flows_finished, st->flows_expired, st->flows_evicted,
+		 app->frame.nhops, mem);
 	xft_canvas_put(cv, 3, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 3, 0, XFT_A_TITLE, "Flows:", -1);
 }
