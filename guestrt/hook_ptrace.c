@@ -64,15 +64,10 @@ struct pt_bp *pt_slot_bp(struct pt_target *mm, uint64_t addr)
 {
 	for (int i = 0; i < mm->nscr; i++) {
 		uint64_t base = mm->scr[i].base;
-		if (addr < base || addr >= base + PT_SCRATCH_SIZE)
-			continue;
-		uint64_t slot = addr - (addr - base) % PT_SLOT_SIZE;
-		/* Slots are few per page; the bp that owns one is found by its
-		 * recorded slot address. */
-		for (int j = 0; j < mm->nbps; j++)
-			if (mm->bps[j]->slot == slot)
-				return mm->bps[j];
-		return NULL;
+		if (addr >= base && addr < base + PT_SCRATCH_SIZE) {
+			unsigned k = (unsigned)((addr - base) / PT_SLOT_SIZE);
+			return k < mm->scr[i].used ? mm->scr[i].owner[k] : NULL;
+		}
 	}
 	return NULL;
 }

@@ -161,8 +161,9 @@ static int new_scratch(struct pt_target *t, const struct pt_bp *bp, const struct
 	if (rc < 0)
 		return xflow_hook_fail(&e->pub, rc, "pid %d: cannot write its scratch page: %s", (int)t->pub.pid,
 				       xflow_hook_strerror(rc));
+	memset(&mm->scr[mm->nscr], 0, sizeof(mm->scr[0]));
 	mm->scr[mm->nscr].base = (uint64_t)ret;
-	mm->scr[mm->nscr].used = 1;
+	mm->scr[mm->nscr].used = 1; /* slot 0: the syscall stub */
 	mm->nscr++;
 	return 0;
 }
@@ -202,7 +203,7 @@ int xflow_ooline_slot(struct pt_target *t, struct pt_bp *bp, const struct xflow_
 	if (rc < 0)
 		return xflow_hook_fail(&t->e->pub, rc, "pid %d: cannot write its scratch page: %s", (int)t->pub.pid,
 				       xflow_hook_strerror(rc));
-	s->used++;
+	s->owner[s->used++] = bp;
 	bp->slot = slot;
 	return 0;
 }

@@ -160,6 +160,10 @@ static struct pt_target *copy_target(struct pt_engine *e, struct pt_target *from
 		for (uint32_t s = 0; s < c->nsites; s++)
 			if (c->sites[s].bp == from->bps[i])
 				c->sites[s].bp = bp;
+		for (int s = 0; s < c->nscr; s++)
+			for (unsigned k = 0; k < c->scr[s].used; k++)
+				if (c->scr[s].owner[k] == from->bps[i])
+					c->scr[s].owner[k] = bp;
 	}
 	for (uint32_t s = 0; s < c->nsites; s++)
 		c->sites[s].hits = 0;

@@ -44,6 +44,7 @@ struct pt_site {
 struct pt_scratch {
 	uint64_t base;
 	unsigned used;
+	struct pt_bp *owner[PT_SCRATCH_SLOTS]; /* the bp of each slot in use */
 };
 
 enum pt_thr_state { PT_RUNNING = 0, PT_STOPPED };
