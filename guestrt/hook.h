@@ -159,7 +159,8 @@ struct xflow_hook_target {
  */
 
 /* Allocate an engine configured by cfg (copied). *out is the embedded
- * struct xflow_hook of the backend's engine. */
+ * struct xflow_hook of the backend's engine.  One engine per process at a
+ * time (-EBUSY): its wake-up signal and timer are the process's. */
 typedef int (*xflow_hook_new_fn)(const struct xflow_hook_config *cfg, struct xflow_hook **out);
 /* Detach every target (restoring every byte) and free the engine. */
 typedef void (*xflow_hook_free_fn)(struct xflow_hook *h);

@@ -259,6 +259,23 @@ Test(hook_ptrace, toggle_live)
 	cr_assert_eq(xflow_hook_site_enable(t, site, true), 0);
 	cr_assert(xflow_hook_run(h, 60) >= 0);
 	cr_expect(n > frozen, "no hits after enabling again");
+	/* Removed: no more hits, the byte is the file's again, the id is gone. */
+	uint64_t fn = gt_addr(t->pid, bin, "hooked");
+	cr_assert_eq(xflow_hook_site_remove(t, site), 0);
+	frozen = n;
+	cr_assert(xflow_hook_run(h, 60) >= 0);
+	cr_expect_eq(n, frozen);
+	struct xflow_hook_site_stats st;
+	cr_expect_eq(xflow_hook_site_stats(t, site, &st), -ENOENT);
+	char path[64];
+	unsigned char now, file;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
+	int mfd = open(path, O_RDONLY), ffd = open(bin, O_RDONLY);
+	cr_assert_eq(pread(mfd, &now, 1, (off_t)fn), 1);
+	cr_assert_eq(pread(ffd, &file, 1, (off_t)gt_sym(bin, "hooked")), 1); /* PIE text: vaddr == offset */
+	close(mfd);
+	close(ffd);
+	cr_expect_eq(now, file, "byte %02x at the removed site, file has %02x", now, file);
 	gt_run_all(h, 20000);
 	read_out(out, got, sizeof(got));
 	cr_expect_eq(ex.exited, 1);
@@ -386,5 +403,18 @@ Test(hook_ptrace, a_dead_target_leaves_the_others_served)
 	cr_expect(WIFEXITED(w.other_status) && WEXITSTATUS(w.other_status) == 0);
 	cr_expect_eq(w.hits[1], 2000);
 	cr_expect_str_eq(got, want);
+	xflow_hook_free(h);
+}
+
+Test(hook_ptrace, spawn_of_nothing)
+{
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, NULL, NULL);
+	struct xflow_hook_target *t = NULL;
+	char prog[] = "/nonexistent/xflow-no-such-program";
+	char *argv[] = {prog, NULL};
+	cr_expect_eq(xflow_hook_spawn(h, argv, &t), -ENOEXEC);
+	cr_expect(strstr(xflow_hook_last_error(h), "could not be run"), "%s", xflow_hook_last_error(h));
+	cr_expect_eq(xflow_hook_attach(h, 0, &t), -EINVAL);
+	cr_expect_eq(xflow_hook_run(h, 0), 0); /* nothing to serve */
 	xflow_hook_free(h);
 }
