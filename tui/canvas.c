@@ -62,6 +62,8 @@ static uint32_t ascii_of(uint32_t cp)
 	case 0x2588: case 0x2589: case 0x258a: case 0x258b:
 	case 0x258c: case 0x258d: case 0x258e: case 0x258f: return '#';
 	case 0x2502: return '|';
+	case 0x25bc: return 'v';
+	case 0x25b2: return '^';
 	case 0x00b7: case 0x2026: return '.';
 	default: return '?';
 	}

@@ -44,7 +44,8 @@ Test(canvas, utf8_one_cell_per_code_point_and_ascii_fallback)
 	c.ascii = 1;
 	xft_canvas_put(&c, 1, 0, 0, "\xc2\xb5s\xe2\x86\x92\xe2\x96\x88\xe2\x80\x94", -1);
 	xft_canvas_fill(&c, 1, 5, 1, 0, 0x2588);
-	cr_assert_str_eq(row(&c, 1), "us>#-#  ");
+	xft_canvas_put(&c, 1, 6, 0, "\xe2\x96\xbc\xe2\x96\xb2", -1);
+	cr_assert_str_eq(row(&c, 1), "us>#-#v^");
 	/* Control characters and broken UTF-8 never reach the terminal. */
 	c.ascii = 0;
 	xft_canvas_put(&c, 0, 0, 0, "\x1b[2J\xff\x07", -1);
