@@ -418,3 +418,31 @@ Test(hook_ptrace, spawn_of_nothing)
 	cr_expect_eq(xflow_hook_run(h, 0), 0); /* nothing to serve */
 	xflow_hook_free(h);
 }
+
+/* Job control still works on a target: SIGSTOP stops it (no hits), SIGCONT
+ * lets it go on, and the hits count exactly in the end. */
+Test(hook_ptrace, job_control_stop_and_continue)
+{
+	struct exit_rec ex = {0};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, on_exit_ev, &ex);
+	const char *bin = gt_build("fx_loop", "-O2");
+	uint64_t n = 0;
+	char got[1024], want[1024];
+	FILE *out;
+	gt_reference(bin, "2", "1000", "s", want, sizeof(want));
+	struct xflow_hook_target *t = spawn(h, bin, "2", "1000", "s", &out);
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(t->pid, bin, "hooked"), XFLOW_HOOK_BEFORE, gt_count, &n, NULL), 0);
+	cr_assert(xflow_hook_run(h, 50) >= 0);
+	kill(t->pid, SIGSTOP);
+	cr_assert(xflow_hook_run(h, 50) >= 0);
+	uint64_t stopped = n;
+	cr_assert(xflow_hook_run(h, 100) >= 0);
+	cr_expect_eq(n, stopped, "hits while stopped");
+	kill(t->pid, SIGCONT);
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_expect_eq(ex.exited, 1);
+	cr_expect_eq(n, 2000);
+	cr_expect_str_eq(got, want);
+	xflow_hook_free(h);
+}
