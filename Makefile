@@ -87,12 +87,20 @@ MAN_PAGES :=
 folder_lib = $(LIBDIR)/libxflow-$(1).a
 objs_of = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
-# Folders in data-path order: each prepends its library to LINK_LIBS, so a
-# library comes before the ones it uses.  A folder's module.mk comes first;
-# any other *.mk in the folder adds rules to it.
+# Folders in data-path order.  A folder's module.mk comes first; any other
+# *.mk in the folder adds rules to it.
 FOLDERS := common weaver guestrt collectors tui sim
+# Every program links every folder library, users first.  The list is
+# complete before any module.mk is read, because a rule's prerequisites are
+# expanded when the rule is read: built up folder by folder, a binary of an
+# early folder would link libraries it did not wait for (a -j race).
+FOLDER_LIBS := $(foreach f,tui collectors guestrt weaver common,\
+	$(if $(wildcard $(f)/module.mk),$(call folder_lib,$(f))))
+LINK_LIBS := $(FOLDER_LIBS)
 $(foreach f,$(FOLDERS),$(eval -include $(f)/module.mk))
 $(foreach f,$(FOLDERS),$(eval -include $(filter-out $(f)/module.mk,$(sort $(wildcard $(f)/*.mk)))))
+# The module files prepend their own library as well; link each once.
+LINK_LIBS := $(FOLDER_LIBS)
 include tests/module.mk
 
 ALL_OBJS := $(sort $(ALL_OBJS))
