@@ -11,14 +11,14 @@ set -u
 
 # Each package and why: the libraries the code links, the test and fuzz
 # toolchain, and the tools the tests drive (tmux for the TUI, groff to lint
-# man pages). glib and uthash are only benchmark baselines.
+# man pages, gdb to poke the simulated host). glib and uthash are only benchmark baselines.
 PKGS="gcc make pkg-config
 libncurses-dev libxml2-dev libelf-dev libdwarf-dev libuv1-dev libcapstone-dev
 libxen-dev
 libcriterion-dev
 clang libclang-rt-14-dev llvm
 libglib2.0-dev uthash-dev
-tmux groff-base procps"
+tmux groff-base procps gdb"
 
 missing() {
 	for p in $PKGS; do
