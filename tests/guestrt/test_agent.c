@@ -11,16 +11,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "collectors/agent.h"
 #include "gt.h"
 #include "guestrt/agent.h"
+#include "weaver/joinpoint.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 
 #define NPKT 40
+
+/* Processes a test started: killed at its end, also when an assertion
+ * ended it early. */
+static pid_t started[4];
+
+static void kill_started(void)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (started[i] > 0) {
+			kill(started[i], SIGKILL);
+			waitpid(started[i], NULL, WNOHANG);
+		}
+}
+
+static void remember(pid_t pid)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (started[i] <= 0) {
+			started[i] = pid;
+			return;
+		}
+}
 
 static const char flow_xml[] =
 	"<flows>\n"
@@ -57,7 +83,7 @@ static pid_t agent_child(const char *bin, const char *sock, const char *out)
 		FILE *f = freopen(out, "w", stdout);
 		(void)f;
 		char n[16];
-		snprintf(n, sizeof(n), "%d", NPKT);
+		snprintf(n, sizeof(n), "%d", strstr(out, "out3") ? 200000000 : NPKT);
 		char *argv[] = { (char *)bin, n, NULL };
 		struct xflow_agent_opts o = { .domain = "fixture", .domain_id = 7, .argv = argv, .socket_path = sock,
 					      .ring_slots = 1024 };
@@ -72,6 +98,7 @@ static pid_t agent_child(const char *bin, const char *sock, const char *out)
 		fflush(stdout);
 		_exit(rc ? 1 : 0);
 	}
+	remember(pid);
 	return pid;
 }
 
@@ -85,7 +112,7 @@ static void wait_socket(const char *sock, pid_t agent)
 	cr_assert_eq(access(sock, F_OK), 0, "no socket");
 }
 
-Test(agent, fixture_flows, .timeout = 60)
+Test(agent, fixture_flows, .timeout = 60, .fini = kill_started)
 {
 	gt_need_ptrace();
 	const char *bin = gt_build("agent_pkt", "-O1");
@@ -179,7 +206,7 @@ Test(agent, fixture_flows, .timeout = 60)
 }
 
 /* A monitor that vanishes: the agent detaches and exits at once. */
-Test(agent, monitor_killed, .timeout = 60)
+Test(agent, monitor_killed, .timeout = 60, .fini = kill_started)
 {
 	gt_need_ptrace();
 	const char *bin = gt_build("fx_loop", "-O2");
@@ -187,6 +214,7 @@ Test(agent, monitor_killed, .timeout = 60)
 	snprintf(sock, sizeof(sock), "%s/s2/agent.sock", gt_dir);
 	struct gt_proc p;
 	gt_start(&p, bin, "1", "1000000000", "s");
+	remember(p.pid);
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)p.pid);
 	pid_t agent = fork();
@@ -201,6 +229,7 @@ Test(agent, monitor_killed, .timeout = 60)
 		xflow_agent_free(a);
 		_exit(rc ? 1 : 0);
 	}
+	remember(agent);
 	wait_socket(sock, agent);
 	int fd = xflow_ctl_connect(sock);
 	cr_assert_geq(fd, 0);
@@ -252,4 +281,87 @@ Test(agent, monitor_killed, .timeout = 60)
 	waitpid(p.pid, NULL, 0);
 	fclose(p.in);
 	fclose(p.out);
+}
+
+/* A plan with a bad address: that site fails with its reason in the
+ * reply, the others are installed, and the agent serves on. */
+Test(agent, plan_with_bad_address, .timeout = 60, .fini = kill_started)
+{
+	gt_need_ptrace();
+	/* The target is the agent's child: once the agent leaves, it is ours
+	 * to reap, not init's. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	const char *bin = gt_build("agent_pkt", "-O1");
+	char flows[160], sock[160], out[160];
+	snprintf(flows, sizeof(flows), "%s/pkt3.xml", gt_dir);
+	snprintf(sock, sizeof(sock), "%s/s3/agent.sock", gt_dir);
+	snprintf(out, sizeof(out), "%s/out3.txt", gt_dir);
+	FILE *f = fopen(flows, "w");
+	fputs(flow_xml, f);
+	fclose(f);
+	pid_t agent = agent_child(bin, sock, out);
+	wait_socket(sock, agent);
+	/* The plan, built here as the collector would, then broken. */
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_file(u, flows), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	const char *bins[] = { bin };
+	struct jp_domain_spec d = { "fixture", bins, 1 };
+	struct jp_plan_opts po = { 0 };
+	struct xflow_plan *p;
+	cr_assert_eq(jp_plan_build(u, &d, 1, &po, &p), 0);
+	cr_assert_gt(p->domains[0].nsites, 1);
+	p->domains[0].sites[0].addr = 0x10; /* still sorted: the lowest */
+	void *buf;
+	size_t len;
+	char why[256];
+	cr_assert_eq(xflow_plan_write(p, &buf, &len, why, sizeof(why)), 0, "%s", why);
+	uint32_t nsites = p->domains[0].nsites;
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+	int fd = xflow_ctl_connect(sock);
+	cr_assert_geq(fd, 0);
+	struct xflow_ctl_conn conn;
+	cr_assert_eq(xflow_ctl_conn_init_unix(&conn, fd), 0);
+	struct xflow_ctl_msg *m;
+	cr_assert_eq(xflow_ctl_recv(&conn, &m, 5000), 1);
+	pid_t target = (pid_t)m->u.hello.targets[0].pid;
+	remember(target);
+	xflow_ctl_msg_free(m);
+	struct xflow_ctl_msg pl = { .type = XFLOW_CTL_PLAN_LOAD };
+	pl.u.plan_load.plan = buf;
+	pl.u.plan_load.plan_len = (uint32_t)len;
+	cr_assert_eq(xflow_ctl_send(&conn, &pl, NULL, 0, 1000), 0);
+	free(buf);
+	cr_assert_eq(xflow_ctl_recv(&conn, &m, 10000), 1);
+	cr_assert_eq(m->type, XFLOW_CTL_REPLY);
+	const struct xflow_ctl_plan_result *r = &m->u.reply.u.plan;
+	cr_expect_eq(m->u.reply.status, 0, "%s", m->u.reply.message);
+	cr_expect_eq(r->sites, nsites);
+	cr_expect_eq(r->installed, nsites - 1);
+	cr_assert_eq(r->nfailed, 1);
+	cr_expect_eq(r->failed[0].site, 0);
+	cr_expect(strstr(r->failed[0].why, "not in an executable mapping"), "%s", r->failed[0].why);
+	cr_log_info("bad site: %s", r->failed[0].why);
+	xflow_ctl_msg_free(m);
+	/* Stats: the advice is there, the target runs. */
+	struct xflow_ctl_msg sreq = { .type = XFLOW_CTL_STATS };
+	cr_assert_eq(xflow_ctl_send(&conn, &sreq, NULL, 0, 1000), 0);
+	cr_assert_eq(xflow_ctl_recv(&conn, &m, 5000), 1);
+	cr_expect_eq(m->u.reply.req_type, XFLOW_CTL_STATS);
+	cr_expect_gt(m->u.reply.u.stats.nadvice, 0);
+	xflow_ctl_msg_free(m);
+	struct xflow_ctl_msg det = { .type = XFLOW_CTL_DETACH };
+	cr_assert_eq(xflow_ctl_send(&conn, &det, NULL, 0, 1000), 0);
+	cr_assert_eq(xflow_ctl_recv(&conn, &m, 5000), 1);
+	cr_expect_eq(m->u.reply.req_type, XFLOW_CTL_DETACH);
+	xflow_ctl_msg_free(m);
+	xflow_ctl_conn_close(&conn);
+	int st = -1;
+	for (int i = 0; i < 500 && waitpid(agent, &st, WNOHANG) == 0; i++)
+		usleep(10000);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent status %d", st);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
 }
