@@ -22,4 +22,4 @@ if [ "$BUILD" != build ]; then
 		{ echo "sanitized domains cannot be woven; build the plain tree first (make)"; exit 77; }
 	export XENSIM_DIR="$(pwd)/build/sim"
 fi
-exec timeout -s TERM 60 "$BUILD/tests/e2e/xflow-e2e" flows --rate 200 --duration 6
+exec timeout -s TERM 60 "$BUILD/tests/e2e/xflow-e2e" flows --rate 200 --duration 10

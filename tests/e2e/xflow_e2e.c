@@ -13,8 +13,9 @@
  *       Meanwhile the recording advice is switched off (its hits stop within
  *       one refresh while the flow markers keep coming) and on again.
  *   xflow-e2e detach
- *       Detach while the host runs: every executable mapping of every
- *       domain equals its file byte for byte, and the host finishes with
+ *       Detach while the host runs (one agent by SIGTERM, the others asked
+ *       by the monitor): every executable mapping of every domain equals
+ *       its file byte for byte, and the host finishes with
  *       status 0 and a truth file that truth-check accepts.
  *   xflow-e2e top XFLOWTOP [--delay STAGE=DUR]
  *       Issue 7: xflowtop -b on the demo host through the agent collector;
@@ -548,6 +549,16 @@ static int mode_detach(void)
 	if (!diffs)
 		FAILF("the text comparison does not see the breakpoints");
 	checked = diffs = 0;
+	/* One agent stopped by SIGTERM, the others asked by the monitor. */
+	struct xflow_domain_info di;
+	unsigned apid = 0;
+	if (ops->domain_info(coll, 0, &di) == 0 && sscanf(di.source, "xflow-agent pid %u", &apid) == 1 && apid) {
+		printf("SIGTERM to the agent of domain %u (pid %u)\n", (unsigned)di.id, apid);
+		kill((pid_t)apid, SIGTERM);
+		pump(300);
+	} else {
+		FAILF("no agent pid for domain 0");
+	}
 	ops->close(coll); /* DETACH: each agent restores its targets and exits */
 	coll = NULL;
 	/* Agents exit once they have let go: give them a moment. */
