@@ -88,6 +88,7 @@ struct peer {
 struct acoll {
 	struct peer *peers[MAX_PEERS];
 	unsigned npeers;
+	unsigned next_peer;          /* read() starts there */
 	const char *flows[MAX_LIST];
 	unsigned nflows;
 	const char *bins[MAX_LIST];  /* "DOM:PATH" */
@@ -646,8 +647,12 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 {
 	struct acoll *c = (struct acoll *)xc;
 	long total = 0;
-	for (unsigned i = 0; i < c->npeers; i++) {
-		struct peer *p = c->peers[i];
+	/* Start with the next agent each call: a busy one must not starve
+	 * the others' rings (their records would reach the reorder window
+	 * late and split flows). */
+	unsigned first = c->npeers ? c->next_peer++ % c->npeers : 0;
+	for (unsigned k = 0; k < c->npeers; k++) {
+		struct peer *p = c->peers[(first + k) % c->npeers];
 		if (p->connected) {
 			int rc;
 			while ((rc = peer_control(c, p, 0, NULL)) > 0)
