@@ -119,10 +119,23 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* Whatever way the driver ends, nothing of the run stays behind: the
+ * demo host stops its own children at exit; the truth file is ours. */
+static void cleanup(void)
+{
+	if (truth_path[0]) {
+		char check[160];
+		unlink(truth_path);
+		snprintf(check, sizeof(check), "%s.check", truth_path);
+		unlink(check);
+	}
+}
+
 static void start_host(struct xflow_demo_opts *o)
 {
 	snprintf(truth_path, sizeof(truth_path), "/tmp/xflow-e2e-truth-%d", (int)getpid());
 	o->truth = truth_path;
+	atexit(cleanup);
 	o->bindir = getenv("E2E_BINDIR");
 	o->hold = 1;
 	signal(SIGINT, on_signal);
@@ -429,6 +442,8 @@ static int mode_flows(int argc, char **argv)
 	xflow_demo_host_go(host);
 	uint64_t t0 = xflow_monotonic_ns();
 	int adv = find_aspect("advice"), xf = find_aspect("xflow");
+	if (ops->carried_bits(coll, 0) != 12)
+		FAILF("netflow carries %u id bits across the ring, not 12", ops->carried_bits(coll, 0));
 	if (adv < 0 || xf < 0)
 		FAILF("aspects missing (advice %d, xflow %d)", adv, xf);
 	pump(1200);
