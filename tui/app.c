@@ -10,6 +10,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "collectors/demo_host.h"
 #include "tui/app.h"
 #include "tui/report.h"
 #include "xflow/clock.h"
@@ -112,6 +113,7 @@ static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint6
 		long n = s->ops->read(s->c, now, emit, &e, READ_BATCH);
 		if (n < 0) {
 			s->ended = 1;
+			s->failed = n != -ENODATA;
 			const char *why = s->ops->last_error ? s->ops->last_error(s->c) : NULL;
 			snprintf(s->error, sizeof(s->error), "%s",
 				 n == -ENODATA ? "end of input" : why ? why : strerror((int)-n));
@@ -189,11 +191,46 @@ static void update_infos(struct xft_app *app, double secs)
 	}
 }
 
+/* The hypervisor's state (xentrace), with room for its shown order. */
+static void update_hv(struct xft_app *app)
+{
+	app->hv = NULL;
+	for (unsigned s = 0; s < app->nsrc && !app->hv; s++) {
+		struct xft_source *src = &app->src[s];
+		const struct xflow_hv_summary *h;
+		if (!src->ops->hypervisor || src->ops->hypervisor(src->c, &h))
+			continue;
+		if (h->nvcpus > app->hv_vcpu_cap) {
+			uint32_t *o = realloc(app->hv_vcpu_order, h->nvcpus * sizeof(*o));
+			if (!o)
+				continue;
+			app->hv_vcpu_order = o;
+			app->hv_vcpu_cap = h->nvcpus;
+		}
+		if (h->nevents > app->hv_event_cap) {
+			uint32_t *o = realloc(app->hv_event_order, h->nevents * sizeof(*o));
+			if (!o)
+				continue;
+			app->hv_event_order = o;
+			app->hv_event_cap = h->nevents;
+		}
+		app->hv = h;
+		app->hv_src = s;
+	}
+}
+
 void xft_app_order(struct xft_app *app)
 {
 	xft_frame_order(&app->frame, &app->ui.filter, &app->sites, app->ui.list[XFT_VIEW_HOPS].sort,
 			app->ui.list[XFT_VIEW_HOPS].desc, app->ui.list[XFT_VIEW_FLOWS].sort,
 			app->ui.list[XFT_VIEW_FLOWS].desc);
+	if (app->hv) {
+		const struct xft_list_state *v = &app->ui.list[XFT_VIEW_HYPERVISOR], *e = &app->ui.hv_events;
+		xft_table_sort(&xft_hv_vcpu_table, v->sort, v->desc, app->hv->vcpus, sizeof(*app->hv->vcpus),
+			       app->hv_vcpu_order, app->hv->nvcpus);
+		xft_table_sort(&xft_hv_event_table, e->sort, e->desc, app->hv->events, sizeof(*app->hv->events),
+			       app->hv_event_order, app->hv->nevents);
+	}
 }
 
 void xft_app_refresh(struct xft_app *app, uint64_t now)
@@ -208,6 +245,7 @@ void xft_app_refresh(struct xft_app *app, uint64_t now)
 	app->now_ns = now;
 	update_infos(app, secs);
 	if (!app->ui.paused) {
+		update_hv(app);
 		xft_frame_build(&app->frame, app->agg, &app->sites);
 		xft_app_order(app);
 		size_t nh;
@@ -254,6 +292,7 @@ static void snapshot_now(struct xft_app *app, const char *base_in)
 	/* A snapshot shows the latest data even when the screen is paused. */
 	int paused = app->ui.paused;
 	if (paused) {
+		update_hv(app);
 		xft_frame_build(&app->frame, app->agg, &app->sites);
 		xft_app_order(app);
 	}
@@ -288,10 +327,23 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		if ((rc = xft_registry_load_dir(&app->reg, cfg->collector_paths[i], err, errlen)))
 			return rc;
 	if (cfg->demo) {
-		app->note = XFT_DEMO_NOTE;
-		rc = xft_app_add_source(app, XFT_DEMO_COLLECTOR, err, errlen);
-		if (rc)
+		/* Boot the host held, so that no message passes before the
+		 * agents have their plans; then let the guests send. */
+		struct xflow_demo_opts o = { .guests = XFT_DEMO_GUESTS, .rate = XFT_DEMO_RATE, .hold = 1 };
+		if ((rc = xflow_demo_host_start(&o, &app->demo))) {
+			snprintf(err, errlen, "demo: %s", xflow_demo_host_error());
 			return rc;
+		}
+		char spec[4096];
+		snprintf(spec, sizeof(spec), "agent:%s", xflow_demo_host_options(app->demo));
+		app->note = XFT_DEMO_NOTE;
+		if ((rc = xft_app_add_source(app, spec, err, errlen)))
+			return rc;
+		if ((rc = xflow_demo_host_go(app->demo))) {
+			snprintf(err, errlen, "demo: the simulated host did not start sending: %s",
+				 strerror(-rc));
+			return rc;
+		}
 	}
 	for (unsigned i = 0; i < cfg->ncollectors && !cfg->demo; i++) {
 		char spec[4096];
@@ -303,6 +355,18 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		if ((rc = xft_app_add_source(app, spec, err, errlen)))
 			return rc;
 	}
+	if (cfg->xentrace[0] && !cfg->demo) {
+		char spec[XFT_SPEC_LEN + 64];
+		if ((rc = xft_config_xentrace_spec(cfg, spec, sizeof(spec)))) {
+			snprintf(err, errlen, "--xentrace: the path is too long or has a comma");
+			return rc;
+		}
+		if ((rc = xft_app_add_source(app, spec, err, errlen)))
+			return rc;
+	}
+	for (unsigned s = 0; s < app->nsrc; s++)
+		if (app->src[s].ops->hypervisor)
+			app->have_hv_source = 1;
 	if (!app->nsrc) {
 		snprintf(err, errlen, "no collector: give --collector NAME (see --list-collectors), "
 				      "a 'collector' line in the configuration, or --demo");
@@ -348,6 +412,10 @@ void xft_app_fini(struct xft_app *app)
 		if (app->src[s].ops->close)
 			app->src[s].ops->close(app->src[s].c);
 	app->nsrc = 0;
+	/* After the collectors: closing the agent collector makes the agents
+	 * detach (every patched byte restored) before the host stops. */
+	xflow_demo_host_stop(app->demo);
+	app->demo = NULL;
 	if (app->agg)
 		xft_agg_free(app->agg);
 	app->agg = NULL;
@@ -357,6 +425,11 @@ void xft_app_fini(struct xft_app *app)
 	app->ui.path_points = NULL;
 	free(app->ui.hist_copy);
 	app->ui.hist_copy = NULL;
+	free(app->hv_vcpu_order);
+	free(app->hv_event_order);
+	app->hv_vcpu_order = app->hv_event_order = NULL;
+	app->hv_vcpu_cap = app->hv_event_cap = 0;
+	app->hv = NULL;
 	xft_canvas_free(&app->canvas);
 	xft_registry_fini(&app->reg);
 }
@@ -505,7 +578,15 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 
 	if (r->stop)
 		r->stop(app);
+	for (unsigned s = 0; s < app->nsrc; s++)
+		if (app->src[s].failed) {
+			/* A broken source (a corrupted trace file...) is an error
+			 * even though what it gave was shown. */
+			fprintf(stderr, "xflowtop: %s: %s\n", app->src[s].spec, app->src[s].error);
+			app->exit_code = 1;
+		}
 	if (app->cfg.snapshot_on_exit[0]) {
+		update_hv(app);
 		xft_frame_build(&app->frame, app->agg, &app->sites);
 		xft_app_order(app);
 		if (xft_snapshot_write(app, app->cfg.snapshot_on_exit, err, sizeof(err))) {

@@ -26,8 +26,12 @@
 #define XFT_MAX_ASPECTS 128
 #define XFT_MAX_DOMROWS 64
 
-#define XFT_DEMO_NOTE "demo: synthetic flows \u2014 the simulated Xen host arrives with the agent"
-#define XFT_DEMO_COLLECTOR "synthetic:rate=2000"
+/* --demo: the simulated Xen host (sim/, xensim) with one xflow-agent per
+ * domain weaving flows/netflow.xml, read by the agent collector.  The
+ * synthetic collector stays available as --collector synthetic. */
+#define XFT_DEMO_NOTE "demo: the simulated Xen host (xensim), one xflow-agent per domain, flows/netflow.xml"
+#define XFT_DEMO_GUESTS 1
+#define XFT_DEMO_RATE 500 /* messages/s per guest: light on a 2-core machine */
 
 /* One open collector. */
 struct xft_source {
@@ -35,6 +39,7 @@ struct xft_source {
 	struct xflow_collector *c;
 	char spec[XFT_SPEC_LEN];
 	int ended;       /* read() said no more: -ENODATA (end of replay) or an error */
+	int failed;      /* ... and it was an error: xflowtop exits non-zero */
 	char error[256];
 	struct xflow_collector_stats st;
 	int nfds;
@@ -48,6 +53,7 @@ enum xft_view_id {
 	XFT_VIEW_HIST,
 	XFT_VIEW_ASPECTS,
 	XFT_VIEW_DOMAINS,
+	XFT_VIEW_HYPERVISOR, /* shown when a collector has a hypervisor() hook */
 	XFT_VIEW_N
 };
 
@@ -115,10 +121,16 @@ struct xft_ui {
 	int have_hist;
 	struct xflow_hist *hist_copy;
 	uint32_t hist_copy_hop; /* UINT32_MAX: no copy */
+	/* Hypervisor view: its second table (events) has its own list, and
+	 * one of the two has the focus (keys move and sort it). */
+	struct xft_list_state hv_events;
+	int hv_focus; /* 0: vcpus, 1: events */
 };
 
 struct xft_app_loop; /* libuv handles, private to app.c */
 struct xft_renderer;
+
+struct xflow_demo_host;
 
 struct xft_app {
 	struct xft_config cfg;
@@ -134,6 +146,7 @@ struct xft_app {
 	void *rstate;
 	struct xft_app_loop *loop;
 	const char *note;           /* shown in the header (demo) */
+	struct xflow_demo_host *demo; /* --demo's simulated host, or NULL */
 	uint64_t start_ns, now_ns, last_refresh_ns;
 	uint64_t records, prev_records, drops, bad;
 	double rate;                /* records/s over the last refresh */
@@ -144,6 +157,13 @@ struct xft_app {
 	unsigned naspects;
 	struct xft_domain_row domains[XFT_MAX_DOMROWS];
 	unsigned ndomains;
+	/* The hypervisor's state from the first collector that gives one
+	 * (xentrace), as of the last refresh; NULL when none does. */
+	int have_hv_source;         /* some collector has the hypervisor() hook */
+	const struct xflow_hv_summary *hv;
+	unsigned hv_src;
+	uint32_t *hv_vcpu_order, *hv_event_order; /* shown order of hv->vcpus, hv->events */
+	size_t hv_vcpu_cap, hv_event_cap;
 };
 
 /*
@@ -178,7 +198,7 @@ int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t 
 uint64_t xft_app_collect(struct xft_app *app, uint64_t now_ns, uint64_t budget);
 /* One refresh: collect, advance the model, rates, rebuild the frame unless paused. */
 void xft_app_refresh(struct xft_app *app, uint64_t now_ns);
-/* Filter and sort the frame as the UI says. */
+/* Filter and sort the frame (and the hypervisor's tables) as the UI says. */
 void xft_app_order(struct xft_app *app);
 /* Toggle aspect row @i; 0 or -errno. */
 int xft_app_aspect_toggle(struct xft_app *app, unsigned i);
