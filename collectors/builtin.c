@@ -5,10 +5,12 @@
 
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
+#include "collectors/xentrace_collector.h"
 
 const struct xflow_collector_ops *const xflow_collectors_builtin[] = {
 	&xflow_collector_synthetic,
 	&xflow_collector_agent,
+	&xflow_collector_xentrace,
 	NULL,
 };
 

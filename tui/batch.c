@@ -29,6 +29,11 @@ static void text_frame(struct xft_app *app)
 		printf("\nSLOWEST PATH: ");
 		xft_report_path_text(app, stdout, &app->frame.flows[app->frame.flow_order[0]]);
 	}
+	if (app->hv) {
+		/* The collector's summary (xentrace: as `xenalyze --summary`). */
+		printf("\nHYPERVISOR\n");
+		xft_report_hv_text(app, stdout, BATCH_WIDTH, 0);
+	}
 	printf("\n");
 	fflush(stdout);
 }

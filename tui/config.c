@@ -131,6 +131,8 @@ static const struct key_desc keys[] = {
 	{ "top-k", K_U32, 1, 10000, "slowest flows kept, 1 to 10000" },
 	{ "flow-expire", K_SECONDS, 0, 86400, "seconds before an idle flow expires, 0.001 to 86400" },
 	{ "max-handoffs", K_U32, 16, 1u << 24, "ids in flight between domains, 16 to 16777216" },
+	{ "xentrace", K_STR, 0, 0, "a xentrace file (without commas), or - for standard input" },
+	{ "cpu-hz", K_STR, 0, 0, "the traced host's TSC rate, e.g. 2.4G, 2400M or 2400000000" },
 };
 
 static size_t edit_distance(const char *a, const char *b)
@@ -231,6 +233,21 @@ int xft_config_set(struct xft_config *c, const char *key, const char *v, char *e
 			return add_list(c->collector_paths, &c->ncollector_paths, v, err, errlen, key);
 		return add_list(c->flow_files, &c->nflow_files, v, err, errlen, key);
 	case K_STR:
+		if (!strcmp(key, "xentrace")) {
+			if (strchr(v, ',') || copy_str(c->xentrace, sizeof(c->xentrace), v))
+				break;
+			return 0;
+		}
+		if (!strcmp(key, "cpu-hz")) {
+			char *end;
+			double hz = strtod(v, &end);
+			if (end != v && (*end == 'G' || *end == 'g' || *end == 'M' || *end == 'm' ||
+					 *end == 'K' || *end == 'k'))
+				end++;
+			if (end == v || *end || !(hz > 0) || copy_str(c->cpu_hz, sizeof(c->cpu_hz), v))
+				break;
+			return 0;
+		}
 		if (copy_str(!strcmp(key, "snapshot-dir") ? c->snapshot_dir : c->snapshot_on_exit,
 			     XFT_SPEC_LEN, v))
 			break;
@@ -436,11 +453,14 @@ void xft_config_usage(FILE *f)
 		"      --snapshot-dir DIR    where the 's' key and SIGUSR1 write snapshots\n"
 		"      --snapshot-on-exit FILE  write FILE.txt, FILE.json, FILE.trace.json on exit\n"
 		"      --no-color            no colours (also when NO_COLOR is set)\n"
+		"      --xentrace FILE       Xen's trace records from FILE (- for standard input),\n"
+		"                            shown in the Hypervisor view; needs --cpu-hz\n"
+		"      --cpu-hz HZ           the traced host's TSC rate, e.g. 2.4G\n"
 		"      --demo                run on the built-in demo source\n"
 		"  -h, --help                this help\n"
 		"  -V, --version             version\n"
 		"\n"
-		"Keys: h help, 1-6 or Tab views, < > sort, / search, \\ filter, p pause,\n"
+		"Keys: h help, 1-7 or Tab views, < > sort, / search, \\ filter, p pause,\n"
 		"s snapshot, space toggles an aspect, Enter drills down, q quit.  See xflowtop(1).\n");
 }
 
@@ -454,6 +474,8 @@ enum {
 	OPT_NO_COLOR,
 	OPT_DEMO,
 	OPT_LIST,
+	OPT_XENTRACE,
+	OPT_CPU_HZ,
 };
 
 static const struct option long_opts[] = {
@@ -472,6 +494,8 @@ static const struct option long_opts[] = {
 	{ "snapshot-on-exit", required_argument, NULL, OPT_SNAP_EXIT },
 	{ "no-color", no_argument, NULL, OPT_NO_COLOR },
 	{ "demo", no_argument, NULL, OPT_DEMO },
+	{ "xentrace", required_argument, NULL, OPT_XENTRACE },
+	{ "cpu-hz", required_argument, NULL, OPT_CPU_HZ },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -586,6 +610,12 @@ int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err,
 		case OPT_DEMO:
 			c->demo = 1;
 			break;
+		case OPT_XENTRACE:
+			rc = xft_config_set(c, "xentrace", optarg, msg, sizeof(msg));
+			break;
+		case OPT_CPU_HZ:
+			rc = xft_config_set(c, "cpu-hz", optarg, msg, sizeof(msg));
+			break;
 		default:
 			break;
 		}
@@ -634,4 +664,17 @@ int xft_config_agent_spec(const struct xft_config *c, const char *collector, cha
 		ADD("flows=%s", c->flow_files[f]);
 #undef ADD
 	return 0;
+}
+
+int xft_config_xentrace_spec(const struct xft_config *c, char *out, size_t len)
+{
+	if (strchr(c->xentrace, ','))
+		return -EINVAL;
+	int n;
+	if (!strcmp(c->xentrace, "-"))
+		n = snprintf(out, len, "xentrace:pipe%s%s", c->cpu_hz[0] ? ",cpu-hz=" : "", c->cpu_hz);
+	else
+		n = snprintf(out, len, "xentrace:file=%s%s%s", c->xentrace, c->cpu_hz[0] ? ",cpu-hz=" : "",
+			     c->cpu_hz);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

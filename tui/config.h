@@ -45,6 +45,8 @@ struct xft_config {
 	int batch, json, demo;
 	long iterations;           /* -n; 0 = forever */
 	char config_path[XFT_SPEC_LEN]; /* the file loaded, "" if none */
+	char xentrace[XFT_SPEC_LEN]; /* --xentrace: a trace file, or "-" for standard input */
+	char cpu_hz[32];             /* --cpu-hz: the traced host's TSC rate, as given */
 };
 
 /* Built-in defaults (no file read). */
@@ -78,5 +80,12 @@ void xft_config_usage(FILE *f);
  * those given; other collectors are unchanged.  0, or -ENAMETOOLONG.
  */
 int xft_config_agent_spec(const struct xft_config *c, const char *collector, char *out, size_t len);
+
+/*
+ * The xentrace collector's spec for --xentrace FILE [--cpu-hz HZ] (or the
+ * keys xentrace and cpu-hz): "xentrace:file=FILE,cpu-hz=HZ", with "pipe"
+ * for "-".  0, or -EINVAL (a comma in the path) or -ENAMETOOLONG.
+ */
+int xft_config_xentrace_spec(const struct xft_config *c, char *out, size_t len);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tui/frame.h"
+#include "xflow/collector.h"
 
 void xft_format_ns(uint64_t ns, char *buf, size_t len)
 {
@@ -470,3 +471,192 @@ void xft_frame_order(struct xft_frame *f, const struct xft_filter *flt, struct x
 			       flow_desc };
 	qsort_r(f->flow_order, f->nflow_shown, sizeof(uint32_t), order_cmp, &fc);
 }
+
+void xft_table_sort(const struct xft_table *t, int col, int desc, const void *rows, size_t size,
+		    uint32_t *order, size_t n)
+{
+	if (col < 0 || col >= (int)t->ncols)
+		col = t->default_sort, desc = t->default_desc;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	struct sort_ctx c = { t->cols[col].compare, rows, size, desc };
+	qsort_r(order, n, sizeof(uint32_t), order_cmp, &c);
+}
+
+/* --- hypervisor columns ---------------------------------------------------- */
+
+void xft_hv_domain_name(uint32_t domain, char *buf, size_t len)
+{
+	if (domain == 32767)
+		snprintf(buf, len, "idle");
+	else
+		snprintf(buf, len, "d%" PRIu32, domain);
+}
+
+const char *xft_hv_kind_name(int kind)
+{
+	switch (kind) {
+	case XFLOW_HV_EXIT: return "exit";
+	case XFLOW_HV_PV: return "pv";
+	case XFLOW_HV_HYPERCALL: return "hcall";
+	}
+	return "?";
+}
+
+static void print_count(uint64_t v, char *buf, size_t len, int width)
+{
+	if (snprintf(buf, len, "%" PRIu64, v) > width) {
+		if (v < 10000000)
+			snprintf(buf, len, "%" PRIu64 "K", v / 1000);
+		else
+			snprintf(buf, len, "%" PRIu64 "M", v / 1000000);
+	}
+}
+
+static void print_share(double v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.1f%%", v * 100.0);
+}
+
+static void print_opt_ns(uint64_t ns, char *buf, size_t len)
+{
+	if (ns)
+		xft_format_ns(ns, buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void print_cycles(uint64_t c, char *buf, size_t len, int width)
+{
+	if (!c)
+		snprintf(buf, len, "-");
+	else
+		print_count(c, buf, len, width);
+}
+
+#define V(r) ((const struct xflow_hv_vcpu *)(r))
+#define E(r) ((const struct xflow_hv_event *)(r))
+
+static int vc_cmp_domain(const void *a, const void *b)
+{
+	int c = CMP(V(a)->domain, V(b)->domain);
+	return c ? c : CMP(V(a)->vcpu, V(b)->vcpu);
+}
+static int vc_cmp_vcpu(const void *a, const void *b) { return CMP(V(a)->vcpu, V(b)->vcpu); }
+static int vc_cmp_run(const void *a, const void *b) { return CMP(V(a)->ns[XFLOW_HV_RUNNING], V(b)->ns[XFLOW_HV_RUNNING]); }
+static int vc_cmp_runnable(const void *a, const void *b) { return CMP(V(a)->ns[XFLOW_HV_RUNNABLE], V(b)->ns[XFLOW_HV_RUNNABLE]); }
+static int vc_cmp_blocked(const void *a, const void *b) { return CMP(V(a)->ns[XFLOW_HV_BLOCKED], V(b)->ns[XFLOW_HV_BLOCKED]); }
+static int vc_cmp_offline(const void *a, const void *b) { return CMP(V(a)->ns[XFLOW_HV_OFFLINE], V(b)->ns[XFLOW_HV_OFFLINE]); }
+static int vc_cmp_wakes(const void *a, const void *b) { return CMP(V(a)->wakes, V(b)->wakes); }
+static int vc_cmp_w50(const void *a, const void *b) { return CMP(V(a)->wake_p50_ns, V(b)->wake_p50_ns); }
+static int vc_cmp_w90(const void *a, const void *b) { return CMP(V(a)->wake_p90_ns, V(b)->wake_p90_ns); }
+static int vc_cmp_w99(const void *a, const void *b) { return CMP(V(a)->wake_p99_ns, V(b)->wake_p99_ns); }
+static int vc_cmp_migr(const void *a, const void *b) { return CMP(V(a)->migrations, V(b)->migrations); }
+static int vc_cmp_pcpu(const void *a, const void *b) { return CMP(V(a)->pcpu, V(b)->pcpu); }
+
+static void vc_print_domain(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	xft_hv_domain_name(V(r)->domain, buf, len);
+}
+static void vc_print_vcpu(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	snprintf(buf, len, "v%" PRIu32, V(r)->vcpu);
+}
+#define VC_SHARE(name, rs)                                                        \
+	static void vc_print_##name(const void *r, char *buf, size_t len, int width) \
+	{                                                                         \
+		(void)width;                                                      \
+		print_share(V(r)->share[rs], buf, len);                           \
+	}
+VC_SHARE(run, XFLOW_HV_RUNNING)
+VC_SHARE(runnable, XFLOW_HV_RUNNABLE)
+VC_SHARE(blocked, XFLOW_HV_BLOCKED)
+VC_SHARE(offline, XFLOW_HV_OFFLINE)
+static void vc_print_wakes(const void *r, char *buf, size_t len, int width) { print_count(V(r)->wakes, buf, len, width); }
+static void vc_print_w50(const void *r, char *buf, size_t len, int width) { (void)width; print_opt_ns(V(r)->wake_p50_ns, buf, len); }
+static void vc_print_w90(const void *r, char *buf, size_t len, int width) { (void)width; print_opt_ns(V(r)->wake_p90_ns, buf, len); }
+static void vc_print_w99(const void *r, char *buf, size_t len, int width) { (void)width; print_opt_ns(V(r)->wake_p99_ns, buf, len); }
+static void vc_print_migr(const void *r, char *buf, size_t len, int width) { print_count(V(r)->migrations, buf, len, width); }
+static void vc_print_pcpu(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	if (V(r)->pcpu < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%" PRId32, V(r)->pcpu);
+}
+
+static const struct xft_column vc_cols[XFT_VCOL_N] = {
+	[XFT_VCOL_DOMAIN] = { XFT_VCOL_DOMAIN, "domain", "DOM", 5, 5, 0, 0, vc_cmp_domain, vc_print_domain },
+	[XFT_VCOL_VCPU] = { XFT_VCOL_VCPU, "vcpu", "VCPU", 4, 4, 0, 0, vc_cmp_vcpu, vc_print_vcpu },
+	[XFT_VCOL_RUN] = { XFT_VCOL_RUN, "running", "RUN%", 6, 6, 1, 0, vc_cmp_run, vc_print_run },
+	[XFT_VCOL_RUNNABLE] = { XFT_VCOL_RUNNABLE, "runnable", "WAIT%", 6, 6, 1, 0, vc_cmp_runnable, vc_print_runnable },
+	[XFT_VCOL_BLOCKED] = { XFT_VCOL_BLOCKED, "blocked", "BLOCK%", 6, 6, 1, 0, vc_cmp_blocked, vc_print_blocked },
+	[XFT_VCOL_OFFLINE] = { XFT_VCOL_OFFLINE, "offline", "OFFL%", 6, 6, 1, 0, vc_cmp_offline, vc_print_offline },
+	[XFT_VCOL_WAKES] = { XFT_VCOL_WAKES, "wakes", "WAKES", 7, 7, 1, 0, vc_cmp_wakes, vc_print_wakes },
+	[XFT_VCOL_W50] = { XFT_VCOL_W50, "wake50", "WAKE50", 7, 7, 1, 0, vc_cmp_w50, vc_print_w50 },
+	[XFT_VCOL_W90] = { XFT_VCOL_W90, "wake90", "WAKE90", 7, 7, 1, 0, vc_cmp_w90, vc_print_w90 },
+	[XFT_VCOL_W99] = { XFT_VCOL_W99, "wake99", "WAKE99", 7, 7, 1, 0, vc_cmp_w99, vc_print_w99 },
+	[XFT_VCOL_MIGR] = { XFT_VCOL_MIGR, "migrations", "MIGR", 5, 5, 1, 0, vc_cmp_migr, vc_print_migr },
+	[XFT_VCOL_PCPU] = { XFT_VCOL_PCPU, "pcpu", "PCPU", 4, 4, 1, 90, vc_cmp_pcpu, vc_print_pcpu },
+};
+const struct xft_table xft_hv_vcpu_table = { vc_cols, XFT_VCOL_N, XFT_VCOL_DOMAIN, 0 };
+
+static int ev_cmp_domain(const void *a, const void *b)
+{
+	int c = CMP(E(a)->domain, E(b)->domain);
+	if (!c)
+		c = CMP(E(a)->kind, E(b)->kind);
+	return c ? c : CMP(E(a)->code, E(b)->code);
+}
+static int ev_cmp_kind(const void *a, const void *b) { return CMP(E(a)->kind, E(b)->kind); }
+static int ev_cmp_name(const void *a, const void *b) { return strcmp(E(a)->name ? E(a)->name : "", E(b)->name ? E(b)->name : ""); }
+static int ev_cmp_count(const void *a, const void *b) { return CMP(E(a)->count, E(b)->count); }
+static int ev_cmp_time(const void *a, const void *b) { return CMP(E(a)->ns, E(b)->ns); }
+static int ev_cmp_p50(const void *a, const void *b) { return CMP(E(a)->p50_cycles, E(b)->p50_cycles); }
+static int ev_cmp_p90(const void *a, const void *b) { return CMP(E(a)->p90_cycles, E(b)->p90_cycles); }
+static int ev_cmp_p99(const void *a, const void *b) { return CMP(E(a)->p99_cycles, E(b)->p99_cycles); }
+
+static void ev_print_domain(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	xft_hv_domain_name(E(r)->domain, buf, len);
+}
+static void ev_print_kind(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	snprintf(buf, len, "%s", xft_hv_kind_name(E(r)->kind));
+}
+static void ev_print_name(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	snprintf(buf, len, "%s", E(r)->name ? E(r)->name : "?");
+}
+static void ev_print_count(const void *r, char *buf, size_t len, int width) { print_count(E(r)->count, buf, len, width); }
+static void ev_print_time(const void *r, char *buf, size_t len, int width) { (void)width; print_opt_ns(E(r)->ns, buf, len); }
+static void ev_print_share(const void *r, char *buf, size_t len, int width)
+{
+	(void)width;
+	if (E(r)->kind == XFLOW_HV_EXIT)
+		print_share(E(r)->share, buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+static void ev_print_p50(const void *r, char *buf, size_t len, int width) { print_cycles(E(r)->p50_cycles, buf, len, width); }
+static void ev_print_p90(const void *r, char *buf, size_t len, int width) { print_cycles(E(r)->p90_cycles, buf, len, width); }
+static void ev_print_p99(const void *r, char *buf, size_t len, int width) { print_cycles(E(r)->p99_cycles, buf, len, width); }
+
+static const struct xft_column ev_cols[XFT_ECOL_N] = {
+	[XFT_ECOL_DOMAIN] = { XFT_ECOL_DOMAIN, "domain", "DOM", 5, 5, 0, 0, ev_cmp_domain, ev_print_domain },
+	[XFT_ECOL_KIND] = { XFT_ECOL_KIND, "kind", "KIND", 5, 5, 0, 0, ev_cmp_kind, ev_print_kind },
+	[XFT_ECOL_NAME] = { XFT_ECOL_NAME, "event", "EVENT", 0, 10, 0, 0, ev_cmp_name, ev_print_name },
+	[XFT_ECOL_COUNT] = { XFT_ECOL_COUNT, "count", "COUNT", 8, 8, 1, 0, ev_cmp_count, ev_print_count },
+	[XFT_ECOL_TIME] = { XFT_ECOL_TIME, "time", "TIME", 7, 7, 1, 0, ev_cmp_time, ev_print_time },
+	[XFT_ECOL_SHARE] = { XFT_ECOL_SHARE, "share", "SHARE", 6, 6, 1, 0, ev_cmp_time, ev_print_share },
+	[XFT_ECOL_P50] = { XFT_ECOL_P50, "p50", "P50CYC", 8, 8, 1, 0, ev_cmp_p50, ev_print_p50 },
+	[XFT_ECOL_P90] = { XFT_ECOL_P90, "p90", "P90CYC", 8, 8, 1, 0, ev_cmp_p90, ev_print_p90 },
+	[XFT_ECOL_P99] = { XFT_ECOL_P99, "p99", "P99CYC", 8, 8, 1, 0, ev_cmp_p99, ev_print_p99 },
+};
+const struct xft_table xft_hv_event_table = { ev_cols, XFT_ECOL_N, XFT_ECOL_DOMAIN, 0 };

@@ -67,6 +67,25 @@ enum { XFT_FCOL_ID, XFT_FCOL_ORIGIN, XFT_FCOL_DURATION, XFT_FCOL_POINTS, XFT_FCO
 extern const struct xft_table xft_hop_table;
 extern const struct xft_table xft_flow_table;
 
+/* The Hypervisor view's tables, over the rows of xflow/collector.h's
+ * struct xflow_hv_summary: vcpus (struct xflow_hv_vcpu) and events
+ * (struct xflow_hv_event). */
+enum { XFT_VCOL_DOMAIN, XFT_VCOL_VCPU, XFT_VCOL_RUN, XFT_VCOL_RUNNABLE, XFT_VCOL_BLOCKED,
+       XFT_VCOL_OFFLINE, XFT_VCOL_WAKES, XFT_VCOL_W50, XFT_VCOL_W90, XFT_VCOL_W99, XFT_VCOL_MIGR,
+       XFT_VCOL_PCPU, XFT_VCOL_N };
+enum { XFT_ECOL_DOMAIN, XFT_ECOL_KIND, XFT_ECOL_NAME, XFT_ECOL_COUNT, XFT_ECOL_TIME, XFT_ECOL_SHARE,
+       XFT_ECOL_P50, XFT_ECOL_P90, XFT_ECOL_P99, XFT_ECOL_N };
+extern const struct xft_table xft_hv_vcpu_table;
+extern const struct xft_table xft_hv_event_table;
+/* "d0", "d1" ... and "idle" for the idle domain. */
+void xft_hv_domain_name(uint32_t domain, char *buf, size_t len);
+const char *xft_hv_kind_name(int kind);
+
+/* @order = 0..n-1 sorted by column @col of @t (-1: the default), ties by
+ * index. */
+void xft_table_sort(const struct xft_table *t, int col, int desc, const void *rows, size_t size,
+		    uint32_t *order, size_t n);
+
 #define XFT_FLEX_MAX 40 /* widest a flexible column gets */
 
 /* Column widths for @total characters (one blank between columns).  A hidden

@@ -135,6 +135,43 @@ static void hist_text(FILE *f, const struct xflow_hist *h)
 	}
 }
 
+static void hv_table_text(FILE *f, const struct xft_table *t, int width, const void *rows, size_t size,
+			  const uint32_t *order, size_t n)
+{
+	print_table(f, t, width, rows, size, order, n, 0);
+}
+
+void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables)
+{
+	const struct xflow_hv_summary *hv = app->hv;
+	if (!hv)
+		return;
+	char tot[16];
+	xft_format_ns(hv->total_ns, tot, sizeof(tot));
+	fprintf(f, "hypervisor via %s: %s of trace at %.2f GHz, %" PRIu64 " records, %s", app->src[app->hv_src].spec,
+		tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete ? "complete" : "partial");
+	if (!hv->complete && hv->size)
+		fprintf(f, " (%" PRIu64 " of %" PRIu64 " bytes)", hv->bytes, hv->size);
+	fprintf(f, "; lost %" PRIu64 " records at %" PRIu32 " places, %" PRIu64 " unknown, %" PRIu64 " skipped\n",
+		hv->lost_records, hv->nlost, hv->unknown_total, hv->skipped);
+	if (tables) {
+		fprintf(f, "\n");
+		hv_table_text(f, &xft_hv_vcpu_table, width, hv->vcpus, sizeof(*hv->vcpus), app->hv_vcpu_order,
+			      hv->nvcpus);
+		fprintf(f, "\n");
+		hv_table_text(f, &xft_hv_event_table, width, hv->events, sizeof(*hv->events), app->hv_event_order,
+			      hv->nevents);
+		fprintf(f, "\n");
+	}
+	if (hv->text)
+		fputs(hv->text, f);
+	for (uint32_t i = 0; i < hv->nlost; i++)
+		fprintf(f, "lost records: %" PRIu64 " on cpu %" PRIu32 " at %.6fs (offset %" PRIu64 ")\n",
+			hv->lost[i].records, hv->lost[i].cpu, (double)hv->lost[i].at_ns / 1e9, hv->lost[i].offset);
+	for (uint32_t i = 0; i < hv->nunknown; i++)
+		fprintf(f, "unknown event %#010" PRIx32 ": %" PRIu64 "\n", hv->unknown[i].event, hv->unknown[i].count);
+}
+
 int xft_report_text(struct xft_app *app, FILE *f)
 {
 	char now[32];
@@ -187,6 +224,10 @@ int xft_report_text(struct xft_app *app, FILE *f)
 	for (size_t r = 0; r < app->frame.nflow_shown; r++) {
 		fprintf(f, "\n#%zu ", r + 1);
 		xft_report_path_text(app, f, &app->frame.flows[app->frame.flow_order[r]]);
+	}
+	if (app->hv) {
+		fprintf(f, "\n== Hypervisor\n");
+		xft_report_hv_text(app, f, 110, 1);
 	}
 	return ferror(f) ? -EIO : 0;
 }

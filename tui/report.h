@@ -21,6 +21,13 @@ void xft_report_path_text(struct xft_app *app, FILE *f, const struct xft_flow_ro
 /* The summary lines (like the TUI's header, for files). */
 void xft_report_summary_text(struct xft_app *app, FILE *f);
 
+/* The hypervisor's state (xentrace), when a collector gives one: a status
+ * line, then with @tables the vcpu and event tables (@width columns), then
+ * the collector's own text (xentrace: comparable line for line with
+ * `xenalyze --summary`), lost records and unknown events.  Nothing when
+ * there is none. */
+void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables);
+
 /* The whole text report of a snapshot. */
 int xft_report_text(struct xft_app *app, FILE *f);
 

@@ -23,6 +23,11 @@ struct xft_view {
 	unsigned (*key)(struct xft_app *app, int key);
 	/* Text of a row for '/' search, or NULL. */
 	void (*row_text)(struct xft_app *app, size_t row, char *buf, size_t len);
+	/* A view of two tables: the one with the focus and its list state,
+	 * for sorting (NULL: .table and the view's list). */
+	const struct xft_table *(*focus)(struct xft_app *app, struct xft_list_state **list);
+	/* Shown (tab and keys) only when this says so; NULL: always. */
+	int (*available)(struct xft_app *app);
 };
 
 static const struct xft_view *const views[XFT_VIEW_N];
@@ -46,6 +51,10 @@ void xft_ui_init(struct xft_app *app)
 	ui->list[XFT_VIEW_HOPS].desc = col == XFT_HCOL_FROM || col == XFT_HCOL_TO ? 0 : 1;
 	ui->list[XFT_VIEW_FLOWS].sort = xft_flow_table.default_sort;
 	ui->list[XFT_VIEW_FLOWS].desc = 1;
+	ui->list[XFT_VIEW_HYPERVISOR].sort = xft_hv_vcpu_table.default_sort;
+	ui->list[XFT_VIEW_HYPERVISOR].desc = xft_hv_vcpu_table.default_desc;
+	ui->hv_events.sort = xft_hv_event_table.default_sort;
+	ui->hv_events.desc = xft_hv_event_table.default_desc;
 	ui->color = app->cfg.color;
 }
 
@@ -681,11 +690,124 @@ static const struct xft_view domains_view = {
 	.row_text = domain_text,
 };
 
+/* --- hypervisor view (xentrace) -------------------------------------------- */
+
+static int hv_available(struct xft_app *app)
+{
+	return app->have_hv_source;
+}
+
+static size_t hv_count(struct xft_app *app)
+{
+	if (!app->hv)
+		return 0;
+	return app->ui.hv_focus ? app->hv->nevents : app->hv->nvcpus;
+}
+
+static const struct xft_table *hv_focus(struct xft_app *app, struct xft_list_state **list)
+{
+	*list = app->ui.hv_focus ? &app->ui.hv_events : &app->ui.list[XFT_VIEW_HYPERVISOR];
+	return app->ui.hv_focus ? &xft_hv_event_table : &xft_hv_vcpu_table;
+}
+
+static void hv_table(struct xft_app *app, struct xft_canvas *cv, int y, int rows, const struct xft_table *t,
+		     struct xft_list_state *l, const void *data, size_t size, const uint32_t *order, size_t n,
+		     int focused)
+{
+	int w[16];
+	xft_table_widths(t, cv->cols, w);
+	draw_table_header(cv, y, t, w, focused ? l->sort : -1, l->desc);
+	list_fix(l, n, rows);
+	(void)app;
+	for (int i = 0; i < rows && l->top + (size_t)i < n; i++) {
+		size_t r = l->top + (size_t)i;
+		draw_table_row(cv, y + 1 + i, t, w, (const char *)data + order[r] * size, focused && r == l->sel);
+	}
+}
+
+static void hv_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
+{
+	const struct xflow_hv_summary *hv = app->hv;
+	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
+	if (!hv) {
+		empty_note(cv, y + 1, app->have_hv_source ? "No hypervisor records yet: waiting for xentrace."
+							  : "No collector gives hypervisor state: try --xentrace FILE --cpu-hz HZ.");
+		return;
+	}
+	char tot[16], line[512];
+	xft_format_ns(hv->total_ns, tot, sizeof(tot));
+	int o = snprintf(line, sizeof(line), "Xen %s at %.2fGHz, %" PRIu64 " records%s; lost %" PRIu64
+			 "; unknown %" PRIu64 "; skipped %" PRIu64,
+			 tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete ? ", complete" : "",
+			 hv->lost_records, hv->unknown_total, hv->skipped);
+	if (!hv->complete && hv->size && o > 0 && (size_t)o < sizeof(line))
+		snprintf(line + o, sizeof(line) - (size_t)o, "; read %.0f%%",
+			 100.0 * (double)hv->bytes / (double)hv->size);
+	xft_canvas_put(cv, y, 0, XFT_A_TITLE, line, -1);
+	int avail = h - 3; /* the line above and two table headers */
+	if (avail < 2)
+		avail = 2;
+	int vrows = (int)hv->nvcpus <= avail / 2 ? (int)hv->nvcpus : avail / 2;
+	if (vrows < 1)
+		vrows = 1;
+	int erows = avail - vrows;
+	hv_table(app, cv, y + 1, vrows, &xft_hv_vcpu_table, &app->ui.list[XFT_VIEW_HYPERVISOR], hv->vcpus,
+		 sizeof(*hv->vcpus), app->hv_vcpu_order, hv->nvcpus, !app->ui.hv_focus);
+	hv_table(app, cv, y + 2 + vrows, erows, &xft_hv_event_table, &app->ui.hv_events, hv->events,
+		 sizeof(*hv->events), app->hv_event_order, hv->nevents, app->ui.hv_focus);
+	if (!hv->nevents)
+		empty_note(cv, y + 3 + vrows, "No exits, PV events or hypercalls recorded.");
+}
+
+static unsigned hv_key(struct xft_app *app, int key)
+{
+	if (key == XFT_KEY_ENTER || key == 'e') {
+		app->ui.hv_focus = !app->ui.hv_focus;
+		xft_app_message(app, app->ui.hv_focus ? "events table" : "vcpus table");
+		return XFT_RX_HANDLED | XFT_RX_REDRAW;
+	}
+	if (app->ui.hv_focus && list_key(&app->ui.hv_events, hv_count(app), page_rows(app), key))
+		return XFT_RX_HANDLED | XFT_RX_REDRAW;
+	return 0;
+}
+
+static void hv_text(struct xft_app *app, size_t row, char *buf, size_t len)
+{
+	const struct xflow_hv_summary *hv = app->hv;
+	char dom[16];
+	if (app->ui.hv_focus) {
+		const struct xflow_hv_event *e = &hv->events[app->hv_event_order[row]];
+		xft_hv_domain_name(e->domain, dom, sizeof(dom));
+		snprintf(buf, len, "%s %s %s", dom, xft_hv_kind_name(e->kind), e->name ? e->name : "");
+	} else {
+		const struct xflow_hv_vcpu *v = &hv->vcpus[app->hv_vcpu_order[row]];
+		xft_hv_domain_name(v->domain, dom, sizeof(dom));
+		snprintf(buf, len, "%s v%" PRIu32 " %sv%" PRIu32, dom, v->vcpu, dom, v->vcpu);
+	}
+}
+
+static const struct xft_view hv_view = {
+	.name = "Hypervisor",
+	.table = &xft_hv_vcpu_table,
+	.count = hv_count,
+	.draw = hv_draw,
+	.key = hv_key,
+	.row_text = hv_text,
+	.focus = hv_focus,
+	.available = hv_available,
+};
+
 static const struct xft_view *const views[XFT_VIEW_N] = {
 	[XFT_VIEW_HOPS] = &hops_view,       [XFT_VIEW_FLOWS] = &flows_view,
 	[XFT_VIEW_PATH] = &path_view,       [XFT_VIEW_HIST] = &hist_view,
 	[XFT_VIEW_ASPECTS] = &aspects_view, [XFT_VIEW_DOMAINS] = &domains_view,
+	[XFT_VIEW_HYPERVISOR] = &hv_view,
 };
+
+static int view_shown(struct xft_app *app, int v)
+{
+	return !views[v]->available || views[v]->available(app);
+}
 
 /* --- the common parts ------------------------------------------------------ */
 
@@ -747,6 +869,8 @@ static void draw_tabs(struct xft_app *app, struct xft_canvas *cv, int y)
 	int x = 0;
 	for (int v = 0; v < XFT_VIEW_N; v++) {
 		char t[32];
+		if (!view_shown(app, v))
+			continue;
 		snprintf(t, sizeof(t), " %d %s ", v + 1, views[v]->name);
 		x += xft_canvas_put(cv, y, x, v == app->ui.view ? XFT_A_TAB : XFT_A_DIM, t, -1);
 	}
@@ -799,9 +923,11 @@ static const char *const help_lines[] = {
 	"",
 	"Views:   1 Hops (where time goes)   2 Slowest flows   3 Path of a flow",
 	"         4 Histogram of a hop       5 Aspects          6 Domains",
+	"         7 Hypervisor (with --xentrace): runstates, exits, PV events",
 	"         Tab / Shift-Tab next / previous view",
 	"Moving:  Up Down PgUp PgDn Home End (or j k)",
 	"Enter:   Hops: histogram of the hop.  Slowest: the flow's path.",
+	"         Hypervisor: moves between the vcpus and the events table.",
 	"Esc/Left back from Path and Histogram",
 	"Sort:    < > (or F6) choose the column, I invert the order",
 	"Find:    / or F3 search (n next), \\ or F4 filter by domain, function, file;",
@@ -908,27 +1034,33 @@ static unsigned sort_key(struct xft_app *app, int key)
 {
 	const struct xft_view *v = views[app->ui.view];
 	struct xft_list_state *l = &app->ui.list[app->ui.view];
-	if (!v->table) {
+	const struct xft_table *t = v->focus ? v->focus(app, &l) : v->table;
+	if (!t) {
 		xft_app_message(app, "the %s view has a fixed order", v->name);
 		return XFT_RX_REDRAW;
 	}
-	int n = (int)v->table->ncols;
+	int n = (int)t->ncols;
 	if (l->sort < 0 || l->sort >= n)
-		l->sort = v->table->default_sort;
+		l->sort = t->default_sort;
 	if (key == 'I') {
 		l->desc = !l->desc;
 	} else {
 		l->sort = (l->sort + (key == '<' ? n - 1 : 1)) % n;
 		/* Names read best A to Z; numbers biggest first. */
-		l->desc = !v->table->cols[l->sort].width ? 0 : v->table->cols[l->sort].right;
+		l->desc = !t->cols[l->sort].width ? 0 : t->cols[l->sort].right;
 	}
 	l->sel = l->top = 0;
-	xft_app_message(app, "sorted by %s%s", v->table->cols[l->sort].header, l->desc ? " (descending)" : "");
+	xft_app_message(app, "sorted by %s%s", t->cols[l->sort].header, l->desc ? " (descending)" : "");
 	return XFT_RX_REDRAW | XFT_RX_REORDER;
 }
 
 static void switch_view(struct xft_app *app, int v)
 {
+	if (!view_shown(app, v)) {
+		xft_app_message(app, "the %s view needs a collector that sees Xen (--xentrace FILE)",
+				views[v]->name);
+		return;
+	}
 	if (v == XFT_VIEW_HIST && app->ui.view == XFT_VIEW_HOPS)
 		open_hist(app, app->ui.list[XFT_VIEW_HOPS].sel);
 	if (v == XFT_VIEW_PATH && app->ui.view == XFT_VIEW_FLOWS)
@@ -954,13 +1086,15 @@ unsigned xft_ui_key(struct xft_app *app, int key)
 	case 'h': case '?': case XFT_KEY_F(1):
 		ui->help = 1;
 		return XFT_RX_REDRAW;
-	case '\t':
-		switch_view(app, (ui->view + 1) % XFT_VIEW_N);
+	case '\t': case XFT_KEY_BTAB: {
+		int v = ui->view;
+		do
+			v = (v + (key == '\t' ? 1 : XFT_VIEW_N - 1)) % XFT_VIEW_N;
+		while (!view_shown(app, v));
+		switch_view(app, v);
 		return XFT_RX_REDRAW;
-	case XFT_KEY_BTAB:
-		switch_view(app, (ui->view + XFT_VIEW_N - 1) % XFT_VIEW_N);
-		return XFT_RX_REDRAW;
-	case '1': case '2': case '3': case '4': case '5': case '6':
+	}
+	case '1': case '2': case '3': case '4': case '5': case '6': case '7':
 		switch_view(app, key - '1');
 		return XFT_RX_REDRAW;
 	case 'p': case 'P': case 'Z': case XFT_KEY_F(7):

@@ -23,7 +23,8 @@
 
 #include "xflow/record.h"
 
-#define XFLOW_COLLECTOR_ABI 1
+/* 2: the optional hypervisor() hook (and its structures) was added. */
+#define XFLOW_COLLECTOR_ABI 2
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -67,6 +68,88 @@ struct xflow_collector_stats {
 	uint64_t drops;     /* dropped by producers (ring full) */
 	uint64_t bad;       /* rejected as malformed */
 	uint32_t ndomains;
+};
+
+/*
+ * What the hypervisor did, for collectors that see Xen itself (xentrace).
+ * Plain data, owned by the collector: valid until its next hypervisor()
+ * or close() call.  Times are nanoseconds of the traced host
+ * (TSC cycles divided by its rate); "share" is a fraction of the trace's
+ * whole time span (total_ns), in [0, 1].
+ */
+enum xflow_hv_runstate {
+	XFLOW_HV_RUNNING,
+	XFLOW_HV_RUNNABLE, /* ready, waiting for a pcpu */
+	XFLOW_HV_BLOCKED,
+	XFLOW_HV_OFFLINE,
+	XFLOW_HV_NRUNSTATES
+};
+
+/* One vcpu of one domain (the idle domain is 32767). */
+struct xflow_hv_vcpu {
+	uint32_t domain, vcpu;
+	uint64_t count[XFLOW_HV_NRUNSTATES]; /* intervals spent in each state */
+	uint64_t ns[XFLOW_HV_NRUNSTATES];    /* time in each state */
+	double share[XFLOW_HV_NRUNSTATES];   /* ns / total_ns */
+	uint64_t wakes;                      /* runnable after blocked/offline, then running */
+	uint64_t wake_p50_ns, wake_p90_ns, wake_p99_ns; /* wake-to-run latency; 0: no wake */
+	uint64_t migrations;                 /* pcpu changes */
+	int32_t pcpu;                        /* where it last ran, -1: never seen running */
+};
+
+enum xflow_hv_event_kind {
+	XFLOW_HV_EXIT,      /* HVM vmexit, by exit reason: count, time (exit to entry), cycles */
+	XFLOW_HV_PV,        /* PV event (page fault, emulated privop ...): count only */
+	XFLOW_HV_HYPERCALL, /* PV hypercall, by operation: count only */
+};
+
+/* One kind of event of one domain.  For XFLOW_HV_PV and _HYPERCALL the
+ * records carry no duration: ns, share and the cycle percentiles are 0. */
+struct xflow_hv_event {
+	uint32_t domain;
+	enum xflow_hv_event_kind kind;
+	uint32_t code;             /* exit reason, PV event number or hypercall number */
+	const char *name;          /* "EPT_VIOLATION", "page_fault", "mmu_update" ... */
+	uint64_t count;
+	uint64_t ns;
+	double share;              /* ns / total_ns */
+	uint64_t p50_cycles, p90_cycles, p99_cycles;
+};
+
+/* Where the hypervisor lost trace records (its buffers were full). */
+struct xflow_hv_lost {
+	uint32_t cpu;
+	uint64_t offset;  /* file offset of the TRC_LOST_RECORDS record */
+	uint64_t at_ns;   /* time since the trace's start */
+	uint64_t records; /* how many were lost there */
+};
+
+/* Records of an event id no decoder handles. */
+struct xflow_hv_unknown {
+	uint32_t event;
+	uint64_t count;
+};
+
+struct xflow_hv_summary {
+	uint64_t cpu_hz;        /* TSC rate the times are computed with */
+	uint64_t total_ns;      /* the trace's time span so far */
+	uint64_t records;       /* records decoded */
+	uint64_t bytes, size;   /* input read so far, and its size (0: a pipe) */
+	int complete;           /* 1: the input has ended and every interval is closed */
+	uint32_t nvcpus;
+	const struct xflow_hv_vcpu *vcpus;    /* by domain, then vcpu */
+	uint32_t nevents;
+	const struct xflow_hv_event *events;  /* by domain, kind, then code */
+	uint64_t lost_records;  /* sum over every lost-records record */
+	uint32_t nlost;         /* places (at most the first 32 are kept) */
+	const struct xflow_hv_lost *lost;
+	uint64_t unknown_total;
+	uint32_t nunknown;
+	const struct xflow_hv_unknown *unknown; /* by event id */
+	uint64_t skipped;       /* records the decoder could not use */
+	/* The collector's own report as text, or NULL: for xentrace, the
+	 * summary comparable line for line with `xenalyze --summary`. */
+	const char *text;
 };
 
 struct xflow_collector_ops {
@@ -113,6 +196,11 @@ struct xflow_collector_ops {
 
 	/* Release everything; @c is invalid afterwards. */
 	void (*close)(struct xflow_collector *c);
+
+	/* ABI 2.  Optional: the hypervisor's state as of now, for collectors
+	 * that see Xen itself (see struct xflow_hv_summary).  0 and *@out
+	 * set, -ENODATA while there is nothing yet, -ENOTSUP. */
+	int (*hypervisor)(struct xflow_collector *c, const struct xflow_hv_summary **out);
 };
 
 /* What a plugin exports. */

@@ -1,0 +1,758 @@
+/*
+ * The xentrace collector: Xen's own trace records (collectors/xentrace.h),
+ * from a file or live from xentrace's output on a pipe, decoded into what
+ * the hypervisor did — runstates per domain and vcpu, wake-to-run latency,
+ * HVM exits, PV events and hypercalls, lost records, unknown events.  It
+ * delivers no flow records: what it gives is the hypervisor() summary of
+ * xflow/collector.h, and as its text the summary comparable line for line
+ * with `xenalyze --summary`.
+ *
+ * Options (comma-separated):
+ *   file=PATH   a file written by xentrace (a FIFO is read as a pipe)
+ *   pipe        standard input, e.g. `xentrace ... /dev/stdout | xflowtop ...`
+ *   fd=N        an inherited descriptor, read as a pipe
+ *   cpu-hz=HZ   the traced host's TSC rate: 2.4G, 2400M, 2400000000.
+ *               Required: xentrace records do not carry it, and calibrating
+ *               against our clock would measure xentrace's buffering too.
+ *   speed=N     replay a file at N times its recorded speed (0.001 to 1e6),
+ *               or speed=max (the default): as fast as it can be read.
+ *
+ * A file is read on the monitor's thread (read() takes at most MAX_BATCH
+ * records per call, all of them at speed=max for files below that).  A
+ * pipe is read by a thread of its own, because the reader blocks in read(2)
+ * when it needs input; the decoder's state is shared under a mutex.
+ *
+ * The decoder's counts and times come from the library; the collector adds
+ * what the library does not keep in public: cycle percentiles per exit
+ * reason, PV event counts per domain, the places of lost records, the ids
+ * of unknown events.  For that it follows which domain runs on each pcpu.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collectors/xentrace_collector.h"
+#include "collectors/xentrace.h"
+#include "xflow/histogram.h"
+
+#define MAX_BATCH (UINT64_C(16) << 20) /* records per read() of a file */
+#define MAX_LOST 32
+#define MAX_EVENT_IDS 4096             /* distinct event ids followed for "unknown" */
+#define MAX_TRACKED_DOMS 64            /* domains with PV counts and exit histograms */
+#define PV_MAX 15
+#define EXIT_NAMES 56
+
+static const char *const pv_name[PV_MAX] = {
+	[1] = "hypercall", [3] = "trap", [4] = "page_fault", [5] = "forced_invalid_op",
+	[6] = "emulate privop", [7] = "emulate 4g", [8] = "math state restore", [9] = "paging fixup",
+	[10] = "gdt/ldt mapping fault", [11] = "ptwr", [12] = "ptwr(pae)", [13] = "hypercall",
+	[14] = "hypercall (subcall)",
+};
+/* Hypercall numbers of xen/xen.h, with xenalyze's names. */
+static const char *const hypercall_name[XENTRACE_HYPERCALL_MAX] = {
+	"set_trap_table", "mmu_update", "set_gdt", "stack_switch", "set_callbacks", "fpu_taskswitch",
+	"sched_op(compat)", "platform_op", "set_debugreg", "get_debugreg", "update_descriptor", NULL,
+	"memory_op", "multicall", "update_va_mapping", "set_timer_op", "evtchn_op(compat)",
+	"xen_version", "console_io", "physdev_op(compat)", "grant_table_op", "vm_assist",
+	"update_va_mapping_otherdomain", "iret", "vcpu_op", "set_segment_base", "mmuext_op", "acm_op",
+	"nmi_op", "sched_op", "callback_op", "xenoprof_op", "evtchn_op", "physdev_op", "hvm_op",
+	"sysctl", "domctl", "kexec_op",
+};
+/* Intel SDM basic exit reasons. */
+static const char *const exit_name[EXIT_NAMES] = {
+	"EXCEPTION_NMI", "EXTERNAL_INTERRUPT", "TRIPLE_FAULT", "INIT", "SIPI", "IO_SMI", "OTHER_SMI",
+	"PENDING_INTERRUPT", "PENDING_VIRT_NMI", "TASK_SWITCH", "CPUID", "GETSEC", "HLT", "INVD",
+	"INVLPG", "RDPMC", "RDTSC", "RSM", "VMCALL", "VMCLEAR", "VMLAUNCH", "VMPTRLD", "VMPTRST",
+	"VMREAD", "VMRESUME", "VMWRITE", "VMOFF", "VMON", "CR_ACCESS", "DR_ACCESS", "IO_INSTRUCTION",
+	"MSR_READ", "MSR_WRITE", "INVALID_GUEST_STATE", "MSR_LOADING", NULL, "MWAIT_INSTRUCTION",
+	"MONITOR_TRAP_FLAG", NULL, "MONITOR_INSTRUCTION", "PAUSE_INSTRUCTION", "MACHINE_CHECK", NULL,
+	"TPR_BELOW_THRESHOLD", "APIC_ACCESS", NULL, "ACCESS_GDTR_OR_IDTR", "ACCESS_LDTR_OR_TR",
+	"EPT_VIOLATION", "EPT_MISCONFIG", "INVEPT", "RDTSCP", "VMX_PREEMPTION_TIMER_EXPIRED", "INVVPID",
+	"WBINVD", "XSETBV",
+};
+
+/* What the collector follows per domain besides the library. */
+struct tdom {
+	uint32_t did;
+	uint64_t pv[PV_MAX];
+	struct xflow_hist *exit_h[XENTRACE_VMX_EXIT_MAX]; /* cycles exit -> entry, on first use */
+};
+
+struct xentrace_col {
+	/* configuration */
+	char path[1024];
+	int fd, own_fd, live;
+	uint64_t hz;
+	double speed; /* 0: max */
+
+	struct xentrace_source src;
+	struct xentrace_reader *r;
+	struct xentrace_state *s;
+
+	/* replay */
+	int started;
+	uint64_t t0_ns, tsc0;
+	struct xentrace_record pending;
+	int have_pending;
+
+	/* side accounting, under mu when live */
+	int32_t cur_dom[XENTRACE_MAX_CPUS];
+	struct {
+		int valid;
+		uint32_t reason;
+		int32_t dom;
+		uint64_t tsc;
+	} exit_open[XENTRACE_MAX_CPUS];
+	struct tdom doms[MAX_TRACKED_DOMS];
+	unsigned ndoms;
+	uint64_t first_tsc;
+	uint64_t records, bytes, lost_records;
+	struct xflow_hv_lost lost[MAX_LOST];
+	unsigned nlost;
+	uint32_t ids[MAX_EVENT_IDS]; /* open addressing, 0 = free (event 0 is never traced) */
+	unsigned nids;
+	int done, failed;
+	char err[1536];
+
+	/* live */
+	pthread_t th;
+	pthread_mutex_t mu;
+	int th_started;
+
+	/* the summary handed out */
+	uint64_t built_records;
+	int built_done, have_built;
+	struct xflow_hv_summary sum;
+	struct xflow_hv_vcpu *vcpus;
+	size_t vcpus_cap;
+	struct xflow_hv_event *events;
+	size_t events_cap;
+	struct xflow_hv_unknown *unknown;
+	size_t unknown_cap;
+	char *text;
+	size_t textlen;
+};
+
+/* --- options ---------------------------------------------------------------- */
+
+static int parse_hz(const char *s, uint64_t *hz)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !(v > 0))
+		return -EINVAL;
+	switch (*end) {
+	case 'G': case 'g': v *= 1e9; end++; break;
+	case 'M': case 'm': v *= 1e6; end++; break;
+	case 'K': case 'k': v *= 1e3; end++; break;
+	}
+	if (*end == 'H' && end[1] == 'z')
+		end += 2;
+	if (*end || v < 1e3 || v > 1e12)
+		return -EINVAL;
+	*hz = (uint64_t)(v + 0.5);
+	return 0;
+}
+
+static int parse_options(struct xentrace_col *x, const char *options, char *err, size_t errlen)
+{
+	char *copy = strdup(options ? options : "");
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0, sources = 0;
+	for (char *save = NULL, *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		const char *v = eq ? eq + 1 : "";
+		if (eq)
+			*eq = '\0';
+		if (!strcmp(kv, "file") && eq) {
+			if (!*v || strlen(v) >= sizeof(x->path)) {
+				snprintf(err, errlen, "xentrace: file= needs a path");
+				rc = -EINVAL;
+			}
+			snprintf(x->path, sizeof(x->path), "%s", v);
+			sources++;
+		} else if (!strcmp(kv, "pipe") && !eq) {
+			x->fd = STDIN_FILENO;
+			x->live = 1;
+			snprintf(x->path, sizeof(x->path), "standard input");
+			sources++;
+		} else if (!strcmp(kv, "fd") && eq) {
+			char *end;
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (!*v || *end || errno || n < 0 || n > 65535) {
+				snprintf(err, errlen, "xentrace: bad value '%s' for fd: expected a descriptor number", v);
+				rc = -EINVAL;
+			}
+			x->fd = (int)n;
+			x->live = 1;
+			snprintf(x->path, sizeof(x->path), "descriptor %ld", n);
+			sources++;
+		} else if (!strcmp(kv, "cpu-hz") && eq) {
+			if (parse_hz(v, &x->hz)) {
+				snprintf(err, errlen, "xentrace: bad value '%s' for cpu-hz: expected a TSC rate such as 2.4G, 2400M or 2400000000", v);
+				rc = -EINVAL;
+			}
+		} else if (!strcmp(kv, "speed") && eq) {
+			char *end;
+			double sp = strtod(v, &end);
+			if (!strcmp(v, "max")) {
+				x->speed = 0;
+			} else if (!*v || *end || !(sp >= 0.001 && sp <= 1e6)) {
+				snprintf(err, errlen, "xentrace: bad value '%s' for speed: expected a factor from 0.001 to 1000000, or max", v);
+				rc = -EINVAL;
+			} else {
+				x->speed = sp;
+			}
+		} else {
+			snprintf(err, errlen, "xentrace: unknown option '%s%s%s' (file=PATH, pipe, fd=N, cpu-hz=HZ, speed=N|max)",
+				 kv, eq ? "=" : "", v);
+			rc = -EINVAL;
+		}
+	}
+	free(copy);
+	if (rc)
+		return rc;
+	if (sources != 1) {
+		snprintf(err, errlen, sources ? "xentrace: give one of file=PATH, pipe or fd=N, not several"
+					      : "xentrace: no input: give file=PATH, pipe or fd=N");
+		return -EINVAL;
+	}
+	if (!x->hz) {
+		snprintf(err, errlen, "xentrace: cpu-hz=HZ is required (e.g. cpu-hz=2.4G, --cpu-hz 2.4G): "
+				      "xentrace records do not carry the TSC rate");
+		return -EINVAL;
+	}
+	if (x->live && x->speed > 0) {
+		snprintf(err, errlen, "xentrace: speed= replays a file; a pipe is read as it comes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* --- side accounting ------------------------------------------------------------- */
+
+static struct tdom *tdom_get(struct xentrace_col *x, uint32_t did)
+{
+	for (unsigned i = 0; i < x->ndoms; i++)
+		if (x->doms[i].did == did)
+			return &x->doms[i];
+	if (x->ndoms >= MAX_TRACKED_DOMS)
+		return NULL;
+	struct tdom *d = &x->doms[x->ndoms++];
+	memset(d, 0, sizeof(*d));
+	d->did = did;
+	return d;
+}
+
+static void note_id(struct xentrace_col *x, uint32_t ev)
+{
+	if (!ev)
+		return;
+	unsigned h = (ev * 2654435761u) % MAX_EVENT_IDS;
+	for (unsigned k = 0; k < MAX_EVENT_IDS; k++, h = (h + 1) % MAX_EVENT_IDS) {
+		if (x->ids[h] == ev)
+			return;
+		if (!x->ids[h]) {
+			if (x->nids + 1 >= MAX_EVENT_IDS)
+				return; /* unknown ids past this still count in unknown_total */
+			x->ids[h] = ev;
+			x->nids++;
+			return;
+		}
+	}
+}
+
+static void close_exit(struct xentrace_col *x, unsigned cpu, uint64_t tsc)
+{
+	if (!x->exit_open[cpu].valid)
+		return;
+	x->exit_open[cpu].valid = 0;
+	if (x->exit_open[cpu].dom < 0 || tsc < x->exit_open[cpu].tsc)
+		return;
+	struct tdom *d = tdom_get(x, (uint32_t)x->exit_open[cpu].dom);
+	unsigned r = x->exit_open[cpu].reason;
+	if (!d || r >= XENTRACE_VMX_EXIT_MAX)
+		return;
+	if (!d->exit_h[r]) {
+		d->exit_h[r] = malloc(sizeof(*d->exit_h[r]));
+		if (!d->exit_h[r])
+			return;
+		xflow_hist_init(d->exit_h[r]);
+	}
+	xflow_hist_record(d->exit_h[r], tsc - x->exit_open[cpu].tsc);
+}
+
+/* One record in merge order: to the library's decoder, and to ours. */
+static void process(struct xentrace_col *x, const struct xentrace_record *rec)
+{
+	xentrace_state_feed(x->s, rec);
+	if (rec->flags & XENTRACE_REC_LOST_END)
+		return;
+	x->records++;
+	x->bytes += xentrace_record_size(rec);
+	if (rec->has_tsc && !x->first_tsc)
+		x->first_tsc = rec->order_tsc;
+	note_id(x, rec->event);
+	unsigned cpu = rec->cpu;
+	if (cpu >= XENTRACE_MAX_CPUS)
+		return;
+	uint32_t ev = rec->event;
+	if (ev == XENTRACE_EV_LOST_RECORDS && rec->nextra >= 1) {
+		x->lost_records += rec->extra[0];
+		if (x->nlost < MAX_LOST) {
+			struct xflow_hv_lost *l = &x->lost[x->nlost++];
+			l->cpu = cpu;
+			l->offset = rec->offset;
+			l->records = rec->extra[0];
+			uint64_t d = rec->order_tsc >= x->first_tsc ? rec->order_tsc - x->first_tsc : 0;
+			l->at_ns = (uint64_t)((double)d * 1e9 / (double)x->hz);
+		}
+		x->cur_dom[cpu] = -1;
+		x->exit_open[cpu].valid = 0;
+		return;
+	}
+	unsigned main = (ev >> 16) & 0xfff;
+	if (main == 0x002 && ((ev >> 12) & 0xf) == 1 && rec->nextra >= 1) {
+		/* TRC_SCHED_RUNSTATE_CHANGE / _CONTINUE_RUNNING */
+		int32_t dom = (int32_t)(rec->extra[0] >> 16);
+		unsigned lo = ev & 0xf;
+		unsigned to = (ev >> 4) & 0xf, from = (ev >> 8) & 0xf;
+		if (lo == 2 || (lo == 1 && to == XENTRACE_RS_RUNNING)) {
+			x->cur_dom[cpu] = dom;
+		} else if (lo == 1 && from == XENTRACE_RS_RUNNING) {
+			if (x->cur_dom[cpu] == dom)
+				x->cur_dom[cpu] = -1;
+			close_exit(x, cpu, rec->tsc);
+		}
+	} else if (main == 0x020 && ((ev >> 12) & 0xf) == 1) {
+		unsigned minor = ev & 0xff;
+		if (minor < PV_MAX && pv_name[minor] && x->cur_dom[cpu] >= 0) {
+			struct tdom *d = tdom_get(x, (uint32_t)x->cur_dom[cpu]);
+			if (d)
+				d->pv[minor == 12 ? 11 : minor]++;
+		}
+	} else if (ev == 0x81002u || ev == 0x81102u) {
+		if (rec->nextra >= 1 && rec->extra[0] < XENTRACE_VMX_EXIT_MAX) {
+			x->exit_open[cpu].valid = 1;
+			x->exit_open[cpu].reason = rec->extra[0];
+			x->exit_open[cpu].dom = x->cur_dom[cpu];
+			x->exit_open[cpu].tsc = rec->tsc;
+		}
+	} else if (ev == 0x81001u) {
+		close_exit(x, cpu, rec->tsc);
+	}
+}
+
+/* --- the summary ---------------------------------------------------------------- */
+
+static const char *diag_error(struct xentrace_col *x)
+{
+	/* Framing errors and a truncated file are corruption: the numbers
+	 * stand for the part that could be read, and the source fails. */
+	for (unsigned i = 0; i < xentrace_reader_ndiags(x->r); i++) {
+		const struct xentrace_diag *d = xentrace_reader_diag(x->r, i);
+		if (d->kind == XENTRACE_DIAG_FRAMING || d->kind == XENTRACE_DIAG_TRUNCATED) {
+			snprintf(x->err, sizeof(x->err), "%s: offset %" PRIu64 ": %s: %s", x->path, d->offset,
+				 xentrace_diag_kind_name(d->kind), d->what);
+			return x->err;
+		}
+	}
+	return NULL;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static uint64_t cyc_ns(const struct xentrace_col *x, uint64_t cycles)
+{
+	return (uint64_t)((double)cycles * 1e9 / (double)x->hz + 0.5);
+}
+
+static int add_event(struct xentrace_col *x, size_t *n, uint32_t dom, enum xflow_hv_event_kind kind,
+		     uint32_t code, const char *name, uint64_t count, uint64_t cycles, const struct xflow_hist *h,
+		     uint64_t total_cycles)
+{
+	if (grow((void **)&x->events, &x->events_cap, *n + 1, sizeof(*x->events)))
+		return -ENOMEM;
+	struct xflow_hv_event *e = &x->events[(*n)++];
+	memset(e, 0, sizeof(*e));
+	e->domain = dom;
+	e->kind = kind;
+	e->code = code;
+	e->name = name;
+	e->count = count;
+	e->ns = cyc_ns(x, cycles);
+	e->share = total_cycles ? (double)cycles / (double)total_cycles : 0;
+	if (e->share > 1)
+		e->share = 1;
+	if (h && h->count) {
+		e->p50_cycles = xflow_hist_quantile(h, 0.50);
+		e->p90_cycles = xflow_hist_quantile(h, 0.90);
+		e->p99_cycles = xflow_hist_quantile(h, 0.99);
+	}
+	return 0;
+}
+
+static int build(struct xentrace_col *x)
+{
+	const struct xentrace_state *s = x->s;
+	uint64_t total = xentrace_state_total_cycles(s);
+	size_t nv = 0, ne = 0, nu = 0;
+	static char unnamed[EXIT_NAMES + 1][16];
+	for (const struct xentrace_domain *d = NULL; (d = xentrace_state_domain_next(s, d));) {
+		unsigned did = xentrace_domain_id(d);
+		/* Hypercalls summed over the domain's vcpus. */
+		uint64_t hc[XENTRACE_HYPERCALL_MAX] = { 0 };
+		struct xentrace_cycles ex[XENTRACE_VMX_EXIT_MAX];
+		memset(ex, 0, sizeof(ex));
+		for (unsigned vid = 0; vid < XENTRACE_MAX_VCPUS; vid++) {
+			const struct xentrace_vcpu *v = xentrace_domain_vcpu(d, vid);
+			if (!v)
+				continue;
+			for (unsigned op = 0; op < XENTRACE_HYPERCALL_MAX; op++)
+				hc[op] += xentrace_vcpu_hypercalls(v, op);
+			for (unsigned r = 0; r < XENTRACE_VMX_EXIT_MAX; r++) {
+				struct xentrace_cycles c = xentrace_vcpu_exit_reason(v, r);
+				ex[r].count += c.count;
+				ex[r].cycles += c.cycles;
+			}
+			if (grow((void **)&x->vcpus, &x->vcpus_cap, nv + 1, sizeof(*x->vcpus)))
+				return -ENOMEM;
+			struct xflow_hv_vcpu *o = &x->vcpus[nv++];
+			memset(o, 0, sizeof(*o));
+			o->domain = did;
+			o->vcpu = vid;
+			for (int rs = 0; rs < XFLOW_HV_NRUNSTATES; rs++) {
+				/* XFLOW_HV_* are numbered as XENTRACE_RS_*. */
+				struct xentrace_cycles c = xentrace_vcpu_runstate(v, (enum xentrace_runstate)rs);
+				o->count[rs] = c.count;
+				o->ns[rs] = cyc_ns(x, c.cycles);
+				o->share[rs] = xentrace_vcpu_runstate_share(s, v, (enum xentrace_runstate)rs);
+			}
+			o->wakes = xentrace_vcpu_wake(v).count;
+			o->wake_p50_ns = xentrace_vcpu_wake_latency_ns(s, v, 0.50);
+			o->wake_p90_ns = xentrace_vcpu_wake_latency_ns(s, v, 0.90);
+			o->wake_p99_ns = xentrace_vcpu_wake_latency_ns(s, v, 0.99);
+			o->migrations = xentrace_vcpu_migrations(v);
+			o->pcpu = xentrace_vcpu_pcpu(v);
+		}
+		struct tdom *td = NULL;
+		for (unsigned i = 0; i < x->ndoms; i++)
+			if (x->doms[i].did == did)
+				td = &x->doms[i];
+		for (unsigned r = 0; r < XENTRACE_VMX_EXIT_MAX; r++) {
+			if (!ex[r].count)
+				continue;
+			const char *name = r < EXIT_NAMES ? exit_name[r] : NULL;
+			if (!name) {
+				snprintf(unnamed[r < EXIT_NAMES ? r : EXIT_NAMES], sizeof(unnamed[0]), "reason %u", r);
+				name = unnamed[r < EXIT_NAMES ? r : EXIT_NAMES];
+			}
+			if (add_event(x, &ne, did, XFLOW_HV_EXIT, r, name, ex[r].count, ex[r].cycles,
+				      td ? td->exit_h[r] : NULL, total))
+				return -ENOMEM;
+		}
+		for (unsigned i = 0; td && i < PV_MAX; i++) {
+			uint64_t n = td->pv[i] + (i == 13 ? td->pv[14] : 0);
+			if (n && add_event(x, &ne, did, XFLOW_HV_PV, i, pv_name[i], n, 0, NULL, total))
+				return -ENOMEM;
+		}
+		for (unsigned op = 0; op < XENTRACE_HYPERCALL_MAX; op++)
+			if (hc[op] && add_event(x, &ne, did, XFLOW_HV_HYPERCALL, op,
+						hypercall_name[op] ? hypercall_name[op] : "(unnamed)", hc[op], 0, NULL, total))
+				return -ENOMEM;
+	}
+	for (unsigned i = 0; i < MAX_EVENT_IDS; i++) {
+		uint64_t n = x->ids[i] ? xentrace_state_unknown_count(s, x->ids[i]) : 0;
+		if (!n)
+			continue;
+		if (grow((void **)&x->unknown, &x->unknown_cap, nu + 1, sizeof(*x->unknown)))
+			return -ENOMEM;
+		x->unknown[nu].event = x->ids[i];
+		x->unknown[nu].count = n;
+		nu++;
+	}
+	for (size_t i = 1; i < nu; i++) /* by event id; few entries */
+		for (size_t k = i; k > 0 && x->unknown[k - 1].event > x->unknown[k].event; k--) {
+			struct xflow_hv_unknown t = x->unknown[k];
+			x->unknown[k] = x->unknown[k - 1];
+			x->unknown[k - 1] = t;
+		}
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	xentrace_state_print_summary(s, f);
+	if (fclose(f)) {
+		free(text);
+		return -ENOMEM;
+	}
+	free(x->text);
+	x->text = text;
+	x->textlen = len;
+
+	struct xflow_hv_summary *o = &x->sum;
+	memset(o, 0, sizeof(*o));
+	o->cpu_hz = x->hz;
+	o->total_ns = cyc_ns(x, total);
+	o->records = x->records;
+	o->bytes = x->bytes;
+	o->size = x->live ? 0 : x->src.size;
+	o->complete = x->done;
+	o->nvcpus = (uint32_t)nv;
+	o->vcpus = x->vcpus;
+	o->nevents = (uint32_t)ne;
+	o->events = x->events;
+	o->lost_records = x->lost_records;
+	o->nlost = x->nlost;
+	o->lost = x->lost;
+	o->unknown_total = xentrace_state_unknown_total(s);
+	o->nunknown = (uint32_t)nu;
+	o->unknown = x->unknown;
+	o->skipped = xentrace_state_skipped(s);
+	o->text = x->text;
+	return 0;
+}
+
+/* --- live --------------------------------------------------------------------- */
+
+static void *live_main(void *arg)
+{
+	struct xentrace_col *x = arg;
+	int rc = xentrace_reader_open_stream(&x->r, x->fd, NULL);
+	const struct xentrace_record *rec;
+	if (rc == 0)
+		while ((rc = xentrace_reader_next(x->r, &rec)) == 1) {
+			/* Cancelled (by close) only while waiting for input. */
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+			pthread_mutex_lock(&x->mu);
+			process(x, rec);
+			pthread_mutex_unlock(&x->mu);
+			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		}
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_mutex_lock(&x->mu);
+	xentrace_state_finish(x->s);
+	if (rc < 0) {
+		x->failed = 1;
+		snprintf(x->err, sizeof(x->err), "%s: %s", x->path,
+			 rc == -EBADMSG ? "not xentrace output (no trace window found)" : strerror(-rc));
+	}
+	x->done = 1;
+	pthread_mutex_unlock(&x->mu);
+	return NULL;
+}
+
+/* --- the ops ------------------------------------------------------------------ */
+
+static void xt_close(struct xflow_collector *c);
+
+static int xt_open(const char *options, struct xflow_collector **out, char *err, size_t errlen)
+{
+	struct xentrace_col *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->fd = -1;
+	for (unsigned i = 0; i < XENTRACE_MAX_CPUS; i++)
+		x->cur_dom[i] = -1;
+	pthread_mutex_init(&x->mu, NULL);
+	int rc = parse_options(x, options, err, errlen);
+	if (!rc && (rc = xentrace_state_new(&x->s, x->hz)) < 0)
+		snprintf(err, errlen, "xentrace: %s", strerror(-rc));
+	if (!rc && !x->live) {
+		x->fd = open(x->path, O_RDONLY | O_CLOEXEC);
+		if (x->fd < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "xentrace: %s: %s", x->path, strerror(errno));
+		} else {
+			x->own_fd = 1;
+			rc = xentrace_source_init_fd(&x->src, x->fd);
+			if (rc == -ESPIPE) { /* a FIFO: read as it comes */
+				x->live = 1;
+				rc = 0;
+				if (x->speed > 0) {
+					snprintf(err, errlen, "xentrace: %s is a pipe: speed= replays files only", x->path);
+					rc = -EINVAL;
+				}
+			} else if (rc < 0) {
+				snprintf(err, errlen, "xentrace: %s: %s", x->path, strerror(-rc));
+			} else {
+				rc = xentrace_reader_open(&x->r, &x->src, NULL);
+				if (rc < 0) {
+					const char *why = x->r && xentrace_reader_ndiags(x->r)
+								  ? xentrace_reader_diag(x->r, 0)->what
+								  : strerror(-rc);
+					snprintf(err, errlen, "xentrace: %s: not a xentrace file: %s", x->path,
+						 rc == -EBADMSG ? why : strerror(-rc));
+				}
+			}
+		}
+	}
+	if (!rc && x->live) {
+		rc = -pthread_create(&x->th, NULL, live_main, x);
+		if (rc)
+			snprintf(err, errlen, "xentrace: cannot start the reading thread: %s", strerror(-rc));
+		else
+			x->th_started = 1;
+	}
+	if (rc) {
+		xt_close((struct xflow_collector *)x);
+		return rc;
+	}
+	*out = (struct xflow_collector *)x;
+	return 0;
+}
+
+static long xt_read(struct xflow_collector *c, uint64_t now_ns, xflow_collector_emit_fn emit, void *ctx,
+		    size_t max)
+{
+	struct xentrace_col *x = (struct xentrace_col *)c;
+	(void)emit, (void)ctx, (void)max;
+	if (x->live) {
+		pthread_mutex_lock(&x->mu);
+		int done = x->done, failed = x->failed;
+		pthread_mutex_unlock(&x->mu);
+		return !done ? 0 : failed ? -EIO : -ENODATA;
+	}
+	if (x->done)
+		return x->failed ? -EBADMSG : -ENODATA;
+	if (!x->started) {
+		x->started = 1;
+		x->t0_ns = now_ns;
+	}
+	const struct xentrace_record *rec;
+	int rc = 1;
+	for (uint64_t n = 0; n < MAX_BATCH; n++) {
+		if (x->have_pending) {
+			rec = &x->pending;
+		} else if ((rc = xentrace_reader_next(x->r, &rec)) != 1) {
+			break;
+		}
+		if (x->speed > 0 && rec->has_tsc) {
+			if (!x->tsc0)
+				x->tsc0 = rec->order_tsc;
+			double due = (double)(rec->order_tsc - (rec->order_tsc >= x->tsc0 ? x->tsc0 : rec->order_tsc)) *
+				     1e9 / (double)x->hz / x->speed;
+			if ((double)x->t0_ns + due > (double)now_ns) {
+				if (!x->have_pending)
+					x->pending = *rec;
+				x->have_pending = 1;
+				return 0;
+			}
+		}
+		x->have_pending = 0;
+		process(x, rec);
+	}
+	if (rc == 1)
+		return 0; /* more next time */
+	xentrace_state_finish(x->s);
+	x->done = 1;
+	if (rc < 0) {
+		snprintf(x->err, sizeof(x->err), "%s: read error: %s", x->path, strerror(-rc));
+		x->failed = 1;
+		return rc;
+	}
+	if (diag_error(x)) {
+		x->failed = 1;
+		return -EBADMSG;
+	}
+	return -ENODATA;
+}
+
+static void xt_stats(struct xflow_collector *c, struct xflow_collector_stats *out)
+{
+	struct xentrace_col *x = (struct xentrace_col *)c;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&x->mu);
+	out->bad = x->s ? xentrace_state_skipped(x->s) : 0;
+	out->drops = x->lost_records;
+	pthread_mutex_unlock(&x->mu);
+}
+
+static int xt_hypervisor(struct xflow_collector *c, const struct xflow_hv_summary **out)
+{
+	struct xentrace_col *x = (struct xentrace_col *)c;
+	int rc = 0;
+	pthread_mutex_lock(&x->mu);
+	if (!x->records && !x->done) {
+		rc = -ENODATA;
+	} else if (!x->have_built || x->built_records != x->records || x->built_done != x->done) {
+		rc = build(x);
+		if (!rc) {
+			x->have_built = 1;
+			x->built_records = x->records;
+			x->built_done = x->done;
+		}
+	}
+	pthread_mutex_unlock(&x->mu);
+	if (!rc)
+		*out = &x->sum;
+	return rc;
+}
+
+static const char *xt_last_error(struct xflow_collector *c)
+{
+	struct xentrace_col *x = (struct xentrace_col *)c;
+	pthread_mutex_lock(&x->mu);
+	const char *e = x->err[0] ? x->err : NULL;
+	pthread_mutex_unlock(&x->mu);
+	return e;
+}
+
+static void xt_close(struct xflow_collector *c)
+{
+	struct xentrace_col *x = (struct xentrace_col *)c;
+	if (!x)
+		return;
+	if (x->th_started) {
+		pthread_cancel(x->th); /* it may be blocked in read(2) */
+		pthread_join(x->th, NULL);
+	}
+	xentrace_reader_free(x->r);
+	xentrace_state_free(x->s);
+	if (x->own_fd)
+		close(x->fd);
+	for (unsigned i = 0; i < x->ndoms; i++)
+		for (unsigned r = 0; r < XENTRACE_VMX_EXIT_MAX; r++)
+			free(x->doms[i].exit_h[r]);
+	free(x->vcpus);
+	free(x->events);
+	free(x->unknown);
+	free(x->text);
+	pthread_mutex_destroy(&x->mu);
+	free(x);
+}
+
+const struct xflow_collector_ops xflow_collector_xentrace = {
+	.abi = XFLOW_COLLECTOR_ABI,
+	.name = "xentrace",
+	.help = "Xen's trace records: file=PATH | pipe | fd=N, cpu-hz=HZ (required), speed=N|max (files)",
+	.open = xt_open,
+	.read = xt_read,
+	.stats = xt_stats,
+	.last_error = xt_last_error,
+	.close = xt_close,
+	.hypervisor = xt_hypervisor,
+};
