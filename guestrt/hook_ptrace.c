@@ -263,6 +263,14 @@ static void dispatch(struct pt_engine *e, pid_t tid, int status)
 	struct pt_thread *th = pt_thr_find(e, tid);
 
 	if (!th) {
+		for (int i = 0; i < e->nlinger; i++) {
+			if (e->linger[i] != tid)
+				continue;
+			e->linger[i] = e->linger[--e->nlinger];
+			if (WIFSTOPPED(status))
+				ptrace(PTRACE_DETACH, tid, 0, (status >> 16) || WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status));
+			return;
+		}
 		if (WIFSTOPPED(status))
 			pt_unknown_add(e, tid, status);
 		return; /* exits of threads we never knew, or let go */
@@ -564,7 +572,7 @@ static int pt_run(struct xflow_hook *h, int timeout_ms)
 			drain_resumeq(e);
 			continue;
 		}
-		if (e->ntargets == 0)
+		if (e->ntargets == 0 && e->nlinger == 0)
 			break;
 		if (timeout_ms == 0) {
 			tid = waitpid(-1, &st, __WALL | WNOHANG);
@@ -645,6 +653,7 @@ static void pt_free(struct xflow_hook *h)
 	free(e->tids);
 	free(e->unknown);
 	free(e->resumeq);
+	free(e->linger);
 	free(e->evq);
 	free(e);
 }

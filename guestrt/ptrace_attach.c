@@ -248,6 +248,9 @@ void pt_note_event(struct pt_engine *e, struct pt_thread *th, int ev)
 	case PTRACE_EVENT_VFORK:
 		if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg) == 0 && !pt_thr_find(e, (pid_t)msg))
 			fork_child(e, th->t, (pid_t)msg, ev == PTRACE_EVENT_VFORK);
+		/* Set after pt_note_stop cleared it: from its resume on, the
+		 * thread waits in the kernel for the child. */
+		th->in_vfork = ev == PTRACE_EVENT_VFORK;
 		break;
 	case PTRACE_EVENT_EXEC:
 		exec_done(e, th);
@@ -283,27 +286,13 @@ static uint64_t fixed_rip(struct pt_target *mm, struct pt_thread *th, uint64_t r
 	return 0;
 }
 
-int pt_detach_target(struct pt_target *t, bool internal)
+/* Put every stopped thread of t back at a correct instruction and let it
+ * go; the bytes are already restored (rc: how that went). */
+static int let_go(struct pt_target *t, int rc)
 {
 	struct pt_engine *e = t->e;
 	struct pt_target *mm = pt_mm(t);
-	int rc = 0;
 
-	if (t->dead || t->detached)
-		return t->dead ? -ESRCH : 0;
-	if (t->mm_owner && !internal)
-		return xflow_hook_fail(&e->pub, -EBUSY, "pid %d shares the memory of pid %d until it execs",
-				       (int)t->pub.pid, (int)t->mm_owner->pub.pid);
-	/* Children sharing this memory go first: once the bytes are back they
-	 * would run untraced anyway, but their threads may be in our slots. */
-	for (int i = 0; i < e->ntargets; i++) {
-		struct pt_target *c = e->targets[i];
-		if (c != t && c->mm_owner == t && !c->dead && !c->detached)
-			pt_detach_target(c, true);
-	}
-	pt_stop_world(t);
-	if (t->dead)
-		return -ESRCH;
 	for (int i = 0; i < t->nthreads; i++) {
 		struct pt_thread *th = t->threads[i];
 		struct user_regs_struct r;
@@ -320,18 +309,17 @@ int pt_detach_target(struct pt_target *t, bool internal)
 				rc = -errno;
 		}
 	}
-	if (!t->mm_owner) {
-		for (int i = 0; i < mm->nbps; i++) {
-			struct pt_bp *bp = mm->bps[i];
-			bp->nbefore = bp->nafter = 0;
-			int r2 = pt_bp_sync(t, bp);
-			if (r2 < 0 && r2 != -EFAULT && rc == 0)
-				rc = r2; /* -EFAULT: the target unmapped it */
-		}
-	}
 	for (int i = 0; i < t->nthreads; i++) {
 		struct pt_thread *th = t->threads[i];
-		ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig);
+		if (th->state == PT_RUNNING && th->in_vfork &&
+		    pt_grow((void **)&e->linger, &e->caplinger, e->nlinger + 1, sizeof(*e->linger)) == 0) {
+			/* It will stop when its vfork child is done with the
+			 * memory (the interrupt), and be let go then. */
+			ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
+			e->linger[e->nlinger++] = th->tid;
+		} else {
+			ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig);
+		}
 		pt_tid_remove(e, th);
 		th->state = PT_RUNNING;
 		th->held = false;
@@ -343,6 +331,48 @@ int pt_detach_target(struct pt_target *t, bool internal)
 		pt_emit(t, &ev);
 	}
 	return rc;
+}
+
+static bool shares(struct pt_target *c, struct pt_target *t)
+{
+	return c != t && c->mm_owner == t && !c->dead && !c->detached;
+}
+
+int pt_detach_target(struct pt_target *t, bool internal)
+{
+	struct pt_engine *e = t->e;
+	int rc = 0;
+
+	if (t->dead || t->detached)
+		return t->dead ? -ESRCH : 0;
+	if (t->mm_owner && !internal)
+		return xflow_hook_fail(&e->pub, -EBUSY, "pid %d shares the memory of pid %d until it execs",
+				       (int)t->pub.pid, (int)t->mm_owner->pub.pid);
+	/* vfork children sharing this memory are stopped too: the bytes must
+	 * be back before any of them runs untraced. */
+	for (int i = 0; i < e->ntargets; i++)
+		if (shares(e->targets[i], t))
+			pt_stop_world(e->targets[i]);
+	pt_stop_world(t);
+	if (t->dead) {
+		for (int i = 0; i < e->ntargets; i++)
+			if (shares(e->targets[i], t))
+				pt_resume_world(e->targets[i]);
+		return -ESRCH;
+	}
+	if (!t->mm_owner) {
+		for (int i = 0; i < t->nbps; i++) {
+			struct pt_bp *bp = t->bps[i];
+			bp->nbefore = bp->nafter = 0;
+			int r2 = pt_bp_sync(t, bp);
+			if (r2 < 0 && r2 != -EFAULT && rc == 0)
+				rc = r2; /* -EFAULT: the target unmapped it */
+		}
+	}
+	for (int i = 0; i < e->ntargets; i++)
+		if (shares(e->targets[i], t))
+			let_go(e->targets[i], rc);
+	return let_go(t, rc);
 }
 
 /* Stop a running thread for the crash path; false when it is gone. */
@@ -394,8 +424,8 @@ void pt_emergency(struct xflow_hook *h)
 			struct pt_thread *th = t->threads[j];
 			struct user_regs_struct r;
 			bool ours;
-			if (th->state == PT_RUNNING && !emergency_stop(th))
-				continue;
+			if (th->state == PT_RUNNING && (th->in_vfork || !emergency_stop(th)))
+				continue; /* in vfork: cannot stop, runs nothing of ours */
 			if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) == 0) {
 				uint64_t to = fixed_rip(mm, th, r.rip, &ours);
 				if (th->pending_hit && !ours && th->resume_sig == 0)

@@ -59,6 +59,7 @@ struct pt_thread {
 	bool queued;      /* on the engine's resume queue */
 	bool want;        /* stop_world waits for it */
 	bool checked;     /* stop_world looked for a queued trap */
+	bool in_vfork;    /* parent blocked until its vfork child execs or exits */
 	int resume_sig;   /* signal to deliver when resumed */
 };
 
@@ -103,6 +104,10 @@ struct pt_engine {
 	int nunknown, capunknown;
 	pid_t *resumeq;
 	int nresumeq, capresumeq;
+	/* Threads let go while blocked in vfork (not stoppable, so not yet
+	 * detachable): detached at their next stop. */
+	pid_t *linger;
+	int nlinger, caplinger;
 	int depth; /* nesting of handler calls (a handler may call the API) */
 	/* The registers as the last trap left them: when a hit ends with the
 	 * same ones (a one-byte nop emulated, nothing changed by a handler),

@@ -167,6 +167,7 @@ void pt_note_stop(struct pt_engine *e, struct pt_thread *th, int status)
 	int sig = WSTOPSIG(status), ev = status >> 16;
 
 	th->state = PT_STOPPED;
+	th->in_vfork = false;
 	if (ev == 0) {
 		if (sig == SIGTRAP)
 			th->pending_hit = true;
@@ -217,7 +218,10 @@ int pt_stop_world(struct pt_target *t)
 		int waiting = 0;
 		for (int i = 0; i < t->nthreads; i++) {
 			struct pt_thread *th = t->threads[i];
-			if (!th->want && th->state == PT_RUNNING) {
+			if (th->in_vfork && th->state == PT_RUNNING) {
+				/* It cannot stop before its child releases the
+				 * memory, and runs no code of its own till then. */
+			} else if (!th->want && th->state == PT_RUNNING) {
 				ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
 				th->want = true;
 			} else if (!th->want && !th->checked && !th->pending_hit && !th->held) {

@@ -164,7 +164,13 @@ int xflow_hook_timer_arm(struct xflow_hook *h, int ms)
 static void on_crash(int sig)
 {
 	struct xflow_hook *h = fatal_hook;
+	sigset_t alrm;
 	fatal_hook = NULL;
+	/* The emergency path bounds itself with alarm(): let it fire. */
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+	signal(SIGALRM, SIG_DFL);
 	if (h && h->emergency)
 		h->emergency(h);
 	signal(sig, SIG_DFL);

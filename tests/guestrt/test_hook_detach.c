@@ -423,3 +423,53 @@ Test(hook_detach, tracer_crash_in_handler)
 	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "tracer status %x", st);
 	check_after_detach(&p, bin, want);
 }
+
+struct vdetach {
+	pid_t parent;
+	struct xflow_hook_target *pt;
+	int child_hits, rc;
+};
+
+static void vfork_detach_parent(const struct xflow_hook_hit *hit, void *data)
+{
+	struct vdetach *v = data;
+	if (hit->pid != v->parent && v->child_hits++ == 0)
+		v->rc = xflow_hook_detach(v->pt);
+}
+
+/* The parent is let go while its vfork child runs on the same memory (here
+ * from a hit of the child): the child must be let go with it, bytes back. */
+Test(hook_detach, vfork_parent_detached_while_child_runs)
+{
+	struct xflow_hook *h = engine(XFLOW_HOOK_FORK_INHERIT, NULL, NULL);
+	const char *bin = gt_build("fx_loop", "-O2");
+	char want[1024], got[1024], line[256];
+	struct vdetach v = {0};
+	struct gt_proc p;
+
+	gt_reference(bin, "1", "300", "wve", want, sizeof(want));
+	gt_start(&p, bin, "1", "300", "wve");
+	gt_line(&p, line, sizeof(line));
+	v.parent = p.pid;
+	cr_assert_eq(xflow_hook_attach(h, p.pid, &v.pt), 0);
+	cr_assert_eq(xflow_hook_site_add(v.pt, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_BEFORE, vfork_detach_parent,
+					 &v, NULL),
+		     0);
+	gt_send(&p);
+	gt_run_all(h, 20000);
+	cr_expect_eq(v.child_hits, 1);
+	cr_expect_eq(v.rc, 0, "%s", xflow_hook_last_error(h));
+	/* Wait for the vfork child's end before looking at the parent's text. */
+	char seen[1024] = "";
+	do {
+		gt_line(&p, line, sizeof(line));
+		strncat(seen, line, sizeof(seen) - strlen(seen) - 1);
+	} while (strncmp(line, "out: vfork", 10) != 0);
+	cr_expect(gt_text_intact(p.pid, bin));
+	cr_expect_eq(tracer_pid_of(p.pid), 0);
+	gt_send(&p);
+	gt_finish(&p, got, sizeof(got));
+	strncat(seen, got, sizeof(seen) - strlen(seen) - 1);
+	cr_expect_str_eq(seen, want);
+	xflow_hook_free(h);
+}
