@@ -21,10 +21,16 @@
  * from one collector before drawing (so a flood cannot freeze the screen). */
 #define READ_BATCH 4096
 #define REFRESH_BUDGET (UINT64_C(8) << 20)
+/* Live sources are also read on this short timer: a collector's descriptors
+ * are taken once at start, and an agent's ring descriptor exists only
+ * after its HELLO; read on the display refresh alone, one agent's records
+ * reach the reorder window seconds after another's and split flows. */
+#define COLLECT_MS 10
 
 struct xft_app_loop {
 	uv_loop_t loop;
 	uv_timer_t refresh;
+	uv_timer_t collect;
 	uv_signal_t sig[5];
 	unsigned empty_inputs; /* readable input that gave no key: a hung-up terminal */
 	uv_poll_t input;
@@ -472,6 +478,16 @@ static void on_refresh(uv_timer_t *t)
 	after(app, 0);
 }
 
+static void on_collect(uv_timer_t *t)
+{
+	struct xft_app_loop *l = container_of(t, struct xft_app_loop, collect);
+	struct xft_app *app = l->app;
+	uint64_t now = xflow_monotonic_ns();
+	for (unsigned s = 0; s < app->nsrc; s++)
+		if (app->src[s].nfds > 0)
+			collect_one(app, s, now, READ_BATCH * 16);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
 	struct xft_app_loop *l = h->data;
@@ -571,6 +587,8 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 	uv_timer_init(&l->loop, &l->refresh);
 	/* The first screen comes quickly, the next ones at the interval. */
 	uv_timer_start(&l->refresh, on_refresh, r == &xft_renderer_curses ? (ms < 200 ? ms : 200) : ms, ms);
+	uv_timer_init(&l->loop, &l->collect);
+	uv_timer_start(&l->collect, on_collect, COLLECT_MS, COLLECT_MS);
 	if (r->draw)
 		r->draw(app);
 
