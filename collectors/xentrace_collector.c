@@ -332,7 +332,7 @@ static void process(struct xentrace_col *x, const struct xentrace_record *rec)
 				x->cur_dom[cpu] = -1;
 			close_exit(x, cpu, rec->tsc);
 		}
-	} else if (main == 0x020 && ((ev >> 12) & 0xf) == 1) {
+	} else if (main == 0x020) { /* TRC_PV_ENTRY (sub 1) and TRC_PV_SUBCALL (sub 2) */
 		unsigned minor = ev & 0xff;
 		if (minor < PV_MAX && pv_name[minor] && x->cur_dom[cpu] >= 0) {
 			struct tdom *d = tdom_get(x, (uint32_t)x->cur_dom[cpu]);

@@ -256,6 +256,8 @@ static void json_site(struct xft_json *j, struct xft_app *app, uint16_t dom, con
 		xft_json_u64(j, v);     \
 	} while (0)
 
+static void json_hv(struct xft_app *app, struct xft_json *j);
+
 void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 {
 	const struct xft_agg_stats *st = &app->frame.st;
@@ -461,6 +463,107 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		xft_json_object_end(j);
 	}
 	xft_json_array_end(j);
+	if (app->hv) {
+		xft_json_key(j, "hypervisor");
+		json_hv(app, j);
+	}
+	xft_json_object_end(j);
+}
+
+static void json_hv(struct xft_app *app, struct xft_json *j)
+{
+	static const char *const rs_name[XFLOW_HV_NRUNSTATES] = { "running", "runnable", "blocked", "offline" };
+	const struct xflow_hv_summary *hv = app->hv;
+	char dom[16];
+	xft_json_object_begin(j);
+	xft_json_key(j, "collector");
+	xft_json_string(j, app->src[app->hv_src].spec);
+	JU("cpu_hz", hv->cpu_hz);
+	JU("total_ns", hv->total_ns);
+	JU("records", hv->records);
+	JU("bytes", hv->bytes);
+	JU("size", hv->size);
+	xft_json_key(j, "complete");
+	xft_json_bool(j, hv->complete);
+	xft_json_key(j, "vcpus");
+	xft_json_array_begin(j);
+	for (uint32_t i = 0; i < hv->nvcpus; i++) {
+		const struct xflow_hv_vcpu *v = &hv->vcpus[app->hv_vcpu_order[i]];
+		xft_json_object_begin(j);
+		JU("domain_id", v->domain);
+		xft_hv_domain_name(v->domain, dom, sizeof(dom));
+		xft_json_key(j, "domain");
+		xft_json_string(j, dom);
+		JU("vcpu", v->vcpu);
+		xft_json_key(j, "runstates");
+		xft_json_object_begin(j);
+		for (int k = 0; k < XFLOW_HV_NRUNSTATES; k++) {
+			xft_json_key(j, rs_name[k]);
+			xft_json_object_begin(j);
+			JU("count", v->count[k]);
+			JU("time_ns", v->ns[k]);
+			xft_json_key(j, "share");
+			xft_json_double(j, v->share[k] < 0 ? 0 : v->share[k] > 1 ? 1 : v->share[k]);
+			xft_json_object_end(j);
+		}
+		xft_json_object_end(j);
+		JU("wakes", v->wakes);
+		JU("wake_p50_ns", v->wake_p50_ns);
+		JU("wake_p90_ns", v->wake_p90_ns);
+		JU("wake_p99_ns", v->wake_p99_ns);
+		JU("migrations", v->migrations);
+		xft_json_key(j, "pcpu");
+		xft_json_i64(j, v->pcpu);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+	xft_json_key(j, "events");
+	xft_json_array_begin(j);
+	for (uint32_t i = 0; i < hv->nevents; i++) {
+		const struct xflow_hv_event *e = &hv->events[app->hv_event_order[i]];
+		xft_json_object_begin(j);
+		JU("domain_id", e->domain);
+		xft_hv_domain_name(e->domain, dom, sizeof(dom));
+		xft_json_key(j, "domain");
+		xft_json_string(j, dom);
+		xft_json_key(j, "kind");
+		xft_json_string(j, e->kind == XFLOW_HV_EXIT ? "exit" : e->kind == XFLOW_HV_PV ? "pv" : "hypercall");
+		JU("code", e->code);
+		xft_json_key(j, "name");
+		xft_json_string(j, e->name ? e->name : "");
+		JU("count", e->count);
+		JU("time_ns", e->ns);
+		xft_json_key(j, "share");
+		xft_json_double(j, e->share < 0 ? 0 : e->share > 1 ? 1 : e->share);
+		JU("p50_cycles", e->p50_cycles);
+		JU("p90_cycles", e->p90_cycles);
+		JU("p99_cycles", e->p99_cycles);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+	JU("lost_records", hv->lost_records);
+	xft_json_key(j, "lost");
+	xft_json_array_begin(j);
+	for (uint32_t i = 0; i < hv->nlost; i++) {
+		xft_json_object_begin(j);
+		JU("cpu", hv->lost[i].cpu);
+		JU("offset", hv->lost[i].offset);
+		JU("at_ns", hv->lost[i].at_ns);
+		JU("records", hv->lost[i].records);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+	JU("unknown_total", hv->unknown_total);
+	xft_json_key(j, "unknown");
+	xft_json_array_begin(j);
+	for (uint32_t i = 0; i < hv->nunknown; i++) {
+		xft_json_object_begin(j);
+		JU("event", hv->unknown[i].event);
+		JU("count", hv->unknown[i].count);
+		xft_json_object_end(j);
+	}
+	xft_json_array_end(j);
+	JU("skipped", hv->skipped);
 	xft_json_object_end(j);
 }
 

@@ -884,9 +884,13 @@ static void draw_tabs(struct xft_app *app, struct xft_canvas *cv, int y)
 		snprintf(right, sizeof(right), "filter: %s", app->ui.filter_text);
 	int n = (int)strlen(right);
 	if (n) {
+		/* A message that does not fit beside the tabs covers their end:
+		 * it lasts a moment, and a clipped message says nothing. */
 		int rx = cv->cols - n - 1;
-		if (rx < x + 1)
+		if (rx < x + 1 && !(app->ui.message[0] && app->now_ns < app->ui.message_until))
 			rx = x + 1;
+		if (rx < 0)
+			rx = 0;
 		xft_canvas_put(cv, y, rx, app->ui.paused && !app->ui.message[0] ? XFT_A_WARN : XFT_A_VALUE,
 			       right, -1);
 	}
