@@ -120,7 +120,7 @@ struct xflow_hv_event {
 struct xflow_hv_lost {
 	uint32_t cpu;
 	uint64_t offset;  /* file offset of the TRC_LOST_RECORDS record */
-	uint64_t at_ns;   /* time since the trace's start */
+	uint64_t at_ns;   /* when the loss began, since the trace's start */
 	uint64_t records; /* how many were lost there */
 };
 

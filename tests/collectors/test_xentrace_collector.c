@@ -1,0 +1,390 @@
+/*
+ * The xentrace collector through its ops table, on traces generated with the
+ * writer: the hypervisor() summary's runstate counts, times and shares are
+ * exact, exits carry cycle percentiles, PV events and hypercalls are counted
+ * per domain, lost records are placed, unknown event ids listed; replay at
+ * a speed, a pipe read live; truncated and garbage files give clear errors.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collectors/builtin.h"
+#include "collectors/xentrace.h"
+#include "collectors/xentrace_collector.h"
+
+#define RUNNING XENTRACE_RS_RUNNING
+#define RUNNABLE XENTRACE_RS_RUNNABLE
+#define BLOCKED XENTRACE_RS_BLOCKED
+#define IDLE XENTRACE_IDLE_DOMAIN
+
+static const struct xflow_collector_ops *ops = &xflow_collector_xentrace;
+static char path[64];
+
+static struct xentrace_writer *begin(FILE **f, unsigned ncpus, size_t window)
+{
+	snprintf(path, sizeof(path), "/tmp/xft-xtcol-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	*f = fdopen(fd, "w");
+	cr_assert_not_null(*f);
+	struct xentrace_writer *w;
+	cr_assert_eq(xentrace_writer_new(&w, *f, ncpus, window), 0);
+	return w;
+}
+
+static void end(FILE *f, struct xentrace_writer *w)
+{
+	cr_assert_eq(xentrace_writer_close(w), 0);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void rs(struct xentrace_writer *w, unsigned cpu, uint64_t tsc, unsigned dom, unsigned v, int from, int to)
+{
+	cr_assert_eq(xentrace_writer_runstate(w, cpu, tsc, dom, v, from, to), 0);
+}
+
+static void noemit(void *ctx, const struct xflow_record *r, uint64_t t)
+{
+	(void)ctx, (void)r, (void)t;
+	cr_assert_fail("the xentrace collector emits no flow records");
+}
+
+static struct xflow_collector *open_ok(const char *opts)
+{
+	struct xflow_collector *c = NULL;
+	char err[512] = "";
+	int rc = ops->open(opts, &c, err, sizeof(err));
+	cr_assert_eq(rc, 0, "%s: %s", opts, err);
+	return c;
+}
+
+/* Reads to the end; returns what the last read() said. */
+static long read_all(struct xflow_collector *c)
+{
+	long n;
+	for (int i = 0; i < 1000; i++) {
+		n = ops->read(c, 0, noemit, NULL, 4096);
+		if (n < 0)
+			return n;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static const struct xflow_hv_vcpu *find_vcpu(const struct xflow_hv_summary *h, uint32_t dom, uint32_t v)
+{
+	for (uint32_t i = 0; i < h->nvcpus; i++)
+		if (h->vcpus[i].domain == dom && h->vcpus[i].vcpu == v)
+			return &h->vcpus[i];
+	cr_assert_fail("no d%uv%u", dom, v);
+	return NULL;
+}
+
+static const struct xflow_hv_event *find_event(const struct xflow_hv_summary *h, uint32_t dom, int kind,
+					       uint32_t code)
+{
+	for (uint32_t i = 0; i < h->nevents; i++)
+		if (h->events[i].domain == dom && (int)h->events[i].kind == kind && h->events[i].code == code)
+			return &h->events[i];
+	return NULL;
+}
+
+/* The first test of test_xentrace_state.c, through the collector. */
+static void write_runstates(struct xentrace_writer *w)
+{
+	rs(w, 1, 200, IDLE, 1, RUNNING, RUNNABLE);
+	rs(w, 1, 300, IDLE, 1, RUNNABLE, RUNNING);
+	rs(w, 1, 8000, 1, 0, BLOCKED, RUNNABLE);
+	rs(w, 1, 8400, IDLE, 1, RUNNING, RUNNABLE);
+	rs(w, 1, 8500, 1, 0, RUNNABLE, RUNNING);
+	rs(w, 1, 9500, 1, 0, RUNNING, BLOCKED);
+	xentrace_writer_flush_cpu(w, 1);
+	rs(w, 0, 100, IDLE, 0, RUNNING, RUNNABLE);
+	rs(w, 0, 1000, 1, 0, RUNNABLE, RUNNING);
+	rs(w, 0, 5000, 1, 0, RUNNING, BLOCKED);
+	rs(w, 0, 5000, IDLE, 0, RUNNABLE, RUNNING);
+}
+
+static void check_runstates(const struct xflow_hv_summary *h)
+{
+	cr_assert_eq(h->cpu_hz, 1000000000);
+	cr_assert_eq(h->total_ns, 9400);
+	cr_assert_eq(h->records, 10);
+	const struct xflow_hv_vcpu *v = find_vcpu(h, 1, 0);
+	cr_assert_eq(v->count[XFLOW_HV_RUNNING], 2);
+	cr_assert_eq(v->ns[XFLOW_HV_RUNNING], 5000);
+	cr_assert_eq(v->count[XFLOW_HV_BLOCKED], 1);
+	cr_assert_eq(v->ns[XFLOW_HV_BLOCKED], 3000);
+	cr_assert_eq(v->count[XFLOW_HV_RUNNABLE], 1);
+	cr_assert_eq(v->ns[XFLOW_HV_RUNNABLE], 500);
+	cr_assert_eq(v->count[XFLOW_HV_OFFLINE], 0);
+	cr_assert_float_eq(v->share[XFLOW_HV_RUNNING], 5000.0 / 9400, 1e-12);
+	cr_assert_float_eq(v->share[XFLOW_HV_BLOCKED], 3000.0 / 9400, 1e-12);
+	cr_assert_eq(v->wakes, 1);
+	cr_assert_eq(v->wake_p50_ns, 500);
+	cr_assert_eq(v->wake_p99_ns, 500);
+	cr_assert_eq(v->migrations, 1);
+	cr_assert_eq(v->pcpu, 1);
+	find_vcpu(h, IDLE, 0);
+	find_vcpu(h, IDLE, 1);
+	cr_assert_eq(h->nvcpus, 3);
+	cr_assert_eq(h->nlost, 0);
+	cr_assert_eq(h->unknown_total, 0);
+	cr_assert_not_null(h->text);
+	cr_assert_not_null(strstr(h->text, "|-- Domain 1 --|"), "%s", h->text);
+	cr_assert_not_null(strstr(h->text, "   running:       2  0.00s   2500"), "%s", h->text);
+}
+
+Test(xentrace_collector, is_built_in_with_abi_2_and_the_hook)
+{
+	cr_assert_eq(XFLOW_COLLECTOR_ABI, 2);
+	cr_assert_eq(xflow_collector_find("xentrace"), ops);
+	cr_assert_eq(ops->abi, XFLOW_COLLECTOR_ABI);
+	cr_assert_not_null(ops->hypervisor);
+	cr_assert_not_null(ops->last_error);
+}
+
+Test(xentrace_collector, runstate_shares_and_counts_are_exact)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	write_runstates(w);
+	end(f, w);
+	char opts[128];
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=1G", path);
+	struct xflow_collector *c = open_ok(opts);
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), -ENODATA, "nothing before the first read");
+	cr_assert_eq(read_all(c), -ENODATA);
+	cr_assert_null(ops->last_error(c));
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_assert(h->complete);
+	cr_assert_eq(h->size, h->bytes + 2 * 12 /* the two windows' cpu-change records */);
+	check_runstates(h);
+	ops->close(c);
+	unlink(path);
+}
+
+Test(xentrace_collector, exits_pv_events_lost_and_unknown)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	/* d3, HVM, on cpu 0: ten IO exits of 10..19 cycles, one HLT of 100. */
+	rs(w, 0, 100, IDLE, 0, RUNNING, RUNNABLE);
+	rs(w, 0, 200, 3, 0, RUNNABLE, RUNNING);
+	for (unsigned i = 0; i < 10; i++) {
+		cr_assert_eq(xentrace_writer_vmexit(w, 0, 1000 + 100 * i, 30, 0xffffffff81000000u), 0);
+		cr_assert_eq(xentrace_writer_vmentry(w, 0, 1000 + 100 * i + 10 + i), 0);
+	}
+	cr_assert_eq(xentrace_writer_vmexit(w, 0, 5000, 12, 0), 0);
+	rs(w, 0, 5100, 3, 0, RUNNING, RUNNABLE);
+	cr_assert_eq(xentrace_writer_add(w, 0, 5400, true, 0x0001f0aau, 0, NULL), 0); /* unknown */
+	cr_assert_eq(xentrace_writer_add(w, 0, 5500, true, 0x0001f0aau, 0, NULL), 0);
+	cr_assert_eq(xentrace_writer_add(w, 0, 5600, true, 0x0000f0ffu, 0, NULL), 0);
+	/* d0, PV, on cpu 1: seven hypercalls, then Xen loses 42 records. */
+	rs(w, 1, 150, IDLE, 1, RUNNING, RUNNABLE);
+	rs(w, 1, 300, 0, 0, RUNNABLE, RUNNING);
+	for (unsigned i = 0; i < 7; i++)
+		cr_assert_eq(xentrace_writer_hypercall(w, 1, 400 + i, i % 2 ? 29 : 23), 0);
+	cr_assert_eq(xentrace_writer_lost(w, 1, 7000, 42, 0, 0, 3000), 0);
+	rs(w, 1, 8000, 0, 0, RUNNING, BLOCKED);
+	end(f, w);
+	char opts[128];
+	snprintf(opts, sizeof(opts), "cpu-hz=1000000000,file=%s", path);
+	struct xflow_collector *c = open_ok(opts);
+	cr_assert_eq(read_all(c), -ENODATA);
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+
+	const struct xflow_hv_event *io = find_event(h, 3, XFLOW_HV_EXIT, 30);
+	cr_assert_not_null(io);
+	cr_assert_str_eq(io->name, "IO_INSTRUCTION");
+	cr_assert_eq(io->count, 10);
+	cr_assert_eq(io->ns, 10 * 10 + 45);
+	cr_assert(io->p50_cycles >= 14 && io->p50_cycles <= 15, "p50 %lu", (unsigned long)io->p50_cycles);
+	cr_assert_eq(io->p99_cycles, 19);
+	cr_assert_float_eq(io->share, 145.0 / (double)h->total_ns, 1e-9);
+	const struct xflow_hv_event *hlt = find_event(h, 3, XFLOW_HV_EXIT, 12);
+	cr_assert_not_null(hlt);
+	cr_assert_str_eq(hlt->name, "HLT");
+	cr_assert_eq(hlt->count, 1);
+	cr_assert_eq(hlt->ns, 100);
+	cr_assert_eq(hlt->p50_cycles, 100);
+
+	const struct xflow_hv_event *e = find_event(h, 0, XFLOW_HV_HYPERCALL, 29);
+	cr_assert_not_null(e);
+	cr_assert_str_eq(e->name, "sched_op");
+	cr_assert_eq(e->count, 3);
+	e = find_event(h, 0, XFLOW_HV_HYPERCALL, 23);
+	cr_assert_not_null(e);
+	cr_assert_str_eq(e->name, "iret");
+	cr_assert_eq(e->count, 4);
+	e = find_event(h, 0, XFLOW_HV_PV, 13);
+	cr_assert_not_null(e);
+	cr_assert_str_eq(e->name, "hypercall");
+	cr_assert_eq(e->count, 7);
+	cr_assert_eq(e->ns, 0);
+	cr_assert_null(find_event(h, 3, XFLOW_HV_PV, 13), "d3's records are not d0's");
+
+	cr_assert_eq(h->lost_records, 42);
+	cr_assert_eq(h->nlost, 1);
+	cr_assert_eq(h->lost[0].cpu, 1);
+	cr_assert_eq(h->lost[0].records, 42);
+	cr_assert_gt(h->lost[0].offset, 0);
+	cr_assert_eq(h->lost[0].at_ns, 3000 - 100, "where the loss began");
+
+	cr_assert_eq(h->unknown_total, 3);
+	cr_assert_eq(h->nunknown, 2);
+	cr_assert_eq(h->unknown[0].event, 0x0000f0ffu);
+	cr_assert_eq(h->unknown[0].count, 1);
+	cr_assert_eq(h->unknown[1].event, 0x0001f0aau);
+	cr_assert_eq(h->unknown[1].count, 2);
+	struct xflow_collector_stats st;
+	ops->stats(c, &st);
+	cr_assert_eq(st.drops, 42, "lost records are the collector's drops");
+	ops->close(c);
+	unlink(path);
+}
+
+Test(xentrace_collector, replays_at_a_speed)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	write_runstates(w);
+	end(f, w);
+	char opts[128];
+	/* 9400 cycles at 1 kHz are 9.4 s of trace; at speed 100, 94 ms. */
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=1k,speed=100", path);
+	struct xflow_collector *c = open_ok(opts);
+	const uint64_t t0 = UINT64_C(1000000000000);
+	cr_assert_eq(ops->read(c, t0, noemit, NULL, 64), 0);
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_assert_eq(h->records, 1, "only the first record is due");
+	cr_assert_not(h->complete);
+	/* cycle 5000 is 4.9 s after the first record: 49 ms at speed 100. */
+	cr_assert_eq(ops->read(c, t0 + 50000000, noemit, NULL, 64), 0);
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_assert_eq(h->records, 6, "%lu", (unsigned long)h->records);
+	cr_assert_eq(ops->read(c, t0 + 100000000, noemit, NULL, 64), -ENODATA);
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_assert(h->complete);
+	cr_assert_eq(h->cpu_hz, 1000);
+	cr_assert_eq(find_vcpu(h, 1, 0)->ns[XFLOW_HV_RUNNING], 5000000000u);
+	ops->close(c);
+	unlink(path);
+}
+
+Test(xentrace_collector, reads_a_pipe_live)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	write_runstates(w);
+	end(f, w);
+	FILE *in = fopen(path, "rb");
+	cr_assert_not_null(in);
+	char buf[65536];
+	size_t n = fread(buf, 1, sizeof(buf), in);
+	fclose(in);
+	unlink(path);
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	char opts[64];
+	snprintf(opts, sizeof(opts), "fd=%d,cpu-hz=1G", p[0]);
+	struct xflow_collector *c = open_ok(opts);
+	cr_assert_eq(ops->read(c, 0, noemit, NULL, 64), 0, "nothing has come yet");
+	cr_assert_eq(write(p[1], buf, n), (ssize_t)n);
+	close(p[1]);
+	cr_assert_eq(read_all(c), -ENODATA);
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_assert(h->complete);
+	cr_assert_eq(h->size, 0);
+	check_runstates(h);
+	ops->close(c);
+	close(p[0]);
+}
+
+Test(xentrace_collector, a_pipe_that_stays_open_is_closed_cleanly)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	char opts[64];
+	snprintf(opts, sizeof(opts), "fd=%d,cpu-hz=2.4G", p[0]);
+	struct xflow_collector *c = open_ok(opts);
+	cr_assert_eq(ops->read(c, 0, noemit, NULL, 64), 0);
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), -ENODATA);
+	ops->close(c); /* the reading thread waits in read(2) */
+	close(p[0]);
+	close(p[1]);
+}
+
+Test(xentrace_collector, a_truncated_file_is_a_clear_error)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	write_runstates(w);
+	end(f, w);
+	FILE *in = fopen(path, "rb");
+	char buf[65536];
+	size_t n = fread(buf, 1, sizeof(buf), in);
+	fclose(in);
+	in = fopen(path, "wb");
+	fwrite(buf, 1, n - 6, in); /* the last record loses its end */
+	fclose(in);
+	char opts[128];
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=1G", path);
+	struct xflow_collector *c = open_ok(opts);
+	cr_assert_eq(read_all(c), -EBADMSG);
+	const char *e = ops->last_error(c);
+	cr_assert_not_null(e);
+	cr_assert_not_null(strstr(e, path), "%s", e);
+	cr_assert_not_null(strstr(e, "truncated"), "%s", e);
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), 0, "what could be read is still shown");
+	cr_assert_gt(h->records, 0);
+	ops->close(c);
+	unlink(path);
+}
+
+Test(xentrace_collector, bad_files_and_options_are_refused_with_the_reason)
+{
+	struct xflow_collector *c = NULL;
+	char err[512], opts[128];
+	snprintf(path, sizeof(path), "/tmp/xft-xtcol-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	static const char junk[] = "this is not a trace file, not at all, not even close to one.....";
+	cr_assert_eq(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=1G", path);
+	cr_assert_lt(ops->open(opts, &c, err, sizeof(err)), 0);
+	cr_assert_not_null(strstr(err, "not a xentrace file"), "%s", err);
+	unlink(path);
+
+	static const struct {
+		const char *opts, *want;
+	} bad[] = {
+		{ "file=/nonexistent/x.trace,cpu-hz=1G", "/nonexistent/x.trace: No such file" },
+		{ "file=/dev/null", "cpu-hz=HZ is required" },
+		{ "", "no input" },
+		{ "pipe,fd=3,cpu-hz=1G", "not several" },
+		{ "pipe,cpu-hz=fast", "bad value 'fast' for cpu-hz" },
+		{ "pipe,cpu-hz=1G,speed=2", "a pipe is read as it comes" },
+		{ "file=/dev/null,cpu-hz=1G,speed=0", "bad value '0' for speed" },
+		{ "file=/dev/null,cpu-hz=1G,colour=red", "unknown option 'colour=red'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		c = NULL;
+		cr_assert_lt(ops->open(bad[i].opts, &c, err, sizeof(err)), 0, "%s", bad[i].opts);
+		cr_assert_not_null(strstr(err, bad[i].want), "%s: %s", bad[i].opts, err);
+	}
+}
