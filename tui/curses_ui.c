@@ -22,6 +22,7 @@
 struct curses_state {
 	SCREEN *screen;
 	attr_t attrs[XFT_A_COUNT];
+	FILE *tty; /* keys from /dev/tty when standard input carries data */
 };
 
 /*
@@ -103,13 +104,28 @@ static int curses_start(struct xft_app *app, char *err, size_t errlen)
 	setlocale(LC_CTYPE, "");
 	const char *cs = nl_langinfo(CODESET);
 	app->canvas.ascii = !(cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "utf8")));
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		snprintf(err, errlen, "standard input and output must be a terminal (use -b for batch mode)");
+	if (!isatty(STDOUT_FILENO)) {
+		snprintf(err, errlen, "standard output must be a terminal (use -b for batch mode)");
 		free(st);
 		return -1;
 	}
-	st->screen = newterm(NULL, stdout, stdin);
+	FILE *in = stdin;
+	if (!isatty(STDIN_FILENO)) {
+		/* Standard input carries data (`xentrace ... | xflowtop
+		 * --xentrace -`): keys come from the controlling terminal, as
+		 * less(1) takes them. */
+		st->tty = fopen("/dev/tty", "r+e");
+		if (!st->tty) {
+			snprintf(err, errlen, "standard input is not a terminal and /dev/tty cannot be opened (use -b for batch mode)");
+			free(st);
+			return -1;
+		}
+		in = st->tty;
+	}
+	st->screen = newterm(NULL, stdout, in);
 	if (!st->screen) {
+		if (st->tty)
+			fclose(st->tty);
 		const char *term = getenv("TERM");
 		snprintf(err, errlen, "cannot use the terminal TERM=%s (use -b for batch mode)",
 			 term ? term : "(unset)");
@@ -250,8 +266,8 @@ static unsigned curses_input(struct xft_app *app)
 
 static int curses_input_fd(struct xft_app *app)
 {
-	(void)app;
-	return STDIN_FILENO;
+	const struct curses_state *st = app->rstate;
+	return st && st->tty ? fileno(st->tty) : STDIN_FILENO;
 }
 
 static void curses_stop(struct xft_app *app)
@@ -261,6 +277,8 @@ static void curses_stop(struct xft_app *app)
 	if (st) {
 		if (st->screen)
 			delscreen(st->screen);
+		if (st->tty)
+			fclose(st->tty);
 		free(st);
 		app->rstate = NULL;
 	}

@@ -5,7 +5,7 @@
 # (d0 v0 with 248 wakes, as xenalyze counts them), Enter moves to the
 # events table, > sorts it, Tab cycles through the seven views, q quits
 # with status 0.  Without a xentrace collector the tab is not shown and 7
-# says why.  Exit 0 pass, 77 skip (with the reason), anything else fail.
+# says why.  Read from a pipe, the keys come from the terminal.  Exit 0 pass, 77 skip (with the reason), anything else fail.
 set -u
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/xflowtop
@@ -85,6 +85,23 @@ keys q
 i=0
 while [ ! -s "$work/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || fail "exit status $(cat "$work/rc" 2>/dev/null)"
+
+step "from a pipe (keys from the terminal)"
+$T kill-session -t xft
+rm -f "$work/rc"
+cat >"$work/run3.sh" <<EOS
+cat "$CAP/x.trace" | "$BIN" --xentrace - --cpu-hz 2.4G -d 0.3 2>"$work/stderr"
+echo \$? >"$work/rc"
+sleep 60
+EOS
+$T new-session -d -s xft -x 80 -y 24 "env LANG=C.UTF-8 LC_ALL=C.UTF-8 sh $work/run3.sh"
+wait_for "F10Quit"
+keys 7; wait_for "WAKE50"; wait_for "complete"
+grep -q "^d1  *v0 " "$screen" || fail "pipe: no d1 v0 row"
+keys q
+i=0
+while [ ! -s "$work/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || fail "pipe: exit status $(cat "$work/rc" 2>/dev/null)"
 
 step "no xentrace: no tab"
 $T kill-session -t xft
