@@ -446,3 +446,48 @@ Test(hook_ptrace, job_control_stop_and_continue)
 	cr_expect_str_eq(got, want);
 	xflow_hook_free(h);
 }
+
+/* Many toggles, adds and removes while four threads run through the sites:
+ * no hit of the site that stays is lost, no thread is damaged. */
+Test(hook_ptrace, churn_while_running)
+{
+	struct exit_rec ex = {0};
+	struct xflow_hook *h = new_engine(XFLOW_HOOK_FORK_INHERIT, on_exit_ev, &ex);
+	const char *bin = gt_build("fx_loop", "-O2");
+	uint64_t kept = 0, churned = 0;
+	uint32_t site;
+	char got[1024], want[1024];
+	FILE *out;
+	gt_reference(bin, "4", "3000", "", want, sizeof(want));
+	struct xflow_hook_target *t = spawn(h, bin, "4", "3000", "", &out);
+	uint64_t hooked = gt_addr(t->pid, bin, "hooked"), other = gt_addr(t->pid, bin, "other");
+	cr_assert_eq(xflow_hook_site_add(t, other, XFLOW_HOOK_AFTER, gt_count, &kept, NULL), 0);
+	cr_assert_eq(xflow_hook_site_add(t, hooked, XFLOW_HOOK_AFTER, gt_count, &churned, &site), 0);
+	for (int i = 0; i < 200 && ex.exited == 0; i++) {
+		cr_assert(xflow_hook_run(h, 1) >= 0);
+		if (ex.exited)
+			break;
+		switch (i % 3) {
+		case 0:
+			cr_assert_eq(xflow_hook_site_enable(t, site, false), 0, "%s", xflow_hook_last_error(h));
+			break;
+		case 1:
+			cr_assert_eq(xflow_hook_site_enable(t, site, true), 0, "%s", xflow_hook_last_error(h));
+			break;
+		default:
+			cr_assert_eq(xflow_hook_site_remove(t, site), 0, "%s", xflow_hook_last_error(h));
+			cr_assert_eq(xflow_hook_site_add(t, hooked, i % 2 ? XFLOW_HOOK_BEFORE : XFLOW_HOOK_AFTER, gt_count,
+							 &churned, &site),
+				     0, "%s", xflow_hook_last_error(h));
+			break;
+		}
+	}
+	gt_run_all(h, 20000);
+	read_out(out, got, sizeof(got));
+	cr_expect_eq(ex.exited, 1);
+	cr_expect(WIFEXITED(ex.status) && WEXITSTATUS(ex.status) == 0, "status %x", ex.status);
+	cr_expect_eq(kept, 12000);
+	cr_expect_leq(churned, 12000);
+	cr_expect_str_eq(got, want);
+	xflow_hook_free(h);
+}
