@@ -5,10 +5,11 @@
  * jump back (ooline.c), or with the instruction emulated when it is a branch
  * that cannot run elsewhere, or a nop or register move.
  *
- * One hit costs what a bare stop-and-continue costs: waitpid, GETREGS,
- * SETREGS (rip must move anyway), CONT.  Nothing on that path reads /proc,
- * allocates or asks for siginfo: a SIGTRAP is ours when rip - 1 is one of
- * our breakpoints, which one binary search tells.
+ * One hit costs what a bare stop-and-continue costs: waitpid, GETREGS, one
+ * POKEUSER of rip (or none, or SETREGS when a handler changed more), CONT.
+ * Nothing on that path reads /proc, allocates or asks for siginfo: a
+ * SIGTRAP is ours when rip - 1 is one of our breakpoints, which one binary
+ * search tells (or, for an AFTER trap, the slot it is in).
  */
 #include <errno.h>
 #include <signal.h>
