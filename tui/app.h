@@ -29,7 +29,7 @@
 /* --demo: the simulated Xen host (sim/, xensim) with one xflow-agent per
  * domain weaving flows/netflow.xml, read by the agent collector.  The
  * synthetic collector stays available as --collector synthetic. */
-#define XFT_DEMO_NOTE "demo: the simulated Xen host (xensim), one xflow-agent per domain, flows/netflow.xml"
+#define XFT_DEMO_NOTE "demo: the simulated Xen host \u2014 xensim, an xflow-agent per domain, flows/netflow.xml"
 #define XFT_DEMO_GUESTS 1
 /* Messages/s per guest.  The ptrace agents cost tens of microseconds a hit
  * and netflow.xml hits ~40 times a packet: at 500/s dom0's backlog thread

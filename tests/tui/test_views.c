@@ -59,10 +59,10 @@ Test(views, demo_note_is_in_the_header)
 	struct xft_app *app = calloc(1, sizeof(*app));
 	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
 	apptest_draw(app, 24, 200);
-	cr_assert(apptest_screen_has(app, "demo: synthetic flows \u2014 the simulated Xen host arrives with the agent"));
+	cr_assert(apptest_screen_has(app, XFT_DEMO_NOTE));
 	app->canvas.ascii = 1;
 	xft_ui_draw(app, &app->canvas);
-	cr_assert(apptest_screen_has(app, "demo: synthetic flows - the simulated Xen host"), "ASCII fallback");
+	cr_assert(apptest_screen_has(app, "demo: the simulated Xen host - xensim"), "ASCII fallback");
 	xft_app_fini(app);
 	free(app);
 }
