@@ -761,7 +761,7 @@ static void hv_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 
 static unsigned hv_key(struct xft_app *app, int key)
 {
-	if (key == XFT_KEY_ENTER || key == 'e') {
+	if (key == XFT_KEY_ENTER) {
 		app->ui.hv_focus = !app->ui.hv_focus;
 		xft_app_message(app, app->ui.hv_focus ? "events table" : "vcpus table");
 		return XFT_RX_HANDLED | XFT_RX_REDRAW;
@@ -975,6 +975,8 @@ static void search_next(struct xft_app *app, int from_next)
 {
 	const struct xft_view *v = views[app->ui.view];
 	struct xft_list_state *l = &app->ui.list[app->ui.view];
+	if (v->focus)
+		v->focus(app, &l); /* the table with the focus */
 	size_t n = v->count(app);
 	if (!v->row_text || !n || !app->ui.search_text[0])
 		return;

@@ -129,6 +129,19 @@ Test(hypervisor, the_view_at_80x24)
 	key(app, '>');
 	cr_assert_eq(app->ui.hv_events.sort, XFT_ECOL_KIND);
 	cr_assert_eq(app->ui.list[XFT_VIEW_HYPERVISOR].sort, XFT_VCOL_RUN, "the vcpus keep theirs");
+	/* Search finds in the table with the focus. */
+	key(app, '/');
+	for (const char *c = "EPT"; *c; c++)
+		key(app, *c);
+	key(app, XFT_KEY_ENTER);
+	cr_assert_eq(app->hv->events[app->hv_event_order[app->ui.hv_events.sel]].code, 48);
+	key(app, XFT_KEY_ENTER);
+	cr_assert_eq(app->ui.hv_focus, 0);
+	key(app, '/');
+	key(app, 'd');
+	key(app, '1');
+	key(app, XFT_KEY_ENTER);
+	cr_assert_eq(app->hv->vcpus[app->hv_vcpu_order[app->ui.list[XFT_VIEW_HYPERVISOR].sel]].domain, 1);
 
 	char *out = NULL;
 	size_t len = 0;
