@@ -32,7 +32,7 @@ static void text_frame(struct xft_app *app)
 	if (app->hv) {
 		/* The collector's summary (xentrace: as `xenalyze --summary`). */
 		printf("\nHYPERVISOR\n");
-		xft_report_hv_text(app, stdout, BATCH_WIDTH, 0);
+		xft_report_hv_text(app, stdout, BATCH_WIDTH, 1);
 	}
 	printf("\n");
 	fflush(stdout);
