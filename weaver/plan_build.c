@@ -138,7 +138,6 @@ struct scope_acc {
 	const char *files[32];
 	size_t nfiles;
 	bool impossible;
-	bool mixed;     /* two within_function conjuncts: keep the evaluation exact */
 };
 
 static void scope_from(const struct fl_pc *pc, const char *dom, struct scope_acc *sc, int depth)
@@ -165,10 +164,6 @@ static void scope_from(const struct fl_pc *pc, const char *dom, struct scope_acc
 		}
 	}
 }
-
-struct gen {
-	const struct fl_pc *pc;
-};
 
 static void gens_of(const struct fl_pc *pc, const struct fl_pc **v, size_t *n, size_t max, int depth)
 {
