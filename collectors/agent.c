@@ -672,18 +672,11 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 				p->nt.base.ops->ack(&p->nt.base);
 			long got = peer_read(c, p, emit, ctx, max - (size_t)total);
 			total += got;
-			if (p->ring_ok && (size_t)total < max) {
-				/* Drained: announce that we sleep on the eventfd the
-				 * monitor polls, as xflow_ring_wait() does, so the
-				 * agent notifies at its next batch or idle flush.
-				 * Seq_cst fence: the flag is visible before `prod` is
-				 * read again (pairs with the producer's fence); what
-				 * was published in between is read now. */
-				atomic_store_explicit(&p->cons.hdr->consumer_sleeping, 1, memory_order_relaxed);
-				atomic_thread_fence(memory_order_seq_cst);
-				if (atomic_load_explicit(&p->cons.hdr->prod, memory_order_acquire) != p->cons.cons)
-					total += peer_read(c, p, emit, ctx, max - (size_t)total);
-			}
+			/* Drained: announce that we sleep on the eventfd the
+			 * monitor polls, so the agent notifies at its next batch
+			 * or idle flush; what was published meanwhile is read now. */
+			if (p->ring_ok && (size_t)total < max && xflow_ring_arm(&p->cons) == 1)
+				total += peer_read(c, p, emit, ctx, max - (size_t)total);
 			/* Records left behind by an agent that went away are
 			 * still read; once drained, the ring is let go. */
 			if (p->gone && p->ring_ok && p->cons.cons == atomic_load(&p->cons.hdr->prod))
