@@ -138,10 +138,10 @@ static void heap_pop(struct xft_agg *a, struct pending *out)
 
 static uint64_t key_ptr(uint16_t domain, uint64_t id)
 {
-	/* The flow-id table hashes keys as pointers (page-local: nearby
-	 * addresses share table lines), but ids run 1, 2, 3...: scramble them
-	 * with an odd multiplier, a bijection that keeps keys distinct and
-	 * never 0, or sixteen consecutive ids share one home slot. */
+	/* Keys look like pointers to the flow-id table, but ids run 1, 2,
+	 * 3...: scramble them with an odd multiplier, a bijection that keeps
+	 * keys distinct and never 0, so that no hash the table uses sees
+	 * consecutive integers. */
 	return ((uint64_t)domain << XFLOW_FLOWID_BITS | (id & XFLOW_FLOWID_MAX)) *
 	       UINT64_C(0x9E3779B97F4A7C15);
 }
