@@ -81,7 +81,7 @@ int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region, size_t
 	p->prod = atomic_load_explicit(&h->prod, memory_order_relaxed);
 	p->cons_cache = atomic_load_explicit(&h->cons, memory_order_acquire);
 	p->dropped = atomic_load_explicit(&h->dropped, memory_order_relaxed);
-	p->batch = batch;
+	p->batch = batch < nslots / 2 ? batch : (nslots / 2 ? nslots / 2 : 1);
 	p->notifier = notifier;
 	return 0;
 }
@@ -276,6 +276,22 @@ int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms)
 		rc = c->notifier->ops->wait(c->notifier, timeout_ms);
 	atomic_store_explicit(&c->hdr->consumer_sleeping, 0, memory_order_relaxed);
 	return rc;
+}
+
+int xflow_ring_arm(struct xflow_ring_consumer *c)
+{
+	if (c->corrupt)
+		return c->corrupt;
+	atomic_store_explicit(&c->hdr->consumer_sleeping, 1, memory_order_relaxed);
+	/* Seq_cst fence, as in xflow_ring_wait(): the flag is visible before
+	 * we re-read `prod`, so a record published after this check is
+	 * followed by a notification. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&c->hdr->prod, memory_order_acquire) != c->cons) {
+		atomic_store_explicit(&c->hdr->consumer_sleeping, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
 }
 
 uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c)

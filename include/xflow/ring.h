@@ -149,8 +149,10 @@ struct xflow_ring_producer {
 
 /*
  * Attach as the producer of a formatted region.  @batch >= 1 (1: every
- * record).  @notifier may be NULL (the consumer polls).  Returns 0, -EINVAL
- * for a bad header or geometry that does not fit @size.
+ * record); more than half the ring is taken as half the ring, so that a
+ * sleeping consumer hears of a batch before the ring is full.  @notifier
+ * may be NULL (the consumer polls).  Returns 0, -EINVAL for a bad header
+ * or geometry that does not fit @size.
  */
 int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region,
 			     size_t size, struct xflow_notifier *notifier,
@@ -241,6 +243,15 @@ long xflow_ring_pop_records(struct xflow_ring_consumer *c, struct xflow_record *
  */
 int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms);
 
+/*
+ * For a consumer in an event loop (polling the notifier's pollfd instead of
+ * calling xflow_ring_wait()): announce that it is going to sleep.  Returns
+ * 1 when records arrived meanwhile (pop again rather than sleep), 0 when
+ * armed: the producer will notify within a batch or at its next flush.
+ * Without this the producer never notifies, as it never sees a sleeper.
+ */
+int xflow_ring_arm(struct xflow_ring_consumer *c);
+
 /* Records the producer says it dropped.  Producer-written: informative
  * only, never used for indexing. */
 uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c);
@@ -263,6 +274,9 @@ static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *s
 		 * are complete before we overwrite them. */
 		p->cons_cache = atomic_load_explicit(&p->hdr->cons, memory_order_acquire);
 		if (p->prod - p->cons_cache >= nslots) {
+			/* Full: a consumer asleep must wake now, whatever
+			 * the batch count says, or it sleeps on a full ring. */
+			xflow_ring__notify_check(p);
 			p->dropped++;
 			/* Relaxed: a statistic, ordered with nothing. */
 			atomic_store_explicit(&p->hdr->dropped, p->dropped, memory_order_relaxed);

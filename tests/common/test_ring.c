@@ -256,6 +256,33 @@ Test(ring, busy_consumer_costs_no_notifications_and_a_sleep_costs_one)
 	test_guarded_free(region, size);
 }
 
+Test(ring, a_sleeper_is_woken_before_and_when_the_ring_fills)
+{
+	size_t size = xflow_ring_region_size(32, 16);
+	void *region = test_guarded_alloc(size);
+	xflow_ring_format(region, size, 32, 16, XFLOW_CLOCK_TSC);
+	struct counting_notifier cn = { .base.ops = &counting_ops };
+	struct xflow_ring_producer p;
+	/* A batch larger than the ring would let it fill unannounced. */
+	cr_assert_eq(xflow_ring_producer_init(&p, region, size, &cn.base, 1000), 0);
+	cr_assert_eq(p.batch, 8);
+	struct xflow_ring_hdr *h = region;
+	unsigned char slot[32] = { 0 };
+	atomic_store(&h->consumer_sleeping, 1);
+	for (int i = 0; i < 8; i++)
+		xflow_ring_push(&p, slot);
+	cr_assert_eq(cn.notified, 1, "half the ring is a batch");
+	for (int i = 0; i < 8; i++)
+		xflow_ring_push(&p, slot);
+	/* The consumer went back to sleep without reading: the push that
+	 * finds the ring full wakes it, whatever the batch count. */
+	atomic_store(&h->consumer_sleeping, 1);
+	cr_assert_eq(xflow_ring_push(&p, slot), -ENOBUFS);
+	cr_assert_eq(cn.notified, 2);
+	cr_assert_eq(p.dropped, 1);
+	test_guarded_free(region, size);
+}
+
 Test(ring, wait_returns_at_once_when_records_are_pending)
 {
 	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, 16);
