@@ -64,33 +64,19 @@ void xflow_flowtab_clear(struct xflow_flowtab *t)
 	t->live = 0;
 }
 
-/* Index of (@kind, @ptr)'s slot, or of the empty slot ending its probe run. */
-static uint64_t flowtab_find(const struct xflow_flowtab *t, uint16_t kind, uint64_t ptr)
-{
-	uint64_t want = (uint64_t)kind << XFLOW_FLOWID_BITS;
-	uint64_t i = xflow_flowtab__hash(t, kind, ptr);
-	for (;; i = (i + 1) & t->mask) {
-		const struct xflow_flowtab_slot *s = &t->slots[i];
-		if (s->ptr == 0 || (s->ptr == ptr && (s->val & ~XFLOW_FLOWID_MAX) == want))
-			return i;
-	}
-}
-
-int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id)
+int xflow_flowtab__insert(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id,
+			  struct xflow_flowtab_slot *s)
 {
 	if (ptr == 0 || id == 0)
 		return -EINVAL;
 	if (id > XFLOW_FLOWID_MAX)
 		return -ERANGE;
-	struct xflow_flowtab_slot *s = &t->slots[flowtab_find(t, kind, ptr)];
-	if (s->ptr == 0) {
-		if (t->live >= t->capacity) {
-			t->full++;
-			return -ENOSPC;
-		}
-		t->live++;
-		s->ptr = ptr;
+	if (t->live >= t->capacity) {
+		t->full++;
+		return -ENOSPC;
 	}
+	t->live++;
+	s->ptr = ptr;
 	s->val = (uint64_t)kind << XFLOW_FLOWID_BITS | id;
 	return 0;
 }
@@ -101,13 +87,8 @@ static uint64_t slot_home(const struct xflow_flowtab *t, const struct xflow_flow
 	return xflow_flowtab__hash(t, (uint16_t)(s->val >> XFLOW_FLOWID_BITS), s->ptr);
 }
 
-int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr)
+void xflow_flowtab__delete_at(struct xflow_flowtab *t, uint64_t hole)
 {
-	if (ptr == 0)
-		return -ENOENT;
-	uint64_t hole = flowtab_find(t, kind, ptr);
-	if (t->slots[hole].ptr == 0)
-		return -ENOENT;
 	t->live--;
 	/* Backward-shift deletion: pull later members of the probe run into
 	 * the hole when their home slot lies cyclically at or before it, so
@@ -128,7 +109,6 @@ int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr)
 	}
 	t->slots[hole].ptr = 0;
 	t->slots[hole].val = 0;
-	return 0;
 }
 
 uint64_t xflow_flowtab_move(struct xflow_flowtab *t, uint16_t kind, uint64_t from, uint64_t to)

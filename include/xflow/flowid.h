@@ -20,6 +20,7 @@
 #ifndef XFLOW_FLOWID_H
 #define XFLOW_FLOWID_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,10 +60,11 @@ static inline uint64_t xflow_flowtab_new_id(struct xflow_flowtab *t)
  * for a NULL pointer or id 0, -ERANGE for an id over 48 bits, -ENOSPC when
  * the table is full (counted in t->full).
  */
-int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id);
+static inline int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr,
+					 uint64_t id);
 
 /* Remove the mapping of (@kind, @ptr).  0, or -ENOENT if there was none. */
-int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr);
+static inline int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr);
 
 /* Give @to the id of @from and forget @from.  Returns the id, or 0 when
  * @from has none (then nothing changes). */
@@ -107,6 +109,48 @@ static inline uint64_t xflow_flowtab_get(const struct xflow_flowtab *t, uint16_t
 		if (a->ptr == 0 || b->ptr == 0)
 			return 0;
 		i = (i + 2) & t->mask;
+	}
+}
+
+/* The out-of-line part of xflow_flowtab_register(): arguments checked,
+ * the key absent, @slot the empty slot ending its probe run. */
+int xflow_flowtab__insert(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id,
+			  struct xflow_flowtab_slot *slot);
+
+static inline int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr,
+					 uint64_t id)
+{
+	if (ptr == 0 || id == 0 || id > XFLOW_FLOWID_MAX)
+		return xflow_flowtab__insert(t, kind, ptr, id, NULL); /* the error */
+	uint64_t want = (uint64_t)kind << XFLOW_FLOWID_BITS;
+	for (uint64_t i = xflow_flowtab__hash(t, kind, ptr);; i = (i + 1) & t->mask) {
+		struct xflow_flowtab_slot *s = &t->slots[i];
+		if (s->ptr == ptr && (s->val & ~XFLOW_FLOWID_MAX) == want) {
+			s->val = want | id;
+			return 0;
+		}
+		if (s->ptr == 0)
+			return xflow_flowtab__insert(t, kind, ptr, id, s);
+	}
+}
+
+/* The out-of-line part of xflow_flowtab_remove(): empty slot @hole and
+ * close the gap behind it. */
+void xflow_flowtab__delete_at(struct xflow_flowtab *t, uint64_t hole);
+
+static inline int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr)
+{
+	if (ptr == 0)
+		return -ENOENT;
+	uint64_t want = (uint64_t)kind << XFLOW_FLOWID_BITS;
+	for (uint64_t i = xflow_flowtab__hash(t, kind, ptr);; i = (i + 1) & t->mask) {
+		const struct xflow_flowtab_slot *s = &t->slots[i];
+		if (s->ptr == ptr && (s->val & ~XFLOW_FLOWID_MAX) == want) {
+			xflow_flowtab__delete_at(t, i);
+			return 0;
+		}
+		if (s->ptr == 0)
+			return -ENOENT;
 	}
 }
 
