@@ -201,6 +201,15 @@ enum xentrace_domain_runstate {
 #define XENTRACE_MAX_VCPUS_TOTAL 1024
 #define XENTRACE_HIST_BUDGET 1024    /* histograms (18 KiB each) for percentiles */
 #define XENTRACE_HYPERCALL_MAX 56
+
+/* xenalyze's names, for whoever prints decoded events: PV event kind
+ * @kind (below XENTRACE_PV_EVENT_MAX), hypercall @nr and VMX basic exit
+ * reason @reason (below XENTRACE_VMX_EXIT_NAMES); NULL when unnamed. */
+#define XENTRACE_PV_EVENT_MAX 15
+#define XENTRACE_VMX_EXIT_NAMES 56
+const char *xentrace_pv_event_name(unsigned kind);
+const char *xentrace_hypercall_name(unsigned nr);
+const char *xentrace_vmx_exit_name(unsigned reason);
 #define XENTRACE_VMX_EXIT_MAX 66
 
 /* Cycles spent in one state or event kind. */

@@ -44,37 +44,10 @@
 #define MAX_LOST 32
 #define MAX_EVENT_IDS 4096             /* distinct event ids followed for "unknown" */
 #define MAX_TRACKED_DOMS 64            /* domains with PV counts and exit histograms */
-#define PV_MAX 15
-#define EXIT_NAMES 56
+#define PV_MAX XENTRACE_PV_EVENT_MAX
+#define EXIT_NAMES XENTRACE_VMX_EXIT_NAMES
 
-static const char *const pv_name[PV_MAX] = {
-	[1] = "hypercall", [3] = "trap", [4] = "page_fault", [5] = "forced_invalid_op",
-	[6] = "emulate privop", [7] = "emulate 4g", [8] = "math state restore", [9] = "paging fixup",
-	[10] = "gdt/ldt mapping fault", [11] = "ptwr", [12] = "ptwr(pae)", [13] = "hypercall",
-	[14] = "hypercall (subcall)",
-};
-/* Hypercall numbers of xen/xen.h, with xenalyze's names. */
-static const char *const hypercall_name[XENTRACE_HYPERCALL_MAX] = {
-	"set_trap_table", "mmu_update", "set_gdt", "stack_switch", "set_callbacks", "fpu_taskswitch",
-	"sched_op(compat)", "platform_op", "set_debugreg", "get_debugreg", "update_descriptor", NULL,
-	"memory_op", "multicall", "update_va_mapping", "set_timer_op", "evtchn_op(compat)",
-	"xen_version", "console_io", "physdev_op(compat)", "grant_table_op", "vm_assist",
-	"update_va_mapping_otherdomain", "iret", "vcpu_op", "set_segment_base", "mmuext_op", "acm_op",
-	"nmi_op", "sched_op", "callback_op", "xenoprof_op", "evtchn_op", "physdev_op", "hvm_op",
-	"sysctl", "domctl", "kexec_op",
-};
-/* Intel SDM basic exit reasons. */
-static const char *const exit_name[EXIT_NAMES] = {
-	"EXCEPTION_NMI", "EXTERNAL_INTERRUPT", "TRIPLE_FAULT", "INIT", "SIPI", "IO_SMI", "OTHER_SMI",
-	"PENDING_INTERRUPT", "PENDING_VIRT_NMI", "TASK_SWITCH", "CPUID", "GETSEC", "HLT", "INVD",
-	"INVLPG", "RDPMC", "RDTSC", "RSM", "VMCALL", "VMCLEAR", "VMLAUNCH", "VMPTRLD", "VMPTRST",
-	"VMREAD", "VMRESUME", "VMWRITE", "VMOFF", "VMON", "CR_ACCESS", "DR_ACCESS", "IO_INSTRUCTION",
-	"MSR_READ", "MSR_WRITE", "INVALID_GUEST_STATE", "MSR_LOADING", NULL, "MWAIT_INSTRUCTION",
-	"MONITOR_TRAP_FLAG", NULL, "MONITOR_INSTRUCTION", "PAUSE_INSTRUCTION", "MACHINE_CHECK", NULL,
-	"TPR_BELOW_THRESHOLD", "APIC_ACCESS", NULL, "ACCESS_GDTR_OR_IDTR", "ACCESS_LDTR_OR_TR",
-	"EPT_VIOLATION", "EPT_MISCONFIG", "INVEPT", "RDTSCP", "VMX_PREEMPTION_TIMER_EXPIRED", "INVVPID",
-	"WBINVD", "XSETBV",
-};
+/* The names are the library's: xentrace_pv_event_name() and friends. */
 
 /* What the collector follows per domain besides the library. */
 struct tdom {
@@ -334,7 +307,7 @@ static void process(struct xentrace_col *x, const struct xentrace_record *rec)
 		}
 	} else if (main == 0x020) { /* TRC_PV_ENTRY (sub 1) and TRC_PV_SUBCALL (sub 2) */
 		unsigned minor = ev & 0xff;
-		if (minor < PV_MAX && pv_name[minor] && x->cur_dom[cpu] >= 0) {
+		if (minor < PV_MAX && xentrace_pv_event_name(minor) && x->cur_dom[cpu] >= 0) {
 			struct tdom *d = tdom_get(x, (uint32_t)x->cur_dom[cpu]);
 			if (d)
 				d->pv[minor == 12 ? 11 : minor]++;
@@ -463,7 +436,7 @@ static int build(struct xentrace_col *x)
 		for (unsigned r = 0; r < XENTRACE_VMX_EXIT_MAX; r++) {
 			if (!ex[r].count)
 				continue;
-			const char *name = r < EXIT_NAMES ? exit_name[r] : NULL;
+			const char *name = xentrace_vmx_exit_name(r);
 			if (!name) {
 				snprintf(unnamed[r < EXIT_NAMES ? r : EXIT_NAMES], sizeof(unnamed[0]), "reason %u", r);
 				name = unnamed[r < EXIT_NAMES ? r : EXIT_NAMES];
@@ -474,12 +447,12 @@ static int build(struct xentrace_col *x)
 		}
 		for (unsigned i = 0; td && i < PV_MAX; i++) {
 			uint64_t n = td->pv[i] + (i == 13 ? td->pv[14] : 0);
-			if (n && add_event(x, &ne, did, XFLOW_HV_PV, i, pv_name[i], n, 0, NULL, total))
+			if (n && add_event(x, &ne, did, XFLOW_HV_PV, i, xentrace_pv_event_name(i), n, 0, NULL, total))
 				return -ENOMEM;
 		}
 		for (unsigned op = 0; op < XENTRACE_HYPERCALL_MAX; op++)
 			if (hc[op] && add_event(x, &ne, did, XFLOW_HV_HYPERCALL, op,
-						hypercall_name[op] ? hypercall_name[op] : "(unnamed)", hc[op], 0, NULL, total))
+						xentrace_hypercall_name(op) ? xentrace_hypercall_name(op) : "(unnamed)", hc[op], 0, NULL, total))
 				return -ENOMEM;
 	}
 	for (unsigned i = 0; i < MAX_EVENT_IDS; i++) {

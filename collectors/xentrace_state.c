@@ -39,10 +39,10 @@ enum { DT_NONE, DT_HVM, DT_PV };
 enum { TL_GEN, TL_SCHED, TL_DOM0OP, TL_HVM, TL_MEM, TL_PV, TL_SHADOW, TL_HW, TL_MAX };
 enum { HVM_VOL_VMENTRY, HVM_VOL_VMEXIT, HVM_VOL_HANDLER, HVM_VOL_MAX };
 
-#define PV_MAX 15
+#define PV_MAX XENTRACE_PV_EVENT_MAX
 #define PV_TRAP_MAX 20
 #define MEM_MAX 19
-#define VMX_EXIT_REASON_MAX 56 /* xenalyze's HVM_VMX_EXIT_REASON_MAX */
+#define VMX_EXIT_REASON_MAX XENTRACE_VMX_EXIT_NAMES /* xenalyze's HVM_VMX_EXIT_REASON_MAX */
 #define UNKNOWN_SLOTS 1024     /* distinct unknown event ids kept */
 #define LIFETIME_SLOTS 1024
 #define IRQ_SLOTS 256           /* distinct interrupt lines followed */
@@ -1361,4 +1361,19 @@ struct xentrace_cycles xentrace_vcpu_exit_reason(const struct xentrace_vcpu *v, 
 		c.cycles = v->exits[reason].cycles;
 	}
 	return c;
+}
+
+const char *xentrace_pv_event_name(unsigned kind)
+{
+	return kind < PV_MAX ? pv_name[kind] : NULL;
+}
+
+const char *xentrace_hypercall_name(unsigned nr)
+{
+	return nr < XENTRACE_HYPERCALL_MAX ? hypercall_name[nr] : NULL;
+}
+
+const char *xentrace_vmx_exit_name(unsigned reason)
+{
+	return reason < VMX_EXIT_REASON_MAX ? vmx_exit_name[reason] : NULL;
 }
