@@ -445,6 +445,16 @@ struct jp_plan_opts {
  */
 int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_t ndoms,
 		  struct jp_plan_opts *opts, struct xflow_plan **out);
+
+/*
+ * `xflowc plan` (plan_cmd.c): @argv is xflowc's own (argv[1] == "plan";
+ * a call without the program name, argv[0] == "plan", works too), and the
+ * return value is the exit status: 0 clean, 1 errors, 2 usage.  xflowc's
+ * dispatcher calls xflowc_plan_main(argc, argv) when argv[1] is "plan";
+ * xflowc_plan_run is the same with the streams given, for tests.
+ */
+int xflowc_plan_run(int argc, char **argv, FILE *out, FILE *err);
+int xflowc_plan_main(int argc, char **argv);
 void jp_recipe_print(const struct jp_recipe *r, FILE *out);
 
 #endif /* WEAVER_JOINPOINT_H */
