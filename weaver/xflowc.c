@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weaver/joinpoint.h"
 #include "xflow/flowlang.h"
 
 static const char usage[] =
 	"usage: xflowc check [options] FILE...\n"
+	"       xflowc plan --domain NAME=BINARY[,BINARY...] ... [options] FILE...\n"
 	"       xflowc dump [--bytecode] [options] FILE...\n"
 	"\n"
 	"Check flow definitions (XenLASY advice and xflow files, see xflow(5)),\n"
@@ -45,6 +47,10 @@ int xflowc_run(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(out, "xflowc (xflowtop) bytecode v%d\n", XFLOW_BC_VERSION);
 		return 0;
 	}
+	/* plan resolves against binaries: the join-point engine's command
+	 * (weaver/plan_cmd.c), which prints to stdout and stderr itself. */
+	if (!strcmp(cmd, "plan"))
+		return xflowc_plan_main(argc, argv);
 	bool dump = !strcmp(cmd, "dump");
 	if (!dump && strcmp(cmd, "check")) {
 		fprintf(err, "xflowc: unknown command '%s'\n%s", cmd, usage);
