@@ -5,12 +5,14 @@
 
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
+#include "collectors/session.h"
 #include "collectors/xentrace_collector.h"
 
 const struct xflow_collector_ops *const xflow_collectors_builtin[] = {
 	&xflow_collector_synthetic,
 	&xflow_collector_agent,
 	&xflow_collector_xentrace,
+	&xflow_collector_replay,
 	NULL,
 };
 

@@ -1,0 +1,285 @@
+/*
+ * The session file: what the writer writes reads back exactly, and the
+ * reader refuses every broken file (each truncation of a small valid one,
+ * random byte flips, lengths that lie, bad records, control bytes in
+ * names) with a message naming the offset and the reason, never crashing.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collectors/session.h"
+
+static char dir[] = "/tmp/xflow-session-test.XXXXXX";
+static char path[256];
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.ses", dir);
+}
+
+static void teardown(void)
+{
+	char tmp[300];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	unlink(path);
+	unlink(tmp);
+	rmdir(dir);
+}
+
+TestSuite(session, .init = setup, .fini = teardown);
+
+static struct xflow_record rec(unsigned i)
+{
+	struct xflow_record r;
+	memset(&r, 0, sizeof(r));
+	r.version = XFLOW_RECORD_VERSION;
+	r.timestamp = 1000 + i;
+	r.flow_id = 7 + i;
+	r.site_id = i % 3;
+	r.flow_kind = 0;
+	r.domain_id = (uint16_t)(i & 1);
+	r.flags = i == 0 ? XFLOW_REC_START : 0;
+	r.ndata = 2;
+	r.data[0] = 0xabc;
+	r.data[1] = i;
+	return r;
+}
+
+/* A small valid session: carried bits, two sites, @n records. */
+static void write_small(unsigned n)
+{
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	unlink(path);
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	uint8_t bits[XFLOW_SESSION_KINDS] = { 12 };
+	cr_assert_eq(xflow_session_write_carried(w, bits), 0);
+	cr_assert_eq(xflow_session_write_site(w, 0, 0, "linux0", "net/core/dev.c", 1543, "netif_rx"), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 1, "linuxU", "tcp.c", 726, "tcp_sendmsg"), 0);
+	cr_assert(xflow_session_writer_has_site(w, 1, 1));
+	cr_assert(!xflow_session_writer_has_site(w, 1, 0));
+	for (unsigned i = 0; i < n; i++) {
+		struct xflow_record r = rec(i);
+		cr_assert_eq(xflow_session_write_record(w, &r, 5000000 + i * 1000), 0);
+	}
+	char tmp[300];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	cr_assert_eq(access(path, F_OK), -1, "the final name exists before the end");
+	cr_assert_eq(access(tmp, F_OK), 0);
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(access(tmp, F_OK), -1, "the temporary file was left");
+}
+
+static unsigned char *slurp(size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f);
+	unsigned char *buf = malloc(1 << 20);
+	*len = fread(buf, 1, 1 << 20, f);
+	fclose(f);
+	return buf;
+}
+
+/* Read @len bytes of @buf to the end: 0, or the error with @err set. */
+static int read_all(const unsigned char *buf, size_t len, char *err, size_t errlen, unsigned *nrec)
+{
+	FILE *f = fmemopen((void *)buf, len ? len : 1, "rb");
+	cr_assert_not_null(f);
+	if (!len)
+		fgetc(f); /* fmemopen refuses size 0: an empty stream instead */
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	int rc = xflow_session_reader_new(f, "t.ses", &r, err, errlen);
+	*nrec = 0;
+	if (rc == 0) {
+		while ((rc = xflow_session_reader_next(r, &c, err, errlen)) == 1)
+			*nrec += c.type == XFLOW_SESSION_RECORD;
+		xflow_session_reader_free(r);
+	}
+	fclose(f);
+	return rc;
+}
+
+Test(session, round_trip)
+{
+	write_small(5);
+	FILE *f = fopen(path, "rb");
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	char err[512] = "";
+	cr_assert_eq(xflow_session_reader_new(f, path, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(c.type, XFLOW_SESSION_CARRIED);
+	cr_assert_eq(c.carried[0], 12);
+	cr_assert_eq(c.carried[1], 0);
+	cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 1);
+	cr_assert_eq(c.type, XFLOW_SESSION_SITE);
+	cr_assert_str_eq(c.domain_name, "linux0");
+	cr_assert_str_eq(c.file, "net/core/dev.c");
+	cr_assert_str_eq(c.function, "netif_rx");
+	cr_assert_eq(c.line, 1543);
+	cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 1);
+	cr_assert_eq(c.domain, 1);
+	cr_assert_eq(c.site, 1);
+	for (unsigned i = 0; i < 5; i++) {
+		cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 1, "%s", err);
+		cr_assert_eq(c.type, XFLOW_SESSION_RECORD);
+		cr_assert_eq(c.t_ns, 5000000 + i * 1000);
+		struct xflow_record want = rec(i);
+		cr_assert_eq(memcmp(&c.record, &want, sizeof(want)), 0);
+	}
+	cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 1);
+	cr_assert_eq(c.type, XFLOW_SESSION_END);
+	cr_assert_eq(c.nrecords, 5);
+	cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 0, "%s", err);
+	xflow_session_reader_free(r);
+	fclose(f);
+}
+
+Test(session, every_truncation_is_refused)
+{
+	write_small(3);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	char err[512];
+	unsigned n;
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), 0, "%s", err);
+	cr_assert_eq(n, 3);
+	for (size_t cut = 0; cut < len; cut++) {
+		err[0] = '\0';
+		int rc = read_all(buf, cut, err, sizeof(err), &n);
+		cr_assert(rc == -EPIPE, "cut at %zu: rc %d (%s)", cut, rc, err);
+		cr_assert(strstr(err, "t.ses: offset "), "cut at %zu: %s", cut, err);
+	}
+	free(buf);
+}
+
+Test(session, byte_flips_never_crash)
+{
+	write_small(4);
+	size_t len;
+	unsigned char *buf = slurp(&len), *bad = malloc(len);
+	char err[512];
+	unsigned n, refused = 0;
+	srand(7);
+	for (int round = 0; round < 3000; round++) {
+		memcpy(bad, buf, len);
+		int flips = 1 + rand() % 3;
+		for (int k = 0; k < flips; k++)
+			bad[(size_t)rand() % len] ^= (unsigned char)(1 + rand() % 255);
+		err[0] = '\0';
+		int rc = read_all(bad, len, err, sizeof(err), &n);
+		if (rc) {
+			refused++;
+			cr_assert(strstr(err, "t.ses: offset "), "no offset: %s", err);
+		}
+	}
+	/* Timestamps and data values may take any value: not every flip is
+	 * an error, but most of the bytes are checked. */
+	cr_assert_gt(refused, 1000);
+	free(bad);
+	free(buf);
+}
+
+/* Patch @len bytes at @at of a fresh small session and expect @what. */
+static void expect_bad(size_t at, const void *bytes, size_t n, const char *what)
+{
+	write_small(2);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	memcpy(buf + at, bytes, n);
+	char err[512] = "";
+	unsigned nrec;
+	cr_assert_lt(read_all(buf, len, err, sizeof(err), &nrec), 0, "accepted (%s)", what);
+	cr_assert(strstr(err, what), "expected '%s' in '%s'", what, err);
+	free(buf);
+}
+
+/* Offsets in the small session: header 16, carried chunk 16+8+16 = 40,
+ * first site at 40 (20 + 6 + 14 + 8 bytes of payload). */
+Test(session, named_errors)
+{
+	expect_bad(0, "XFLOWSEZ", 8, "offset 0: not a saved xflowtop session");
+	expect_bad(8, "\x02\x00", 2, "offset 8: session version 2");
+	expect_bad(12, "\x01", 1, "reserved header bytes");
+	expect_bad(16, "\x09", 1, "offset 16: unknown chunk type 9");
+	expect_bad(20, "\x11", 1, "offset 16: chunk type 3 with length 17");
+	expect_bad(24, "\x30", 1, "carried bits 48 for flow kind 0");
+	expect_bad(44, "\xff\xff\x00\x00", 4, "offset 40: chunk type 2 with length 65535");
+	expect_bad(44, "\x31", 1, "site: length 49 does not match");
+	expect_bad(48 + 12, "\x00", 1, "site: domain name length 0");
+	expect_bad(48 + 20, "\x07", 1, "the domain name has a control byte 0x07");
+	expect_bad(48 + 14, "\x01\x04", 2, "file or function name length 1025");
+}
+
+Test(session, bad_record_and_end)
+{
+	write_small(2);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	/* The records follow the two sites: find the first by its type. */
+	size_t at = 16;
+	while (buf[at] != XFLOW_SESSION_RECORD)
+		at += 8 + (buf[at + 4] | buf[at + 5] << 8);
+	char err[512];
+	unsigned n;
+	buf[at + 8 + 8 + 26] = 9; /* the record's version */
+	cr_assert_lt(read_all(buf, len, err, sizeof(err), &n), 0);
+	cr_assert(strstr(err, "bad record"), "%s", err);
+	buf[at + 8 + 8 + 26] = XFLOW_RECORD_VERSION;
+	buf[len - 8] = 3; /* the end's count */
+	cr_assert_lt(read_all(buf, len, err, sizeof(err), &n), 0);
+	cr_assert(strstr(err, "the end marker counts 3 records, the file has 2"), "%s", err);
+	buf[len - 8] = 2;
+	unsigned char *more = malloc(len + 1);
+	memcpy(more, buf, len);
+	more[len] = 0;
+	cr_assert_lt(read_all(more, len + 1, err, sizeof(err), &n), 0);
+	cr_assert(strstr(err, "data after the end marker"), "%s", err);
+	free(more);
+	free(buf);
+}
+
+Test(session, uncommitted_leaves_nothing)
+{
+	struct xflow_session_writer *w;
+	char err[512] = "", tmp[300];
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	struct xflow_record r = rec(0);
+	cr_assert_eq(xflow_session_write_record(w, &r, 1), 0);
+	cr_assert_eq(xflow_session_writer_free(w, 0, err, sizeof(err)), 0);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	cr_assert_eq(access(path, F_OK), -1);
+	cr_assert_eq(access(tmp, F_OK), -1);
+}
+
+Test(session, write_error_is_sticky_and_named)
+{
+	char err[512] = "";
+	struct xflow_session_writer *w;
+	cr_assert_eq(xflow_session_writer_new("/nonexistent-dir/x.ses", &w, err, sizeof(err)), -ENOENT);
+	cr_assert(strstr(err, "/nonexistent-dir/x.ses.tmp: "), "%s", err);
+	/* /dev/full takes the open but no byte: stdio buffers the first
+	 * writes, and the error comes at the latest when the end is flushed. */
+	if (access("/dev/full", W_OK))
+		return;
+	char tmp[300];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	cr_assert_eq(symlink("/dev/full", tmp), 0);
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	int rc = 0;
+	struct xflow_record r = rec(1);
+	for (int i = 0; i < 100000 && !rc; i++)
+		rc = xflow_session_write_record(w, &r, 1);
+	cr_assert_eq(rc, -ENOSPC);
+	cr_assert_eq(xflow_session_write_record(w, &r, 1), -ENOSPC, "not sticky");
+	cr_assert(strstr(xflow_session_writer_error(w), "No space left"), "%s",
+		  xflow_session_writer_error(w));
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), -ENOSPC);
+	cr_assert_eq(access(path, F_OK), -1, "a failed session was renamed into place");
+}
