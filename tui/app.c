@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "collectors/demo_host.h"
+#include "collectors/session.h"
 #include "tui/app.h"
 #include "tui/report.h"
 #include "xflow/clock.h"
@@ -45,13 +46,29 @@ struct xft_app_loop {
 
 /* --- collectors ------------------------------------------------------------ */
 
+/* Saving stops at the first write error; monitoring goes on. */
+static void session_check(struct xft_app *app, int rc)
+{
+	if (!rc || !app->session)
+		return;
+	snprintf(app->session_error, sizeof(app->session_error), "%s",
+		 xflow_session_writer_error(app->session));
+	xflow_session_writer_free(app->session, 0, NULL, 0);
+	app->session = NULL;
+	xft_app_message(app, "save-session: %s: saving stopped", app->session_error);
+}
+
 static int site_lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_site_info *out)
 {
 	struct xft_app *app = ctx;
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].ops->site_info &&
-		    app->src[s].ops->site_info(app->src[s].c, domain, site, out) == 0)
+		    app->src[s].ops->site_info(app->src[s].c, domain, site, out) == 0) {
+			if (app->session)
+				session_check(app, xflow_session_write_site(app->session, domain, site,
+					      out->domain, out->file, out->line, out->function));
 			return 0;
+		}
 	return -ENOENT;
 }
 
@@ -102,19 +119,32 @@ int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t 
 struct emit_ctx {
 	struct xft_app *app;
 	uint64_t n;
+	struct xft_source *src;
 };
 
 static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 {
 	struct emit_ctx *e = ctx;
-	xft_agg_feed(e->app->agg, r, t_ns);
+	struct xft_app *app = e->app;
+	if (app->session) {
+		/* A site's names go before its first record, so that a replay
+		 * can name every hop it shows. */
+		struct xflow_site_info si;
+		if (!xflow_session_writer_has_site(app->session, r->domain_id, r->site_id))
+			site_lookup(app, r->domain_id, r->site_id, &si);
+		if (app->session)
+			session_check(app, xflow_session_write_record(app->session, r, t_ns));
+	}
+	if (e->src->record_clock && t_ns > app->record_now)
+		app->record_now = t_ns;
+	xft_agg_feed(app->agg, r, t_ns);
 	e->n++;
 }
 
 static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint64_t budget)
 {
 	struct xft_source *s = &app->src[i];
-	struct emit_ctx e = { app, 0 };
+	struct emit_ctx e = { app, 0, s };
 	while (!s->ended && e.n < budget) {
 		long n = s->ops->read(s->c, now, emit, &e, READ_BATCH);
 		if (n < 0) {
@@ -242,7 +272,14 @@ void xft_app_order(struct xft_app *app)
 void xft_app_refresh(struct xft_app *app, uint64_t now)
 {
 	xft_app_collect(app, now, REFRESH_BUDGET);
-	xft_agg_tick(app->agg, now);
+	int all_ended = app->nsrc > 0;
+	for (unsigned s = 0; s < app->nsrc; s++)
+		all_ended &= app->src[s].ended;
+	/* The end of every input (a replay played out): nothing can come to
+	 * reorder, so the window gives up what it holds. */
+	if (all_ended)
+		xft_agg_drain(app->agg);
+	xft_agg_tick(app->agg, app->record_now > now ? app->record_now : now);
 	double secs = app->last_refresh_ns ? (double)(now - app->last_refresh_ns) / 1e9 : 0;
 	if (secs > 0)
 		app->rate = (double)(app->records - app->prev_records) / secs;
@@ -370,9 +407,21 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		if ((rc = xft_app_add_source(app, spec, err, errlen)))
 			return rc;
 	}
-	for (unsigned s = 0; s < app->nsrc; s++)
+	if (cfg->replay[0] && !cfg->demo) {
+		char spec[XFT_SPEC_LEN + 64];
+		if ((rc = xft_config_replay_spec(cfg, spec, sizeof(spec)))) {
+			snprintf(err, errlen, "--replay: the path is too long or has a comma");
+			return rc;
+		}
+		if ((rc = xft_app_add_source(app, spec, err, errlen)))
+			return rc;
+	}
+	for (unsigned s = 0; s < app->nsrc; s++) {
 		if (app->src[s].ops->hypervisor)
 			app->have_hv_source = 1;
+		if (!strcmp(app->src[s].ops->name, "replay"))
+			app->src[s].record_clock = 1;
+	}
 	if (!app->nsrc) {
 		snprintf(err, errlen, "no collector: give --collector NAME (see --list-collectors), "
 				      "a 'collector' line in the configuration, or --demo");
@@ -386,6 +435,14 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 				if (b && b < 48 && (!app->cfg.limits.carried_bits[k] || b < app->cfg.limits.carried_bits[k]))
 					app->cfg.limits.carried_bits[k] = (uint8_t)b;
 			}
+	if (cfg->save_session[0]) {
+		if ((rc = xflow_session_writer_new(cfg->save_session, &app->session, err, errlen)))
+			return rc;
+		if ((rc = xflow_session_write_carried(app->session, app->cfg.limits.carried_bits))) {
+			snprintf(err, errlen, "%s", xflow_session_writer_error(app->session));
+			return rc;
+		}
+	}
 	uint32_t max_sites = app->cfg.limits.max_hops * 2 < 65536 ? 65536 : app->cfg.limits.max_hops * 2;
 	if ((rc = xft_sites_init(&app->sites, max_sites, site_lookup, app)))
 		goto oom;
@@ -414,6 +471,16 @@ oom:
 
 void xft_app_fini(struct xft_app *app)
 {
+	/* Committed only when the app came up: a failed start leaves no
+	 * session under the final name. */
+	if (app->session && xflow_session_writer_free(app->session, app->agg != NULL, app->session_error,
+						      sizeof(app->session_error)) == 0)
+		app->session_error[0] = '\0';
+	app->session = NULL;
+	if (app->session_error[0])
+		fprintf(stderr, "xflowtop: save-session: %s: the session was not saved\n",
+			app->session_error);
+	app->session_error[0] = '\0';
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].ops->close)
 			app->src[s].ops->close(app->src[s].c);

@@ -43,6 +43,7 @@ struct xft_source {
 	char spec[XFT_SPEC_LEN];
 	int ended;       /* read() said no more: -ENODATA (end of replay) or an error */
 	int failed;      /* ... and it was an error: xflowtop exits non-zero */
+	int record_clock; /* a replay: the model follows its records' time */
 	char error[256];
 	struct xflow_collector_stats st;
 	int nfds;
@@ -134,6 +135,7 @@ struct xft_app_loop; /* libuv handles, private to app.c */
 struct xft_renderer;
 
 struct xflow_demo_host;
+struct xflow_session_writer;
 
 struct xft_app {
 	struct xft_config cfg;
@@ -167,6 +169,14 @@ struct xft_app {
 	unsigned hv_src;
 	uint32_t *hv_vcpu_order, *hv_event_order; /* shown order of hv->vcpus, hv->events */
 	size_t hv_vcpu_cap, hv_event_cap;
+	/* --save-session: what emit() feeds the model is written here; NULL
+	 * when not saving or once a write failed (session_error says why). */
+	struct xflow_session_writer *session;
+	char session_error[512];
+	/* The newest time a replay's records carry: a replay at speed N runs
+	 * N times ahead of the clock, and the model's window and expiry
+	 * follow the records. */
+	uint64_t record_now;
 };
 
 /*

@@ -133,6 +133,9 @@ static const struct key_desc keys[] = {
 	{ "max-handoffs", K_U32, 16, 1u << 24, "ids in flight between domains, 16 to 16777216" },
 	{ "xentrace", K_STR, 0, 0, "a xentrace file (without commas), or - for standard input" },
 	{ "cpu-hz", K_STR, 0, 0, "the traced host's TSC rate, e.g. 2.4G, 2400M or 2400000000" },
+	{ "save-session", K_STR, 0, 0, "a file to save the records the model is fed to, for replay" },
+	{ "replay", K_STR, 0, 0, "a session saved with save-session, to play back (a path without commas)" },
+	{ "speed", K_STR, 0, 0, "the replay's pace: N times the recorded one (0.001 to 1000000), or max" },
 };
 
 static size_t edit_distance(const char *a, const char *b)
@@ -245,6 +248,25 @@ int xft_config_set(struct xft_config *c, const char *key, const char *v, char *e
 					 *end == 'K' || *end == 'k'))
 				end++;
 			if (end == v || *end || !(hz > 0) || copy_str(c->cpu_hz, sizeof(c->cpu_hz), v))
+				break;
+			return 0;
+		}
+		if (!strcmp(key, "replay")) {
+			if (!*v || strchr(v, ',') || copy_str(c->replay, sizeof(c->replay), v))
+				break;
+			return 0;
+		}
+		if (!strcmp(key, "save-session")) {
+			if (!*v || copy_str(c->save_session, sizeof(c->save_session), v))
+				break;
+			return 0;
+		}
+		if (!strcmp(key, "speed")) {
+			char *end;
+			double sp = strtod(v, &end);
+			if (strcmp(v, "max") && (end == v || *end || !(sp >= 0.001 && sp <= 1e6)))
+				break;
+			if (copy_str(c->speed, sizeof(c->speed), v))
 				break;
 			return 0;
 		}
@@ -456,6 +478,9 @@ void xft_config_usage(FILE *f)
 		"      --xentrace FILE       Xen's trace records from FILE (- for standard input),\n"
 		"                            shown in the Hypervisor view; needs --cpu-hz\n"
 		"      --cpu-hz HZ           the traced host's TSC rate, e.g. 2.4G\n"
+		"      --save-session FILE   save the records the model is fed, for --replay\n"
+		"      --replay FILE         play back a saved session (the replay collector)\n"
+		"      --speed N|max         its pace: N times the recorded one (default 1)\n"
 		"      --demo                run on the built-in demo source\n"
 		"  -h, --help                this help\n"
 		"  -V, --version             version\n"
@@ -476,6 +501,9 @@ enum {
 	OPT_LIST,
 	OPT_XENTRACE,
 	OPT_CPU_HZ,
+	OPT_SAVE_SESSION,
+	OPT_REPLAY,
+	OPT_SPEED,
 };
 
 static const struct option long_opts[] = {
@@ -496,6 +524,9 @@ static const struct option long_opts[] = {
 	{ "demo", no_argument, NULL, OPT_DEMO },
 	{ "xentrace", required_argument, NULL, OPT_XENTRACE },
 	{ "cpu-hz", required_argument, NULL, OPT_CPU_HZ },
+	{ "save-session", required_argument, NULL, OPT_SAVE_SESSION },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
+	{ "speed", required_argument, NULL, OPT_SPEED },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -616,6 +647,15 @@ int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err,
 		case OPT_CPU_HZ:
 			rc = xft_config_set(c, "cpu-hz", optarg, msg, sizeof(msg));
 			break;
+		case OPT_SAVE_SESSION:
+			rc = xft_config_set(c, "save-session", optarg, msg, sizeof(msg));
+			break;
+		case OPT_REPLAY:
+			rc = xft_config_set(c, "replay", optarg, msg, sizeof(msg));
+			break;
+		case OPT_SPEED:
+			rc = xft_config_set(c, "speed", optarg, msg, sizeof(msg));
+			break;
 		default:
 			break;
 		}
@@ -676,5 +716,13 @@ int xft_config_xentrace_spec(const struct xft_config *c, char *out, size_t len)
 	else
 		n = snprintf(out, len, "xentrace:file=%s%s%s", c->xentrace, c->cpu_hz[0] ? ",cpu-hz=" : "",
 			     c->cpu_hz);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int xft_config_replay_spec(const struct xft_config *c, char *out, size_t len)
+{
+	if (strchr(c->replay, ','))
+		return -EINVAL;
+	int n = snprintf(out, len, "replay:file=%s,speed=%s", c->replay, c->speed[0] ? c->speed : "1");
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

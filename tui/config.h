@@ -47,6 +47,9 @@ struct xft_config {
 	char config_path[XFT_SPEC_LEN]; /* the file loaded, "" if none */
 	char xentrace[XFT_SPEC_LEN]; /* --xentrace: a trace file, or "-" for standard input */
 	char cpu_hz[32];             /* --cpu-hz: the traced host's TSC rate, as given */
+	char save_session[XFT_SPEC_LEN]; /* --save-session: write what the model is fed here */
+	char replay[XFT_SPEC_LEN];   /* --replay: a saved session to play back */
+	char speed[32];              /* --speed: its pace, N or "max"; "" = 1 */
 };
 
 /* Built-in defaults (no file read). */
@@ -87,5 +90,12 @@ int xft_config_agent_spec(const struct xft_config *c, const char *collector, cha
  * for "-".  0, or -EINVAL (a comma in the path) or -ENAMETOOLONG.
  */
 int xft_config_xentrace_spec(const struct xft_config *c, char *out, size_t len);
+
+/*
+ * The replay collector's spec for --replay FILE [--speed N|max] (or the
+ * keys replay and speed): "replay:file=FILE,speed=N".  0, or -EINVAL (a
+ * comma in the path) or -ENAMETOOLONG.
+ */
+int xft_config_replay_spec(const struct xft_config *c, char *out, size_t len);
 
 #endif
