@@ -171,7 +171,7 @@ int xflow_ctl_encode(const struct xflow_ctl_msg *m, void **out, size_t *len)
 	switch (m->type) {
 	case XFLOW_CTL_HELLO: {
 		const struct xflow_ctl_hello *h = &m->u.hello;
-		if (h->ring_offer > XFLOW_CTL_RING_LOCAL || (h->clock != 1 && h->clock != 2))
+		if (h->ring_offer > XFLOW_CTL_RING_OFFER_MAX || (h->clock != 1 && h->clock != 2))
 			w.err = -EINVAL;
 		w_u16(&w, h->domain_id);
 		w_str(&w, h->domain);
@@ -525,7 +525,7 @@ int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 			r.why = "hello clock unknown";
 		else if (h->clock == 1 && h->tsc_hz == 0)
 			r.why = "hello TSC clock without a frequency";
-		else if (h->ring_offer > XFLOW_CTL_RING_LOCAL)
+		else if (h->ring_offer > XFLOW_CTL_RING_OFFER_MAX)
 			r.why = "hello ring offer unknown";
 		else if (h->ring_offer == XFLOW_CTL_RING_LOCAL)
 			want_fds = XFLOW_CTL_HELLO_NFDS;

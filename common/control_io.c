@@ -97,6 +97,7 @@ int xflow_ctl_conn_init_unix(struct xflow_ctl_conn *c, int fd)
 	memset(c, 0, sizeof(*c));
 	c->ops = &unix_ops;
 	c->fd = fd;
+	c->out_events = POLLOUT;
 	c->next_seq = 1;
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -116,6 +117,9 @@ void xflow_ctl_conn_close(struct xflow_ctl_conn *c)
 	drop_fds(c);
 	free(c->frame);
 	c->frame = NULL;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
 	if (c->ops && c->ops->close)
 		c->ops->close(c);
 	c->ops = NULL;
@@ -137,11 +141,28 @@ static int left_ms(uint64_t deadline)
 	return n >= deadline ? 0 : (int)(deadline - n);
 }
 
-int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int *fds, int nfds,
-		   int timeout_ms)
+int xflow_ctl_flush(struct xflow_ctl_conn *c)
+{
+	if (!c->ops)
+		return -EPIPE;
+	while (c->out_off < c->out_len) {
+		ssize_t n = c->ops->write(c, c->out + c->out_off, c->out_len - c->out_off, NULL, 0);
+		if (n == -EAGAIN || n == -EINTR)
+			return 0;
+		if (n < 0)
+			return n == -ECONNRESET ? -EPIPE : (int)n;
+		c->out_off += (size_t)n;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return 1;
+}
+
+int xflow_ctl_send_async(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m)
 {
 	void *buf;
-	size_t len, off = 0;
+	size_t len;
 	if (!c->ops)
 		return -EPIPE;
 	if (m->seq == 0)
@@ -149,7 +170,49 @@ int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int 
 	int rc = xflow_ctl_encode(m, &buf, &len);
 	if (rc)
 		return rc;
+	if (c->out_len == 0) {
+		c->out = buf;
+		c->out_len = len;
+		c->out_off = 0;
+	} else {
+		unsigned char *q = realloc(c->out, c->out_len + len);
+		if (!q) {
+			free(buf);
+			return -ENOMEM;
+		}
+		memcpy(q + c->out_len, buf, len);
+		c->out = q;
+		c->out_len += len;
+		free(buf);
+	}
+	rc = xflow_ctl_flush(c);
+	return rc < 0 ? rc : 0;
+}
+
+int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int *fds, int nfds,
+		   int timeout_ms)
+{
+	void *buf;
+	size_t len, off = 0;
+	if (!c->ops)
+		return -EPIPE;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+	/* What was queued goes first: frames must not interleave. */
+	int rc;
+	while ((rc = xflow_ctl_flush(c)) == 0) {
+		int ms = left_ms(deadline);
+		if (ms == 0)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = c->fd, .events = c->out_events ? c->out_events : POLLOUT };
+		poll(&p, 1, ms < 0 || ms > 100 ? 100 : ms);
+	}
+	if (rc < 0)
+		return rc;
+	if (m->seq == 0)
+		m->seq = c->next_seq++;
+	rc = xflow_ctl_encode(m, &buf, &len);
+	if (rc)
+		return rc;
 	while (off < len) {
 		ssize_t n = c->ops->write(c, (char *)buf + off, len - off, off ? NULL : fds,
 					  off ? 0 : nfds);
@@ -159,7 +222,7 @@ int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int 
 				rc = -ETIMEDOUT;
 				break;
 			}
-			struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+			struct pollfd p = { .fd = c->fd, .events = c->out_events ? c->out_events : POLLOUT };
 			poll(&p, 1, ms < 0 || ms > 100 ? 100 : ms);
 			continue;
 		}

@@ -7,8 +7,9 @@
  * between domains later), so nothing here depends on the transport except
  * one thing: the local ring offer of HELLO, whose two descriptors (the
  * ring's memfd and its eventfd) ride with the frame as SCM_RIGHTS.  Over a
- * transport without descriptor passing the agent offers no local ring
- * (ring_offer NONE) and the ring is set up another way (grants, issue 9).
+ * transport without descriptor passing the agent offers no local ring:
+ * over Xen it says VCHAN and the records come on a second vchan
+ * (xflow/xen.h).
  *
  * Both peers are untrusted.  A receiver checks the header (magic, version,
  * known type, payload length within XFLOW_CTL_MAX_PAYLOAD, reserved fields
@@ -45,7 +46,9 @@
  *     u32 slot_size, u32 nslots, u64 region_size   (ring geometry),
  *     u32 ntargets (<= XFLOW_CTL_MAX_TARGETS), ntargets x target
  *     With ring_offer LOCAL the frame carries two descriptors: [0] the
- *     ring's sealed memfd, [1] its eventfd.
+ *     ring's sealed memfd, [1] its eventfd.  With VCHAN it carries none
+ *     and base_ns of a CLOCK_MONOTONIC agent is its clock at sending
+ *     (xflow/xen.h).
  *   PLAN_LOAD (monitor -> agent): u32 flags (0), u32 plan_len, plan_len
  *     bytes of a weave plan file (xflow/plan.h), which the agent validates
  *     with xflow_plan_read().  A new plan replaces the old one.
@@ -108,6 +111,8 @@ enum xflow_ctl_type {
 enum xflow_ctl_ring_offer {
 	XFLOW_CTL_RING_NONE = 0,  /* no ring on this transport (yet) */
 	XFLOW_CTL_RING_LOCAL = 1, /* memfd + eventfd attached (SCM_RIGHTS) */
+	XFLOW_CTL_RING_VCHAN = 2, /* records on the agent's rec vchan (xflow/xen.h) */
+	XFLOW_CTL_RING_OFFER_MAX = 2,
 };
 
 enum xflow_ctl_aspect_kind {
@@ -283,6 +288,10 @@ struct xflow_ctl_io_ops {
 struct xflow_ctl_conn {
 	const struct xflow_ctl_io_ops *ops;
 	int fd;            /* the socket; what to poll */
+	void *tctx;        /* the transport's own state (a vchan), or NULL */
+	short out_events;  /* what poll() waits for when the peer has no room:
+			    * POLLOUT on a socket; POLLIN on an event channel,
+			    * where the reader's progress arrives as an event */
 	uint32_t next_seq; /* for xflow_ctl_send() */
 	/* Receive state: a frame being assembled. */
 	unsigned char hdr[XFLOW_CTL_HDR_SIZE];
@@ -291,6 +300,9 @@ struct xflow_ctl_conn {
 	unsigned char *frame;
 	int fds[XFLOW_CTL_MAX_FDS];
 	int nfds;
+	/* Send queue of xflow_ctl_send_async(): bytes not yet taken. */
+	unsigned char *out;
+	size_t out_len, out_off;
 	int broken;        /* 0, or the negative errno that ended the stream */
 	const char *why;   /* why it broke, if a frame was refused */
 };
@@ -308,6 +320,17 @@ void xflow_ctl_conn_close(struct xflow_ctl_conn *c);
  */
 int xflow_ctl_send(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m, const int *fds, int nfds,
 		   int timeout_ms);
+
+/*
+ * Send @m without waiting: what the transport does not take now is queued
+ * (in order after anything queued before) and goes out with
+ * xflow_ctl_flush().  For peers that must not be able to stall the
+ * caller.  Descriptors cannot be queued.  0 or a negative errno.
+ */
+int xflow_ctl_send_async(struct xflow_ctl_conn *c, struct xflow_ctl_msg *m);
+/* Write queued bytes without blocking: 1 when none are left, 0 when some
+ * are, or a negative errno (-EPIPE: the peer is gone). */
+int xflow_ctl_flush(struct xflow_ctl_conn *c);
 
 /*
  * Receive one frame without blocking (@timeout_ms 0), or waiting up to
