@@ -26,6 +26,9 @@
 #include "xflow/plan.h"
 #include "xflow/ring.h"
 #include "xflow/shm.h"
+#include "xflow/xen.h"
+#include "guestrt/agent_xen.h"
+#include <libxenvchan.h>
 
 #define MAX_TARGETS 256
 /* How long one slice of serving hits lasts before the socket is looked
@@ -77,6 +80,8 @@ struct agent {
 	uint32_t ring_slots;
 	struct xflow_flowtab flows;
 	/* The socket and the one monitor. */
+	bool xen;            /* the Xen transport instead of the socket */
+	struct agent_xen xt;
 	int lfd;
 	char sock_path[108];
 	struct xflow_ctl_conn conn;
@@ -751,6 +756,17 @@ static void detach_all(struct agent *a)
 
 /* ---- the monitor -------------------------------------------------------------- */
 
+/* Publish what the producer holds; over Xen also move it into the record
+ * vchan (what does not fit waits in the ring).  A record vchan whose
+ * monitor end is gone ends the connection. */
+static void monitor_gone(struct agent *a, const char *why);
+static void ring_flush_out(struct agent *a)
+{
+	xflow_ring_flush(&a->prod);
+	if (a->xen && a->connected && agent_xen_pump(&a->xt) == -EPIPE)
+		monitor_gone(a, "its record vchan closed");
+}
+
 static int ring_reset(struct agent *a)
 {
 	int rc = xflow_ring_format(a->shm.base, a->shm.size, XFLOW_RECORD_SIZE, a->ring_slots, a->clock.kind);
@@ -758,6 +774,24 @@ static int ring_reset(struct agent *a)
 		rc = xflow_ring_producer_init(&a->prod, a->shm.base, a->shm.size, &a->notifier.base,
 					      a->o.batch ? a->o.batch : 64);
 	return rc;
+}
+
+/* Over Xen a vchan serves one client in its life: withdraw the used
+ * offer and, when staying, make a fresh one for the next monitor. */
+static void xen_reoffer(struct agent *a)
+{
+	if (!a->xen)
+		return;
+	agent_xen_withdraw(&a->xt);
+	if (a->o.stay && !a->quit) {
+		char err[256];
+		if (agent_xen_offer(&a->xt, err, sizeof(err)) != 0) {
+			logf_(a, 0, "%s; stopping", err);
+			detach_all(a);
+			a->quit = true;
+			a->exit_rc = -EIO;
+		}
+	}
 }
 
 static void monitor_gone(struct agent *a, const char *why)
@@ -774,7 +808,10 @@ static void monitor_gone(struct agent *a, const char *why)
 		detach_all(a);
 		a->quit = true;
 	}
+	xen_reoffer(a);
 }
+
+static void monitor_greet(struct agent *a);
 
 static void monitor_accept(struct agent *a)
 {
@@ -795,7 +832,28 @@ static void monitor_accept(struct agent *a)
 		close(fd);
 		return;
 	}
-	if (ring_reset(a) != 0) {
+	monitor_greet(a);
+}
+
+/* Over Xen: a monitor mapped our control vchan. */
+static void monitor_accept_xen(struct agent *a)
+{
+	xflow_xen_vchan_ack(a->xt.ctl);
+	if (a->connected || !agent_xen_monitor_arrived(&a->xt))
+		return;
+	/* The connection owns the control vchan from here on. */
+	xflow_ctl_conn_init_vchan(&a->conn, a->xt.ctl);
+	a->xt.ctl = NULL;
+	agent_xen_mark_busy(&a->xt);
+	monitor_greet(a);
+	if (!a->connected)
+		xen_reoffer(a);
+}
+
+/* Say HELLO on the new connection a->conn, with a fresh ring. */
+static void monitor_greet(struct agent *a)
+{
+	if (ring_reset(a) != 0 || (a->xen && agent_xen_pump_start(&a->xt, a->shm.base, a->shm.size) != 0)) {
 		xflow_ctl_conn_close(&a->conn);
 		return;
 	}
@@ -819,10 +877,17 @@ static void monitor_accept(struct agent *a)
 	h->slot_size = XFLOW_RECORD_SIZE;
 	h->nslots = a->ring_slots;
 	h->region_size = a->shm.size;
+	if (a->xen) {
+		h->ring_offer = XFLOW_CTL_RING_VCHAN;
+		h->nslots = XFLOW_XEN_REC_RING / XFLOW_RECORD_SIZE;
+		h->region_size = XFLOW_XEN_REC_RING;
+		if (a->clock.kind != XFLOW_CLOCK_TSC)
+			h->base_ns = xflow_monotonic_ns(); /* the guest's clock now */
+	}
 	fill_targets(a, tv, &h->ntargets);
 	h->targets = tv;
 	int fds[2] = { a->shm.fd, a->notifier.fd };
-	int rc = xflow_ctl_send(&a->conn, &m, fds, 2, 2000);
+	int rc = xflow_ctl_send(&a->conn, &m, fds, a->xen ? 0 : 2, 2000);
 	free(tv);
 	if (rc) {
 		logf_(a, 0, "cannot greet the monitor: %s", strerror(-rc));
@@ -831,10 +896,12 @@ static void monitor_accept(struct agent *a)
 	}
 	a->connected = true;
 	/* Without --stay the hook engine itself detaches everything the
-	 * moment the monitor's end closes, even in the middle of a slice. */
-	if (!a->o.stay)
+	 * moment the monitor's end closes, even in the middle of a slice.
+	 * (An event channel says nothing of hang-ups: over Xen the loop
+	 * notices between slices.) */
+	if (!a->o.stay && !a->xen)
 		xflow_hook_control_fd(a->hook, a->conn.fd);
-	logf_(a, 0, "monitor connected");
+	logf_(a, 0, "monitor connected%s", a->xen ? " over vchan" : "");
 }
 
 static void monitor_serve(struct agent *a)
@@ -859,7 +926,7 @@ static void monitor_serve(struct agent *a)
 			rc = stats_reply(a, m);
 			break;
 		case XFLOW_CTL_DETACH:
-			xflow_ring_flush(&a->prod);
+			ring_flush_out(a);
 			rc = xflow_ctl_reply_simple(&a->conn, m, 0, "detaching");
 			xflow_ctl_msg_free(m);
 			logf_(a, 0, "detach asked by the monitor");
@@ -872,6 +939,7 @@ static void monitor_serve(struct agent *a)
 			}
 			xflow_ctl_conn_close(&a->conn);
 			a->connected = false;
+			xen_reoffer(a);
 			return;
 		default:
 			rc = xflow_ctl_reply_simple(&a->conn, m, -EOPNOTSUPP, "%s is not a request",
@@ -917,6 +985,41 @@ static int attach_exe(struct agent *a, const char *path)
 	return n ? 0 : rc ? rc : -ESRCH;
 }
 
+/* Local or Xen, and say which and why: over Xen the domain's id and name
+ * are xenstore's (records and plans must name the domain the monitor
+ * knows it by). */
+static int choose_transport(struct agent *a, char *err, size_t errlen)
+{
+	char why[256] = "";
+	enum xflow_agent_transport t = a->o.transport;
+	int rc = t == XFLOW_AGENT_LOCAL ? -ENOENT : agent_xen_init(&a->xt, why, sizeof(why));
+	if (t == XFLOW_AGENT_XEN && rc) {
+		snprintf(err, errlen, "--transport xen: %s", why);
+		return rc;
+	}
+	if (t == XFLOW_AGENT_AUTO && rc == 0 && a->xt.domid == 0)
+		rc = -EEXIST; /* dom0: the monitor is here, the socket is faster */
+	if (rc == 0) {
+		if (a->o.domain && strcmp(a->o.domain, a->xt.name) != 0)
+			fprintf(a->log, "xflow-agent: --domain %s ignored: xenstore names this domain %s\n", a->o.domain,
+				a->xt.name);
+		a->xen = true;
+		a->o.domain = a->xt.name;
+		a->o.domain_id = (uint16_t)a->xt.domid;
+		fprintf(a->log, "xflow-agent: transport xen (%s)\n", why);
+		return 0;
+	}
+	if (!a->o.domain || !a->o.domain[0]) {
+		snprintf(err, errlen, "--domain is required with the local transport (%s)",
+			 t == XFLOW_AGENT_LOCAL ? "asked for" : why);
+		return -EINVAL;
+	}
+	if (a->o.verbose || t == XFLOW_AGENT_AUTO)
+		fprintf(a->log, "xflow-agent: transport local (%s)\n",
+			t == XFLOW_AGENT_LOCAL ? "asked for" : rc == -EEXIST ? "this is dom0" : why);
+	return 0;
+}
+
 int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -928,11 +1031,8 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 	a->log = o->log ? o->log : stderr;
 	a->lfd = -1;
 	a->ring_slots = o->ring_slots ? o->ring_slots : 65536;
-	if (!o->domain || !o->domain[0]) {
-		snprintf(err, errlen, "--domain is required");
-		rc = -EINVAL;
+	if ((rc = choose_transport(a, err, errlen)))
 		goto fail;
-	}
 	if (a->ring_slots & (a->ring_slots - 1) || a->ring_slots > XFLOW_RING_MAX_SLOTS || a->ring_slots < 2) {
 		snprintf(err, errlen, "--ring-slots must be a power of two from 2 to %u", XFLOW_RING_MAX_SLOTS);
 		rc = -EINVAL;
@@ -956,7 +1056,9 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		goto fail;
 	}
 	xflow_hook_signals_install(a->hook);
-	if (o->socket_path) {
+	if (a->xen) {
+		/* The offer is made once the targets are held (below). */
+	} else if (o->socket_path) {
 		snprintf(a->sock_path, sizeof(a->sock_path), "%s", o->socket_path);
 	} else {
 		char dir[80];
@@ -998,6 +1100,14 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		rc = -EINVAL;
 		goto fail;
 	}
+	if (a->xen) {
+		if ((rc = agent_xen_offer(&a->xt, err, errlen)))
+			goto fail;
+		logf_(a, 0, "serving %u target(s) over vchan, offered at %s (clock %s)", a->ntargets, a->xt.base,
+		      a->clock.kind == XFLOW_CLOCK_TSC ? "tsc" : "monotonic");
+		*out = (struct xflow_agent *)a;
+		return 0;
+	}
 	a->lfd = xflow_ctl_listen(a->sock_path);
 	if (a->lfd < 0) {
 		rc = a->lfd;
@@ -1028,13 +1138,20 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			break;
 		/* The listening socket is always watched: a second monitor is
 		 * told it is not served rather than left hanging. */
-		struct pollfd p[2] = { { .fd = a->lfd, .events = POLLIN },
+		int wait_fd = a->lfd;
+		if (a->xen)
+			wait_fd = !a->connected && a->xt.ctl ? libxenvchan_fd_for_select(a->xt.ctl) : -1;
+		struct pollfd p[2] = { { .fd = wait_fd, .events = POLLIN },
 				       { .fd = a->connected ? a->conn.fd : -1, .events = POLLIN } };
-		if (poll(p, 1, 0) == 1)
-			monitor_accept(a);
+		if (poll(p, 1, 0) == 1) {
+			if (a->xen)
+				monitor_accept_xen(a);
+			else
+				monitor_accept(a);
+		}
 		if (targets_alive(a) && !a->spawned_held) {
 			int rc = xflow_hook_run(a->hook, SLICE_MS);
-			xflow_ring_flush(&a->prod);
+			ring_flush_out(a);
 			if (rc == -EINTR) {
 				int why = xflow_hook_stop_reason(a->hook);
 				if (why == -1) {
@@ -1068,7 +1185,7 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			break;
 		}
 	}
-	xflow_ring_flush(&a->prod);
+	ring_flush_out(a);
 	return a->exit_rc;
 }
 
@@ -1092,6 +1209,8 @@ void xflow_agent_free(struct xflow_agent *xa)
 		free(a->targets[i]);
 	if (a->connected)
 		xflow_ctl_conn_close(&a->conn);
+	if (a->xen)
+		agent_xen_withdraw(&a->xt);
 	if (a->lfd >= 0)
 		close(a->lfd);
 	if (a->sock_path[0] && a->lfd >= 0)

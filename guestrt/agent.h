@@ -32,8 +32,16 @@
 /* Scratch cells of register-located local_var() inputs: non-canonical. */
 #define AGENT_SCRATCH_BASE UINT64_C(0xfffe800000000000)
 
+enum xflow_agent_transport {
+	XFLOW_AGENT_AUTO = 0,  /* Xen in a domU where xenstore answers, else local */
+	XFLOW_AGENT_LOCAL,     /* a Unix socket and a shared-memory ring */
+	XFLOW_AGENT_XEN,       /* libxenvchan, offered in xenstore (xflow/xen.h) */
+};
+
 struct xflow_agent_opts {
-	const char *domain;        /* required */
+	const char *domain;        /* required with the local transport; over Xen
+				    * xenstore names the domain */
+	enum xflow_agent_transport transport;
 	uint16_t domain_id;
 	const pid_t *pids;         /* attach to these */
 	unsigned npids;

@@ -12,10 +12,14 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: xflow-agent --domain NAME [--domain-id N] (--pid PID... | --exe PATH | -- COMMAND...)\n"
-	      "                   [--socket PATH] [--ring-slots N] [--batch N] [--stay] [-v]\n"
+	fputs("usage: xflow-agent [--domain NAME] [--domain-id N] (--pid PID... | --exe PATH | -- COMMAND...)\n"
+	      "                   [--transport auto|local|xen] [--socket PATH] [--ring-slots N]\n"
+	      "                   [--batch N] [--stay] [-v]\n"
 	      "Attach to the processes of one domain, load the weave plans the monitor sends,\n"
-	      "and ship the advice's records through a shared ring.  See xflow-agent(8).\n",
+	      "and ship the advice's records through a shared ring: a Unix socket and shared\n"
+	      "memory (local), or libxenvchan offered in xenstore (xen; the default in a domU,\n"
+	      "where xenstore names the domain).  --domain is required with the local transport.\n"
+	      "See xflow-agent(8).\n",
 	      f);
 }
 
@@ -32,7 +36,7 @@ static int parse_u(const char *s, unsigned long max, unsigned long *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY };
+	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY, OPT_TRANSPORT };
 	static const struct option longopts[] = {
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "domain-id", required_argument, NULL, OPT_DOMID },
@@ -42,6 +46,7 @@ int main(int argc, char **argv)
 		{ "ring-slots", required_argument, NULL, OPT_SLOTS },
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "stay", no_argument, NULL, OPT_STAY },
+		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -87,6 +92,18 @@ int main(int argc, char **argv)
 			o.batch = (uint32_t)v;
 			break;
 		case OPT_STAY: o.stay = true; break;
+		case OPT_TRANSPORT:
+			if (!strcmp(optarg, "auto"))
+				o.transport = XFLOW_AGENT_AUTO;
+			else if (!strcmp(optarg, "local"))
+				o.transport = XFLOW_AGENT_LOCAL;
+			else if (!strcmp(optarg, "xen"))
+				o.transport = XFLOW_AGENT_XEN;
+			else {
+				fprintf(stderr, "xflow-agent: --transport: '%s' is not auto, local or xen\n", optarg);
+				return 2;
+			}
+			break;
 		case 'v': o.verbose++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -95,11 +112,6 @@ int main(int argc, char **argv)
 	o.pids = pids;
 	if (optind < argc)
 		o.argv = argv + optind;
-	if (!o.domain) {
-		fprintf(stderr, "xflow-agent: --domain is required\n");
-		usage(stderr);
-		return 2;
-	}
 	struct xflow_agent *a;
 	char err[512] = "";
 	int rc = xflow_agent_new(&o, &a, err, sizeof(err));
