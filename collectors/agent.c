@@ -34,6 +34,7 @@
 
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
+#include "collectors/xen_discover.h"
 #include "weaver/joinpoint.h"
 #include "weaver/unit.h"
 #include "xflow/clock.h"
@@ -42,11 +43,19 @@
 #include "xflow/plan.h"
 #include "xflow/ring.h"
 #include "xflow/shm.h"
+#include "xflow/xen.h"
+#include <libxenvchan.h>
 
-#define MAX_PEERS 64
+#define MAX_PEERS 256 /* agents seen in a run, gone ones included */
 #define MAX_LIST 64
 #define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
 #define POP_CHUNK 256
+/* An agent over Xen gets this long to greet and to answer its plan; a
+ * domain whose offer failed is not tried again for XEN_RETRY_NS. */
+#define XEN_STEP_MS 10000
+#define XEN_RETRY_NS 30000000000ull
+/* A guest's clock further than this from ours is moved onto ours. */
+#define XEN_CLOCK_SKEW_NS 1000000000ll
 
 struct plan_cache {
 	char *domain, *exe;
@@ -56,9 +65,25 @@ struct plan_cache {
 	char (*what)[96]; /* per site, for site_info */
 };
 
+enum peer_state {
+	PEER_LIVE = 0, /* greeted, planned: records flow */
+	PEER_HELLO,    /* over Xen: connected, waiting for the HELLO */
+	PEER_PLAN,     /* over Xen: plan sent, waiting for the answer */
+};
+
 struct peer {
 	char path[108];
 	struct xflow_ctl_conn conn;
+	/* Over Xen (xen option): the state of a peer found at run time, its
+	 * record vchan and stream, and its offer's tag in xenstore. */
+	bool xen;
+	enum peer_state state;
+	uint64_t deadline_ns;
+	struct libxenvchan *rec;
+	struct xflow_xen_rstream rs;
+	char tag[64];
+	int64_t offset_ns;       /* added to its times: its clock onto ours */
+	bool offset_checked;
 	bool connected;   /* the control socket is up */
 	bool ring_ok;     /* the ring is mapped and readable */
 	bool gone;
@@ -107,7 +132,15 @@ struct acoll {
 		char name[96];
 		int enabled;
 	} *aspects;
-	uint64_t bad;
+	uint64_t bad, bad_offers;
+	/* Over Xen: discovery, and the domains whose offer failed lately. */
+	bool xen;
+	struct xen_discover *xd;
+	struct failed_offer {
+		uint32_t domid;
+		uint64_t until_ns;
+	} failed[MAX_PEERS];
+	unsigned nfailed;
 	char err[1024];
 	struct xflow_record buf[POP_CHUNK];
 };
@@ -138,6 +171,8 @@ static void peer_free(struct peer *p)
 {
 	if (p->connected)
 		xflow_ctl_conn_close(&p->conn);
+	if (p->rec)
+		libxenvchan_close(p->rec);
 	if (p->nt.base.ops && p->nt.base.ops->close)
 		p->nt.base.ops->close(&p->nt.base);
 	xflow_shm_release(&p->shm);
@@ -156,6 +191,28 @@ static void agent_clock_from_hello(struct xflow_clock *k, const struct xflow_ctl
 		k->base_tick = h->base_tick;
 		k->base_ns = h->base_ns;
 		k->mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / h->tsc_hz);
+	}
+}
+
+/* Take a HELLO's description of the agent (not its ring). */
+static void peer_take_hello(struct peer *p, const struct xflow_ctl_hello *h)
+{
+	if (!p->xen) {
+		/* Over Xen the domain is xenstore's, set when it was found. */
+		p->domid = h->domain_id;
+		snprintf(p->domain, sizeof(p->domain), "%s", h->domain);
+	}
+	p->agent_pid = h->agent_pid;
+	p->ntargets = h->ntargets;
+	for (uint32_t i = 0; i < h->ntargets && !p->exe[0]; i++) {
+		if (h->targets[i].exe[0]) {
+			snprintf(p->exe, sizeof(p->exe), "%s", h->targets[i].exe);
+		} else if (!p->xen) {
+			char link[64];
+			snprintf(link, sizeof(link), "/proc/%u/exe", h->targets[i].pid);
+			ssize_t n = readlink(link, p->exe, sizeof(p->exe) - 1);
+			p->exe[n > 0 ? n : 0] = 0;
+		}
 	}
 }
 
@@ -192,20 +249,7 @@ static int peer_connect(struct acoll *c, struct peer *p)
 		goto out;
 	}
 	const struct xflow_ctl_hello *h = &m->u.hello;
-	p->domid = h->domain_id;
-	snprintf(p->domain, sizeof(p->domain), "%s", h->domain);
-	p->agent_pid = h->agent_pid;
-	p->ntargets = h->ntargets;
-	for (uint32_t i = 0; i < h->ntargets && !p->exe[0]; i++) {
-		if (h->targets[i].exe[0]) {
-			snprintf(p->exe, sizeof(p->exe), "%s", h->targets[i].exe);
-		} else {
-			char link[64];
-			snprintf(link, sizeof(link), "/proc/%u/exe", h->targets[i].pid);
-			ssize_t n = readlink(link, p->exe, sizeof(p->exe) - 1);
-			p->exe[n > 0 ? n : 0] = 0;
-		}
-	}
+	peer_take_hello(p, h);
 	/* The descriptors become ours; the message must not close them. */
 	int memfd = m->fds[0], efd = m->fds[1];
 	m->fds[0] = m->fds[1] = -1;
@@ -403,6 +447,220 @@ static int peer_wait_plan(struct acoll *c, struct peer *p)
 	}
 }
 
+/* ---- peers over Xen -------------------------------------------------------------- */
+
+static bool offer_backing_off(const struct acoll *c, uint32_t domid, uint64_t now)
+{
+	for (unsigned i = 0; i < c->nfailed; i++)
+		if (c->failed[i].domid == domid && now < c->failed[i].until_ns)
+			return true;
+	return false;
+}
+
+/* A domain whose offer failed is left alone for a while: a guest that
+ * keeps offering garbage costs us one attempt per XEN_RETRY_NS. */
+static void offer_failed(struct acoll *c, uint32_t domid)
+{
+	uint64_t now = xflow_monotonic_ns();
+	unsigned slot = c->nfailed < MAX_PEERS ? c->nfailed : 0;
+	for (unsigned i = 0; i < c->nfailed; i++)
+		if (c->failed[i].domid == domid || c->failed[i].until_ns <= now) {
+			slot = i;
+			break;
+		}
+	if (slot == c->nfailed)
+		c->nfailed++;
+	c->failed[slot] = (struct failed_offer){ .domid = domid, .until_ns = now + XEN_RETRY_NS };
+}
+
+static void xen_peer_fail(struct acoll *c, struct peer *p, const char *why)
+{
+	offer_failed(c, p->domid);
+	if (p->rec)
+		libxenvchan_close(p->rec);
+	p->rec = NULL;
+	p->ring_ok = false;
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: %.120s", p->agent_pid, why);
+	peer_drop(c, p, why);
+}
+
+/* A scan found @o: connect unless we already have this domain's agent. */
+static void xen_found(void *ctx, const struct xen_offer *o)
+{
+	struct acoll *c = ctx;
+	uint64_t now = xflow_monotonic_ns();
+	if (o->busy || offer_backing_off(c, o->domid, now))
+		return;
+	for (unsigned i = 0; i < c->npeers; i++)
+		if (c->peers[i]->xen && !c->peers[i]->gone && c->peers[i]->domid == o->domid)
+			return;
+	if (c->npeers == MAX_PEERS) {
+		set_err(c, "agent: more than %d agents in this run; %s/%u not followed", MAX_PEERS, o->name,
+			(unsigned)o->domid);
+		offer_failed(c, o->domid);
+		return;
+	}
+	struct peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->xen = true;
+	p->domid = o->domid;
+	p->agent_pid = o->agent_pid;
+	snprintf(p->domain, sizeof(p->domain), "%s", o->name);
+	snprintf(p->path, sizeof(p->path), "%s", o->path);
+	snprintf(p->tag, sizeof(p->tag), "%s", o->tag);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/ctl", o->path);
+	struct libxenvchan *v = libxenvchan_client_init(NULL, (int)o->domid, path);
+	if (!v) {
+		set_err(c, "agent of %s/%u: cannot connect to its control vchan %s: %s", o->name, (unsigned)o->domid,
+			path, strerror(errno ? errno : EIO));
+		offer_failed(c, o->domid);
+		free(p);
+		return;
+	}
+	xflow_ctl_conn_init_vchan(&p->conn, v);
+	p->connected = true;
+	p->state = PEER_HELLO;
+	p->deadline_ns = now + XEN_STEP_MS * 1000000ull;
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
+	c->peers[c->npeers++] = p;
+}
+
+/* Rescan xenstore when it changed: new offers, destroyed domains,
+ * agents that withdrew. */
+static void xen_tick(struct acoll *c, uint64_t now)
+{
+	if (!xen_discover_due(c->xd, now))
+		return;
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (!p->xen || p->gone)
+			continue;
+		if (!xen_discover_domain_alive(c->xd, p->domid)) {
+			snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: the domain is gone",
+				 p->agent_pid);
+			peer_drop(c, p, "the domain is gone");
+		} else if (!xen_discover_offer_present(c->xd, p->domid, p->tag)) {
+			snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: the agent withdrew",
+				 p->agent_pid);
+			peer_drop(c, p, "the agent withdrew its offer");
+		}
+	}
+	unsigned malformed = 0;
+	if (xen_discover_scan(c->xd, xen_found, c, &malformed) < 0)
+		set_err(c, "agent: cannot read xenstore: %s", strerror(errno));
+	else if (malformed)
+		c->bad_offers += malformed;
+}
+
+/* Take the HELLO of an agent found over Xen, connect its record vchan and
+ * send its plan. */
+static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
+{
+	struct xflow_ctl_msg *m = NULL;
+	char why[200];
+	int rc = xflow_ctl_recv(&p->conn, &m, 0);
+	if (rc == 0) {
+		if (now > p->deadline_ns)
+			xen_peer_fail(c, p, "no greeting in time");
+		return;
+	}
+	if (rc < 0) {
+		xen_peer_fail(c, p, p->conn.why ? p->conn.why : strerror(-rc));
+		return;
+	}
+	if (m->type == XFLOW_CTL_REPLY) {
+		snprintf(why, sizeof(why), "refused: %s", m->u.reply.message);
+		goto fail;
+	}
+	if (m->type != XFLOW_CTL_HELLO || m->u.hello.ring_offer != XFLOW_CTL_RING_VCHAN) {
+		snprintf(why, sizeof(why), "expected a HELLO offering a vchan, got %s", xflow_ctl_type_name(m->type));
+		goto fail;
+	}
+	const struct xflow_ctl_hello *h = &m->u.hello;
+	peer_take_hello(p, h);
+	agent_clock_from_hello(&p->agent_clock, h);
+	p->conv = h->clock == (uint16_t)c->clock.kind ? &c->clock : &p->agent_clock;
+	if (h->clock == XFLOW_CLOCK_MONOTONIC && h->base_ns)
+		p->offset_ns = (int64_t)(xflow_monotonic_ns() - h->base_ns);
+	xflow_ctl_msg_free(m);
+	m = NULL;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/rec", p->path);
+	p->rec = libxenvchan_client_init(NULL, (int)p->domid, path);
+	if (!p->rec) {
+		snprintf(why, sizeof(why), "cannot connect to its record vchan %s", path);
+		goto fail;
+	}
+	p->rec->blocking = 0;
+	p->ring_ok = true;
+	if (!(p->pc = plan_for(c, p))) {
+		snprintf(why, sizeof(why), "no plan: %.180s", c->err);
+		goto fail;
+	}
+	struct xflow_ctl_msg pm = { .type = XFLOW_CTL_PLAN_LOAD };
+	pm.u.plan_load.plan = p->pc->buf;
+	pm.u.plan_load.plan_len = (uint32_t)p->pc->len;
+	if ((rc = xflow_ctl_send_async(&p->conn, &pm))) {
+		snprintf(why, sizeof(why), "cannot send its plan: %s", strerror(-rc));
+		goto fail;
+	}
+	p->plan_seq = pm.seq;
+	p->state = PEER_PLAN;
+	p->deadline_ns = now + XEN_STEP_MS * 1000000ull;
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: weaving", p->agent_pid);
+	return;
+fail:
+	xflow_ctl_msg_free(m);
+	xen_peer_fail(c, p, why);
+}
+
+/* The answer to the plan of an agent over Xen. */
+static void xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
+{
+	struct xflow_ctl_msg *r = NULL;
+	int rc = xflow_ctl_flush(&p->conn);
+	if (rc >= 0)
+		while ((rc = peer_control(c, p, 0, &r)) > 0 && !r)
+			;
+	if (rc < 0) {
+		xen_peer_fail(c, p, p->conn.why ? p->conn.why : strerror(-rc));
+		return;
+	}
+	if (!r) {
+		if (now > p->deadline_ns)
+			xen_peer_fail(c, p, "no answer to its plan in time");
+		return;
+	}
+	const struct xflow_ctl_reply *rp = &r->u.reply;
+	char why[200];
+	p->installed = rp->u.plan.installed;
+	p->sites = rp->u.plan.sites;
+	if (rp->status) {
+		snprintf(why, sizeof(why), "refused the plan: %.150s", rp->message);
+		xflow_ctl_msg_free(r);
+		xen_peer_fail(c, p, why);
+		return;
+	}
+	if (rp->u.plan.nfailed)
+		set_err(c, "agent of %s/%u: %s; first failure: %s", p->domain, (unsigned)p->domid, rp->message,
+			rp->u.plan.failed[0].why);
+	xflow_ctl_msg_free(r);
+	p->state = PEER_LIVE;
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u", p->agent_pid,
+		 (unsigned)p->domid);
+	/* Aspects switched off before this agent came: off here too. */
+	for (uint32_t i = 0; i < c->naspects; i++) {
+		if (c->aspects[i].enabled)
+			continue;
+		struct xflow_ctl_msg m = { .type = XFLOW_CTL_ASPECT_SET };
+		m.u.aspect = (struct xflow_ctl_aspect_set){ .kind = (uint8_t)c->aspects[i].kind, .enabled = 0,
+							    .index = c->aspects[i].index };
+		xflow_ctl_send_async(&p->conn, &m);
+	}
+}
+
 /* ---- options ---------------------------------------------------------------------- */
 
 static int add_path(struct acoll *c, const char *path)
@@ -467,6 +725,10 @@ static int parse_options(struct acoll *c, const char *options)
 		return -ENOMEM;
 	char *save = NULL;
 	for (char *kv = strtok_r(c->opts, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(kv, "xen") || !strcmp(kv, "xen=1")) {
+			c->xen = true;
+			continue;
+		}
 		char *v = strchr(kv, '=');
 		if (!v || v == kv || !v[1]) {
 			set_err(c, "agent: option '%s' is not key=value", kv);
@@ -495,14 +757,14 @@ static int parse_options(struct acoll *c, const char *options)
 			}
 			c->timeout_ms = (int)ms;
 		} else {
-			set_err(c, "agent: unknown option '%s' (socket=, dir=, flows=, bin=, timeout=)", kv);
+			set_err(c, "agent: unknown option '%s' (socket=, dir=, xen, flows=, bin=, timeout=)", kv);
 			return -EINVAL;
 		}
 		if (rc)
 			return rc;
 	}
-	if (!c->npeers) {
-		set_err(c, "agent: no agent: give socket=PATH or dir=DIR");
+	if (!c->npeers && !c->xen) {
+		set_err(c, "agent: no agent: give socket=PATH, dir=DIR or xen");
 		return -EINVAL;
 	}
 	if (!c->nflows) {
@@ -577,6 +839,8 @@ static int agent_open(const char *options, struct xflow_collector **out, char *e
 	xflow_clock_init(&c->clock, 0);
 	if ((rc = parse_options(c, options)) || (rc = compile_flows(c)))
 		goto fail;
+	if (c->xen && (rc = xen_discover_open(&c->xd, c->err, sizeof(c->err))))
+		goto fail;
 	/* Greet everyone, then weave, then wait for all the plans: agents
 	 * install their probes in parallel. */
 	for (unsigned i = 0; i < c->npeers; i++)
@@ -602,33 +866,53 @@ static int agent_pollfds(struct xflow_collector *xc, int *fds, int max)
 	int n = 0;
 	for (unsigned i = 0; i < c->npeers; i++) {
 		struct peer *p = c->peers[i];
-		if (p->ring_ok && n < max && p->nt.base.ops->pollfd)
+		if (p->ring_ok && !p->xen && n < max && p->nt.base.ops->pollfd)
 			fds[n++] = p->nt.base.ops->pollfd(&p->nt.base);
 		if (p->connected && n < max)
 			fds[n++] = p->conn.fd;
+		if (p->rec && n < max)
+			fds[n++] = libxenvchan_fd_for_select(p->rec);
 	}
+	if (c->xd && n < max)
+		fds[n++] = xen_discover_fd(c->xd);
 	return n;
+}
+
+/* Check one record against what @p may say and hand it on. */
+static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record *r, xflow_collector_emit_fn emit,
+		      void *ctx)
+{
+	const struct xflow_plan_domain *d = p->pc ? &p->pc->plan->domains[0] : NULL;
+	/* An agent speaks for its own domain and plan only. */
+	if (r->domain_id != p->domid || !d || r->site_id >= d->nsites) {
+		p->bad++;
+		c->bad++;
+		return false;
+	}
+	uint64_t t = xflow_clock_to_ns(p->conv, r->timestamp) + (uint64_t)p->offset_ns;
+	if (p->xen && !p->offset_checked) {
+		/* A guest's clock may not be ours (its own boot, an offset
+		 * TSC): moved onto ours by its first record, which is fresh. */
+		int64_t skew = (int64_t)(xflow_monotonic_ns() - t);
+		if (skew > XEN_CLOCK_SKEW_NS || skew < -XEN_CLOCK_SKEW_NS) {
+			p->offset_ns += skew;
+			t += (uint64_t)skew;
+		}
+		p->offset_checked = true;
+	}
+	p->records++;
+	emit(ctx, r, t);
+	return true;
 }
 
 static long peer_read(struct acoll *c, struct peer *p, xflow_collector_emit_fn emit, void *ctx, size_t max)
 {
 	long done = 0;
-	const struct xflow_plan_domain *d = p->pc ? &p->pc->plan->domains[0] : NULL;
 	while ((size_t)done < max) {
 		size_t want = max - (size_t)done < POP_CHUNK ? max - (size_t)done : POP_CHUNK;
 		long n = xflow_ring_pop_records(&p->cons, c->buf, want);
-		for (long i = 0; i < n; i++) {
-			const struct xflow_record *r = &c->buf[i];
-			/* An agent speaks for its own domain and plan only. */
-			if (r->domain_id != p->domid || !d || r->site_id >= d->nsites) {
-				p->bad++;
-				c->bad++;
-				continue;
-			}
-			p->records++;
-			emit(ctx, r, xflow_clock_to_ns(p->conv, r->timestamp));
-			done++;
-		}
+		for (long i = 0; i < n; i++)
+			done += peer_emit(c, p, &c->buf[i], emit, ctx);
 		if (n < 0) {
 			char why[160];
 			snprintf(why, sizeof(why), "ring corrupt: %s; dropped", p->cons.corrupt_why);
@@ -642,32 +926,76 @@ static long peer_read(struct acoll *c, struct peer *p, xflow_collector_emit_fn e
 	return done;
 }
 
+/* The records of an agent over Xen: at most @max, whatever it sends. */
+static long peer_read_xen(struct acoll *c, struct peer *p, xflow_collector_emit_fn emit, void *ctx, size_t max)
+{
+	long done = 0;
+	while ((size_t)done < max) {
+		size_t want = max - (size_t)done < POP_CHUNK ? max - (size_t)done : POP_CHUNK;
+		long n = xflow_xen_rstream_read(p->rec, &p->rs, c->buf, want);
+		for (long i = 0; i < n; i++)
+			done += peer_emit(c, p, &c->buf[i], emit, ctx);
+		if (n < 0 || (n == 0 && p->gone)) {
+			/* Closed, garbage, or drained after the agent went. */
+			libxenvchan_close(p->rec);
+			p->rec = NULL;
+			p->ring_ok = false;
+			if (n == -EBADMSG) {
+				char why[160];
+				snprintf(why, sizeof(why), "sent %u bad records in a row (%s); dropped",
+					 XFLOW_XEN_MAX_BAD_RUN, p->rs.why ? p->rs.why : "?");
+				xen_peer_fail(c, p, why);
+			} else if (!p->gone) {
+				peer_drop(c, p, "its record vchan closed");
+			}
+			break;
+		}
+		if ((size_t)n < want)
+			break;
+	}
+	return done;
+}
+
 static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collector_emit_fn emit, void *ctx,
 		       size_t max)
 {
 	struct acoll *c = (struct acoll *)xc;
 	long total = 0;
+	if (c->xd)
+		xen_tick(c, now_ns);
 	/* Start with the next agent each call: a busy one must not starve
 	 * the others' rings (their records would reach the reorder window
 	 * late and split flows). */
 	unsigned first = c->npeers ? c->next_peer++ % c->npeers : 0;
 	for (unsigned k = 0; k < c->npeers; k++) {
 		struct peer *p = c->peers[(first + k) % c->npeers];
-		if (p->connected) {
-			int rc;
-			while ((rc = peer_control(c, p, 0, NULL)) > 0)
+		if (p->xen && p->connected && p->state == PEER_HELLO) {
+			xen_peer_hello(c, p, now_ns);
+			continue;
+		}
+		if (p->xen && p->connected && p->state == PEER_PLAN)
+			xen_peer_planned(c, p, now_ns);
+		if (p->xen && p->ring_ok) {
+			total += peer_read_xen(c, p, emit, ctx, max - (size_t)total);
+			if ((size_t)total >= max)
+				break;
+		}
+		if (p->connected && p->state == PEER_LIVE) {
+			int rc = xflow_ctl_flush(&p->conn);
+			int budget = 64; /* messages per call: a chatty agent cannot keep us */
+			while (rc >= 0 && budget-- > 0 && (rc = peer_control(c, p, 0, NULL)) > 0)
 				;
 			if (rc < 0)
 				peer_drop(c, p, rc == -ECONNRESET ? "went away" : p->conn.why ? p->conn.why : strerror(-rc));
 			else if (!p->stats_pending && now_ns - p->stats_sent_ns >= STATS_EVERY_NS) {
 				struct xflow_ctl_msg m = { .type = XFLOW_CTL_STATS };
-				if (xflow_ctl_send(&p->conn, &m, NULL, 0, 100) == 0) {
+				if (xflow_ctl_send_async(&p->conn, &m) == 0) {
 					p->stats_pending = true;
 					p->stats_sent_ns = now_ns;
 				}
 			}
 		}
-		if (p->ring_ok) {
+		if (p->ring_ok && !p->xen) {
 			if (p->nt.base.ops->ack)
 				p->nt.base.ops->ack(&p->nt.base);
 			long got = peer_read(c, p, emit, ctx, max - (size_t)total);
@@ -695,15 +1023,16 @@ static void agent_stats(struct xflow_collector *xc, struct xflow_collector_stats
 	for (unsigned i = 0; i < c->npeers; i++) {
 		struct peer *p = c->peers[i];
 		out->records += p->records;
-		out->drops += p->shm.base ? xflow_ring_dropped(&p->cons) : 0;
-		out->bad += p->bad + p->cons.bad_records;
+		out->drops += p->xen ? p->ring_dropped : p->shm.base ? xflow_ring_dropped(&p->cons) : 0;
+		out->bad += p->bad + p->cons.bad_records + p->rs.bad;
 	}
 	out->ndomains = c->npeers;
 }
 
 static struct peer *peer_of(struct acoll *c, uint16_t domain)
 {
-	for (unsigned i = 0; i < c->npeers; i++)
+	/* Newest first: an agent that came back speaks for its domain now. */
+	for (unsigned i = c->npeers; i-- > 0;)
 		if (c->peers[i]->domid == domain && c->peers[i]->pc)
 			return c->peers[i];
 	return NULL;
@@ -732,7 +1061,8 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 	struct peer *p = c->peers[i];
 	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = p->source,
 					   .targets = p->ntargets, .records = p->records,
-					   .drops = p->shm.base ? xflow_ring_dropped(&p->cons) : 0,
+					   .drops = p->xen ? p->ring_dropped
+						   : p->shm.base ? xflow_ring_dropped(&p->cons) : 0,
 					   .gone = p->gone };
 	return 0;
 }
@@ -788,14 +1118,14 @@ static int agent_aspect_set(struct xflow_collector *xc, uint32_t i, int enabled)
 	int rc = 0;
 	for (unsigned k = 0; k < c->npeers; k++) {
 		struct peer *p = c->peers[k];
-		if (!p->connected)
+		if (!p->connected || p->state != PEER_LIVE)
 			continue;
 		struct xflow_ctl_msg m = { .type = XFLOW_CTL_ASPECT_SET };
 		m.u.aspect = (struct xflow_ctl_aspect_set){ .kind = (uint8_t)a->kind, .enabled = (uint8_t)a->enabled,
 							    .index = a->index };
 		/* The agent applies it as soon as it reads it; its REPLY is
 		 * taken by read() like any other. */
-		int r = xflow_ctl_send(&p->conn, &m, NULL, 0, 200);
+		int r = p->xen ? xflow_ctl_send_async(&p->conn, &m) : xflow_ctl_send(&p->conn, &m, NULL, 0, 200);
 		if (r && !rc)
 			rc = r;
 	}
@@ -839,16 +1169,19 @@ static void agent_close(struct xflow_collector *xc)
 		if (!p->connected)
 			continue;
 		struct xflow_ctl_msg m = { .type = XFLOW_CTL_DETACH };
-		if (xflow_ctl_send(&p->conn, &m, NULL, 0, 500) == 0)
+		if ((p->xen ? xflow_ctl_send_async(&p->conn, &m) : xflow_ctl_send(&p->conn, &m, NULL, 0, 500)) == 0)
 			p->plan_seq = m.seq;
 		else
 			p->plan_seq = 0;
 	}
 	for (unsigned i = 0; i < c->npeers; i++) {
 		struct peer *p = c->peers[i];
-		uint64_t deadline = xflow_monotonic_ns() + 2000000000u;
+		/* A guest gets less patience than a local agent. */
+		uint64_t deadline = xflow_monotonic_ns() + (p->xen ? 500000000u : 2000000000u);
 		while (p->connected && p->plan_seq && xflow_monotonic_ns() < deadline) {
 			struct xflow_ctl_msg *m;
+			if (p->xen && xflow_ctl_flush(&p->conn) < 0)
+				break;
 			int rc = xflow_ctl_recv(&p->conn, &m, 100);
 			if (rc < 0)
 				break;
@@ -868,6 +1201,7 @@ static void agent_close(struct xflow_collector *xc)
 		free(c->cache[i].exe);
 		free(c->cache[i].what);
 	}
+	xen_discover_close(c->xd);
 	xflow_unit_free(c->unit);
 	free(c->aspects);
 	free(c->opts);
@@ -878,7 +1212,7 @@ const struct xflow_collector_ops xflow_collector_agent = {
 	.abi = XFLOW_COLLECTOR_ABI,
 	.name = "agent",
 	.help = "records from xflow-agents, woven live "
-		"(socket=PATH|dir=DIR,flows=FILE,bin=DOMAIN:PATH,timeout=MS)",
+		"(socket=PATH|dir=DIR|xen,flows=FILE,bin=DOMAIN:PATH,timeout=MS)",
 	.open = agent_open,
 	.pollfds = agent_pollfds,
 	.read = agent_read,

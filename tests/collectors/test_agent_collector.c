@@ -187,7 +187,7 @@ Test(agent_collector, hostile_greetings, .timeout = 60)
 	waitpid(a, NULL, 0);
 	/* Options. */
 	cr_expect_eq(ops->open("flows=x.xml", &c, err, sizeof(err)), -EINVAL);
-	cr_expect(strstr(err, "socket=PATH or dir=DIR"), "%s", err);
+	cr_expect(strstr(err, "socket=PATH, dir=DIR or xen"), "%s", err);
 	cr_expect_eq(ops->open("socket=/nonexistent", &c, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "flows=FILE"), "%s", err);
 	cr_expect_eq(ops->open("sockets=/x", &c, err, sizeof(err)), -EINVAL);
