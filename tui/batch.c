@@ -21,6 +21,10 @@ static void text_frame(struct xft_app *app)
 	printf("xflowtop - %s, iteration %lu%s%s\n", stamp, app->iteration, app->note ? " - " : "",
 	       app->note ? app->note : "");
 	xft_report_summary_text(app, stdout);
+	if (app->ndomains) {
+		printf("\nDOMAINS\n");
+		xft_report_domains_text(app, stdout, BATCH_WIDTH);
+	}
 	printf("\nHOPS\n");
 	xft_report_hops_text(app, stdout, BATCH_WIDTH, 0);
 	printf("\nSLOWEST FLOWS\n");

@@ -673,7 +673,7 @@ static void domains_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 				  "%4u %-11.11s %-*.*s %7" PRIu32 " %10" PRIu64 " %8.0f %7" PRIu64 " %5s",
 				  d->info.id, d->info.name ? d->info.name : "?", wsrc, wsrc,
 				  d->info.source ? d->info.source : app->src[d->src].spec, d->info.targets,
-				  d->info.records, d->per_s, d->info.drops, d->info.gone ? "gone" : "up");
+				  d->info.records, d->per_s, d->info.drops, d->info.gone ? "gone" : "live");
 	}
 }
 
