@@ -133,6 +133,7 @@ struct acoll {
 		int enabled;
 	} *aspects;
 	uint64_t bad, bad_offers;
+	int xen_step_ms;             /* timeout=, at most XEN_STEP_MS */
 	/* Over Xen: discovery, and the domains whose offer failed lately. */
 	bool xen;
 	struct xen_discover *xd;
@@ -522,7 +523,7 @@ static void xen_found(void *ctx, const struct xen_offer *o)
 	xflow_ctl_conn_init_vchan(&p->conn, v);
 	p->connected = true;
 	p->state = PEER_HELLO;
-	p->deadline_ns = now + XEN_STEP_MS * 1000000ull;
+	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
 	c->peers[c->npeers++] = p;
 }
@@ -608,7 +609,7 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	}
 	p->plan_seq = pm.seq;
 	p->state = PEER_PLAN;
-	p->deadline_ns = now + XEN_STEP_MS * 1000000ull;
+	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: weaving", p->agent_pid);
 	return;
 fail:
@@ -839,6 +840,7 @@ static int agent_open(const char *options, struct xflow_collector **out, char *e
 	xflow_clock_init(&c->clock, 0);
 	if ((rc = parse_options(c, options)) || (rc = compile_flows(c)))
 		goto fail;
+	c->xen_step_ms = c->timeout_ms < XEN_STEP_MS ? c->timeout_ms : XEN_STEP_MS;
 	if (c->xen && (rc = xen_discover_open(&c->xd, c->err, sizeof(c->err))))
 		goto fail;
 	/* Greet everyone, then weave, then wait for all the plans: agents

@@ -23,7 +23,7 @@ static void text_frame(struct xft_app *app)
 	xft_report_summary_text(app, stdout);
 	if (app->ndomains) {
 		printf("\nDOMAINS\n");
-		xft_report_domains_text(app, stdout, BATCH_WIDTH);
+		xft_report_domains_text(app, stdout);
 	}
 	printf("\nHOPS\n");
 	xft_report_hops_text(app, stdout, BATCH_WIDTH, 0);

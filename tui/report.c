@@ -172,18 +172,15 @@ void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables)
 		fprintf(f, "unknown event %#010" PRIx32 ": %" PRIu64 "\n", hv->unknown[i].event, hv->unknown[i].count);
 }
 
-void xft_report_domains_text(struct xft_app *app, FILE *f, int width)
+void xft_report_domains_text(struct xft_app *app, FILE *f)
 {
-	int wsrc = width - (5 + 12 + 6 + 8 + 11 + 8 + 8);
-	if (wsrc < 10)
-		wsrc = 10;
 	fprintf(f, "%4s %-11s %-5s %7s %10s %7s %7s %s\n", "ID", "NAME", "STATE", "TARGETS", "RECORDS", "REC/S",
 		"DROPS", "SOURCE");
 	for (unsigned d = 0; d < app->ndomains; d++) {
 		const struct xft_domain_row *r = &app->domains[d];
-		fprintf(f, "%4u %-11.11s %-5s %7" PRIu32 " %10" PRIu64 " %7.0f %7" PRIu64 " %.*s\n", r->info.id,
+		fprintf(f, "%4u %-11.11s %-5s %7" PRIu32 " %10" PRIu64 " %7.0f %7" PRIu64 " %s\n", r->info.id,
 			r->info.name ? r->info.name : "?", r->info.gone ? "gone" : "live", r->info.targets,
-			r->info.records, r->per_s, r->info.drops, wsrc,
+			r->info.records, r->per_s, r->info.drops,
 			r->info.source ? r->info.source : app->src[r->src].spec);
 	}
 }

@@ -17,8 +17,8 @@
 void xft_report_hops_text(struct xft_app *app, FILE *f, int width, size_t max);
 void xft_report_flows_text(struct xft_app *app, FILE *f, int width, size_t max);
 /* The domains the collectors see: id, name, live or gone, counts, how
- * each is reached. */
-void xft_report_domains_text(struct xft_app *app, FILE *f, int width);
+ * each is reached (in full, last). */
+void xft_report_domains_text(struct xft_app *app, FILE *f);
 /* A flow's path as the paper's Table 2. */
 void xft_report_path_text(struct xft_app *app, FILE *f, const struct xft_flow_row *r);
 /* The summary lines (like the TUI's header, for files). */

@@ -1,0 +1,127 @@
+#!/bin/sh
+# Issue 9 without Xen: the Xen transport end to end on the simulated
+# toolstack (sim/xenlibs: libxenstore, libxenevtchn, libxengnttab stand-ins
+# under the real libxenvchan).  A "domain" 5 named linuxU runs the simulated
+# host's programs and an xflow-agent that, finding xenstore, takes the Xen
+# transport by itself; xflowtop -b in "dom0" finds it through xenstore and
+# shows linuxU's hops.  Then the domain is destroyed (its processes killed,
+# then simxen domain-destroy): the monitor says linuxU is gone and goes on;
+# a new domain 6, also linuxU, with a new agent is followed by the same
+# monitor, whose flow count grows again.
+BUILD=${BUILD:-build}
+SIMXEN=$BUILD/sim/xenlibs/simxen
+SIMDIR=${XENSIM_DIR:-$BUILD/sim}
+for b in "$SIMXEN" "$BUILD/bin/xflow-agent" "$BUILD/bin/xflowtop" "$BUILD/bin/xensim"; do
+	[ -x "$b" ] || { echo "missing $b"; exit 77; }
+done
+# Sanitized domains are not the code the flows were written against: a
+# sanitized build traces the plain build's domains (as agent_flows.sh).
+if [ "$BUILD" != build ]; then
+	[ -x build/sim/linuxU ] && [ -x build/bin/xensim ] ||
+		{ echo "sanitized domains cannot be woven; build the plain tree first (make)"; exit 77; }
+	XENSIM=build/bin/xensim
+	export XENSIM_DIR="$(pwd)/build/sim"
+else
+	XENSIM=$BUILD/bin/xensim
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/xen-sim.XXXXXX")
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
+	[ -n "$SIM1" ] && kill -TERM "$SIM1" 2>/dev/null
+	[ -n "$SIM2" ] && kill -TERM "$SIM2" 2>/dev/null
+	wait 2>/dev/null
+	[ -n "$KEEP" ] && echo "kept $T" || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() {
+	echo "FAIL: $*"
+	for f in "$T"/*.log "$T"/top.err; do [ -s "$f" ] && { echo "--- $f"; tail -15 "$f"; }; done
+	exit 1
+}
+
+export XFLOW_SIMXEN_DIR="$T/xen"
+export LD_LIBRARY_PATH="$BUILD/sim/xenlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+"$SIMXEN" "$XFLOW_SIMXEN_DIR" init >/dev/null || fail "simxen init"
+
+# One guest domain: the simulated host's programs and an agent on linuxU.
+guest_up() { # DOMID LOGNAME
+	"$SIMXEN" "$XFLOW_SIMXEN_DIR" domain-create "$1" linuxU >/dev/null || fail "domain-create $1"
+	"$XENSIM" --domains "$T/doms$1" --guests 1 --rate 200 --duration 120 >"$T/xensim$1.log" 2>&1 &
+	sim=$!
+	i=0
+	until pid=$(awk -F'\t' '$2 == "linuxU" {print $3}' "$T/doms$1" 2>/dev/null) && [ -n "$pid" ]; do
+		i=$((i + 1)); [ $i -lt 150 ] || fail "xensim did not list its domains"
+		sleep 0.1
+	done
+	XFLOW_SIMXEN_DOMID=$1 "$BUILD/bin/xflow-agent" --pid "$pid" -v 2>"$T/agent$1.log" &
+	PIDS="$PIDS $!"
+	LAST_AGENT=$!
+	LAST_SIM=$sim
+}
+
+guest_up 5
+SIM1=$LAST_SIM AGENT1=$LAST_AGENT
+XFLOW_SIMXEN_DOMID=0 timeout -s TERM 90 "$BUILD/bin/xflowtop" -b -d 1 -n 16 \
+	--collector "agent:xen,flows=flows/netflow.xml" >"$T/top.out" 2>"$T/top.err" &
+TOP=$!
+PIDS="$PIDS $TOP"
+
+# Wait for iteration N of the batch output.
+iteration() {
+	i=0
+	until grep -q "iteration $1\b" "$T/top.out" 2>/dev/null; do
+		kill -0 "$TOP" 2>/dev/null || fail "xflowtop stopped before iteration $1"
+		i=$((i + 1)); [ $i -lt 300 ] || fail "no iteration $1 within 30 s"
+		sleep 0.1
+	done
+}
+# The lines of iteration N's SECTION table.
+table() { # N SECTION
+	awk -v it="iteration $1" -v sec="$2" '
+		index($0, "xflowtop - ") == 1 { on = index($0, it " ") || substr($0, length($0) - length(it) + 1) == it }
+		on && $0 == sec { t = 1; next }
+		on && t && $0 == "" { t = 0 }
+		on && t { print }' "$T/top.out"
+}
+flows_started() { # N
+	awk -v it="iteration $1" 'index($0, "xflowtop - ") == 1 { on = index($0, it " ") || substr($0, length($0) - length(it) + 1) == it }
+		on && /^flows: started/ { sub(/^flows: started /, ""); sub(/,.*/, ""); print; exit }' "$T/top.out"
+}
+
+iteration 5
+grep -q "transport xen" "$T/agent5.log" || fail "the agent did not choose the Xen transport by itself"
+table 5 DOMAINS | grep -Eq '^ +5 linuxU +live' || fail "iteration 5: linuxU (domain 5) not live: $(table 5 DOMAINS)"
+hops=$(table 5 HOPS | awk '$1 ~ /^linuxU:/ && $2 ~ /^linuxU:/ && $3 > 0' | wc -l)
+[ "$hops" -ge 3 ] || fail "iteration 5: fewer than 3 linuxU hops with counts: $(table 5 HOPS)"
+grep -q "via vchan" "$T/top.out" || fail "the domain is not reached via vchan"
+echo "domain 5: $hops linuxU hops over vchan"
+
+# The domain dies: nothing in it runs any more, then the toolstack forgets it.
+kill -KILL "$AGENT1" 2>/dev/null
+kill -TERM "$SIM1" 2>/dev/null
+"$SIMXEN" "$XFLOW_SIMXEN_DIR" domain-destroy 5 >/dev/null || fail "domain-destroy 5"
+destroyed_at=$(grep -c "^xflowtop - " "$T/top.out")
+iteration $((destroyed_at + 2))
+n=$((destroyed_at + 2))
+table $n DOMAINS | grep -Eq '^ +5 linuxU +gone' || fail "iteration $n: domain 5 not reported gone: $(table $n DOMAINS)"
+kill -0 "$TOP" 2>/dev/null || fail "xflowtop stopped when the domain went"
+before=$(flows_started $n)
+echo "domain 5 gone at iteration $n with $before flows started"
+
+# It comes back as domain 6, with a new agent; the same monitor follows.
+guest_up 6
+SIM2=$LAST_SIM
+iteration $((n + 6))
+m=$((n + 6))
+table $m DOMAINS | grep -Eq '^ +6 linuxU +live' || fail "iteration $m: domain 6 not live: $(table $m DOMAINS)"
+table $m DOMAINS | grep -Eq '^ +5 linuxU +gone' || fail "iteration $m: domain 5 no longer listed gone"
+after=$(flows_started $m)
+[ "$after" -gt "$before" ] || fail "no new flows from domain 6 ($before then $after)"
+echo "domain 6 followed: $after flows started by iteration $m"
+wait "$TOP"
+rc=$?
+[ $rc -eq 0 ] || fail "xflowtop exited with $rc"
+echo "PASS"
