@@ -29,7 +29,7 @@ int xen_discover_open(struct xen_discover **out, char *err, size_t errlen)
 	d->xs = xs_open(0);
 	if (!d->xs) {
 		int e = errno ? errno : ENOENT;
-		snprintf(err, errlen, "no xenstore (%s): xen= needs dom0 of a Xen host", strerror(e));
+		snprintf(err, errlen, "agent:xen: no xenstore (%s); run it in dom0 of a Xen host", strerror(e));
 		free(d);
 		return -e;
 	}
