@@ -49,3 +49,8 @@ all: $(XENLIBS) $(XENLIBS_TOOL)
 sim: $(XENLIBS) $(XENLIBS_TOOL)
 .PHONY: xenlibs
 xenlibs: $(XENLIBS) $(XENLIBS_TOOL)
+
+# The sim test runner re-executes itself on these (tests/sim/simxen_test.h).
+$(TESTDIR)/sim.test: | $(XENLIBS) $(XENLIBS_TOOL)
+
+TEST_SCRIPTS += tests/sim/sim_xenlibs_abi.sh
