@@ -1,0 +1,208 @@
+#!/bin/sh
+# make xen-check: boot Debian 12's Xen 4.17 in QEMU (TCG) with a Debian dom0
+# and a small PV domU, install this build into both, and run dom0-run.sh in
+# dom0: a real xentrace capture checked against xenalyze (phase A), then
+# records over the Xen transport from an agent in the domU to xflowtop in
+# dom0, through a destroy and re-create of the domU (phase B).
+#
+# Images are built once and cached (build-images.sh); each run passes its
+# binaries and scripts through a 9p share.  Prints the time of every phase.
+#
+# Exit status: 0 passed, 1 failed.  When it cannot run here (no QEMU
+# package, no archive, no root to build the images...) it prints SKIPPED
+# and why, and exits 0, or 1 with XENLAB_REQUIRE=1.
+#
+# Knobs: XENLAB_CACHE (default $XDG_CACHE_HOME/xflowtop-xenlab or
+# ~/.cache/xflowtop-xenlab), XENLAB_TIMEOUT (seconds for the boot and the
+# test, default 600; dom0's own watchdog fires at 420), XENLAB_KEEP=1
+# (keep the run's directory).
+set -u
+. "$(dirname "$0")/lib.sh"
+T0=$(now)
+TIMEOUT=${XENLAB_TIMEOUT:-600}
+
+run=
+qpid=
+bpid=
+partial=
+cleanup() {
+	trap - EXIT INT TERM
+	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
+		kill "$qpid" 2>/dev/null
+		n=0
+		while kill -0 "$qpid" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+		kill -KILL "$qpid" 2>/dev/null
+	fi
+	if [ -n "$bpid" ] && kill -0 "$bpid" 2>/dev/null; then
+		kill "$bpid" 2>/dev/null
+		wait "$bpid" 2>/dev/null
+	fi
+	[ -n "$partial" ] && rm -rf --one-file-system "$partial"
+	if [ -n "$run" ]; then
+		if [ "${XENLAB_KEEP:-0}" = 1 ]; then say "kept $run"; else rm -rf "$run"; fi
+	fi
+}
+trap cleanup EXIT
+trap 'say "interrupted"; exit 130' INT
+trap 'say "terminated"; exit 143' TERM
+
+skipped() {
+	say "SKIPPED: $*"
+	[ "${XENLAB_REQUIRE:-0}" = 1 ] && exit 1
+	exit 0
+}
+
+# Host packages.
+"$XL_DIR/host-deps.sh"
+case $? in 0) ;; "$XL_SKIP") skipped "host packages missing (see above)" ;; *) exit 1 ;; esac
+
+# Images: reused when the key (package list + the scripts that shape the
+# images) is unchanged.  The lock keeps two runs from building at once.
+croot=$(xl_cache_root)
+key=$(xl_cache_key)
+img=$croot/img-$key
+mkdir -p "$croot" || skipped "cannot create the cache $croot"
+exec 9>"$croot/lock"
+flock -w 1800 9 || die "the cache $croot stays locked"
+t=$(now)
+if [ -f "$img/complete" ]; then
+	say "cache: reused $img ($(du -sh "$img" | cut -f1), built $(cat "$img/complete"))"
+	T_IMAGE="reused"
+else
+	say "cache: building $img"
+	partial=$croot/img-$key.partial.$$
+	"$XL_DIR/build-images.sh" "$partial" &
+	bpid=$!
+	wait "$bpid"
+	rc=$?
+	bpid=
+	case $rc in 0) ;; "$XL_SKIP") skipped "the images cannot be built here (see above)" ;; *) die "building the images failed" ;; esac
+	date '+%Y-%m-%d %H:%M' >"$partial/complete"
+	mv "$partial" "$img"
+	partial=
+	# Only the current key's images are worth their disk space.
+	for d in "$croot"/img-*; do
+		[ "$d" = "$img" ] || rm -rf --one-file-system "$d"
+	done
+	T_IMAGE="$(elapsed "$t") s"
+	say "cache: built in $T_IMAGE, $(du -sh "$img" | cut -f1)"
+fi
+exec 9>&-
+say "image: $(tr '\n' ' ' <"$img/versions")"
+
+# This run: the project installed as Debian would (PREFIX=/usr), the
+# domU's initramfs, the test scripts, all in the share.
+t=$(now)
+run=$(mktemp -d "${TMPDIR:-/tmp}/xflow-xenlab.XXXXXX") || die "mktemp"
+x=$run/xchg
+mkdir -p "$x/out"
+${MAKE:-make} -s --no-print-directory install PREFIX=/usr DESTDIR="$x/install" >"$run/install.log" 2>&1 ||
+	{ cat "$run/install.log" >&2; die "make install failed"; }
+rm -rf "$x/install/usr/share/man"
+elfs=$(find "$x/install" -type f -perm -u+x)
+# shellcheck disable=SC2086
+"$XL_DIR/libdeps.sh" "$img/domu/lib" $elfs >/dev/null ||
+	die "the project needs libraries the image lacks: add their runtime packages to scripts/xenlab/packages"
+"$XL_DIR/domu-initrd.sh" "$img" "$x/install" "$x/domu.cpio.gz" || die "cannot assemble the domU's initramfs"
+cp "$XL_DIR/dom0-run.sh" "$XL_DIR/batch.awk" "$x/"
+T_INSTALL=$(elapsed "$t")
+say "install: this build into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB, $T_INSTALL s"
+
+# Boot.  NOTES.md's settings: TCG (this machine's KVM cannot run Xen), Xen
+# by QEMU's multiboot loader with dom0's kernel and initrd as modules, and
+# smap=0 smep=0, without which dom0 faults at once under TCG.  The disk is
+# a snapshot, so the cached image never changes; QEMU keeps the snapshot's
+# overlay in TMPDIR, which is the run's directory.
+KVER=$(cat "$img/kver")
+log=$run/serial.log
+: >"$log"
+say "boot: QEMU (TCG, 2 vcpus, 2 GiB), Xen 4.17, dom0 $KVER; serial console in $log"
+TMPDIR=$run qemu-system-x86_64 -machine pc,accel=tcg -cpu max -smp 2 -m 2048 \
+	-nodefaults -display none -no-reboot -serial "file:$log" \
+	-kernel "$img/xen" \
+	-append "console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=2 loglvl=all guest_loglvl=all smap=0 smep=0" \
+	-initrd "$img/vmlinuz root=/dev/vda rw rootfstype=ext4 console=hvc0 earlyprintk=xen,$img/dom0-initrd.gz" \
+	-drive "file=$img/dom0.ext4,format=raw,if=virtio,snapshot=on" \
+	-virtfs "local,path=$x,mount_tag=xchg,security_model=none,id=xchg" \
+	>"$run/qemu.log" 2>&1 &
+qpid=$!
+tb=$(now)
+
+# Follow the console: print each "xenlab:" line with its time since QEMU
+# started, note the phase marks, give up at the deadline.
+seen=0
+T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_DONE=
+timed_out=0
+while :; do
+	alive=1
+	kill -0 "$qpid" 2>/dev/null || alive=0
+	lines=$(wc -l <"$log")
+	if [ "$lines" -gt "$seen" ]; then
+		sed -n "$((seen + 1)),${lines}p" "$log" | tr -d '\r' | grep '^xenlab: ' >"$run/new"
+		seen=$lines
+		while IFS= read -r l; do
+			e=$(elapsed "$tb")
+			printf 'xen-check: [%6s s] %s\n' "$e" "${l#xenlab: }" >&2
+			case $l in
+			*"xenstored up"*) T_XS=$e ;;
+			*"domU running"*) T_DOMU=$e ;;
+			*"phase A: trace"*) T_A0=$e ;;
+			*"phase A done"*) T_A1=$e ;;
+			*"phase B: xflowtop"*) T_B0=$e ;;
+			*"phase B done"*) T_B1=$e ;;
+			*"test done"*) T_DONE=$e ;;
+			esac
+		done <"$run/new"
+	fi
+	[ $alive = 1 ] || break
+	if [ "$(elapsed "$tb" | cut -d. -f1)" -ge "$TIMEOUT" ]; then
+		timed_out=1
+		say "deadline: QEMU still running after $TIMEOUT s; stopping it"
+		kill "$qpid"
+		break
+	fi
+	sleep 0.5
+done
+wait "$qpid" 2>/dev/null
+qrc=$?
+qpid=
+T_END=$(elapsed "$tb")
+
+# The phases' times.
+span() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f s", b - a }' || echo "-"; }
+say "times: image $T_IMAGE; install $T_INSTALL s; boot to xenstored ${T_XS:--} s;" \
+	"domU running $(span "$T_XS" "$T_DOMU"); phase A $(span "$T_A0" "$T_A1"); phase B $(span "$T_B0" "$T_B1");" \
+	"shutdown $(span "$T_DONE" "$T_END"); total $(elapsed "$T0") s"
+
+# Results.
+res=$x/out/result
+fail=0
+[ $timed_out = 1 ] && { say "FAIL: timed out"; fail=1; }
+grep -q '^A PASS' "$res" 2>/dev/null || fail=1
+grep -q '^B \(PASS\|SKIP\)' "$res" 2>/dev/null || fail=1
+[ -f "$res" ] && sed 's/^/xen-check: phase /' "$res" >&2
+# A count line of the plain form test logs are read for: the two phases.
+np=$(grep -c '^[AB] PASS' "$res" 2>/dev/null)
+ns=$(grep -c '^[AB] SKIP' "$res" 2>/dev/null)
+echo "xen-check: ${np:-0} passed, $((2 - ${np:-0} - ${ns:-0})) failed, ${ns:-0} skipped"
+if [ $fail = 0 ]; then
+	say "PASSED"
+	exit 0
+fi
+[ -f "$res" ] || say "no results from dom0 (QEMU exit status $qrc; $(cat "$run/qemu.log"))"
+# A post-mortem: the run's logs (and the trace, kept by dom0 only when
+# phase A failed) survive in the cache, replacing the previous one.
+pm=$croot/postmortem
+rm -rf "$pm"
+mkdir -p "$pm"
+cp -r "$x/out/." "$pm/" 2>/dev/null
+cp "$log" "$run/qemu.log" "$pm/"
+say "serial console, last lines:"
+tail -n 25 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
+for f in dom0.log domu-console.log xflowtop.err xentrace.diff; do
+	[ -s "$pm/$f" ] || continue
+	say "$f, last lines:"
+	tail -n 25 "$pm/$f" | sed 's/^/  | /' >&2
+done
+say "FAILED; logs in $pm"
+exit 1
