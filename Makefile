@@ -7,6 +7,7 @@
 #   make fuzz            build the libFuzzer targets with clang and run each
 #                        for FUZZ_TIME seconds (default 60; 600 for a release)
 #   make install PREFIX=/usr/local [DESTDIR=...]
+#   make xen-check       boot Xen 4.17 in QEMU, test on it (optional; README)
 #
 # Knobs: WERROR=1 (default; 0 to keep going on warnings), SAN=address,undefined
 # (sanitized build in its own tree), CC=clang, V=1 (show commands).
@@ -115,7 +116,7 @@ $(LIBDIR)/%.a:
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-.PHONY: all check bench fuzz run install clean help man-lint
+.PHONY: all check bench fuzz run install clean help man-lint xen-check
 all: $(BINS)
 
 check: all $(TEST_SUITES) $(TEST_PROGS)
@@ -141,6 +142,10 @@ install: all
 		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
 	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows
 	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/
+
+# Optional: real Xen in QEMU, images cached (scripts/xenlab/xen-check.sh).
+xen-check: all
+	$(Q)MAKE="$(MAKE)" scripts/xenlab/xen-check.sh
 
 clean:
 	rm -rf build build-san build-fuzz build-bench
