@@ -316,9 +316,11 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	pid_t pids[N];
 	for (unsigned i = 0; i < N; i++) {
 		sx("domain-create %u %s", 3 + i, names[i]);
-		pids[i] = guest(3 + i, bin, kinds[i], 12);
+		pids[i] = guest(3 + i, bin, kinds[i], 20);
 	}
-	snprintf(opts, sizeof(opts), "xen,flows=%s,timeout=2000", flows);
+	/* Greeting and plan deadlines of 4 s: the silent ones are given up
+	 * within the run, a loaded machine does not fail the good one. */
+	snprintf(opts, sizeof(opts), "xen,flows=%s,timeout=4000", flows);
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
 	struct xflow_collector *c;
 	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
@@ -326,15 +328,18 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	/* The first seconds: every guest starts at once and they all write
 	 * xenstore together, which the simulated xenstore serialises slowly.
 	 * Then the hostile ones do their worst, and that is what is timed. */
-	uint64_t start = pump(ops, c, &y, 4000);
+	uint64_t start = pump(ops, c, &y, 6000);
 	unsigned long good_then = y.by_dom[3];
 	uint64_t worst = pump(ops, c, &y, 3000);
+	struct xflow_domain_info gi = { .source = "(not listed)" };
+	find_domain(ops, c, 3, &gi);
 	struct xflow_collector_stats st;
 	ops->stats(c, &st);
-	cr_log_info("good guest: %lu records after 4 s, %lu after 7 s; longest read() %.1f ms while the hostile "
+	cr_log_info("good guest: %lu records after 6 s, %lu after 9 s; longest read() %.1f ms while the hostile "
 		    "guests act (%.1f ms at start-up); %lu bad",
 		    good_then, y.by_dom[3], worst / 1e6, start / 1e6, (unsigned long)st.bad);
-	cr_expect_gt(good_then, 100, "the good guest's records did not arrive (%lu)", good_then);
+	cr_expect_gt(good_then, 100, "the good guest's records did not arrive (%lu): %s; last error: %s", good_then,
+		     gi.source, ops->last_error(c) ? ops->last_error(c) : "none");
 	cr_expect_gt(y.by_dom[3], good_then + 100, "the good guest's records stopped: %lu then %lu", good_then,
 		     y.by_dom[3]);
 	/* Under a sanitizer and on a loaded machine a read may be slow, but
@@ -373,20 +378,30 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	host_down();
 }
 
-Test(xen_transport, a_destroyed_domain_is_gone_and_its_successor_followed, .timeout = 120)
+/* Read until domain @dom delivered more than @n records, at most 20 s: a
+ * loaded machine (the sanitizers, the other tests) is slow to start. */
+static void pump_until(const struct xflow_collector_ops *ops, struct xflow_collector *c, struct tally *y,
+		       uint16_t dom, unsigned long n)
+{
+	for (int i = 0; i < 100 && y->by_dom[dom] <= n; i++)
+		pump(ops, c, y, 200);
+}
+
+Test(xen_transport, a_destroyed_domain_is_gone_and_its_successor_followed, .timeout = 150)
 {
 	host_up();
 	char flows[160], opts[400], err[1024];
 	const char *bin = setup(flows, sizeof(flows));
 	sx("domain-create 3 linuxU");
-	pid_t a = guest(3, bin, GOOD, 30);
-	snprintf(opts, sizeof(opts), "xen,flows=%s,timeout=2000", flows);
+	pid_t a = guest(3, bin, GOOD, 60);
+	snprintf(opts, sizeof(opts), "xen,flows=%s", flows);
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
 	struct xflow_collector *c;
 	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
 	struct tally y = { { 0 } };
-	pump(ops, c, &y, 2000);
-	cr_expect_gt(y.by_dom[3], 50, "no records from the first guest");
+	pump_until(ops, c, &y, 3, 50);
+	cr_assert_gt(y.by_dom[3], 50, "no records from the first guest: %s",
+		     ops->last_error(c) ? ops->last_error(c) : "no error");
 	struct xflow_domain_info di;
 	cr_assert_eq(find_domain(ops, c, 3, &di), 0);
 	cr_expect_eq(di.gone, 0);
@@ -395,14 +410,15 @@ Test(xen_transport, a_destroyed_domain_is_gone_and_its_successor_followed, .time
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
 	sx("domain-destroy 3");
-	pump(ops, c, &y, 1000);
+	for (int i = 0; i < 50 && !(find_domain(ops, c, 3, &di) == 0 && di.gone); i++)
+		pump(ops, c, &y, 200);
 	cr_assert_eq(find_domain(ops, c, 3, &di), 0);
 	cr_expect_eq(di.gone, 1, "the destroyed domain is not reported gone: %s", di.source);
 	cr_expect(strstr(di.source, "gone"), "%s", di.source);
 	/* It comes back as a new domain of the same name. */
 	sx("domain-create 4 linuxU");
-	pid_t b = guest(4, bin, GOOD, 30);
-	pump(ops, c, &y, 3000);
+	pid_t b = guest(4, bin, GOOD, 60);
+	pump_until(ops, c, &y, 4, 50);
 	cr_expect_gt(y.by_dom[4], 50, "the new guest's records did not arrive (%lu)", y.by_dom[4]);
 	cr_assert_eq(find_domain(ops, c, 4, &di), 0);
 	cr_expect_str_eq(di.name, "linuxU");
