@@ -15,7 +15,8 @@
 # Knobs: XENLAB_CACHE (default $XDG_CACHE_HOME/xflowtop-xenlab or
 # ~/.cache/xflowtop-xenlab), XENLAB_TIMEOUT (seconds for the boot and the
 # test, default 600; dom0's own watchdog fires at 420), XENLAB_KEEP=1
-# (keep the run's directory).
+# (keep the run's directory), XENLAB_CPU (QEMU's CPU model, default
+# Nehalem, see below).
 set -u
 . "$(dirname "$0")/lib.sh"
 T0=$(now)
@@ -95,7 +96,7 @@ say "image: $(tr '\n' ' ' <"$img/versions")"
 t=$(now)
 run=$(mktemp -d "${TMPDIR:-/tmp}/xflow-xenlab.XXXXXX") || die "mktemp"
 x=$run/xchg
-mkdir -p "$x/out"
+mkdir -p "$x"
 ${MAKE:-make} -s --no-print-directory install PREFIX=/usr DESTDIR="$x/install" >"$run/install.log" 2>&1 ||
 	{ cat "$run/install.log" >&2; die "make install failed"; }
 rm -rf "$x/install/usr/share/man"
@@ -113,83 +114,118 @@ say "install: this build into the share, domU initramfs $(($(wc -c <"$x/domu.cpi
 # smap=0 smep=0, without which dom0 faults at once under TCG.  The disk is
 # a snapshot, so the cached image never changes; QEMU keeps the snapshot's
 # overlay in TMPDIR, which is the run's directory.
+# The CPU model is an Intel one, not NOTES.md's "max" (an AMD model under
+# TCG): with "max", dom0's user space met random memory corruption (xl
+# aborting on a mutex, mawk's heap, a config file read as garbage) in most
+# boots, single-threaded TCG and global-pages=0 alike; with Nehalem, for
+# which Xen enables XPTI (a full TLB flush at every guest kernel/user
+# switch), a stress of domU creates, traces and destroys beside busy
+# processes showed none.
+QCPU=${XENLAB_CPU:-Nehalem}
 KVER=$(cat "$img/kver")
 log=$run/serial.log
-: >"$log"
-say "boot: QEMU (TCG, 2 vcpus, 2 GiB), Xen 4.17, dom0 $KVER; serial console in $log"
-TMPDIR=$run qemu-system-x86_64 -machine pc,accel=tcg -cpu max -smp 2 -m 2048 \
-	-nodefaults -display none -no-reboot -serial "file:$log" \
-	-kernel "$img/xen" \
-	-append "console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=2 loglvl=all guest_loglvl=all smap=0 smep=0" \
-	-initrd "$img/vmlinuz root=/dev/vda rw rootfstype=ext4 console=hvc0 earlyprintk=xen,$img/dom0-initrd.gz" \
-	-drive "file=$img/dom0.ext4,format=raw,if=virtio,snapshot=on" \
-	-virtfs "local,path=$x,mount_tag=xchg,security_model=none,id=xchg" \
-	>"$run/qemu.log" 2>&1 &
-qpid=$!
-tb=$(now)
-
-# Follow the console: print each "xenlab:" line with its time since QEMU
-# started, note the phase marks, give up at the deadline.
-seen=0
-T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_DONE=
-timed_out=0
-while :; do
-	alive=1
-	kill -0 "$qpid" 2>/dev/null || alive=0
-	lines=$(wc -l <"$log")
-	if [ "$lines" -gt "$seen" ]; then
-		sed -n "$((seen + 1)),${lines}p" "$log" | tr -d '\r' | grep '^xenlab: ' >"$run/new"
-		seen=$lines
-		while IFS= read -r l; do
-			e=$(elapsed "$tb")
-			printf 'xen-check: [%6s s] %s\n' "$e" "${l#xenlab: }" >&2
-			case $l in
-			*"xenstored up"*) T_XS=$e ;;
-			*"domU running"*) T_DOMU=$e ;;
-			*"phase A: trace"*) T_A0=$e ;;
-			*"phase A done"*) T_A1=$e ;;
-			*"phase B: xflowtop"*) T_B0=$e ;;
-			*"phase B done"*) T_B1=$e ;;
-			*"test done"*) T_DONE=$e ;;
-			esac
-		done <"$run/new"
-	fi
-	[ $alive = 1 ] || break
-	if [ "$(elapsed "$tb" | cut -d. -f1)" -ge "$TIMEOUT" ]; then
-		timed_out=1
-		say "deadline: QEMU still running after $TIMEOUT s; stopping it"
-		kill "$qpid"
-		break
-	fi
-	sleep 0.5
-done
-wait "$qpid" 2>/dev/null
-qrc=$?
-qpid=
-T_END=$(elapsed "$tb")
-
-# The phases' times.
-span() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f s", b - a }' || echo "-"; }
-say "times: image $T_IMAGE; install $T_INSTALL s; boot to xenstored ${T_XS:--} s;" \
-	"domU running $(span "$T_XS" "$T_DOMU"); phase A $(span "$T_A0" "$T_A1"); phase B $(span "$T_B0" "$T_B1");" \
-	"shutdown $(span "$T_DONE" "$T_END"); total $(elapsed "$T0") s"
-
-# Results.
 res=$x/out/result
-fail=0
-[ $timed_out = 1 ] && { say "FAIL: timed out"; fail=1; }
-grep -q '^A PASS' "$res" 2>/dev/null || fail=1
-grep -q '^B \(PASS\|SKIP\)' "$res" 2>/dev/null || fail=1
-[ -f "$res" ] && sed 's/^/xen-check: phase /' "$res" >&2
+
+# boot_and_test: one boot, the test in dom0, and its results judged.
+# Returns 0 when it passed, 1 when it failed, 2 when it failed and dom0's
+# user space showed the random crashes met under TCG.
+boot_and_test() {
+	rm -rf "$x/out"
+	mkdir -p "$x/out"
+	: >"$log"
+	say "boot: QEMU (TCG, $QCPU, 2 vcpus, 2 GiB), Xen 4.17, dom0 $KVER; serial console in $log"
+	TMPDIR=$run qemu-system-x86_64 -machine pc,accel=tcg -cpu "$QCPU" -smp 2 -m 2048 \
+		-nodefaults -display none -no-reboot -serial "file:$log" \
+		-kernel "$img/xen" \
+		-append "console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=2 loglvl=all guest_loglvl=all smap=0 smep=0" \
+		-initrd "$img/vmlinuz root=/dev/vda rw rootfstype=ext4 console=hvc0 earlyprintk=xen,$img/dom0-initrd.gz" \
+		-drive "file=$img/dom0.ext4,format=raw,if=virtio,snapshot=on" \
+		-virtfs "local,path=$x,mount_tag=xchg,security_model=none,id=xchg" \
+		>"$run/qemu.log" 2>&1 &
+	qpid=$!
+	tb=$(now)
+
+	# Follow the console: print each "xenlab:" line with its time since
+	# QEMU started, note the phase marks, give up at the deadline.
+	seen=0
+	T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_DONE=
+	timed_out=0
+	while :; do
+		alive=1
+		kill -0 "$qpid" 2>/dev/null || alive=0
+		lines=$(wc -l <"$log")
+		if [ "$lines" -gt "$seen" ]; then
+			sed -n "$((seen + 1)),${lines}p" "$log" | tr -d '\r' | grep '^xenlab: ' >"$run/new"
+			seen=$lines
+			while IFS= read -r l; do
+				e=$(elapsed "$tb")
+				printf 'xen-check: [%6s s] %s\n' "$e" "${l#xenlab: }" >&2
+				case $l in
+				*"xenstored up"*) T_XS=$e ;;
+				*"domU running"*) T_DOMU=$e ;;
+				*"phase A: trace"*) T_A0=$e ;;
+				*"phase A done"*) T_A1=$e ;;
+				*"phase B: xflowtop"*) T_B0=$e ;;
+				*"phase B done"*) T_B1=$e ;;
+				*"test done"*) T_DONE=$e ;;
+				esac
+			done <"$run/new"
+		fi
+		[ $alive = 1 ] || break
+		if [ "$(elapsed "$tb" | cut -d. -f1)" -ge "$TIMEOUT" ]; then
+			timed_out=1
+			say "deadline: QEMU still running after $TIMEOUT s; stopping it"
+			kill "$qpid"
+			break
+		fi
+		sleep 0.5
+	done
+	wait "$qpid" 2>/dev/null
+	qrc=$?
+	qpid=
+	T_END=$(elapsed "$tb")
+
+	say "times: image $T_IMAGE; install $T_INSTALL s; boot to xenstored ${T_XS:--} s;" \
+		"domU running $(span "$T_XS" "$T_DOMU"); phase A $(span "$T_A0" "$T_A1"); phase B $(span "$T_B0" "$T_B1");" \
+		"shutdown $(span "$T_DONE" "$T_END"); total $(elapsed "$T0") s"
+	[ -f "$res" ] && sed 's/^/xen-check: phase /' "$res" >&2
+	[ -f "$res" ] || say "no results from dom0 (QEMU exit status $qrc; $(cat "$run/qemu.log"))"
+	[ $timed_out = 1 ] && say "FAIL: timed out"
+	if [ $timed_out = 0 ] && grep -q '^A PASS' "$res" 2>/dev/null &&
+		grep -q '^B \(PASS\|SKIP\)' "$res" 2>/dev/null; then
+		return 0
+	fi
+	# Signs of the memory corruption dom0 suffers at random under TCG:
+	# programs that are not ours crashing (xl, mawk, dash) or reading
+	# garbage.  See README.
+	grep -hE 'traps: |segfault at |malloc\(\): |Assertion .* failed|double free|corrupted' \
+		"$log" "$res" "$x/out/dom0.log" 2>/dev/null | grep -qv xflow && return 2
+	return 1
+}
+span() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f s", b - a }' || echo "-"; }
+
+# One more boot when the first failed amid dom0 crashes of that kind, so
+# that an emulation fault does not pass for a failure of the project.  A
+# failure without them, or a second one, fails.
+boot_and_test
+rc=$?
+if [ $rc = 2 ]; then
+	say "dom0's user space crashed during this boot (an emulation fault under TCG); booting once more"
+	cp "$log" "$run/serial-1.log"
+	cp -r "$x/out" "$run/out-1"
+	boot_and_test
+	rc=$?
+fi
+
 # A count line of the plain form test logs are read for: the two phases.
 np=$(grep -c '^[AB] PASS' "$res" 2>/dev/null)
 ns=$(grep -c '^[AB] SKIP' "$res" 2>/dev/null)
+[ $rc = 0 ] || [ "${np:-0}" -lt 2 ] || np=1
 echo "xen-check: ${np:-0} passed, $((2 - ${np:-0} - ${ns:-0})) failed, ${ns:-0} skipped"
-if [ $fail = 0 ]; then
+if [ $rc = 0 ]; then
 	say "PASSED"
 	exit 0
 fi
-[ -f "$res" ] || say "no results from dom0 (QEMU exit status $qrc; $(cat "$run/qemu.log"))"
 # A post-mortem: the run's logs (and the trace, kept by dom0 only when
 # phase A failed) survive in the cache, replacing the previous one.
 pm=$croot/postmortem
@@ -197,6 +233,7 @@ rm -rf "$pm"
 mkdir -p "$pm"
 cp -r "$x/out/." "$pm/" 2>/dev/null
 cp "$log" "$run/qemu.log" "$pm/"
+[ -d "$run/out-1" ] && cp -r "$run/out-1" "$run/serial-1.log" "$pm/"
 say "serial console, last lines:"
 tail -n 25 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
 for f in dom0.log domu-console.log xflowtop.err xentrace.diff; do
