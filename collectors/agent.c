@@ -402,14 +402,39 @@ static int peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct 
 	return 1;
 }
 
+/* The PLAN_LOAD of @p's plan (p->pc). */
+static struct xflow_ctl_msg plan_load_msg(const struct peer *p)
+{
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_PLAN_LOAD };
+	m.u.plan_load.plan = p->pc->buf;
+	m.u.plan_load.plan_len = (uint32_t)p->pc->len;
+	return m;
+}
+
+/* Take the answer @r to @p's plan (and free it): its counts, and a
+ * partial failure as the last error.  Returns the agent's status; when it
+ * refused, @why says so with the agent's reason. */
+static int take_plan_reply(struct acoll *c, struct peer *p, struct xflow_ctl_msg *r, char *why, size_t whylen)
+{
+	const struct xflow_ctl_reply *rp = &r->u.reply;
+	int rc = rp->status;
+	p->installed = rp->u.plan.installed;
+	p->sites = rp->u.plan.sites;
+	if (rc)
+		snprintf(why, whylen, "refused the plan: %s", rp->message);
+	else if (rp->u.plan.nfailed)
+		set_err(c, "agent of %s/%u: %s; first failure: %s", p->domain, (unsigned)p->domid, rp->message,
+			rp->u.plan.failed[0].why);
+	xflow_ctl_msg_free(r);
+	return rc;
+}
+
 static int peer_send_plan(struct acoll *c, struct peer *p)
 {
 	p->pc = plan_for(c, p);
 	if (!p->pc)
 		return -EINVAL;
-	struct xflow_ctl_msg m = { .type = XFLOW_CTL_PLAN_LOAD };
-	m.u.plan_load.plan = p->pc->buf;
-	m.u.plan_load.plan_len = (uint32_t)p->pc->len;
+	struct xflow_ctl_msg m = plan_load_msg(p);
 	int rc = xflow_ctl_send(&p->conn, &m, NULL, 0, c->timeout_ms);
 	p->plan_seq = m.seq;
 	if (rc)
@@ -434,16 +459,10 @@ static int peer_wait_plan(struct acoll *c, struct peer *p)
 		}
 		if (!r)
 			continue;
-		const struct xflow_ctl_reply *rp = &r->u.reply;
-		p->installed = rp->u.plan.installed;
-		p->sites = rp->u.plan.sites;
-		rc = rp->status;
+		char why[sizeof(c->err)];
+		rc = take_plan_reply(c, p, r, why, sizeof(why));
 		if (rc)
-			set_err(c, "agent of %s/%u refused the plan: %s", p->domain, (unsigned)p->domid, rp->message);
-		else if (rp->u.plan.nfailed)
-			set_err(c, "agent of %s/%u: %s; first failure: %s", p->domain, (unsigned)p->domid, rp->message,
-				rp->u.plan.failed[0].why);
-		xflow_ctl_msg_free(r);
+			set_err(c, "agent of %s/%u %s", p->domain, (unsigned)p->domid, why);
 		return rc;
 	}
 }
@@ -600,9 +619,7 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 		snprintf(why, sizeof(why), "no plan: %.180s", c->err);
 		goto fail;
 	}
-	struct xflow_ctl_msg pm = { .type = XFLOW_CTL_PLAN_LOAD };
-	pm.u.plan_load.plan = p->pc->buf;
-	pm.u.plan_load.plan_len = (uint32_t)p->pc->len;
+	struct xflow_ctl_msg pm = plan_load_msg(p);
 	if ((rc = xflow_ctl_send_async(&p->conn, &pm))) {
 		snprintf(why, sizeof(why), "cannot send its plan: %s", strerror(-rc));
 		goto fail;
@@ -634,20 +651,11 @@ static void xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
 			xen_peer_fail(c, p, "no answer to its plan in time");
 		return;
 	}
-	const struct xflow_ctl_reply *rp = &r->u.reply;
 	char why[200];
-	p->installed = rp->u.plan.installed;
-	p->sites = rp->u.plan.sites;
-	if (rp->status) {
-		snprintf(why, sizeof(why), "refused the plan: %.150s", rp->message);
-		xflow_ctl_msg_free(r);
+	if (take_plan_reply(c, p, r, why, sizeof(why))) {
 		xen_peer_fail(c, p, why);
 		return;
 	}
-	if (rp->u.plan.nfailed)
-		set_err(c, "agent of %s/%u: %s; first failure: %s", p->domain, (unsigned)p->domid, rp->message,
-			rp->u.plan.failed[0].why);
-	xflow_ctl_msg_free(r);
 	p->state = PEER_LIVE;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u", p->agent_pid,
 		 (unsigned)p->domid);

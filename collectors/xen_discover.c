@@ -170,14 +170,11 @@ bool xen_discover_offer_present(struct xen_discover *d, uint32_t domid, const ch
 	char *v = xflow_xs_read_checked(d->xs, path, AGENT_NODE_MAX);
 	if (!v)
 		return false;
-	/* The same agent, whether it is still ready or now busy with us. */
-	uint32_t pid;
+	/* The same agent (its pid), whether it is still ready or now busy
+	 * with us. */
+	uint32_t pid, then;
 	bool busy;
-	char want[64];
-	snprintf(want, sizeof(want), "%s", tag);
-	char *sp = strrchr(want, ' ');
-	size_t k = sp ? (size_t)(sp - want) : strlen(want);
-	bool same = xen_offer_parse(v, &pid, &busy) == 0 && strncmp(v, want, k) == 0 && v[k] == ' ';
+	bool same = xen_offer_parse(v, &pid, &busy) == 0 && xen_offer_parse(tag, &then, &busy) == 0 && pid == then;
 	free(v);
 	return same;
 }
