@@ -3,7 +3,9 @@
 # simulated host with --delay netif_receive_skb=2ms.  The top hop ends in
 # dom0's netif_receive_skb (from netif_rx's backlog) with a p50 within 10%
 # of 2 ms and within 10% of the truth file's netif_rx -> netif_receive_skb
-# p50; the slowest flow's path lists the truth's stages in the truth's order.
+# p50 (when the host itself ran slow, other hops may outgrow it: then only
+# the truth is the measure); the slowest flow's path lists the truth's
+# stages in the truth's order.
 BUILD=${BUILD:-build}
 for b in "$BUILD/tests/e2e/xflow-e2e" "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent" "$BUILD/bin/xensim" \
 	"$BUILD/sim/truth-check"; do
@@ -23,29 +25,38 @@ OUT=$(mktemp "${TMPDIR:-/tmp}/xflowtop-delay.XXXXXX")
 trap 'rm -f "$OUT"' EXIT INT TERM
 
 check() {
-	# The hops table's first row, in microseconds.
+	# The hops table's first row, and the row of the delayed hop (into
+	# netif_receive_skb from netif_rx's backlog), in microseconds.
 	top=$(awk '/^HOPS$/ { getline; getline; print; exit }' "$OUT")
+	delayed=$(awk '/^HOPS$/ { on = 1; getline; next } on && NF == 0 { exit }
+		on && $2 == "linux0:netif_receive_skb" { print; exit }' "$OUT")
 	echo "top hop: $top"
+	echo "delayed hop: $delayed"
 	us() { case $1 in *ms) echo "$1" | sed 's/ms$//' | awk '{ printf "%d", $1 * 1000 }' ;;
 		*us) echo "$1" | sed 's/us$//' | awk '{ printf "%d", $1 }' ;;
 		*) echo 0 ;; esac; }
-	from=$(echo "$top" | awk '{ print $1 }')
-	to=$(echo "$top" | awk '{ print $2 }')
-	p50=$(us "$(echo "$top" | awk '{ print $4 }')")
+	[ -n "$delayed" ] || { echo "no hop into netif_receive_skb"; return 1; }
+	from=$(echo "$delayed" | awk '{ print $1 }')
+	p50=$(us "$(echo "$delayed" | awk '{ print $4 }')")
 	truth=$(awk -F'\t' '$3 == "0:netif_rx->0:netif_receive_skb" { printf "%d", $5 / 1000 }' "$OUT")
 	echo "p50 ${p50}us, truth netif_rx -> netif_receive_skb p50 ${truth}us"
-	case $to in linux0:netif_receive_skb) ;; *) echo "the top hop does not end at netif_receive_skb"; return 1 ;; esac
 	case $from in linux0:netif_rx|linux0:__skb_unlink|linux0:__skb_queue_tail) ;;
-		*) echo "the top hop does not start in netif_rx's backlog: $from"; return 1 ;; esac
+		*) echo "the hop into netif_receive_skb does not start in netif_rx's backlog: $from"; return 1 ;; esac
 	[ -n "$truth" ] || { echo "no netif_rx -> netif_receive_skb hop in the truth"; return 1; }
 	# When the traced host itself ran slow (the truth says the hop took
-	# more than 2 ms +-10%: two cores shared with other work), the monitor
-	# must still report what happened: then only the truth is the measure.
-	awk -v p="$p50" -v t="$truth" 'BEGIN {
-		if (t < 1800 || t > 2200)
-			print "the host ran slow (truth p50 " t "us): comparing with the truth only"
-		else if (p < 1800 || p > 2200) { print "p50 " p "us is not 2 ms +-10%"; exit 1 }
-		d = p - t; if (d < 0) d = -d
+	# more than 2 ms +-10%: two cores shared with other work), other hops
+	# can outgrow the delayed one, and the monitor must still report what
+	# happened: then only the truth is the measure.  Otherwise the delayed
+	# hop is the top row, with a p50 of 2 ms +-10%.
+	slow=$(awk -v t="$truth" 'BEGIN { print (t < 1800 || t > 2200) ? 1 : 0 }')
+	if [ "$slow" = 1 ]; then
+		echo "the host ran slow (truth p50 ${truth}us): comparing with the truth only"
+	else
+		[ "$top" = "$delayed" ] || { echo "the top hop does not end at netif_receive_skb"; return 1; }
+		awk -v p="$p50" 'BEGIN { if (p < 1800 || p > 2200) { print "p50 " p "us is not 2 ms +-10%"; exit 1 } }' ||
+			return 1
+	fi
+	awk -v p="$p50" -v t="$truth" 'BEGIN { d = p - t; if (d < 0) d = -d
 		if (d > t / 10) { print "p50 " p "us is not within 10% of the truth " t "us"; exit 1 } }' || return 1
 	# The slowest path, as (domain, function), against the truth's stage
 	# order (from its hop list): the stages the path shows come in order.
