@@ -289,7 +289,10 @@ int jp_elf_open_mem(struct jp_elf *e, const char *name, const void *buf, size_t 
 int jp_elf_open(struct jp_elf *e, const char *path, struct jp_err *err)
 {
 	memset(e, 0, sizeof(*e));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO would wait for a writer, and a guest may
+	 * name any path (the agent's executable, over Xen); only regular files
+	 * pass the check below, and their reads ignore the flag. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int rc = -errno;
 		return fail(err, rc, "%s: %s", path, strerror(-rc));

@@ -1,7 +1,8 @@
 /*
  * Bad inputs to join-point resolution give clear errors, never a crash:
  * stripped binaries, binaries without DWARF, non-ELF files, truncated and
- * corrupted ELF, names that do not exist (with "did you mean"), variables
+ * corrupted ELF, files that are not regular (a FIFO must not block), names
+ * that do not exist (with "did you mean"), variables
  * optimized out at a site; and separate debug files are found by build id
  * and by .gnu_debuglink.
  */
@@ -79,6 +80,12 @@ Test(jp_errors, not_elf)
 	cr_assert_eq(open_err(path, &err), -ENOENT);
 	cr_expect(strstr(err.msg, "No such file"), "%s", err.msg);
 	cr_assert_eq(open_err(dir, &err), -EINVAL);
+	/* A FIFO nobody writes to (a guest over Xen names the binary dom0
+	 * reads): refused at once, not waited on. */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(open_err(path, &err), -EINVAL);
+	cr_expect(strstr(err.msg, "not a regular file"), "%s", err.msg);
 }
 
 static unsigned char *slurp(const char *path, size_t *len)
