@@ -254,26 +254,37 @@ static void fork_ev(const struct xflow_hook_event *ev, void *data)
 		r->status = ev->status;
 }
 
-static void fork_case(enum xflow_hook_fork_policy pol)
+/* Run fx_loop with @a1 @a2 @mode traced under @pol, a counter on `hooked`,
+ * to its end; its output in @got, an untraced run's in @want. */
+static void fork_run(enum xflow_hook_fork_policy pol, const char *a1, const char *a2, const char *mode,
+		     struct fork_rec *r, char *got, char *want, size_t len)
 {
-	struct fork_rec r = {0};
-	struct xflow_hook *h = engine(pol, fork_ev, &r);
+	struct xflow_hook *h = engine(pol, fork_ev, r);
 	const char *bin = gt_build("fx_loop", "-O2");
-	char want[1024], got[1024], line[256];
+	char line[256];
 	struct gt_proc p;
 	struct xflow_hook_target *t;
 
-	gt_reference(bin, "2", "500", "wfx", want, sizeof(want));
-	gt_start(&p, bin, "2", "500", "wfx");
+	gt_reference(bin, a1, a2, mode, want, len);
+	gt_start(&p, bin, a1, a2, mode);
 	gt_line(&p, line, sizeof(line));
-	r.parent = p.pid;
+	r->parent = p.pid;
 	cr_assert_eq(xflow_hook_attach(h, p.pid, &t), 0);
-	cr_assert_eq(xflow_hook_site_add(t, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_BEFORE, fork_count, &r, NULL),
+	cr_assert_eq(xflow_hook_site_add(t, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_BEFORE, fork_count, r, NULL),
 		     0);
 	gt_send(&p);
 	gt_run_all(h, 20000);
-	gt_finish(&p, got, sizeof(got));
-	cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %x", r.status);
+	gt_finish(&p, got, len);
+	cr_expect(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "status %x", r->status);
+	xflow_hook_free(h);
+}
+
+static void fork_case(enum xflow_hook_fork_policy pol)
+{
+	struct fork_rec r = {0};
+	char want[1024], got[1024];
+
+	fork_run(pol, "2", "500", "wfx", &r, got, want, sizeof(got));
 	/* Parent and child print in either order. */
 	char *a = strstr(got, "out: child sum="), *b = strstr(want, "out: child sum=");
 	cr_assert(a && b);
@@ -286,7 +297,6 @@ static void fork_case(enum xflow_hook_fork_policy pol)
 	cr_expect_eq(r.parent_hits, 1000);
 	cr_expect_eq(r.child_hits, pol == XFLOW_HOOK_FORK_INHERIT ? 500 : 0);
 	cr_expect_eq(r.exits, pol == XFLOW_HOOK_FORK_INHERIT ? 2 : 1);
-	xflow_hook_free(h);
 }
 
 Test(hook_detach, fork_inherit_and_exec)
@@ -302,23 +312,9 @@ Test(hook_detach, fork_detach_and_exec)
 static void vfork_case(enum xflow_hook_fork_policy pol)
 {
 	struct fork_rec r = {0};
-	struct xflow_hook *h = engine(pol, fork_ev, &r);
-	const char *bin = gt_build("fx_loop", "-O2");
-	char want[1024], got[1024], line[256];
-	struct gt_proc p;
-	struct xflow_hook_target *t;
+	char want[1024], got[1024];
 
-	gt_reference(bin, "1", "300", "wv", want, sizeof(want));
-	gt_start(&p, bin, "1", "300", "wv");
-	gt_line(&p, line, sizeof(line));
-	r.parent = p.pid;
-	cr_assert_eq(xflow_hook_attach(h, p.pid, &t), 0);
-	cr_assert_eq(xflow_hook_site_add(t, gt_addr(p.pid, bin, "hooked"), XFLOW_HOOK_BEFORE, fork_count, &r, NULL),
-		     0);
-	gt_send(&p);
-	gt_run_all(h, 20000);
-	gt_finish(&p, got, sizeof(got));
-	cr_expect(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %x", r.status);
+	fork_run(pol, "1", "300", "wv", &r, got, want, sizeof(got));
 	cr_expect_str_eq(got, want);
 	cr_expect_eq(r.forks, 1);
 	cr_expect_eq(r.parent_hits, 300);
@@ -326,7 +322,6 @@ static void vfork_case(enum xflow_hook_fork_policy pol)
 	/* INHERIT follows the child through its exec to its exit. */
 	cr_expect_eq(r.execs, pol == XFLOW_HOOK_FORK_INHERIT ? 1 : 0);
 	cr_expect_eq(r.exits, pol == XFLOW_HOOK_FORK_INHERIT ? 2 : 1);
-	xflow_hook_free(h);
 }
 
 Test(hook_detach, vfork_inherit)
