@@ -74,16 +74,17 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t)
 		recs[nrecs++] = (struct rec){ *r, t };
 }
 
-/* Run an agent in a child process: it starts @bin (held until the plan
- * comes) and serves @sock; its stdout (the target's too) goes to @out. */
-static pid_t agent_child(const char *bin, const char *sock, const char *out)
+/* Run an agent in a child process: it starts @bin with @npkt (held until
+ * the plan comes) and serves @sock; its stdout (the target's too) goes to
+ * @out. */
+static pid_t agent_child(const char *bin, unsigned npkt, const char *sock, const char *out)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
 		FILE *f = freopen(out, "w", stdout);
 		(void)f;
 		char n[16];
-		snprintf(n, sizeof(n), "%d", strstr(out, "out3") ? 200000000 : NPKT);
+		snprintf(n, sizeof(n), "%u", npkt);
 		char *argv[] = { (char *)bin, n, NULL };
 		struct xflow_agent_opts o = { .domain = "fixture", .domain_id = 7, .argv = argv, .socket_path = sock,
 					      .ring_slots = 1024 };
@@ -112,19 +113,30 @@ static void wait_socket(const char *sock, pid_t agent)
 	cr_assert_eq(access(sock, F_OK), 0, "no socket");
 }
 
+/* Write the flows to @flows, start an agent on @bin (@npkt packets)
+ * serving @sock with its output in @out, all named with @tag in the test's
+ * directory, and wait until it serves. */
+static pid_t start_pkt_agent(const char *bin, const char *tag, unsigned npkt, char flows[160], char sock[160],
+			     char out[160])
+{
+	snprintf(flows, 160, "%s/pkt%s.xml", gt_dir, tag);
+	snprintf(sock, 160, "%s/s%s/agent.sock", gt_dir, tag);
+	snprintf(out, 160, "%s/out%s.txt", gt_dir, tag);
+	FILE *f = fopen(flows, "w");
+	cr_assert(f, "%s: %s", flows, strerror(errno));
+	fputs(flow_xml, f);
+	fclose(f);
+	pid_t agent = agent_child(bin, npkt, sock, out);
+	wait_socket(sock, agent);
+	return agent;
+}
+
 Test(agent, fixture_flows, .timeout = 60, .fini = kill_started)
 {
 	gt_need_ptrace();
 	const char *bin = gt_build("agent_pkt", "-O1");
 	char flows[160], sock[160], out[160];
-	snprintf(flows, sizeof(flows), "%s/pkt.xml", gt_dir);
-	snprintf(sock, sizeof(sock), "%s/s/agent.sock", gt_dir);
-	snprintf(out, sizeof(out), "%s/out.txt", gt_dir);
-	FILE *f = fopen(flows, "w");
-	fputs(flow_xml, f);
-	fclose(f);
-	pid_t agent = agent_child(bin, sock, out);
-	wait_socket(sock, agent);
+	pid_t agent = start_pkt_agent(bin, "", NPKT, flows, sock, out);
 
 	/* A second monitor while one is served is refused with a reason. */
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
@@ -195,7 +207,7 @@ Test(agent, fixture_flows, .timeout = 60, .fini = kill_started)
 	ops->close(c);
 	/* The target ran to completion with its own output. */
 	char line[128] = "";
-	f = fopen(out, "r");
+	FILE *f = fopen(out, "r");
 	cr_assert_not_null(f);
 	cr_expect_not_null(fgets(line, sizeof(line), f));
 	fclose(f);
@@ -293,14 +305,8 @@ Test(agent, plan_with_bad_address, .timeout = 60, .fini = kill_started)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	const char *bin = gt_build("agent_pkt", "-O1");
 	char flows[160], sock[160], out[160];
-	snprintf(flows, sizeof(flows), "%s/pkt3.xml", gt_dir);
-	snprintf(sock, sizeof(sock), "%s/s3/agent.sock", gt_dir);
-	snprintf(out, sizeof(out), "%s/out3.txt", gt_dir);
-	FILE *f = fopen(flows, "w");
-	fputs(flow_xml, f);
-	fclose(f);
-	pid_t agent = agent_child(bin, sock, out);
-	wait_socket(sock, agent);
+	/* So many packets that the target still runs when the plan comes. */
+	pid_t agent = start_pkt_agent(bin, "3", 200000000, flows, sock, out);
 	/* The plan, built here as the collector would, then broken. */
 	struct xflow_unit *u;
 	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
