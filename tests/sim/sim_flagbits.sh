@@ -29,7 +29,10 @@ end
 continue
 GDB
 
-"$XENSIM" -v --duration 2 --rate 50 --block-rate 0 --truth "$TMP/truth" > "$TMP/log" 2>&1 &
+# gdb needs a second or more to attach on a loaded machine, and requests
+# sent before it has do not count: run long enough that at least 50 come
+# after (a loaded `make -j2 check` once saw 38 of a 2-second run).
+"$XENSIM" -v --duration 5 --rate 50 --block-rate 0 --truth "$TMP/truth" > "$TMP/log" 2>&1 &
 xs=$!
 i=0
 while ! grep -q 'process group' "$TMP/log" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
