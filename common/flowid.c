@@ -60,25 +60,18 @@ void xflow_flowtab_fini(struct xflow_flowtab *t)
 
 void xflow_flowtab_clear(struct xflow_flowtab *t)
 {
-	memset(t->slots, 0, (t->mask + 1) * sizeof(*t->slots));
+	memset(t->slots, 0, xflow_flowtab_bytes(t));
 	t->live = 0;
 }
 
-int xflow_flowtab__insert(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id,
-			  struct xflow_flowtab_slot *s)
+int xflow_flowtab__refuse(struct xflow_flowtab *t, uint64_t ptr, uint64_t id)
 {
 	if (ptr == 0 || id == 0)
 		return -EINVAL;
 	if (id > XFLOW_FLOWID_MAX)
 		return -ERANGE;
-	if (t->live >= t->capacity) {
-		t->full++;
-		return -ENOSPC;
-	}
-	t->live++;
-	s->ptr = ptr;
-	s->val = (uint64_t)kind << XFLOW_FLOWID_BITS | id;
-	return 0;
+	t->full++;
+	return -ENOSPC;
 }
 
 /* Hash of the key stored in slot @s (the kind is in its value's top bits). */

@@ -606,7 +606,7 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	a->sorted = take(l->top_k, sizeof(*a->sorted), &mem);
 	a->top_points = take((size_t)l->top_k * l->max_path, sizeof(*a->top_points), &mem);
 	int rc = xflow_flowtab_init(&a->keys, (size_t)l->max_flows * FLOW_MAX_KEYS);
-	mem += ((uint64_t)a->keys.mask + 1) * sizeof(struct xflow_flowtab_slot);
+	mem += xflow_flowtab_bytes(&a->keys);
 	if (rc || !a->heap || !a->flows || !a->points || !a->hops || !a->hop_slots ||
 	    !a->handoffs || !a->top || !a->sorted || !a->top_points) {
 		if (rc == 0)

@@ -48,6 +48,12 @@ void xflow_flowtab_fini(struct xflow_flowtab *t);
 /* Forget every key (ids keep counting). */
 void xflow_flowtab_clear(struct xflow_flowtab *t);
 
+/* Bytes the table holds for its slots (for memory accounting). */
+static inline size_t xflow_flowtab_bytes(const struct xflow_flowtab *t)
+{
+	return (size_t)(t->mask + 1) * sizeof(struct xflow_flowtab_slot);
+}
+
 /* A new flow id: 1, 2, ... wrapping from XFLOW_FLOWID_MAX back to 1. */
 static inline uint64_t xflow_flowtab_new_id(struct xflow_flowtab *t)
 {
@@ -112,16 +118,15 @@ static inline uint64_t xflow_flowtab_get(const struct xflow_flowtab *t, uint16_t
 	}
 }
 
-/* The out-of-line part of xflow_flowtab_register(): arguments checked,
- * the key absent, @slot the empty slot ending its probe run. */
-int xflow_flowtab__insert(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr, uint64_t id,
-			  struct xflow_flowtab_slot *slot);
+/* The out-of-line part of xflow_flowtab_register(): refuse a bad argument
+ * or a full table. */
+int xflow_flowtab__refuse(struct xflow_flowtab *t, uint64_t ptr, uint64_t id);
 
 static inline int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind, uint64_t ptr,
 					 uint64_t id)
 {
 	if (ptr == 0 || id == 0 || id > XFLOW_FLOWID_MAX)
-		return xflow_flowtab__insert(t, kind, ptr, id, NULL); /* the error */
+		return xflow_flowtab__refuse(t, ptr, id);
 	uint64_t want = (uint64_t)kind << XFLOW_FLOWID_BITS;
 	for (uint64_t i = xflow_flowtab__hash(t, kind, ptr);; i = (i + 1) & t->mask) {
 		struct xflow_flowtab_slot *s = &t->slots[i];
@@ -129,8 +134,21 @@ static inline int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind,
 			s->val = want | id;
 			return 0;
 		}
-		if (s->ptr == 0)
-			return xflow_flowtab__insert(t, kind, ptr, id, s);
+		if (s->ptr == 0) {
+			/* Absent: it takes the free slot ending its run. */
+			if (t->live >= t->capacity)
+				return xflow_flowtab__refuse(t, ptr, id);
+			t->live++;
+			s->ptr = ptr;
+			s->val = want | id;
+			/* Removing this key will look at the slot after it.
+			 * When that is on the next line, fetch it now, while
+			 * this line's miss is being paid anyway, rather than
+			 * then; when it is on this line, the prefetch costs
+			 * less than a branch that guessed which. */
+			__builtin_prefetch(&t->slots[(i + 1) & t->mask], 0, 3);
+			return 0;
+		}
 	}
 }
 
@@ -144,9 +162,17 @@ static inline int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, u
 		return -ENOENT;
 	uint64_t want = (uint64_t)kind << XFLOW_FLOWID_BITS;
 	for (uint64_t i = xflow_flowtab__hash(t, kind, ptr);; i = (i + 1) & t->mask) {
-		const struct xflow_flowtab_slot *s = &t->slots[i];
+		struct xflow_flowtab_slot *s = &t->slots[i];
 		if (s->ptr == ptr && (s->val & ~XFLOW_FLOWID_MAX) == want) {
-			xflow_flowtab__delete_at(t, i);
+			/* The common case at most half full, inline: a free
+			 * next slot ends the run, and nothing moves back. */
+			if (t->slots[(i + 1) & t->mask].ptr == 0) {
+				s->ptr = 0;
+				s->val = 0;
+				t->live--;
+			} else {
+				xflow_flowtab__delete_at(t, i);
+			}
 			return 0;
 		}
 		if (s->ptr == 0)
