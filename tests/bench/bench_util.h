@@ -28,6 +28,21 @@ static inline double bench_median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * Spin for @ms milliseconds before the first timing.  The first tenths of a
+ * second of a run were measured up to twice as slow as the rest (the CPU
+ * leaving a low clock, or the hypervisor scheduling the vCPU in): without
+ * this, whatever a benchmark times first looks slow.
+ */
+static inline void bench_warm_up(unsigned ms)
+{
+	uint64_t end = bench_now_ns() + (uint64_t)ms * 1000000u;
+	volatile uint64_t spin = 0;
+	while (bench_now_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			spin = spin + (uint64_t)i;
+}
+
 /* Keep the compiler from deleting a computation whose result is unused. */
 #define BENCH_KEEP(x) __asm__ __volatile__("" : : "r"(x) : "memory")
 
