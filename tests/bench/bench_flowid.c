@@ -255,8 +255,8 @@ static void print_table(size_t live, double floor_ns)
 		else
 			printf("%-30s %8.1f %11.1f %8.1f %13.1fx\n", rows[r], x, g, u, g / x);
 	}
-	printf("%-30s %8.1f   (random read-modify-write of a slot in %zu MiB)\n", "memory floor",
-	       floor_ns, table_bytes(live) >> 20);
+	printf("%-30s %8.1f   (random read-modify-write of a slot in %zu KiB)\n", "memory floor",
+	       floor_ns, table_bytes(live) >> 10);
 	printf("%-30s %8.1fx\n", "register / memory floor",
 	       results[0][0][OP_REGISTER] / floor_ns);
 }
