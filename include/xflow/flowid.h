@@ -145,9 +145,10 @@ static inline int xflow_flowtab_register(struct xflow_flowtab *t, uint16_t kind,
 			 * In a table too big for the caches (the ones mapped
 			 * with huge pages), that slot's line is cold by then
 			 * when it is not this one: fetch it now, while this
-			 * line's miss is being paid anyway.  (Unconditional:
-			 * on this line it costs less than a branch that
-			 * guessed which.)  A smaller table stays cached. */
+			 * line's miss is being paid anyway.  (Whether or not
+			 * it is on this line: a prefetch of a cached line
+			 * costs less than a branch that guessed which.)  A
+			 * smaller table stays cached. */
 			if (t->mapped)
 				__builtin_prefetch(&t->slots[(i + 1) & t->mask], 0, 3);
 			return 0;

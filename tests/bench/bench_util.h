@@ -29,10 +29,11 @@ static inline double bench_median(double *v, int n)
 }
 
 /*
- * Spin for @ms milliseconds before the first timing.  The first tenths of a
- * second of a run were measured up to twice as slow as the rest (the CPU
- * leaving a low clock, or the hypervisor scheduling the vCPU in): without
- * this, whatever a benchmark times first looks slow.
+ * Spin for @ms milliseconds before the first timing.  On the VM this was
+ * written on, the first second or so of a run was measured up to twice as
+ * slow as the rest (the vCPU leaving a low clock, or the hypervisor giving
+ * it a core), and half a second of spinning was not enough: without this,
+ * whatever a benchmark times first looks slow.
  */
 static inline void bench_warm_up(unsigned ms)
 {
