@@ -23,12 +23,6 @@
 #include "xflow/ring.h"
 #include "xflow/shm.h"
 
-static const char flow_xml[] =
-	"<flows><xflow name=\"pktflow\">"
-	"<start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>"
-	"<quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>"
-	"</xflow></flows>\n";
-
 enum fake_kind { FAKE_GOOD, FAKE_CORRUPT, FAKE_NO_FDS, FAKE_GARBAGE };
 
 /* A fake agent in a child process: serves @sock once, as @kind says. */
@@ -119,20 +113,10 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t)
 		nrec[r->domain_id]++;
 }
 
-static const char *setup(char *flows, size_t flen)
-{
-	const char *bin = gt_build("agent_pkt", "-O1");
-	snprintf(flows, flen, "%s/pkt.xml", gt_dir);
-	FILE *f = fopen(flows, "w");
-	fputs(flow_xml, f);
-	fclose(f);
-	return bin;
-}
-
 Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
 {
 	char flows[160], s1[160], s2[160], opts[600], err[1024];
-	const char *bin = setup(flows, sizeof(flows));
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
 	snprintf(s1, sizeof(s1), "%s/a/1.sock", gt_dir);
 	snprintf(s2, sizeof(s2), "%s/a/2.sock", gt_dir);
 	pid_t a = fake_agent(s1, bin, 1, FAKE_GOOD), b = fake_agent(s2, bin, 2, FAKE_CORRUPT);
@@ -169,7 +153,7 @@ Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
 Test(agent_collector, hostile_greetings, .timeout = 60)
 {
 	char flows[160], s1[160], opts[600], err[1024];
-	const char *bin = setup(flows, sizeof(flows));
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
 	struct xflow_collector *c;
 	snprintf(s1, sizeof(s1), "%s/b/1.sock", gt_dir);

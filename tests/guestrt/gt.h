@@ -74,6 +74,28 @@ static inline const char *gt_build(const char *name, const char *opt)
 	return path;
 }
 
+/*
+ * The packet fixture (agent_pkt, -O1) and the plainest flow on it — a
+ * packet starts in pkt_alloc and quits in pkt_free — written to @flows in
+ * the test's directory.  The fixture's path.  For the tests that need an
+ * agent with some flow to serve rather than particular records.
+ */
+static inline const char *gt_pkt_flow_setup(char *flows, size_t flen)
+{
+	static const char xml[] =
+		"<flows><xflow name=\"pktflow\">"
+		"<start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>"
+		"<quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>"
+		"</xflow></flows>\n";
+	const char *bin = gt_build("agent_pkt", "-O1");
+	snprintf(flows, flen, "%s/pkt.xml", gt_dir);
+	FILE *f = fopen(flows, "w");
+	cr_assert_not_null(f, "%s: %s", flows, strerror(errno));
+	fputs(xml, f);
+	fclose(f);
+	return bin;
+}
+
 /* Link-time address of sym in bin (nm). */
 static inline uint64_t gt_sym(const char *bin, const char *sym)
 {

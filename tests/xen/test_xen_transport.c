@@ -96,22 +96,6 @@ static void host_down(void)
 		fprintf(stderr, "cannot remove %s\n", state);
 }
 
-static const char flow_xml[] =
-	"<flows><xflow name=\"pktflow\">"
-	"<start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>"
-	"<quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>"
-	"</xflow></flows>\n";
-
-static const char *setup(char *flows, size_t flen)
-{
-	const char *bin = gt_build("agent_pkt", "-O1");
-	snprintf(flows, flen, "%s/pkt.xml", gt_dir);
-	FILE *f = fopen(flows, "w");
-	fputs(flow_xml, f);
-	fclose(f);
-	return bin;
-}
-
 enum kind {
 	GOOD,         /* greets, takes the plan, streams good records */
 	BAD_NODE,     /* an offer node no agent writes */
@@ -307,7 +291,7 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 {
 	host_up();
 	char flows[160], opts[400], err[1024];
-	const char *bin = setup(flows, sizeof(flows));
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
 	static const enum kind kinds[] = { GOOD, BAD_NODE, BAD_REFS, SILENT, BIG_FRAME,
 					   GARBAGE, WILD_INDEXES, STORM, LIAR };
 	static const char *const names[] = { "good", "badnode", "badrefs", "silent", "bigframe",
@@ -391,7 +375,7 @@ Test(xen_transport, a_destroyed_domain_is_gone_and_its_successor_followed, .time
 {
 	host_up();
 	char flows[160], opts[400], err[1024];
-	const char *bin = setup(flows, sizeof(flows));
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
 	sx("domain-create 3 linuxU");
 	pid_t a = guest(3, bin, GOOD, 60);
 	snprintf(opts, sizeof(opts), "xen,flows=%s", flows);
