@@ -86,9 +86,29 @@ int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region, size_t
 	return 0;
 }
 
+int xflow_ring_producer_stream(struct xflow_ring_producer *p)
+{
+#if defined(__x86_64__)
+	p->stream = 1;
+	return 0;
+#else
+	(void)p;
+	return -EOPNOTSUPP;
+#endif
+}
+
 void xflow_ring__notify_check(struct xflow_ring_producer *p)
 {
 	p->unnotified = 0;
+	if (p->stream) {
+#if defined(__x86_64__)
+		/* Non-temporal stores are ordered with nothing: the store
+		 * fence makes the batch's slots visible before the index
+		 * that publishes them (the release store alone would not). */
+		__builtin_ia32_sfence();
+#endif
+		atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
+	}
 	if (!p->notifier)
 		return;
 	/* Seq_cst fence: our store of `prod` is ordered before the load of

@@ -24,7 +24,10 @@
  * store of `prod`; the consumer reads `prod` with an acquire load before it
  * copies slots.  The consumer releases slots with a release store of `cons`;
  * the producer acquires `cons` before reusing them.  The sleeping handshake
- * needs store→load order on both sides, hence a seq_cst fence on each.
+ * needs store→load order on both sides, hence a seq_cst fence on each.  A
+ * streaming producer (xflow_ring_producer_stream) writes slots with
+ * non-temporal stores, which the release store does not order, so it puts
+ * a store fence before each publication.
  */
 #ifndef XFLOW_RING_H
 #define XFLOW_RING_H
@@ -143,7 +146,8 @@ struct xflow_ring_producer {
 	uint64_t dropped;    /* records dropped so far */
 	uint64_t notifies;   /* notifier calls made */
 	uint32_t batch;      /* check for a sleeping consumer every this many records */
-	uint32_t unnotified; /* published since the last check */
+	uint32_t unnotified; /* pushed since the last check */
+	uint32_t stream;     /* 1: streaming stores, published a batch at a time */
 	struct xflow_notifier *notifier;
 };
 
@@ -157,6 +161,23 @@ struct xflow_ring_producer {
 int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region,
 			     size_t size, struct xflow_notifier *notifier,
 			     uint32_t batch);
+
+/*
+ * Stream: from now on write slots with non-temporal stores and publish them
+ * a batch at a time, behind one store fence, and at xflow_ring_flush().
+ *
+ * Why: with ordinary stores every line of the ring crosses between the two
+ * CPUs' caches twice a lap (to the consumer as it reads, back to the
+ * producer as it overwrites), and on a virtual machine each crossing is a
+ * remote miss; that, not the copy, bounds a two-process transfer.  Streamed
+ * lines go to memory once and come back once, with no ownership to move,
+ * and they leave the producer's cache (the traced program's) as it was.
+ * The price: an awake consumer sees records a batch at a time, so a
+ * producer that streams must flush when it goes idle, as one with a
+ * sleeping consumer must already.  Returns 0, or -EOPNOTSUPP where the
+ * CPU has no such stores (nothing changes).
+ */
+int xflow_ring_producer_stream(struct xflow_ring_producer *p);
 
 /*
  * Copy one slot (slot_size bytes at @slot) into the ring.  Returns 0, or
@@ -260,6 +281,20 @@ uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c);
 
 void xflow_ring__notify_check(struct xflow_ring_producer *p);
 
+/* Copy @n bytes (a multiple of 8; @dst 8-aligned) with non-temporal stores. */
+static inline void xflow_ring__stream_copy(unsigned char *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+	for (size_t i = 0; i < n; i += 8) {
+		long long w;
+		__builtin_memcpy(&w, (const unsigned char *)src + i, sizeof(w));
+		__builtin_ia32_movnti64((long long *)(void *)(dst + i), w);
+	}
+#else
+	__builtin_memcpy(dst, src, n); /* unreachable: streaming is refused */
+#endif
+}
+
 static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *slot,
 				    size_t n)
 {
@@ -283,11 +318,17 @@ static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *s
 			return -ENOBUFS;
 		}
 	}
-	__builtin_memcpy(p->slots + (size_t)(p->prod & p->mask) * p->slot_size, slot, n);
+	unsigned char *dst = p->slots + (size_t)(p->prod & p->mask) * p->slot_size;
 	p->prod++;
-	/* Release: the slot's bytes are visible before the index that
-	 * publishes them. */
-	atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
+	if (p->stream) {
+		/* Published with the batch, in xflow_ring__notify_check(). */
+		xflow_ring__stream_copy(dst, slot, n);
+	} else {
+		__builtin_memcpy(dst, slot, n);
+		/* Release: the slot's bytes are visible before the index that
+		 * publishes them. */
+		atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
+	}
 	if (++p->unnotified >= p->batch)
 		xflow_ring__notify_check(p);
 	return 0;

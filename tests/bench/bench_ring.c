@@ -1,19 +1,24 @@
 /*
  * Ring throughput between two processes (records/s), producer and consumer
  * pinned to different CPUs, with notification checks every 1, 64 and 4096
- * records, at 32-byte slots and at the project's record size, against two
- * baselines measured in the same run:
+ * records, slots written with ordinary stores or streamed (non-temporal
+ * stores, published a batch at a time), at 32-byte slots and at the
+ * project's record size, against baselines measured in the same run:
  *
  *   bare memcpy into shm   one process copies the records into the shared
  *                          region, nobody reads them: the lines never leave
- *                          its cache, so this is the copy's ceiling, not a
- *                          rate any two-process transfer can reach;
+ *                          its cache, so this is the ceiling of a copy with
+ *                          ordinary stores, which no two-process transfer
+ *                          with them reaches;
  *   bare two-process loop  the same copy in, a plain index store, and a
  *                          consumer that spins on the index until a batch
  *                          is there (as the ring's consumer waits) and
  *                          copies out: the transfer with no protocol at all
  *                          (no validation, drop accounting or notification).
- *                          The ring's percentage of it is its protocol cost.
+ *                          The ring's percentage of it is its protocol cost;
+ *   ... streamed           the same with non-temporal stores and the index
+ *                          stored every 64 records behind a store fence:
+ *                          the baseline of the streamed ring.
  *
  * The producer never lets the ring overflow (it waits for room), so the
  * figure is the rate at which records are delivered, not dropped.
@@ -84,8 +89,12 @@ struct bare_shared {
 	unsigned char slots[] __attribute__((aligned(64)));
 };
 
+/* Streamed, the bare loop publishes once per BARE2_STREAM_BATCH records,
+ * behind a store fence, as the streaming ring does with a batch of 64. */
+#define BARE2_STREAM_BATCH 64
+
 #define BARE2(SIZE)                                                                        \
-	static void bare2_produce_##SIZE(struct bare_shared *b, uint64_t n)               \
+	static void bare2_produce_##SIZE(struct bare_shared *b, uint64_t n, int stream)   \
 	{                                                                                  \
 		unsigned char slot[SIZE] __attribute__((aligned(8)));                      \
 		memset(slot, 0x5a, sizeof(slot));                                          \
@@ -94,14 +103,27 @@ struct bare_shared {
 			memcpy(slot, &i, sizeof(i));                                       \
 			while (i - cons >= NSLOTS)                                         \
 				cons = atomic_load_explicit(&b->cons, memory_order_acquire); \
-			memcpy(b->slots + (i & (NSLOTS - 1)) * SIZE, slot, SIZE);          \
-			atomic_store_explicit(&b->prod, i + 1, memory_order_release);      \
+			unsigned char *dst = b->slots + (i & (NSLOTS - 1)) * SIZE;         \
+			if (!stream) {                                                     \
+				memcpy(dst, slot, SIZE);                                   \
+				atomic_store_explicit(&b->prod, i + 1, memory_order_release); \
+				continue;                                                  \
+			}                                                                  \
+			for (unsigned w = 0; w < SIZE; w += 8) {                           \
+				long long v;                                               \
+				memcpy(&v, slot + w, sizeof(v));                           \
+				__builtin_ia32_movnti64((long long *)(void *)(dst + w), v); \
+			}                                                                  \
+			if ((i + 1) % BARE2_STREAM_BATCH == 0 || i + 1 == n) {             \
+				__builtin_ia32_sfence();                                   \
+				atomic_store_explicit(&b->prod, i + 1, memory_order_release); \
+			}                                                                  \
 		}                                                                          \
 	}
 BARE2(32)
 BARE2(88)
 
-static double bare2_rate(uint32_t slot_size, uint64_t n)
+static double bare2_rate(uint32_t slot_size, int stream, uint64_t n)
 {
 	struct xflow_shm shm;
 	size_t size = sizeof(struct bare_shared) + (size_t)slot_size * NSLOTS;
@@ -112,9 +134,9 @@ static double bare2_rate(uint32_t slot_size, uint64_t n)
 	if (pid == 0) {
 		pin(0);
 		if (slot_size == 32)
-			bare2_produce_32(b, n);
+			bare2_produce_32(b, n, stream);
 		else
-			bare2_produce_88(b, n);
+			bare2_produce_88(b, n, stream);
 		_exit(0);
 	}
 	pin(1);
@@ -149,7 +171,8 @@ static double bare2_rate(uint32_t slot_size, uint64_t n)
 }
 
 /* Records per second delivered from a child producer to this consumer. */
-static double ring_rate(uint32_t slot_size, uint32_t batch, uint64_t n, uint64_t *notifies)
+static double ring_rate(uint32_t slot_size, uint32_t batch, int stream, uint64_t n,
+			uint64_t *notifies)
 {
 	struct xflow_shm shm;
 	size_t size = xflow_ring_region_size(slot_size, NSLOTS);
@@ -166,6 +189,8 @@ static double ring_rate(uint32_t slot_size, uint32_t batch, uint64_t n, uint64_t
 		pin(0);
 		struct xflow_ring_producer p;
 		xflow_ring_producer_init(&p, shm.base, size, &en.base, batch);
+		if (stream && xflow_ring_producer_stream(&p))
+			_exit(1);
 		char go;
 		if (read(pipefd[0], &go, 1) != 1)
 			_exit(1);
@@ -233,7 +258,7 @@ static double bare_rate(uint32_t slot_size, uint64_t n)
  * between batches, so the ring never fills and only the producer's path
  * is timed.  DESIGN.md budgets 13.5 ns for this, 11.6 of them rdtsc.
  */
-static void producer_path_cost(void)
+static void producer_path_cost(int stream)
 {
 	const uint32_t nslots = 1u << 12;
 	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, nslots);
@@ -243,6 +268,8 @@ static void producer_path_cost(void)
 	xflow_ring_format(shm.base, size, XFLOW_RECORD_SIZE, nslots, XFLOW_CLOCK_TSC);
 	struct xflow_ring_producer p;
 	xflow_ring_producer_init(&p, shm.base, size, NULL, 1u << 30);
+	if (stream)
+		xflow_ring_producer_stream(&p);
 	struct xflow_ring_hdr *h = shm.base;
 	double v[RUNS], rd[RUNS];
 	const int n = 1 << 22;
@@ -271,23 +298,31 @@ static void producer_path_cost(void)
 		rd[r] = (double)(t1 - t0) / n;
 		v[r] = (double)(t2 - t1) / n;
 	}
-	printf("\nhook side of one record (fill, rdtsc, push): %.1f ns, of which rdtsc %.1f ns"
-	       " (median of %d x %d; DESIGN budget 13.5 / 11.6)\n",
-	       bench_median(v, RUNS), bench_median(rd, RUNS), RUNS, n);
+	printf("%shook side of one record (fill, rdtsc, push%s): %.1f ns, of which rdtsc %.1f ns"
+	       " (median of %d x %d; DESIGN budget 13.5 / 11.6)\n", stream ? "" : "\n",
+	       stream ? ", streamed" : "", bench_median(v, RUNS), bench_median(rd, RUNS), RUNS, n);
 	xflow_shm_release(&shm);
 }
+
+/* The ring's modes: notification checks every `batch` records, slots written
+ * with ordinary stores and published one by one, or streamed and published
+ * a batch at a time.  Each is compared with the bare loop of its kind. */
+static const struct mode {
+	uint32_t batch;
+	int stream;
+} modes[] = { { 1, 0 }, { 64, 0 }, { 4096, 0 }, { 64, 1 }, { 4096, 1 } };
+#define NMODES (sizeof(modes) / sizeof(modes[0]))
 
 int main(void)
 {
 	static const uint32_t sizes[] = { 32, XFLOW_RECORD_SIZE };
-	static const uint32_t batches[] = { 1, 64, 4096 };
 	const uint64_t n = 20 * 1000 * 1000;
 
 	printf("\nring between two processes: records/s, median of %d rounds of %lu records,"
-	       " %u slots;\n\"vs 2-process\" is the median of each round's ratio\n", RUNS,
-	       (unsigned long)n, NSLOTS);
-	printf("%-6s %-26s %14s %12s %12s\n", "slot", "mode", "records/s", "vs 2-process",
-	       "notifies");
+	       " %u slots;\n\"vs bare\" is the median of each round's ratio to the bare"
+	       " two-process loop\nwith the same stores (cached, or streamed and published"
+	       " every %d)\n", RUNS, (unsigned long)n, NSLOTS, BARE2_STREAM_BATCH);
+	printf("%-6s %-34s %14s %9s %10s\n", "slot", "mode", "records/s", "vs bare", "notifies");
 	/* BENCH_ROUNDS=1 prints every round, to see how noisy the host is. */
 	const int each_round = getenv("BENCH_ROUNDS") != NULL;
 
@@ -297,33 +332,42 @@ int main(void)
 		 * the shared host then slows one round of every mode, not
 		 * every run of one, and each round's ring-to-baseline ratio
 		 * compares runs made seconds apart. */
-		double bare1[RUNS], bare[RUNS], ring[3][RUNS], ratio[3][RUNS], ratio1[RUNS];
-		uint64_t nt[3][RUNS];
+		double bare1[RUNS], bare[2][RUNS], ring[NMODES][RUNS], ratio[NMODES][RUNS];
+		double ratio1[RUNS], ratio_st[RUNS];
+		uint64_t nt[NMODES][RUNS];
 		for (int r = 0; r < RUNS; r++) {
 			bare1[r] = bare_rate(sizes[s], n);
-			bare[r] = bare2_rate(sizes[s], n);
-			ratio1[r] = bare1[r] / bare[r];
-			for (size_t b = 0; b < 3; b++) {
-				ring[b][r] = ring_rate(sizes[s], batches[b], n, &nt[b][r]);
-				ratio[b][r] = ring[b][r] / bare[r];
+			for (int st = 0; st < 2; st++)
+				bare[st][r] = bare2_rate(sizes[s], st, n);
+			ratio1[r] = bare1[r] / bare[0][r];
+			ratio_st[r] = bare[1][r] / bare[0][r];
+			for (size_t m = 0; m < NMODES; m++) {
+				ring[m][r] = ring_rate(sizes[s], modes[m].batch, modes[m].stream, n,
+						       &nt[m][r]);
+				ratio[m][r] = ring[m][r] / bare[modes[m].stream][r];
 				if (each_round)
-					fprintf(stderr, "round %d: %u-byte slots, 2-process %.3e, "
-						"ring / %u %.3e records/s\n", r, sizes[s], bare[r],
-						batches[b], ring[b][r]);
+					fprintf(stderr, "round %d: %u-byte slots, bare %.3e / %.3e "
+						"(cached / streamed), ring / %u%s %.3e records/s\n", r,
+						sizes[s], bare[0][r], bare[1][r], modes[m].batch,
+						modes[m].stream ? " streamed" : "", ring[m][r]);
 			}
 		}
-		printf("%-6u %-26s %14.3e %11.0f%% %12s\n", sizes[s], "bare memcpy into shm",
+		printf("%-6u %-34s %14.3e %8.0f%% %10s\n", sizes[s], "bare memcpy into shm",
 		       bench_median(bare1, RUNS), 100.0 * bench_median(ratio1, RUNS), "-");
-		printf("%-6u %-26s %14.3e %11.0f%% %12s\n", sizes[s], "bare two-process loop",
-		       bench_median(bare, RUNS), 100.0, "-");
-		for (size_t b = 0; b < 3; b++) {
-			char mode[40];
-			snprintf(mode, sizeof(mode), "ring, notify check / %u", batches[b]);
-			printf("%-6u %-26s %14.3e %11.0f%% %12lu\n", sizes[s], mode,
-			       bench_median(ring[b], RUNS), 100.0 * bench_median(ratio[b], RUNS),
-			       (unsigned long)nt[b][RUNS / 2]);
+		printf("%-6u %-34s %14.3e %8.0f%% %10s\n", sizes[s], "bare two-process loop",
+		       bench_median(bare[0], RUNS), 100.0, "-");
+		printf("%-6u %-34s %14.3e %8.0f%% %10s\n", sizes[s], "bare two-process loop, streamed",
+		       bench_median(bare[1], RUNS), 100.0 * bench_median(ratio_st, RUNS), "-");
+		for (size_t m = 0; m < NMODES; m++) {
+			char name[48];
+			snprintf(name, sizeof(name), "ring, notify check / %u%s", modes[m].batch,
+				 modes[m].stream ? ", streamed" : "");
+			printf("%-6u %-34s %14.3e %8.0f%% %10lu\n", sizes[s], name,
+			       bench_median(ring[m], RUNS), 100.0 * bench_median(ratio[m], RUNS),
+			       (unsigned long)nt[m][RUNS / 2]);
 		}
 	}
-	producer_path_cost();
+	producer_path_cost(0);
+	producer_path_cost(1);
 	return 0;
 }

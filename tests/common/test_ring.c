@@ -53,14 +53,17 @@ static void ring_pair_make(struct ring_pair *rp, uint32_t nslots)
 	cr_assert_eq(xflow_eventfd_notifier_init(&rp->en, -1), 0);
 }
 
-/* The child: produce @n records as fast as it can, then flush and exit with
- * 0.  With @wait_for_room it never lets the ring overflow: the model of a
- * consumer that keeps up. */
-static void child_produce(struct ring_pair *rp, uint64_t n, uint32_t batch, int wait_for_room)
+/* The child: produce @n records as fast as it can (streamed with @stream),
+ * then flush and exit with 0.  With @wait_for_room it never lets the ring
+ * overflow: the model of a consumer that keeps up. */
+static void child_produce(struct ring_pair *rp, uint64_t n, uint32_t batch, int stream,
+			  int wait_for_room)
 {
 	struct xflow_ring_producer p;
 	if (xflow_ring_producer_init(&p, rp->shm.base, rp->shm.size, &rp->en.base, batch))
 		_exit(10);
+	if (stream && xflow_ring_producer_stream(&p))
+		_exit(11);
 	struct xflow_record r;
 	for (uint64_t i = 0; i < n; i++) {
 		make_record(&r, i);
@@ -74,7 +77,7 @@ static void child_produce(struct ring_pair *rp, uint64_t n, uint32_t batch, int 
 	_exit(0);
 }
 
-Test(ring, ten_million_records_between_processes_none_lost_or_reordered, .timeout = 120)
+static void ten_million_records(int stream)
 {
 	const uint64_t N = 10 * 1000 * 1000;
 	struct ring_pair rp;
@@ -83,7 +86,7 @@ Test(ring, ten_million_records_between_processes_none_lost_or_reordered, .timeou
 	pid_t pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0)
-		child_produce(&rp, N, 64, 1);
+		child_produce(&rp, N, 64, stream, 1);
 
 	struct xflow_ring_consumer c;
 	cr_assert_eq(xflow_ring_consumer_init(&c, rp.shm.base, rp.shm.size, XFLOW_RECORD_SIZE,
@@ -121,6 +124,16 @@ Test(ring, ten_million_records_between_processes_none_lost_or_reordered, .timeou
 	rp.en.base.ops->close(&rp.en.base);
 }
 
+Test(ring, ten_million_records_between_processes_none_lost_or_reordered, .timeout = 120)
+{
+	ten_million_records(0);
+}
+
+Test(ring, ten_million_streamed_records_none_lost_or_reordered, .timeout = 120)
+{
+	ten_million_records(1);
+}
+
 Test(ring, exact_drop_count_when_the_consumer_is_stopped)
 {
 	const uint32_t S = 256;
@@ -130,7 +143,7 @@ Test(ring, exact_drop_count_when_the_consumer_is_stopped)
 
 	pid_t pid = fork();
 	if (pid == 0)
-		child_produce(&rp, N, 1, 0);
+		child_produce(&rp, N, 1, 0, 0);
 	int st;
 	waitpid(pid, &st, 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -149,7 +162,7 @@ Test(ring, exact_drop_count_when_the_consumer_is_stopped)
 	rp.en.base.ops->close(&rp.en.base);
 }
 
-Test(ring, slow_consumer_gaps_add_up_to_the_drop_count, .timeout = 60)
+static void slow_consumer(int stream)
 {
 	const uint64_t N = 2000000;
 	struct ring_pair rp;
@@ -157,7 +170,7 @@ Test(ring, slow_consumer_gaps_add_up_to_the_drop_count, .timeout = 60)
 
 	pid_t pid = fork();
 	if (pid == 0)
-		child_produce(&rp, N, 16, 0);
+		child_produce(&rp, N, 16, stream, 0);
 
 	struct xflow_ring_consumer c;
 	cr_assert_eq(xflow_ring_consumer_init(&c, rp.shm.base, rp.shm.size, XFLOW_RECORD_SIZE,
@@ -193,6 +206,88 @@ Test(ring, slow_consumer_gaps_add_up_to_the_drop_count, .timeout = 60)
 		     (unsigned long)gaps, (unsigned long)dropped);
 	xflow_shm_release(&rp.shm);
 	rp.en.base.ops->close(&rp.en.base);
+}
+
+Test(ring, slow_consumer_gaps_add_up_to_the_drop_count, .timeout = 60)
+{
+	slow_consumer(0);
+}
+
+Test(ring, streamed_slow_consumer_gaps_add_up_to_the_drop_count, .timeout = 60)
+{
+	slow_consumer(1);
+}
+
+/* Push records @from .. @to - 1 of the checkable sequence. */
+static void push_seq(struct xflow_ring_producer *p, uint64_t from, uint64_t to)
+{
+	struct xflow_record r;
+	for (uint64_t i = from; i < to; i++) {
+		make_record(&r, i);
+		cr_assert_eq(xflow_ring_push_record(p, &r), 0, "record %lu", (unsigned long)i);
+	}
+}
+
+/* Pop what is published and check it is exactly records @from .. @to - 1. */
+static void expect_seq(struct xflow_ring_consumer *c, uint64_t from, uint64_t to)
+{
+	static struct xflow_record buf[256];
+	long n = xflow_ring_pop_records(c, buf, 256);
+	cr_assert_eq(n, (long)(to - from), "published %ld records, expected %lu", n,
+		     (unsigned long)(to - from));
+	for (long i = 0; i < n; i++)
+		cr_assert(record_ok(&buf[i], from + (uint64_t)i), "record %lu",
+			  (unsigned long)(from + (uint64_t)i));
+}
+
+Test(ring, streamed_records_are_published_a_batch_at_a_time_and_at_flush)
+{
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, 256);
+	void *region = test_guarded_alloc(size);
+	xflow_ring_format(region, size, XFLOW_RECORD_SIZE, 256, XFLOW_CLOCK_TSC);
+	struct xflow_ring_producer p;
+	struct xflow_ring_consumer c;
+	cr_assert_eq(xflow_ring_producer_init(&p, region, size, NULL, 64), 0);
+	cr_assert_eq(xflow_ring_producer_stream(&p), 0);
+	cr_assert_eq(xflow_ring_consumer_init(&c, region, size, XFLOW_RECORD_SIZE, NULL), 0);
+
+	push_seq(&p, 0, 63);
+	expect_seq(&c, 0, 0); /* most of a batch: nothing yet */
+	push_seq(&p, 63, 64);
+	expect_seq(&c, 0, 64); /* the batch's last record publishes it */
+	push_seq(&p, 64, 69);
+	expect_seq(&c, 64, 64);
+	xflow_ring_flush(&p);
+	expect_seq(&c, 64, 69); /* flush publishes a partial batch */
+	/* Batches keep their boundaries across a flush and the wrap. */
+	push_seq(&p, 69, 69 + 64 * 3 + 10);
+	expect_seq(&c, 69, 69 + 64 * 3);
+	push_seq(&p, 69 + 64 * 3 + 10, 69 + 64 * 4);
+	expect_seq(&c, 69 + 64 * 3, 69 + 64 * 4);
+	test_guarded_free(region, size);
+}
+
+Test(ring, streamed_full_ring_publishes_what_it_holds_and_counts_drops)
+{
+	const uint32_t S = 128;
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, S);
+	void *region = test_guarded_alloc(size);
+	xflow_ring_format(region, size, XFLOW_RECORD_SIZE, S, XFLOW_CLOCK_TSC);
+	struct xflow_ring_producer p;
+	struct xflow_ring_consumer c;
+	cr_assert_eq(xflow_ring_producer_init(&p, region, size, NULL, 48), 0);
+	cr_assert_eq(xflow_ring_producer_stream(&p), 0);
+	cr_assert_eq(xflow_ring_consumer_init(&c, region, size, XFLOW_RECORD_SIZE, NULL), 0);
+	push_seq(&p, 0, S);
+	/* 128 is not a multiple of the batch: the last 32 are unpublished
+	 * until the push that finds the ring full publishes them. */
+	struct xflow_record r;
+	make_record(&r, S);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(xflow_ring_push_record(&p, &r), -ENOBUFS);
+	cr_assert_eq(xflow_ring_dropped(&c), 10);
+	expect_seq(&c, 0, S);
+	test_guarded_free(region, size);
 }
 
 /* A notifier that only counts, to observe the batching policy. */
