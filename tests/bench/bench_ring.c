@@ -109,11 +109,8 @@ struct bare_shared {
 				atomic_store_explicit(&b->prod, i + 1, memory_order_release); \
 				continue;                                                  \
 			}                                                                  \
-			for (unsigned w = 0; w < SIZE; w += 8) {                           \
-				long long v;                                               \
-				memcpy(&v, slot + w, sizeof(v));                           \
-				__builtin_ia32_movnti64((long long *)(void *)(dst + w), v); \
-			}                                                                  \
+			/* The ring's own streaming copy: only the protocol differs. */ \
+			xflow_ring__stream_copy(dst, slot, SIZE);                          \
 			if ((i + 1) % BARE2_STREAM_BATCH == 0 || i + 1 == n) {             \
 				__builtin_ia32_sfence();                                   \
 				atomic_store_explicit(&b->prod, i + 1, memory_order_release); \
