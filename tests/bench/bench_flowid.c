@@ -9,7 +9,11 @@
  * cache: the worst case, not the paper's.  ns per call: the median of 101
  * repetitions in one run, and of RUNS such runs, interleaved so that a
  * noisy moment of the shared host does not land on one column.  "changeID"
- * registers ids 1, 2, 3...; "sameID" one id for every key.  The baselines
+ * registers ids 1, 2, 3...; "sameID" one id for every key.  Both take fresh
+ * addresses every repetition, as a slab does that never hands an object
+ * out twice.  "reused" takes the same 2,000 addresses every repetition (with
+ * changing ids), as a per-CPU freelist does that recycles the objects just
+ * freed: the paper does not say which of the two it measured.  The baselines
  * key one table per flow kind by pointer, the way a user of those libraries
  * would; ours keys (kind, pointer).
  *
@@ -32,6 +36,8 @@
 #define RUNS 5
 
 enum op { OP_REGISTER, OP_GET, OP_REMOVE, OP_NEW, OP_GET_EMPTY, OP_GET_RANDOM, NOPS };
+/* How a repetition picks its keys and ids (see the top of the file). */
+enum mode { CHANGE_ID, SAME_ID, REUSED, NMODES };
 
 
 static uint64_t key_of(uint64_t i)
@@ -124,9 +130,9 @@ static size_t table_bytes(size_t live)
 	return b;
 }
 
-/* results[impl][same_id][op] in ns per call, and each run's */
-static double results[NIMPL][2][NOPS];
-static double run_results[RUNS][NIMPL][2][NOPS];
+/* results[impl][mode][op] in ns per call, and each run's */
+static double results[NIMPL][NMODES][NOPS];
+static double run_results[RUNS][NIMPL][NMODES][NOPS];
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t xorshift(void)
@@ -143,7 +149,7 @@ static uint64_t xorshift(void)
  * same nanosecond or two to each column and hide the differences.
  */
 #define DEFINE_RUN(P)                                                                  \
-static void run_##P(size_t live, int same_id, double out[NOPS]) \
+static void run_##P(size_t live, enum mode mode, double out[NOPS]) \
 { \
 	static double samples[NOPS][REPS]; \
 	static uint64_t probe[CALLS]; \
@@ -175,7 +181,7 @@ static void run_##P(size_t live, int same_id, double out[NOPS]) \
 		} \
 		uint64_t t0 = bench_now_ns(); \
 		for (uint64_t i = 0; i < CALLS; i++) \
-			P##_reg(key_of(base + i), same_id ? 7 : base + i + 1); \
+			P##_reg(key_of(base + i), mode == SAME_ID ? 7 : base + i + 1); \
 		uint64_t t1 = bench_now_ns(), acc = 0; \
 		for (uint64_t i = 0; i < CALLS; i++) \
 			acc += P##_get(key_of(base + i)); \
@@ -191,8 +197,8 @@ static void run_##P(size_t live, int same_id, double out[NOPS]) \
 		samples[OP_GET][r] = (double)(t2 - t1) / CALLS; \
 		samples[OP_GET_RANDOM][r] = (double)(t2r - t2) / CALLS; \
 		samples[OP_REMOVE][r] = (double)(t3 - t2r) / CALLS; \
-		/* Fresh addresses each repetition, as a slab hands out. */ \
-		next_key += CALLS; \
+		if (mode != REUSED) \
+			next_key += CALLS; \
 	} \
 	P##_teardown(); \
 	for (int op = 0; op < NOPS; op++) \
@@ -237,19 +243,23 @@ static void print_table(size_t live, double floor_ns)
 		"(changeID) register_flowid", "(changeID) get_flowid", "(changeID) remove_flowid",
 		"(sameID) register_flowid", "(sameID) get_flowid", "(sameID) remove_flowid",
 		"get_flowid, random live key",
+		"(reused) register_flowid", "(reused) get_flowid", "(reused) remove_flowid",
 	};
 	static const int row_op[] = { OP_NEW, OP_GET_EMPTY, OP_REGISTER, OP_GET, OP_REMOVE,
-				      OP_REGISTER, OP_GET, OP_REMOVE, OP_GET_RANDOM };
-	static const int row_same[] = { 0, 0, 0, 0, 0, 1, 1, 1, 0 };
+				      OP_REGISTER, OP_GET, OP_REMOVE, OP_GET_RANDOM,
+				      OP_REGISTER, OP_GET, OP_REMOVE };
+	static const enum mode row_mode[] = { CHANGE_ID, CHANGE_ID, CHANGE_ID, CHANGE_ID,
+					      CHANGE_ID, SAME_ID,   SAME_ID,   SAME_ID,
+					      CHANGE_ID, REUSED,    REUSED,    REUSED };
 
 	printf("\nflow-id table, %zu live keys: ns per call (median of %d runs of %d x %d calls)\n",
 	       live, RUNS, REPS, CALLS);
 	printf("%-30s %8s %11s %8s %14s\n", "function", "xflow", "GHashTable", "uthash",
 	       "GHash/xflow");
 	for (size_t r = 0; r < sizeof(row_op) / sizeof(row_op[0]); r++) {
-		double x = results[0][row_same[r]][row_op[r]];
-		double g = results[1][row_same[r]][row_op[r]];
-		double u = results[2][row_same[r]][row_op[r]];
+		double x = results[0][row_mode[r]][row_op[r]];
+		double g = results[1][row_mode[r]][row_op[r]];
+		double u = results[2][row_mode[r]][row_op[r]];
 		if (row_op[r] == OP_NEW) /* the libraries have no id generator */
 			printf("%-30s %8.1f %11s %8s %14s\n", rows[r], x, "-", "-", "-");
 		else
@@ -258,7 +268,7 @@ static void print_table(size_t live, double floor_ns)
 	printf("%-30s %8.1f   (random read-modify-write of a slot in %zu KiB)\n", "memory floor",
 	       floor_ns, table_bytes(live) >> 10);
 	printf("%-30s %8.1fx\n", "register / memory floor",
-	       results[0][0][OP_REGISTER] / floor_ns);
+	       results[0][CHANGE_ID][OP_REGISTER] / floor_ns);
 }
 
 int main(int argc, char **argv)
@@ -273,18 +283,18 @@ int main(int argc, char **argv)
 		static double cell[RUNS];
 		double floor_ns;
 		for (int run = 0; run < RUNS; run++) {
-			for (int same = 0; same < 2; same++) {
-				run_ours(sizes[s], same, run_results[run][0][same]);
-				run_gh(sizes[s], same, run_results[run][1][same]);
-				run_ut(sizes[s], same, run_results[run][2][same]);
+			for (enum mode m = 0; m < NMODES; m++) {
+				run_ours(sizes[s], m, run_results[run][0][m]);
+				run_gh(sizes[s], m, run_results[run][1][m]);
+				run_ut(sizes[s], m, run_results[run][2][m]);
 			}
 		}
 		for (int impl = 0; impl < NIMPL; impl++)
-			for (int same = 0; same < 2; same++)
+			for (int m = 0; m < NMODES; m++)
 				for (int op = 0; op < NOPS; op++) {
 					for (int run = 0; run < RUNS; run++)
-						cell[run] = run_results[run][impl][same][op];
-					results[impl][same][op] = bench_median(cell, RUNS);
+						cell[run] = run_results[run][impl][m][op];
+					results[impl][m][op] = bench_median(cell, RUNS);
 				}
 		floor_ns = memory_floor(table_bytes(sizes[s]));
 		print_table(sizes[s], floor_ns);
