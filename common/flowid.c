@@ -74,12 +74,6 @@ int xflow_flowtab__refuse(struct xflow_flowtab *t, uint64_t ptr, uint64_t id)
 	return -ENOSPC;
 }
 
-/* Hash of the key stored in slot @s (the kind is in its value's top bits). */
-static uint64_t slot_home(const struct xflow_flowtab *t, const struct xflow_flowtab_slot *s)
-{
-	return xflow_flowtab__hash(t, (uint16_t)(s->val >> XFLOW_FLOWID_BITS), s->ptr);
-}
-
 void xflow_flowtab__delete_at(struct xflow_flowtab *t, uint64_t hole)
 {
 	t->live--;
@@ -91,7 +85,7 @@ void xflow_flowtab__delete_at(struct xflow_flowtab *t, uint64_t hole)
 		struct xflow_flowtab_slot *s = &t->slots[j];
 		if (s->ptr == 0)
 			break;
-		uint64_t home = slot_home(t, s);
+		uint64_t home = xflow_flowtab__home_of(t, s);
 		/* Distance from home to j versus from hole to j, both modulo
 		 * the table: the key may move to the hole when the hole is no
 		 * further from j than its home is. */
