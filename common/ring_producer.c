@@ -75,7 +75,7 @@ void xflow_ring__notify_check(struct xflow_ring_producer *p)
 		/* Non-temporal stores are ordered with nothing: the store
 		 * fence makes the batch's slots visible before the index
 		 * that publishes them (the release store alone would not). */
-		__builtin_ia32_sfence();
+		__asm__ volatile("sfence" : : : "memory");
 #endif
 		atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
 	}

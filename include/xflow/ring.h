@@ -288,7 +288,10 @@ static inline void xflow_ring__stream_copy(unsigned char *dst, const void *src, 
 	for (size_t i = 0; i < n; i += 8) {
 		long long w;
 		__builtin_memcpy(&w, (const unsigned char *)src + i, sizeof(w));
-		__builtin_ia32_movnti64((long long *)(void *)(dst + i), w);
+		/* movnti writes from a general register: asm rather than the
+		 * builtin, which the in-process runtime's -mgeneral-regs-only
+		 * build does not have. */
+		__asm__ volatile("movnti %1, %0" : "=m"(*(long long *)(void *)(dst + i)) : "r"(w));
 	}
 #else
 	__builtin_memcpy(dst, src, n); /* unreachable: streaming is refused */
