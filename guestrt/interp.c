@@ -161,7 +161,7 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 		case XFLOW_OP_RDTSC: st[sp++] = e->clock(e->clock_ctx); break;
 		case XFLOW_OP_PC: st[sp++] = e->pc; break;
 		case XFLOW_OP_FLOW_NEW:
-			st[sp++] = xflow_flowtab_new_id(e->flows);
+			st[sp++] = e->new_id ? e->new_id(e->new_id_ctx) : xflow_flowtab_new_id(e->flows);
 			break;
 		case XFLOW_OP_FLOW_GET:
 			v = xflow_flowtab_get(e->flows, in->b, st[sp - 1]);

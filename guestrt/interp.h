@@ -21,6 +21,13 @@
 #include "xflow/flowid.h"
 #include "xflow/record.h"
 
+/* Scratch cells of local_var() inputs whose variable has no address at the
+ * site (a register or a computed value): the hit's runtime passes
+ * XFLOW_INTERP_SCRATCH_BASE + 8 * input and serves those addresses from its
+ * own memory in the memory accessors.  Non-canonical, so no x86-64 process
+ * can have them mapped; writes to them never reach the program. */
+#define XFLOW_INTERP_SCRATCH_BASE UINT64_C(0xfffe800000000000)
+
 /* A {struct, member} of the program's field table, resolved from DWARF. */
 struct xflow_field_rt {
 	uint32_t offset;     /* bytes from the struct's start */
@@ -52,6 +59,11 @@ struct xflow_interp_env {
 	uint64_t pc;                         /* $pc$ */
 	uint64_t (*clock)(void *ctx);        /* DO_RDTSC */
 	void *clock_ctx;
+	/* get_new_flowid(): NULL takes the next id of @flows.  Where several
+	 * tables share one id space (a table per process, flows told apart
+	 * by id alone), the id comes from their common counter. */
+	uint64_t (*new_id)(void *ctx);
+	void *new_id_ctx;
 	xflow_record_sink_fn sink;
 	void *sink_ctx;
 	const struct xflow_record *tmpl;     /* site, domain, thread of records */
@@ -60,6 +72,14 @@ struct xflow_interp_env {
 	 * (ndata 0) with these flags is appended at the end. */
 	unsigned marker_flags;
 };
+
+/* The field table of @p as laid out in domain @d, for the interpreter:
+ * @out has p->nfields entries.  A member the domain does not have, wider
+ * than 8 bytes, or a bitfield that does not fit its bytes gets size 0:
+ * every access to it faults (and is counted), none reads garbage. */
+struct xflow_plan;
+struct xflow_plan_domain;
+void xflow_interp_fields(const struct xflow_plan *p, const struct xflow_plan_domain *d, struct xflow_field_rt *out);
 
 struct xflow_interp_result {
 	int rc;            /* 0, or -EFAULT: a memory access faulted */
