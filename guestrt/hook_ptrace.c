@@ -151,7 +151,7 @@ static int regs_put(struct pt_thread *th, const struct xflow_hook_regs *r)
 	return (int)ptrace(PTRACE_SETREGS, th->tid, 0, r);
 }
 
-static void thread_cont(struct pt_thread *th, struct xflow_hook_regs *r, int sig)
+void pt_thread_cont(struct pt_thread *th, struct xflow_hook_regs *r, int sig)
 {
 	th->state = PT_RUNNING;
 	if (r && regs_put(th, r) < 0)
@@ -180,13 +180,13 @@ static void hit_before(struct pt_thread *th, struct pt_bp *bp, struct xflow_hook
 	if (t->detached)
 		return; /* the handler let the target go, this thread with it */
 	if (r->rip != bp->addr) {
-		thread_cont(th, r, 0); /* the handler chose where to go on */
+		pt_thread_cont(th, r, 0); /* the handler chose where to go on */
 		return;
 	}
 	switch (in->kind) {
 	case XFLOW_INSN_OOL:
 		r->rip = bp->slot;
-		thread_cont(th, r, 0);
+		pt_thread_cont(th, r, 0);
 		return; /* AFTER handlers run at the slot's trap */
 	case XFLOW_INSN_EMU_NOP:
 		r->rip = next;
@@ -202,7 +202,7 @@ static void hit_before(struct pt_thread *th, struct pt_bp *bp, struct xflow_hook
 		uint64_t to = in->kind == XFLOW_INSN_EMU_CALL ? in->target : reg[in->src];
 		if (push_ret(t, r, next) < 0) {
 			/* The call itself would have faulted on its push. */
-			thread_cont(th, r, SIGSEGV);
+			pt_thread_cont(th, r, SIGSEGV);
 			return;
 		}
 		r->rip = to;
@@ -216,7 +216,7 @@ static void hit_before(struct pt_thread *th, struct pt_bp *bp, struct xflow_hook
 	if (bp->nafter)
 		run_handlers(th, bp, XFLOW_HOOK_AFTER, r);
 	if (!t->detached)
-		thread_cont(th, r, 0);
+		pt_thread_cont(th, r, 0);
 }
 
 static void hit_after(struct pt_thread *th, struct pt_bp *bp, struct xflow_hook_regs *r)
@@ -225,7 +225,7 @@ static void hit_after(struct pt_thread *th, struct pt_bp *bp, struct xflow_hook_
 	if (bp->nafter)
 		run_handlers(th, bp, XFLOW_HOOK_AFTER, r);
 	if (!th->t->detached)
-		thread_cont(th, r, 0);
+		pt_thread_cont(th, r, 0);
 }
 
 void pt_serve_trap(struct pt_thread *th)
@@ -247,7 +247,7 @@ void pt_serve_trap(struct pt_thread *th)
 			/* A trap from before the site was disabled: the
 			 * instruction is back, run it. */
 			r.rip = bp->addr;
-			thread_cont(th, &r, 0);
+			pt_thread_cont(th, &r, 0);
 		}
 		return;
 	}
@@ -256,7 +256,9 @@ void pt_serve_trap(struct pt_thread *th)
 		hit_after(th, bp, &r);
 		return;
 	}
-	thread_cont(th, NULL, SIGTRAP); /* the target's own SIGTRAP */
+	if (t->e->ext && t->e->ext->trap && t->e->ext->trap(th, &r))
+		return;
+	pt_thread_cont(th, NULL, SIGTRAP); /* the target's own SIGTRAP */
 }
 
 static void dispatch(struct pt_engine *e, pid_t tid, int status)
@@ -483,18 +485,21 @@ static int pt_site_stats(struct xflow_hook_target *pub, uint32_t id, struct xflo
 	return 0;
 }
 
-static int pt_mem_read(struct xflow_hook_target *pub, uint64_t addr, void *buf, size_t len)
+int pt_mem_read(struct xflow_hook_target *pub, uint64_t addr, void *buf, size_t len)
 {
 	struct pt_target *t = TARGET(pub);
 	if (t->dead || t->detached)
 		return -ESRCH;
 	int rc = xflow_tmem_read(&t->mem, addr, buf, len);
-	if (rc == 0)
+	if (rc == 0) {
 		xflow_ooline_shadow(pt_mm(t), addr, buf, len);
+		if (t->e->ext && t->e->ext->shadow)
+			t->e->ext->shadow(pt_mm(t), addr, buf, len);
+	}
 	return rc;
 }
 
-static int pt_mem_write(struct xflow_hook_target *pub, uint64_t addr, const void *buf, size_t len)
+int pt_mem_write(struct xflow_hook_target *pub, uint64_t addr, const void *buf, size_t len)
 {
 	struct pt_target *t = TARGET(pub);
 	if (t->dead || t->detached)
@@ -546,7 +551,7 @@ static void release_holds(struct pt_engine *e)
 	}
 }
 
-static int pt_run(struct xflow_hook *h, int timeout_ms)
+int pt_run(struct xflow_hook *h, int timeout_ms)
 {
 	struct pt_engine *e = ENGINE(h);
 	int served = 0, rc = 0;
@@ -563,6 +568,8 @@ static int pt_run(struct xflow_hook *h, int timeout_ms)
 		pid_t tid;
 
 		pt_flush(e);
+		if (e->ext && e->ext->tick)
+			e->ext->tick(e);
 		if (h->stop_requested) {
 			detach_all(e);
 			pt_flush(e);
@@ -619,49 +626,61 @@ static int pt_run(struct xflow_hook *h, int timeout_ms)
 	return rc < 0 ? rc : served;
 }
 
-static int pt_control_fd(struct xflow_hook *h, int fd)
+int pt_control_fd(struct xflow_hook *h, int fd)
 {
 	return xflow_hook_control_fd_watch(h, fd);
 }
 
-static int pt_new(const struct xflow_hook_config *cfg, struct xflow_hook **out)
+int pt_engine_new(const struct xflow_hook_config *cfg, size_t size, const struct pt_ext *ext,
+		  struct pt_engine **out)
 {
-	struct pt_engine *e = calloc(1, sizeof(*e));
+	struct pt_engine *e = calloc(1, size);
 	int rc;
 
 	if (!e)
 		return -ENOMEM;
 	e->pub.cfg = *cfg;
 	e->pub.emergency = pt_emergency;
+	e->ext = ext;
 	rc = xflow_hook_wake_init(&e->pub);
 	if (rc < 0) {
 		free(e);
 		return rc;
 	}
-	*out = &e->pub;
+	*out = e;
 	return 0;
 }
 
-static void pt_free(struct xflow_hook *h)
+static int pt_new(const struct xflow_hook_config *cfg, struct xflow_hook **out)
+{
+	struct pt_engine *e;
+	int rc = pt_engine_new(cfg, sizeof(*e), NULL, &e);
+	if (rc == 0)
+		*out = &e->pub;
+	return rc;
+}
+
+void pt_free(struct xflow_hook *h)
 {
 	struct pt_engine *e = ENGINE(h);
+	pt_engine_fini(e);
+	free(e);
+}
+
+void pt_engine_fini(struct pt_engine *e)
+{
 	detach_all(e);
 	pt_flush(e);
 	while (e->ntargets)
 		pt_target_free(e->targets[0]);
-	xflow_hook_wake_fini(h);
+	xflow_hook_wake_fini(&e->pub);
 	free(e->targets);
 	free(e->tids);
 	free(e->unknown);
 	free(e->resumeq);
 	free(e->linger);
 	free(e->evq);
-	free(e);
 }
-
-int pt_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out);
-int pt_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out);
-int pt_detach(struct xflow_hook_target *t);
 
 const struct xflow_hook_backend_ops xflow_hook_ptrace_ops = {
 	.name = "ptrace",

@@ -25,7 +25,7 @@
 
 struct pt_target *pt_target_new(struct pt_engine *e, pid_t pid)
 {
-	struct pt_target *t = calloc(1, sizeof(*t));
+	struct pt_target *t = calloc(1, e->ext ? e->ext->target_size : sizeof(*t));
 	if (!t || pt_grow((void **)&e->targets, &e->captargets, e->ntargets + 1, sizeof(*e->targets))) {
 		free(t);
 		return NULL;
@@ -81,6 +81,8 @@ void pt_target_free(struct pt_target *t)
 			c->mm_owner = heir;
 		}
 	}
+	if (e->ext && e->ext->target_free)
+		e->ext->target_free(t);
 	while (t->nthreads)
 		pt_thread_del(t->threads[0]);
 	free(t->threads);
@@ -199,6 +201,8 @@ static void fork_child(struct pt_engine *e, struct pt_target *t, pid_t pid, bool
 		return;
 	}
 	c->silent = !inherit;
+	if (e->ext && e->ext->fork)
+		e->ext->fork(mm, c, vfork);
 	struct xflow_hook_event ev = {
 		.kind = XFLOW_HOOK_EV_FORK, .child = inherit ? &c->pub : NULL, .child_pid = pid};
 	pt_emit(t, &ev);
@@ -223,12 +227,13 @@ static void exec_done(struct pt_engine *e, struct pt_thread *th)
 	t->quiet = false;
 	t->gen++;
 	xflow_tmem_reopen(&t->mem);
+	if (e->ext && e->ext->exec)
+		e->ext->exec(t);
 	if (t->detach_at_exec)
 		t->detach_when_stopped = true;
 	struct xflow_hook_event ev = {.kind = XFLOW_HOOK_EV_EXEC};
 	if (!t->silent)
 		pt_emit(t, &ev);
-	(void)e;
 }
 
 void pt_note_event(struct pt_engine *e, struct pt_thread *th, int ev)
@@ -269,6 +274,11 @@ static uint64_t fixed_rip(struct pt_target *mm, struct pt_thread *th, uint64_t r
 	struct pt_bp *bp;
 
 	*ours = false;
+	if (mm->e->ext && mm->e->ext->fix_rip) {
+		uint64_t to = mm->e->ext->fix_rip(mm, th, rip, ours);
+		if (to || *ours)
+			return to;
+	}
 	if (th->pending_hit || th->held) {
 		bp = pt_bp_find(mm, rip - 1);
 		if (bp) {
@@ -368,6 +378,11 @@ int pt_detach_target(struct pt_target *t, bool internal)
 			if (r2 < 0 && r2 != -EFAULT && rc == 0)
 				rc = r2; /* -EFAULT: the target unmapped it */
 		}
+		if (e->ext && e->ext->detach) {
+			int r2 = e->ext->detach(t);
+			if (r2 < 0 && rc == 0)
+				rc = r2;
+		}
 	}
 	for (int i = 0; i < e->ntargets; i++)
 		if (shares(e->targets[i], t))
@@ -420,6 +435,8 @@ void pt_emergency(struct xflow_hook *h)
 			if (bp->after_trap)
 				xflow_tmem_poke(&t->mem, bp->slot + bp->insn.len, &nop, 1);
 		}
+		if (e->ext && e->ext->emergency && !t->mm_owner)
+			e->ext->emergency(t);
 		for (int j = 0; j < t->nthreads; j++) {
 			struct pt_thread *th = t->threads[j];
 			struct user_regs_struct r;
@@ -441,7 +458,6 @@ void pt_emergency(struct xflow_hook *h)
 	alarm(0);
 }
 
-int pt_detach(struct xflow_hook_target *pub);
 int pt_detach(struct xflow_hook_target *pub)
 {
 	struct pt_target *t = TARGET(pub);
@@ -497,7 +513,6 @@ static int seize_all(struct pt_target *t)
 	return t->nthreads ? 0 : -ESRCH;
 }
 
-int pt_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out);
 int pt_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out)
 {
 	struct pt_engine *e = ENGINE(h);
@@ -524,7 +539,6 @@ int pt_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out)
 	return 0;
 }
 
-int pt_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out);
 int pt_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out)
 {
 	struct pt_engine *e = ENGINE(h);

@@ -64,6 +64,44 @@ struct pt_thread {
 };
 
 struct pt_engine;
+struct pt_target;
+
+/*
+ * What a backend built on this one adds (the in-process backend: jump
+ * sites, a runtime in the target).  The ptrace layer calls these at the
+ * points of a target's life where that backend has work; NULL means
+ * nothing to do.  Every call is on the engine's thread.
+ */
+struct pt_ext {
+	size_t target_size; /* a target's bytes, at least sizeof(struct pt_target) */
+	/* child was forked (INHERIT or DETACH) from parent, or vforked (it
+	 * shares parent's memory); its one thread is not stopped yet. */
+	void (*fork)(struct pt_target *parent, struct pt_target *child, bool vfork);
+	/* t ran exec: everything of the old image is gone. */
+	void (*exec)(struct pt_target *t);
+	/* th exited (the target may live on). */
+	void (*thread_exit)(struct pt_thread *th);
+	/* A SIGTRAP that no breakpoint of this layer claims: true when the
+	 * extension served it (and resumed the thread with pt_thread_cont). */
+	bool (*trap)(struct pt_thread *th, struct xflow_hook_regs *r);
+	/* th stopped with signal sig: true when the extension consumed it
+	 * (the program never sees it). */
+	bool (*signal)(struct pt_thread *th, int sig);
+	/* At each turn of the run loop, before it waits: deferred work. */
+	void (*tick)(struct pt_engine *e);
+	/* Detaching t, every thread stopped, this layer's bytes restored:
+	 * restore the extension's, unmap what it mapped.  0 or -errno. */
+	int (*detach)(struct pt_target *t);
+	/* Where a thread stopped at rip must go when let go (0: stays),
+	 * *ours when its pending trap was the extension's. */
+	uint64_t (*fix_rip)(struct pt_target *mm, struct pt_thread *th, uint64_t rip, bool *ours);
+	/* The crash path: put the original bytes back with system calls only. */
+	void (*emergency)(struct pt_target *t);
+	/* Replace the extension's bytes in buf (target memory at addr). */
+	void (*shadow)(struct pt_target *mm, uint64_t addr, void *buf, size_t len);
+	/* t is being freed. */
+	void (*target_free)(struct pt_target *t);
+};
 
 struct pt_target {
 	struct xflow_hook_target pub;
@@ -93,6 +131,7 @@ struct pt_target {
 
 struct pt_engine {
 	struct xflow_hook pub;
+	const struct pt_ext *ext; /* NULL for the plain ptrace backend */
 	struct pt_target **targets;
 	int ntargets, captargets;
 	struct pt_thread **tids; /* open addressing by tid */
@@ -158,6 +197,23 @@ static inline struct pt_target *pt_mm(struct pt_target *t)
 }
 
 /* hook_ptrace.c */
+/* An engine of @size bytes (a backend that extends this one embeds struct
+ * pt_engine first) with extension @ext (NULL: none). */
+int pt_engine_new(const struct xflow_hook_config *cfg, size_t size, const struct pt_ext *ext,
+		  struct pt_engine **out);
+void pt_free(struct xflow_hook *h);
+/* Everything pt_free does but freeing e itself. */
+void pt_engine_fini(struct pt_engine *e);
+int pt_run(struct xflow_hook *h, int timeout_ms);
+int pt_control_fd(struct xflow_hook *h, int fd);
+int pt_mem_read(struct xflow_hook_target *pub, uint64_t addr, void *buf, size_t len);
+int pt_mem_write(struct xflow_hook_target *pub, uint64_t addr, const void *buf, size_t len);
+int pt_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out);
+int pt_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook_target **out);
+int pt_detach(struct xflow_hook_target *t);
+/* Resume a stopped thread with registers r (NULL: as they are) and signal
+ * sig. */
+void pt_thread_cont(struct pt_thread *th, struct xflow_hook_regs *r, int sig);
 void pt_serve_trap(struct pt_thread *th);
 struct pt_bp *pt_bp_find(struct pt_target *mm, uint64_t addr);
 /* The bp whose slot holds addr, or NULL. */

@@ -171,6 +171,8 @@ void pt_note_stop(struct pt_engine *e, struct pt_thread *th, int status)
 	if (ev == 0) {
 		if (sig == SIGTRAP)
 			th->pending_hit = true;
+		else if (e->ext && e->ext->signal && e->ext->signal(th, sig))
+			; /* the extension's own (a fault it mends) */
 		else if (th->resume_sig == 0)
 			th->resume_sig = sig;
 		return;
@@ -307,6 +309,8 @@ void pt_thread_exit(struct pt_thread *th, int status)
 {
 	struct pt_target *t = th->t;
 	bool leader = th->tid == t->pub.pid;
+	if (t->e->ext && t->e->ext->thread_exit)
+		t->e->ext->thread_exit(th);
 	pt_thread_del(th);
 	if (leader || t->exit_status == 0)
 		t->exit_status = status;
