@@ -4,6 +4,7 @@
 #ifndef XFLOW_GUESTRT_PRIV_H
 #define XFLOW_GUESTRT_PRIV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,6 +40,10 @@ struct xflow_insn {
 	uint8_t dst;     /* EMU_MOVRR: index into struct xflow_hook_regs as uint64_t[] */
 	uint8_t src;     /* EMU_MOVRR, EMU_CALLR */
 	uint8_t disp_off; /* OOL: offset of a rip-relative disp32, 0 if none */
+	uint8_t call_mem; /* OOL: a call through memory; modrm_off is its ModRM */
+	uint8_t modrm_off;
+	uint8_t stack_mem; /* OOL: a memory operand based on rsp */
+	uint8_t uncond;   /* control never falls through (jmp, ret, ud2...) */
 	char text[96];   /* "mnemonic operands", for messages */
 };
 
@@ -54,6 +59,46 @@ int xflow_insn_relocate(const struct xflow_insn *in, uint64_t slot, uint8_t *out
 int xflow_insn_reaches(const struct xflow_insn *in, uint64_t slot);
 /* Jcc condition cc against eflags. */
 int xflow_insn_cond(uint8_t cc, uint64_t eflags);
+
+/*
+ * A linear sweep of code[0..len) at addr (one function's bytes): where
+ * control can go inside a program, for deciding which bytes a jump may
+ * cover.  Reported through ops, each NULL-able:
+ *   target    a direct jmp, jcc or call's destination;
+ *   table     a jump table: entries of entry_size bytes at table (4: signed
+ *             offsets from the table, 8: absolute addresses), count of them
+ *             known from a bounds check before the jump, or -1;
+ *   indirect  an indirect jump whose destinations it cannot tell (not a
+ *             table it recognises, not a tail call through memory).
+ * Returns 0, or -EINVAL when bytes did not decode (the sweep goes on past
+ * them: what follows is reported, but the caller should trust the
+ * function less).
+ */
+struct xflow_insn_scan_ops {
+	void (*target)(void *ctx, uint64_t to);
+	void (*table)(void *ctx, uint64_t table, unsigned entry_size, int64_t count);
+	void (*indirect)(void *ctx, uint64_t at);
+};
+int xflow_insn_scan(const uint8_t *code, size_t len, uint64_t addr, const struct xflow_insn_scan_ops *ops,
+		    void *ctx);
+
+/* ---- code_map.c: where control can go in a binary (link-time addresses) ---- */
+
+struct xflow_code_map;
+struct xflow_code_func {
+	uint64_t start, end; /* the function's bytes */
+	uint64_t next;       /* the next function's start (padding lies between) */
+	bool opaque;         /* an indirect jump it could not follow: any
+			      * instruction may be a destination */
+};
+int xflow_code_map_open(const char *path, struct xflow_code_map **out, char *err, size_t errlen);
+void xflow_code_map_free(struct xflow_code_map *m);
+/* The function holding vaddr: 0, or -ENOENT (no symbol covers it). */
+int xflow_code_map_func(const struct xflow_code_map *m, uint64_t vaddr, struct xflow_code_func *out);
+/* A direct branch or a jump table may land at vaddr. */
+bool xflow_code_map_is_target(const struct xflow_code_map *m, uint64_t vaddr);
+/* The binary has exception landing pads, which no sweep sees. */
+bool xflow_code_map_landing_pads(const struct xflow_code_map *m);
 
 /* ---- target_mem.c: another process's memory ---- */
 
@@ -86,6 +131,8 @@ int xflow_maps_find(pid_t pid, uint64_t addr, struct xflow_map *out);
 /* A free range of size bytes near addr, within +-reach, page aligned, for a
  * scratch page: 0 and *out, or -ENOSPC. */
 int xflow_maps_gap_near(pid_t pid, uint64_t addr, uint64_t size, uint64_t reach, uint64_t *out);
+/* The link-time address of file offset off of the ELF file at path. */
+int xflow_maps_vaddr_of(const char *path, uint64_t off, uint64_t *vaddr);
 
 /* ---- restore_signals.c ---- */
 

@@ -86,6 +86,7 @@ static int classify(csh cs, const cs_insn *in, struct xflow_insn *out, char *err
 		out->target = (uint64_t)x->operands[0].imm;
 		if (in->id == X86_INS_JMP) {
 			out->kind = XFLOW_INSN_EMU_JMP;
+			out->uncond = 1;
 		} else if (in->id == X86_INS_CALL) {
 			out->kind = XFLOW_INSN_EMU_CALL;
 		} else if ((x->opcode[0] & 0xf0) == 0x70) {
@@ -129,8 +130,35 @@ static int classify(csh cs, const cs_insn *in, struct xflow_insn *out, char *err
 				return refuse(out, err, errlen, "rip-relative operand without a 32-bit displacement");
 			out->disp_off = x->encoding.disp_offset;
 		}
+		if (op->type == X86_OP_MEM && (op->mem.base == X86_REG_RSP || op->mem.index == X86_REG_RSP))
+			out->stack_mem = 1;
 		if (op->type == X86_OP_REG && op->reg == X86_REG_RIP)
 			return refuse(out, err, errlen, "instruction reads rip");
+	}
+	if (in->id == X86_INS_CALL) {
+		/* Through memory: a trampoline pushes the true return address
+		 * and jumps through the same operand (ModRM's reg field 2 -> 4). */
+		unsigned k = 0;
+		while (k < in->size && (in->bytes[k] == 0x2e || in->bytes[k] == 0x3e || in->bytes[k] == 0x26 ||
+					in->bytes[k] == 0x36 || in->bytes[k] == 0x64 || in->bytes[k] == 0x65 ||
+					in->bytes[k] == 0x66 || in->bytes[k] == 0x67 || in->bytes[k] == 0xf2 ||
+					in->bytes[k] == 0xf3 || (in->bytes[k] & 0xf0) == 0x40))
+			k++;
+		if (k + 1 >= in->size || in->bytes[k] != 0xff || ((in->bytes[k + 1] >> 3) & 7) != 2)
+			return refuse(out, err, errlen, "call of an unknown form");
+		out->call_mem = 1;
+		out->modrm_off = (uint8_t)(k + 1);
+	}
+	switch (in->id) {
+	case X86_INS_JMP:
+	case X86_INS_LJMP:
+	case X86_INS_RET:
+	case X86_INS_RETF:
+	case X86_INS_HLT:
+		out->uncond = 1;
+		break;
+	default:
+		break;
 	}
 	return 0;
 }
@@ -211,4 +239,195 @@ int xflow_insn_cond(uint8_t cc, uint64_t f)
 	default: r = zf | (sf != of); break;
 	}
 	return (cc & 1) ? !r : r;
+}
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+/* The 64-bit register a general register of any width is part of. */
+static x86_reg reg64(x86_reg r)
+{
+	static const x86_reg fam[][5] = {
+		{X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH},
+		{X86_REG_RBX, X86_REG_EBX, X86_REG_BX, X86_REG_BL, X86_REG_BH},
+		{X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL, X86_REG_CH},
+		{X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL, X86_REG_DH},
+		{X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL, X86_REG_INVALID},
+		{X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL, X86_REG_INVALID},
+		{X86_REG_RBP, X86_REG_EBP, X86_REG_BP, X86_REG_BPL, X86_REG_INVALID},
+		{X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B, X86_REG_INVALID},
+		{X86_REG_R9, X86_REG_R9D, X86_REG_R9W, X86_REG_R9B, X86_REG_INVALID},
+		{X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B, X86_REG_INVALID},
+		{X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B, X86_REG_INVALID},
+		{X86_REG_R12, X86_REG_R12D, X86_REG_R12W, X86_REG_R12B, X86_REG_INVALID},
+		{X86_REG_R13, X86_REG_R13D, X86_REG_R13W, X86_REG_R13B, X86_REG_INVALID},
+		{X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B, X86_REG_INVALID},
+		{X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B, X86_REG_INVALID},
+	};
+	if (r == X86_REG_INVALID)
+		return r;
+	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+		for (int k = 0; k < 5; k++)
+			if (fam[i][k] == r)
+				return fam[i][0];
+	return r;
+}
+
+/* What the sweep remembers of the instructions before a jump. */
+#define SCAN_BACK 12
+struct seen {
+	unsigned id;
+	uint64_t next;  /* address after it */
+	uint8_t nops;
+	cs_x86_op op[2];
+};
+
+static const struct seen *back(const struct seen *h, unsigned n, unsigned k)
+{
+	return k < n && k < SCAN_BACK ? &h[(n - 1 - k) % SCAN_BACK] : NULL;
+}
+
+/* The bound of a table indexed by idx: `cmp idx, imm` then `ja` (imm + 1
+ * entries) or `jae` (imm), the first such pair from the k-th instruction
+ * back on (the jump itself not counted). */
+static int64_t table_bound(const struct seen *h, unsigned n, unsigned k, x86_reg idx)
+{
+	for (unsigned j = k; j < SCAN_BACK; j++) {
+		const struct seen *c = back(h, n, j), *after = back(h, n, j - 1);
+		if (!c || !after)
+			break;
+		if (c->id == X86_INS_CMP && c->nops == 2 && c->op[0].type == X86_OP_REG &&
+		    reg64(c->op[0].reg) == idx && c->op[1].type == X86_OP_IMM && c->op[1].imm >= 0) {
+			if (after->id == X86_INS_JA)
+				return c->op[1].imm + 1;
+			if (after->id == X86_INS_JAE)
+				return c->op[1].imm;
+			return -1;
+		}
+	}
+	return -1;
+}
+
+/* jmp reg: GCC's and clang's position-independent table,
+ *	lea base, [rip + table]; movsxd r, dword [base + idx*4]; add r, base; jmp r */
+static int table_of_reg(const struct seen *h, unsigned n, x86_reg r, const struct xflow_insn_scan_ops *ops,
+			void *ctx)
+{
+	for (unsigned k = 0; k < SCAN_BACK; k++) {
+		const struct seen *add = back(h, n, k);
+		if (!add)
+			return 0;
+		if (add->id != X86_INS_ADD || add->nops != 2 || add->op[0].type != X86_OP_REG ||
+		    reg64(add->op[0].reg) != r || add->op[1].type != X86_OP_REG)
+			continue;
+		x86_reg base = reg64(add->op[1].reg);
+		for (unsigned j = k + 1; j < SCAN_BACK; j++) {
+			const struct seen *mv = back(h, n, j);
+			if (!mv)
+				return 0;
+			if (mv->id != X86_INS_MOVSXD || mv->op[0].type != X86_OP_REG || reg64(mv->op[0].reg) != r ||
+			    mv->op[1].type != X86_OP_MEM || reg64(mv->op[1].mem.base) != base || mv->op[1].mem.scale != 4)
+				continue;
+			x86_reg idx = reg64(mv->op[1].mem.index);
+			for (unsigned i = j + 1; i < SCAN_BACK; i++) {
+				const struct seen *lea = back(h, n, i);
+				if (!lea)
+					return 0;
+				if (lea->id != X86_INS_LEA || lea->op[0].type != X86_OP_REG || reg64(lea->op[0].reg) != base ||
+				    lea->op[1].type != X86_OP_MEM || lea->op[1].mem.base != X86_REG_RIP)
+					continue;
+				if (ops->table)
+					ops->table(ctx, lea->next + (uint64_t)lea->op[1].mem.disp, 4,
+						   table_bound(h, n, 1, idx));
+				return 1;
+			}
+			return 0;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* jmp reg as a tail call through a pointer: reg loaded from memory, then
+ * the frame torn down (a pop, leave or add to rsp) before the jump.  A jump
+ * inside a function keeps its frame. */
+static int tail_call_of_reg(const struct seen *h, unsigned n, x86_reg r)
+{
+	bool epilogue = false;
+	for (unsigned k = 0; k < SCAN_BACK; k++) {
+		const struct seen *s = back(h, n, k);
+		if (!s)
+			return 0;
+		if (s->id == X86_INS_POP || s->id == X86_INS_LEAVE ||
+		    (s->id == X86_INS_ADD && s->nops == 2 && s->op[0].type == X86_OP_REG && s->op[0].reg == X86_REG_RSP)) {
+			if (s->id == X86_INS_POP && s->op[0].type == X86_OP_REG && reg64(s->op[0].reg) == r)
+				return 0;
+			epilogue = true;
+			continue;
+		}
+		if (s->nops >= 1 && s->op[0].type == X86_OP_REG && reg64(s->op[0].reg) == r && s->id != X86_INS_CMP &&
+		    s->id != X86_INS_TEST && s->id != X86_INS_PUSH)
+			return epilogue && s->id == X86_INS_MOV && s->nops == 2 && s->op[1].type == X86_OP_MEM;
+	}
+	return 0;
+}
+
+int xflow_insn_scan(const uint8_t *code, size_t len, uint64_t addr, const struct xflow_insn_scan_ops *ops,
+		    void *ctx)
+{
+	csh cs;
+	struct seen hist[SCAN_BACK];
+	unsigned n = 0;
+	int rc = 0;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return -ENOMEM;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_insn *in = cs_malloc(cs);
+	if (!in) {
+		cs_close(&cs);
+		return -ENOMEM;
+	}
+	const uint8_t *p = code;
+	size_t left = len;
+	uint64_t at = addr;
+	while (left > 0) {
+		if (!cs_disasm_iter(cs, &p, &left, &at, in)) {
+			/* Not code (padding of another kind, data): step a byte. */
+			rc = -EINVAL;
+			p++, left--, at++;
+			n = 0;
+			continue;
+		}
+		const cs_x86 *x = &in->detail->x86;
+		bool rel = cs_insn_group(cs, in, CS_GRP_BRANCH_RELATIVE);
+		if (rel && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+			if (ops->target)
+				ops->target(ctx, (uint64_t)x->operands[0].imm);
+		} else if (in->id == X86_INS_JMP && x->op_count == 1) {
+			const cs_x86_op *op = &x->operands[0];
+			int known = 0;
+			if (op->type == X86_OP_REG)
+				known = table_of_reg(hist, n, reg64(op->reg), ops, ctx) ||
+					tail_call_of_reg(hist, n, reg64(op->reg));
+			else if (op->type == X86_OP_MEM && op->mem.base == X86_REG_RIP && op->mem.index == X86_REG_INVALID)
+				known = 1; /* a tail call through a pointer (the PLT's way) */
+			else if (op->type == X86_OP_MEM && op->mem.base == X86_REG_INVALID && op->mem.scale == 8 &&
+				 op->mem.index != X86_REG_INVALID) {
+				/* An absolute table: jmp [table + idx*8]. */
+				if (ops->table)
+					ops->table(ctx, (uint64_t)op->mem.disp, 8, table_bound(hist, n, 1, reg64(op->mem.index)));
+				known = 1;
+			}
+			if (!known && ops->indirect)
+				ops->indirect(ctx, in->address);
+		}
+		struct seen *s = &hist[n++ % SCAN_BACK];
+		s->id = in->id;
+		s->next = in->address + in->size;
+		s->nops = x->op_count < 2 ? x->op_count : 2;
+		memcpy(s->op, x->operands, s->nops * sizeof(s->op[0]));
+	}
+	cs_free(in, 1);
+	cs_close(&cs);
+	return rc;
 }

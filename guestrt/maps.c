@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,11 +97,12 @@ int xflow_maps_gap_near(pid_t pid, uint64_t addr, uint64_t size, uint64_t reach,
 	return 0;
 }
 
-/* The file offset of link-time vaddr in the ELF file at path. */
-static int vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *off)
+/* The PT_LOAD program header of the ELF file at path holding @where: a
+ * link-time address when by_vaddr, else a file offset. */
+static int load_segment(const char *path, uint64_t where, bool by_vaddr, Elf64_Phdr *out)
 {
 	Elf64_Ehdr eh;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	int rc = -ENOENT;
 
 	if (fd < 0)
@@ -116,14 +118,24 @@ static int vaddr_to_offset(const char *path, uint64_t vaddr, uint64_t *off)
 			rc = -ENOEXEC;
 			goto out;
 		}
-		if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
-			*off = vaddr - ph.p_vaddr + ph.p_offset;
+		uint64_t start = by_vaddr ? ph.p_vaddr : ph.p_offset;
+		if (ph.p_type == PT_LOAD && where >= start && where < start + ph.p_filesz) {
+			*out = ph;
 			rc = 0;
 			goto out;
 		}
 	}
 out:
 	close(fd);
+	return rc;
+}
+
+int xflow_maps_vaddr_of(const char *path, uint64_t off, uint64_t *vaddr)
+{
+	Elf64_Phdr ph;
+	int rc = load_segment(path, off, false, &ph);
+	if (rc == 0)
+		*vaddr = off - ph.p_offset + ph.p_vaddr;
 	return rc;
 }
 
@@ -139,9 +151,11 @@ int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kin
 	if (!realpath(path, real))
 		return -errno;
 	if (kind == XFLOW_HOOK_LOC_VADDR) {
-		rc = vaddr_to_offset(real, where, &off);
+		Elf64_Phdr ph;
+		rc = load_segment(real, where, true, &ph);
 		if (rc < 0)
 			return rc;
+		off = where - ph.p_vaddr + ph.p_offset;
 		rc = -ENOENT;
 	}
 	f = maps_open(pid);
