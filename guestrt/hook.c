@@ -109,6 +109,34 @@ int xflow_hook_control_fd(struct xflow_hook *h, int fd)
 	return CALL(h, control_fd, h, fd);
 }
 
+#define INTARGET(h, op, ...) \
+	done((h), ((h)->errbuf[0] = 0, (h)->ops->intarget && (h)->ops->intarget->op ? (h)->ops->intarget->op(__VA_ARGS__) : -ENOTSUP))
+
+int xflow_hook_prog_load(struct xflow_hook_target *t, const struct xflow_hook_prog *prog)
+{
+	if (!prog || !prog->plan || !prog->dom)
+		return -EINVAL;
+	return INTARGET(t->hook, prog_load, t, prog);
+}
+
+int xflow_hook_advice_enable(struct xflow_hook_target *t, uint32_t advice, bool on)
+{
+	return INTARGET(t->hook, advice_enable, t, advice, on);
+}
+
+long xflow_hook_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max)
+{
+	if (!fn)
+		return -EINVAL;
+	return h->ops->intarget && h->ops->intarget->drain ? h->ops->intarget->drain(h, fn, ctx, max) : -ENOTSUP;
+}
+
+int xflow_hook_prog_stats(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,
+			  struct xflow_hook_prog_stats *all)
+{
+	return INTARGET(h, stats, h, nadvice, adv, all);
+}
+
 const char *xflow_hook_last_error(const struct xflow_hook *h)
 {
 	return h->errbuf;

@@ -5,9 +5,13 @@
  * One table of operations, struct xflow_hook_backend_ops, is implemented by
  * each backend: ptrace breakpoints with the handlers in the agent's user space
  * (xflow_hook_ptrace_ops, the Xenprobes design applied to processes), and
- * later in-process hot patching and a Xen backend.  Nothing in this header is
- * specific to ptrace: a backend embeds struct xflow_hook as the first member
- * of its engine and reaches its own state back with container_of.
+ * in-process hot patching (xflow_hook_inproc_ops): a jump at each site to a
+ * trampoline that runs the advice inside the target, with a breakpoint for
+ * the sites a jump cannot take.  The second runs no handler of the caller's:
+ * it runs compiled advice, loaded with the in-target operations at the end
+ * of this header.  Nothing in this header is specific to ptrace: a backend
+ * embeds struct xflow_hook as the first member of its engine and reaches
+ * its own state back with container_of.
  *
  * Threading: an engine belongs to the thread that created it.  Every call
  * except xflow_hook_stop() is made from that thread (ptrace ties a tracee to
@@ -117,12 +121,22 @@ struct xflow_hook_config {
 	void *event_data;
 };
 
+/* How a site is served. */
+enum xflow_hook_mech {
+	XFLOW_HOOK_MECH_TRAP = 1, /* int3 and a stop of the thread for this process */
+	XFLOW_HOOK_MECH_JUMP = 2, /* a jump to a trampoline in the target: no trap */
+	XFLOW_HOOK_MECH_TRAP_INTARGET = 3, /* int3, the trampoline run by the trapped thread */
+};
+
 /* Per-site counters. */
 struct xflow_hook_site_stats {
-	uint64_t hits;
+	uint64_t hits;           /* handler calls (backends with in-target advice
+	                          * count per advice instead: 0 here) */
 	bool enabled;
 	uint64_t addr;
 	enum xflow_hook_when when;
+	enum xflow_hook_mech mech;
+	char why[160];           /* why a backend that prefers jumps used a trap */
 };
 
 /* Engine state every backend embeds first.  The volatile fields are
@@ -180,7 +194,10 @@ typedef int (*xflow_hook_spawn_fn)(struct xflow_hook *h, char *const argv[], str
 typedef int (*xflow_hook_detach_fn)(struct xflow_hook_target *t);
 /* Probe the instruction at addr.  Fails with a message when addr is not in
  * an executable mapping or its instruction cannot be relocated.  The site is
- * enabled when this returns 0; *site identifies it within t. */
+ * enabled when this returns 0; *site identifies it within t.  fn runs in
+ * this process at each hit; with a backend that runs advice in the target
+ * (.intarget set) fn is NULL and data is the index, in the program loaded
+ * with prog_load, of the plan site whose bindings for @when run there. */
 typedef int (*xflow_hook_site_add_fn)(struct xflow_hook_target *t, uint64_t addr, enum xflow_hook_when when,
 				      xflow_hook_handler_fn fn, void *data, uint32_t *site);
 /* Remove a site; the original bytes are back when no site uses the address. */
@@ -205,6 +222,8 @@ typedef int (*xflow_hook_run_fn)(struct xflow_hook *h, int timeout_ms);
  * stops watching.  The fd stays the caller's. */
 typedef int (*xflow_hook_control_fd_fn)(struct xflow_hook *h, int fd);
 
+struct xflow_hook_intarget_ops;
+
 struct xflow_hook_backend_ops {
 	const char *name;
 	xflow_hook_new_fn hook_new;
@@ -220,12 +239,15 @@ struct xflow_hook_backend_ops {
 	xflow_hook_mem_write_fn mem_write;
 	xflow_hook_run_fn run;
 	xflow_hook_control_fd_fn control_fd;
+	/* Advice run inside the target; NULL: handlers run in this process. */
+	const struct xflow_hook_intarget_ops *intarget;
 };
 
 /* Largest single memory access through the accessor. */
 #define XFLOW_HOOK_MEM_MAX (1u << 20)
 
 extern const struct xflow_hook_backend_ops xflow_hook_ptrace_ops;
+extern const struct xflow_hook_backend_ops xflow_hook_inproc_ops;
 
 /* Wrappers over the table (hook.c). */
 int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_hook_config *cfg,
@@ -277,5 +299,72 @@ int xflow_hook_stop_reason(const struct xflow_hook *h);
 enum xflow_hook_loc_kind { XFLOW_HOOK_LOC_OFFSET = 0, XFLOW_HOOK_LOC_VADDR = 1 };
 int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kind, uint64_t where,
 		       uint64_t *addr);
+
+/*
+ * In-target advice (backends with .intarget).  The caller compiles nothing
+ * itself: it hands over a weave plan's domain, and the backend maps the
+ * plan's programs, tables and field layouts into the target with a runtime
+ * that runs them (the advice interpreter, guestrt/interp.h, in the target),
+ * fetches inputs as the plan's recipes say, keeps a flow-id table per
+ * process and writes records into per-thread lanes.  The caller moves the
+ * records out with drain() and reads the counters with stats().
+ */
+struct xflow_plan;
+struct xflow_plan_domain;
+struct xflow_field_rt;
+struct xflow_record;
+
+struct xflow_hook_prog {
+	const struct xflow_plan *plan;
+	const struct xflow_plan_domain *dom;
+	const struct xflow_field_rt *fields; /* plan->nfields layouts in this domain */
+	const uint64_t *bases;               /* load base of each of dom's binaries in the target */
+	uint16_t domain_id;                  /* records' domain_id */
+	uint32_t lanes;                      /* threads with a lane per process (0: 128) */
+	uint32_t lane_slots;                 /* records per lane, a power of two (0: 4096) */
+	uint32_t flowtab_capacity;           /* live keys per process (0: 1 << 18) */
+};
+
+struct xflow_hook_advice_stats {
+	uint64_t hits, faults, drops;
+};
+
+struct xflow_hook_prog_stats {
+	uint64_t records;        /* moved out by drain() */
+	uint64_t dropped;        /* lost: a lane's ring was full */
+	uint64_t nolane;         /* hits of threads that found no free lane */
+	uint64_t nested;         /* hits inside a hit (a signal handler's) */
+	uint64_t lock_waits;     /* times the flow-id table's lock yielded the CPU */
+	uint64_t bad;            /* records that did not decode (a lane given up) */
+};
+
+/* Receives each record drain() moves out (decoded, from private memory). */
+typedef void (*xflow_hook_record_fn)(void *ctx, const struct xflow_record *r);
+
+struct xflow_hook_intarget_ops {
+	/* Compile @prog into t's memory (it is copied: the caller may free
+	 * it after).  Every site of a previous program must have been
+	 * removed; the flow-id table and the counters start empty.  Sites
+	 * added afterwards name prog's plan sites. */
+	int (*prog_load)(struct xflow_hook_target *t, const struct xflow_hook_prog *prog);
+	/* Switch advice @advice on or off in t and every process sharing its
+	 * program (its forked children): a flag the target reads at each
+	 * hit, no stop, no patch. */
+	int (*advice_enable)(struct xflow_hook_target *t, uint32_t advice, bool on);
+	/* Move every record the targets wrote, in each thread's order, into
+	 * fn; at most @max (0: no limit).  The number moved. */
+	long (*drain)(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max);
+	/* Counters of the current programs over every target, and of targets
+	 * gone since: per advice (nadvice entries of @adv) and in all. */
+	int (*stats)(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,
+		     struct xflow_hook_prog_stats *all);
+};
+
+/* Wrappers: -ENOTSUP when the backend has no in-target advice. */
+int xflow_hook_prog_load(struct xflow_hook_target *t, const struct xflow_hook_prog *prog);
+int xflow_hook_advice_enable(struct xflow_hook_target *t, uint32_t advice, bool on);
+long xflow_hook_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max);
+int xflow_hook_prog_stats(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,
+			  struct xflow_hook_prog_stats *all);
 
 #endif

@@ -478,10 +478,12 @@ static int pt_site_stats(struct xflow_hook_target *pub, uint32_t id, struct xflo
 	int rc = site_lookup(t, id, &s);
 	if (rc < 0)
 		return rc;
+	memset(st, 0, sizeof(*st));
 	st->hits = s->hits;
 	st->enabled = s->enabled;
 	st->addr = s->bp->addr;
 	st->when = s->when;
+	st->mech = XFLOW_HOOK_MECH_TRAP;
 	return 0;
 }
 
