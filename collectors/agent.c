@@ -100,6 +100,11 @@ struct peer {
 	struct plan_cache *pc;
 	uint32_t plan_seq;
 	uint32_t installed, sites;
+	/* Plan sites the agent serves with a breakpoint (its in-process
+	 * backend could not put a jump there), and the first reason. */
+	uint8_t *trap;
+	uint32_t ntrap;
+	char trap_why[256];
 	uint64_t records, bad;
 	/* The last STATS. */
 	struct xflow_ctl_advice_stats *adv;
@@ -178,6 +183,7 @@ static void peer_free(struct peer *p)
 		p->nt.base.ops->close(&p->nt.base);
 	xflow_shm_release(&p->shm);
 	free(p->adv);
+	free(p->trap);
 	free(p);
 }
 
@@ -417,14 +423,31 @@ static struct xflow_ctl_msg plan_load_msg(const struct peer *p)
 static int take_plan_reply(struct acoll *c, struct peer *p, struct xflow_ctl_msg *r, char *why, size_t whylen)
 {
 	const struct xflow_ctl_reply *rp = &r->u.reply;
+	const struct xflow_ctl_plan_result *pr = &rp->u.plan;
 	int rc = rp->status;
-	p->installed = rp->u.plan.installed;
-	p->sites = rp->u.plan.sites;
+	p->installed = pr->installed;
+	p->sites = pr->sites;
+	free(p->trap);
+	p->ntrap = pr->sites;
+	p->trap = calloc(p->ntrap + 1, 1);
+	p->trap_why[0] = 0;
+	const struct xflow_ctl_site_fail *first = NULL;
+	for (uint32_t i = 0; i < pr->nfailed; i++) {
+		const struct xflow_ctl_site_fail *f = &pr->failed[i];
+		if (f->err < 0) {
+			first = first ? first : f;
+			continue;
+		}
+		if (p->trap && f->site < p->ntrap)
+			p->trap[f->site] = 1;
+		if (!p->trap_why[0])
+			snprintf(p->trap_why, sizeof(p->trap_why), "%s", f->why);
+	}
 	if (rc)
 		snprintf(why, whylen, "refused the plan: %s", rp->message);
-	else if (rp->u.plan.nfailed)
+	else if (first)
 		set_err(c, "agent of %s/%u: %s; first failure: %s", p->domain, (unsigned)p->domid, rp->message,
-			rp->u.plan.failed[0].why);
+			first->why);
 	xflow_ctl_msg_free(r);
 	return rc;
 }
@@ -1113,6 +1136,11 @@ static int agent_aspect_info(struct xflow_collector *xc, uint32_t i, struct xflo
 			if (d->bindings[b].site != last && in_aspect(c, a, d->bindings[b].advice)) {
 				last = d->bindings[b].site;
 				out->sites++;
+				if (p->trap && last < p->ntrap && p->trap[last]) {
+					out->trap_sites++;
+					if (!out->trap_why)
+						out->trap_why = p->trap_why;
+				}
 			}
 	}
 	return 0;

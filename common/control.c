@@ -392,7 +392,7 @@ static void r_reply(struct rbuf *r, struct xflow_ctl_reply *rp)
 			f[i].site = r_u32(r, "failed site");
 			f[i].err = (int32_t)r_u32(r, "failed site errno");
 			f[i].why = r_str(r, "failed site reason");
-			if (!r->why && (f[i].site >= p->sites || f[i].err >= 0 || f[i].err < -4095))
+			if (!r->why && (f[i].site >= p->sites || f[i].err > 0 || f[i].err < -4095))
 				r->why = "failed site out of range";
 		}
 		p->failed = f;

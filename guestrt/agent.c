@@ -34,6 +34,7 @@
 /* How long one slice of serving hits lasts before the socket is looked
  * at again (the hook engine has no way to wait on it too). */
 #define SLICE_MS 10
+#define BUSY_SLICE_MS 2
 #define NSCRATCH XFLOW_BC_MAX_INPUTS
 
 struct agent;
@@ -56,6 +57,9 @@ struct target {
 	char exe[PATH_MAX];
 	struct site_ctx *ctx; /* nsites * 2, or NULL without a plan */
 	uint64_t *base;       /* load base per plan binary */
+	/* ptrace backend: the flow-id table of this process (each process
+	 * its own: the same address in two processes is two objects). */
+	struct xflow_flowtab *flows;
 };
 
 struct advice_rt {
@@ -78,7 +82,9 @@ struct agent {
 	struct xflow_eventfd_notifier notifier;
 	struct xflow_ring_producer prod;
 	uint32_t ring_slots;
-	struct xflow_flowtab flows;
+	bool intarget;       /* the backend runs the advice in the targets */
+	long moved;          /* records the last drain of their lanes moved */
+	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
 	/* The socket and the one monitor. */
 	bool xen;            /* the Xen transport instead of the socket */
 	struct agent_xen xt;
@@ -123,8 +129,8 @@ static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	struct agent *a = ctx;
 	if (len == 0 || len > 8)
 		return -EFAULT; /* the interpreter moves 1..8 bytes; 0 = unresolved field */
-	if (addr >= AGENT_SCRATCH_BASE && addr - AGENT_SCRATCH_BASE < sizeof(a->scratch)) {
-		uint64_t off = addr - AGENT_SCRATCH_BASE;
+	if (addr >= XFLOW_INTERP_SCRATCH_BASE && addr - XFLOW_INTERP_SCRATCH_BASE < sizeof(a->scratch)) {
+		uint64_t off = addr - XFLOW_INTERP_SCRATCH_BASE;
 		if (off + len > sizeof(a->scratch))
 			return -EFAULT;
 		memcpy(buf, (char *)a->scratch + off, len);
@@ -138,8 +144,8 @@ static int mem_write(void *ctx, uint64_t addr, const void *buf, size_t len)
 	struct agent *a = ctx;
 	if (len == 0 || len > 8)
 		return -EFAULT;
-	if (addr >= AGENT_SCRATCH_BASE && addr - AGENT_SCRATCH_BASE < sizeof(a->scratch)) {
-		uint64_t off = addr - AGENT_SCRATCH_BASE;
+	if (addr >= XFLOW_INTERP_SCRATCH_BASE && addr - XFLOW_INTERP_SCRATCH_BASE < sizeof(a->scratch)) {
+		uint64_t off = addr - XFLOW_INTERP_SCRATCH_BASE;
 		if (off + len > sizeof(a->scratch))
 			return -EFAULT;
 		memcpy((char *)a->scratch + off, buf, len);
@@ -155,6 +161,13 @@ static uint64_t hit_clock(void *ctx)
 	/* Every record of a hit carries the hit's time: when the program got
 	 * there, not when the advice got round to storing. */
 	return ((struct agent *)ctx)->hit_ticks;
+}
+
+static uint64_t agent_new_id(void *ctx)
+{
+	struct agent *a = ctx;
+	a->next_id = a->next_id >= XFLOW_FLOWID_MAX ? 1 : a->next_id + 1;
+	return a->next_id;
 }
 
 static int ring_sink(void *ctx, struct xflow_record *r)
@@ -225,7 +238,7 @@ static int fetch(struct agent *a, const struct xflow_hook_hit *hit, const struct
 	}
 	if (in_kind == XFLOW_IN_LOCAL_VAR) {
 		a->scratch[i] = r;
-		*out = AGENT_SCRATCH_BASE + 8u * i;
+		*out = XFLOW_INTERP_SCRATCH_BASE + 8u * i;
 	} else {
 		*out = r;
 	}
@@ -241,6 +254,8 @@ static void on_hit(const struct xflow_hook_hit *hit, void *data)
 	a->hit_ticks = xflow_clock_ticks(&a->clock);
 	a->cur = hit->target;
 	const struct target *t = hit->target->user_data;
+	if (!t || !t->flows)
+		return;
 	const struct xflow_plan_site *s = &a->dom->sites[c->psite];
 	struct xflow_record tmpl;
 	memset(&tmpl, 0, sizeof(tmpl));
@@ -270,9 +285,10 @@ static void on_hit(const struct xflow_hook_hit *hit, void *data)
 			continue;
 		}
 		struct xflow_interp_env env = {
-			.prog = &pa->prog, .inputs = inputs, .fields = a->fields, .flows = &a->flows,
+			.prog = &pa->prog, .inputs = inputs, .fields = a->fields, .flows = t->flows,
 			.mem = &agent_mem_ops, .mem_ctx = a, .pc = hit->addr,
-			.clock = hit_clock, .clock_ctx = a, .sink = ring_sink, .sink_ctx = a,
+			.clock = hit_clock, .clock_ctx = a, .new_id = agent_new_id, .new_id_ctx = a,
+			.sink = ring_sink, .sink_ctx = a,
 			.tmpl = &tmpl,
 			.marker_flags = pa->origin != XFLOW_ADVICE_USER ? pa->rec_flags : 0,
 		};
@@ -305,6 +321,31 @@ static struct target *target_add(struct agent *a, struct xflow_hook_target *ht)
 	ht->user_data = t;
 	a->targets[a->ntargets++] = t;
 	return t;
+}
+
+/* ptrace backend: the process's own flow-id table (the runtime of the
+ * in-process backend keeps its own in the target). */
+static int target_flows(struct agent *a, struct target *t)
+{
+	if (a->intarget || t->flows)
+		return 0;
+	t->flows = calloc(1, sizeof(*t->flows));
+	if (!t->flows)
+		return -ENOMEM;
+	int rc = xflow_flowtab_init(t->flows, a->o.flowtab_capacity ? a->o.flowtab_capacity : 1u << 18);
+	if (rc) {
+		free(t->flows);
+		t->flows = NULL;
+	}
+	return rc;
+}
+
+static void target_free(struct target *t)
+{
+	if (t->flows)
+		xflow_flowtab_fini(t->flows);
+	free(t->flows);
+	free(t);
 }
 
 static unsigned targets_alive(const struct agent *a)
@@ -347,9 +388,13 @@ static void on_event(const struct xflow_hook_event *ev, void *data)
 			struct target *c = target_add(a, ev->child);
 			if (c && t && t->ctx && a->dom) {
 				/* The child inherits the parent's probes with the
-				 * same ids and handler data. */
+				 * same ids and handler data, and starts its own flows
+				 * (its objects are not its parent's). */
 				c->ctx = t->ctx;
 				c->base = t->base;
+				if (target_flows(a, c))
+					logf_(a, 0, "no memory for the flows of child %d: its hits are not served",
+					      (int)ev->child_pid);
 			}
 			logf_(a, 1, "target %d forked %d (probes inherited)", (int)ev->pid, (int)ev->child_pid);
 		}
@@ -505,14 +550,34 @@ static void fail_add(struct fail_list *f, uint32_t site, int err, const char *wh
 		size_t k = strnlen(why, sizeof(f->why[0]) - 1);
 		memcpy(f->why[f->n], why, k);
 		f->why[f->n][k] = 0;
-		f->v[f->n] = (struct xflow_ctl_site_fail){ .site = site, .err = err < 0 ? err : -EINVAL,
+		/* err 0: installed, but by a breakpoint (the reason says why). */
+		f->v[f->n] = (struct xflow_ctl_site_fail){ .site = site, .err = err <= 0 ? err : -EINVAL,
 							   .why = f->why[f->n] };
 		f->n++;
 	}
 	f->total++;
 }
 
-/* Probe every placement of the plan in @t.  Returns sites fully installed. */
+/* In-process backend: the plan's program into @t's runtime, with the
+ * advice's current switches.  0, or the reason in @why. */
+static int prog_load_target(struct agent *a, struct target *t, char *why, size_t whylen)
+{
+	struct xflow_hook_prog prog = { .plan = a->plan, .dom = a->dom, .fields = a->fields, .bases = t->base,
+					.domain_id = a->o.domain_id, .lanes = a->o.lanes,
+					.lane_slots = a->o.lane_slots, .flowtab_capacity = a->o.flowtab_capacity };
+	int rc = xflow_hook_prog_load(t->ht, &prog);
+	for (uint32_t i = 0; rc == 0 && i < a->plan->nadvice; i++)
+		if (!a->adv[i].enabled)
+			rc = xflow_hook_advice_enable(t->ht, i, false);
+	if (rc)
+		snprintf(why, whylen, "pid %d: cannot load the program: %s", (int)t->pid,
+			 xflow_hook_last_error(a->hook)[0] ? xflow_hook_last_error(a->hook) : strerror(-rc));
+	return rc;
+}
+
+/* Probe every placement of the plan in @t.  Returns sites fully installed;
+ * sites the in-process backend serves with a breakpoint are listed in
+ * @fails with error 0 and the reason. */
 static uint32_t plan_install_target(struct agent *a, struct target *t, struct fail_list *fails)
 {
 	const struct xflow_plan_domain *d = a->dom;
@@ -523,9 +588,14 @@ static uint32_t plan_install_target(struct agent *a, struct target *t, struct fa
 		fail_add(fails, 0, -ENOMEM, "out of memory");
 		return 0;
 	}
-	if (resolve_bases(a, t, why, sizeof(why)) != 0) {
+	int rc = resolve_bases(a, t, why, sizeof(why));
+	if (rc == 0)
+		rc = a->intarget ? prog_load_target(a, t, why, sizeof(why)) : target_flows(a, t);
+	if (rc) {
+		if (rc == -ENOMEM)
+			snprintf(why, sizeof(why), "pid %d: out of memory", (int)t->pid);
 		for (uint32_t s = 0; s < d->nsites; s++)
-			fail_add(fails, s, -ENOENT, why);
+			fail_add(fails, s, rc, why);
 		return 0;
 	}
 	for (uint32_t s = 0; s < d->nsites; s++) {
@@ -537,8 +607,11 @@ static uint32_t plan_install_target(struct agent *a, struct target *t, struct fa
 			if (!(ps->when_mask & (1u << w)))
 				continue;
 			uint64_t addr = ps->addr + t->base[ps->binary];
-			int rc = xflow_hook_site_add(t->ht, addr, w ? XFLOW_HOOK_AFTER : XFLOW_HOOK_BEFORE, on_hit, c,
-						     &c->hook_site);
+			/* In the target, the site's advice is plan site s's. */
+			rc = a->intarget ? xflow_hook_site_add(t->ht, addr, w ? XFLOW_HOOK_AFTER : XFLOW_HOOK_BEFORE,
+							       NULL, (void *)(uintptr_t)s, &c->hook_site)
+					 : xflow_hook_site_add(t->ht, addr, w ? XFLOW_HOOK_AFTER : XFLOW_HOOK_BEFORE,
+							       on_hit, c, &c->hook_site);
 			if (rc) {
 				snprintf(why, sizeof(why), "pid %d, %s:%u (%s) at %#" PRIx64 ": %s", (int)t->pid,
 					 ps->file ? ps->file : "?", ps->line, ps->func ? ps->func : "?", addr,
@@ -550,7 +623,16 @@ static uint32_t plan_install_target(struct agent *a, struct target *t, struct fa
 			}
 			c->installed = 1;
 			c->on = 1;
-			if (!placement_wanted(a, s, w)) {
+			struct xflow_hook_site_stats st;
+			if (a->intarget && xflow_hook_site_stats(t->ht, c->hook_site, &st) == 0 &&
+			    st.mech == XFLOW_HOOK_MECH_TRAP_INTARGET) {
+				snprintf(why, sizeof(why), "pid %d, %s:%u (%s) at %#" PRIx64 ": a breakpoint: %s",
+					 (int)t->pid, ps->file ? ps->file : "?", ps->line, ps->func ? ps->func : "?",
+					 addr, st.why);
+				fail_add(fails, s, 0, why);
+			}
+			/* The in-process backend switches advice, not sites. */
+			if (!a->intarget && !placement_wanted(a, s, w)) {
 				xflow_hook_site_enable(t->ht, c->hook_site, false);
 				c->on = 0;
 			}
@@ -563,29 +645,10 @@ static uint32_t plan_install_target(struct agent *a, struct target *t, struct fa
 /* Field layouts of the plan's domain as the interpreter wants them. */
 static int fields_build(struct agent *a)
 {
-	const struct xflow_plan *p = a->plan;
-	a->fields = calloc(p->nfields + 1, sizeof(*a->fields));
+	a->fields = calloc(a->plan->nfields + 1, sizeof(*a->fields));
 	if (!a->fields)
 		return -ENOMEM;
-	for (uint32_t f = 0; f < p->nfields; f++) {
-		const struct xflow_plan_layout *l = &a->dom->layouts[f];
-		struct xflow_field_rt *r = &a->fields[f];
-		if (l->offset < 0 || l->offset > UINT32_MAX || l->size == 0 || l->size > 8)
-			continue; /* size 0: every access faults, counted */
-		unsigned sz = l->size <= 1 ? 1 : l->size <= 2 ? 2 : l->size <= 4 ? 4 : 8;
-		r->offset = (uint32_t)l->offset;
-		r->size = (uint8_t)sz;
-		r->is_signed = (l->flags & XFLOW_LAYOUT_SIGNED) != 0;
-		if (l->bit_size) {
-			uint64_t first = (uint64_t)l->offset * 8;
-			if (l->bit_offset < first || l->bit_offset - first + l->bit_size > sz * 8u) {
-				r->size = 0;
-				continue;
-			}
-			r->bit_offset = (uint8_t)(l->bit_offset - first);
-			r->bit_size = (uint8_t)l->bit_size;
-		}
-	}
+	xflow_interp_fields(a->plan, a->dom, a->fields);
 	return 0;
 }
 
@@ -607,7 +670,9 @@ static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "the plan has no domain '%s'", a->o.domain);
 	}
 	plan_unload(a);
-	xflow_flowtab_clear(&a->flows);
+	for (unsigned i = 0; i < a->ntargets; i++)
+		if (a->targets[i]->flows)
+			xflow_flowtab_clear(a->targets[i]->flows);
 	a->plan = p;
 	a->dom = d;
 	a->adv = calloc(p->nadvice + 1, sizeof(*a->adv));
@@ -632,9 +697,18 @@ static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 	for (unsigned i = 0; i < a->ntargets; i++)
 		if (a->targets[i]->ht)
 			installed += plan_install_target(a, a->targets[i], fails);
-	uint32_t total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1);
-	logf_(a, 0, "plan loaded: %u advice, %u sites, %u of %u placements installed in %u targets",
-	      p->nadvice, d->nsites, installed, total, targets_alive(a));
+	uint32_t total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1), traps = 0;
+	for (uint32_t i = 0; i < fails->n; i++)
+		if (fails->v[i].err == 0) {
+			traps++;
+			logf_(a, 1, "%s", fails->v[i].why);
+		}
+	logf_(a, 0, "plan loaded: %u advice, %u sites, %u of %u placements installed in %u targets%s", p->nadvice,
+	      d->nsites, installed, total, targets_alive(a),
+	      !a->intarget ? " (breakpoints)" : traps ? "" : " (all by jumps)");
+	if (traps)
+		logf_(a, 0, "%u site(s) by a breakpoint where a jump could not go%s", traps,
+		      a->o.verbose ? "" : " (-v says which and why)");
 	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
 	char text[256];
 	snprintf(text, sizeof(text), "%u of %u sites installed in %u target(s)", installed, total,
@@ -678,12 +752,34 @@ static uint32_t placements_sync(struct agent *a)
 	return switched;
 }
 
+/* In-process backend: the advice's flags in every target's runtime (read
+ * at each hit: no stop, no patch).  Returns the sites of the advice whose
+ * flag changed. */
+static uint32_t advice_sync(struct agent *a, const bool *was)
+{
+	uint32_t switched = 0;
+	for (uint32_t i = 0; i < a->plan->nadvice; i++) {
+		if (a->adv[i].enabled == was[i])
+			continue;
+		for (unsigned k = 0; k < a->ntargets; k++)
+			if (a->targets[k]->ht && a->targets[k]->ctx)
+				xflow_hook_advice_enable(a->targets[k]->ht, i, a->adv[i].enabled);
+		switched += a->adv[i].sites;
+	}
+	return switched;
+}
+
 static int aspect_set(struct agent *a, const struct xflow_ctl_msg *req)
 {
 	const struct xflow_ctl_aspect_set *s = &req->u.aspect;
 	if (!a->plan)
 		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "no plan loaded");
 	unsigned n = 0;
+	bool *was = calloc(a->plan->nadvice + 1, sizeof(*was));
+	if (!was)
+		return xflow_ctl_reply_simple(&a->conn, req, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < a->plan->nadvice; i++)
+		was[i] = a->adv[i].enabled;
 	for (uint32_t i = 0; i < a->plan->nadvice; i++) {
 		const struct xflow_plan_advice *pa = &a->plan->advice[i];
 		bool match = s->kind == XFLOW_CTL_ASPECT_ADVICE ? i == s->index
@@ -694,10 +790,13 @@ static int aspect_set(struct agent *a, const struct xflow_ctl_msg *req)
 			n++;
 		}
 	}
-	if (!n)
+	if (!n) {
+		free(was);
 		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "no %s %u in the plan",
 					      s->kind == XFLOW_CTL_ASPECT_ADVICE ? "advice" : "flow", s->index);
-	uint32_t sw = placements_sync(a);
+	}
+	uint32_t sw = a->intarget ? advice_sync(a, was) : placements_sync(a);
+	free(was);
 	logf_(a, 1, "%s %s %u: %u breakpoints switched", s->enabled ? "enabled" : "disabled",
 	      s->kind == XFLOW_CTL_ASPECT_ADVICE ? "advice" : "flow", s->index, sw);
 	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
@@ -725,6 +824,24 @@ static int stats_reply(struct agent *a, const struct xflow_ctl_msg *req)
 	int rc = -ENOMEM;
 	if (!v || !tv)
 		goto out;
+	uint64_t lost = 0, faults = a->faults_total;
+	if (a->intarget && nadv) {
+		/* Counted in the targets' lanes: every hit there, every fault,
+		 * every record a full lane or a lane-less thread lost. */
+		struct xflow_hook_advice_stats *in = calloc(nadv, sizeof(*in));
+		struct xflow_hook_prog_stats all;
+		if (!in)
+			goto out;
+		xflow_hook_prog_stats(a->hook, nadv, in, &all);
+		for (uint32_t i = 0; i < nadv; i++) {
+			a->adv[i].hits = in[i].hits;
+			a->adv[i].faults = in[i].faults;
+			a->adv[i].drops = in[i].drops;
+			faults += in[i].faults;
+		}
+		lost = all.dropped + all.nolane + all.nested;
+		free(in);
+	}
 	for (uint32_t i = 0; i < nadv; i++)
 		v[i] = (struct xflow_ctl_advice_stats){ .hits = a->adv[i].hits, .drops = a->adv[i].drops,
 							.faults = a->adv[i].faults, .sites = a->adv[i].sites,
@@ -733,8 +850,8 @@ static int stats_reply(struct agent *a, const struct xflow_ctl_msg *req)
 	m.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_STATS, .message = "" };
 	struct xflow_ctl_stats *s = &m.u.reply.u.stats;
 	s->records = a->records;
-	s->ring_dropped = a->prod.dropped;
-	s->faults_total = a->faults_total;
+	s->ring_dropped = a->prod.dropped + lost;
+	s->faults_total = faults;
 	s->nadvice = nadv;
 	s->advice = v;
 	fill_targets(a, tv, &s->ntargets);
@@ -760,8 +877,20 @@ static void detach_all(struct agent *a)
  * vchan (what does not fit waits in the ring).  A record vchan whose
  * monitor end is gone ends the connection. */
 static void monitor_gone(struct agent *a, const char *why);
+
+static void lane_record(void *ctx, const struct xflow_record *r)
+{
+	struct agent *a = ctx;
+	/* Full: dropped and counted by the producer, like any other. */
+	if (xflow_ring_push_record(&a->prod, r) == 0)
+		a->records++;
+}
+
 static void ring_flush_out(struct agent *a)
 {
+	/* In-process: the targets' lanes first, in each thread's order. */
+	if (a->intarget)
+		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
 	xflow_ring_flush(&a->prod);
 	if (a->xen && a->connected && agent_xen_pump(&a->xt) == -EPIPE)
 		monitor_gone(a, "its record vchan closed");
@@ -1045,16 +1174,29 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		snprintf(err, errlen, "cannot create the ring: %s", strerror(-rc));
 		goto fail;
 	}
-	if ((rc = xflow_flowtab_init(&a->flows, o->flowtab_capacity ? o->flowtab_capacity : 1u << 18))) {
-		snprintf(err, errlen, "cannot allocate the flow-id table: %s", strerror(-rc));
+	if (o->flowtab_capacity > (1u << 30)) {
+		snprintf(err, errlen, "the flow-id table's capacity must be at most %u live keys", 1u << 30);
+		rc = -EINVAL;
 		goto fail;
 	}
 	struct xflow_hook_config cfg = { .fork_policy = XFLOW_HOOK_FORK_INHERIT, .on_event = on_event,
 					 .event_data = a };
-	if ((rc = xflow_hook_new(&xflow_hook_ptrace_ops, &cfg, &a->hook))) {
-		snprintf(err, errlen, "cannot start the hook engine: %s", strerror(-rc));
+	const struct xflow_hook_backend_ops *ops = &xflow_hook_ptrace_ops;
+	if (o->backend == XFLOW_AGENT_INPROC) {
+		/* The runtime in the target stamps records with the TSC: where
+		 * the ring counts CLOCK_MONOTONIC (no invariant TSC), the
+		 * advice runs here. */
+		if (a->clock.kind == XFLOW_CLOCK_TSC)
+			ops = &xflow_hook_inproc_ops;
+		else
+			fprintf(a->log, "xflow-agent: backend ptrace: the in-process runtime needs the TSC (%s)\n",
+				a->clock.why);
+	}
+	if ((rc = xflow_hook_new(ops, &cfg, &a->hook))) {
+		snprintf(err, errlen, "cannot start the hook engine (%s): %s", ops->name, strerror(-rc));
 		goto fail;
 	}
+	a->intarget = ops->intarget != NULL;
 	xflow_hook_signals_install(a->hook);
 	if (a->xen) {
 		/* The offer is made once the targets are held (below). */
@@ -1150,7 +1292,9 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 				monitor_accept(a);
 		}
 		if (targets_alive(a) && !a->spawned_held) {
-			int rc = xflow_hook_run(a->hook, SLICE_MS);
+			/* While records flow, lanes are emptied more often, so that
+			 * a burst fits in them. */
+			int rc = xflow_hook_run(a->hook, a->moved > 0 ? BUSY_SLICE_MS : SLICE_MS);
 			ring_flush_out(a);
 			if (rc == -EINTR) {
 				int why = xflow_hook_stop_reason(a->hook);
@@ -1206,7 +1350,7 @@ void xflow_agent_free(struct xflow_agent *xa)
 	}
 	plan_unload(a);
 	for (unsigned i = 0; i < a->ntargets; i++)
-		free(a->targets[i]);
+		target_free(a->targets[i]);
 	if (a->connected)
 		xflow_ctl_conn_close(&a->conn);
 	if (a->xen)
@@ -1215,8 +1359,6 @@ void xflow_agent_free(struct xflow_agent *xa)
 		close(a->lfd);
 	if (a->sock_path[0] && a->lfd >= 0)
 		unlink(a->sock_path);
-	if (a->flows.slots)
-		xflow_flowtab_fini(&a->flows);
 	if (a->notifier.base.ops && a->notifier.base.ops->close)
 		a->notifier.base.ops->close(&a->notifier.base);
 	xflow_shm_release(&a->shm);

@@ -5,18 +5,24 @@
  *
  * The agent attaches to its targets with a hook engine (guestrt/hook.h),
  * serves one monitor at a time on a control socket (xflow/control.h), loads
- * the weave plans the monitor sends, puts a probe at every site, and at each
- * hit fetches the advice's inputs as the plan's recipes say, runs the
- * site's advice in weave order on the interpreter (guestrt/interp.h) and
- * pushes the records into a ring shared with the monitor (xflow/ring.h).
+ * the weave plans the monitor sends, puts a probe at every site, and pushes
+ * the advice's records into a ring shared with the monitor (xflow/ring.h).
+ *
+ * Two backends.  The default, in-process, maps a runtime into each target
+ * that runs the site's advice in weave order there (the interpreter,
+ * guestrt/interp.h, with the plan's fetch recipes), at a jump to a
+ * trampoline, and writes records into per-thread lanes the agent drains
+ * into its ring between slices of serving the hook engine.  The ptrace
+ * backend (--backend ptrace) stops the thread at an int3 and runs the same
+ * interpreter here, with one flow-id table per traced process.
  *
  * Inputs of local_var() advice are the variable's address.  When the
  * variable has no address at the site (its recipe is a register or a
- * computed value), the agent stores the value in a per-hit scratch cell and
- * passes the cell's address: cells live at non-canonical addresses
- * (AGENT_SCRATCH_BASE), which no x86-64 process can map, and the agent's
- * memory accessor serves them from its own memory; writes to them never
- * reach the program, as xflow/plan.h says.
+ * computed value), the value goes into a per-hit scratch cell and the
+ * advice gets the cell's address: cells live at non-canonical addresses
+ * (XFLOW_INTERP_SCRATCH_BASE), which no x86-64 process can map, and the
+ * memory accessors serve them from the hit's own memory; writes to them
+ * never reach the program, as xflow/plan.h says.
  *
  * One thread does everything (ptrace ties the tracees to it).  Errors are 0
  * or a negative errno, with a sentence in xflow_agent_last_error().
@@ -29,13 +35,15 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* Scratch cells of register-located local_var() inputs: non-canonical. */
-#define AGENT_SCRATCH_BASE UINT64_C(0xfffe800000000000)
-
 enum xflow_agent_transport {
 	XFLOW_AGENT_AUTO = 0,  /* Xen in a domU where xenstore answers, else local */
 	XFLOW_AGENT_LOCAL,     /* a Unix socket and a shared-memory ring */
 	XFLOW_AGENT_XEN,       /* libxenvchan, offered in xenstore (xflow/xen.h) */
+};
+
+enum xflow_agent_backend {
+	XFLOW_AGENT_INPROC = 0, /* jumps into the target, advice run there; the default */
+	XFLOW_AGENT_PTRACE,     /* int3 on every site, advice run in the agent */
 };
 
 struct xflow_agent_opts {
@@ -50,7 +58,10 @@ struct xflow_agent_opts {
 	const char *socket_path;   /* NULL: <default dir>/agent-<domain>-<id>.sock */
 	uint32_t ring_slots;       /* power of two; 0: 65536 */
 	uint32_t batch;            /* records per notification check; 0: 64 */
-	uint32_t flowtab_capacity; /* 0: 1 << 18 live keys */
+	uint32_t flowtab_capacity; /* 0: 1 << 18 live keys (per process) */
+	enum xflow_agent_backend backend;
+	uint32_t lanes;            /* in-process: threads with a lane per process (0: 128) */
+	uint32_t lane_slots;       /* in-process: records per lane, a power of two (0: 4096) */
 	bool stay;                 /* keep serving after the monitor leaves */
 	int verbose;
 	FILE *log;                 /* NULL: stderr */

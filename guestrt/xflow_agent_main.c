@@ -14,7 +14,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: xflow-agent [--domain NAME] [--domain-id N] (--pid PID... | --exe PATH | -- COMMAND...)\n"
 	      "                   [--transport auto|local|xen] [--socket PATH] [--ring-slots N]\n"
-	      "                   [--batch N] [--stay] [-v]\n"
+	      "                   [--batch N] [--backend inproc|ptrace] [--lanes N] [--lane-slots N]\n"
+	      "                   [--stay] [-v]\n"
 	      "Attach to the processes of one domain, load the weave plans the monitor sends,\n"
 	      "and ship the advice's records through a shared ring: a Unix socket and shared\n"
 	      "memory (local), or libxenvchan offered in xenstore (xen; the default in a domU,\n"
@@ -36,7 +37,8 @@ static int parse_u(const char *s, unsigned long max, unsigned long *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY, OPT_TRANSPORT };
+	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY, OPT_TRANSPORT,
+	       OPT_BACKEND, OPT_LANES, OPT_LANE_SLOTS };
 	static const struct option longopts[] = {
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "domain-id", required_argument, NULL, OPT_DOMID },
@@ -47,6 +49,9 @@ int main(int argc, char **argv)
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "stay", no_argument, NULL, OPT_STAY },
 		{ "transport", required_argument, NULL, OPT_TRANSPORT },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "lanes", required_argument, NULL, OPT_LANES },
+		{ "lane-slots", required_argument, NULL, OPT_LANE_SLOTS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -103,6 +108,28 @@ int main(int argc, char **argv)
 				fprintf(stderr, "xflow-agent: --transport: '%s' is not auto, local or xen\n", optarg);
 				return 2;
 			}
+			break;
+		case OPT_BACKEND:
+			if (!strcmp(optarg, "inproc"))
+				o.backend = XFLOW_AGENT_INPROC;
+			else if (!strcmp(optarg, "ptrace"))
+				o.backend = XFLOW_AGENT_PTRACE;
+			else {
+				fprintf(stderr, "xflow-agent: --backend: '%s' is not inproc or ptrace\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_LANES:
+		case OPT_LANE_SLOTS:
+			if (parse_u(optarg, c == OPT_LANES ? 4096 : 1u << 20, &v) || v < 2 || (v & (v - 1))) {
+				fprintf(stderr, "xflow-agent: --%s: '%s' is not a power of two from 2 to %u\n",
+					c == OPT_LANES ? "lanes" : "lane-slots", optarg, c == OPT_LANES ? 4096 : 1u << 20);
+				return 2;
+			}
+			if (c == OPT_LANES)
+				o.lanes = (uint32_t)v;
+			else
+				o.lane_slots = (uint32_t)v;
 			break;
 		case 'v': o.verbose++; break;
 		case 'h': usage(stdout); return 0;

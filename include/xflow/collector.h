@@ -57,6 +57,8 @@ struct xflow_domain_info {
 struct xflow_aspect_info {
 	const char *name;
 	uint32_t sites;
+	uint32_t trap_sites;  /* of them, served by a breakpoint instead of a jump */
+	const char *trap_why; /* why, for the first of those; NULL if none */
 	uint64_t hits;
 	uint64_t drops;
 	uint64_t faults;

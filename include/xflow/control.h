@@ -63,6 +63,10 @@
  *       PLAN_LOAD: u32 sites (in the plan's domain), u32 installed,
  *                  u32 nfailed_total, u32 nfailed (<= XFLOW_CTL_MAX_FAILED,
  *                  the first ones), nfailed x { u32 site, i32 err, str why }
+ *                  where err is a negative errno for a site not installed,
+ *                  or 0 for a site installed with a breakpoint where the
+ *                  in-process backend could not put a jump (why says why;
+ *                  its hits cost a trap each)
  *       ASPECT_SET: u32 sites (breakpoints switched)
  *       STATS:     u64 records, u64 ring_dropped, u64 faults_total,
  *                  u32 nadvice (<= XFLOW_CTL_MAX_ADVICE),
@@ -85,7 +89,7 @@
 #include <sys/types.h>
 
 #define XFLOW_CTL_MAGIC 0x54434658u /* "XFCT" little-endian */
-#define XFLOW_CTL_VERSION 1
+#define XFLOW_CTL_VERSION 2
 #define XFLOW_CTL_HDR_SIZE 24
 /* Limits a receiver enforces. */
 #define XFLOW_CTL_MAX_PAYLOAD (64u << 20) /* plans of large binaries fit */
