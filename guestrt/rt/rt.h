@@ -24,6 +24,23 @@ int rt_safe_read(uint64_t addr, void *out, uint64_t len);
 int rt_safe_write(uint64_t addr, const void *in, uint64_t len);
 extern const char rt_safe_begin[], rt_safe_end[], rt_safe_fault[], rt_restorer[];
 
+/* rt_lane.c */
+static inline uint64_t rt_tsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+/* The calling thread's lane, claimed at its first hit; NULL when all are
+ * taken. */
+struct xflow_rt_lane *rt_lane_get(struct xflow_rt_proc *p);
+/* A flow id, unique over the target's processes. */
+uint64_t rt_lane_new_id(struct xflow_rt_lane *l, const struct xflow_rt_ctl *c);
+void rt_flows_lock(struct xflow_rt_proc *p);
+void rt_flows_unlock(struct xflow_rt_proc *p);
+
+#define RT_AT(base, off) ((void *)((char *)(base) + (off)))
+
 /* rt_hit.c */
 void rt_hit(uint64_t *frame, const struct xflow_rt_hook *hook);
 

@@ -18,9 +18,6 @@
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 
-struct xflow_rt_config rt_config __attribute__((section(".rt_config"), used));
-struct xflow_rt_globals rt_globals;
-
 
 struct hit {
 	const struct xflow_rt_ctl *c;
@@ -33,79 +30,6 @@ struct hit {
 	uint64_t scratch[XFLOW_BC_MAX_INPUTS];
 };
 
-#define AT(base, off) ((void *)((char *)(base) + (off)))
-
-static inline uint64_t thread_key(void)
-{
-	uint64_t v;
-	if (rt_config.fs_mode == XFLOW_RT_FS_RDFSBASE)
-		__asm__ volatile("rdfsbase %0" : "=r"(v));
-	else
-		__asm__ volatile("mov %%fs:0, %0" : "=r"(v));
-	return v;
-}
-
-static inline uint64_t tsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return (uint64_t)hi << 32 | lo;
-}
-
-static void lane_take(struct xflow_rt_proc *p, struct xflow_rt_lane *l)
-{
-	atomic_store_explicit(&l->tid, (uint32_t)rt_syscall3(RT_SYS_gettid, 0, 0, 0), memory_order_relaxed);
-	atomic_store_explicit(&l->stale, 0, memory_order_relaxed);
-	if (!l->ready) {
-		/* The agent formatted the ring; the producer resumes at its
-		 * indexes.  A batch bigger than the ring is cut to half of it:
-		 * there is no notifier, the agent polls. */
-		if (xflow_ring_producer_init(&l->prod, AT(l, p->ring_off), p->lane_size - p->ring_off, NULL,
-					     UINT32_MAX) == 0)
-			l->ready = 1;
-	}
-}
-
-/*
- * The calling thread's lane: found by its fs base (distinct for every live
- * thread), claimed at its first hit.  Linear probing over the lanes from a
- * hash of the key; a free lane ends a search.  Lanes are never freed while
- * threads run, so a search never misses its lane.
- */
-static struct xflow_rt_lane *lane_get(struct xflow_rt_proc *p)
-{
-	uint64_t key = thread_key();
-	uint32_t mask = p->nlanes - 1, i = (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & mask;
-	struct xflow_rt_lane *gone = NULL;
-	char *lanes = AT(p, p->off_lanes);
-
-	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
-		struct xflow_rt_lane *l = (void *)(lanes + (uint64_t)i * p->lane_size);
-		/* Acquire: a lane taken by another thread is seen whole. */
-		uint64_t o = atomic_load_explicit(&l->owner, memory_order_acquire);
-		if (o == key) {
-			if (__builtin_expect(atomic_load_explicit(&l->stale, memory_order_relaxed), 0))
-				lane_take(p, l);
-			return l->ready ? l : NULL;
-		}
-		if (o == XFLOW_RT_LANE_GONE && !gone)
-			gone = l;
-		if (o != 0)
-			continue;
-		/* Not here: take the first lane whose owner left, or this one. */
-		for (struct xflow_rt_lane *t = gone ? gone : l;; t = l) {
-			uint64_t want = t == gone ? XFLOW_RT_LANE_GONE : 0;
-			if (atomic_compare_exchange_strong_explicit(&t->owner, &want, key, memory_order_acq_rel,
-								    memory_order_acquire)) {
-				lane_take(p, t);
-				return t->ready ? t : NULL;
-			}
-			if (t == l)
-				break; /* another thread took it: search on */
-		}
-	}
-	return NULL;
-}
 
 /* ---- memory ------------------------------------------------------------- */
 
@@ -151,17 +75,7 @@ static uint64_t hit_clock(void *ctx)
 static uint64_t new_id(void *ctx)
 {
 	struct hit *h = ctx;
-	struct xflow_rt_lane *l = h->lane;
-	if (l->id_next >= l->id_end) {
-		/* Ids are unique across the target's processes, whose tables
-		 * are separate: blocks of one shared counter. */
-		uint64_t b = atomic_fetch_add_explicit((_Atomic uint64_t *)&h->c->next_id, XFLOW_RT_ID_BLOCK,
-						       memory_order_relaxed);
-		l->id_next = b;
-		l->id_end = b + XFLOW_RT_ID_BLOCK;
-	}
-	uint64_t id = l->id_next++ & XFLOW_FLOWID_MAX;
-	return id ? id : new_id(ctx);
+	return rt_lane_new_id(h->lane, h->c);
 }
 
 static int lane_sink(void *ctx, struct xflow_record *r)
@@ -169,31 +83,6 @@ static int lane_sink(void *ctx, struct xflow_record *r)
 	struct xflow_rt_lane *l = ((struct hit *)ctx)->lane;
 	r->thread_seq = l->seq++;
 	return xflow_ring_push_record(&l->prod, r) ? -ENOBUFS : 0;
-}
-
-/* ---- the flow-id table's lock ------------------------------------------- */
-
-static void flows_lock(struct xflow_rt_proc *p)
-{
-	uint32_t spins = 0;
-	for (;;) {
-		/* Test before the exchange: waiters spin on a shared line. */
-		if (!atomic_load_explicit(&p->flow_lock, memory_order_relaxed) &&
-		    !atomic_exchange_explicit(&p->flow_lock, 1, memory_order_acquire))
-			return;
-		__builtin_ia32_pause();
-		if (++spins >= p->lock_spins) {
-			/* The holder may have lost its CPU: give it ours. */
-			atomic_fetch_add_explicit(&p->lock_waits, 1, memory_order_relaxed);
-			rt_syscall3(RT_SYS_sched_yield, 0, 0, 0);
-			spins = 0;
-		}
-	}
-}
-
-static void flows_unlock(struct xflow_rt_proc *p)
-{
-	atomic_store_explicit(&p->flow_lock, 0, memory_order_release);
 }
 
 /* ---- advice ------------------------------------------------------------- */
@@ -218,7 +107,7 @@ static int fetch(struct hit *h, const struct xflow_rt_site *s, const struct xflo
 		*out = reg_value(h, f->reg) + (uint64_t)f->off;
 		return 0;
 	case XFLOW_FETCH_STATIC: {
-		const uint64_t *base = AT(h->c, h->c->off_bases);
+		const uint64_t *base = RT_AT(h->c, h->c->off_bases);
 		*out = (s->binary < h->c->nbases ? base[s->binary] : 0) + (uint64_t)f->off;
 		return 0;
 	}
@@ -240,8 +129,8 @@ static int fetch(struct hit *h, const struct xflow_rt_site *s, const struct xflo
 static void run_binding(struct hit *h, uint32_t site, const struct xflow_rt_site *s, const struct xflow_rt_binding *b)
 {
 	const struct xflow_rt_ctl *c = h->c;
-	const struct xflow_rt_advice *a = (const struct xflow_rt_advice *)AT(c, c->off_advice) + b->advice;
-	const struct xflow_rt_fetch *fetches = AT(c, c->off_fetches);
+	const struct xflow_rt_advice *a = (const struct xflow_rt_advice *)RT_AT(c, c->off_advice) + b->advice;
+	const struct xflow_rt_fetch *fetches = RT_AT(c, c->off_fetches);
 	uint64_t *cnt = h->counters + a->counter;
 	uint64_t inputs[XFLOW_BC_MAX_INPUTS];
 
@@ -266,7 +155,7 @@ static void run_binding(struct hit *h, uint32_t site, const struct xflow_rt_site
 	memset(&env, 0, sizeof(env));
 	env.prog = &a->prog;
 	env.inputs = inputs;
-	env.fields = AT(c, c->off_fields);
+	env.fields = RT_AT(c, c->off_fields);
 	env.flows = &h->p->flows;
 	env.mem = &mem;
 	env.mem_ctx = h;
@@ -281,10 +170,10 @@ static void run_binding(struct hit *h, uint32_t site, const struct xflow_rt_site
 	env.marker_flags = a->marker_flags;
 	struct xflow_interp_result res;
 	if (a->uses_flows)
-		flows_lock(h->p);
+		rt_flows_lock(h->p);
 	xflow_interp_run(&env, &res);
 	if (a->uses_flows)
-		flows_unlock(h->p);
+		rt_flows_unlock(h->p);
 	cnt[XFLOW_RT_CNT_DROPS * XFLOW_RT_NCOUNTERS] += res.dropped;
 	if (res.rc)
 		cnt[XFLOW_RT_CNT_FAULTS * XFLOW_RT_NCOUNTERS]++;
@@ -300,8 +189,8 @@ void rt_hit(uint64_t *frame, const struct xflow_rt_hook *hook)
 		rt_globals.nodata++;
 		return;
 	}
-	h.now = tsc();
-	h.lane = lane_get(h.p);
+	h.now = rt_tsc();
+	h.lane = rt_lane_get(h.p);
 	if (__builtin_expect(!h.lane, 0)) {
 		atomic_fetch_add_explicit(&h.p->nolane, 1, memory_order_relaxed);
 		return;
@@ -320,9 +209,9 @@ void rt_hit(uint64_t *frame, const struct xflow_rt_hook *hook)
 	h.frame = frame;
 	h.hook = hook;
 
-	const struct xflow_rt_site *sites = AT(h.c, h.c->off_sites);
-	const struct xflow_rt_binding *bindings = AT(h.c, h.c->off_bindings);
-	const uint8_t *enabled = AT(h.c, h.c->off_enabled);
+	const struct xflow_rt_site *sites = RT_AT(h.c, h.c->off_sites);
+	const struct xflow_rt_binding *bindings = RT_AT(h.c, h.c->off_bindings);
+	const uint8_t *enabled = RT_AT(h.c, h.c->off_enabled);
 	for (uint32_t i = 0; i < hook->nsites; i++) {
 		uint32_t site = hook->site[i];
 		if (site >= h.c->nsites)

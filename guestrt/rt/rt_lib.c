@@ -7,16 +7,30 @@
  * runtime runs (the zone stub clears it, the kernel does for a handler).
  */
 #include <stddef.h>
+#include <stdint.h>
 
 void *memcpy(void *restrict dst, const void *restrict src, size_t n);
 void *memmove(void *dst, const void *src, size_t n);
 void *memset(void *dst, int c, size_t n);
 int memcmp(const void *a, const void *b, size_t n);
 
+/* Small sizes (records, a stack of cells) word by word: rep movsb costs
+ * tens of cycles to start, more than these copies take. */
 void *memcpy(void *restrict dst, const void *restrict src, size_t n)
 {
-	void *d = dst;
-	__asm__ volatile("rep movsb" : "+D"(d), "+S"(src), "+c"(n) : : "memory");
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	if (n >= 256) {
+		__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+		return dst;
+	}
+	for (; n >= 8; n -= 8, d += 8, s += 8) {
+		uint64_t w;
+		__builtin_memcpy(&w, s, 8);
+		__builtin_memcpy(d, &w, 8);
+	}
+	while (n--)
+		*d++ = *s++;
 	return dst;
 }
 
@@ -36,8 +50,16 @@ void *memmove(void *dst, const void *src, size_t n)
 
 void *memset(void *dst, int c, size_t n)
 {
-	void *d = dst;
-	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+	unsigned char *d = dst;
+	if (n >= 256) {
+		__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+		return dst;
+	}
+	uint64_t w = (uint64_t)(unsigned char)c * 0x0101010101010101ull;
+	for (; n >= 8; n -= 8, d += 8)
+		__builtin_memcpy(d, &w, 8);
+	while (n--)
+		*d++ = (unsigned char)c;
 	return dst;
 }
 

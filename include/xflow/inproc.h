@@ -63,6 +63,23 @@ struct xflow_rt_ksigaction {
 	uint64_t mask;
 };
 
+/* Functions of the runtime that advice compiled to machine code calls,
+ * with the System V calling convention (guestrt/rt/rt_jit.c says what each
+ * does). */
+enum xflow_rt_jit_fn {
+	XFLOW_RT_JIT_BEGIN = 0, /* struct xflow_rt_lane *(void) */
+	XFLOW_RT_JIT_ROOM,      /* int (lane): room for a record, else one more drop */
+	XFLOW_RT_JIT_NEW_ID,    /* uint64_t (lane) */
+	XFLOW_RT_JIT_FLOW_GET,  /* uint64_t (lane, kind, key) */
+	XFLOW_RT_JIT_FLOW_REG,  /* uint64_t (lane, kind, key, id): id, or 0 if refused */
+	XFLOW_RT_JIT_FLOW_DEL,  /* uint64_t (lane, kind, key): the id it had, or 0 */
+	XFLOW_RT_JIT_LOCK,      /* void (lane): the flow-id table's lock */
+	XFLOW_RT_JIT_UNLOCK,    /* void (lane) */
+	XFLOW_RT_JIT_READ,      /* int (addr, uint64_t *out, len, uint64_t *scratch) */
+	XFLOW_RT_JIT_WRITE,     /* int (addr, const uint64_t *in, len, uint64_t *scratch) */
+	XFLOW_RT_JIT_NFN
+};
+
 /*
  * The head of the runtime image, at its offset 0.  Offsets are from the
  * image's start; the linker computes them (guestrt/rt/rt.lds).
@@ -84,6 +101,7 @@ struct xflow_rt_head {
 	uint32_t off_zone_stub;  /* the template of every text zone's stub, whose */
 	uint32_t zone_stub_size; /*   last 8 bytes the agent sets to rt_hit's address */
 	uint32_t off_name;       /* a NUL-terminated name for the runtime's memfds */
+	uint32_t off_jit[XFLOW_RT_JIT_NFN]; /* what compiled advice calls (rt_jit.c) */
 };
 
 /* Written by the agent into the code part (read-only for the target, and
@@ -215,7 +233,8 @@ struct xflow_rt_lane {
 	uint32_t pad0;
 	uint64_t nested;             /* hits skipped because one was running (a
 	                              * signal handler hitting a site) */
-	uint64_t pad1;
+	uint64_t now;                /* the running hit's time */
+	uint64_t proc;               /* its process's data region */
 	struct xflow_ring_producer prod; /* the owner's producer state (target addresses) */
 	/* then: uint64_t counters[XFLOW_RT_NCNT][XFLOW_RT_NCOUNTERS], and the
 	 * ring (header and slots) at ring_off from the lane's start. */
