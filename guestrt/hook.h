@@ -323,6 +323,8 @@ struct xflow_hook_prog {
 	uint32_t lanes;                      /* threads with a lane per process (0: 128) */
 	uint32_t lane_slots;                 /* records per lane, a power of two (0: 4096) */
 	uint32_t flowtab_capacity;           /* live keys per process (0: 1 << 18) */
+	bool interpret;                      /* run the bytecode on the runtime's interpreter
+	                                      * instead of compiling it (for comparison) */
 };
 
 struct xflow_hook_advice_stats {

@@ -527,6 +527,7 @@ static int ip_prog_load(struct xflow_hook_target *pub, const struct xflow_hook_p
 		e->lanes = prog->lanes ? prog->lanes : 128;
 		e->lane_slots = prog->lane_slots ? prog->lane_slots : 4096;
 		e->flowtab_capacity = prog->flowtab_capacity ? prog->flowtab_capacity : 1u << 18;
+		e->interpret = prog->interpret;
 		if (!t->proc.map)
 			rc = ip_proc_new(t);
 		else

@@ -130,55 +130,81 @@ static uint32_t sites_at(struct ip_target *t, uint64_t addr, unsigned when, uint
 	return n;
 }
 
+/* What a hook at (addr, when) with plan sites @ps calls, written into zone
+ * @z: its advice compiled to machine code, or (when the engine interprets,
+ * or the compiler refuses a program) a descriptor for the runtime's
+ * interpreter.  *where its address, *jit which. */
+static int hook_write(struct ip_target *t, struct ip_zone *z, uint64_t addr, unsigned when, const uint32_t *ps,
+		      uint32_t n, uint64_t *where, uint8_t *jit)
+{
+	enum { MAX = 64 << 10 };
+	struct ip_engine *e = eng(t);
+	uint8_t *buf = malloc(MAX);
+	int len = -EINVAL;
+	if (!buf)
+		return -ENOMEM;
+	uint64_t at = z->base + ((z->used + 15) & ~15u);
+	*jit = 0;
+	if (!e->interpret && t->ctl) {
+		struct ip_jit_env env = { .ctl = t->ctl->r.map, .ctl_addr = t->ctl->r.addr, .image = t->image,
+					  .head = &e->head };
+		len = ip_jit_hook(&env, addr, when, ps, n, at, buf, MAX);
+		*jit = len > 0;
+	}
+	if (len == -ENOMEM) {
+		free(buf);
+		return len;
+	}
+	if (len <= 0)
+		len = ip_hook_desc(addr, when, ps, n, buf, MAX);
+	int rc = len < 0 ? len : at + (uint64_t)len > z->base + IP_ZONE_SIZE ? -ENOSPC : ip_poke(t, at, buf, (size_t)len);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	z->used = (uint32_t)(at + (uint64_t)len - z->base);
+	*where = at;
+	return 0;
+}
+
 /* Write p's trampoline for the placements that are live now into a zone;
  * p->entry is its entry then.  0, -ERANGE (out of reach from any zone we
  * could get) or another error. */
 static int tramp_write(struct ip_target *t, struct ip_patch *p, bool *any)
 {
-	enum { MAXSITES = 64, DESC_MAX = sizeof(struct xflow_rt_hook) + MAXSITES * 4 };
-	uint8_t desc[2 * IP_PATCH_MAX_INSNS][DESC_MAX];
-	int dlen[2 * IP_PATCH_MAX_INSNS];
-	uint32_t ps[MAXSITES];
-	size_t total = 0;
+	enum { MAXSITES = 64 };
+	uint32_t ps[2 * IP_PATCH_MAX_INSNS][MAXSITES], nps[2 * IP_PATCH_MAX_INSNS];
 	*any = false;
 	for (int k = 0; k < p->ninsns; k++) {
 		for (unsigned w = 0; w < 2; w++) {
-			uint32_t n = sites_at(t, p->insn[k].addr, w, ps, MAXSITES);
-			int *d = &dlen[k * 2 + w];
-			*d = n ? ip_hook_desc(p->insn[k].addr, w, ps, n, desc[k * 2 + w], DESC_MAX) : 0;
-			if (*d < 0)
-				return *d;
-			total += (size_t)*d;
-			*any |= n > 0;
+			nps[k * 2 + w] = sites_at(t, p->insn[k].addr, w, ps[k * 2 + w], MAXSITES);
+			*any |= nps[k * 2 + w] > 0;
 		}
 	}
 	if (!*any)
 		return 0;
 	uint8_t code[2048];
-	size_t cap = total + sizeof(code) + 16;
 	struct ip_zone *z;
-	int rc = ip_zone_for(t, p->addr, (uint32_t)cap, &z);
+	/* Room for the hooks' code is checked as it is written. */
+	int rc = ip_zone_for(t, p->addr, sizeof(code) + 4096, &z);
 	if (rc < 0)
 		return rc;
-	uint64_t at = z->base + ((z->used + 15) & ~15u);
 	struct ip_hooks h;
 	memset(&h, 0, sizeof(h));
 	for (int i = 0; i < 2 * p->ninsns; i++) {
-		if (!dlen[i])
+		if (!nps[i])
 			continue;
-		rc = ip_poke(t, at, desc[i], (size_t)dlen[i]);
+		uint64_t *where = i & 1 ? &h.after[i / 2] : &h.before[i / 2];
+		uint8_t *jit = i & 1 ? &h.jit_after[i / 2] : &h.jit_before[i / 2];
+		rc = hook_write(t, z, p->insn[i / 2].addr, (unsigned)(i & 1), ps[i], nps[i], where, jit);
 		if (rc < 0)
 			return rc;
-		if (i & 1)
-			h.after[i / 2] = at;
-		else
-			h.before[i / 2] = at;
-		at += (uint64_t)dlen[i];
 	}
-	at = (at + 15) & ~15ull;
+	uint64_t at = z->base + ((z->used + 15) & ~15u);
 	int n = ip_tramp_build(p, &h, at, z->stub, code, sizeof(code), &p->entry);
 	if (n < 0)
 		return n;
+	if (at + (uint64_t)n > z->base + IP_ZONE_SIZE)
+		return -ENOSPC;
 	rc = ip_poke(t, at, code, (size_t)n);
 	if (rc < 0)
 		return rc;

@@ -125,6 +125,7 @@ struct ip_engine {
 	/* The options of the last program loaded, for forked children. */
 	uint16_t domain_id;
 	uint32_t lanes, lane_slots, flowtab_capacity;
+	bool interpret;              /* the runtime's interpreter, not compiled code */
 };
 
 #define IP_TARGET(t) xflow_container_of(t, struct ip_target, pt)
@@ -163,10 +164,25 @@ size_t ip_proc_size(uint32_t lanes, uint32_t lane_slots, uint32_t capacity, uint
 int ip_proc_format(struct ip_target *t, uint32_t lanes, uint32_t lane_slots, uint32_t capacity);
 void ip_proc_reset(struct ip_target *t);
 
+/* inproc_jit.c: advice compiled to machine code */
+struct ip_jit_env {
+	const struct xflow_rt_ctl *ctl; /* our view of the control region */
+	uint64_t ctl_addr;              /* the target's */
+	uint64_t image;                 /* the runtime image in the target */
+	const struct xflow_rt_head *head;
+};
+/* The function for the hook at (addr, when) with plan sites @sites, for
+ * address @at: its length in @out, or -ENOSPC (max too small), -EINVAL
+ * (a program the compiler refuses: the interpreter runs it). */
+int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, const uint32_t *sites, uint32_t n,
+		uint64_t at, uint8_t *out, size_t max);
+
 /* inproc_tramp.c */
 struct ip_hooks {
-	uint64_t before[IP_PATCH_MAX_INSNS]; /* hook descriptor per instruction, 0: none */
+	uint64_t before[IP_PATCH_MAX_INSNS]; /* per instruction: what to call, 0: none */
 	uint64_t after[IP_PATCH_MAX_INSNS];
+	uint8_t jit_before[IP_PATCH_MAX_INSNS]; /* 1: compiled code, called directly; */
+	uint8_t jit_after[IP_PATCH_MAX_INSNS];  /* 0: a hook descriptor for the zone stub */
 };
 /* Bytes of the trampoline of p with hooks h, for a zone at @at whose stub
  * is @stub; *entry its entry.  Returns the length, or -ERANGE when an

@@ -65,9 +65,20 @@ static void put_jmp(struct out *o, uint64_t to)
 	put_rel32(o, here(o) + 4, to);
 }
 
-/* The call into the runtime (the zone stub's calling sequence). */
-static void put_hook_call(struct out *o, uint64_t desc, uint64_t stub)
+/* The call into the runtime: compiled code directly (it saves what it
+ * uses), else the zone stub with the hook's descriptor. */
+static void put_hook_call(struct out *o, uint64_t desc, uint64_t stub, bool jit)
 {
+	static const uint8_t skip[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };                  /* lea -0x80(%rsp), %rsp */
+	static const uint8_t back[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0 }; /* lea 0x80(%rsp), %rsp */
+	if (desc && jit) {
+		static const uint8_t call = 0xe8;
+		put(o, skip, sizeof(skip));
+		put(o, &call, 1);
+		put_rel32(o, here(o) + 4, desc);
+		put(o, back, sizeof(back));
+		return;
+	}
 	static const uint8_t pre[] = { 0x48, 0x8d, 0x64, 0x24, 0x80, /* lea -0x80(%rsp), %rsp */
 				       0x50,                         /* push %rax */
 				       0x48, 0xb8 };                 /* movabs $desc, %rax */
@@ -105,20 +116,21 @@ static int hw_reg(unsigned idx)
 }
 
 /* One covered instruction and the hooks around it. */
-static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before, uint64_t after, uint64_t stub)
+static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before, uint64_t after, uint64_t stub,
+		     bool jb, bool ja)
 {
 	uint64_t next = in->addr + in->len;
 	uint8_t b[16];
 
-	put_hook_call(o, before, stub);
+	put_hook_call(o, before, stub, jb);
 	switch (in->kind) {
 	case XFLOW_INSN_EMU_NOP:
 	case XFLOW_INSN_EMU_MOVRR:
 		put(o, in->bytes, in->len);
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		return;
 	case XFLOW_INSN_EMU_JMP:
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		put_jmp(o, in->target);
 		return;
 	case XFLOW_INSN_EMU_JCC: {
@@ -133,7 +145,7 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 		size_t fix = o->n;
 		int32_t zero = 0;
 		put(o, &zero, 4);
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		static const uint8_t jmp = 0xe9;
 		put(o, &jmp, 1);
 		size_t over = o->n;
@@ -142,7 +154,7 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 			return;
 		int32_t d = (int32_t)(o->n - (fix + 4));
 		memcpy(o->p + fix, &d, 4);
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		put_jmp(o, in->target);
 		if (o->err)
 			return;
@@ -152,7 +164,7 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 	}
 	case XFLOW_INSN_EMU_CALL:
 		put_push_ret(o, next);
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		put_jmp(o, in->target);
 		return;
 	case XFLOW_INSN_EMU_CALLR: {
@@ -162,7 +174,7 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 			return;
 		}
 		put_push_ret(o, next);
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		uint8_t j[3] = { 0x41, 0xff, (uint8_t)(0xe0 | (r & 7)) };
 		put(o, r >= 8 ? j : j + 1, r >= 8 ? 3 : 2);
 		return;
@@ -178,7 +190,7 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 			return;
 		}
 		put_push_ret(o, next);
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 		if (xflow_insn_relocate(in, here(o), b) < 0) {
 			o->err = -ERANGE;
 			return;
@@ -188,14 +200,14 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 		return;
 	}
 	if (in->uncond)
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 	if (xflow_insn_relocate(in, here(o), b) < 0) {
 		o->err = -ERANGE;
 		return;
 	}
 	put(o, b, in->len);
 	if (!in->uncond)
-		put_hook_call(o, after, stub);
+		put_hook_call(o, after, stub, ja);
 }
 
 int ip_tramp_build(const struct ip_patch *p, const struct ip_hooks *h, uint64_t at, uint64_t stub, uint8_t *buf,
@@ -204,7 +216,7 @@ int ip_tramp_build(const struct ip_patch *p, const struct ip_hooks *h, uint64_t 
 	struct out o = { .p = buf, .max = max, .at = at };
 	*entry = at;
 	for (int i = 0; i < p->ninsns; i++)
-		put_insn(&o, &p->insn[i], h->before[i], h->after[i], stub);
+		put_insn(&o, &p->insn[i], h->before[i], h->after[i], stub, h->jit_before[i], h->jit_after[i]);
 	const struct xflow_insn *last = &p->insn[p->ninsns - 1];
 	bool falls = !last->uncond && last->kind != XFLOW_INSN_EMU_JMP && last->kind != XFLOW_INSN_EMU_CALL &&
 		     last->kind != XFLOW_INSN_EMU_CALLR && !last->call_mem;
