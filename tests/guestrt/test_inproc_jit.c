@@ -1,0 +1,583 @@
+/*
+ * Advice compiled to machine code (guestrt/inproc_jit.c) against the
+ * interpreter (guestrt/interp.c), run on the real runtime image inside this
+ * process (rtlocal.h): every opcode, on hand-written programs and on a few
+ * thousand random ones the verifier accepts, must give the same records,
+ * the same memory writes, the same flow-id table and the same counted
+ * faults; and a hook must leave every register and flag as it found them.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "guestrt/interp.h"
+#include "tests/guestrt/handplan.h"
+#include "tests/guestrt/rtlocal.h"
+
+/* The fields the programs use: struct obj { u64 a; i32 b; u8 c; bits d:5 at 100; i16 e; }. */
+static const char unit_xml[] =
+	"<flows><xflow name=\"f\"><start><pointcut>access(obj.a) AND within_function(x)</pointcut></start>"
+	"<quit><pointcut>access(obj.a) AND within_function(y)</pointcut></quit></xflow>"
+	"<xflow name=\"g\"><start><pointcut>access(obj.a) AND within_function(z)</pointcut></start></xflow>"
+	"<advice><pointcut>access(obj.a) AND target(o)</pointcut><before>"
+	"STORE_DATA4(o->a, o->b, o->c, o->d); STORE_DATA1(o->e);</before></advice></flows>";
+
+#define NFIELDS 5
+#define BUF 4096
+static uint64_t buf[BUF / 8] __attribute__((aligned(64)));
+static uint64_t buf_init[BUF / 8];
+
+static void layouts(struct handplan *hp)
+{
+	handplan_layout(hp, 0, 0, 8);
+	handplan_layout(hp, 1, 8, 4);
+	hp->layouts[1].flags = XFLOW_LAYOUT_SIGNED;
+	handplan_layout(hp, 2, 12, 1);
+	handplan_layout(hp, 3, 12, 4); /* a bitfield: bits 100..104 */
+	hp->layouts[3].bit_offset = 100;
+	hp->layouts[3].bit_size = 5;
+	handplan_layout(hp, 4, 16, 2);
+	hp->layouts[4].flags = XFLOW_LAYOUT_SIGNED;
+}
+
+/* ---- the reference: the interpreter on the same memory ---------------------- */
+
+struct ref {
+	struct xflow_flowtab flows;
+	struct xflow_record rec[256];
+	unsigned n;
+	uint64_t next_id;
+	uint64_t scratch[XFLOW_BC_MAX_INPUTS];
+};
+
+/* Fault-safe on this process's own memory, as the runtime's accesses are. */
+static int ref_read(void *ctx, uint64_t addr, void *out, size_t len)
+{
+	struct ref *r = ctx;
+	uint64_t off = addr - XFLOW_INTERP_SCRATCH_BASE;
+	if (addr >= XFLOW_INTERP_SCRATCH_BASE && off < sizeof(r->scratch)) {
+		if (off + len > sizeof(r->scratch))
+			return -EFAULT;
+		memcpy(out, (char *)r->scratch + off, len);
+		return 0;
+	}
+	struct iovec l = { out, len }, rm = { (void *)(uintptr_t)addr, len };
+	return process_vm_readv(getpid(), &l, 1, &rm, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int ref_write(void *ctx, uint64_t addr, const void *in, size_t len)
+{
+	struct ref *r = ctx;
+	uint64_t off = addr - XFLOW_INTERP_SCRATCH_BASE;
+	if (addr >= XFLOW_INTERP_SCRATCH_BASE && off < sizeof(r->scratch)) {
+		if (off + len > sizeof(r->scratch))
+			return -EFAULT;
+		memcpy((char *)r->scratch + off, in, len);
+		return 0;
+	}
+	struct iovec l = { (void *)in, len }, rm = { (void *)(uintptr_t)addr, len };
+	return process_vm_writev(getpid(), &l, 1, &rm, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static uint64_t ref_clock(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static uint64_t ref_new_id(void *ctx)
+{
+	return ++((struct ref *)ctx)->next_id;
+}
+
+static int ref_sink(void *ctx, struct xflow_record *rec)
+{
+	struct ref *r = ctx;
+	if (r->n == 256)
+		return -ENOBUFS;
+	r->rec[r->n++] = *rec;
+	return 0;
+}
+
+/* ---- one program, both ways ------------------------------------------------ */
+
+static struct xflow_bc_input prog_inputs[2] = {
+	{ .kind = XFLOW_IN_TARGET, .type = XFLOW_BC_PTR },
+	{ .kind = XFLOW_IN_LOCAL_VAR, .type = XFLOW_BC_PTR, .local = "v" },
+};
+
+struct world {
+	struct handplan hp;
+	struct rtlocal rt;
+	struct ref ref;
+	uint32_t site;
+};
+
+static void world_init(struct world *w, unsigned ninputs_local)
+{
+	cr_assert_eq(handplan_init(&w->hp, unit_xml, "/proc/self/exe"), 0);
+	w->hp.bin.flags = 0;
+	layouts(&w->hp);
+	w->site = handplan_site(&w->hp, 0x401000, 5);
+	/* Every advice at the one site with two inputs: rdi (the object), and
+	 * rsi as a local_var() without an address (a scratch cell). */
+	struct xflow_plan_fetch f[2] = { { .kind = XFLOW_FETCH_REG, .reg = 5 }, { .kind = XFLOW_FETCH_REG, .reg = 4 } };
+	(void)ninputs_local;
+	for (uint32_t a = 0; a < w->hp.plan.nadvice; a++) {
+		w->hp.adv[a].prog.inputs = prog_inputs;
+		w->hp.adv[a].prog.ninputs = 2;
+		handplan_bind(&w->hp, w->site, a, XFLOW_WHEN_BEFORE, f, 2);
+	}
+	cr_assert_eq(xflow_flowtab_init(&w->ref.flows, 1024), 0);
+}
+
+
+static void set_prog(struct world *w, uint32_t a, struct xflow_bc_prog *p)
+{
+	p->version = XFLOW_BC_VERSION;
+	p->nfields = NFIELDS;
+	p->nflows = 2;
+	p->inputs = prog_inputs;
+	p->ninputs = 2;
+	w->hp.adv[a].prog = *p;
+}
+
+static void fill_buf(void)
+{
+	/* Values that read back as pointers land in buf or at unmapped low
+	 * addresses: every access either side makes is one this process can
+	 * answer the same way. */
+	for (unsigned i = 0; i < BUF / 8; i++)
+		buf_init[i] = i % 3 ? (uint64_t)(uintptr_t)buf + (i * 24) % 512 : i * 7;
+}
+
+/* Run advice @a compiled (once per call of this) and interpreted; compare. */
+static void compare_one(struct world *w, uint32_t a, const char *what)
+{
+	struct xflow_hook_prog prog;
+	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &prog), 0);
+	struct rtlocal *rt = &w->rt;
+	cr_assert_eq(rtlocal_init(rt, &prog, 1, 1024), 0);
+	for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
+		rtlocal_enable(rt, i, i == a);
+	uint64_t code = rtlocal_jit(rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+	cr_assert_neq(code, 0, "%s: not compiled", what);
+
+	uint64_t in[17] = { 0 }, out[17];
+	in[5] = (uint64_t)(uintptr_t)buf;  /* rdi: the object */
+	in[4] = (uint64_t)(uintptr_t)buf + 64; /* rsi: the local's value */
+	in[16] = 0x202;
+	memcpy(buf, buf_init, sizeof(buf));
+	rtlocal_call(code, in, out);
+	uint64_t jit_mem[BUF / 8];
+	memcpy(jit_mem, buf, sizeof(buf));
+	struct xflow_record jr[256];
+	long nj = rtlocal_records(rt, jr, 256);
+	uint64_t cnt[3];
+	rtlocal_counts(rt, a, cnt);
+
+	struct ref *r = &w->ref;
+	xflow_flowtab_clear(&r->flows);
+	r->n = 0;
+	r->next_id = 0;
+	memcpy(buf, buf_init, sizeof(buf));
+	uint64_t inputs[2] = { in[5], XFLOW_INTERP_SCRATCH_BASE + 8 };
+	r->scratch[1] = in[4];
+	struct xflow_mem_ops mem = { .read = ref_read, .write = ref_write };
+	struct xflow_record tmpl;
+	memset(&tmpl, 0, sizeof(tmpl));
+	tmpl.site_id = w->site;
+	tmpl.domain_id = 3;
+	tmpl.thread_id = (uint32_t)gettid();
+	struct xflow_interp_env env = {
+		.prog = &w->hp.adv[a].prog, .inputs = inputs, .fields = w->hp.frt, .flows = &r->flows, .mem = &mem,
+		.mem_ctx = r, .pc = 0x401000, .clock = ref_clock, .new_id = ref_new_id, .new_id_ctx = r,
+		.sink = ref_sink, .sink_ctx = r, .tmpl = &tmpl,
+		.marker_flags = w->hp.adv[a].origin != XFLOW_ADVICE_USER ? w->hp.adv[a].rec_flags : 0,
+	};
+	struct xflow_interp_result res;
+	xflow_interp_run(&env, &res);
+
+	cr_assert_eq(nj, (long)r->n, "%s: %ld records compiled, %u interpreted", what, nj, r->n);
+	for (long i = 0; i < nj; i++) {
+		struct xflow_record x = jr[i], y = r->rec[i];
+		cr_assert_eq(x.thread_seq, (uint32_t)i, "%s: record %ld: thread_seq %u", what, i, x.thread_seq);
+		x.timestamp = y.timestamp = 0;
+		x.thread_seq = y.thread_seq = 0;
+		cr_assert(memcmp(&x, &y, sizeof(x)) == 0,
+			  "%s: record %ld differs: id %llx/%llx kind %u/%u flags %x/%x n %u/%u d0 %llx/%llx d1 %llx/%llx",
+			  what, i, (unsigned long long)x.flow_id, (unsigned long long)y.flow_id, x.flow_kind, y.flow_kind,
+			  x.flags, y.flags, x.ndata, y.ndata, (unsigned long long)x.data[0], (unsigned long long)y.data[0],
+			  (unsigned long long)x.data[1], (unsigned long long)y.data[1]);
+	}
+	cr_assert(memcmp(jit_mem, buf, sizeof(buf)) == 0, "%s: memory written differs", what);
+	cr_assert_eq(cnt[0], 1, "%s: %llu hits counted", what, (unsigned long long)cnt[0]);
+	cr_assert_eq(cnt[1], res.rc ? 1u : 0u, "%s: faults %llu, interpreter rc %d", what,
+		     (unsigned long long)cnt[1], res.rc);
+	/* The flow-id tables hold the same keys and ids. */
+	struct xflow_rt_proc *p = rt->t.proc.map;
+	struct xflow_flowtab jt = p->flows;
+	jt.slots = (void *)((char *)p + p->off_slots);
+	cr_assert_eq(jt.live, r->flows.live, "%s: %zu live keys compiled, %zu interpreted", what, jt.live,
+		     r->flows.live);
+	for (uint64_t s = 0; s <= r->flows.mask; s++) {
+		const struct xflow_flowtab_slot *q = &r->flows.slots[s];
+		if (q->ptr)
+			cr_assert_eq(xflow_flowtab_get(&jt, (uint16_t)(q->val >> XFLOW_FLOWID_BITS), q->ptr),
+				     q->val & XFLOW_FLOWID_MAX, "%s: key %llx", what, (unsigned long long)q->ptr);
+	}
+	/* Every register and flag as they were (the red zone is the caller's). */
+	for (int i = 0; i < 17; i++)
+		if (i != 7)
+			cr_assert_eq(out[i], in[i], "%s: register %d changed: %llx -> %llx", what, i,
+				     (unsigned long long)in[i], (unsigned long long)out[i]);
+	rtlocal_fini(rt);
+}
+
+/* ---- programs -------------------------------------------------------------- */
+
+#define I(o, A, B, K) ((struct xflow_bc_insn){ .op = XFLOW_OP_##o, .a = (A), .b = (B), .k = (K) })
+
+static void run_prog(const struct xflow_bc_insn *insns, uint32_t n, const uint64_t *consts, uint32_t nconsts,
+		     const uint8_t *locals, uint32_t nlocals, enum xflow_advice_origin origin, unsigned marker,
+		     const char *what)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	struct xflow_bc_prog p = { .ninsns = n, .insns = insns, .nconsts = nconsts, .consts = consts,
+				   .nlocals = nlocals, .local_types = locals };
+	set_prog(w, 0, &p);
+	w->hp.adv[0].origin = origin;
+	w->hp.adv[0].rec_flags = marker;
+	const char *why;
+	uint32_t at;
+	cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s: %s at %u", what, why, at);
+	fill_buf();
+	compare_one(w, 0, what);
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}
+
+Test(inproc_jit, arithmetic_and_division_edges)
+{
+	static const uint64_t k[] = { 0x8000000000000000ull, 0xffffffffffffffffull, 0x123456789abcdefull };
+	const struct xflow_bc_insn prog[] = {
+		/* INT64_MIN / -1, INT64_MIN % -1, 7 / 0, 7 % 0, unsigned forms */
+		I(PUSHK, 0, 0, 0), I(PUSHI, 0, 0, -1), I(DIV, 0, 0, 0),
+		I(PUSHK, 0, 0, 0), I(PUSHI, 0, 0, -1), I(MOD, 0, 0, 0),
+		I(PUSHI, 0, 0, 7), I(PUSHI, 0, 0, 0), I(DIV, 0, 0, 0),
+		I(PUSHI, 0, 0, 7), I(PUSHI, 0, 0, 0), I(MOD, 0, 0, 0),
+		I(PUSHK, 0, 1, 0), I(PUSHI, 0, 0, 3), I(DIVU, 0, 0, 0),
+		I(PUSHK, 0, 1, 0), I(PUSHI, 0, 0, 10), I(MODU, 0, 0, 0),
+		I(STORE, 6, 0, 0),
+		I(PUSHI, 0, 0, -17), I(PUSHI, 0, 0, 5), I(DIV, 0, 0, 0),
+		I(PUSHI, 0, 0, -17), I(PUSHI, 0, 0, 5), I(MOD, 0, 0, 0),
+		I(PUSHK, 0, 2, 0), I(PUSHI, 0, 0, 68), I(SHL, 0, 0, 0),
+		I(PUSHK, 0, 1, 0), I(PUSHI, 0, 0, 63), I(SHR, 0, 0, 0),
+		I(PUSHK, 0, 0, 0), I(PUSHI, 0, 0, 4), I(SAR, 0, 0, 0),
+		I(PUSHI, 0, 0, 12345), I(NEG, 0, 0, 0), I(NOT, 0, 0, 0),
+		I(STORE, 6, 0, 0),
+		I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, -2), I(MUL, 0, 0, 0),
+		I(PUSHI, 0, 0, 0x0f0f), I(PUSHI, 0, 0, 0x00ff), I(AND, 0, 0, 0),
+		I(PUSHI, 0, 0, 0x0f0f), I(PUSHI, 0, 0, 0x00ff), I(OR, 0, 0, 0),
+		I(PUSHI, 0, 0, 0x0f0f), I(PUSHI, 0, 0, 0x00ff), I(XOR, 0, 0, 0),
+		I(PUSHI, 0, 0, 9), I(PUSHI, 0, 0, 4), I(SUB, 0, 0, 0),
+		I(PUSHI, 0, 0, 0), I(LNOT, 0, 0, 0),
+		I(STORE, 6, 0, 0),
+		I(RET, 0, 0, 0),
+	};
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), k, 3, NULL, 0, XFLOW_ADVICE_USER, 0, "arithmetic");
+}
+
+Test(inproc_jit, comparisons)
+{
+	static const uint64_t k[] = { 0xffffffffffffffffull };
+	const struct xflow_bc_insn prog[] = {
+		I(PUSHI, 0, 0, -1), I(PUSHI, 0, 0, 1), I(LT, 0, 0, 0),
+		I(PUSHK, 0, 0, 0), I(PUSHI, 0, 0, 1), I(LTU, 0, 0, 0),
+		I(PUSHI, 0, 0, 5), I(PUSHI, 0, 0, 5), I(LE, 0, 0, 0),
+		I(PUSHI, 0, 0, 5), I(PUSHI, 0, 0, 5), I(GT, 0, 0, 0),
+		I(PUSHI, 0, 0, -5), I(PUSHI, 0, 0, 5), I(GE, 0, 0, 0),
+		I(PUSHK, 0, 0, 0), I(PUSHI, 0, 0, 5), I(GEU, 0, 0, 0),
+		I(STORE, 6, 0, 0),
+		I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, 3), I(EQ, 0, 0, 0),
+		I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, 4), I(NE, 0, 0, 0),
+		I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, 4), I(LEU, 0, 0, 0),
+		I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, 4), I(GTU, 0, 0, 0),
+		I(STORE, 4, 0, 0),
+		I(RET, 0, 0, 0),
+	};
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), k, 1, NULL, 0, XFLOW_ADVICE_USER, 0, "comparisons");
+}
+
+Test(inproc_jit, fields_bitfields_and_writes)
+{
+	const struct xflow_bc_insn prog[] = {
+		I(LDIN, 0, 0, 0), I(LDF, 0, 0, 0), I(LDIN, 0, 0, 0), I(LDF, 0, 1, 0), I(LDIN, 0, 0, 0), I(LDF, 0, 2, 0),
+		I(LDIN, 0, 0, 0), I(LDF, 0, 3, 0), I(LDIN, 0, 0, 0), I(LDF, 0, 4, 0), I(STORE, 5, 0, 0),
+		/* o->b = -3; o->d = 0x3f (cut to 5 bits); o->e = 0x8001; o->c = 0x1ff */
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, -3), I(STF, 0, 1, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0x3f), I(STF, 0, 3, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0x8001), I(STF, 0, 4, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0x1ff), I(STF, 0, 2, 0),
+		I(LDIN, 0, 0, 0), I(LDF, 0, 1, 0), I(LDIN, 0, 0, 0), I(LDF, 0, 3, 0), I(LDIN, 0, 0, 0), I(LDF, 0, 4, 0),
+		I(LDIN, 0, 0, 0), I(LDF, 0, 2, 0), I(STORE, 4, 0, 0),
+		/* the local_var() input: a scratch cell, read and written */
+		I(LDIN, 0, 1, 0), I(LDM, 8, 0, 0), I(LDIN, 0, 1, 0), I(PUSHI, 0, 0, 77), I(STF, 0, 0, 0),
+		I(LDIN, 0, 1, 0), I(LDM, 8, 0, 0), I(STORE, 2, 0, 0),
+		/* signed loads through a pointer */
+		I(LDIN, 0, 0, 0), I(LDM, 1, XFLOW_LDM_SIGNED, 0), I(LDIN, 0, 0, 0), I(LDM, 4, XFLOW_LDM_SIGNED, 0),
+		I(LDIN, 0, 0, 0), I(LDM, 8, XFLOW_LDM_PTR, 0), I(LDM, 2, 0, 0), I(STORE, 3, 0, 0),
+		I(RET, 0, 0, 0),
+	};
+	fill_buf();
+	buf_init[1] = 0xfedcba9876543210ull; /* b = 0x76543210, c = 0x98, d = bits 4..8 of byte 12 */
+	buf_init[2] = 0x8765;
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), NULL, 0, NULL, 0, XFLOW_ADVICE_USER, 0, "fields");
+}
+
+Test(inproc_jit, faults_end_the_advice)
+{
+	const struct xflow_bc_insn prog[] = {
+		I(PUSHI, 0, 0, 1), I(STORE, 1, 0, 0),
+		/* a read at 8: nothing is mapped there */
+		I(PUSHI, 0, 0, 8), I(TOPTR, 0, 0, 0), I(LDM, 8, 0, 0), I(STORE, 1, 0, 0),
+		I(PUSHI, 0, 0, 2), I(STORE, 1, 0, 0), I(RET, 0, 0, 0),
+	};
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), NULL, 0, NULL, 0, XFLOW_ADVICE_USER, 0, "fault");
+	const struct xflow_bc_insn write[] = {
+		/* a write into read-only memory: this test's own code */
+		I(PUSHK, 0, 0, 0), I(TOPTR, 0, 0, 0), I(PUSHI, 0, 0, 0), I(STF, 0, 0, 0), I(PUSHI, 0, 0, 3),
+		I(STORE, 1, 0, 0), I(RET, 0, 0, 0),
+	};
+	uint64_t k[] = { (uint64_t)(uintptr_t)&rtlocal_call };
+	run_prog(write, sizeof(write) / sizeof(write[0]), k, 1, NULL, 0, XFLOW_ADVICE_USER, 0, "write fault");
+}
+
+Test(inproc_jit, flows_markers_handoff_split)
+{
+	static const uint8_t locals[] = { XFLOW_BC_INT, XFLOW_BC_PTR };
+	const struct xflow_bc_insn prog[] = {
+		/* id = new; register(f, o, id); get; move to o+8 (copy and del) */
+		I(FLOW_NEW, 0, 0, 0), I(STL, 0, 0, 0),
+		I(LDIN, 0, 0, 0), I(LDL, 0, 0, 0), I(FLOW_REG, 0, 0, 0),
+		I(LDIN, 0, 0, 0), I(FLOW_GET, 0, 0, 0), I(STORE, 1, 0, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 8), I(ADD, 0, 0, 0), I(STL, 1, 0, 0),
+		I(LDL, 1, 0, 0), I(LDIN, 0, 0, 0), I(FLOW_GET, 0, 0, 0), I(FLOW_REG, 0, 0, 0),
+		I(LDIN, 0, 0, 0), I(FLOW_DEL, 0, 0, 0),
+		I(LDIN, 0, 0, 0), I(FLOW_GET, 0, 0, 0), I(LDL, 1, 0, 0), I(FLOW_GET, 0, 1, 0), I(STORE, 2, 0, 0),
+		I(PUSHI, 0, 0, 0x55), I(LDL, 0, 0, 0), I(HANDOFF, 1, 1, 0),
+		I(PUSHI, 0, 0, 0x66), I(LDL, 0, 0, 0), I(HANDOFF, 0, 0, 0),
+		I(FLOW_NEW, 0, 0, 0), I(LDL, 0, 0, 0), I(SPLIT, 0, 1, 0),
+		/* a register of id 0 is ignored; of an id over 48 bits, cut */
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0), I(FLOW_REG, 0, 1, 0),
+		I(LDL, 1, 0, 0), I(PUSHI, 0, 0, -1), I(FLOW_REG, 0, 1, 0),
+		I(LDL, 1, 0, 0), I(FLOW_GET, 0, 1, 0), I(STORE, 1, XFLOW_REC_TRANSIT, 0),
+		I(RET, 0, 0, 0),
+	};
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), NULL, 0, locals, 2, XFLOW_ADVICE_TRANSIT, XFLOW_REC_TRANSIT,
+		 "flows");
+}
+
+Test(inproc_jit, branches_and_locals)
+{
+	static const uint8_t locals[] = { XFLOW_BC_INT, XFLOW_BC_INT };
+	const struct xflow_bc_insn prog[] = {
+		I(PUSHI, 0, 0, 5), I(STL, 0, 0, 0),
+		/* if (l0 > 3) l1 = 10 else l1 = 20 */
+		I(LDL, 0, 0, 0), I(PUSHI, 0, 0, 3), I(GT, 0, 0, 0), I(JZ, 0, 0, 3),
+		I(PUSHI, 0, 0, 10), I(STL, 1, 0, 0), I(JMP, 0, 0, 2),
+		I(PUSHI, 0, 0, 20), I(STL, 1, 0, 0),
+		I(LDL, 1, 0, 0), I(DUP, 0, 0, 0), I(STORE, 2, 0, 0),
+		/* a jump with a value kept across it */
+		I(PUSHI, 0, 0, 7), I(PUSHI, 0, 0, 0), I(JNZ, 0, 0, 1), I(NOP, 0, 0, 0), I(PC, 0, 0, 0),
+		I(STORE, 2, 0, 0),
+		I(PUSHI, 0, 0, 1), I(JNZ, 0, 0, 2), I(PUSHI, 0, 0, 9), I(STORE, 1, 0, 0), I(RET, 0, 0, 0),
+	};
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), NULL, 0, locals, 2, XFLOW_ADVICE_USER, 0, "branches");
+}
+
+/* ---- random programs ------------------------------------------------------------ */
+
+struct gen {
+	uint64_t s;
+	struct xflow_bc_insn v[256];
+	uint32_t n;
+	uint8_t ty[XFLOW_BC_MAX_STACK]; /* 1 INT, 2 PTR */
+	int d;
+};
+
+static uint32_t rnd(struct gen *g, uint32_t n)
+{
+	g->s ^= g->s << 13, g->s ^= g->s >> 7, g->s ^= g->s << 17;
+	return (uint32_t)(g->s % n);
+}
+
+static void emit(struct gen *g, struct xflow_bc_insn in, int pop, int push, uint8_t ty)
+{
+	if (g->n < 250)
+		g->v[g->n++] = in;
+	g->d -= pop;
+	if (push)
+		g->ty[g->d++] = ty;
+}
+
+static const uint8_t g_locals[] = { XFLOW_BC_INT, XFLOW_BC_INT, XFLOW_BC_PTR };
+static const uint64_t g_consts[] = { 0x8000000000000000ull, 0xffffffffffffffffull, 0x7fffffffffffffffull, 3, 64 };
+
+/* One step keeping depth and types valid; blocks of if/else with a net
+ * effect of zero.  Pointers are the object, buf + a small offset, loaded
+ * pointers (which point into buf or nowhere) or the fault address 8. */
+static void gen_block(struct gen *g, int budget, int nest)
+{
+	for (int i = 0; i < budget && g->n < 200; i++) {
+		int top = g->d ? g->ty[g->d - 1] : 0, second = g->d > 1 ? g->ty[g->d - 2] : 0;
+		switch (rnd(g, 18)) {
+		case 0: if (g->d < 20) emit(g, I(PUSHI, 0, 0, (int32_t)rnd(g, 200) - 100), 0, 1, 1); break;
+		case 1: if (g->d < 20) emit(g, I(PUSHK, 0, (uint16_t)rnd(g, 5), 0), 0, 1, 1); break;
+		case 2: if (g->d < 20) emit(g, I(LDIN, 0, 0, 0), 0, 1, 2); break;
+		case 3: if (g->d < 20) { unsigned l = rnd(g, 3); emit(g, I(LDL, (uint8_t)l, 0, 0), 0, 1, g_locals[l]); } break;
+		case 4: if (top) { unsigned l = top == 2 ? 2 : rnd(g, 2); emit(g, I(STL, (uint8_t)l, 0, 0), 1, 0, 0); } break;
+		case 5: if (top == 2) emit(g, I(LDF, 0, (uint16_t)rnd(g, NFIELDS), 0), 1, 1, 1); break;
+		case 6: if (top == 2) { unsigned sz = 1u << rnd(g, 4); unsigned p = sz == 8 && rnd(g, 2);
+				emit(g, I(LDM, (uint8_t)sz, (uint16_t)(p ? XFLOW_LDM_PTR : rnd(g, 2)), 0), 1, 1, p ? 2 : 1); }
+			break;
+		case 7: if (top == 1 && second == 1) {
+				static const uint8_t ops[] = { XFLOW_OP_ADD, XFLOW_OP_SUB, XFLOW_OP_MUL, XFLOW_OP_DIV,
+					XFLOW_OP_DIVU, XFLOW_OP_MOD, XFLOW_OP_MODU, XFLOW_OP_AND, XFLOW_OP_OR, XFLOW_OP_XOR,
+					XFLOW_OP_SHL, XFLOW_OP_SHR, XFLOW_OP_SAR, XFLOW_OP_EQ, XFLOW_OP_NE, XFLOW_OP_LT,
+					XFLOW_OP_LE, XFLOW_OP_GT, XFLOW_OP_GE, XFLOW_OP_LTU, XFLOW_OP_LEU, XFLOW_OP_GTU,
+					XFLOW_OP_GEU };
+				emit(g, (struct xflow_bc_insn){ .op = ops[rnd(g, sizeof(ops))] }, 2, 1, 1);
+			}
+			break;
+		case 8: if (top == 1) { static const uint8_t u[] = { XFLOW_OP_NEG, XFLOW_OP_NOT, XFLOW_OP_LNOT };
+				emit(g, (struct xflow_bc_insn){ .op = u[rnd(g, 3)] }, 1, 1, 1); }
+			break;
+		case 9: if (top == 2 && g->d < 20) { /* pointer + small offset */
+				emit(g, I(PUSHI, 0, 0, (int32_t)rnd(g, 8) * 8), 0, 1, 1);
+				emit(g, I(ADD, 0, 0, 0), 2, 1, 2);
+			}
+			break;
+		case 10: if (top) emit(g, I(TOINT, 0, 0, 0), 1, 1, 1); break;
+		case 11: if (g->d < 20) { emit(g, I(PUSHI, 0, 0, 8), 0, 1, 1); emit(g, I(TOPTR, 0, 0, 0), 1, 1, 2); } break;
+		case 12: if (g->d >= 1) { unsigned k = 1 + rnd(g, g->d < 6 ? (unsigned)g->d : 6);
+				emit(g, I(STORE, (uint8_t)k, (uint16_t)rnd(g, 4), 0), (int)k, 0, 0); }
+			break;
+		case 13: if (top == 2) { unsigned f = rnd(g, 2); emit(g, I(FLOW_GET, 0, (uint16_t)f, 0), 1, 1, 1); } break;
+		case 14: if (top == 1 && second == 2) emit(g, I(FLOW_REG, 0, (uint16_t)rnd(g, 2), 0), 2, 0, 0);
+			else if (top == 2) emit(g, I(FLOW_DEL, 0, (uint16_t)rnd(g, 2), 0), 1, 0, 0);
+			else if (g->d < 20) emit(g, I(FLOW_NEW, 0, 0, 0), 0, 1, 1);
+			break;
+		case 15: if (top == 1 && second == 1) emit(g, rnd(g, 2) ? I(HANDOFF, (uint8_t)rnd(g, 2), (uint16_t)rnd(g, 2), 0)
+								      : I(SPLIT, 0, (uint16_t)rnd(g, 2), 0), 2, 0, 0);
+			break;
+		case 16: /* o->field = int, on the object only */
+			if (g->d < 19) {
+				emit(g, I(LDIN, 0, 0, 0), 0, 1, 2);
+				emit(g, I(PUSHI, 0, 0, (int32_t)rnd(g, 1000) - 500), 0, 1, 1);
+				emit(g, I(STF, 0, (uint16_t)rnd(g, NFIELDS), 0), 2, 0, 0);
+			}
+			break;
+		case 17: if (top == 1 && nest < 3) { /* if (x) { ... } else { ... } */
+				emit(g, I(JZ, 0, 0, 0), 1, 0, 0);
+				uint32_t jz = g->n - 1;
+				int d0 = g->d;
+				gen_block(g, (int)rnd(g, 6), nest + 1);
+				while (g->d > d0)
+					emit(g, I(DROP, 0, 0, 0), 1, 0, 0);
+				if (g->d < d0)
+					break; /* the block consumed values of ours: give up this one */
+				emit(g, I(JMP, 0, 0, 0), 0, 0, 0);
+				uint32_t jmp = g->n - 1;
+				g->v[jz].k = (int32_t)(g->n - jz - 1);
+				gen_block(g, (int)rnd(g, 6), nest + 1);
+				while (g->d > d0)
+					emit(g, I(DROP, 0, 0, 0), 1, 0, 0);
+				/* A jump goes at least one instruction forward. */
+				emit(g, I(NOP, 0, 0, 0), 0, 0, 0);
+				emit(g, I(NOP, 0, 0, 0), 0, 0, 0);
+				g->v[jmp].k = (int32_t)(g->n - 1 - jmp - 1);
+			}
+			break;
+		}
+	}
+}
+
+Test(inproc_jit, random_programs_agree)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	struct gen g = { .s = 0x9e3779b97f4a7c15ull };
+	unsigned ran = 0, tried = 0;
+	for (unsigned iter = 0; iter < 600; iter++) {
+		g.n = 0;
+		g.d = 0;
+		gen_block(&g, 40, 0);
+		while (g.d > 0)
+			emit(&g, I(DROP, 0, 0, 0), 1, 0, 0);
+		emit(&g, I(RET, 0, 0, 0), 0, 0, 0);
+		tried++;
+		struct xflow_bc_prog p = { .ninsns = g.n, .insns = g.v, .nconsts = 5, .consts = g_consts, .nlocals = 3,
+					   .local_types = g_locals };
+		set_prog(w, 0, &p);
+		w->hp.adv[0].origin = iter % 2 ? XFLOW_ADVICE_TRANSIT : XFLOW_ADVICE_USER;
+		w->hp.adv[0].rec_flags = iter % 2 ? XFLOW_REC_TRANSIT : 0;
+		const char *why;
+		uint32_t at;
+		if (xflow_bc_verify(&w->hp.adv[0].prog, &why, &at)) {
+			if (tried - ran < 5)
+				cr_log_info("random %u not verified: %s at %u", iter, why, at);
+			continue; /* a block that gave up half way */
+		}
+		fill_buf();
+		char what[32];
+		snprintf(what, sizeof(what), "random %u", iter);
+		compare_one(w, 0, what);
+		ran++;
+	}
+	cr_log_info("%u of %u random programs verified and agreed", ran, tried);
+	cr_assert(ran > tried / 2, "only %u of %u random programs verified", ran, tried);
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}
+
+Test(inproc_jit, registers_and_flags_kept)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	fill_buf();
+	struct xflow_hook_prog prog;
+	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &prog), 0);
+	cr_assert_eq(rtlocal_init(&w->rt, &prog, 1, 1024), 0);
+	uint64_t code = rtlocal_jit(&w->rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+	cr_assert_neq(code, 0);
+	/* Every arithmetic flag, then DF, then AC: each must come back (IF
+	 * and bit 1 are always set in user mode). */
+	static const uint64_t flags[] = { 0x202, 0xad7, 0xad7 | 0x400, 0x202 | 0x40000, 0x2d7, 0x203, 0xa02, 0x246 };
+	for (unsigned f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		uint64_t in[17], out[17];
+		for (int i = 0; i < 16; i++)
+			in[i] = 0x1111111111111111ull * (uint64_t)(i + 1);
+		in[5] = (uint64_t)(uintptr_t)buf;
+		in[16] = flags[f];
+		memcpy(buf, buf_init, sizeof(buf));
+		rtlocal_call(code, in, out);
+		for (int i = 0; i < 17; i++)
+			if (i != 7)
+				cr_assert_eq(out[i], in[i], "flags %llx: register %d: %llx -> %llx",
+					     (unsigned long long)flags[f], i, (unsigned long long)in[i],
+					     (unsigned long long)out[i]);
+	}
+	struct xflow_record r[64];
+	cr_assert_gt(rtlocal_records(&w->rt, r, 64), 0, "the hooks wrote nothing");
+	/* DO_RDTSC gives the hit's time, the record's timestamp. */
+	rtlocal_fini(&w->rt);
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}
