@@ -87,10 +87,12 @@ struct xflow_code_map *ip_code_map(struct ip_engine *e, struct ip_target *t, uin
 
 /* ---- the ptrace layer's extension ------------------------------------------------ */
 
+/* The int3 site among whose bytes addr is (every byte is an int3: see
+ * struct xflow_rt_trap). */
 static struct ip_patch *trap_at(struct ip_target *mm, uint64_t addr)
 {
 	struct ip_patch *p = ip_patch_at(mm, addr);
-	return p && p->kind == IP_TRAP && p->installed && p->addr == addr ? p : NULL;
+	return p && p->kind == IP_TRAP && p->installed ? p : NULL;
 }
 
 /* A copy of the parent's trampolines and patches for a forked child: its

@@ -247,7 +247,7 @@ static void unpend(struct ip_target *t, const struct ip_patch *p)
 		struct pt_thread *th = t->pt.threads[i];
 		struct user_regs_struct r;
 		if (th->state != PT_STOPPED || !th->pending_hit || ptrace(PTRACE_GETREGS, th->tid, 0, &r) < 0 ||
-		    r.rip != p->addr + 1)
+		    r.rip - 1 - p->addr >= p->len)
 			continue;
 		r.rip = p->addr;
 		if (ptrace(PTRACE_SETREGS, th->tid, 0, &r) == 0)
@@ -316,7 +316,7 @@ int ip_traps_write(struct ip_target *t)
 		for (int i = 0; i < t->npatches; i++) {
 			const struct ip_patch *p = t->patches[i];
 			if (p->kind == IP_TRAP && p->installed)
-				tab->v[tab->n++] = (struct xflow_rt_trap){ .addr = p->addr, .resume = p->entry };
+				tab->v[tab->n++] = (struct xflow_rt_trap){ .addr = p->addr, .resume = p->entry, .len = p->len };
 		}
 		struct ip_zone *z;
 		int rc = ip_zone_for(t, t->patches[0]->addr, (uint32_t)size + 16, &z);

@@ -21,17 +21,16 @@ static const struct xflow_rt_trap *trap_find(uint64_t addr)
 	const struct xflow_rt_traps *t = (const struct xflow_rt_traps *)rt_config.traps;
 	if (!t)
 		return 0;
+	/* The last trap at or below addr, if addr is among its bytes. */
 	uint32_t lo = 0, hi = t->n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (t->v[mid].addr == addr)
-			return &t->v[mid];
-		if (t->v[mid].addr < addr)
+		if (t->v[mid].addr <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return 0;
+	return lo > 0 && addr - t->v[lo - 1].addr < t->v[lo - 1].len ? &t->v[lo - 1] : 0;
 }
 
 /* What the program had: call it, or do what the default would. */

@@ -175,10 +175,16 @@ struct xflow_rt_fetch {
 
 /* An int3 fallback site: where a trap there resumes.  The table is written
  * into a text zone of each process, so that it names that process's
- * trampolines, and swapped whole (rt_config.traps). */
+ * trampolines, and swapped whole (rt_config.traps).
+ *
+ * Every byte of the instruction is an int3, and a trap at any of them
+ * resumes at the trampoline: a thread stopped at the first one when its
+ * tracer dies is let go at the next byte with the signal lost, traps
+ * again there, and must still run the advice and the instruction once. */
 struct xflow_rt_trap {
 	uint64_t addr;
 	uint64_t resume;             /* the trampoline's entry */
+	uint64_t len;                /* bytes of the instruction */
 };
 
 struct xflow_rt_traps {
