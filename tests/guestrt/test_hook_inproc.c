@@ -1,0 +1,438 @@
+/*
+ * The in-process backend on a real traced program (fixtures/ip_fx.c, whose
+ * sites the tests place by hand): which sites get a jump and which a
+ * breakpoint and why, every hit recorded once, flows that start and end in
+ * the same thread, forked children with flows of their own, exec, detach
+ * leaving every byte and mapping as it was, the agent killed with SIGKILL
+ * while its targets run on, and four threads running through 1,000 live
+ * changes of the advice and the sites.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pthread.h>
+
+#include "gt.h"
+#include "tests/guestrt/handplan.h"
+
+#define NTHREADS 4
+
+static const char flows_xml[] =
+	"<flows>"
+	"<xflow name=\"w\">"
+	"  <start><pointcut>access(item.seq) AND within_function(item_touch)</pointcut></start>"
+	"  <quit><pointcut>access(item.sum) AND within_function(item_touch)</pointcut></quit>"
+	"</xflow>"
+	"<advice><pointcut>access(item.seq) AND target(it)</pointcut><after>STORE_DATA2(it->seq, 1);</after></advice>"
+	"<advice><pointcut>call(tight_loop)</pointcut><before>STORE_DATA1(2);</before></advice>"
+	"<advice><pointcut>call(tight_loop)</pointcut><before>STORE_DATA1(3);</before></advice>"
+	"</flows>";
+
+/* Advice in weave order, and the plan's sites. */
+enum { ADV_START, ADV_QUIT, ADV_SEQ, ADV_JUMP, ADV_TRAP, NADV };
+enum { S_SEQ, S_SUM, S_TRAP, S_JUMP, NSITES };
+
+struct fx {
+	const char *bin;
+	struct gt_proc p;
+	struct handplan hp;
+	uint64_t base;
+	uint64_t addr[NSITES];          /* runtime addresses */
+	struct xflow_hook *h;
+	struct xflow_hook_target *t;
+	uint32_t id[NSITES][2];         /* hook site ids, by when */
+	/* records seen */
+	struct xflow_record *rec;
+	size_t nrec, caprec;
+	/* lifecycle seen */
+	int exited, status, forks, execs;
+	pid_t child;
+	char outs[4096];                /* every "out:" line the fixture printed */
+};
+
+static void on_event(const struct xflow_hook_event *ev, void *data)
+{
+	struct fx *f = data;
+	if (ev->kind == XFLOW_HOOK_EV_EXITED && ev->pid == f->p.pid) {
+		f->exited = 1;
+		f->status = ev->status;
+	}
+	if (ev->kind == XFLOW_HOOK_EV_FORK && ev->child) {
+		f->forks++;
+		f->child = ev->child_pid;
+	}
+	if (ev->kind == XFLOW_HOOK_EV_EXEC)
+		f->execs++;
+}
+
+static void collect(void *ctx, const struct xflow_record *r)
+{
+	struct fx *f = ctx;
+	if (f->nrec == f->caprec) {
+		f->caprec = f->caprec ? 2 * f->caprec : 1 << 16;
+		f->rec = realloc(f->rec, f->caprec * sizeof(*f->rec));
+		cr_assert_not_null(f->rec);
+	}
+	f->rec[f->nrec++] = *r;
+}
+
+/* The plan for the fixture loaded at @base. */
+static void plan_build(struct fx *f)
+{
+	struct handplan *hp = &f->hp;
+	cr_assert_eq(handplan_init(hp, flows_xml, f->bin), 0);
+	cr_assert_eq(hp->plan.nadvice, NADV);
+	for (uint32_t i = 0; i < hp->plan.nfields; i++)
+		handplan_layout(hp, i, strcmp(hp->fields[i].member, "seq") == 0 ? 0 : 8, 8);
+	uint64_t touch = gt_sym(f->bin, "item_touch"), loop = gt_sym(f->bin, "tight_loop");
+	struct xflow_plan_fetch rdi = { .kind = XFLOW_FETCH_REG, .reg = 5 };
+	uint32_t s = handplan_site(hp, touch, 3);
+	handplan_bind(hp, s, ADV_START, XFLOW_WHEN_BEFORE, &rdi, hp->adv[ADV_START].prog.ninputs);
+	handplan_bind(hp, s, ADV_SEQ, XFLOW_WHEN_AFTER, &rdi, 1);
+	s = handplan_site(hp, touch + 3, 4);
+	handplan_bind(hp, s, ADV_QUIT, XFLOW_WHEN_BEFORE, &rdi, hp->adv[ADV_QUIT].prog.ninputs);
+	s = handplan_site(hp, loop + 4, 4);
+	handplan_bind(hp, s, ADV_TRAP, XFLOW_WHEN_BEFORE, NULL, 0);
+	s = handplan_site(hp, loop + 8, 4);
+	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
+	for (unsigned i = 0; i < NSITES; i++)
+		f->addr[i] = f->base + hp->sites[i].addr;
+}
+
+static void place(struct fx *f, unsigned s, unsigned when)
+{
+	int rc = xflow_hook_site_add(f->t, f->addr[s], when ? XFLOW_HOOK_AFTER : XFLOW_HOOK_BEFORE, NULL,
+				     (void *)(uintptr_t)s, &f->id[s][when]);
+	cr_assert_eq(rc, 0, "site %u: %s", s, xflow_hook_last_error(f->h));
+}
+
+/* Start the fixture (threads waiting for their line), attach, load the
+ * plan and place every site. */
+static void fx_start(struct fx *f, const char *threads, const char *calls, const char *flags)
+{
+	char line[128];
+	gt_need_ptrace();
+	memset(f, 0, sizeof(*f));
+	f->bin = gt_build("ip_fx", "-O2");
+	gt_start(&f->p, f->bin, threads, calls, flags);
+	gt_line(&f->p, line, sizeof(line));
+	cr_assert_str_eq(line, "ready\n");
+	struct xflow_hook_config cfg = { .fork_policy = XFLOW_HOOK_FORK_INHERIT, .on_event = on_event, .event_data = f };
+	cr_assert_eq(xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f->h), 0);
+	cr_assert_eq(xflow_hook_attach(f->h, f->p.pid, &f->t), 0, "%s", xflow_hook_last_error(f->h));
+	f->base = gt_addr(f->p.pid, f->bin, "item_touch") - gt_sym(f->bin, "item_touch");
+	plan_build(f);
+	struct xflow_hook_prog prog;
+	cr_assert_eq(handplan_prog(&f->hp, f->base, 9, &prog), 0);
+	prog.lanes = 16;
+	prog.lane_slots = 1u << 16;
+	cr_assert_eq(xflow_hook_prog_load(f->t, &prog), 0, "%s", xflow_hook_last_error(f->h));
+	place(f, S_SEQ, 0);
+	place(f, S_SEQ, 1);
+	place(f, S_SUM, 0);
+	place(f, S_TRAP, 0);
+	place(f, S_JUMP, 0);
+}
+
+/* Serve and drain until the fixture prints a line starting with @want
+ * (NULL: any), which goes to @buf; false on EOF. */
+static bool serve_until(struct fx *f, const char *want, char *buf, size_t len)
+{
+	int fd = fileno(f->p.out);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 20000; i++) {
+		xflow_hook_run(f->h, 2);
+		xflow_hook_drain(f->h, collect, f, 0);
+		errno = 0;
+		if (fgets(buf, (int)len, f->p.out)) {
+			if (strstr(buf, "out:"))
+				strncat(f->outs, buf, sizeof(f->outs) - strlen(f->outs) - 1);
+			if (!want || strncmp(buf, want, strlen(want)) == 0)
+				return true;
+			continue;
+		}
+		if (feof(f->p.out))
+			return false;
+		clearerr(f->p.out);
+	}
+	cr_assert_fail("the fixture said nothing for 40 s");
+	return false;
+}
+
+/* Until EOF, serving meanwhile, then until the fixture exited (the engine
+ * reaps it): its status. */
+static int serve_to_end(struct fx *f)
+{
+	char line[256];
+	while (serve_until(f, NULL, line, sizeof(line)))
+		;
+	for (int i = 0; i < 5000 && !f->exited; i++)
+		xflow_hook_run(f->h, 2);
+	xflow_hook_drain(f->h, collect, f, 0);
+	fclose(f->p.out);
+	fclose(f->p.in);
+	cr_assert(f->exited, "the fixture did not exit");
+	return f->status;
+}
+
+static size_t count(const struct fx *f, uint32_t site, uint64_t d0)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->nrec; i++)
+		n += f->rec[i].site_id == site && f->rec[i].ndata >= 1 && f->rec[i].data[0] == d0;
+	return n;
+}
+
+/* Records of advice SEQ: per thread, call numbers strictly increasing (no
+ * hit twice), and all of 1..calls when nothing was switched off. */
+static void check_seq(const struct fx *f, long calls, bool whole, size_t *total)
+{
+	uint32_t tids[64];
+	long last[64];
+	unsigned nt = 0;
+	*total = 0;
+	for (size_t i = 0; i < f->nrec; i++) {
+		const struct xflow_record *r = &f->rec[i];
+		if (r->site_id != S_SEQ || r->ndata != 2 || r->data[1] != 1)
+			continue;
+		unsigned k;
+		for (k = 0; k < nt && tids[k] != r->thread_id; k++)
+			;
+		if (k == nt) {
+			cr_assert_lt(nt, 64);
+			tids[nt] = r->thread_id;
+			last[nt++] = 0;
+		}
+		cr_assert_gt((long)r->data[0], last[k], "thread %u: call %llu after %ld", r->thread_id,
+			     (unsigned long long)r->data[0], last[k]);
+		if (whole)
+			cr_assert_eq((long)r->data[0], last[k] + 1, "thread %u: call %llu after %ld", r->thread_id,
+				     (unsigned long long)r->data[0], last[k]);
+		last[k] = (long)r->data[0];
+		(*total)++;
+	}
+	if (whole)
+		for (unsigned k = 0; k < nt; k++)
+			cr_assert_eq(last[k], calls, "thread %u ended at call %ld", tids[k], last[k]);
+}
+
+static int cmp_rec_flow(const void *a, const void *b)
+{
+	const struct xflow_record *x = a, *y = b;
+	return x->flow_id < y->flow_id ? -1 : x->flow_id > y->flow_id;
+}
+
+/* Flow markers: every flow one START and one QUIT, from one thread. */
+static size_t check_flows(struct fx *f)
+{
+	struct xflow_record *m = calloc(f->nrec + 1, sizeof(*m));
+	size_t n = 0;
+	for (size_t i = 0; i < f->nrec; i++)
+		if (f->rec[i].ndata == 0 && f->rec[i].flow_id)
+			m[n++] = f->rec[i];
+	qsort(m, n, sizeof(*m), cmp_rec_flow);
+	size_t flows = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		unsigned starts = 0, quits = 0;
+		for (; j < n && m[j].flow_id == m[i].flow_id; j++) {
+			starts += (m[j].flags & XFLOW_REC_START) != 0;
+			quits += (m[j].flags & XFLOW_REC_QUIT) != 0;
+			cr_assert_eq(m[j].thread_id, m[i].thread_id, "flow %llu: in threads %u and %u",
+				     (unsigned long long)m[i].flow_id, m[i].thread_id, m[j].thread_id);
+		}
+		cr_assert(starts == 1 && quits == 1, "flow %llu: %u starts, %u quits", (unsigned long long)m[i].flow_id,
+			  starts, quits);
+		flows++;
+		i = j;
+	}
+	free(m);
+	return flows;
+}
+
+static void fx_end(struct fx *f)
+{
+	xflow_hook_free(f->h);
+	handplan_fini(&f->hp);
+	free(f->rec);
+}
+
+Test(hook_inproc, jump_or_breakpoint, .timeout = 120)
+{
+	struct fx f;
+	char ref[1024];
+	fx_start(&f, "4", "20000", "w");
+	struct xflow_hook_site_stats st;
+	const unsigned jumps[] = { S_SEQ, S_SUM, S_JUMP };
+	for (unsigned i = 0; i < 3; i++) {
+		cr_assert_eq(xflow_hook_site_stats(f.t, f.id[jumps[i]][0], &st), 0);
+		cr_expect_eq(st.mech, XFLOW_HOOK_MECH_JUMP, "site %u: %s", jumps[i], st.why);
+	}
+	cr_assert_eq(xflow_hook_site_stats(f.t, f.id[S_TRAP][0], &st), 0);
+	cr_expect_eq(st.mech, XFLOW_HOOK_MECH_TRAP_INTARGET);
+	cr_expect(strstr(st.why, "a branch lands at"), "why: %s", st.why);
+	cr_log_info("the breakpoint site: %s", st.why);
+	gt_send(&f.p);
+	char line[256];
+	cr_assert(serve_until(&f, "waiting", line, sizeof(line)));
+	gt_send(&f.p);
+	int status = serve_to_end(&f);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	gt_reference(f.bin, "4", "20000", "w", ref, sizeof(ref));
+	cr_expect_str_eq(f.outs, ref);
+	size_t seq;
+	check_seq(&f, 20000, true, &seq);
+	cr_expect_eq(seq, 4u * 20000);
+	cr_expect_eq(count(&f, S_JUMP, 2), 4u * 20000 * 3, "jump site: %zu", count(&f, S_JUMP, 2));
+	cr_expect_eq(count(&f, S_TRAP, 3), 4u * 20000 * 2, "breakpoint site: %zu", count(&f, S_TRAP, 3));
+	cr_expect_eq(check_flows(&f), 4u * 20000);
+	struct xflow_hook_advice_stats as[NADV];
+	struct xflow_hook_prog_stats all;
+	cr_assert_eq(xflow_hook_prog_stats(f.h, NADV, as, &all), 0);
+	cr_expect_eq(as[ADV_SEQ].hits, 4u * 20000);
+	cr_expect_eq(as[ADV_TRAP].hits, 4u * 20000 * 2);
+	cr_expect_eq(all.dropped + all.nolane + all.nested, 0);
+	cr_expect_eq(all.records, f.nrec);
+	fx_end(&f);
+}
+
+/* The mappings of pid, one "start-end perms name" line each. */
+static char *maps_of(pid_t pid)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *m = fopen(path, "r");
+	cr_assert_not_null(m);
+	size_t cap = 1 << 16, n = 0;
+	char *out = calloc(cap, 1);
+	while (fgets(line, sizeof(line), m)) {
+		char range[64], perms[8], name[256] = "";
+		if (sscanf(line, "%63s %7s %*s %*s %*s %255[^\n]", range, perms, name) < 2)
+			continue;
+		/* The heap and the stack may grow; the rest must be as it was. */
+		if (strstr(name, "[heap]") || strstr(name, "[stack]"))
+			snprintf(range, sizeof(range), "-");
+		n += (size_t)snprintf(out + n, cap - n, "%s %s %s\n", range, perms, name);
+	}
+	fclose(m);
+	return out;
+}
+
+static uint64_t caught_signals(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigCgt: %" SCNx64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+Test(hook_inproc, detach_leaves_nothing, .timeout = 120)
+{
+	/* Attach, weave, run, detach: every byte of the text as in the file,
+	 * every mapping and signal handler as before the attach. */
+	struct fx f;
+	char line[256];
+	gt_need_ptrace();
+	const char *bin = gt_build("ip_fx", "-O2");
+	struct gt_proc p;
+	gt_start(&p, bin, "4", "20000", "w");
+	gt_line(&p, line, sizeof(line));
+	char *before = maps_of(p.pid);
+	uint64_t sigs = caught_signals(p.pid);
+	kill(p.pid, SIGKILL);
+	gt_finish(&p, line, sizeof(line));
+	free(before);
+
+	fx_start(&f, "4", "20000", "w");
+	/* The same program, not yet woven: its maps before the attach are
+	 * those of the first run but for addresses; so compare within this run:
+	 * the maps of now, detached, against those while held in the start. */
+	char *woven = maps_of(f.p.pid);
+	cr_assert(strstr(woven, "xflow-rt"), "the runtime's regions are not mapped:\n%s", woven);
+	cr_assert_neq(caught_signals(f.p.pid), sigs, "the runtime's handlers are not installed");
+	gt_send(&f.p);
+	cr_assert(serve_until(&f, "waiting", line, sizeof(line)));
+	cr_assert_eq(xflow_hook_detach(f.t), 0, "%s", xflow_hook_last_error(f.h));
+	cr_expect(gt_text_intact(f.p.pid, f.bin), "the text differs from the file after detach");
+	char *after = maps_of(f.p.pid);
+	cr_expect(!strstr(after, "xflow-rt"), "a region of the runtime is left:\n%s", after);
+	cr_expect_eq(caught_signals(f.p.pid), sigs, "signal handlers not restored: %" PRIx64 " vs %" PRIx64,
+		     caught_signals(f.p.pid), sigs);
+	/* Nothing executable that the program did not map itself. */
+	char *l = after;
+	while (l && *l) {
+		char *nl = strchr(l, '\n');
+		if (nl)
+			*nl = 0;
+		char range[64], perms[8], name[256] = "";
+		if (sscanf(l, "%63s %7s %255[^\n]", range, perms, name) >= 2 && perms[2] == 'x')
+			cr_expect(name[0] == '/' || name[0] == '[', "an executable mapping of ours is left: %s", l);
+		l = nl ? nl + 1 : NULL;
+	}
+	gt_send(&f.p);
+	char outs[1024];
+	int st = gt_finish(&f.p, outs, sizeof(outs));
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %x", st);
+	free(woven);
+	free(after);
+	fx_end(&f);
+}
+
+/* An agent in a child process, killed with SIGKILL while the fixture runs:
+ * the jump sites and the breakpoint site go on in the fixture without it. */
+Test(hook_inproc, agent_killed_target_runs_on, .timeout = 120)
+{
+	char line[256], ref[1024];
+	gt_need_ptrace();
+	const char *bin = gt_build("ip_fx", "-O2");
+	gt_reference(bin, "4", "200000", "", ref, sizeof(ref));
+	struct gt_proc p;
+	gt_start(&p, bin, "4", "200000", "");
+	gt_line(&p, line, sizeof(line));
+	int ready[2];
+	cr_assert_eq(pipe(ready), 0);
+	pid_t agent = fork();
+	if (agent == 0) {
+		struct fx f;
+		memset(&f, 0, sizeof(f));
+		f.bin = bin;
+		f.p = p;
+		struct xflow_hook_config cfg = { 0 };
+		if (xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f.h) || xflow_hook_attach(f.h, p.pid, &f.t))
+			_exit(3);
+		f.base = gt_addr(p.pid, bin, "item_touch") - gt_sym(bin, "item_touch");
+		plan_build(&f);
+		struct xflow_hook_prog prog;
+		if (handplan_prog(&f.hp, f.base, 9, &prog) || xflow_hook_prog_load(f.t, &prog))
+			_exit(4);
+		place(&f, S_SEQ, 0);
+		place(&f, S_SEQ, 1);
+		place(&f, S_SUM, 0);
+		place(&f, S_TRAP, 0);
+		place(&f, S_JUMP, 0);
+		if (write(ready[1], "k", 1) != 1)
+			_exit(5);
+		for (;;) {
+			xflow_hook_run(f.h, 5);
+			xflow_hook_drain(f.h, collect, &f, 0);
+		}
+	}
+	close(ready[1]);
+	char c;
+	cr_assert_eq(read(ready[0], &c, 1), 1, "the agent did not get ready");
+	gt_send(&p);
+	usleep(20000);
+	kill(agent, SIGKILL);
+	int ast;
+	waitpid(agent, &ast, 0);
+	cr_assert(WIFSIGNALED(ast) && WTERMSIG(ast) == SIGKILL);
+	char outs[1024];
+	int st = gt_finish(&p, outs, sizeof(outs));
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the fixture ended with status %x", st);
+	cr_expect_str_eq(outs, ref);
+}
