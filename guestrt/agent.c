@@ -1020,6 +1020,32 @@ static int choose_transport(struct agent *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* The control socket's path: --socket as given, or the default one.  A
+ * path that sockaddr_un cannot hold is refused here: cut, it would name
+ * another file than the one asked for. */
+static int sock_path_choose(struct agent *a, char *err, size_t errlen)
+{
+	const struct xflow_agent_opts *o = &a->o;
+	char path[PATH_MAX], dir[PATH_MAX];
+	int rc, n;
+	if (o->socket_path) {
+		n = snprintf(path, sizeof(path), "%s", o->socket_path);
+	} else if ((rc = xflow_ctl_default_dir(dir, sizeof(dir)))) {
+		snprintf(err, errlen, "the default socket directory: %s", strerror(-rc));
+		return rc;
+	} else {
+		n = snprintf(path, sizeof(path), "%s/agent-%s-%u.sock", dir, o->domain, (unsigned)o->domain_id);
+	}
+	if (n < 0 || (size_t)n >= sizeof(a->sock_path)) {
+		snprintf(err, errlen, "%s %.200s%s is %d bytes long; a Unix socket's path holds at most %zu",
+			 o->socket_path ? "--socket" : "the default socket path", path, n > 200 ? "..." : "", n,
+			 sizeof(a->sock_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	memcpy(a->sock_path, path, (size_t)n + 1);
+	return 0;
+}
+
 int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -1056,21 +1082,9 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		goto fail;
 	}
 	xflow_hook_signals_install(a->hook);
-	if (a->xen) {
-		/* The offer is made once the targets are held (below). */
-	} else if (o->socket_path) {
-		snprintf(a->sock_path, sizeof(a->sock_path), "%s", o->socket_path);
-	} else {
-		char dir[80];
-		if ((rc = xflow_ctl_default_dir(dir, sizeof(dir))) == 0 &&
-		    snprintf(a->sock_path, sizeof(a->sock_path), "%s/agent-%s-%u.sock", dir, o->domain,
-			     (unsigned)o->domain_id) >= (int)sizeof(a->sock_path))
-			rc = -ENAMETOOLONG;
-		if (rc) {
-			snprintf(err, errlen, "socket path: %s", strerror(-rc));
-			goto fail;
-		}
-	}
+	/* Over Xen the offer is made once the targets are held (below). */
+	if (!a->xen && (rc = sock_path_choose(a, err, errlen)))
+		goto fail;
 	for (unsigned i = 0; i < o->npids; i++) {
 		struct xflow_hook_target *ht;
 		if ((rc = xflow_hook_attach(a->hook, o->pids[i], &ht)) || !target_add(a, ht)) {
