@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectors/builtin.h"
 #include "collectors/session.h"
+#include "xflow/file.h"
 
 #define MAX_BATCH 4096
 #define MAX_DOMAINS 256
@@ -186,9 +188,13 @@ static int replay_open(const char *options, struct xflow_collector **out, char *
 	x->speed = 1;
 	if ((rc = parse_options(x, options, err, errlen)))
 		goto fail;
-	if (!(x->f = fopen(x->path, "rb"))) {
-		rc = -errno;
-		snprintf(err, errlen, "replay: %s: %s", x->path, strerror(errno));
+	struct stat st;
+	int fd = xflow_file_open(x->path, &st);
+	if (fd < 0 || !(x->f = fdopen(fd, "rb"))) {
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "replay: %s: %s", x->path, xflow_file_strerror(rc, &st));
 		goto fail;
 	}
 	if ((rc = scan(x, err, errlen)))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -176,4 +177,21 @@ Test(agent_collector, hostile_greetings, .timeout = 60)
 	cr_expect(strstr(err, "flows=FILE"), "%s", err);
 	cr_expect_eq(ops->open("sockets=/x", &c, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "unknown option 'sockets'"), "%s", err);
+}
+
+/* Issue 19 item 8: a flow file that is a FIFO is refused at once, with what
+ * it is; opening it to read would have waited for a writer for ever. */
+Test(agent_collector, fifo_flow_file_refused_at_once, .timeout = 10)
+{
+	char flows[160], fifo[200], opts[600], err[1024] = "";
+	gt_pkt_flow_setup(flows, sizeof(flows));
+	snprintf(fifo, sizeof(fifo), "%s/flows.fifo", gt_dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	struct xflow_collector *c;
+	snprintf(opts, sizeof(opts), "socket=%s/none.sock,flows=%s", gt_dir, fifo);
+	int rc = ops->open(opts, &c, err, sizeof(err));
+	unlink(fifo);
+	cr_assert_neq(rc, 0);
+	cr_expect(strstr(err, "flows.fifo") && strstr(err, "not a regular file (a FIFO)"), "%s", err);
 }

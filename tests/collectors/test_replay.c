@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collectors/builtin.h"
@@ -162,4 +163,23 @@ Test(replay, bad_options_and_files)
 	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EPIPE);
 	cr_assert(strstr(err, "r.ses: offset "), "%s", err);
 	cr_assert(strstr(err, "the file ends"), "%s", err);
+}
+
+/* Issue 19 item 8: a FIFO given as the session is refused at once (open()
+ * would have waited for a writer for ever), and so is a directory. */
+Test(replay, fifo_and_directory_refused_at_once, .timeout = 10)
+{
+	const struct xflow_collector_ops *o = &xflow_collector_replay;
+	struct xflow_collector *c;
+	char fifo[300], err[512] = "";
+	snprintf(fifo, sizeof(fifo), "%s/fifo.ses", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(opts, sizeof(opts), "file=%s", fifo);
+	int rc = o->open(opts, &c, err, sizeof(err));
+	unlink(fifo);
+	cr_assert_eq(rc, -EINVAL, "%d: %s", rc, err);
+	cr_expect(strstr(err, "fifo.ses: not a regular file (a FIFO)"), "%s", err);
+	snprintf(opts, sizeof(opts), "file=%s", dir);
+	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EISDIR, "%s", err);
+	cr_expect(strstr(err, "Is a directory"), "%s", err);
 }
