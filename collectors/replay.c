@@ -138,7 +138,10 @@ static int scan(struct replay *x, char *err, size_t errlen)
 	int rc = xflow_session_reader_new(x->f, x->path, &r, err, errlen);
 	if (rc)
 		return rc;
-	int first = 1;
+	/* Records are saved in the order the model got them, which is not
+	 * time order across domains: the replay starts at the earliest. */
+	uint64_t last;
+	xflow_session_reader_span(r, &x->t_first, &last);
 	while ((rc = xflow_session_reader_next(r, &c, err, errlen)) == 1) {
 		if (c.type == XFLOW_SESSION_SITE && (rc = add_site(x, &c))) {
 			snprintf(err, errlen, "replay: %s: %s", x->path, strerror(-rc));
@@ -146,16 +149,7 @@ static int scan(struct replay *x, char *err, size_t errlen)
 		}
 		if (c.type == XFLOW_SESSION_CARRIED)
 			memcpy(x->carried, c.carried, sizeof(x->carried));
-		if (c.type == XFLOW_SESSION_RECORD) {
-			if (first)
-				x->t_first = c.t_ns;
-			first = 0;
-			/* Records are saved in the order the model got them,
-			 * which is not time order across domains. */
-			if (c.t_ns < x->t_first)
-				x->t_first = c.t_ns;
-			x->total++;
-		}
+		x->total += c.type == XFLOW_SESSION_RECORD;
 	}
 	xflow_session_reader_free(r);
 	return rc < 0 ? rc : 0;
@@ -240,7 +234,7 @@ static long replay_read(struct xflow_collector *c, uint64_t now, xflow_collector
 				continue;
 			x->have_pending = 1;
 		}
-		uint64_t rel = ch->t_ns >= x->t_first ? ch->t_ns - x->t_first : 0;
+		uint64_t rel = ch->t_ns - x->t_first; /* the reader checked t_first <= t_ns */
 		if (x->speed > 0 && (double)x->start + (double)rel / x->speed > (double)now)
 			break;
 		x->have_pending = 0;

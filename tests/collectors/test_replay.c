@@ -183,3 +183,31 @@ Test(replay, fifo_and_directory_refused_at_once, .timeout = 10)
 	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EISDIR, "%s", err);
 	cr_expect(strstr(err, "Is a directory"), "%s", err);
 }
+
+/* Issue 19 item 9: a record time set to 2^64 - 1 (or 0) in a saved session
+ * is refused at open, naming its offset: played, it would never be due. */
+Test(replay, time_outside_the_span_refused)
+{
+	const struct xflow_collector_ops *o = &xflow_collector_replay;
+	struct xflow_collector *c;
+	char err[512] = "";
+	FILE *f = fopen(path, "r+b");
+	cr_assert_not_null(f);
+	unsigned char buf[4096];
+	size_t len = fread(buf, 1, sizeof(buf), f);
+	/* The third record: after the carried bits, two sites, two records. */
+	size_t at = XFLOW_SESSION_HEADER_SIZE;
+	for (unsigned k = 0; at < len; at += 8 + (buf[at + 4] | buf[at + 5] << 8))
+		if (buf[at] == XFLOW_SESSION_RECORD && k++ == 2)
+			break;
+	cr_assert_lt(at, len);
+	static const unsigned char ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	fseek(f, (long)at + 8, SEEK_SET);
+	fwrite(ones, 1, 8, f);
+	fclose(f);
+	snprintf(opts, sizeof(opts), "file=%s", path);
+	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EBADMSG);
+	char want[128];
+	snprintf(want, sizeof(want), "r.ses: offset %zu: record time 18446744073709551615 ns", at);
+	cr_expect(strstr(err, want), "expected '%s' in '%s'", want, err);
+}
