@@ -339,9 +339,16 @@ static void snapshot_now(struct xft_app *app, const char *base_in)
 		xft_frame_build(&app->frame, app->agg, &app->sites);
 		xft_app_order(app);
 	}
-	if (xft_snapshot_write(app, base, err, sizeof(err)))
-		xft_app_message(app, "snapshot failed: %s", err);
-	else
+	if (xft_snapshot_write(app, base, err, sizeof(err))) {
+		/* Asked for and not written: the run says so, and so does its
+		 * exit status. */
+		char what[sizeof(err) + 32];
+		snprintf(what, sizeof(what), "snapshot failed: %s", err);
+		xft_app_message(app, "%s", what);
+		if (app->renderer && app->renderer->failed)
+			app->renderer->failed(app, what);
+		app->exit_code = 1;
+	} else
 		xft_app_message(app, "snapshot: %s.{txt,json,trace.json}", base);
 }
 

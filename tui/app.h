@@ -177,13 +177,18 @@ struct xft_app {
 	 * N times ahead of the clock, and the model's window and expiry
 	 * follow the records. */
 	uint64_t record_now;
+	/* A failure the run went on after (a snapshot not written), for the
+	 * next batch JSON object's "note"; the JSON renderer empties it. */
+	char pending_note[600];
 };
 
 /*
  * An output.  start() takes the terminal (or not), frame() shows a fresh
  * refresh, draw() shows the same data again after a key, input() reads what
  * the input descriptor has and returns XFT_RX_* flags, stop() gives the
- * terminal back and must be safe to call twice.  NULL hooks do nothing.
+ * terminal back and must be safe to call twice.  failed() tells of a
+ * failure the run goes on after (a snapshot that was not written), besides
+ * the message line the screen shows.  NULL hooks do nothing.
  */
 struct xft_renderer {
 	const char *name;
@@ -194,6 +199,7 @@ struct xft_renderer {
 	unsigned (*input)(struct xft_app *app);
 	void (*resize)(struct xft_app *app);
 	void (*stop)(struct xft_app *app);
+	void (*failed)(struct xft_app *app, const char *what);
 };
 
 extern const struct xft_renderer xft_renderer_curses;

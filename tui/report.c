@@ -286,7 +286,14 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	xft_json_key(j, "uptime_s");
 	xft_json_double(j, (double)(app->now_ns - app->start_ns) / 1e9);
 	xft_json_key(j, "note");
-	xft_json_string(j, app->note);
+	if ((flags & XFT_REPORT_BATCH) && app->pending_note[0]) {
+		char note[sizeof(app->pending_note) + 256];
+		snprintf(note, sizeof(note), "%s%s%s", app->note ? app->note : "", app->note ? "; " : "",
+			 app->pending_note);
+		xft_json_string(j, note);
+	} else {
+		xft_json_string(j, app->note);
+	}
 	xft_json_key(j, "paused");
 	xft_json_bool(j, app->ui.paused);
 

@@ -137,3 +137,62 @@ Test(app, sigusr1_and_exit_snapshots)
 	cr_assert_eq(system(cmd), 0);
 	apptest_free(app);
 }
+
+/* The batch JSON renderer, asking for a snapshot after its first object. */
+static void json_frame_then_signal(struct xft_app *app)
+{
+	xft_renderer_batch_json.frame(app);
+	if (renders++ == 0)
+		raise(SIGUSR1);
+}
+
+/* Issue 19 item 11: in batch mode a snapshot that cannot be written is
+ * said on standard error and in the next JSON object's note, and the run
+ * ends with status 1. */
+Test(app, batch_snapshot_failure_is_said)
+{
+	struct xft_app *app = loop_app(3);
+	snprintf(app->cfg.snapshot_dir, sizeof(app->cfg.snapshot_dir), "/nonexistent-xft-dir");
+	struct xft_renderer r = xft_renderer_batch_json;
+	r.frame = json_frame_then_signal;
+	renders = 0;
+	char errpath[] = "/tmp/xft-err-XXXXXX";
+	int efd = mkstemp(errpath);
+	cr_assert(efd >= 0);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	dup2(efd, STDERR_FILENO);
+	int rc;
+	char *text = run_loop(app, &r, &rc);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(efd);
+	char *errs = jl_read_file(errpath, NULL);
+	unlink(errpath);
+	cr_expect_eq(rc, 1, "exit status %d", rc);
+	cr_expect(errs && strstr(errs, "xflowtop: snapshot failed: /nonexistent-xft-dir/xflowtop-"), "stderr: %s",
+		  errs ? errs : "(none)");
+	/* Objects 1, 2 and 3: the second carries the failure, once. */
+	char *line = text, *next;
+	unsigned k = 0, notes = 0;
+	for (; line && *line; line = next, k++) {
+		next = strchr(line, '\n');
+		cr_assert(next);
+		*next++ = '\0';
+		struct jl_value v;
+		char err[160];
+		cr_assert_eq(jl_parse(line, strlen(line), &v, err, sizeof(err)), 0, "%s", err);
+		const struct jl_value *note = jl_get(&v, "note");
+		if (note && note->type == JL_STRING && strstr(note->string, "snapshot failed: /nonexistent-xft-dir/")) {
+			cr_expect_eq(k, 1, "the note came with object %u", k + 1);
+			notes++;
+		}
+		jl_free(&v);
+	}
+	cr_expect_eq(k, 3);
+	cr_expect_eq(notes, 1);
+	free(text);
+	free(errs);
+	apptest_free(app);
+}
