@@ -2,7 +2,8 @@
  * Pass: xflow expansion, exactly as the paper's section 4.1 shows.
  *
  *   <start>   → Figure 5: pointcut AND target(R)       register_flowid(F, R, get_new_flowid())
- *               (<select local_var="x"/>: AND local_var(x, R), key *(void**)R)
+ *               (<select local_var="x"/>: AND local_var(x, R), key *(void**)R),
+ *               guarded so that an R that has a live id keeps it (below)
  *   <quit>    → the same with remove_flowid(F, R)
  *   <move>    → Figure 6: AND local_var(from, R1) AND local_var(to, R2); re-key
  *   <copy>    → Figure 6 without the remove_flowid
@@ -148,8 +149,15 @@ static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
 		extra->a = r;
 		key = r;
 	}
+	/* A start pointcut often matches several instructions on one path
+	 * (every access of the member in the allocator).  Figure 5 as printed
+	 * would give the object a new id at each: the earlier flows orphaned,
+	 * waiting to expire, and every object counted once per instruction.
+	 * An object with a live id keeps it (the interpreter then writes no
+	 * START marker: the flow was not created here). */
 	const char *text = start
-		? fl_arena_printf(&u->arena, "register_flowid(%s, %s,\n    get_new_flowid());\n", f->name, key)
+		? fl_arena_printf(&u->arena, "if (get_flowid(%s, %s) == 0) {\n    register_flowid(%s, %s,\n"
+					     "        get_new_flowid());\n}\n", f->name, key, f->name, key)
 		: fl_arena_printf(&u->arena, "remove_flowid(%s, %s);\n", f->name, key);
 	return gen(u, f, p, p->loc, pc_and(u, p->pc, extra), text,
 		   start ? XFLOW_REC_START : XFLOW_REC_QUIT);
