@@ -218,13 +218,16 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 		break;
 	case FL_X_SPLIT:
 	{
+		/* A fragment that has a live id keeps it, as a started object
+		 * does (see expand_end): the split matched again on its path. */
 		const char *child = strcmp(op->from, "child") && strcmp(op->to, "child") ? "child" : "xf_child";
 		fl_buf_printf(&b, "void *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
 			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n"
-			      "\tint %s = get_new_flowid();\n"
-			      "\tregister_flowid(%s, %s, %s);\n"
-			      "\tSTORE_SPLIT(%s, %s, %s);\n}\n",
-			      op->from, r1, op->to, r2, id, F, op->from, id, child, F, op->to, child,
+			      "\tif (get_flowid(%s, %s) == 0) {\n"
+			      "\t\tint %s = get_new_flowid();\n"
+			      "\t\tregister_flowid(%s, %s, %s);\n"
+			      "\t\tSTORE_SPLIT(%s, %s, %s);\n\t}\n}\n",
+			      op->from, r1, op->to, r2, id, F, op->from, id, F, op->to, child, F, op->to, child,
 			      F, child, id);
 	}
 		rec |= XFLOW_REC_START;
@@ -268,10 +271,13 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 			goto fail;
 		rec |= XFLOW_REC_CROSS_DOMAIN;
 		if (xin->has_key) {
+			/* A fresh local id, unless @to has a live one (the
+			 * receive matched again on its path): kept, as by a start. */
 			fl_buf_printf(&b, "struct %s *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
-				      "int %s = get_new_flowid();\nregister_flowid(%s, %s, %s);\n"
-				      "STORE_HANDOFF_IN(%s, %s->%s, %s);\n",
-				      S, op->from, r1, op->to, r2, id, F, op->to, id,
+				      "if (get_flowid(%s, %s) == 0) {\n"
+				      "\tint %s = get_new_flowid();\n\tregister_flowid(%s, %s, %s);\n"
+				      "\tSTORE_HANDOFF_IN(%s, %s->%s, %s);\n}\n",
+				      S, op->from, r1, op->to, r2, F, op->to, id, F, op->to, id,
 				      F, op->from, member, id);
 			rec |= XFLOW_REC_START;
 		} else {

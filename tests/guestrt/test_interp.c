@@ -365,7 +365,9 @@ Test(interp, a_start_on_a_live_object_keeps_its_id)
 
 /* Issue 19 item 1: a split, and each side of a keyed handoff, is one
  * record: the operation's own (STORE_SPLIT, STORE_HANDOFF_*), without a
- * marker saying it a second time (a second START of every fragment). */
+ * marker saying it a second time (a second START of every fragment); and
+ * matched again on one path, a split or a keyed receive keeps the id the
+ * object got (item 2's rule). */
 Test(interp, split_and_keyed_handoffs_write_one_record_each)
 {
 	struct xflow_unit *u = split_keyed_flow();
@@ -394,6 +396,13 @@ Test(interp, split_and_keyed_handoffs_write_one_record_each)
 	cr_expect_eq(m->flow_id, child);
 	cr_expect_eq(m->data[0], parent);
 	cr_expect_eq(xflow_flowtab_get(&guest.flows, 0, SKB), parent, "the parent keeps its id");
+	/* The split's pointcut matching again on the fragment's path: the
+	 * fragment keeps its id, and nothing is written. */
+	before = guest.nrecs;
+	r = run(u, 1, &guest, sn, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_expect_eq(guest.nrecs, before, "a second split of one fragment");
+	cr_expect_eq(xflow_flowtab_get(&guest.flows, 0, CLONE), child);
 
 	/* The sending side of the keyed handoff. */
 	uint64_t key = 0x77;
@@ -424,6 +433,11 @@ Test(interp, split_and_keyed_handoffs_write_one_record_each)
 	cr_expect_eq(m->flow_id, xflow_flowtab_get(&dom0.flows, 0, SKB0));
 	cr_expect_eq(m->data[0], key);
 	cr_expect_eq(m->data[1], 1);
+	uint64_t local = m->flow_id;
+	r = run(u, 3, &dom0, xr, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_expect_eq(dom0.nrecs, 1, "a second receive for one object");
+	cr_expect_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), local);
 	xflow_flowtab_fini(&guest.flows);
 	xflow_flowtab_fini(&dom0.flows);
 	xflow_unit_free(u);
