@@ -98,10 +98,10 @@ void xft_report_summary_text(struct xft_app *app, FILE *f)
 		   ", late %" PRIu64 ", reorder-window overflows %" PRIu64 "\n",
 		(double)(app->now_ns - app->start_ns) / 1e9, st->records, app->rate, app->drops, app->bad,
 		st->late, st->window_full);
-	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", expired %" PRIu64
+	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", partial %" PRIu64 ", expired %" PRIu64
 		   ", evicted %" PRIu64 ", live %" PRIu64 "; hops %zu (dropped samples %" PRIu64
 		   "); model memory %" PRIu64 " bytes (fixed)\n",
-		st->flows_started, st->flows_finished, st->flows_expired, st->flows_evicted,
+		st->flows_started, st->flows_finished, st->flows_partial, st->flows_expired, st->flows_evicted,
 		st->flows_live, app->frame.nhops, st->hops_dropped, st->memory_bytes);
 }
 
@@ -377,6 +377,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("reorder_overflows", st->window_full);
 	JU("flows_started", st->flows_started);
 	JU("flows_finished", st->flows_finished);
+	JU("flows_partial", st->flows_partial);
 	JU("flows_expired", st->flows_expired);
 	JU("flows_evicted", st->flows_evicted);
 	JU("flows_live", st->flows_live);

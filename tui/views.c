@@ -855,11 +855,20 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 
 	fmt_bytes(st->memory_bytes, mem, sizeof(mem));
-	snprintf(line, sizeof(line),
-		 "Flows: live %" PRIu64 " done %" PRIu64 " expired %" PRIu64 " evicted %" PRIu64
-		 "  Hops %zu  Mem %s (bound)",
-		 st->flows_live, st->flows_finished, st->flows_expired, st->flows_evicted,
-		 app->frame.nhops, mem);
+	/* Flows that were lost or seen in part only when there are any: the
+	 * line has room for the usual ones at 80 columns. */
+	o = (size_t)snprintf(line, sizeof(line), "Flows: live %" PRIu64 " done %" PRIu64, st->flows_live,
+			     st->flows_finished);
+	const struct {
+		const char *what;
+		uint64_t n;
+	} lost[] = { { "partial", st->flows_partial }, { "expired", st->flows_expired },
+		     { "evicted", st->flows_evicted } };
+	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]) && o < sizeof(line); i++)
+		if (lost[i].n)
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %s %" PRIu64, lost[i].what, lost[i].n);
+	if (o < sizeof(line))
+		snprintf(line + o, sizeof(line) - o, "  Hops %zu  Mem %s (bound)", app->frame.nhops, mem);
 	xft_canvas_put(cv, 3, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 3, 0, XFT_A_TITLE, "Flows:", -1);
 }
