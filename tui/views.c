@@ -192,7 +192,8 @@ static void hops_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_HOPS];
 	int w[XFT_HCOL_N];
-	xft_table_widths(&xft_hop_table, cv->cols, w);
+	xft_table_fit(&xft_hop_table, cv->cols, app->frame.hops, sizeof(*app->frame.hops), app->frame.hop_order,
+		      app->frame.nhop_shown, w);
 	draw_table_header(cv, y, &xft_hop_table, w, l->sort, l->desc);
 	list_fix(l, app->frame.nhop_shown, h - 1);
 	if (!app->frame.nhop_shown) {
@@ -255,7 +256,8 @@ static void flows_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_FLOWS];
 	int w[XFT_FCOL_N];
-	xft_table_widths(&xft_flow_table, cv->cols, w);
+	xft_table_fit(&xft_flow_table, cv->cols, app->frame.flows, sizeof(*app->frame.flows), app->frame.flow_order,
+		      app->frame.nflow_shown, w);
 	draw_table_header(cv, y, &xft_flow_table, w, l->sort, l->desc);
 	list_fix(l, app->frame.nflow_shown, h - 1);
 	if (!app->frame.nflow_shown) {
@@ -350,15 +352,19 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 		wfile = m > wfile ? m : wfile;
 		wd = d > wd ? d : wd;
 	}
-	/* The function column first (it names the hop), then the file; the
-	 * gap bar takes what is left, at least a few cells. */
+	/* The function column first (it names the hop), as wide as its
+	 * longest name while a short file column and a few cells of the gap
+	 * bar still fit; then the file (its end kept); the bar takes what is
+	 * left. */
+	enum { MIN_FILE = 8, MIN_BAR = 6 };
 	if (wd > 12)
 		wd = 12;
-	if (wfn > 26)
-		wfn = 26;
-	int rest = cv->cols - (we + wd + wl + wfn + wg + 6);
-	if (wfile > rest - 6)
-		wfile = rest - 6 > 8 ? rest - 6 : 8;
+	int room = cv->cols - (we + wd + wl + wg + 6); /* function, file, bar */
+	if (wfn > room - MIN_FILE - 1 - MIN_BAR)
+		wfn = room - MIN_FILE - 1 - MIN_BAR > 8 ? room - MIN_FILE - 1 - MIN_BAR : 8;
+	int rest = room - wfn;
+	if (wfile > rest - 1 - MIN_BAR)
+		wfile = rest - 1 - MIN_BAR > MIN_FILE ? rest - 1 - MIN_BAR : MIN_FILE;
 	int wbar = rest - wfile - 1;
 	if (wbar < 1)
 		wbar = 1;

@@ -4,11 +4,15 @@
  * aspects toggled, and keys that mean nothing are ignored.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectors/builtin.h"
+#include "collectors/session.h"
 #include "tests/lib/testlib.h"
 #include "tests/tui/apptest.h"
+#include "tui/report.h"
 
 static unsigned keys(struct xft_app *app, const int *k, size_t n)
 {
@@ -248,5 +252,78 @@ Test(views, random_keys_never_crash)
 		if (i % 13 == 0)
 			apptest_draw(app, 5 + (int)(r % 70), 1 + (int)((r >> 16) % 250));
 	}
+	apptest_free(app);
+}
+
+/* Names longer than the old 26-column cut, in a saved session replayed. */
+#define LONG_FN "a_function_whose_name_is_longer_than_26_columns"
+#define LONG_FN2 "another_long_function_name_at_the_end_of_it"
+
+static void write_long_names_session(const char *path)
+{
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(xflow_session_write_site(w, 1, 1, "guestdom", "drivers/net/a.c", 10, LONG_FN), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 2, "guestdom", "net/core/b.c", 20, "mid"), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 3, "guestdom", "net/core/c.c", 30, LONG_FN2), 0);
+	uint64_t t = 1000000000;
+	for (uint64_t id = 1; id <= 5; id++) {
+		static const uint16_t flags[] = { XFLOW_REC_START, 0, XFLOW_REC_QUIT };
+		for (uint32_t k = 0; k < 3; k++) {
+			struct xflow_record r;
+			memset(&r, 0, sizeof(r));
+			r.version = XFLOW_RECORD_VERSION;
+			r.flow_id = id;
+			r.domain_id = 1;
+			r.site_id = k + 1;
+			r.flags = flags[k];
+			cr_assert_eq(xflow_session_write_record(w, &r, t += 10000), 0);
+		}
+	}
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+}
+
+/* Issue 19 item 4: every hop names its domain, never by number, and a
+ * function's name is not cut at 26 columns when the screen has room: not
+ * in the hops view, the flows view, the path view, nor batch text (which
+ * has no edge, so grows). */
+Test(views, names_are_whole_when_there_is_room)
+{
+	char path[] = "/tmp/xft-names-XXXXXX", spec[128];
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_long_names_session(path);
+	snprintf(spec, sizeof(spec), "replay:file=%s,speed=max", path);
+	struct xft_app *app = apptest_new(spec, 1.0);
+	unlink(path);
+	cr_assert_eq(app->frame.st.flows_finished, 5);
+	app->ui.view = XFT_VIEW_HOPS;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, "guestdom:" LONG_FN), "the hops view cuts a name at 200 columns");
+	cr_expect(apptest_screen_has(app, "guestdom:" LONG_FN2));
+	/* Narrow: names are cut, but the domain stays a name. */
+	apptest_draw(app, 24, 80);
+	cr_expect(apptest_screen_has(app, "guestdom:a_func"));
+	cr_expect(!apptest_screen_has(app, "1:a_func"), "a hop named by domain id");
+	app->ui.view = XFT_VIEW_FLOWS;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, LONG_FN " "), "the flows view cuts a name at 200 columns");
+	app->ui.view = XFT_VIEW_PATH;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, LONG_FN), "the path view cuts a name at 200 columns");
+	cr_expect(apptest_screen_has(app, LONG_FN2));
+	/* Batch text at its 100 columns: the name columns grow instead. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	xft_report_hops_text(app, f, 100, 0);
+	xft_report_flows_text(app, f, 100, 0);
+	fclose(f);
+	cr_expect(strstr(text, "guestdom:" LONG_FN " "), "%s", text);
+	cr_expect(strstr(text, "guestdom:" LONG_FN2), "%s", text);
+	cr_expect(strstr(text, " " LONG_FN " "), "%s", text);
+	free(text);
 	apptest_free(app);
 }
