@@ -327,8 +327,8 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 
 	xft_json_key(j, "flow_files");
 	xft_json_array_begin(j);
-	for (unsigned i = 0; i < app->cfg.nflow_files; i++)
-		xft_json_string(j, app->cfg.flow_files[i]);
+	for (unsigned i = 0; i < app->nwoven; i++)
+		xft_json_string(j, app->woven[i]);
 	xft_json_array_end(j);
 
 	xft_json_key(j, "domains");

@@ -846,10 +846,20 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	}
 	if (!app->nsrc && o < sizeof(line))
 		o += (size_t)snprintf(line + o, sizeof(line) - o, " none (no collector)");
+	/* The flow files the collectors weave; those named with -f that none
+	 * weaves (no agent collector) were checked at start, and are said. */
 	if (o < sizeof(line))
-		o += (size_t)snprintf(line + o, sizeof(line) - o, "  Flow files:%s", app->cfg.nflow_files ? "" : " none");
+		o += (size_t)snprintf(line + o, sizeof(line) - o, "  Flow files:%s", app->nwoven ? "" : " none");
+	for (unsigned i = 0; i < app->nwoven && o < sizeof(line); i++)
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s", app->woven[i]);
+	const char *sep = " (not woven, no collector weaves flows:";
 	for (unsigned i = 0; i < app->cfg.nflow_files && o < sizeof(line); i++)
-		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s", app->cfg.flow_files[i]);
+		if (!xft_app_flow_file_woven(app, app->cfg.flow_files[i])) {
+			o += (size_t)snprintf(line + o, sizeof(line) - o, "%s %s", sep, app->cfg.flow_files[i]);
+			sep = "";
+		}
+	if (!*sep && o < sizeof(line))
+		o += (size_t)snprintf(line + o, sizeof(line) - o, ")");
 	xft_canvas_put(cv, 1, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 1, 0, XFT_A_TITLE, "Domains:", -1);
 

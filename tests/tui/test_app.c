@@ -4,11 +4,13 @@
  * (text and JSON), iterations, SIGUSR1 and the exit snapshot.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/tui/apptest.h"
@@ -195,4 +197,50 @@ Test(app, batch_snapshot_failure_is_said)
 	free(text);
 	free(errs);
 	apptest_free(app);
+}
+
+static int init_with_flows(struct xft_app *app, const char *collector, const char *flows, char *err, size_t errlen)
+{
+	struct xft_config cfg;
+	xft_config_defaults(&cfg);
+	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "%s", collector);
+	cfg.ncollectors = 1;
+	cfg.limits.max_flows = 1024;
+	snprintf(cfg.flow_files[0], sizeof(cfg.flow_files[0]), "%s", flows);
+	cfg.nflow_files = 1;
+	memset(app, 0, sizeof(*app));
+	return xft_app_init(app, &cfg, err, errlen);
+}
+
+/* Issue 19 item 7: every -f file is read and checked at start, whatever
+ * the collectors, and refused with its error; one no collector weaves is
+ * said so in the header. */
+Test(app, flow_files_are_checked_at_start, .timeout = 20)
+{
+	struct xft_app *app = calloc(1, sizeof(*app));
+	char err[1024] = "";
+	cr_expect_eq(init_with_flows(app, "synthetic", "/nonexistent.xml", err, sizeof(err)), -ENOENT);
+	cr_expect(strstr(err, "flow file /nonexistent.xml: No such file or directory"), "%s", err);
+	xft_app_fini(app);
+	cr_expect_eq(init_with_flows(app, "synthetic", "flows/bad/malformed.xml", err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "flows/bad/malformed.xml:6:1: error: malformed XML"), "%s", err);
+	xft_app_fini(app);
+	char fifo[] = "/tmp/xft-flows-fifo-XXXXXX";
+	cr_assert_not_null(mkdtemp(fifo));
+	char path[64];
+	snprintf(path, sizeof(path), "%s/f.xml", fifo);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_expect_eq(init_with_flows(app, "synthetic", path, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "not a regular file (a FIFO)"), "%s", err);
+	xft_app_fini(app);
+	unlink(path);
+	rmdir(fifo);
+	/* Good, but the synthetic collector weaves nothing: said. */
+	cr_assert_eq(init_with_flows(app, "synthetic", "flows/netflow.xml", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(app->nwoven, 0);
+	cr_assert_eq(xft_canvas_resize(&app->canvas, 24, 200), 0);
+	xft_ui_draw(app, &app->canvas);
+	cr_expect(apptest_screen_has(app, "Flow files: none (not woven, no collector weaves flows: flows/netflow.xml)"));
+	xft_app_fini(app);
+	free(app);
 }

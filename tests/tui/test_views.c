@@ -64,9 +64,39 @@ Test(views, demo_note_is_in_the_header)
 	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
 	apptest_draw(app, 24, 200);
 	cr_assert(apptest_screen_has(app, XFT_DEMO_NOTE));
+	/* Issue 19 item 7: the header names the flow file the demo weaves. */
+	cr_expect(apptest_screen_has(app, "/flows/netflow.xml"), "the header does not name netflow.xml");
+	cr_expect(!apptest_screen_has(app, "Flow files: none"));
 	app->canvas.ascii = 1;
 	xft_ui_draw(app, &app->canvas);
 	cr_assert(apptest_screen_has(app, "demo: the simulated Xen host - xensim"), "ASCII fallback");
+	xft_app_fini(app);
+	free(app);
+}
+
+/* Issue 19 item 7: -f files are woven by the demo instead of netflow.xml,
+ * and the header says which. */
+Test(views, demo_weaves_the_f_flow_files)
+{
+	struct xft_config cfg;
+	char err[1024];
+	xft_config_defaults(&cfg);
+	cfg.demo = 1;
+	cfg.limits.max_flows = 1024;
+	snprintf(cfg.flow_files[0], sizeof(cfg.flow_files[0]), "tests/e2e/counts.xml");
+	cfg.nflow_files = 1;
+	struct xft_app *app = calloc(1, sizeof(*app));
+	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, XFT_DEMO_NOTE_FLOWS));
+	cr_expect(apptest_screen_has(app, "Flow files: tests/e2e/counts.xml"), "the header does not name the -f file");
+	cr_expect(!apptest_screen_has(app, "netflow.xml"));
+	/* The aspects are the -f file's. */
+	cr_expect(apptest_screen_has(app, "Domains: linux0[0] linuxU[1]"));
+	int found = 0;
+	for (unsigned i = 0; i < app->naspects; i++)
+		found |= !strcmp(app->aspects[i].info.name, "xflow segflow");
+	cr_expect(found, "segflow is not woven");
 	xft_app_fini(app);
 	free(app);
 }
