@@ -303,7 +303,11 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 	fl_arena_init(m);
 	r.arena = m;
 	r.len = stroff;          /* records end where the strings start */
-	r.strtab = (const char *)b + stroff;
+	/* The plan owns its memory: its strings are a copy, not pointers into
+	 * @buf, which the caller frees (a control message, a file's bytes). */
+	char *strtab = fl_arena_alloc(m, strsize);
+	memcpy(strtab, b + stroff, strsize);
+	r.strtab = strtab;
 	r.strsize = strsize;
 	struct xflow_plan *p = fl_arena_alloc(m, sizeof(*p));
 	p->mem = m;
