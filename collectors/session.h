@@ -92,6 +92,13 @@ int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, ui
 int xflow_session_write_carried(struct xflow_session_writer *w,
 				const uint8_t bits[XFLOW_SESSION_KINDS]);
 
+/* A record of a site of the weave plan domain @d (xflow/plan.h), named
+ * @domain_name: the site's names are written first, once.  A site the
+ * plan does not have is -EINVAL. */
+struct xflow_plan_domain;
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
+				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns);
+
 /* 1 once (domain, site) has been passed to xflow_session_write_site(). */
 int xflow_session_writer_has_site(const struct xflow_session_writer *w, uint16_t domain,
 				  uint32_t site);

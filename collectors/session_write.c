@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "collectors/session.h"
+#include "xflow/plan.h"
 
 struct xflow_session_writer {
 	FILE *f;
@@ -200,6 +201,16 @@ int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, ui
 	put16(p + 16, (uint16_t)nfn);
 	int rc = remember(w, key);
 	return rc ? rc : chunk(w, XFLOW_SESSION_SITE, p, 20 + nd + nf + nfn);
+}
+
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
+				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns)
+{
+	if (!d || r->site_id >= d->nsites)
+		return -EINVAL;
+	const struct xflow_plan_site *s = &d->sites[r->site_id];
+	int rc = xflow_session_write_site(w, r->domain_id, r->site_id, domain_name, s->file, s->line, s->func);
+	return rc ? rc : xflow_session_write_record(w, r, t_ns);
 }
 
 int xflow_session_write_carried(struct xflow_session_writer *w,

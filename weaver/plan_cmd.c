@@ -20,7 +20,8 @@
 const char xflowc_plan_options[] =
 	"  --domain NAME=BIN[,BIN...]  a domain and its binaries (repeatable);\n"
 	"                     NAME is what pointcuts write after '@'\n"
-	"  -o FILE            also write the binary plan to FILE (atomically)\n"
+	"  -o FILE            also write the binary plan to FILE (atomically), which\n"
+	"                     xflow-agent --plan traces with, no monitor needed\n"
 	"  --strict           a pointcut that matches nothing is an error\n"
 	"  --debug-root DIR   where separate debug files are looked for by build\n"
 	"                     id and debuglink (default /usr/lib/debug)\n"
