@@ -9,18 +9,8 @@
 # Then again with room for 16 live flows: flows are evicted and come back
 # partial, and none of those is ranked among the slowest.  The checks are
 # in tests/e2e/xflow_e2e.c (mode counts).
-BUILD=${BUILD:-build}
-for b in "$BUILD/tests/e2e/xflow-e2e" "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent" "$BUILD/bin/xensim"; do
-	[ -x "$b" ] || { echo "missing $b"; exit 77; }
-done
-export E2E_BINDIR="$BUILD/bin"
-# Sanitized domains are not the code the flows were written against: a
-# sanitized build traces the plain build's domains (see agent_flows.sh).
-if [ "$BUILD" != build ]; then
-	[ -x build/sim/linuxU ] && [ -x build/sim/linux0 ] ||
-		{ echo "sanitized domains cannot be woven; build the plain tree first (make)"; exit 77; }
-	export XENSIM_DIR="$(pwd)/build/sim"
-fi
+. tests/e2e/lib.sh
+e2e_need "$BUILD/bin/xflowtop"
 echo "== every flow counted once"
 timeout -s TERM 90 "$BUILD/tests/e2e/xflow-e2e" counts "$BUILD/bin/xflowtop" tests/e2e/counts.xml \
 	--rate 100 --size 3000 --duration 3 || exit 1
