@@ -299,16 +299,25 @@ static int snapshot_under_fsize(struct xft_app *app, char *err, size_t errlen)
 
 /* Issue 19 item 12: the three files of a snapshot appear together or not
  * at all, and the error is the real one, not a stream's EIO. */
-Test(snapshot, the_three_files_appear_together_or_not_at_all, .init = make_dir, .fini = remove_dir)
+/* An app whose snapshot's sizes are known (txt_size), and the snapshot
+ * directory empty again. */
+static struct xft_app *sized_app(void)
 {
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
 	char base[128], err[512];
 	snprintf(base, sizeof(base), "%s/sized", dir);
 	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
 	txt_size = file_size("sized.txt");
-	cr_assert_gt(file_size("sized.json"), txt_size + 16, "the test needs a .json bigger than the .txt");
+	cr_assert_gt(file_size("sized.json"), txt_size + 16, "the tests need a .json bigger than the .txt");
 	remove_dir();
 	cr_assert(mkdir(dir, 0700) == 0);
+	return app;
+}
+
+Test(snapshot, the_three_files_appear_together_or_not_at_all, .init = make_dir, .fini = remove_dir)
+{
+	struct xft_app *app = sized_app();
+	char err[512];
 	int skipped;
 	int rc = in_child(app, snapshot_under_fsize, err, sizeof(err), &skipped);
 	cr_expect_eq(rc, -EFBIG, "%d: %s", rc, err);
@@ -351,13 +360,8 @@ static int snapshot_on_full_tmpfs(struct xft_app *app, char *err, size_t errlen)
 
 Test(snapshot, full_disk_says_enospc, .init = make_dir, .fini = remove_dir)
 {
-	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
-	char base[128], err[512];
-	snprintf(base, sizeof(base), "%s/sized", dir);
-	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
-	txt_size = file_size("sized.txt");
-	remove_dir();
-	cr_assert(mkdir(dir, 0700) == 0);
+	struct xft_app *app = sized_app();
+	char err[512];
 	int skipped;
 	int rc = in_child(app, snapshot_on_full_tmpfs, err, sizeof(err), &skipped);
 	apptest_free(app);

@@ -53,16 +53,27 @@ Test(views, every_view_draws_at_both_sizes)
 	apptest_free(app);
 }
 
-Test(views, demo_note_is_in_the_header)
+/* xflowtop --demo [-f @flows], drawn at 24x200. */
+static struct xft_app *demo_app(const char *flows)
 {
 	struct xft_config cfg;
-	char err[256];
+	char err[1024];
 	xft_config_defaults(&cfg);
 	cfg.demo = 1;
 	cfg.limits.max_flows = 1024;
+	if (flows) {
+		snprintf(cfg.flow_files[0], sizeof(cfg.flow_files[0]), "%s", flows);
+		cfg.nflow_files = 1;
+	}
 	struct xft_app *app = calloc(1, sizeof(*app));
 	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
 	apptest_draw(app, 24, 200);
+	return app;
+}
+
+Test(views, demo_note_is_in_the_header)
+{
+	struct xft_app *app = demo_app(NULL);
 	cr_assert(apptest_screen_has(app, XFT_DEMO_NOTE));
 	/* Issue 19 item 7: the header names the flow file the demo weaves. */
 	cr_expect(apptest_screen_has(app, "/flows/netflow.xml"), "the header does not name netflow.xml");
@@ -78,16 +89,7 @@ Test(views, demo_note_is_in_the_header)
  * and the header says which. */
 Test(views, demo_weaves_the_f_flow_files)
 {
-	struct xft_config cfg;
-	char err[1024];
-	xft_config_defaults(&cfg);
-	cfg.demo = 1;
-	cfg.limits.max_flows = 1024;
-	snprintf(cfg.flow_files[0], sizeof(cfg.flow_files[0]), "tests/e2e/counts.xml");
-	cfg.nflow_files = 1;
-	struct xft_app *app = calloc(1, sizeof(*app));
-	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
-	apptest_draw(app, 24, 200);
+	struct xft_app *app = demo_app("tests/e2e/counts.xml");
 	cr_expect(apptest_screen_has(app, XFT_DEMO_NOTE_FLOWS));
 	cr_expect(apptest_screen_has(app, "Flow files: tests/e2e/counts.xml"), "the header does not name the -f file");
 	cr_expect(!apptest_screen_has(app, "netflow.xml"));
