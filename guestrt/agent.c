@@ -804,27 +804,28 @@ static void detach_all(struct agent *a)
 			xflow_hook_detach(a->targets[i]->ht);
 }
 
-/* --plan: hand what the ring holds to the record callback. */
+/* --plan: hand what the ring holds to the record callback.  A callback
+ * that fails, or a ring gone corrupt, stops the agent: the records could
+ * no longer be kept whole. */
 static void self_drain(struct agent *a)
 {
 	struct xflow_record buf[256];
-	long n;
-	while ((n = xflow_ring_pop_records(&a->self, buf, 256)) > 0)
-		for (long i = 0; i < n && !a->quit; i++) {
-			int rc = a->o.record(a->o.record_ctx, &buf[i], xflow_clock_to_ns(&a->clock, buf[i].timestamp));
-			if (rc) {
-				logf_(a, 0, "cannot keep the records: %s; stopping", strerror(-rc));
-				detach_all(a);
-				a->quit = true;
-				a->exit_rc = rc;
-			}
-		}
-	if (n < 0 && !a->quit) {
+	long n = 0;
+	int rc = 0;
+	if (a->exit_rc)
+		return; /* stopping already */
+	while (!rc && (n = xflow_ring_pop_records(&a->self, buf, 256)) > 0)
+		for (long i = 0; i < n && !rc; i++)
+			rc = a->o.record(a->o.record_ctx, &buf[i], xflow_clock_to_ns(&a->clock, buf[i].timestamp));
+	if (!rc && n >= 0)
+		return;
+	if (rc)
+		logf_(a, 0, "cannot keep the records: %s; stopping", strerror(-rc));
+	else
 		logf_(a, 0, "its own ring is corrupt: %s; stopping", a->self.corrupt_why);
-		detach_all(a);
-		a->quit = true;
-		a->exit_rc = (int)n;
-	}
+	detach_all(a);
+	a->quit = true;
+	a->exit_rc = rc ? rc : (int)n;
 }
 
 /* ---- the monitor -------------------------------------------------------------- */
