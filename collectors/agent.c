@@ -4,7 +4,8 @@
  *
  * Options (comma-separated key=value, keys repeatable where said):
  *   socket=PATH    an agent's control socket (repeatable)
- *   dir=DIR        every socket in DIR (e.g. the agents' default directory)
+ *   dir=DIR        every socket in DIR; without socket=, dir= or xen, the
+ *                  agents' default directory (xflow_ctl_default_dir())
  *   flows=FILE     a flow file to weave (repeatable; at least one)
  *   bin=DOM:PATH   another binary of domain DOM (a shared library ...),
  *                  besides the executable each agent names (repeatable)
@@ -750,6 +751,24 @@ static int add_dir(struct acoll *c, const char *dir)
 	return rc;
 }
 
+/* Neither socket=, dir= nor xen: the agents' own default directory, where
+ * an xflow-agent started without --socket listens. */
+static int add_default_dir(struct acoll *c)
+{
+	char dir[PATH_MAX];
+	int rc = xflow_ctl_default_dir(dir, sizeof(dir));
+	if (rc) {
+		set_err(c, "agent: no agent: the default socket directory: %s; give socket=PATH, dir=DIR or xen",
+			strerror(-rc));
+		return rc;
+	}
+	rc = add_dir(c, dir);
+	if (rc == -ENOENT)
+		set_err(c, "agent: no agent socket in %s, where xflow-agent listens by default; give socket=PATH, "
+			   "dir=DIR or xen", dir);
+	return rc;
+}
+
 static int parse_options(struct acoll *c, const char *options)
 {
 	c->opts = strdup(options ? options : "");
@@ -796,8 +815,9 @@ static int parse_options(struct acoll *c, const char *options)
 			return rc;
 	}
 	if (!c->npeers && !c->xen) {
-		set_err(c, "agent: no agent: give socket=PATH, dir=DIR or xen");
-		return -EINVAL;
+		int rc = add_default_dir(c);
+		if (rc)
+			return rc;
 	}
 	if (!c->nflows) {
 		set_err(c, "agent: no flow file: give flows=FILE");

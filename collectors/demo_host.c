@@ -357,6 +357,11 @@ const char *xflow_demo_host_options(const struct xflow_demo_host *h)
 	return h->options;
 }
 
+const char *xflow_demo_host_socket_dir(const struct xflow_demo_host *h)
+{
+	return h->sockdir;
+}
+
 int xflow_demo_host_go(struct xflow_demo_host *h)
 {
 	if (!h->sim)

@@ -56,6 +56,8 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 const char *xflow_demo_host_error(void);
 /* "dir=SOCKETS,flows=FILE": options for the agent collector. */
 const char *xflow_demo_host_options(const struct xflow_demo_host *h);
+/* SOCKETS alone: where the agents listen, for other flows than FILE. */
+const char *xflow_demo_host_socket_dir(const struct xflow_demo_host *h);
 /* Let the guests send (SIGUSR1 to xensim).  0 or a negative errno. */
 int xflow_demo_host_go(struct xflow_demo_host *h);
 /* The domains: count, and each one's id, name and pid. */

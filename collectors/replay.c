@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectors/builtin.h"
 #include "collectors/session.h"
+#include "xflow/file.h"
 
 #define MAX_BATCH 4096
 #define MAX_DOMAINS 256
@@ -136,7 +138,10 @@ static int scan(struct replay *x, char *err, size_t errlen)
 	int rc = xflow_session_reader_new(x->f, x->path, &r, err, errlen);
 	if (rc)
 		return rc;
-	int first = 1;
+	/* Records are saved in the order the model got them, which is not
+	 * time order across domains: the replay starts at the earliest. */
+	uint64_t last;
+	xflow_session_reader_span(r, &x->t_first, &last);
 	while ((rc = xflow_session_reader_next(r, &c, err, errlen)) == 1) {
 		if (c.type == XFLOW_SESSION_SITE && (rc = add_site(x, &c))) {
 			snprintf(err, errlen, "replay: %s: %s", x->path, strerror(-rc));
@@ -144,16 +149,7 @@ static int scan(struct replay *x, char *err, size_t errlen)
 		}
 		if (c.type == XFLOW_SESSION_CARRIED)
 			memcpy(x->carried, c.carried, sizeof(x->carried));
-		if (c.type == XFLOW_SESSION_RECORD) {
-			if (first)
-				x->t_first = c.t_ns;
-			first = 0;
-			/* Records are saved in the order the model got them,
-			 * which is not time order across domains. */
-			if (c.t_ns < x->t_first)
-				x->t_first = c.t_ns;
-			x->total++;
-		}
+		x->total += c.type == XFLOW_SESSION_RECORD;
 	}
 	xflow_session_reader_free(r);
 	return rc < 0 ? rc : 0;
@@ -186,9 +182,13 @@ static int replay_open(const char *options, struct xflow_collector **out, char *
 	x->speed = 1;
 	if ((rc = parse_options(x, options, err, errlen)))
 		goto fail;
-	if (!(x->f = fopen(x->path, "rb"))) {
-		rc = -errno;
-		snprintf(err, errlen, "replay: %s: %s", x->path, strerror(errno));
+	struct stat st;
+	int fd = xflow_file_open(x->path, &st);
+	if (fd < 0 || !(x->f = fdopen(fd, "rb"))) {
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "replay: %s: %s", x->path, xflow_file_strerror(rc, &st));
 		goto fail;
 	}
 	if ((rc = scan(x, err, errlen)))
@@ -234,7 +234,7 @@ static long replay_read(struct xflow_collector *c, uint64_t now, xflow_collector
 				continue;
 			x->have_pending = 1;
 		}
-		uint64_t rel = ch->t_ns >= x->t_first ? ch->t_ns - x->t_first : 0;
+		uint64_t rel = ch->t_ns - x->t_first; /* the reader checked t_first <= t_ns */
 		if (x->speed > 0 && (double)x->start + (double)rel / x->speed > (double)now)
 			break;
 		x->have_pending = 0;

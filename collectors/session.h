@@ -2,13 +2,18 @@
  * collectors/session.h — a saved session: what xflowtop fed into its model,
  * written by --save-session and played back by the replay collector.
  *
- * The file, version 1.  Every integer is little-endian.
+ * The file, version 2.  Every integer is little-endian.
  *
- *   Header, 16 bytes:
+ *   Header, 32 bytes:
  *     0   8  magic "XFLOWSES"
- *     8   2  version, 1
+ *     8   2  version, 2
  *     10  2  zero
  *     12  4  zero (flags; none defined)
+ *     16  8  the session's span: the earliest record time,
+ *     24  8  and the latest (both 0 without records).  Filled in when the
+ *            writer commits; every record's time lies within, and the
+ *            earliest and the latest record hold the two ends, so a
+ *            replay at speed N lasts (latest - earliest) / N.
  *
  *   Then chunks, each an 8-byte head and a payload:
  *     0   4  type (below)
@@ -48,8 +53,8 @@
 #include "xflow/record.h"
 
 #define XFLOW_SESSION_MAGIC "XFLOWSES"
-#define XFLOW_SESSION_VERSION 1
-#define XFLOW_SESSION_HEADER_SIZE 16
+#define XFLOW_SESSION_VERSION 2
+#define XFLOW_SESSION_HEADER_SIZE 32
 #define XFLOW_SESSION_CHUNK_HEAD 8
 #define XFLOW_SESSION_MAX_CHUNK 4096
 #define XFLOW_SESSION_MAX_DOMAIN 255
@@ -86,6 +91,13 @@ int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, ui
 			     const char *function);
 int xflow_session_write_carried(struct xflow_session_writer *w,
 				const uint8_t bits[XFLOW_SESSION_KINDS]);
+
+/* A record of a site of the weave plan domain @d (xflow/plan.h), named
+ * @domain_name: the site's names are written first, once.  A site the
+ * plan does not have is -EINVAL. */
+struct xflow_plan_domain;
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
+				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns);
 
 /* 1 once (domain, site) has been passed to xflow_session_write_site(). */
 int xflow_session_writer_has_site(const struct xflow_session_writer *w, uint16_t domain,
@@ -126,10 +138,14 @@ int xflow_session_reader_new(FILE *f, const char *name, struct xflow_session_rea
 /* The next chunk: 1 and *@out (the END chunk included), 0 once END has
  * been returned and nothing follows it (the file ended properly), or
  * -errno with "NAME: offset N: what" in @err: -EBADMSG for bytes that are
- * not a valid session (including data after END), -EPIPE when the file
- * ends before END, -EIO for a read error. */
+ * not a valid session (including data after END, and a record time
+ * outside the header's span), -EPIPE when the file ends before END, -EIO
+ * for a read error. */
 int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_session_chunk *out,
 			      char *err, size_t errlen);
+
+/* The span the header gives: the earliest and the latest record time. */
+void xflow_session_reader_span(const struct xflow_session_reader *r, uint64_t *first, uint64_t *last);
 
 void xflow_session_reader_free(struct xflow_session_reader *r);
 

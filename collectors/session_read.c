@@ -18,6 +18,8 @@ struct xflow_session_reader {
 	char name[256];
 	uint64_t offset;       /* of the next byte to read */
 	uint64_t nrecords;
+	uint64_t first, last;     /* the header's span */
+	uint64_t min_t, max_t;    /* the records' */
 	int ended, carried_seen;
 	unsigned char buf[XFLOW_SESSION_MAX_CHUNK];
 	char strings[XFLOW_SESSION_MAX_DOMAIN + 2 * XFLOW_SESSION_MAX_NAME + 3];
@@ -94,6 +96,13 @@ int xflow_session_reader_new(FILE *f, const char *name, struct xflow_session_rea
 	}
 	if (get16(h + 10) || get32(h + 12)) {
 		bad(r, rc, 10, err, errlen, "reserved header bytes are not zero");
+		goto fail;
+	}
+	r->first = get64(h + 16);
+	r->last = get64(h + 24);
+	if (r->first > r->last) {
+		bad(r, rc, 16, err, errlen, "the session's span ends (%" PRIu64 " ns) before it starts (%" PRIu64 " ns)",
+		    r->last, r->first);
 		goto fail;
 	}
 	*out = r;
@@ -196,8 +205,18 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 	case XFLOW_SESSION_RECORD: {
 		const char *why = NULL;
 		c->t_ns = get64(r->buf);
+		/* A time outside the span would hold a replay back for as long
+		 * as it says: refused here, where its offset is known. */
+		if (c->t_ns < r->first || c->t_ns > r->last)
+			return bad(r, -EBADMSG, at, err, errlen,
+				   "record time %" PRIu64 " ns is outside the session's span (%" PRIu64 " to %" PRIu64
+				   " ns, in the header)", c->t_ns, r->first, r->last);
 		if ((rc = xflow_record_decode(r->buf + 8, XFLOW_RECORD_SIZE, &c->record, &why)))
 			return bad(r, -EBADMSG, at, err, errlen, "bad record: %s", why ? why : strerror(-rc));
+		if (!r->nrecords || c->t_ns < r->min_t)
+			r->min_t = c->t_ns;
+		if (!r->nrecords || c->t_ns > r->max_t)
+			r->max_t = c->t_ns;
 		r->nrecords++;
 		break;
 	}
@@ -222,10 +241,21 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 			return bad(r, -EBADMSG, at, err, errlen,
 				   "the end marker counts %" PRIu64 " records, the file has %" PRIu64,
 				   c->nrecords, r->nrecords);
+		/* The span is the records' own, not a wider one. */
+		if (r->min_t != r->first || r->max_t != r->last)
+			return bad(r, -EBADMSG, 16, err, errlen,
+				   "the header's span, %" PRIu64 " to %" PRIu64 " ns, is not the records' (%" PRIu64
+				   " to %" PRIu64 " ns)", r->first, r->last, r->min_t, r->max_t);
 		r->ended = 1;
 		break;
 	}
 	return 1;
+}
+
+void xflow_session_reader_span(const struct xflow_session_reader *r, uint64_t *first, uint64_t *last)
+{
+	*first = r->first;
+	*last = r->last;
 }
 
 void xflow_session_reader_free(struct xflow_session_reader *r)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "collectors/session.h"
+#include "xflow/plan.h"
 
 struct xflow_session_writer {
 	FILE *f;
@@ -17,6 +18,7 @@ struct xflow_session_writer {
 	int error;            /* the first error, sticky */
 	char why[512];
 	uint64_t nrecords;
+	uint64_t first, last; /* the span of the record times */
 	/* The sites written, as (domain << 32 | site) + 1 (0 is empty). */
 	uint64_t *sites;
 	size_t nsites, cap;
@@ -116,9 +118,14 @@ int xflow_session_write_record(struct xflow_session_writer *w, const struct xflo
 	put64(p, t_ns);
 	xflow_record_encode(r, p + 8);
 	int rc = chunk(w, XFLOW_SESSION_RECORD, p, sizeof(p));
-	if (!rc)
-		w->nrecords++;
-	return rc;
+	if (rc)
+		return rc;
+	if (!w->nrecords || t_ns < w->first)
+		w->first = t_ns;
+	if (!w->nrecords || t_ns > w->last)
+		w->last = t_ns;
+	w->nrecords++;
+	return 0;
 }
 
 static size_t slot(const uint64_t *tab, size_t cap, uint64_t key)
@@ -196,6 +203,16 @@ int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, ui
 	return rc ? rc : chunk(w, XFLOW_SESSION_SITE, p, 20 + nd + nf + nfn);
 }
 
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
+				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns)
+{
+	if (!d || r->site_id >= d->nsites)
+		return -EINVAL;
+	const struct xflow_plan_site *s = &d->sites[r->site_id];
+	int rc = xflow_session_write_site(w, r->domain_id, r->site_id, domain_name, s->file, s->line, s->func);
+	return rc ? rc : xflow_session_write_record(w, r, t_ns);
+}
+
 int xflow_session_write_carried(struct xflow_session_writer *w,
 				const uint8_t bits[XFLOW_SESSION_KINDS])
 {
@@ -219,6 +236,15 @@ int xflow_session_writer_free(struct xflow_session_writer *w, int commit, char *
 		unsigned char p[8];
 		put64(p, w->nrecords);
 		chunk(w, XFLOW_SESSION_END, p, sizeof(p));
+		/* The span goes into the header, now that it is known. */
+		unsigned char span[16];
+		put64(span, w->first);
+		put64(span + 8, w->last);
+		if (!w->error && fflush(w->f))
+			fail(w, -errno, "write");
+		if (!w->error && fseek(w->f, 16, SEEK_SET))
+			fail(w, -errno, "seek to the header");
+		put(w, span, sizeof(span));
 		if (!w->error && fflush(w->f))
 			fail(w, -errno, "write");
 		/* The data reaches the disk before the name does. */

@@ -81,6 +81,7 @@ struct agent {
 	struct xflow_shm shm;
 	struct xflow_eventfd_notifier notifier;
 	struct xflow_ring_producer prod;
+	struct xflow_ring_consumer self; /* --plan: the agent reads its own ring */
 	uint32_t ring_slots;
 	bool intarget;       /* the backend runs the advice in the targets */
 	long moved;          /* records the last drain of their lanes moved */
@@ -542,6 +543,7 @@ struct fail_list {
 	struct xflow_ctl_site_fail v[XFLOW_CTL_MAX_FAILED];
 	char why[XFLOW_CTL_MAX_FAILED][256];
 	uint32_t n, total;
+	uint32_t failed; /* of total, not installed (the others: breakpoints) */
 };
 
 static void fail_add(struct fail_list *f, uint32_t site, int err, const char *why)
@@ -556,6 +558,7 @@ static void fail_add(struct fail_list *f, uint32_t site, int err, const char *wh
 		f->n++;
 	}
 	f->total++;
+	f->failed += err != 0;
 }
 
 /* In-process backend: the plan's program into @t's runtime, with the
@@ -652,13 +655,13 @@ static int fields_build(struct agent *a)
 	return 0;
 }
 
-static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
+/* Make @p the agent's plan (taken: freed on failure too): its domain, the
+ * advice's run-time state, and every placement installed in every live
+ * target, the failures in @fails.  0 with the counts, or a negative errno
+ * with @why. */
+static int plan_take(struct agent *a, struct xflow_plan *p, struct fail_list *fails, uint32_t *installed,
+		     uint32_t *total, char *why, size_t whylen)
 {
-	char why[512];
-	struct xflow_plan *p;
-	int rc = xflow_plan_read(req->u.plan_load.plan, req->u.plan_load.plan_len, &p, why, sizeof(why));
-	if (rc)
-		return xflow_ctl_reply_simple(&a->conn, req, rc, "plan refused: %s", why);
 	const struct xflow_plan_domain *d = NULL;
 	for (uint32_t i = 0; i < p->ndomains; i++)
 		if (strcmp(p->domains[i].name, a->o.domain) == 0)
@@ -667,7 +670,8 @@ static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 		d = &p->domains[0];
 	if (!d) {
 		xflow_plan_free(p);
-		return xflow_ctl_reply_simple(&a->conn, req, -ENOENT, "the plan has no domain '%s'", a->o.domain);
+		snprintf(why, whylen, "the plan has no domain '%s'", a->o.domain);
+		return -ENOENT;
 	}
 	plan_unload(a);
 	for (unsigned i = 0; i < a->ntargets; i++)
@@ -678,11 +682,10 @@ static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 	a->adv = calloc(p->nadvice + 1, sizeof(*a->adv));
 	a->site_first = calloc(d->nsites + 1, sizeof(uint32_t));
 	a->site_nb = calloc(d->nsites + 1, sizeof(uint32_t));
-	struct fail_list *fails = calloc(1, sizeof(*fails));
-	if (!a->adv || !a->site_first || !a->site_nb || !fails || fields_build(a)) {
-		free(fails);
+	if (!a->adv || !a->site_first || !a->site_nb || fields_build(a)) {
 		plan_unload(a);
-		return xflow_ctl_reply_simple(&a->conn, req, -ENOMEM, "out of memory loading the plan");
+		snprintf(why, whylen, "out of memory loading the plan");
+		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < p->nadvice; i++)
 		a->adv[i].enabled = true;
@@ -693,22 +696,44 @@ static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 		a->site_nb[b->site]++;
 		a->adv[b->advice].sites++;
 	}
-	uint32_t installed = 0;
+	*installed = 0;
 	for (unsigned i = 0; i < a->ntargets; i++)
 		if (a->targets[i]->ht)
-			installed += plan_install_target(a, a->targets[i], fails);
-	uint32_t total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1), traps = 0;
+			*installed += plan_install_target(a, a->targets[i], fails);
+	*total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1);
+	uint32_t traps = 0;
 	for (uint32_t i = 0; i < fails->n; i++)
 		if (fails->v[i].err == 0) {
 			traps++;
 			logf_(a, 1, "%s", fails->v[i].why);
 		}
 	logf_(a, 0, "plan loaded: %u advice, %u sites, %u of %u placements installed in %u targets%s", p->nadvice,
-	      d->nsites, installed, total, targets_alive(a),
+	      d->nsites, *installed, *total, targets_alive(a),
 	      !a->intarget ? " (breakpoints)" : traps ? "" : " (all by jumps)");
 	if (traps)
 		logf_(a, 0, "%u site(s) by a breakpoint where a jump could not go%s", traps,
 		      a->o.verbose ? "" : " (-v says which and why)");
+	a->spawned_held = false;
+	return 0;
+}
+
+static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
+{
+	char why[512];
+	struct xflow_plan *p;
+	int rc = xflow_plan_read(req->u.plan_load.plan, req->u.plan_load.plan_len, &p, why, sizeof(why));
+	if (rc)
+		return xflow_ctl_reply_simple(&a->conn, req, rc, "plan refused: %s", why);
+	struct fail_list *fails = calloc(1, sizeof(*fails));
+	uint32_t installed, total;
+	if (!fails) {
+		xflow_plan_free(p);
+		return xflow_ctl_reply_simple(&a->conn, req, -ENOMEM, "out of memory loading the plan");
+	}
+	if ((rc = plan_take(a, p, fails, &installed, &total, why, sizeof(why)))) {
+		free(fails);
+		return xflow_ctl_reply_simple(&a->conn, req, rc, "%s", why);
+	}
 	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
 	char text[256];
 	snprintf(text, sizeof(text), "%u of %u sites installed in %u target(s)", installed, total,
@@ -726,7 +751,41 @@ static int plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 		m.u.reply.u.plan.nfailed = 0, m.u.reply.u.plan.nfailed_total = 0;
 	rc = xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
 	free(fails);
-	a->spawned_held = false;
+	return rc;
+}
+
+/* --plan: a plan written by `xflowc plan -o`, loaded at start for tracing
+ * without a monitor.  Every placement must go in: with no monitor to tell,
+ * a site missing would be a silent hole in the records. */
+static int plan_file_load(struct agent *a, char *err, size_t errlen)
+{
+	char why[512];
+	struct xflow_plan *p;
+	int rc = xflow_plan_read_file(a->o.plan_path, &p, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "--plan: %s", why); /* it names the file */
+		return rc;
+	}
+	struct fail_list *fails = calloc(1, sizeof(*fails));
+	uint32_t installed, total;
+	if (!fails) {
+		xflow_plan_free(p);
+		return -ENOMEM;
+	}
+	if ((rc = plan_take(a, p, fails, &installed, &total, why, sizeof(why))))
+		snprintf(err, errlen, "--plan %s: %s", a->o.plan_path, why);
+	else if (fails->failed) {
+		/* Sites served by a breakpoint (error 0) are installed. */
+		uint32_t k = 0;
+		while (k + 1 < fails->n && fails->v[k].err == 0)
+			k++;
+		snprintf(err, errlen, "--plan %s: %u of %u sites installed; the first failure: %s", a->o.plan_path,
+			 installed, total, fails->why[k]);
+		rc = fails->v[k].err < 0 ? fails->v[k].err : -ENOENT;
+	}
+	free(fails);
+	if (!rc && (rc = xflow_ring_consumer_init(&a->self, a->shm.base, a->shm.size, XFLOW_RECORD_SIZE, NULL)))
+		snprintf(err, errlen, "cannot read its own ring: %s", a->self.corrupt_why);
 	return rc;
 }
 
@@ -871,6 +930,30 @@ static void detach_all(struct agent *a)
 			xflow_hook_detach(a->targets[i]->ht);
 }
 
+/* --plan: hand what the ring holds to the record callback.  A callback
+ * that fails, or a ring gone corrupt, stops the agent: the records could
+ * no longer be kept whole. */
+static void self_drain(struct agent *a)
+{
+	struct xflow_record buf[256];
+	long n = 0;
+	int rc = 0;
+	if (a->exit_rc)
+		return; /* stopping already */
+	while (!rc && (n = xflow_ring_pop_records(&a->self, buf, 256)) > 0)
+		for (long i = 0; i < n && !rc; i++)
+			rc = a->o.record(a->o.record_ctx, &buf[i], xflow_clock_to_ns(&a->clock, buf[i].timestamp));
+	if (!rc && n >= 0)
+		return;
+	if (rc)
+		logf_(a, 0, "cannot keep the records: %s; stopping", strerror(-rc));
+	else
+		logf_(a, 0, "its own ring is corrupt: %s; stopping", a->self.corrupt_why);
+	detach_all(a);
+	a->quit = true;
+	a->exit_rc = rc ? rc : (int)n;
+}
+
 /* ---- the monitor -------------------------------------------------------------- */
 
 /* Publish what the producer holds; over Xen also move it into the record
@@ -892,6 +975,8 @@ static void ring_flush_out(struct agent *a)
 	if (a->intarget)
 		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
 	xflow_ring_flush(&a->prod);
+	if (a->o.plan_path)
+		self_drain(a);
 	if (a->xen && a->connected && agent_xen_pump(&a->xt) == -EPIPE)
 		monitor_gone(a, "its record vchan closed");
 }
@@ -1149,6 +1234,32 @@ static int choose_transport(struct agent *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* The control socket's path: --socket as given, or the default one.  A
+ * path that sockaddr_un cannot hold is refused here: cut, it would name
+ * another file than the one asked for. */
+static int sock_path_choose(struct agent *a, char *err, size_t errlen)
+{
+	const struct xflow_agent_opts *o = &a->o;
+	char path[PATH_MAX], dir[PATH_MAX];
+	int rc, n;
+	if (o->socket_path) {
+		n = snprintf(path, sizeof(path), "%s", o->socket_path);
+	} else if ((rc = xflow_ctl_default_dir(dir, sizeof(dir)))) {
+		snprintf(err, errlen, "the default socket directory: %s", strerror(-rc));
+		return rc;
+	} else {
+		n = snprintf(path, sizeof(path), "%s/agent-%s-%u.sock", dir, o->domain, (unsigned)o->domain_id);
+	}
+	if (n < 0 || (size_t)n >= sizeof(a->sock_path)) {
+		snprintf(err, errlen, "%s %.200s%s is %d bytes long; a Unix socket's path holds at most %zu",
+			 o->socket_path ? "--socket" : "the default socket path", path, n > 200 ? "..." : "", n,
+			 sizeof(a->sock_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	memcpy(a->sock_path, path, (size_t)n + 1);
+	return 0;
+}
+
 int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -1198,21 +1309,10 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 	}
 	a->intarget = ops->intarget != NULL;
 	xflow_hook_signals_install(a->hook);
-	if (a->xen) {
-		/* The offer is made once the targets are held (below). */
-	} else if (o->socket_path) {
-		snprintf(a->sock_path, sizeof(a->sock_path), "%s", o->socket_path);
-	} else {
-		char dir[80];
-		if ((rc = xflow_ctl_default_dir(dir, sizeof(dir))) == 0 &&
-		    snprintf(a->sock_path, sizeof(a->sock_path), "%s/agent-%s-%u.sock", dir, o->domain,
-			     (unsigned)o->domain_id) >= (int)sizeof(a->sock_path))
-			rc = -ENAMETOOLONG;
-		if (rc) {
-			snprintf(err, errlen, "socket path: %s", strerror(-rc));
-			goto fail;
-		}
-	}
+	/* Over Xen the offer is made once the targets are held (below); with
+	 * --plan there is no monitor to wait for. */
+	if (!a->xen && !o->plan_path && (rc = sock_path_choose(a, err, errlen)))
+		goto fail;
 	for (unsigned i = 0; i < o->npids; i++) {
 		struct xflow_hook_target *ht;
 		if ((rc = xflow_hook_attach(a->hook, o->pids[i], &ht)) || !target_add(a, ht)) {
@@ -1241,6 +1341,14 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		snprintf(err, errlen, "no target: give --pid, --exe or a command after --");
 		rc = -EINVAL;
 		goto fail;
+	}
+	if (o->plan_path) {
+		if ((rc = plan_file_load(a, err, errlen)))
+			goto fail;
+		logf_(a, 0, "tracing %u target(s) with the plan %s, no monitor (clock %s)", a->ntargets, o->plan_path,
+		      a->clock.kind == XFLOW_CLOCK_TSC ? "tsc" : "monotonic");
+		*out = (struct xflow_agent *)a;
+		return 0;
 	}
 	if (a->xen) {
 		if ((rc = agent_xen_offer(&a->xt, err, errlen)))
@@ -1336,6 +1444,11 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 const char *xflow_agent_socket_path(const struct xflow_agent *xa)
 {
 	return ((const struct agent *)xa)->sock_path;
+}
+
+const struct xflow_plan_domain *xflow_agent_plan_domain(const struct xflow_agent *xa)
+{
+	return ((const struct agent *)xa)->dom;
 }
 
 void xflow_agent_free(struct xflow_agent *xa)

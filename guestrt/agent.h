@@ -35,6 +35,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+struct xflow_record;
+struct xflow_plan_domain;
+
 enum xflow_agent_transport {
 	XFLOW_AGENT_AUTO = 0,  /* Xen in a domU where xenstore answers, else local */
 	XFLOW_AGENT_LOCAL,     /* a Unix socket and a shared-memory ring */
@@ -65,6 +68,14 @@ struct xflow_agent_opts {
 	bool stay;                 /* keep serving after the monitor leaves */
 	int verbose;
 	FILE *log;                 /* NULL: stderr */
+	/* Trace without a monitor: load this plan (`xflowc plan -o`) at start,
+	 * every site or fail, and serve no socket.  @record is then called
+	 * from the agent's loop, never from a hit, with each record in the
+	 * ring and its time in nanoseconds of this host's CLOCK_MONOTONIC;
+	 * a negative errno from it stops the agent (targets let go). */
+	const char *plan_path;
+	int (*record)(void *ctx, const struct xflow_record *r, uint64_t t_ns);
+	void *record_ctx;
 };
 
 struct xflow_agent;
@@ -81,5 +92,7 @@ int xflow_agent_run(struct xflow_agent *a, int *signo);
 /* Detach what is left, remove the socket, free. */
 void xflow_agent_free(struct xflow_agent *a);
 const char *xflow_agent_socket_path(const struct xflow_agent *a);
+/* The domain of the plan loaded (its sites' names), or NULL. */
+const struct xflow_plan_domain *xflow_agent_plan_domain(const struct xflow_agent *a);
 
 #endif

@@ -67,6 +67,20 @@ static void emit(const struct xflow_interp_env *e, struct xflow_interp_result *r
 		res->dropped++;
 }
 
+/* Whether the run's marker is due (see marker_flags in guestrt/interp.h).
+ * A run that wrote its operation's own record (SPLIT, HANDOFF) said it
+ * already: a second record would count the flow twice.  A START claims
+ * the run created the flow, which only a run whose last flow operation
+ * registered the id did: a start that found the object's id in place kept
+ * it (xflow(5), "a start on a live object"). */
+static int marker_due(const struct xflow_interp_env *e, uint64_t last_id, int last_registered,
+		      int op_recorded)
+{
+	if (!e->marker_flags || !last_id || op_recorded)
+		return 0;
+	return last_registered || !(e->marker_flags & XFLOW_REC_START);
+}
+
 void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_result *res)
 {
 	const struct xflow_bc_prog *p = e->prog;
@@ -76,6 +90,7 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 	 * creation or removal that gave a non-zero id. */
 	uint64_t last_id = 0;
 	uint16_t last_kind = XFLOW_FLOW_KIND_NONE;
+	int last_registered = 0, op_recorded = 0;
 
 	uint32_t pc;
 
@@ -167,7 +182,7 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 			v = xflow_flowtab_get(e->flows, in->b, st[sp - 1]);
 			st[sp - 1] = v;
 			if (v)
-				last_id = v, last_kind = in->b;
+				last_id = v, last_kind = in->b, last_registered = 0;
 			break;
 		case XFLOW_OP_FLOW_REG:
 			v = st[--sp];
@@ -177,14 +192,14 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 			 * would cut them. */
 			v &= XFLOW_FLOWID_MAX;
 			if (v && xflow_flowtab_register(e->flows, in->b, x, v) == 0)
-				last_id = v, last_kind = in->b;
+				last_id = v, last_kind = in->b, last_registered = 1;
 			break;
 		case XFLOW_OP_FLOW_DEL:
 			x = st[--sp];
 			v = xflow_flowtab_get(e->flows, in->b, x);
 			if (v) {
 				xflow_flowtab_remove(e->flows, in->b, x);
-				last_id = v, last_kind = in->b;
+				last_id = v, last_kind = in->b, last_registered = 0;
 			}
 			break;
 		case XFLOW_OP_STORE: {
@@ -203,6 +218,7 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 			     XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED |
 				     (in->a ? XFLOW_REC_START : 0),
 			     d, 2);
+			op_recorded = 1;
 			break;
 		}
 		case XFLOW_OP_SPLIT: {
@@ -210,6 +226,7 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 			d[0] = st[--sp];
 			v = st[--sp];
 			emit(e, res, in->b, v, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, d, 1);
+			op_recorded = 1;
 			break;
 		}
 		case XFLOW_OP_COUNT:
@@ -221,7 +238,7 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 		}
 	}
 done:
-	if (e->marker_flags && last_id)
+	if (marker_due(e, last_id, last_registered, op_recorded))
 		emit(e, res, last_kind, last_id, e->marker_flags, NULL, 0);
 	return;
 fault:

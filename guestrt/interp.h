@@ -69,7 +69,11 @@ struct xflow_interp_env {
 	const struct xflow_record *tmpl;     /* site, domain, thread of records */
 	/* xflow-derived advice: flags of its flow operation.  When nonzero
 	 * and the advice acted on a flow (a non-zero id), a marker record
-	 * (ndata 0) with these flags is appended at the end. */
+	 * (ndata 0) with these flags is appended at the end: one record per
+	 * operation, so none when the advice wrote the operation's own
+	 * record (a split's, a keyed handoff's), and none with START unless
+	 * the advice registered the id it ends with (a start that found the
+	 * object's id in place created no flow). */
 	unsigned marker_flags;
 };
 

@@ -39,6 +39,7 @@ struct flow {
 	struct flow_key keys[FLOW_MAX_KEYS];
 	uint32_t prev, next; /* activity list (oldest first) or free list */
 	int live;
+	int partial;         /* its beginning was not seen: never ranked */
 };
 
 struct handoff {
@@ -204,7 +205,8 @@ static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_
 
 static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, uint64_t end)
 {
-	if (a->lim.top_k == 0)
+	/* A fragment's duration is not its flow's. */
+	if (a->lim.top_k == 0 || f->partial)
 		return;
 	uint64_t dur = end - f->start_ns;
 	uint32_t slot;
@@ -249,9 +251,13 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 	a->st.flows_live--;
 }
 
-static uint32_t flow_start(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id,
-			   uint64_t t)
+/* Track a flow from record @r: a whole one when @r is its START, else a
+ * partial one, whose beginning was not seen (evicted to make room, lost
+ * with its handoff, or its record dropped). */
+static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
+	uint16_t domain = r->domain_id, kind = r->flow_kind;
+	uint64_t id = r->flow_id;
 	if (a->free_head == NIL) {
 		/* Full: the flow idle the longest makes room. */
 		a->st.flows_evicted++;
@@ -266,9 +272,13 @@ static uint32_t flow_start(struct xft_agg *a, uint16_t domain, uint16_t kind, ui
 	f->id = id;
 	f->start_ns = f->last_ns = t;
 	f->live = 1;
+	f->partial = !(r->flags & XFLOW_REC_START);
 	act_append(a, i);
 	flow_add_key(a, i, domain, kind, id);
-	a->st.flows_started++;
+	if (f->partial)
+		a->st.flows_partial++;
+	else
+		a->st.flows_started++;
 	a->st.flows_live++;
 	return i;
 }
@@ -455,14 +465,14 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 				a->st.flows_expired++;
 				flow_end(a, fi, 1);
 			}
-			fi = flow_start(a, dom, kind, r->flow_id, t);
+			fi = flow_start(a, r, t);
 		}
 	}
 	flow_point(a, fi, dom, r->site_id, t);
 	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !keyed_in)
 		handoff_send(a, fi, r, t);
 	if (r->flags & XFLOW_REC_QUIT) {
-		a->st.flows_finished++;
+		a->st.flows_finished += !a->flows[fi].partial;
 		flow_end(a, fi, 0);
 	}
 }

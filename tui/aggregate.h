@@ -10,8 +10,12 @@
  * older than the last one released is "late": counted, and used anyway, so
  * nothing is silently lost; a hop it would make negative is not recorded.
  *
- * A flow is the records of one flow id from its START (or first) record to
- * its QUIT record.  Ids are scoped by domain: (domain, kind, id).  An id
+ * A flow is the records of one flow id from its START record to its QUIT
+ * record.  Records of an id the model does not track that are not a START
+ * (the flow's beginning was evicted to make room, its handoff was lost, or
+ * its START record dropped) begin a partial flow: tracked like the others
+ * for its hops, counted apart, and never ranked among the slowest, whose
+ * durations are whole flows'.  Ids are scoped by domain: (domain, kind, id).  An id
  * leaving a domain through a ring header (a CROSS_DOMAIN record in the
  * sending domain) waits in a handoff queue; the next CROSS_DOMAIN record of
  * the same kind in another domain whose id matches (in the carried bits when
@@ -97,8 +101,9 @@ struct xft_agg_stats {
 	uint64_t released;       /* out of the window, applied */
 	uint64_t late;           /* older than the last released one */
 	uint64_t window_full;    /* released early because the window was full */
-	uint64_t flows_started;
-	uint64_t flows_finished; /* by QUIT */
+	uint64_t flows_started;  /* by their START record */
+	uint64_t flows_partial;  /* tracked from the middle: beginning not seen */
+	uint64_t flows_finished; /* whole flows ended by QUIT */
 	uint64_t flows_expired;
 	uint64_t flows_evicted;  /* the oldest live flow, to make room */
 	uint64_t flows_live;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "collectors/demo_host.h"
@@ -15,6 +17,8 @@
 #include "tui/app.h"
 #include "tui/report.h"
 #include "xflow/clock.h"
+#include "xflow/file.h"
+#include "xflow/flowlang.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
@@ -72,6 +76,25 @@ static int site_lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_s
 	return -ENOENT;
 }
 
+/* The flow files an agent collector's @options weave (its flows=). */
+static void note_woven(struct xft_app *app, const char *options)
+{
+	for (const char *p = options; p && *p;) {
+		size_t n = strcspn(p, ",");
+		if (n > 6 && !strncmp(p, "flows=", 6) && app->nwoven < XFT_MAX_LIST)
+			snprintf(app->woven[app->nwoven++], sizeof(app->woven[0]), "%.*s", (int)(n - 6), p + 6);
+		p += n + (p[n] == ',');
+	}
+}
+
+int xft_app_flow_file_woven(const struct xft_app *app, const char *path)
+{
+	for (unsigned i = 0; i < app->nwoven; i++)
+		if (!strcmp(app->woven[i], path))
+			return 1;
+	return 0;
+}
+
 int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t errlen)
 {
 	if (app->nsrc >= XFT_MAX_SOURCES) {
@@ -112,6 +135,8 @@ int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t 
 		int n = ops->pollfds(s->c, s->fds, XFT_MAX_FDS);
 		s->nfds = n > 0 ? (n > XFT_MAX_FDS ? XFT_MAX_FDS : n) : 0;
 	}
+	if (!strcmp(ops->name, "agent"))
+		note_woven(app, options);
 	app->nsrc++;
 	return 0;
 }
@@ -339,9 +364,16 @@ static void snapshot_now(struct xft_app *app, const char *base_in)
 		xft_frame_build(&app->frame, app->agg, &app->sites);
 		xft_app_order(app);
 	}
-	if (xft_snapshot_write(app, base, err, sizeof(err)))
-		xft_app_message(app, "snapshot failed: %s", err);
-	else
+	if (xft_snapshot_write(app, base, err, sizeof(err))) {
+		/* Asked for and not written: the run says so, and so does its
+		 * exit status. */
+		char what[sizeof(err) + 32];
+		snprintf(what, sizeof(what), "snapshot failed: %s", err);
+		xft_app_message(app, "%s", what);
+		if (app->renderer && app->renderer->failed)
+			app->renderer->failed(app, what);
+		app->exit_code = 1;
+	} else
 		xft_app_message(app, "snapshot: %s.{txt,json,trace.json}", base);
 }
 
@@ -360,6 +392,61 @@ void xft_app_react(struct xft_app *app, unsigned rx)
 
 /* --- set-up ----------------------------------------------------------------- */
 
+/* Every flow file named with -f (or "flows" in the configuration) is read
+ * and compiled when xflowtop starts, whatever the collectors: one that
+ * cannot be read, or has an error, stops the start with the weaver's
+ * diagnostics, as `xflowc check` prints them. */
+static int check_flow_files(const struct xft_config *cfg, char *err, size_t errlen)
+{
+	struct stat st;
+	for (unsigned i = 0; i < cfg->nflow_files; i++) {
+		int fd = xflow_file_open(cfg->flow_files[i], &st);
+		if (fd < 0) {
+			snprintf(err, errlen, "flow file %s: %s", cfg->flow_files[i], xflow_file_strerror(fd, &st));
+			return fd;
+		}
+		close(fd);
+	}
+	if (!cfg->nflow_files)
+		return 0;
+	struct xflow_unit *u;
+	int rc = xflow_unit_new(&u, NULL);
+	if (rc) {
+		snprintf(err, errlen, "flow files: %s", strerror(-rc));
+		return rc;
+	}
+	for (unsigned i = 0; i < cfg->nflow_files; i++)
+		xflow_unit_add_file(u, cfg->flow_files[i]);
+	rc = xflow_unit_compile(u);
+	if (rc) {
+		char *diag = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&diag, &len);
+		if (f) {
+			xflow_unit_print_diags(u, f);
+			fclose(f);
+		}
+		if (len && diag[len - 1] == '\n')
+			diag[len - 1] = '\0';
+		snprintf(err, errlen, "the flow files have errors:\n%s", diag && diag[0] ? diag : strerror(-rc));
+		free(diag);
+	}
+	xflow_unit_free(u);
+	return rc;
+}
+
+/* The demo's collector: its own netflow.xml, or the -f files instead. */
+static int demo_spec(const struct xft_app *app, char *spec, size_t len)
+{
+	const struct xft_config *cfg = &app->cfg;
+	if (!cfg->nflow_files)
+		return snprintf(spec, len, "agent:%s", xflow_demo_host_options(app->demo)) < (int)len ? 0 : -ENAMETOOLONG;
+	size_t o = (size_t)snprintf(spec, len, "agent:dir=%s", xflow_demo_host_socket_dir(app->demo));
+	for (unsigned i = 0; i < cfg->nflow_files && o < len; i++)
+		o += (size_t)snprintf(spec + o, len - o, ",flows=%s", cfg->flow_files[i]);
+	return o < len ? 0 : -ENAMETOOLONG;
+}
+
 int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, size_t errlen)
 {
 	memset(app, 0, sizeof(*app));
@@ -369,6 +456,8 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 	for (unsigned i = 0; i < cfg->ncollector_paths; i++)
 		if ((rc = xft_registry_load_dir(&app->reg, cfg->collector_paths[i], err, errlen)))
 			return rc;
+	if ((rc = check_flow_files(cfg, err, errlen)))
+		return rc;
 	if (cfg->demo) {
 		/* Boot the host held, so that no message passes before the
 		 * agents have their plans; then let the guests send. */
@@ -378,8 +467,11 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 			return rc;
 		}
 		char spec[4096];
-		snprintf(spec, sizeof(spec), "agent:%s", xflow_demo_host_options(app->demo));
-		app->note = XFT_DEMO_NOTE;
+		if ((rc = demo_spec(app, spec, sizeof(spec)))) {
+			snprintf(err, errlen, "demo: the flow files' names are too long");
+			return rc;
+		}
+		app->note = cfg->nflow_files ? XFT_DEMO_NOTE_FLOWS : XFT_DEMO_NOTE;
 		if ((rc = xft_app_add_source(app, spec, err, errlen)))
 			return rc;
 		if ((rc = xflow_demo_host_go(app->demo))) {

@@ -30,6 +30,7 @@
  * domain weaving flows/netflow.xml, read by the agent collector.  The
  * synthetic collector stays available as --collector synthetic. */
 #define XFT_DEMO_NOTE "demo: the simulated Xen host \u2014 xensim, an xflow-agent per domain, flows/netflow.xml"
+#define XFT_DEMO_NOTE_FLOWS "demo: the simulated Xen host \u2014 xensim, an xflow-agent per domain, the -f flows"
 #define XFT_DEMO_GUESTS 1
 /* Messages/s per guest.  The ptrace agents cost tens of microseconds a hit
  * and netflow.xml hits ~40 times a packet: at 500/s dom0's backlog thread
@@ -173,17 +174,26 @@ struct xft_app {
 	 * when not saving or once a write failed (session_error says why). */
 	struct xflow_session_writer *session;
 	char session_error[512];
+	/* The flow files the collectors weave (their flows= options), as
+	 * named there; the header and the JSON list these. */
+	char woven[XFT_MAX_LIST][XFT_SPEC_LEN];
+	unsigned nwoven;
 	/* The newest time a replay's records carry: a replay at speed N runs
 	 * N times ahead of the clock, and the model's window and expiry
 	 * follow the records. */
 	uint64_t record_now;
+	/* A failure the run went on after (a snapshot not written), for the
+	 * next batch JSON object's "note"; the JSON renderer empties it. */
+	char pending_note[600];
 };
 
 /*
  * An output.  start() takes the terminal (or not), frame() shows a fresh
  * refresh, draw() shows the same data again after a key, input() reads what
  * the input descriptor has and returns XFT_RX_* flags, stop() gives the
- * terminal back and must be safe to call twice.  NULL hooks do nothing.
+ * terminal back and must be safe to call twice.  failed() tells of a
+ * failure the run goes on after (a snapshot that was not written), besides
+ * the message line the screen shows.  NULL hooks do nothing.
  */
 struct xft_renderer {
 	const char *name;
@@ -194,6 +204,7 @@ struct xft_renderer {
 	unsigned (*input)(struct xft_app *app);
 	void (*resize)(struct xft_app *app);
 	void (*stop)(struct xft_app *app);
+	void (*failed)(struct xft_app *app, const char *what);
 };
 
 extern const struct xft_renderer xft_renderer_curses;
@@ -206,6 +217,8 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 void xft_app_fini(struct xft_app *app);
 /* Add a collector instance by "name[:options]". */
 int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t errlen);
+/* 1 when a collector weaves the flow file @path (named as in its flows=). */
+int xft_app_flow_file_woven(const struct xft_app *app, const char *path);
 
 /* Read what the collectors have (at most @budget records); returns how many. */
 uint64_t xft_app_collect(struct xft_app *app, uint64_t now_ns, uint64_t budget);

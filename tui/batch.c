@@ -49,14 +49,32 @@ static void json_frame(struct xft_app *app)
 	xft_report_json(app, &j, XFT_REPORT_BATCH);
 	xft_json_end(&j);
 	fflush(stdout);
+	app->pending_note[0] = '\0'; /* said once */
+}
+
+/* No screen to show it on: standard error, which a script sees apart
+ * from the tables. */
+static void text_failed(struct xft_app *app, const char *what)
+{
+	(void)app;
+	fprintf(stderr, "xflowtop: %s\n", what);
+}
+
+/* Standard error, and the "note" of the next object. */
+static void json_failed(struct xft_app *app, const char *what)
+{
+	text_failed(app, what);
+	snprintf(app->pending_note, sizeof(app->pending_note), "%s", what);
 }
 
 const struct xft_renderer xft_renderer_batch_text = {
 	.name = "batch",
 	.frame = text_frame,
+	.failed = text_failed,
 };
 
 const struct xft_renderer xft_renderer_batch_json = {
 	.name = "json",
 	.frame = json_frame,
+	.failed = json_failed,
 };

@@ -33,13 +33,12 @@ void xft_format_ns(uint64_t ns, char *buf, size_t len)
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
 
-static void print_point(const char *dom, uint16_t domid, const char *fn, char *buf, size_t len,
-			int width)
+/* "domain:function", the domain always by its name: next to rows that
+ * name it, a number is a different domain to the eye.  A cell too narrow
+ * cuts the function's end (the table is sized so that it seldom is). */
+static void print_point(const char *dom, const char *fn, char *buf, size_t len)
 {
-	/* Prefer "domain:function"; when that does not fit, the domain id. */
-	int n = snprintf(buf, len, "%s:%s", dom, fn);
-	if (n > width)
-		snprintf(buf, len, "%u:%s", domid, fn);
+	snprintf(buf, len, "%s:%s", dom, fn);
 }
 
 static int hop_cmp_from(const void *a, const void *b)
@@ -70,12 +69,14 @@ HOP_NUM_CMP(total_ns)
 static void hop_print_from(const void *row, char *buf, size_t len, int width)
 {
 	const struct xft_hop_row *r = row;
-	print_point(r->from_dom, r->from_domain, r->from->function, buf, len, width);
+	(void)width;
+	print_point(r->from_dom, r->from->function, buf, len);
 }
 static void hop_print_to(const void *row, char *buf, size_t len, int width)
 {
 	const struct xft_hop_row *r = row;
-	print_point(r->to_dom, r->to_domain, r->to->function, buf, len, width);
+	(void)width;
+	print_point(r->to_dom, r->to->function, buf, len);
 }
 static void hop_print_count(const void *row, char *buf, size_t len, int width)
 {
@@ -213,31 +214,79 @@ static const struct xft_column flow_cols[XFT_FCOL_N] = {
 
 const struct xft_table xft_flow_table = { flow_cols, XFT_FCOL_N, XFT_FCOL_DURATION, 1 };
 
-void xft_table_widths(const struct xft_table *t, int total, int *w)
+static int col_hidden(const struct xft_column *c, int total)
+{
+	return c->hide_below && total < c->hide_below;
+}
+
+/* Widths for @total characters; flexible column i wants @want[i] (NULL:
+ * each wants XFT_FLEX_MAX).  The flexible columns share what the fixed
+ * ones leave, the narrowest wants served first, none wider than it wants
+ * nor narrower than its minimum. */
+static void table_widths(const struct xft_table *t, int total, const int *want, int *w)
 {
 	int fixed = 0, nflex = 0, shown = 0;
 	for (size_t i = 0; i < t->ncols; i++) {
-		if (t->cols[i].hide_below && total < t->cols[i].hide_below) {
+		if (col_hidden(&t->cols[i], total)) {
 			w[i] = 0; /* hidden: no room at this width */
 			continue;
 		}
 		w[i] = t->cols[i].width;
 		fixed += w[i] + (shown++ ? 1 : 0);
-		if (!w[i])
+		if (!w[i]) {
+			w[i] = -1; /* to be given */
 			nflex++;
+		}
 	}
 	int left = total - fixed;
-	for (size_t i = 0; i < t->ncols && nflex; i++)
-		if (!t->cols[i].width && !(t->cols[i].hide_below && total < t->cols[i].hide_below)) {
-			int share = left / nflex;
-			/* Wider than a long name helps nobody: keep the numbers
-			 * near the names on wide terminals. */
-			if (share > XFT_FLEX_MAX)
-				share = XFT_FLEX_MAX;
-			w[i] = share > t->cols[i].min_width ? share : t->cols[i].min_width;
-			left -= w[i];
-			nflex--;
+	for (; nflex; nflex--) {
+		size_t k = t->ncols;
+		for (size_t i = 0; i < t->ncols; i++)
+			if (w[i] < 0 && (k == t->ncols || (want && want[i] < want[k])))
+				k = i;
+		/* Wider than a long name helps nobody: keep the numbers near
+		 * the names on wide terminals. */
+		int share = left / nflex, cap = want ? want[k] : XFT_FLEX_MAX;
+		if (share > cap)
+			share = cap;
+		w[k] = share > t->cols[k].min_width ? share : t->cols[k].min_width;
+		left -= w[k];
+	}
+}
+
+void xft_table_widths(const struct xft_table *t, int total, int *w)
+{
+	table_widths(t, total, NULL, w);
+}
+
+int xft_table_fit(const struct xft_table *t, int total, const void *rows, size_t size, const uint32_t *order,
+		  size_t n, int *w)
+{
+	int want[XFT_MAX_COLS], need = 0, shown = 0;
+	for (size_t i = 0; i < t->ncols; i++) {
+		const struct xft_column *c = &t->cols[i];
+		if (col_hidden(c, total))
+			continue;
+		need += shown++ ? 1 : 0;
+		if (c->width) {
+			need += c->width;
+			continue;
 		}
+		want[i] = (int)strlen(c->header);
+		for (size_t r = 0; r < n; r++) {
+			char buf[256];
+			buf[0] = '\0';
+			c->print((const char *)rows + order[r] * size, buf, sizeof(buf), (int)sizeof(buf) - 1);
+			int len = (int)strlen(buf);
+			if (len > want[i])
+				want[i] = len;
+		}
+		if (want[i] < c->min_width)
+			want[i] = c->min_width;
+		need += want[i];
+	}
+	table_widths(t, total, want, w);
+	return need;
 }
 
 int xft_table_find(const struct xft_table *t, const char *name)

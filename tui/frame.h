@@ -86,11 +86,18 @@ const char *xft_hv_kind_name(int kind);
 void xft_table_sort(const struct xft_table *t, int col, int desc, const void *rows, size_t size,
 		    uint32_t *order, size_t n);
 
-#define XFT_FLEX_MAX 40 /* widest a flexible column gets */
+#define XFT_FLEX_MAX 40 /* widest a flexible column gets, not knowing its cells */
+#define XFT_MAX_COLS 16 /* columns a table may have */
 
 /* Column widths for @total characters (one blank between columns).  A hidden
  * column gets width 0 and no blank. */
 void xft_table_widths(const struct xft_table *t, int total, int *widths);
+/* The same, with each flexible column as wide as the widest of its cells in
+ * the @n rows of @rows (each @size bytes) that @order names, as far as
+ * @total allows: a name is cut only when the screen has no room for it.
+ * Returns the width that would show every cell whole. */
+int xft_table_fit(const struct xft_table *t, int total, const void *rows, size_t size, const uint32_t *order,
+		  size_t n, int *widths);
 /* Index of the column called @name, or -1. */
 int xft_table_find(const struct xft_table *t, const char *name);
 

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -11,11 +12,21 @@
 
 /* --- text ----------------------------------------------------------------- */
 
+/* With @fit, @width is the least the table takes: a file or a pipe has
+ * no edge, so the names' columns grow to their longest rather than cut
+ * one; without, the columns share @width. */
 static void print_table(FILE *f, const struct xft_table *t, int width, const void *rows,
-			size_t size, const uint32_t *order, size_t n, size_t max)
+			size_t size, const uint32_t *order, size_t n, size_t max, int fit)
 {
-	int w[16];
-	xft_table_widths(t, width, w);
+	int w[XFT_MAX_COLS];
+	if (max == 0 || max > n)
+		max = n;
+	if (fit) {
+		int need = xft_table_fit(t, INT_MAX / 2, rows, size, order, max, w);
+		xft_table_fit(t, need > width ? need : width, rows, size, order, max, w);
+	} else {
+		xft_table_widths(t, width, w);
+	}
 	for (size_t i = 0, first = 1; i < t->ncols; i++) {
 		const char *h = t->cols[i].header;
 		if (!w[i])
@@ -27,8 +38,6 @@ static void print_table(FILE *f, const struct xft_table *t, int width, const voi
 		first = 0;
 	}
 	fputc('\n', f);
-	if (max == 0 || max > n)
-		max = n;
 	for (size_t r = 0; r < max; r++) {
 		const void *row = (const char *)rows + order[r] * size;
 		for (size_t i = 0, first = 1; i < t->ncols; i++) {
@@ -53,13 +62,13 @@ static void print_table(FILE *f, const struct xft_table *t, int width, const voi
 void xft_report_hops_text(struct xft_app *app, FILE *f, int width, size_t max)
 {
 	print_table(f, &xft_hop_table, width, app->frame.hops, sizeof(*app->frame.hops),
-		    app->frame.hop_order, app->frame.nhop_shown, max);
+		    app->frame.hop_order, app->frame.nhop_shown, max, 1);
 }
 
 void xft_report_flows_text(struct xft_app *app, FILE *f, int width, size_t max)
 {
 	print_table(f, &xft_flow_table, width, app->frame.flows, sizeof(*app->frame.flows),
-		    app->frame.flow_order, app->frame.nflow_shown, max);
+		    app->frame.flow_order, app->frame.nflow_shown, max, 1);
 }
 
 void xft_report_path_text(struct xft_app *app, FILE *f, const struct xft_flow_row *r)
@@ -98,10 +107,10 @@ void xft_report_summary_text(struct xft_app *app, FILE *f)
 		   ", late %" PRIu64 ", reorder-window overflows %" PRIu64 "\n",
 		(double)(app->now_ns - app->start_ns) / 1e9, st->records, app->rate, app->drops, app->bad,
 		st->late, st->window_full);
-	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", expired %" PRIu64
+	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", partial %" PRIu64 ", expired %" PRIu64
 		   ", evicted %" PRIu64 ", live %" PRIu64 "; hops %zu (dropped samples %" PRIu64
 		   "); model memory %" PRIu64 " bytes (fixed)\n",
-		st->flows_started, st->flows_finished, st->flows_expired, st->flows_evicted,
+		st->flows_started, st->flows_finished, st->flows_partial, st->flows_expired, st->flows_evicted,
 		st->flows_live, app->frame.nhops, st->hops_dropped, st->memory_bytes);
 }
 
@@ -138,7 +147,7 @@ static void hist_text(FILE *f, const struct xflow_hist *h)
 static void hv_table_text(FILE *f, const struct xft_table *t, int width, const void *rows, size_t size,
 			  const uint32_t *order, size_t n)
 {
-	print_table(f, t, width, rows, size, order, n, 0);
+	print_table(f, t, width, rows, size, order, n, 0, 0);
 }
 
 void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables)
@@ -286,7 +295,14 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	xft_json_key(j, "uptime_s");
 	xft_json_double(j, (double)(app->now_ns - app->start_ns) / 1e9);
 	xft_json_key(j, "note");
-	xft_json_string(j, app->note);
+	if ((flags & XFT_REPORT_BATCH) && app->pending_note[0]) {
+		char note[sizeof(app->pending_note) + 256];
+		snprintf(note, sizeof(note), "%s%s%s", app->note ? app->note : "", app->note ? "; " : "",
+			 app->pending_note);
+		xft_json_string(j, note);
+	} else {
+		xft_json_string(j, app->note);
+	}
 	xft_json_key(j, "paused");
 	xft_json_bool(j, app->ui.paused);
 
@@ -311,8 +327,8 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 
 	xft_json_key(j, "flow_files");
 	xft_json_array_begin(j);
-	for (unsigned i = 0; i < app->cfg.nflow_files; i++)
-		xft_json_string(j, app->cfg.flow_files[i]);
+	for (unsigned i = 0; i < app->nwoven; i++)
+		xft_json_string(j, app->woven[i]);
 	xft_json_array_end(j);
 
 	xft_json_key(j, "domains");
@@ -370,6 +386,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("reorder_overflows", st->window_full);
 	JU("flows_started", st->flows_started);
 	JU("flows_finished", st->flows_finished);
+	JU("flows_partial", st->flows_partial);
 	JU("flows_expired", st->flows_expired);
 	JU("flows_evicted", st->flows_evicted);
 	JU("flows_live", st->flows_live);

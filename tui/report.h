@@ -44,9 +44,10 @@ int xft_report_json_file(struct xft_app *app, FILE *f);
 /* The slowest flows as trace-event JSON for Perfetto / chrome://tracing. */
 int xft_report_trace(struct xft_app *app, FILE *f);
 
-/* Write @path atomically: @fill writes into a temporary file in the same
- * directory, which is flushed, fsync'ed and renamed over @path only when
- * @fill returned 0.  The old file stays whole otherwise. */
+/* Write @path atomically: @fill writes into memory, which goes to a
+ * temporary file in the same directory, synced and renamed over @path only
+ * when @fill returned 0 and every byte was written.  The old file stays
+ * whole otherwise, and the error is the system's (ENOSPC, EDQUOT...). */
 int xft_write_atomic(const char *path, int (*fill)(void *arg, FILE *f), void *arg, char *err,
 		     size_t errlen);
 

@@ -192,7 +192,8 @@ static void hops_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_HOPS];
 	int w[XFT_HCOL_N];
-	xft_table_widths(&xft_hop_table, cv->cols, w);
+	xft_table_fit(&xft_hop_table, cv->cols, app->frame.hops, sizeof(*app->frame.hops), app->frame.hop_order,
+		      app->frame.nhop_shown, w);
 	draw_table_header(cv, y, &xft_hop_table, w, l->sort, l->desc);
 	list_fix(l, app->frame.nhop_shown, h - 1);
 	if (!app->frame.nhop_shown) {
@@ -255,7 +256,8 @@ static void flows_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_FLOWS];
 	int w[XFT_FCOL_N];
-	xft_table_widths(&xft_flow_table, cv->cols, w);
+	xft_table_fit(&xft_flow_table, cv->cols, app->frame.flows, sizeof(*app->frame.flows), app->frame.flow_order,
+		      app->frame.nflow_shown, w);
 	draw_table_header(cv, y, &xft_flow_table, w, l->sort, l->desc);
 	list_fix(l, app->frame.nflow_shown, h - 1);
 	if (!app->frame.nflow_shown) {
@@ -350,15 +352,19 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 		wfile = m > wfile ? m : wfile;
 		wd = d > wd ? d : wd;
 	}
-	/* The function column first (it names the hop), then the file; the
-	 * gap bar takes what is left, at least a few cells. */
+	/* The function column first (it names the hop), as wide as its
+	 * longest name while a short file column and a few cells of the gap
+	 * bar still fit; then the file (its end kept); the bar takes what is
+	 * left. */
+	enum { MIN_FILE = 8, MIN_BAR = 6 };
 	if (wd > 12)
 		wd = 12;
-	if (wfn > 26)
-		wfn = 26;
-	int rest = cv->cols - (we + wd + wl + wfn + wg + 6);
-	if (wfile > rest - 6)
-		wfile = rest - 6 > 8 ? rest - 6 : 8;
+	int room = cv->cols - (we + wd + wl + wg + 6); /* function, file, bar */
+	if (wfn > room - MIN_FILE - 1 - MIN_BAR)
+		wfn = room - MIN_FILE - 1 - MIN_BAR > 8 ? room - MIN_FILE - 1 - MIN_BAR : 8;
+	int rest = room - wfn;
+	if (wfile > rest - 1 - MIN_BAR)
+		wfile = rest - 1 - MIN_BAR > MIN_FILE ? rest - 1 - MIN_BAR : MIN_FILE;
 	int wbar = rest - wfile - 1;
 	if (wbar < 1)
 		wbar = 1;
@@ -840,10 +846,20 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	}
 	if (!app->nsrc && o < sizeof(line))
 		o += (size_t)snprintf(line + o, sizeof(line) - o, " none (no collector)");
+	/* The flow files the collectors weave; those named with -f that none
+	 * weaves (no agent collector) were checked at start, and are said. */
 	if (o < sizeof(line))
-		o += (size_t)snprintf(line + o, sizeof(line) - o, "  Flow files:%s", app->cfg.nflow_files ? "" : " none");
+		o += (size_t)snprintf(line + o, sizeof(line) - o, "  Flow files:%s", app->nwoven ? "" : " none");
+	for (unsigned i = 0; i < app->nwoven && o < sizeof(line); i++)
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s", app->woven[i]);
+	const char *sep = " (not woven, no collector weaves flows:";
 	for (unsigned i = 0; i < app->cfg.nflow_files && o < sizeof(line); i++)
-		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s", app->cfg.flow_files[i]);
+		if (!xft_app_flow_file_woven(app, app->cfg.flow_files[i])) {
+			o += (size_t)snprintf(line + o, sizeof(line) - o, "%s %s", sep, app->cfg.flow_files[i]);
+			sep = "";
+		}
+	if (!*sep && o < sizeof(line))
+		o += (size_t)snprintf(line + o, sizeof(line) - o, ")");
 	xft_canvas_put(cv, 1, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 1, 0, XFT_A_TITLE, "Domains:", -1);
 
@@ -855,11 +871,20 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 
 	fmt_bytes(st->memory_bytes, mem, sizeof(mem));
-	snprintf(line, sizeof(line),
-		 "Flows: live %" PRIu64 " done %" PRIu64 " expired %" PRIu64 " evicted %" PRIu64
-		 "  Hops %zu  Mem %s (bound)",
-		 st->flows_live, st->flows_finished, st->flows_expired, st->flows_evicted,
-		 app->frame.nhops, mem);
+	/* Flows that were lost or seen in part only when there are any: the
+	 * line has room for the usual ones at 80 columns. */
+	o = (size_t)snprintf(line, sizeof(line), "Flows: live %" PRIu64 " done %" PRIu64, st->flows_live,
+			     st->flows_finished);
+	const struct {
+		const char *what;
+		uint64_t n;
+	} lost[] = { { "partial", st->flows_partial }, { "expired", st->flows_expired },
+		     { "evicted", st->flows_evicted } };
+	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]) && o < sizeof(line); i++)
+		if (lost[i].n)
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %s %" PRIu64, lost[i].what, lost[i].n);
+	if (o < sizeof(line))
+		snprintf(line + o, sizeof(line) - o, "  Hops %zu  Mem %s (bound)", app->frame.nhops, mem);
 	xft_canvas_put(cv, 3, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 3, 0, XFT_A_TITLE, "Flows:", -1);
 }

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "xflow/file.h"
+
 /* Bigger inputs are refused rather than read: a weave target is code, and a
  * multi-gigabyte "binary" is a mistake or an attack. */
 #define ELF_MAX_SIZE (2ull << 30)
@@ -289,19 +291,12 @@ int jp_elf_open_mem(struct jp_elf *e, const char *name, const void *buf, size_t 
 int jp_elf_open(struct jp_elf *e, const char *path, struct jp_err *err)
 {
 	memset(e, 0, sizeof(*e));
-	/* O_NONBLOCK: opening a FIFO would wait for a writer, and a guest may
-	 * name any path (the agent's executable, over Xen); only regular files
-	 * pass the check below, and their reads ignore the flag. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		int rc = -errno;
-		return fail(err, rc, "%s: %s", path, strerror(-rc));
-	}
+	/* A guest may name any path (the agent's executable, over Xen): a
+	 * FIFO there must not hold the monitor in open(). */
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return fail(err, -EINVAL, "%s: not a regular file", path);
-	}
+	int fd = xflow_file_open(path, &st);
+	if (fd < 0)
+		return fail(err, fd, "%s: %s", path, xflow_file_strerror(fd, &st));
 	if ((unsigned long long)st.st_size > ELF_MAX_SIZE) {
 		close(fd);
 		return fail(err, -EFBIG, "%s: too big (%lld bytes)", path, (long long)st.st_size);

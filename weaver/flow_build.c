@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "xflow/file.h"
 
 #define MAX_FILE_SIZE (64u << 20)
 
@@ -522,25 +525,25 @@ int fl_build_buffer(struct xflow_unit *u, const char *path, const char *buf,
 	return u->diag.nerrors > before ? -EINVAL : 0;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
+static int read_file(const char *path, char **out, size_t *len, struct stat *st)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	struct stat st;
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		fclose(f);
+	int fd = xflow_file_open(path, st);
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		int e = -errno;
+		close(fd);
 		return e;
 	}
-	if ((uintmax_t)st.st_size > MAX_FILE_SIZE) {
+	if ((uintmax_t)st->st_size > MAX_FILE_SIZE) {
 		fclose(f);
 		return -EFBIG;
 	}
-	char *buf = malloc((size_t)st.st_size + 1);
+	char *buf = malloc((size_t)st->st_size + 1);
 	if (!buf)
 		fl_oom();
-	size_t n = fread(buf, 1, (size_t)st.st_size, f);
+	size_t n = fread(buf, 1, (size_t)st->st_size, f);
 	int e = ferror(f) ? -EIO : 0;
 	fclose(f);
 	if (e) {
@@ -571,10 +574,11 @@ int fl_build_file(struct xflow_unit *u, const char *path, int depth, struct fl_l
 	}
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = read_file(path, &buf, &len);
+	struct stat st;
+	int rc = read_file(path, &buf, &len, &st);
 	if (rc < 0) {
 		fl_error(&u->diag, from, from.src ? "the path is relative to the including file" : NULL,
-			 "cannot read '%s': %s", path, strerror(-rc));
+			 "cannot read '%s': %s", path, xflow_file_strerror(rc, &st));
 		return rc;
 	}
 	rc = fl_build_buffer(u, path, buf, len, depth);

@@ -455,6 +455,8 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
  */
 int xflowc_plan_run(int argc, char **argv, FILE *out, FILE *err);
 int xflowc_plan_main(int argc, char **argv);
+/* The help lines of the options only `xflowc plan` takes. */
+extern const char xflowc_plan_options[];
 void jp_recipe_print(const struct jp_recipe *r, FILE *out);
 
 #endif /* WEAVER_JOINPOINT_H */

@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "weaver/unit.h"
 #include "xflow/plan.h"
@@ -419,6 +420,24 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 	return 0;
 }
 
+/* Is binary @k of a domain one of its binaries 0..k-1, under this name or
+ * another (a symbolic link, a path with "..", the monitor's name for an
+ * agent's executable given again with bin=)?  A binary named twice is one
+ * binary: resolved twice, each of its sites would be placed twice and its
+ * advice run twice at every hit, a start giving each object two flows. */
+static bool binary_named_before(const char *const *bins, size_t k)
+{
+	struct stat a, b;
+	bool have = stat(bins[k], &a) == 0;
+	for (size_t j = 0; j < k; j++) {
+		if (!strcmp(bins[j], bins[k]))
+			return true;
+		if (have && stat(bins[j], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return true;
+	}
+	return false;
+}
+
 int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_t ndoms,
 		  struct jp_plan_opts *opts, struct xflow_plan **out)
 {
@@ -467,18 +486,20 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 	for (size_t d = 0; d < ndoms && rc == 0; d++) {
 		struct xflow_plan_domain *dm = &p->domains[d];
 		dm->name = doms[d].name;
-		dm->nbinaries = (uint32_t)doms[d].nbinaries;
-		dm->binaries = fl_arena_alloc(arena, (dm->nbinaries + 1) * sizeof(*dm->binaries));
+		dm->binaries = fl_arena_alloc(arena, (doms[d].nbinaries + 1) * sizeof(*dm->binaries));
 		dm->layouts = fl_arena_alloc(arena, (p->nfields + 1) * sizeof(*dm->layouts));
 		for (uint32_t i = 0; i < p->nfields; i++)
 			dm->layouts[i].offset = -1;
-		struct dom_img *imgs = fl_arena_alloc(arena, (dm->nbinaries + 1) * sizeof(*imgs));
+		struct dom_img *imgs = fl_arena_alloc(arena, (doms[d].nbinaries + 1) * sizeof(*imgs));
 		size_t nimgs = 0;
-		for (uint32_t i = 0; i < dm->nbinaries; i++) {
+		for (size_t k = 0; k < doms[d].nbinaries; k++) {
 			struct jp_err err;
 			struct jp_image_opts io = { .debug_root = opts ? opts->debug_root : NULL };
-			dm->binaries[i].path = doms[d].binaries[i];
-			if (jp_image_open(&imgs[nimgs].img, doms[d].binaries[i], &io, &err) != 0) {
+			if (binary_named_before(doms[d].binaries, k))
+				continue;
+			uint32_t i = dm->nbinaries++;
+			dm->binaries[i].path = doms[d].binaries[k];
+			if (jp_image_open(&imgs[nimgs].img, doms[d].binaries[k], &io, &err) != 0) {
 				diag_at(&b, NULL, "error", "domain %s: %s", dm->name, err.msg);
 				continue;
 			}

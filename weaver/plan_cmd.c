@@ -16,28 +16,37 @@
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 
-static const char plan_usage[] =
-	"usage: xflowc plan --domain NAME=BINARY[,BINARY...] ... [options] FILE...\n"
-	"\n"
-	"Resolve the pointcuts of the flow FILEs against each domain's binaries\n"
-	"(their ELF symbols, DWARF and machine code) and print the weave plan:\n"
-	"per domain, every site (address, file:line, function, instruction,\n"
-	"member) with the advice that runs there and how each input is fetched.\n"
-	"A pointcut that matches nothing in any domain is a warning.\n"
-	"\n"
-	"options:\n"
+/* The options only plan takes; xflowc --help lists them too. */
+const char xflowc_plan_options[] =
 	"  --domain NAME=BIN[,BIN...]  a domain and its binaries (repeatable);\n"
 	"                     NAME is what pointcuts write after '@'\n"
-	"  -o FILE            also write the binary plan to FILE (atomically)\n"
+	"  -o FILE            also write the binary plan to FILE (atomically), which\n"
+	"                     xflow-agent --plan traces with, no monitor needed\n"
 	"  --strict           a pointcut that matches nothing is an error\n"
 	"  --debug-root DIR   where separate debug files are looked for by build\n"
 	"                     id and debuglink (default /usr/lib/debug)\n"
-	"  --bytecode         list each advice's bytecode too\n"
-	"  -q, --quiet        print nothing but diagnostics\n"
-	"  --no-include, --max-errors=N, -W...  as for xflowc check\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Exit status: 0 clean, 1 errors (or warnings with -Werror), 2 usage.\n";
+	"  -q, --quiet        print nothing but diagnostics\n";
+
+static void plan_usage(FILE *f)
+{
+	fputs("usage: xflowc plan --domain NAME=BINARY[,BINARY...] ... [options] FILE...\n"
+	      "\n"
+	      "Resolve the pointcuts of the flow FILEs against each domain's binaries\n"
+	      "(their ELF symbols, DWARF and machine code) and print the weave plan:\n"
+	      "per domain, every site (address, file:line, function, instruction,\n"
+	      "member) with the advice that runs there and how each input is fetched.\n"
+	      "A pointcut that matches nothing in any domain is a warning.\n"
+	      "\n"
+	      "options:\n",
+	      f);
+	fputs(xflowc_plan_options, f);
+	fputs("  --bytecode         list each advice's bytecode too\n"
+	      "  --no-include, --max-errors=N, -W...  as for xflowc check\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "Exit status: 0 clean, 1 errors (or warnings with -Werror), 2 usage.\n",
+	      f);
+}
 
 struct dom_arg {
 	char *name;
@@ -102,7 +111,7 @@ int xflowc_plan_run(int argc, char **argv, FILE *out, FILE *err)
 		if (a[0] != '-' || !a[1]) {
 			files[nfiles++] = argv[i];
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(plan_usage, out);
+			plan_usage(out);
 			rc = 0;
 			goto done;
 		} else if (!strcmp(a, "--domain") || !strncmp(a, "--domain=", 9)) {
@@ -152,12 +161,14 @@ int xflowc_plan_run(int argc, char **argv, FILE *out, FILE *err)
 			wopts[nw++] = a + 2;
 			werror |= !strcmp(a + 2, "error");
 		} else {
-			fprintf(err, "xflowc plan: unknown option '%s'\n%s", a, plan_usage);
+			fprintf(err, "xflowc plan: unknown option '%s'\n", a);
+			plan_usage(err);
 			goto done;
 		}
 	}
 	if (nfiles == 0 || ndoms == 0) {
-		fprintf(err, "xflowc plan: %s\n%s", nfiles ? "no --domain given" : "no input files", plan_usage);
+		fprintf(err, "xflowc plan: %s\n", nfiles ? "no --domain given" : "no input files");
+		plan_usage(err);
 		goto done;
 	}
 	if (xflow_unit_new(&u, &uopts) < 0) {

@@ -287,11 +287,13 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			   (unsigned long long)fsize, len);
 	if (flags || reserved)
 		return bad(why, whylen, "plan: reserved header fields are not zero");
+	/* The checksum first: a damaged byte anywhere past the header is
+	 * corruption, whatever structure it happens to break. */
+	if (xflow_plan_fnv32(b + XFLOW_PLAN_HEADER_SIZE, len - XFLOW_PLAN_HEADER_SIZE) != sum)
+		return bad(why, whylen, "plan: checksum mismatch (corrupted file)");
 	if (stroff < XFLOW_PLAN_HEADER_SIZE || strsize < 2 || stroff > len || strsize != len - stroff ||
 	    b[stroff] != 0 || b[len - 1] != 0)
 		return bad(why, whylen, "plan: bad string table (offset %u, %u bytes)", stroff, strsize);
-	if (xflow_plan_fnv32(b + XFLOW_PLAN_HEADER_SIZE, len - XFLOW_PLAN_HEADER_SIZE) != sum)
-		return bad(why, whylen, "plan: checksum mismatch (corrupted file)");
 	if (ndomains > XFLOW_PLAN_MAX_DOMAINS || nadvice > XFLOW_PLAN_MAX_ADVICE || nfields > 65535 ||
 	    nflows > 65535)
 		return bad(why, whylen, "plan: too many domains, advice, fields or flows");
@@ -301,7 +303,11 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 	fl_arena_init(m);
 	r.arena = m;
 	r.len = stroff;          /* records end where the strings start */
-	r.strtab = (const char *)b + stroff;
+	/* The plan owns its memory: its strings are a copy, not pointers into
+	 * @buf, which the caller frees (a control message, a file's bytes). */
+	char *strtab = fl_arena_alloc(m, strsize);
+	memcpy(strtab, b + stroff, strsize);
+	r.strtab = strtab;
 	r.strsize = strsize;
 	struct xflow_plan *p = fl_arena_alloc(m, sizeof(*p));
 	p->mem = m;

@@ -2,7 +2,8 @@
  * Pass: xflow expansion, exactly as the paper's section 4.1 shows.
  *
  *   <start>   → Figure 5: pointcut AND target(R)       register_flowid(F, R, get_new_flowid())
- *               (<select local_var="x"/>: AND local_var(x, R), key *(void**)R)
+ *               (<select local_var="x"/>: AND local_var(x, R), key *(void**)R),
+ *               guarded so that an R that has a live id keeps it (below)
  *   <quit>    → the same with remove_flowid(F, R)
  *   <move>    → Figure 6: AND local_var(from, R1) AND local_var(to, R2); re-key
  *   <copy>    → Figure 6 without the remove_flowid
@@ -148,8 +149,15 @@ static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
 		extra->a = r;
 		key = r;
 	}
+	/* A start pointcut often matches several instructions on one path
+	 * (every access of the member in the allocator).  Figure 5 as printed
+	 * would give the object a new id at each: the earlier flows orphaned,
+	 * waiting to expire, and every object counted once per instruction.
+	 * An object with a live id keeps it (the interpreter then writes no
+	 * START marker: the flow was not created here). */
 	const char *text = start
-		? fl_arena_printf(&u->arena, "register_flowid(%s, %s,\n    get_new_flowid());\n", f->name, key)
+		? fl_arena_printf(&u->arena, "if (get_flowid(%s, %s) == 0) {\n    register_flowid(%s, %s,\n"
+					     "        get_new_flowid());\n}\n", f->name, key, f->name, key)
 		: fl_arena_printf(&u->arena, "remove_flowid(%s, %s);\n", f->name, key);
 	return gen(u, f, p, p->loc, pc_and(u, p->pc, extra), text,
 		   start ? XFLOW_REC_START : XFLOW_REC_QUIT);
@@ -210,13 +218,16 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 		break;
 	case FL_X_SPLIT:
 	{
+		/* A fragment that has a live id keeps it, as a started object
+		 * does (see expand_end): the split matched again on its path. */
 		const char *child = strcmp(op->from, "child") && strcmp(op->to, "child") ? "child" : "xf_child";
 		fl_buf_printf(&b, "void *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
 			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n"
-			      "\tint %s = get_new_flowid();\n"
-			      "\tregister_flowid(%s, %s, %s);\n"
-			      "\tSTORE_SPLIT(%s, %s, %s);\n}\n",
-			      op->from, r1, op->to, r2, id, F, op->from, id, child, F, op->to, child,
+			      "\tif (get_flowid(%s, %s) == 0) {\n"
+			      "\t\tint %s = get_new_flowid();\n"
+			      "\t\tregister_flowid(%s, %s, %s);\n"
+			      "\t\tSTORE_SPLIT(%s, %s, %s);\n\t}\n}\n",
+			      op->from, r1, op->to, r2, id, F, op->from, id, F, op->to, child, F, op->to, child,
 			      F, child, id);
 	}
 		rec |= XFLOW_REC_START;
@@ -260,10 +271,13 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 			goto fail;
 		rec |= XFLOW_REC_CROSS_DOMAIN;
 		if (xin->has_key) {
+			/* A fresh local id, unless @to has a live one (the
+			 * receive matched again on its path): kept, as by a start. */
 			fl_buf_printf(&b, "struct %s *%s = *(void**)%s;\nvoid *%s = *(void**)%s;\n"
-				      "int %s = get_new_flowid();\nregister_flowid(%s, %s, %s);\n"
-				      "STORE_HANDOFF_IN(%s, %s->%s, %s);\n",
-				      S, op->from, r1, op->to, r2, id, F, op->to, id,
+				      "if (get_flowid(%s, %s) == 0) {\n"
+				      "\tint %s = get_new_flowid();\n\tregister_flowid(%s, %s, %s);\n"
+				      "\tSTORE_HANDOFF_IN(%s, %s->%s, %s);\n}\n",
+				      S, op->from, r1, op->to, r2, F, op->to, id, F, op->to, id,
 				      F, op->from, member, id);
 			rec |= XFLOW_REC_START;
 		} else {

@@ -19,7 +19,7 @@ static const char usage[] =
 	"All FILEs form one unit: a flow defined in one is visible in the others.\n"
 	"\n"
 	"options:\n"
-	"  --bytecode         dump: also list each advice's compiled bytecode\n"
+	"  --bytecode         dump, plan: also list each advice's compiled bytecode\n"
 	"  --max-errors=N     stop after N errors (default 20)\n"
 	"  --no-include       refuse <include> elements\n"
 	"  -Wall              enable every warning\n"
@@ -29,18 +29,29 @@ static const char usage[] =
 	"  -h, --help         show this help\n"
 	"  --version          show the version\n"
 	"\n"
+	"plan options:\n";
+
+static const char usage_end[] =
+	"\n"
 	"Exit status: 0 clean, 1 errors (or warnings with -Werror), 2 usage.\n"
 	"See xflowc(1) and, for the language, xflow(5).\n";
+
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+	fputs(xflowc_plan_options, f);
+	fputs(usage_end, f);
+}
 
 int xflowc_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	if (argc < 2) {
-		fputs(usage, err);
+		print_usage(err);
 		return 2;
 	}
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-		fputs(usage, out);
+		print_usage(out);
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
@@ -53,7 +64,8 @@ int xflowc_run(int argc, char **argv, FILE *out, FILE *err)
 		return xflowc_plan_main(argc, argv);
 	bool dump = !strcmp(cmd, "dump");
 	if (!dump && strcmp(cmd, "check")) {
-		fprintf(err, "xflowc: unknown command '%s'\n%s", cmd, usage);
+		fprintf(err, "xflowc: unknown command '%s'\n", cmd);
+		print_usage(err);
 		return 2;
 	}
 	struct xflow_unit_opts opts = { 0 };
@@ -72,7 +84,7 @@ int xflowc_run(int argc, char **argv, FILE *out, FILE *err)
 		} else if (!strcmp(a, "--")) {
 			dashdash = true;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, out);
+			print_usage(out);
 			rc = 0;
 			goto done;
 		} else if (!strcmp(a, "--bytecode") && dump) {
@@ -90,12 +102,14 @@ int xflowc_run(int argc, char **argv, FILE *out, FILE *err)
 		} else if (!strncmp(a, "-W", 2) && a[2] && nw < 64) {
 			wopts[nw++] = a + 2;
 		} else {
-			fprintf(err, "xflowc: unknown option '%s'\n%s", a, usage);
+			fprintf(err, "xflowc: unknown option '%s'\n", a);
+			print_usage(err);
 			goto done;
 		}
 	}
 	if (nfiles == 0) {
-		fprintf(err, "xflowc: no input files\n%s", usage);
+		fprintf(err, "xflowc: no input files\n");
+		print_usage(err);
 		goto done;
 	}
 	struct xflow_unit *u;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,11 +170,69 @@ Test(agent_collector, hostile_greetings, .timeout = 60)
 	cr_expect(strstr(err, "bad magic"), "%s", err);
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
-	/* Options. */
-	cr_expect_eq(ops->open("flows=x.xml", &c, err, sizeof(err)), -EINVAL);
+	/* Options.  Without socket=, dir= or xen: the agents' default
+	 * directory, here an empty one. */
+	char xdg[200];
+	snprintf(xdg, sizeof(xdg), "%s/b/run", gt_dir);
+	cr_assert_eq(mkdir(xdg, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", xdg, 1);
+	cr_expect_eq(ops->open("flows=x.xml", &c, err, sizeof(err)), -ENOENT);
 	cr_expect(strstr(err, "socket=PATH, dir=DIR or xen"), "%s", err);
 	cr_expect_eq(ops->open("socket=/nonexistent", &c, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "flows=FILE"), "%s", err);
 	cr_expect_eq(ops->open("sockets=/x", &c, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "unknown option 'sockets'"), "%s", err);
+}
+
+/* Issue 19 item 8: a flow file that is a FIFO is refused at once, with what
+ * it is; opening it to read would have waited for a writer for ever. */
+Test(agent_collector, fifo_flow_file_refused_at_once, .timeout = 10)
+{
+	char flows[160], fifo[200], opts[600], err[1024] = "";
+	gt_pkt_flow_setup(flows, sizeof(flows));
+	snprintf(fifo, sizeof(fifo), "%s/flows.fifo", gt_dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	struct xflow_collector *c;
+	snprintf(opts, sizeof(opts), "socket=%s/none.sock,flows=%s", gt_dir, fifo);
+	int rc = ops->open(opts, &c, err, sizeof(err));
+	unlink(fifo);
+	cr_assert_neq(rc, 0);
+	cr_expect(strstr(err, "flows.fifo") && strstr(err, "not a regular file (a FIFO)"), "%s", err);
+}
+
+/* Issue 19 item 7c: with neither socket=, dir= nor xen, the collector
+ * looks where xflow-agent puts its socket by default. */
+Test(agent_collector, default_socket_directory, .timeout = 60)
+{
+	char flows[160], xdg[160], sock[240], opts[600], err[1024] = "";
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
+	snprintf(xdg, sizeof(xdg), "%s/run", gt_dir);
+	cr_assert_eq(mkdir(xdg, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", xdg, 1);
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	struct xflow_collector *c;
+	snprintf(opts, sizeof(opts), "flows=%s,timeout=10000", flows);
+	cr_assert_neq(ops->open(opts, &c, err, sizeof(err)), 0, "opened with no agent");
+	char want[300];
+	snprintf(want, sizeof(want), "no agent socket in %s/xflow, where xflow-agent listens by default", xdg);
+	cr_expect(strstr(err, want), "expected '%s' in '%s'", want, err);
+	/* An agent there, under the name xflow-agent gives its socket. */
+	snprintf(sock, sizeof(sock), "%s/xflow/agent-fake-1.sock", xdg);
+	pid_t a = fake_agent(sock, bin, 1, FAKE_GOOD);
+	int rc = ops->open(opts, &c, err, sizeof(err));
+	if (rc)
+		kill(a, SIGKILL);
+	cr_assert_eq(rc, 0, "%s", err);
+	memset(nrec, 0, sizeof(nrec));
+	uint64_t end = xflow_monotonic_ns() + 10000000000u;
+	while (nrec[1] < 10 && xflow_monotonic_ns() < end) {
+		ops->read(c, xflow_monotonic_ns(), emit, NULL, 100);
+		usleep(10000);
+	}
+	cr_expect_eq(nrec[1], 10);
+	ops->close(c);
+	int st;
+	waitpid(a, &st, 0);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent status %d", st);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collectors/builtin.h"
@@ -162,4 +163,51 @@ Test(replay, bad_options_and_files)
 	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EPIPE);
 	cr_assert(strstr(err, "r.ses: offset "), "%s", err);
 	cr_assert(strstr(err, "the file ends"), "%s", err);
+}
+
+/* Issue 19 item 8: a FIFO given as the session is refused at once (open()
+ * would have waited for a writer for ever), and so is a directory. */
+Test(replay, fifo_and_directory_refused_at_once, .timeout = 10)
+{
+	const struct xflow_collector_ops *o = &xflow_collector_replay;
+	struct xflow_collector *c;
+	char fifo[300], err[512] = "";
+	snprintf(fifo, sizeof(fifo), "%s/fifo.ses", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(opts, sizeof(opts), "file=%s", fifo);
+	int rc = o->open(opts, &c, err, sizeof(err));
+	unlink(fifo);
+	cr_assert_eq(rc, -EINVAL, "%d: %s", rc, err);
+	cr_expect(strstr(err, "fifo.ses: not a regular file (a FIFO)"), "%s", err);
+	snprintf(opts, sizeof(opts), "file=%s", dir);
+	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EISDIR, "%s", err);
+	cr_expect(strstr(err, "Is a directory"), "%s", err);
+}
+
+/* Issue 19 item 9: a record time set to 2^64 - 1 (or 0) in a saved session
+ * is refused at open, naming its offset: played, it would never be due. */
+Test(replay, time_outside_the_span_refused)
+{
+	const struct xflow_collector_ops *o = &xflow_collector_replay;
+	struct xflow_collector *c;
+	char err[512] = "";
+	FILE *f = fopen(path, "r+b");
+	cr_assert_not_null(f);
+	unsigned char buf[4096];
+	size_t len = fread(buf, 1, sizeof(buf), f);
+	/* The third record: after the carried bits, two sites, two records. */
+	size_t at = XFLOW_SESSION_HEADER_SIZE;
+	for (unsigned k = 0; at < len; at += 8 + (buf[at + 4] | buf[at + 5] << 8))
+		if (buf[at] == XFLOW_SESSION_RECORD && k++ == 2)
+			break;
+	cr_assert_lt(at, len);
+	static const unsigned char ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	fseek(f, (long)at + 8, SEEK_SET);
+	fwrite(ones, 1, 8, f);
+	fclose(f);
+	snprintf(opts, sizeof(opts), "file=%s", path);
+	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EBADMSG);
+	char want[128];
+	snprintf(want, sizeof(want), "r.ses: offset %zu: record time 18446744073709551615 ns", at);
+	cr_expect(strstr(err, want), "expected '%s' in '%s'", want, err);
 }

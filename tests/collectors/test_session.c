@@ -200,21 +200,85 @@ static void expect_bad(size_t at, const void *bytes, size_t n, const char *what)
 	free(buf);
 }
 
-/* Offsets in the small session: header 16, carried chunk 16+8+16 = 40,
- * first site at 40 (20 + 6 + 14 + 8 bytes of payload). */
+/* Offsets in the small session: header 32, carried chunk 32+8+16 = 56,
+ * first site at 56 (20 + 6 + 14 + 8 bytes of payload). */
 Test(session, named_errors)
 {
 	expect_bad(0, "XFLOWSEZ", 8, "offset 0: not a saved xflowtop session");
-	expect_bad(8, "\x02\x00", 2, "offset 8: session version 2");
+	expect_bad(8, "\x03\x00", 2, "offset 8: session version 3");
 	expect_bad(12, "\x01", 1, "reserved header bytes");
-	expect_bad(16, "\x09", 1, "offset 16: unknown chunk type 9");
-	expect_bad(20, "\x11", 1, "offset 16: chunk type 3 with length 17");
-	expect_bad(24, "\x30", 1, "carried bits 48 for flow kind 0");
-	expect_bad(44, "\xff\xff\x00\x00", 4, "offset 40: chunk type 2 with length 65535");
-	expect_bad(44, "\x31", 1, "site: length 49 does not match");
-	expect_bad(48 + 12, "\x00", 1, "site: domain name length 0");
-	expect_bad(48 + 20, "\x07", 1, "the domain name has a control byte 0x07");
-	expect_bad(48 + 14, "\x01\x04", 2, "file or function name length 1025");
+	expect_bad(32, "\x09", 1, "offset 32: unknown chunk type 9");
+	expect_bad(36, "\x11", 1, "offset 32: chunk type 3 with length 17");
+	expect_bad(40, "\x30", 1, "carried bits 48 for flow kind 0");
+	expect_bad(60, "\xff\xff\x00\x00", 4, "offset 56: chunk type 2 with length 65535");
+	expect_bad(60, "\x31", 1, "site: length 49 does not match");
+	expect_bad(64 + 12, "\x00", 1, "site: domain name length 0");
+	expect_bad(64 + 20, "\x07", 1, "the domain name has a control byte 0x07");
+	expect_bad(64 + 14, "\x01\x04", 2, "file or function name length 1025");
+}
+
+/* The offset of the @k-th record chunk of @buf. */
+static size_t record_at(const unsigned char *buf, unsigned k)
+{
+	size_t at = XFLOW_SESSION_HEADER_SIZE;
+	for (;;) {
+		if (buf[at] == XFLOW_SESSION_RECORD && k-- == 0)
+			return at;
+		at += 8 + (buf[at + 4] | buf[at + 5] << 8);
+	}
+}
+
+static void put64le(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Issue 19 item 9: the header gives the span of the record times; a record
+ * outside it (a time of 0 or 2^64 - 1 would hold a replay back for ever)
+ * is refused at its offset, and the span must be the records' own. */
+Test(session, record_time_outside_the_span)
+{
+	write_small(3);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	char err[512], want[160];
+	unsigned n;
+	/* The writer filled the span in: 5000000 .. 5002000 ns. */
+	FILE *f = fmemopen(buf, len, "rb");
+	struct xflow_session_reader *r;
+	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
+	uint64_t first, last;
+	xflow_session_reader_span(r, &first, &last);
+	cr_expect_eq(first, 5000000);
+	cr_expect_eq(last, 5002000);
+	xflow_session_reader_free(r);
+	fclose(f);
+	static const uint64_t bad_times[] = { 0, UINT64_MAX, 4999999, 5002001 };
+	for (unsigned k = 0; k < 3; k++)
+		for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++) {
+			size_t at = record_at(buf, k);
+			unsigned char save[8];
+			memcpy(save, buf + at + 8, 8);
+			put64le(buf + at + 8, bad_times[i]);
+			cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG, "time %llu accepted",
+				     (unsigned long long)bad_times[i]);
+			snprintf(want, sizeof(want), "t.ses: offset %zu: record time %llu ns is outside the session's span",
+				 at, (unsigned long long)bad_times[i]);
+			cr_expect(strstr(err, want), "expected '%s' in '%s'", want, err);
+			memcpy(buf + at + 8, save, 8);
+		}
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), 0, "%s", err);
+	/* A span that ends before it starts. */
+	put64le(buf + 16, 5002001);
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 16: the session's span ends"), "%s", err);
+	/* A span wider than the records': the header may not stretch a replay. */
+	put64le(buf + 16, 1);
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 16: the header's span, 1 to 5002000 ns, is not the records' (5000000 to "
+			      "5002000 ns)"), "%s", err);
+	free(buf);
 }
 
 Test(session, bad_record_and_end)
@@ -222,10 +286,8 @@ Test(session, bad_record_and_end)
 	write_small(2);
 	size_t len;
 	unsigned char *buf = slurp(&len);
-	/* The records follow the two sites: find the first by its type. */
-	size_t at = 16;
-	while (buf[at] != XFLOW_SESSION_RECORD)
-		at += 8 + (buf[at + 4] | buf[at + 5] << 8);
+	/* The records follow the two sites. */
+	size_t at = record_at(buf, 0);
 	char err[512];
 	unsigned n;
 	buf[at + 8 + 8 + 26] = 9; /* the record's version */

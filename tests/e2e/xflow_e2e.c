@@ -21,6 +21,19 @@
  *       Issue 7: xflowtop -b on the demo host through the agent collector;
  *       prints its last batch output and the truth's hop latencies for the
  *       calling script to compare.
+ *   xflow-e2e counts XFLOWTOP FLOWS [--rate N] [--size BYTES] [--duration S]
+ *                    [--max-flows N]
+ *       Issue 19 item 1: xflowtop -b through the agent collector weaving
+ *       FLOWS (tests/e2e/counts.xml), each domain's executable also named
+ *       again with bin= (once by the same path, once through a symbolic
+ *       link); once the host is done, the flows xflowtop counted (its exit
+ *       snapshot) must be exactly what the truth file says happened:
+ *       started = segments + clones = finished, none expired, evicted,
+ *       partial or left live.
+ *       With --max-flows N (issue 19 item 5), the model has room for N live
+ *       flows only: flows are evicted, and their later records make partial
+ *       flows, none of which may be among the slowest: every flow listed
+ *       there began where the flow file starts flows, in the guest.
  *
  * Exit 0 pass, 1 fail, 77 skip (reason on the last line).
  */
@@ -35,12 +48,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "collectors/agent.h"
 #include "collectors/demo_host.h"
+#include "tests/tui/jsonlite.h"
 #include "xflow/clock.h"
 #include "xflow/collector.h"
 
@@ -685,11 +700,187 @@ static int mode_top(int argc, char **argv)
 	return (WIFEXITED(st) && WEXITSTATUS(st) == 0 && hs == 0 && !failures) ? 0 : 1;
 }
 
+/* The truth's message segments (one skb each) and clones of the guests. */
+static void count_truth(uint64_t *segments, uint64_t *clones)
+{
+	FILE *f = fopen(truth_path, "r");
+	char line[512];
+	*segments = *clones = 0;
+	if (!f) {
+		FAILF("no truth file %s", truth_path);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned dom, g, msg, seg, nseg;
+		char path[8], stage[40];
+		if (line[0] == '#' || sscanf(line, "%*u %u %u %7s %u %u %u %39s", &dom, &g, path, &msg, &seg, &nseg,
+					     stage) != 7 || strcmp(path, "net"))
+			continue;
+		/* Each segment passes alloc_skb_from_cache once. */
+		*segments += !strcmp(stage, "alloc_skb_from_cache");
+		*clones += !strcmp(stage, "skb_clone");
+	}
+	fclose(f);
+}
+
+static double json_num(const struct jl_value *o, const char *key)
+{
+	const struct jl_value *v = jl_get(o, key);
+	if (!v || v->type != JL_NUMBER) {
+		FAILF("the snapshot has no number %s", key);
+		return -1;
+	}
+	return v->number;
+}
+
+/* Under a small max-flows: flows were evicted and came back partial, and
+ * none of those is among the slowest, whose every flow began where
+ * tests/e2e/counts.xml starts flows, in the guest. */
+static void check_slowest_whole(const struct jl_value *snap, double evicted, double partial)
+{
+	const struct jl_value *slow = jl_get(snap, "slowest");
+	if (!evicted || !partial)
+		FAILF("max-flows left room for every flow: nothing evicted or partial");
+	if (!slow || slow->type != JL_ARRAY || !slow->n) {
+		FAILF("no slowest flows");
+		return;
+	}
+	for (size_t i = 0; i < slow->n; i++) {
+		const struct jl_value *f = &slow->items[i], *path = jl_get(f, "path");
+		const struct jl_value *origin = jl_get(f, "origin_domain");
+		const struct jl_value *fn = path && path->n ? jl_get(&path->items[0], "function") : NULL;
+		bool whole = origin && origin->type == JL_STRING && !strcmp(origin->string, "linuxU") && fn &&
+			     fn->type == JL_STRING && (!strcmp(fn->string, "tcp_sendmsg") || !strcmp(fn->string, "skb_clone"));
+		if (!whole)
+			FAILF("slowest flow %zu (id %.0f) from %s begins at %s: a fragment ranked as a flow", i + 1,
+			      json_num(f, "id"), origin && origin->string ? origin->string : "?",
+			      fn && fn->string ? fn->string : "?");
+	}
+	printf("%zu slowest flows, every one whole\n", slow->n);
+}
+
+static int mode_counts(int argc, char **argv)
+{
+	struct xflow_demo_opts o = { .guests = 1, .rate = 100, .size = 3000, .duration = "3" };
+	const char *xflowtop = argv[0];
+	char max_flows[64] = "";
+	o.flows = argv[1];
+	for (int i = 2; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--rate"))
+			o.rate = (unsigned)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--size"))
+			o.size = (uint32_t)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--duration"))
+			o.duration = argv[i + 1];
+		else if (!strcmp(argv[i], "--max-flows"))
+			snprintf(max_flows, sizeof(max_flows), "max-flows=%s", argv[i + 1]);
+	}
+	start_host(&o);
+	/* Each domain's executable named again: by the same path, and by a
+	 * symbolic link to it. */
+	char spec[4 * PATH_MAX], links[2][80], out[80], snap[80];
+	int n = snprintf(spec, sizeof(spec), "agent:%s", xflow_demo_host_options(host));
+	for (unsigned i = 0; i < xflow_demo_host_ndomains(host) && i < 2; i++) {
+		unsigned id;
+		const char *name;
+		pid_t pid;
+		char proc[64], exe[PATH_MAX];
+		xflow_demo_host_domain(host, i, &id, &name, &pid);
+		snprintf(proc, sizeof(proc), "/proc/%d/exe", (int)pid);
+		ssize_t k = readlink(proc, exe, sizeof(exe) - 1);
+		if (k <= 0) {
+			FAILF("cannot read %s", proc);
+			xflow_demo_host_stop(host);
+			return 1;
+		}
+		exe[k] = 0;
+		snprintf(links[i], sizeof(links[i]), "/tmp/xflow-e2e-%d-%s", (int)getpid(), name);
+		unlink(links[i]);
+		if (symlink(exe, links[i]))
+			FAILF("symlink %s: %s", links[i], strerror(errno));
+		n += snprintf(spec + n, sizeof(spec) - (size_t)n, ",bin=%s:%s,bin=%s:%s", name, exe, name, links[i]);
+	}
+	snprintf(out, sizeof(out), "/tmp/xflow-e2e-counts-%d.out", (int)getpid());
+	snprintf(snap, sizeof(snap), "/tmp/xflow-e2e-counts-%d", (int)getpid());
+	pid_t kid = fork();
+	if (kid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0)
+			_exit(127);
+		dup2(fd, 1);
+		close(fd);
+		execl(xflowtop, xflowtop, "-b", "-d", "0.5", "-n", "100000", "--snapshot-on-exit", snap, "--collector",
+		      spec, "--set", max_flows[0] ? max_flows : "top-k=20", (char *)NULL);
+		_exit(127);
+	}
+	/* The first table comes once every plan is in: then the traffic. */
+	struct stat st;
+	int waited = 0, status = -1;
+	while ((stat(out, &st) != 0 || st.st_size == 0) && waitpid(kid, &status, WNOHANG) == 0 && waited++ < 3000)
+		usleep(10000);
+	bool up = stat(out, &st) == 0 && st.st_size > 0;
+	int hs = up ? (xflow_demo_host_go(host), xflow_demo_host_wait(host, 60000)) : -ECANCELED;
+	/* The agents leave with their targets; what they wrote last drains
+	 * through the reorder window within a few refreshes. */
+	sleep(3);
+	kill(kid, SIGTERM);
+	waitpid(kid, &status, 0);
+	printf("xflowtop exit %d, host exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, hs);
+	if (!up || hs != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char cmd[200];
+		snprintf(cmd, sizeof(cmd), "tail -40 %s", out);
+		fflush(stdout);
+		if (system(cmd) != 0)
+			printf("(no output)\n");
+		FAILF("the run did not complete");
+	}
+	uint64_t segments, clones;
+	count_truth(&segments, &clones);
+	char path[128], err[160];
+	snprintf(path, sizeof(path), "%s.json", snap);
+	size_t len;
+	char *text = jl_read_file(path, &len);
+	struct jl_value v = { 0 };
+	if (!text || jl_parse(text, len, &v, err, sizeof(err))) {
+		FAILF("no exit snapshot %s%s%s", path, text ? ": " : "", text ? err : "");
+	} else {
+		const struct jl_value *stats = jl_get(&v, "stats");
+		double started = json_num(stats, "flows_started"), finished = json_num(stats, "flows_finished");
+		double expired = json_num(stats, "flows_expired"), evicted = json_num(stats, "flows_evicted");
+		double live = json_num(stats, "flows_live"), partial = json_num(stats, "flows_partial");
+		printf("truth: %" PRIu64 " segments, %" PRIu64 " clones; xflowtop: started %.0f, finished %.0f, "
+		       "expired %.0f, evicted %.0f, partial %.0f, live %.0f\n",
+		       segments, clones, started, finished, expired, evicted, partial, live);
+		if (!segments || !clones)
+			FAILF("the truth has no segment or no clone");
+		if (started != (double)(segments + clones))
+			FAILF("%.0f flows started for %" PRIu64 " segments and %" PRIu64 " clones", started, segments,
+			      clones);
+		if (max_flows[0])
+			check_slowest_whole(&v, evicted, partial);
+		else if (finished != started || expired || evicted || partial || live)
+			FAILF("not every flow started finished, or flows expired, were evicted, partial or left live");
+	}
+	jl_free(&v);
+	free(text);
+	for (unsigned i = 0; i < 2; i++)
+		unlink(links[i]);
+	unlink(out);
+	static const char *const suffix[] = { ".txt", ".json", ".trace.json" };
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s%s", snap, suffix[i]);
+		unlink(path);
+	}
+	xflow_demo_host_stop(host);
+	unlink(truth_path);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
-		fprintf(stderr, "usage: xflow-e2e flows|detach|top XFLOWTOP [options]\n");
+		fprintf(stderr, "usage: xflow-e2e flows|detach|top XFLOWTOP|counts XFLOWTOP FLOWS [options]\n");
 		return 2;
 	}
 	skip_if_no_ptrace();
@@ -699,6 +890,8 @@ int main(int argc, char **argv)
 		return mode_detach();
 	if (!strcmp(argv[1], "top") && argc > 2)
 		return mode_top(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "counts") && argc > 3)
+		return mode_counts(argc - 2, argv + 2);
 	fprintf(stderr, "xflow-e2e: unknown mode %s\n", argv[1]);
 	return 2;
 }

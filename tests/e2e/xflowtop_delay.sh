@@ -6,21 +6,8 @@
 # p50 (when the host itself ran slow, other hops may outgrow it: then only
 # the truth is the measure); the slowest flow's path lists the truth's
 # stages in the truth's order.
-BUILD=${BUILD:-build}
-for b in "$BUILD/tests/e2e/xflow-e2e" "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent" "$BUILD/bin/xensim" \
-	"$BUILD/sim/truth-check"; do
-	[ -x "$b" ] || { echo "missing $b"; exit 77; }
-done
-export E2E_BINDIR="$BUILD/bin"
-# Sanitized domains are not the code the flows were written against (the
-# instrumentation moves variables out of their registers): a sanitized
-# build traces the plain build's domains, the agent and monitor being the
-# sanitized ones under test.
-if [ "$BUILD" != build ]; then
-	[ -x build/sim/linuxU ] && [ -x build/sim/linux0 ] ||
-		{ echo "sanitized domains cannot be woven; build the plain tree first (make)"; exit 77; }
-	export XENSIM_DIR="$(pwd)/build/sim"
-fi
+. tests/e2e/lib.sh
+e2e_need "$BUILD/bin/xflowtop" "$BUILD/sim/truth-check"
 OUT=$(mktemp "${TMPDIR:-/tmp}/xflowtop-delay.XXXXXX")
 trap 'rm -f "$OUT"' EXIT INT TERM
 

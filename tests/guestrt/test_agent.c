@@ -371,3 +371,37 @@ Test(agent, plan_with_bad_address, .timeout = 60, .fini = kill_started)
 	kill(target, SIGKILL);
 	waitpid(target, NULL, 0);
 }
+
+/* Issue 19 item 14: a --socket path longer than sockaddr_un holds is
+ * refused, naming it and the limit; cut, it would have named another file,
+ * where no monitor would look. */
+Test(agent, socket_path_too_long, .timeout = 60, .fini = kill_started)
+{
+	gt_need_ptrace();
+	const char *bin = gt_build("fx_loop", "-O2");
+	struct gt_proc p;
+	gt_start(&p, bin, "1", "1000000000", "s");
+	remember(p.pid);
+	char sock[200];
+	int n = snprintf(sock, sizeof(sock), "%s/", gt_dir);
+	while (n < 150)
+		sock[n++] = 'x';
+	snprintf(sock + n, sizeof(sock) - (size_t)n, ".sock");
+	pid_t pids[1] = { p.pid };
+	struct xflow_agent_opts o = { .domain = "loop", .pids = pids, .npids = 1, .socket_path = sock,
+				      .transport = XFLOW_AGENT_LOCAL };
+	struct xflow_agent *a = NULL;
+	char err[512] = "";
+	int rc = xflow_agent_new(&o, &a, err, sizeof(err));
+	if (rc == 0)
+		xflow_agent_free(a);
+	cr_expect_eq(rc, -ENAMETOOLONG, "%d: %s", rc, err);
+	cr_expect(strstr(err, "--socket") && strstr(err, sock) && strstr(err, "at most 107"), "%s", err);
+	/* Nothing was created under the path cut to 107 bytes. */
+	sock[107] = 0;
+	cr_expect_neq(access(sock, F_OK), 0, "%s exists", sock);
+	kill(p.pid, SIGKILL);
+	waitpid(p.pid, NULL, 0);
+	fclose(p.in);
+	fclose(p.out);
+}

@@ -294,3 +294,151 @@ Test(interp, arithmetic_never_traps)
 	xflow_flowtab_fini(&d.flows);
 	xflow_unit_free(u);
 }
+
+/* A flow with a split and a keyed handoff, compiled and verified: advice
+ * 0 start, 1 split, 2 keyed xin, 3 keyed xout, 4 quit. */
+static struct xflow_unit *split_keyed_flow(void)
+{
+	static const char xml[] =
+		"<flows><xflow name='f'>"
+		"<start><pointcut>access(sk_buff.data)</pointcut></start>"
+		"<transit><pointcut>access(sk_buff.head)</pointcut><split from='skb' to='n'/></transit>"
+		"<transit><pointcut>access(netif_tx_request.id) AND within_function(a)</pointcut>"
+		"<xin_move name='kin' from='skb' to='tx'><key member='id'/></xin_move></transit>"
+		"<transit><pointcut>access(netif_tx_request.id) AND within_function(b)</pointcut>"
+		"<xout_move name='kin' from='txp' to='skb'/></transit>"
+		"<quit><pointcut>access(sk_buff.len)</pointcut></quit>"
+		"</xflow></flows>";
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_buffer(u, "sk.xml", xml, strlen(xml)), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	static const enum xflow_advice_origin want[] = { XFLOW_ADVICE_START, XFLOW_ADVICE_TRANSIT,
+							 XFLOW_ADVICE_TRANSIT, XFLOW_ADVICE_TRANSIT,
+							 XFLOW_ADVICE_QUIT };
+	cr_assert_eq(xflow_unit_advice_count(u), 5);
+	for (size_t i = 0; i < 5; i++) {
+		struct xflow_advice_info ai;
+		xflow_unit_advice(u, i, &ai);
+		cr_assert_eq(ai.origin, want[i], "advice %zu", i);
+		const char *why;
+		uint32_t at;
+		cr_assert_eq(xflow_bc_verify((struct xflow_bc_prog *)ai.prog, &why, &at), 0, "%s", why);
+	}
+	resolve_fields(u);
+	return u;
+}
+
+/* Issue 19 item 2: a start on an object that has a live id keeps the id
+ * and writes nothing (the start pointcut matched another instruction of
+ * the same path); once the flow quit, the next start makes a new one. */
+Test(interp, a_start_on_a_live_object_keeps_its_id)
+{
+	struct xflow_unit *u = split_keyed_flow();
+	static struct dom d;
+	memset(&d, 0, sizeof(d));
+	cr_assert_eq(xflow_flowtab_init(&d.flows, 64), 0);
+	static const char *const t[] = { "target" };
+	uint64_t v = SKB;
+	struct xflow_interp_result r = run(u, 0, &d, t, &v, 1);
+	cr_assert_eq(r.records, 1);
+	cr_assert_eq(d.recs[0].flags, XFLOW_REC_START);
+	uint64_t id = d.recs[0].flow_id;
+	cr_assert_eq(xflow_flowtab_get(&d.flows, 0, SKB), id);
+	for (int again = 0; again < 3; again++) {
+		r = run(u, 0, &d, t, &v, 1);
+		cr_assert_eq(r.rc, 0);
+		cr_expect_eq(r.records, 0, "a second START for a live object");
+		cr_expect_eq(xflow_flowtab_get(&d.flows, 0, SKB), id, "the live id was replaced");
+	}
+	r = run(u, 4, &d, t, &v, 1);
+	cr_assert_eq(r.records, 1);
+	cr_expect_eq(d.recs[d.nrecs - 1].flags, XFLOW_REC_QUIT);
+	cr_expect_eq(d.recs[d.nrecs - 1].flow_id, id);
+	r = run(u, 0, &d, t, &v, 1);
+	cr_assert_eq(r.records, 1);
+	cr_expect_eq(d.recs[d.nrecs - 1].flags, XFLOW_REC_START);
+	cr_expect_neq(d.recs[d.nrecs - 1].flow_id, id, "a new flow after the quit");
+	xflow_flowtab_fini(&d.flows);
+	xflow_unit_free(u);
+}
+
+/* Issue 19 item 1: a split, and each side of a keyed handoff, is one
+ * record: the operation's own (STORE_SPLIT, STORE_HANDOFF_*), without a
+ * marker saying it a second time (a second START of every fragment); and
+ * matched again on one path, a split or a keyed receive keeps the id the
+ * object got (item 2's rule). */
+Test(interp, split_and_keyed_handoffs_write_one_record_each)
+{
+	struct xflow_unit *u = split_keyed_flow();
+	static struct dom guest, dom0;
+	memset(&guest, 0, sizeof(guest));
+	memset(&dom0, 0, sizeof(dom0));
+	cr_assert_eq(xflow_flowtab_init(&guest.flows, 64), 0);
+	cr_assert_eq(xflow_flowtab_init(&dom0.flows, 64), 0);
+	static const char *const t[] = { "target" };
+	uint64_t v = SKB;
+	run(u, 0, &guest, t, &v, 1);
+	uint64_t parent = xflow_flowtab_get(&guest.flows, 0, SKB);
+	cr_assert_neq(parent, 0);
+
+	put_ptr(&guest, VAR_A, SKB);
+	put_ptr(&guest, VAR_B, CLONE);
+	static const char *const sn[] = { "skb", "n" };
+	uint64_t sv[] = { VAR_A, VAR_B };
+	unsigned before = guest.nrecs;
+	struct xflow_interp_result r = run(u, 1, &guest, sn, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(guest.nrecs - before, 1, "%u records for one split", guest.nrecs - before);
+	const struct xflow_record *m = &guest.recs[before];
+	cr_expect_eq(m->flags, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT);
+	uint64_t child = xflow_flowtab_get(&guest.flows, 0, CLONE);
+	cr_expect_eq(m->flow_id, child);
+	cr_expect_eq(m->data[0], parent);
+	cr_expect_eq(xflow_flowtab_get(&guest.flows, 0, SKB), parent, "the parent keeps its id");
+	/* The split's pointcut matching again on the fragment's path: the
+	 * fragment keeps its id, and nothing is written. */
+	before = guest.nrecs;
+	r = run(u, 1, &guest, sn, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_expect_eq(guest.nrecs, before, "a second split of one fragment");
+	cr_expect_eq(xflow_flowtab_get(&guest.flows, 0, CLONE), child);
+
+	/* The sending side of the keyed handoff. */
+	uint64_t key = 0x77;
+	memcpy(guest.mem + (TX - MEM_BASE) + 8, &key, 8);
+	put_ptr(&guest, VAR_A, CLONE);
+	put_ptr(&guest, VAR_B, TX);
+	static const char *const xt[] = { "skb", "tx" };
+	before = guest.nrecs;
+	r = run(u, 2, &guest, xt, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(guest.nrecs - before, 1, "%u records for one keyed send", guest.nrecs - before);
+	m = &guest.recs[before];
+	cr_expect_eq(m->flags, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	cr_expect_eq(m->flow_id, child);
+	cr_expect_eq(m->data[0], key);
+	cr_expect_eq(m->data[1], 0);
+
+	/* The receiving side, in dom0. */
+	memcpy(dom0.mem + (TX - MEM_BASE) + 8, &key, 8);
+	put_ptr(&dom0, VAR_A, TX);
+	put_ptr(&dom0, VAR_B, SKB0);
+	static const char *const xr[] = { "txp", "skb" };
+	r = run(u, 3, &dom0, xr, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(dom0.nrecs, 1, "%u records for one keyed receive", dom0.nrecs);
+	m = &dom0.recs[0];
+	cr_expect_eq(m->flags, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	cr_expect_eq(m->flow_id, xflow_flowtab_get(&dom0.flows, 0, SKB0));
+	cr_expect_eq(m->data[0], key);
+	cr_expect_eq(m->data[1], 1);
+	uint64_t local = m->flow_id;
+	r = run(u, 3, &dom0, xr, sv, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_expect_eq(dom0.nrecs, 1, "a second receive for one object");
+	cr_expect_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), local);
+	xflow_flowtab_fini(&guest.flows);
+	xflow_flowtab_fini(&dom0.flows);
+	xflow_unit_free(u);
+}

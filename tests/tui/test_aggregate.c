@@ -378,3 +378,46 @@ Test(aggregate, memory_stays_bounded_through_ten_million_flows, .timeout = 300)
 	cr_assert_lt(grown, 8 * 1024, "RSS grew by %ld KiB after the first 100K flows", grown);
 	xft_agg_free(a);
 }
+
+/* Issue 19 item 5: a flow evicted to make room, whose later records come
+ * back, is a partial flow: counted apart, never among the slowest (its
+ * fragment here would be the slowest of all), never finished. */
+Test(aggregate, a_flow_whose_beginning_was_evicted_is_partial)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.max_flows = 16;
+	l.window_ns = 10 * US;
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	/* 17 starts: the 17th evicts flow 1, the oldest. */
+	for (uint64_t id = 1; id <= 17; id++) {
+		struct xflow_record r = rec(1, 1, id, XFLOW_REC_START);
+		xft_agg_feed(a, &r, t + id * US);
+	}
+	/* Flows 2..17 go on and quit 1 ms after their start. */
+	for (uint64_t id = 2; id <= 17; id++) {
+		struct xflow_record r = rec(1, 2, id, 0);
+		xft_agg_feed(a, &r, t + 500 * US + id * US);
+		r = rec(1, 3, id, XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, t + 1 * MS + id * US);
+	}
+	/* Flow 1's middle and end come much later: a 50 ms fragment. */
+	struct xflow_record r = rec(1, 2, 1, 0);
+	xft_agg_feed(a, &r, t + 10 * MS);
+	r = rec(1, 3, 1, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 60 * MS);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->flows_evicted, 1);
+	cr_expect_eq(st->flows_started, 17);
+	cr_expect_eq(st->flows_partial, 1);
+	cr_expect_eq(st->flows_finished, 16, "a fragment counted as a finished flow");
+	cr_expect_eq(st->flows_live, 0);
+	const struct xft_flow_summary *s;
+	size_t n = xft_agg_slowest(a, &s, 100);
+	cr_expect_eq(n, 16);
+	for (size_t i = 0; i < n; i++)
+		cr_expect_neq(s[i].id, 1, "the fragment of flow 1 is ranked %zu among the slowest", i + 1);
+	xft_agg_free(a);
+}

@@ -4,11 +4,13 @@
  * (text and JSON), iterations, SIGUSR1 and the exit snapshot.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/tui/apptest.h"
@@ -136,4 +138,109 @@ Test(app, sigusr1_and_exit_snapshots)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 	apptest_free(app);
+}
+
+/* The batch JSON renderer, asking for a snapshot after its first object. */
+static void json_frame_then_signal(struct xft_app *app)
+{
+	xft_renderer_batch_json.frame(app);
+	if (renders++ == 0)
+		raise(SIGUSR1);
+}
+
+/* Issue 19 item 11: in batch mode a snapshot that cannot be written is
+ * said on standard error and in the next JSON object's note, and the run
+ * ends with status 1. */
+Test(app, batch_snapshot_failure_is_said)
+{
+	struct xft_app *app = loop_app(3);
+	snprintf(app->cfg.snapshot_dir, sizeof(app->cfg.snapshot_dir), "/nonexistent-xft-dir");
+	struct xft_renderer r = xft_renderer_batch_json;
+	r.frame = json_frame_then_signal;
+	renders = 0;
+	char errpath[] = "/tmp/xft-err-XXXXXX";
+	int efd = mkstemp(errpath);
+	cr_assert(efd >= 0);
+	fflush(stderr);
+	int saved = dup(STDERR_FILENO);
+	dup2(efd, STDERR_FILENO);
+	int rc;
+	char *text = run_loop(app, &r, &rc);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(efd);
+	char *errs = jl_read_file(errpath, NULL);
+	unlink(errpath);
+	cr_expect_eq(rc, 1, "exit status %d", rc);
+	cr_expect(errs && strstr(errs, "xflowtop: snapshot failed: /nonexistent-xft-dir/xflowtop-"), "stderr: %s",
+		  errs ? errs : "(none)");
+	/* Objects 1, 2 and 3: the second carries the failure, once. */
+	char *line = text, *next;
+	unsigned k = 0, notes = 0;
+	for (; line && *line; line = next, k++) {
+		next = strchr(line, '\n');
+		cr_assert(next);
+		*next++ = '\0';
+		struct jl_value v;
+		char err[160];
+		cr_assert_eq(jl_parse(line, strlen(line), &v, err, sizeof(err)), 0, "%s", err);
+		const struct jl_value *note = jl_get(&v, "note");
+		if (note && note->type == JL_STRING && strstr(note->string, "snapshot failed: /nonexistent-xft-dir/")) {
+			cr_expect_eq(k, 1, "the note came with object %u", k + 1);
+			notes++;
+		}
+		jl_free(&v);
+	}
+	cr_expect_eq(k, 3);
+	cr_expect_eq(notes, 1);
+	free(text);
+	free(errs);
+	apptest_free(app);
+}
+
+static int init_with_flows(struct xft_app *app, const char *collector, const char *flows, char *err, size_t errlen)
+{
+	struct xft_config cfg;
+	xft_config_defaults(&cfg);
+	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "%s", collector);
+	cfg.ncollectors = 1;
+	cfg.limits.max_flows = 1024;
+	snprintf(cfg.flow_files[0], sizeof(cfg.flow_files[0]), "%s", flows);
+	cfg.nflow_files = 1;
+	memset(app, 0, sizeof(*app));
+	return xft_app_init(app, &cfg, err, errlen);
+}
+
+/* Issue 19 item 7: every -f file is read and checked at start, whatever
+ * the collectors, and refused with its error; one no collector weaves is
+ * said so in the header. */
+Test(app, flow_files_are_checked_at_start, .timeout = 20)
+{
+	struct xft_app *app = calloc(1, sizeof(*app));
+	char err[1024] = "";
+	cr_expect_eq(init_with_flows(app, "synthetic", "/nonexistent.xml", err, sizeof(err)), -ENOENT);
+	cr_expect(strstr(err, "flow file /nonexistent.xml: No such file or directory"), "%s", err);
+	xft_app_fini(app);
+	cr_expect_eq(init_with_flows(app, "synthetic", "flows/bad/malformed.xml", err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "flows/bad/malformed.xml:6:1: error: malformed XML"), "%s", err);
+	xft_app_fini(app);
+	char fifo[] = "/tmp/xft-flows-fifo-XXXXXX";
+	cr_assert_not_null(mkdtemp(fifo));
+	char path[64];
+	snprintf(path, sizeof(path), "%s/f.xml", fifo);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_expect_eq(init_with_flows(app, "synthetic", path, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "not a regular file (a FIFO)"), "%s", err);
+	xft_app_fini(app);
+	unlink(path);
+	rmdir(fifo);
+	/* Good, but the synthetic collector weaves nothing: said. */
+	cr_assert_eq(init_with_flows(app, "synthetic", "flows/netflow.xml", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(app->nwoven, 0);
+	cr_assert_eq(xft_canvas_resize(&app->canvas, 24, 200), 0);
+	xft_ui_draw(app, &app->canvas);
+	cr_expect(apptest_screen_has(app, "Flow files: none (not woven, no collector weaves flows: flows/netflow.xml)"));
+	xft_app_fini(app);
+	free(app);
 }

@@ -5,10 +5,15 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -238,4 +243,130 @@ Test(snapshot, default_names_are_unique)
 	cr_assert_str_neq(a, b);
 	cr_assert(!strncmp(a, "./xflowtop-", 11), "%s", a);
 	apptest_free(app);
+}
+
+/* The size of @name in the snapshot directory. */
+static off_t file_size(const char *name)
+{
+	char p[256];
+	struct stat sb;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return stat(p, &sb) == 0 ? sb.st_size : -1;
+}
+
+/* Run @body(app) in a child (it changes limits or mounts), which passes
+ * back the snapshot's return code and message through a pipe. */
+static int in_child(struct xft_app *app, int (*body)(struct xft_app *, char *err, size_t errlen), char *err,
+		    size_t errlen, int *skipped)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char e[512] = "";
+		int rc = body(app, e, sizeof(e));
+		if (write(p[1], &rc, sizeof(rc)) < 0 || write(p[1], e, strlen(e) + 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	int rc = 0, st;
+	ssize_t n = read(p[0], &rc, sizeof(rc));
+	ssize_t m = read(p[0], err, errlen - 1);
+	err[m > 0 ? m : 0] = '\0';
+	close(p[0]);
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (%d)", st);
+	*skipped = n != sizeof(rc);
+	return rc;
+}
+
+static off_t txt_size;
+
+/* Files over txt_size bytes cannot be written: the .txt fits, the .json
+ * does not.  (SIGXFSZ ignored: the write fails with EFBIG instead.) */
+static int snapshot_under_fsize(struct xft_app *app, char *err, size_t errlen)
+{
+	char base[128];
+	struct rlimit rl = { (rlim_t)txt_size + 16, (rlim_t)txt_size + 16 };
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		_exit(1);
+	snprintf(base, sizeof(base), "%s/snap", dir);
+	return xft_snapshot_write(app, base, err, errlen);
+}
+
+/* Issue 19 item 12: the three files of a snapshot appear together or not
+ * at all, and the error is the real one, not a stream's EIO. */
+/* An app whose snapshot's sizes are known (txt_size), and the snapshot
+ * directory empty again. */
+static struct xft_app *sized_app(void)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	char base[128], err[512];
+	snprintf(base, sizeof(base), "%s/sized", dir);
+	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
+	txt_size = file_size("sized.txt");
+	cr_assert_gt(file_size("sized.json"), txt_size + 16, "the tests need a .json bigger than the .txt");
+	remove_dir();
+	cr_assert(mkdir(dir, 0700) == 0);
+	return app;
+}
+
+Test(snapshot, the_three_files_appear_together_or_not_at_all, .init = make_dir, .fini = remove_dir)
+{
+	struct xft_app *app = sized_app();
+	char err[512];
+	int skipped;
+	int rc = in_child(app, snapshot_under_fsize, err, sizeof(err), &skipped);
+	cr_expect_eq(rc, -EFBIG, "%d: %s", rc, err);
+	cr_expect(strstr(err, "snap.json: not written: File too large"), "%s", err);
+	cr_expect_eq(count_files(), 0, "a part of the set, or a temporary file, was left");
+	apptest_free(app);
+}
+
+/* Fill a small tmpfs mounted over the snapshot directory (in a mount
+ * namespace of its own) but for room for the .txt, and snapshot there. */
+static int snapshot_on_full_tmpfs(struct xft_app *app, char *err, size_t errlen)
+{
+	char opts[64], filler[160], base[128];
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		_exit(0); /* not allowed here: nothing written to the pipe, skipped */
+	snprintf(opts, sizeof(opts), "size=%ld", (long)(txt_size + 64 * 1024));
+	if (mount("tmpfs", dir, "tmpfs", 0, opts))
+		_exit(0);
+	snprintf(filler, sizeof(filler), "%s/filler", dir);
+	int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	static char block[4096];
+	while (write(fd, block, sizeof(block)) > 0)
+		;
+	/* Room for the .txt, in whole pages, and no more. */
+	struct stat sb;
+	fstat(fd, &sb);
+	if (ftruncate(fd, sb.st_size - (txt_size + 4095) / 4096 * 4096 - 4096))
+		_exit(1);
+	close(fd);
+	snprintf(base, sizeof(base), "%s/snap", dir);
+	int rc = xft_snapshot_write(app, base, err, errlen);
+	/* Only the filler may be there. */
+	if (count_files() != 1) {
+		snprintf(err, errlen, "%d files on the full file system", count_files());
+		rc = 1;
+	}
+	umount(dir);
+	return rc;
+}
+
+Test(snapshot, full_disk_says_enospc, .init = make_dir, .fini = remove_dir)
+{
+	struct xft_app *app = sized_app();
+	char err[512];
+	int skipped;
+	int rc = in_child(app, snapshot_on_full_tmpfs, err, sizeof(err), &skipped);
+	apptest_free(app);
+	if (skipped)
+		cr_skip_test("cannot mount a tmpfs here (needs root and mount namespaces)");
+	cr_expect_eq(rc, -ENOSPC, "%d: %s", rc, err);
+	cr_expect(strstr(err, "snap.json: not written: No space left on device"), "%s", err);
 }

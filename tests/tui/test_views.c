@@ -4,11 +4,15 @@
  * aspects toggled, and keys that mean nothing are ignored.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectors/builtin.h"
+#include "collectors/session.h"
 #include "tests/lib/testlib.h"
 #include "tests/tui/apptest.h"
+#include "tui/report.h"
 
 static unsigned keys(struct xft_app *app, const int *k, size_t n)
 {
@@ -49,20 +53,52 @@ Test(views, every_view_draws_at_both_sizes)
 	apptest_free(app);
 }
 
-Test(views, demo_note_is_in_the_header)
+/* xflowtop --demo [-f @flows], drawn at 24x200. */
+static struct xft_app *demo_app(const char *flows)
 {
 	struct xft_config cfg;
-	char err[256];
+	char err[1024];
 	xft_config_defaults(&cfg);
 	cfg.demo = 1;
 	cfg.limits.max_flows = 1024;
+	if (flows) {
+		snprintf(cfg.flow_files[0], sizeof(cfg.flow_files[0]), "%s", flows);
+		cfg.nflow_files = 1;
+	}
 	struct xft_app *app = calloc(1, sizeof(*app));
 	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
 	apptest_draw(app, 24, 200);
+	return app;
+}
+
+Test(views, demo_note_is_in_the_header)
+{
+	struct xft_app *app = demo_app(NULL);
 	cr_assert(apptest_screen_has(app, XFT_DEMO_NOTE));
+	/* Issue 19 item 7: the header names the flow file the demo weaves. */
+	cr_expect(apptest_screen_has(app, "/flows/netflow.xml"), "the header does not name netflow.xml");
+	cr_expect(!apptest_screen_has(app, "Flow files: none"));
 	app->canvas.ascii = 1;
 	xft_ui_draw(app, &app->canvas);
 	cr_assert(apptest_screen_has(app, "demo: the simulated Xen host - xensim"), "ASCII fallback");
+	xft_app_fini(app);
+	free(app);
+}
+
+/* Issue 19 item 7: -f files are woven by the demo instead of netflow.xml,
+ * and the header says which. */
+Test(views, demo_weaves_the_f_flow_files)
+{
+	struct xft_app *app = demo_app("tests/e2e/counts.xml");
+	cr_expect(apptest_screen_has(app, XFT_DEMO_NOTE_FLOWS));
+	cr_expect(apptest_screen_has(app, "Flow files: tests/e2e/counts.xml"), "the header does not name the -f file");
+	cr_expect(!apptest_screen_has(app, "netflow.xml"));
+	/* The aspects are the -f file's. */
+	cr_expect(apptest_screen_has(app, "Domains: linux0[0] linuxU[1]"));
+	int found = 0;
+	for (unsigned i = 0; i < app->naspects; i++)
+		found |= !strcmp(app->aspects[i].info.name, "xflow segflow");
+	cr_expect(found, "segflow is not woven");
 	xft_app_fini(app);
 	free(app);
 }
@@ -248,5 +284,78 @@ Test(views, random_keys_never_crash)
 		if (i % 13 == 0)
 			apptest_draw(app, 5 + (int)(r % 70), 1 + (int)((r >> 16) % 250));
 	}
+	apptest_free(app);
+}
+
+/* Names longer than the old 26-column cut, in a saved session replayed. */
+#define LONG_FN "a_function_whose_name_is_longer_than_26_columns"
+#define LONG_FN2 "another_long_function_name_at_the_end_of_it"
+
+static void write_long_names_session(const char *path)
+{
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(xflow_session_write_site(w, 1, 1, "guestdom", "drivers/net/a.c", 10, LONG_FN), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 2, "guestdom", "net/core/b.c", 20, "mid"), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 3, "guestdom", "net/core/c.c", 30, LONG_FN2), 0);
+	uint64_t t = 1000000000;
+	for (uint64_t id = 1; id <= 5; id++) {
+		static const uint16_t flags[] = { XFLOW_REC_START, 0, XFLOW_REC_QUIT };
+		for (uint32_t k = 0; k < 3; k++) {
+			struct xflow_record r;
+			memset(&r, 0, sizeof(r));
+			r.version = XFLOW_RECORD_VERSION;
+			r.flow_id = id;
+			r.domain_id = 1;
+			r.site_id = k + 1;
+			r.flags = flags[k];
+			cr_assert_eq(xflow_session_write_record(w, &r, t += 10000), 0);
+		}
+	}
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+}
+
+/* Issue 19 item 4: every hop names its domain, never by number, and a
+ * function's name is not cut at 26 columns when the screen has room: not
+ * in the hops view, the flows view, the path view, nor batch text (which
+ * has no edge, so grows). */
+Test(views, names_are_whole_when_there_is_room)
+{
+	char path[] = "/tmp/xft-names-XXXXXX", spec[128];
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_long_names_session(path);
+	snprintf(spec, sizeof(spec), "replay:file=%s,speed=max", path);
+	struct xft_app *app = apptest_new(spec, 1.0);
+	unlink(path);
+	cr_assert_eq(app->frame.st.flows_finished, 5);
+	app->ui.view = XFT_VIEW_HOPS;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, "guestdom:" LONG_FN), "the hops view cuts a name at 200 columns");
+	cr_expect(apptest_screen_has(app, "guestdom:" LONG_FN2));
+	/* Narrow: names are cut, but the domain stays a name. */
+	apptest_draw(app, 24, 80);
+	cr_expect(apptest_screen_has(app, "guestdom:a_func"));
+	cr_expect(!apptest_screen_has(app, "1:a_func"), "a hop named by domain id");
+	app->ui.view = XFT_VIEW_FLOWS;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, LONG_FN " "), "the flows view cuts a name at 200 columns");
+	app->ui.view = XFT_VIEW_PATH;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, LONG_FN), "the path view cuts a name at 200 columns");
+	cr_expect(apptest_screen_has(app, LONG_FN2));
+	/* Batch text at its 100 columns: the name columns grow instead. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	xft_report_hops_text(app, f, 100, 0);
+	xft_report_flows_text(app, f, 100, 0);
+	fclose(f);
+	cr_expect(strstr(text, "guestdom:" LONG_FN " "), "%s", text);
+	cr_expect(strstr(text, "guestdom:" LONG_FN2), "%s", text);
+	cr_expect(strstr(text, " " LONG_FN " "), "%s", text);
+	free(text);
 	apptest_free(app);
 }

@@ -79,7 +79,7 @@ Test(jp_errors, not_elf)
 	snprintf(path, sizeof(path), "%s/missing", dir);
 	cr_assert_eq(open_err(path, &err), -ENOENT);
 	cr_expect(strstr(err.msg, "No such file"), "%s", err.msg);
-	cr_assert_eq(open_err(dir, &err), -EINVAL);
+	cr_assert_eq(open_err(dir, &err), -EISDIR);
 	/* A FIFO nobody writes to (a guest over Xen names the binary dom0
 	 * reads): refused at once, not waited on. */
 	snprintf(path, sizeof(path), "%s/fifo", dir);

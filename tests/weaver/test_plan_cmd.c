@@ -105,3 +105,37 @@ Test(plan_cmd, strict_and_usage)
 	free(out);
 	free(err);
 }
+
+/* Issue 19 item 1: a binary named twice (the same path, a symbolic link to
+ * it, a path through "..") is one binary: its sites are placed once, not
+ * once per name, or every hit would run its advice twice. */
+Test(plan_cmd, a_binary_named_twice_is_one_binary)
+{
+	char once[1024], thrice[3200], link[600], dotdot[600], outp[600];
+	snprintf(link, sizeof(link), "%s/link-to-bin", dir);
+	cr_assert_eq(symlink(bin, link), 0);
+	const char *slash = strrchr(bin, '/');
+	snprintf(dotdot, sizeof(dotdot), "%.*s/../%s%s", (int)(slash - bin), bin, strrchr(dir, '/') + 1, slash);
+	snprintf(once, sizeof(once), "guest=%s", bin);
+	snprintf(thrice, sizeof(thrice), "guest=%s,%s,%s", bin, link, dotdot);
+	snprintf(outp, sizeof(outp), "%s/t.plan", dir);
+	uint32_t nsites[2], nbindings[2];
+	const char *doms[2] = { once, thrice };
+	for (int k = 0; k < 2; k++) {
+		const char *argv[] = { "xflowc", "plan", "--domain", doms[k], "-q", "-o", outp, xml };
+		char *out, *err;
+		cr_assert_eq(run(&out, &err, 8, argv), 0, "%s", err);
+		free(out);
+		free(err);
+		struct xflow_plan *p;
+		char why[256];
+		cr_assert_eq(xflow_plan_read_file(outp, &p, why, sizeof(why)), 0, "%s", why);
+		cr_expect_eq(p->domains[0].nbinaries, 1, "%s: %u binaries", doms[k], p->domains[0].nbinaries);
+		nsites[k] = p->domains[0].nsites;
+		nbindings[k] = p->domains[0].nbindings;
+		xflow_plan_free(p);
+	}
+	cr_expect_gt(nsites[0], 1);
+	cr_expect_eq(nsites[1], nsites[0], "sites: %u with one name, %u with three", nsites[0], nsites[1]);
+	cr_expect_eq(nbindings[1], nbindings[0]);
+}

@@ -182,6 +182,21 @@ Test(plan_format, file_roundtrip_and_errors)
 	cr_assert_eq(xflow_plan_write_file(p, path, why, sizeof(why)), 0, "%s", why);
 	struct xflow_plan *q;
 	cr_assert_eq(xflow_plan_read_file(path, &q, why, sizeof(why)), 0, "%s", why);
+	/* The plan owns its strings: read from a file, whose bytes the reader
+	 * freed, they are still the sites' names (xflow-agent --plan names
+	 * the sites of its records long after the read). */
+	cr_assert_gt(q->domains[0].nsites, 0);
+	for (uint32_t s = 0; s < q->domains[0].nsites; s++)
+		cr_expect_str_eq(q->domains[0].sites[s].func, p->domains[0].sites[s].func);
+	xflow_plan_free(q);
+	/* And from a buffer that is then overwritten. */
+	unsigned char *copy = malloc(n);
+	memcpy(copy, b, n);
+	cr_assert_eq(xflow_plan_read(copy, n, &q, why, sizeof(why)), 0, "%s", why);
+	memset(copy, 'x', n);
+	cr_expect_str_eq(q->domains[0].name, p->domains[0].name);
+	cr_expect_str_eq(q->domains[0].sites[0].file, p->domains[0].sites[0].file);
+	free(copy);
 	xflow_plan_free(q);
 	snprintf(path, sizeof(path), "%s/none.plan", dir);
 	cr_assert_eq(xflow_plan_read_file(path, &q, why, sizeof(why)), -ENOENT);

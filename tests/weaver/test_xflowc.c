@@ -38,6 +38,11 @@ Test(xflowc, usage_and_help)
 	r = RUN("xflowc", "--help");
 	cr_expect_eq(r.rc, 0);
 	cr_expect(strstr(r.out, "usage: xflowc check"));
+	/* Issue 19 item 7c: plan's own options are listed too. */
+	static const char *const plan_opts[] = { "--domain NAME=BIN", "-o FILE", "--strict", "--debug-root DIR",
+						 "-q, --quiet" };
+	for (size_t i = 0; i < sizeof(plan_opts) / sizeof(plan_opts[0]); i++)
+		cr_expect(strstr(r.out, plan_opts[i]), "xflowc --help does not list %s", plan_opts[i]);
 	done(&r);
 	r = RUN("xflowc", "frob", "x.xml");
 	cr_expect_eq(r.rc, 2);

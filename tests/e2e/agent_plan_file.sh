@@ -1,0 +1,73 @@
+#!/bin/sh
+# Issue 19 item 7b: a plan written by `xflowc plan -o` is what
+# `xflow-agent --plan` loads, tracing without a monitor, and the records it
+# saves with --save-session play back in `xflowtop --replay`: a small
+# program's 40 packets are 40 flows from pkt_alloc through pkt_fill to
+# pkt_free.  And the agent refuses what cannot work: --plan without
+# --save-session, a plan that is not one, a plan without the domain.
+BUILD=${BUILD:-build}
+for b in "$BUILD/bin/xflowc" "$BUILD/bin/xflow-agent" "$BUILD/bin/xflowtop"; do
+	[ -x "$b" ] || { echo "missing $b"; exit 77; }
+done
+command -v cc >/dev/null || { echo "no C compiler for the fixture"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-planfile.XXXXXX")
+trap 'rm -rf "$T"' EXIT INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+
+cc -g -O1 -o "$T/pkt" tests/guestrt/fixtures/agent_pkt.c || fail "cannot build the fixture"
+cat > "$T/f.xml" <<'XML'
+<flows>
+<xflow name="pktflow">
+  <start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>
+  <quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>
+</xflow>
+<advice>
+  <pointcut>access(pkt.flags) AND target(p) AND within_function(pkt_fill) AND xflow(pktflow, p, id)</pointcut>
+  <before>STORE_DATA2($pc$, id);</before>
+</advice>
+</flows>
+XML
+# Two domains: the agent takes the one its --domain names.
+"$BUILD/bin/xflowc" plan -q --domain spare="$T/pkt" --domain app="$T/pkt" -o "$T/p.plan" "$T/f.xml" ||
+	fail "xflowc plan -o"
+
+# Tracing needs ptrace on the fixture.
+out=$(timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/p.plan" --save-session "$T/s.ses" \
+	-- "$T/pkt" 40 2>"$T/agent.err")
+rc=$?
+if grep -q "Operation not permitted" "$T/agent.err"; then
+	echo "ptrace not permitted here"
+	exit 77
+fi
+cat "$T/agent.err"
+[ $rc -eq 0 ] || fail "xflow-agent --plan exited with $rc"
+[ "$out" = "done 40 780" ] || fail "the target's own output: '$out'"
+grep -q "3 of 3 placements installed" "$T/agent.err" || fail "not every site installed"
+[ -s "$T/s.ses" ] && [ ! -e "$T/s.ses.tmp" ] || fail "no session, or its temporary file left"
+
+"$BUILD/bin/xflowtop" -b -n 1 --replay "$T/s.ses" --speed max >"$T/top.out" 2>&1 || {
+	cat "$T/top.out"; fail "xflowtop --replay"; }
+cat "$T/top.out"
+grep -q "flows: started 40, finished 40, partial 0, expired 0" "$T/top.out" || fail "not 40 whole flows"
+grep -Eq "^app:pkt_alloc +app:pkt_fill +40 " "$T/top.out" || fail "no hop pkt_alloc -> pkt_fill of 40"
+grep -Eq "^app:pkt_fill +app:pkt_free +40 " "$T/top.out" || fail "no hop pkt_fill -> pkt_free of 40"
+
+# Refusals, each naming what is wrong.
+expect() { # status, message, agent arguments...
+	want=$1 msg=$2
+	shift 2
+	timeout -s TERM 20 "$BUILD/bin/xflow-agent" "$@" >/dev/null 2>"$T/err"
+	got=$?
+	[ $got -eq "$want" ] || { cat "$T/err"; fail "xflow-agent $*: status $got, not $want"; }
+	grep -q -- "$msg" "$T/err" || { cat "$T/err"; fail "xflow-agent $*: no '$msg'"; }
+}
+expect 2 "--plan needs --save-session FILE" --domain app --plan "$T/p.plan" -- "$T/pkt" 1
+expect 2 "--save-session needs --plan" --domain app --save-session "$T/x.ses" -- "$T/pkt" 1
+expect 2 "--plan serves no monitor" --domain app --plan "$T/p.plan" --save-session "$T/x.ses" \
+	--socket "$T/a.sock" -- "$T/pkt" 1
+expect 1 "--plan: $T/f.xml: plan: not a weave plan" --domain app --plan "$T/f.xml" --save-session "$T/x.ses" \
+	-- "$T/pkt" 1
+expect 1 "the plan has no domain 'other'" --domain other --plan "$T/p.plan" --save-session "$T/x.ses" \
+	-- "$T/pkt" 1
+[ ! -e "$T/x.ses" ] && [ ! -e "$T/x.ses.tmp" ] || fail "a refused run left a session"
+echo "ok: xflowc plan -o, xflow-agent --plan --save-session, xflowtop --replay"
