@@ -40,7 +40,9 @@
 #define F_LAST_ID F_SCRATCH(XFLOW_BC_MAX_INPUTS)
 #define F_LAST_KIND (F_LAST_ID + 8)
 #define F_TMP (F_LAST_ID + 16)
-#define F_SIZE ((F_LAST_ID + 32 + 15) & ~15)
+#define F_LAST_REG (F_LAST_ID + 24)  /* the last flow operation registered the id */
+#define F_OP_REC (F_LAST_ID + 32)    /* the run wrote its operation's own record */
+#define F_SIZE ((F_LAST_ID + 48 + 15) & ~15)
 
 /* Where the program's registers are, by DWARF number: offsets from rbp of
  * the pushes above, -1 for a register left where it is, -2 for rsp. */
@@ -222,8 +224,9 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 }
 
 /* The flow of the records of this run: the last lookup, creation or
- * removal that gave an id (rax) of kind @kind. */
-static void set_last(struct jit *j, unsigned kind)
+ * removal that gave an id (rax) of kind @kind, and whether it registered
+ * the id. */
+static void set_last(struct jit *j, unsigned kind, int registered)
 {
 	struct xasm *a = &j->a;
 	uint32_t skip = xa_label(a);
@@ -231,6 +234,7 @@ static void set_last(struct jit *j, unsigned kind)
 	xa_jcc(a, XC_E, skip);
 	xa_store(a, XR_RSP, F_LAST_ID, XR_RAX, 8);
 	xa_store_i(a, XR_RSP, F_LAST_KIND, (int32_t)kind, 8);
+	xa_store_i(a, XR_RSP, F_LAST_REG, registered, 8);
 	xa_bind(a, skip);
 }
 
@@ -552,7 +556,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
 			call_rt(j, XFLOW_RT_JIT_FLOW_GET);
 			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
-			set_last(j, in->b);
+			set_last(j, in->b, 0);
 			break;
 		case XFLOW_OP_FLOW_REG:
 			xa_mov_rr(a, XR_RDI, XR_RBX);
@@ -560,14 +564,14 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 2), 8);
 			xa_load(a, XR_RCX, XR_RSP, F_CELL(s - 1), 8);
 			call_rt(j, XFLOW_RT_JIT_FLOW_REG);
-			set_last(j, in->b);
+			set_last(j, in->b, 1);
 			break;
 		case XFLOW_OP_FLOW_DEL:
 			xa_mov_rr(a, XR_RDI, XR_RBX);
 			xa_mov_ri(a, XR_RSI, in->b);
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
 			call_rt(j, XFLOW_RT_JIT_FLOW_DEL);
-			set_last(j, in->b);
+			set_last(j, in->b, 0);
 			break;
 		case XFLOW_OP_STORE:
 			if (in->a < 1 || in->a > XFLOW_RECORD_MAX_DATA)
@@ -584,6 +588,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 				    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED |
 					    (in->a ? XFLOW_REC_START : 0),
 				    2, s - 2);
+			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 			break;
 		case XFLOW_OP_SPLIT:
 			/* [child parent --]: id child, data = parent */
@@ -591,6 +596,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
 			xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
 			emit_record(j, in->b, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, 1, s - 2);
+			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 			break;
 		default:
 			if (binop(j, in->op, s) < 0)
@@ -628,6 +634,8 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 	}
 	xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
 	xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
+	xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
+	xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
 	/* Locals start at 0. */
 	for (uint32_t i = 0; i < j->adv->prog.nlocals && i < XFLOW_BC_MAX_LOCALS; i++)
 		xa_store_i(a, XR_RSP, F_LOCAL(i), 0, 8);
@@ -640,8 +648,19 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		return rc;
 	xa_bind(a, j->l_end);
 	if (j->adv->marker_flags) {
-		/* An xflow operation that acted on a flow says so. */
+		/* An xflow operation that acted on a flow says so, unless its
+		 * operation wrote its own record (split, handoff), or it is a
+		 * start that kept an id in place (guestrt/interp.c's
+		 * marker_due). */
 		uint32_t none = xa_label(a);
+		xa_load(a, XR_RAX, XR_RSP, F_OP_REC, 8);
+		xa_test_rr(a, XR_RAX, XR_RAX);
+		xa_jcc(a, XC_NE, none);
+		if (j->adv->marker_flags & XFLOW_REC_START) {
+			xa_load(a, XR_RAX, XR_RSP, F_LAST_REG, 8);
+			xa_test_rr(a, XR_RAX, XR_RAX);
+			xa_jcc(a, XC_E, none);
+		}
 		xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
 		xa_test_rr(a, XR_R8, XR_R8);
 		xa_jcc(a, XC_E, none);

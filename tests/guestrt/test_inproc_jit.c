@@ -524,8 +524,12 @@ Test(inproc_jit, random_programs_agree)
 		struct xflow_bc_prog p = { .ninsns = g.n, .insns = g.v, .nconsts = 5, .consts = g_consts, .nlocals = 3,
 					   .local_types = g_locals };
 		set_prog(w, 0, &p);
-		w->hp.adv[0].origin = iter % 2 ? XFLOW_ADVICE_TRANSIT : XFLOW_ADVICE_USER;
-		w->hp.adv[0].rec_flags = iter % 2 ? XFLOW_REC_TRANSIT : 0;
+		/* User advice, a transit, a start: each marker rule. */
+		static const enum xflow_advice_origin origin[] = { XFLOW_ADVICE_USER, XFLOW_ADVICE_TRANSIT,
+								    XFLOW_ADVICE_START };
+		static const unsigned marker[] = { 0, XFLOW_REC_TRANSIT, XFLOW_REC_START };
+		w->hp.adv[0].origin = origin[iter % 3];
+		w->hp.adv[0].rec_flags = marker[iter % 3];
 		const char *why;
 		uint32_t at;
 		if (xflow_bc_verify(&w->hp.adv[0].prog, &why, &at)) {
