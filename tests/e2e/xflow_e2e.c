@@ -774,6 +774,8 @@ static int mode_counts(int argc, char **argv)
 			o.duration = argv[i + 1];
 		else if (!strcmp(argv[i], "--max-flows"))
 			snprintf(max_flows, sizeof(max_flows), "max-flows=%s", argv[i + 1]);
+		else if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
+			o.delays[o.ndelays++] = argv[i + 1];
 	}
 	start_host(&o);
 	/* Each domain's executable named again: by the same path, and by a
