@@ -363,6 +363,14 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		xft_json_key(j, "name");
 		xft_json_string(j, r->info.name ? r->info.name : "");
 		JU("sites", r->info.sites);
+		/* Sites the agent serves with a breakpoint where its in-process
+		 * backend could not put a jump, and why (the first). */
+		JU("trap_sites", r->info.trap_sites);
+		xft_json_key(j, "trap_why");
+		if (r->info.trap_why)
+			xft_json_string(j, r->info.trap_why);
+		else
+			xft_json_null(j);
 		JU("hits", r->info.hits);
 		xft_json_key(j, "hits_per_s");
 		xft_json_double(j, r->hits_per_s);

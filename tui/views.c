@@ -589,18 +589,28 @@ static size_t aspects_count(struct xft_app *app)
 static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_ASPECTS];
-	int wname = cv->cols - 54; /* what the other columns leave */
+	int wname = cv->cols - 60; /* what the other columns leave */
 	if (wname < 10)
 		wname = 10;
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
-	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%-3s %-*s %-9s %5s %8s %10s %6s %6s", "ON", wname,
-			  "ASPECT", "SOURCE", "SITES", "HITS/S", "HITS", "DROPS", "FAULTS");
-	list_fix(l, app->naspects, h - 1);
+	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%-3s %-*s %-9s %5s %5s %8s %10s %6s %6s", "ON", wname,
+			  "ASPECT", "SOURCE", "SITES", "TRAPS", "HITS/S", "HITS", "DROPS", "FAULTS");
+	/* The last line says why the selected aspect's sites, if any, are
+	 * served by breakpoints (each hit a trap) rather than jumps. */
+	int rows = h - 2 > 0 ? h - 2 : h - 1;
+	list_fix(l, app->naspects, rows);
 	if (!app->naspects) {
 		empty_note(cv, y + 1, "The collectors report no aspects.");
 		return;
 	}
-	for (int i = 0; i < h - 1 && l->top + (size_t)i < app->naspects; i++) {
+	if (rows < h - 1 && l->sel < app->naspects) {
+		const struct xft_aspect_row *a = &app->aspects[l->sel];
+		if (a->info.trap_sites && a->info.trap_why)
+			xft_canvas_printf(cv, y + h - 1, 0, XFT_A_DIM, "%" PRIu32 " of %" PRIu32
+					  " sites by breakpoint (a trap per hit): %s", a->info.trap_sites,
+					  a->info.sites, a->info.trap_why);
+	}
+	for (int i = 0; i < rows && l->top + (size_t)i < app->naspects; i++) {
 		size_t r = l->top + (size_t)i;
 		const struct xft_aspect_row *a = &app->aspects[r];
 		int sel = r == l->sel, attr = sel ? XFT_A_SELECTED : XFT_A_NORMAL;
@@ -610,9 +620,9 @@ static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 		snprintf(name, sizeof(name), "%-*.*s", wname, wname, a->info.name ? a->info.name : "?");
 		snprintf(src, sizeof(src), "%.9s", app->src[a->src].ops->name);
 		xft_canvas_printf(cv, y + 1 + i, 0, attr,
-				  "%-3s %s %-9s %5" PRIu32 " %8.0f %10" PRIu64 " %6" PRIu64 " %6" PRIu64,
-				  a->info.enabled ? "on" : "off", name, src, a->info.sites, a->hits_per_s,
-				  a->info.hits, a->info.drops, a->info.faults);
+				  "%-3s %s %-9s %5" PRIu32 " %5" PRIu32 " %8.0f %10" PRIu64 " %6" PRIu64 " %6" PRIu64,
+				  a->info.enabled ? "on" : "off", name, src, a->info.sites, a->info.trap_sites,
+				  a->hits_per_s, a->info.hits, a->info.drops, a->info.faults);
 		if (!a->info.enabled && !sel)
 			xft_canvas_paint(cv, y + 1 + i, 0, cv->cols, XFT_A_DIM);
 	}
