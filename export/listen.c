@@ -72,7 +72,7 @@ int xfx_listen_parse(const char *spec, struct xfx_listen *out, char *err, size_t
 	if (spec[0] == '[') {
 		const char *close = strchr(spec, ']');
 		if (!close || close[1] != ':')
-			return fail(err, errlen, -EINVAL, "'%s': expected [IPV6]:PORT, e.g. [::1]:9464", spec);
+			return fail(err, errlen, -EINVAL, "expected [IPV6]:PORT, e.g. [::1]:9464");
 		host = spec + 1;
 		hostlen = (size_t)(close - host);
 		port = close + 2;
@@ -81,7 +81,7 @@ int xfx_listen_parse(const char *spec, struct xfx_listen *out, char *err, size_t
 		const char *colon = strrchr(spec, ':');
 		if (colon && memchr(spec, ':', (size_t)(colon - spec)))
 			return fail(err, errlen, -EINVAL,
-				    "'%s': an IPv6 address goes in brackets, e.g. [::1]:9464 or [::]:9464", spec);
+				    "an IPv6 address goes in brackets, e.g. [::1]:9464 or [::]:9464");
 		if (colon) {
 			host = spec;
 			hostlen = (size_t)(colon - spec);
@@ -90,11 +90,11 @@ int xfx_listen_parse(const char *spec, struct xfx_listen *out, char *err, size_t
 	}
 	uint16_t p;
 	if (parse_port(port, strlen(port), &p))
-		return fail(err, errlen, -EINVAL, "'%s': the port must be a number, 0 to 65535; " EXAMPLES, spec);
+		return fail(err, errlen, -EINVAL, "the port must be a number, 0 to 65535; " EXAMPLES);
 	if (host && !hostlen)
 		return fail(err, errlen, -EINVAL,
-			    "'%s': give the address: 127.0.0.1:%u for this host only, 0.0.0.0:%u for every interface",
-			    spec, (unsigned)p, (unsigned)p);
+			    "give the address: 127.0.0.1:%u for this host only, 0.0.0.0:%u for every interface",
+			    (unsigned)p, (unsigned)p);
 	char h[INET6_ADDRSTRLEN + 1];
 	if (hostlen >= sizeof(h))
 		return fail(err, errlen, -EINVAL, "'%.*s' is not a numeric address; " EXAMPLES, (int)hostlen, host);
