@@ -177,6 +177,8 @@ struct xft_app {
 	 * N times ahead of the clock, and the model's window and expiry
 	 * follow the records. */
 	uint64_t record_now;
+	/* --listen: the Prometheus exporter (tui/metrics.h), or NULL. */
+	struct xft_metrics *metrics;
 };
 
 /*
@@ -199,6 +201,8 @@ struct xft_renderer {
 extern const struct xft_renderer xft_renderer_curses;
 extern const struct xft_renderer xft_renderer_batch_text;
 extern const struct xft_renderer xft_renderer_batch_json;
+/* --headless: nothing shown; the figures go to /metrics only. */
+extern const struct xft_renderer xft_renderer_headless;
 
 /* Set up from @cfg: collectors opened, model allocated.  0 or -errno with
  * the reason in @err. */

@@ -1,0 +1,209 @@
+/*
+ * The monitor's figures on /metrics (tui/metrics.c): an app on the
+ * synthetic collector with --listen, scraped over loopback; what is
+ * served must equal the model, hops past metrics-max-hops are folded and
+ * counted, every series has the host label.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/export/expocheck.h"
+#include "tests/export/httpc.h"
+#include "tui/app.h"
+#include "tui/metrics.h"
+#include "xflow/clock.h"
+
+static struct xft_app *app_new(const char *host, uint32_t max_hops)
+{
+	struct xft_config cfg;
+	char err[512];
+	xft_config_defaults(&cfg);
+	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic");
+	cfg.ncollectors = 1;
+	cfg.limits.max_flows = 4096;
+	cfg.limits.max_pending = 4096;
+	cfg.limits.max_hops = 256;
+	snprintf(cfg.listen, sizeof(cfg.listen), "127.0.0.1:0");
+	if (host)
+		snprintf(cfg.host, sizeof(cfg.host), "%s", host);
+	if (max_hops)
+		cfg.metrics_max_hops = max_hops;
+	struct xft_app *app = calloc(1, sizeof(*app));
+	cr_assert(app);
+	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
+	return app;
+}
+
+static void app_free(struct xft_app *app)
+{
+	xft_app_fini(app);
+	free(app);
+}
+
+/* /metrics, checked as Prometheus would read it. */
+static char *scrape(struct xft_app *app, struct expo_stats *st)
+{
+	struct http_resp r;
+	cr_assert_eq(http_get(xft_metrics_address(app), "GET", "/metrics", &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.raw);
+	char why[256];
+	cr_assert_eq(expo_check(r.body, r.body_len, "host", st, why, sizeof(why)), 0, "%s", why);
+	char *body = strdup(r.body);
+	http_resp_free(&r);
+	return body;
+}
+
+/* The value of the sample whose line starts with @series; -1 if none. */
+static double value(const char *body, const char *series)
+{
+	size_t n = strlen(series);
+	for (const char *p = body; (p = strstr(p, series)); p += n)
+		if ((p == body || p[-1] == '\n') && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
+/* Sum of every sample of @name (with any labels). */
+static double sum_of(const char *body, const char *name)
+{
+	double s = 0;
+	size_t n = strlen(name);
+	for (const char *p = body; (p = strstr(p, name)); p += n)
+		if ((p == body || p[-1] == '\n') && p[n] == '{')
+			s += strtod(strchr(p, '}') + 2, NULL);
+	return s;
+}
+
+static unsigned count_of(const char *body, const char *prefix)
+{
+	unsigned k = 0;
+	for (const char *p = body; (p = strstr(p, prefix)); p += strlen(prefix))
+		k += p == body || p[-1] == '\n';
+	return k;
+}
+
+static void hop_series(struct xft_app *app, const struct xft_hop *h, const char *suffix, char *out, size_t len)
+{
+	snprintf(out, len, "xflowtop_hop_latency_seconds%s{host=\"testhost\",from=\"%s:%s\",to=\"%s:%s\"}", suffix,
+		 xft_sites_domain(&app->sites, h->key.from_domain), xft_sites_group_name(&app->sites, h->key.from_group),
+		 xft_sites_domain(&app->sites, h->key.to_domain), xft_sites_group_name(&app->sites, h->key.to_group));
+}
+
+Test(metrics, what_is_served_is_the_model)
+{
+	struct xft_app *app = app_new("testhost", 0);
+	xft_app_refresh(app, xflow_monotonic_ns() + 2000000000u);
+	struct expo_stats st;
+	char *body = scrape(app, &st);
+	const struct xft_agg_stats *a = xft_agg_stats(app->agg);
+	cr_assert_gt(a->flows_finished, 100);
+	cr_assert_eq(value(body, "xflowtop_flows_finished_total{host=\"testhost\"}"), (double)a->flows_finished);
+	cr_assert_eq(value(body, "xflowtop_flows_started_total{host=\"testhost\"}"), (double)a->flows_started);
+	cr_assert_eq(value(body, "xflowtop_records_total{host=\"testhost\"}"), (double)a->records);
+	size_t nh;
+	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
+	cr_assert_gt(nh, 5);
+	cr_assert_eq(value(body, "xflowtop_hops{host=\"testhost\"}"), (double)nh);
+	cr_assert_eq(value(body, "xflowtop_hops_folded{host=\"testhost\"}"), 0);
+	cr_assert_eq(count_of(body, "xflowtop_hop_latency_seconds_count{"), nh, "one series per hop");
+	/* Each hop's series carries its count and its sum. */
+	for (size_t i = 0; i < nh; i++) {
+		char series[512];
+		hop_series(app, &hops[i], "_count", series, sizeof(series));
+		cr_assert_eq(value(body, series), (double)hops[i].hist.count, "%s", series);
+		hop_series(app, &hops[i], "_sum", series, sizeof(series));
+		cr_assert_float_eq(value(body, series), (double)hops[i].hist.sum / 1e9, 1e-9, "%s", series);
+	}
+	cr_assert_eq(value(body, "xflowtop_domain_up{host=\"testhost\",domain=\"linuxU\"}"), 1);
+	cr_assert_gt(value(body, "xflowtop_domain_records_total{host=\"testhost\",domain=\"linux0\"}"), 0);
+	cr_assert_eq(value(body, "xflowtop_collector_up{host=\"testhost\",collector=\"synthetic\"}"), 1);
+	cr_assert_eq(sum_of(body, "xflowtop_collector_records_total"), (double)app->records);
+	cr_assert_gt(sum_of(body, "xflowtop_aspect_hits_total"), 0);
+	cr_assert_eq(value(body, "xflowtop_exporter_scrapes_total{host=\"testhost\"}"), 0,
+		     "as of the last publish, before this scrape");
+	free(body);
+
+	/* The next refresh publishes the next figures. */
+	uint64_t before = a->flows_finished;
+	xft_app_refresh(app, xflow_monotonic_ns() + 4000000000u);
+	body = scrape(app, &st);
+	cr_assert_gt(xft_agg_stats(app->agg)->flows_finished, before);
+	cr_assert_eq(value(body, "xflowtop_flows_finished_total{host=\"testhost\"}"),
+		     (double)xft_agg_stats(app->agg)->flows_finished);
+	cr_assert_eq(value(body, "xflowtop_exporter_scrapes_total{host=\"testhost\"}"), 1);
+	free(body);
+	app_free(app);
+}
+
+Test(metrics, hops_past_the_limit_are_folded_and_counted)
+{
+	struct xft_app *app = app_new("h", 3);
+	xft_app_refresh(app, xflow_monotonic_ns() + 2000000000u);
+	struct expo_stats st;
+	char *body = scrape(app, &st);
+	size_t nh;
+	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
+	cr_assert_gt(nh, 3);
+	cr_assert_eq(value(body, "xflowtop_hops_folded{host=\"h\"}"), (double)(nh - 3));
+	cr_assert_eq(count_of(body, "xflowtop_hop_latency_seconds_count{"), 4, "three hops and (other)");
+	uint64_t all = 0, rest = 0;
+	for (size_t i = 0; i < nh; i++) {
+		all += hops[i].hist.count;
+		rest += i >= 3 ? hops[i].hist.count : 0;
+	}
+	cr_assert_eq(sum_of(body, "xflowtop_hop_latency_seconds_count"), (double)all, "nothing lost by folding");
+	cr_assert_eq(value(body, "xflowtop_hop_latency_seconds_count{host=\"h\",from=\"(other)\",to=\"(other)\"}"),
+		     (double)rest);
+	free(body);
+	app_free(app);
+}
+
+Test(metrics, host_defaults_to_the_host_name)
+{
+	char name[256] = "";
+	gethostname(name, sizeof(name) - 1);
+	struct xft_app *app = app_new(NULL, 0);
+	struct expo_stats st;
+	char *body = scrape(app, &st);
+	char series[400];
+	snprintf(series, sizeof(series), "xflowtop_flows_started_total{host=\"%s\"}", name);
+	cr_assert_geq(value(body, series), 0, "no %s", series);
+	cr_assert_gt(st.families, 20);
+	free(body);
+	app_free(app);
+}
+
+Test(metrics, a_busy_port_fails_the_start_with_the_reason)
+{
+	struct xft_app *first = app_new("a", 0);
+	struct xft_config cfg;
+	char err[512];
+	xft_config_defaults(&cfg);
+	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic");
+	cfg.ncollectors = 1;
+	cfg.limits.max_hops = 64;
+	snprintf(cfg.listen, sizeof(cfg.listen), "%s", xft_metrics_address(first));
+	struct xft_app *app = calloc(1, sizeof(*app));
+	cr_assert_neq(xft_app_init(app, &cfg, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "--listen") && strstr(err, "address already in use"), "%s", err);
+	xft_app_fini(app);
+	free(app);
+	app_free(first);
+}
+
+Test(metrics, no_listen_no_exporter)
+{
+	struct xft_config cfg;
+	char err[512];
+	xft_config_defaults(&cfg);
+	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic");
+	cfg.ncollectors = 1;
+	cfg.limits.max_hops = 64;
+	struct xft_app *app = calloc(1, sizeof(*app));
+	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_null(xft_metrics_address(app));
+	xft_app_refresh(app, xflow_monotonic_ns() + 1000000000u);
+	app_free(app);
+}
