@@ -57,6 +57,8 @@ FAMILY(f_dom_up, "xflowtop_domain_up", XFX_GAUGE, "1 while a domain and its agen
 FAMILY(f_dom_records, "xflowtop_domain_records_total", XFX_COUNTER, "Records received from a domain.");
 FAMILY(f_dom_drops, "xflowtop_domain_records_dropped_total", XFX_COUNTER,
        "Records a domain's producers dropped (their ring was full).");
+FAMILY(f_dom_bad, "xflowtop_domain_records_bad_total", XFX_COUNTER,
+       "Records from a domain rejected as malformed (bounds, a site it does not have, another domain's id).");
 FAMILY(f_asp_hits, "xflowtop_aspect_hits_total", XFX_COUNTER, "Times an aspect's advice ran.");
 FAMILY(f_asp_faults, "xflowtop_aspect_faults_total", XFX_COUNTER,
        "Times an aspect's advice faulted (a bad read, a failed hook) and was skipped.");
@@ -66,6 +68,8 @@ FAMILY(f_asp_enabled, "xflowtop_aspect_enabled", XFX_GAUGE, "1 when an aspect is
 FAMILY(f_asp_sites, "xflowtop_aspect_sites", XFX_GAUGE, "Join points an aspect is woven at.");
 FAMILY(f_xen_runstate, "xflowtop_xen_domain_runstate_seconds_total", XFX_COUNTER,
        "Time a domain's vcpus spent in each runstate, summed over its vcpus (xentrace).");
+FAMILY(f_xen_wake, "xflowtop_xen_domain_wake_to_run_seconds", XFX_HISTOGRAM,
+       "Time from a vcpu's wake-up to its running, over a domain's vcpus (xentrace).");
 FAMILY(f_xen_records, "xflowtop_xen_trace_records_total", XFX_COUNTER, "Trace records decoded (xentrace).");
 FAMILY(f_xen_lost, "xflowtop_xen_trace_lost_records_total", XFX_COUNTER,
        "Trace records Xen lost because its buffers were full (xentrace).");
@@ -99,7 +103,7 @@ struct hist_acc {
 
 /* Series of the same name summed (two collectors may see one domain). */
 struct dom_acc {
-	uint64_t records, drops;
+	uint64_t records, drops, bad;
 	int up;     /* any of them is */
 	uint32_t n;
 };
@@ -112,6 +116,7 @@ struct asp_acc {
 
 struct xen_acc {
 	uint64_t ns[XFLOW_HV_NRUNSTATES];
+	struct hist_acc wake;
 	uint32_t n;
 };
 
@@ -328,10 +333,11 @@ static void put_domains(struct xft_app *app, struct xft_metrics *m, struct xfx_s
 		struct dom_acc *a = &m->dom_acc[name_slot(m->domains, name)];
 		a->records += d->records;
 		a->drops += d->drops;
+		a->bad += d->bad;
 		a->up |= !d->gone;
 		a->n++;
 	}
-	static const struct xfx_family *const fams[] = { &f_dom_up, &f_dom_records, &f_dom_drops };
+	static const struct xfx_family *const fams[] = { &f_dom_up, &f_dom_records, &f_dom_drops, &f_dom_bad };
 	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
 		xfx_snap_family(s, fams[f]);
 		for (uint32_t slot = 0; slot <= MAX_NAMES; slot++) {
@@ -340,7 +346,7 @@ static void put_domains(struct xft_app *app, struct xft_metrics *m, struct xfx_s
 				continue;
 			char buf[XFX_LABEL_MAX + 1];
 			xfx_snap_label(s, "domain", slot_name(m->domains, slot, buf));
-			xfx_snap_u64(s, f == 0 ? (uint64_t)a->up : f == 1 ? a->records : a->drops);
+			xfx_snap_u64(s, f == 0 ? (uint64_t)a->up : f == 1 ? a->records : f == 2 ? a->drops : a->bad);
 		}
 	}
 }
@@ -392,6 +398,12 @@ static void put_hypervisor(struct xft_app *app, struct xft_metrics *m, struct xf
 		for (int r = 0; r < XFLOW_HV_NRUNSTATES; r++)
 			a->ns[r] += v->ns[r];
 		a->n++;
+		/* The vcpus' own histograms are in TSC cycles. */
+		if (v->wake_hist && hv->cpu_hz) {
+			uint64_t coarse[XFX_NBUCKETS + 1];
+			xfx_hist_coarsen(v->wake_hist, 1e9 / (double)hv->cpu_hz, coarse);
+			acc_add(&a->wake, coarse, v->wake_hist->count, v->wake_ns);
+		}
 	}
 	static const char *const state[XFLOW_HV_NRUNSTATES] = { "running", "runnable", "blocked", "offline" };
 	xfx_snap_family(s, &f_xen_runstate);
@@ -402,6 +414,15 @@ static void put_hypervisor(struct xft_app *app, struct xft_metrics *m, struct xf
 			xfx_snap_label(s, "state", state[r]);
 			xfx_snap_seconds(s, m->xen_acc[slot].ns[r]);
 		}
+	xfx_snap_family(s, &f_xen_wake);
+	for (uint32_t slot = 0; slot <= MAX_NAMES; slot++) {
+		const struct hist_acc *w = &m->xen_acc[slot].wake;
+		if (!w->n)
+			continue;
+		char buf[XFX_LABEL_MAX + 1];
+		xfx_snap_label(s, "domid", slot_name(m->xen_domains, slot, buf));
+		xfx_snap_hist(s, w->buckets, w->count, w->sum_ns);
+	}
 	one(s, &f_xen_records, hv->records);
 	one(s, &f_xen_lost, hv->lost_records);
 }

@@ -9,19 +9,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collectors/xentrace.h"
 #include "tests/export/expocheck.h"
 #include "tests/export/httpc.h"
 #include "tui/app.h"
 #include "tui/metrics.h"
 #include "xflow/clock.h"
 
-static struct xft_app *app_new(const char *host, uint32_t max_hops)
+static struct xft_app *app_on(const char *collector, const char *xentrace, const char *host, uint32_t max_hops)
 {
 	struct xft_config cfg;
 	char err[512];
 	xft_config_defaults(&cfg);
-	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic");
-	cfg.ncollectors = 1;
+	if (collector) {
+		snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "%s", collector);
+		cfg.ncollectors = 1;
+	}
+	if (xentrace) {
+		cr_assert_eq(xft_config_set(&cfg, "xentrace", xentrace, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(xft_config_set(&cfg, "cpu-hz", "1G", err, sizeof(err)), 0, "%s", err);
+	}
 	cfg.limits.max_flows = 4096;
 	cfg.limits.max_pending = 4096;
 	cfg.limits.max_hops = 256;
@@ -34,6 +41,11 @@ static struct xft_app *app_new(const char *host, uint32_t max_hops)
 	cr_assert(app);
 	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
 	return app;
+}
+
+static struct xft_app *app_new(const char *host, uint32_t max_hops)
+{
+	return app_on("synthetic", NULL, host, max_hops);
 }
 
 static void app_free(struct xft_app *app)
@@ -206,4 +218,70 @@ Test(metrics, no_listen_no_exporter)
 	cr_assert_null(xft_metrics_address(app));
 	xft_app_refresh(app, xflow_monotonic_ns() + 1000000000u);
 	app_free(app);
+}
+
+Test(metrics, xentrace_runstates_and_wake_to_run_per_domain)
+{
+	char trace[64];
+	snprintf(trace, sizeof(trace), "/tmp/xft-metrics-XXXXXX");
+	int fd = mkstemp(trace);
+	cr_assert_geq(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	struct xentrace_writer *w;
+	cr_assert_eq(xentrace_writer_new(&w, f, 2, 4096), 0);
+	/* As a scheduler traces it: d1v0 runs on cpu 0, blocks at 5000, is
+	 * woken at 8000 and runs on cpu 1 at 8500 (500 cycles of a 1 GHz
+	 * TSC), the idle vcpus taking turns. */
+	static const struct {
+		unsigned cpu;
+		uint64_t tsc;
+		unsigned dom, vcpu;
+		enum xentrace_runstate from, to;
+	} ev[] = {
+		{ 1, 200, XENTRACE_IDLE_DOMAIN, 1, XENTRACE_RS_RUNNING, XENTRACE_RS_RUNNABLE },
+		{ 1, 300, XENTRACE_IDLE_DOMAIN, 1, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING },
+		{ 1, 8000, 1, 0, XENTRACE_RS_BLOCKED, XENTRACE_RS_RUNNABLE },
+		{ 1, 8400, XENTRACE_IDLE_DOMAIN, 1, XENTRACE_RS_RUNNING, XENTRACE_RS_RUNNABLE },
+		{ 1, 8500, 1, 0, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING },
+		{ 1, 9500, 1, 0, XENTRACE_RS_RUNNING, XENTRACE_RS_BLOCKED },
+		{ 0, 100, XENTRACE_IDLE_DOMAIN, 0, XENTRACE_RS_RUNNING, XENTRACE_RS_RUNNABLE },
+		{ 0, 1000, 1, 0, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING },
+		{ 0, 5000, 1, 0, XENTRACE_RS_RUNNING, XENTRACE_RS_BLOCKED },
+		{ 0, 5000, XENTRACE_IDLE_DOMAIN, 0, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING },
+	};
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		xentrace_writer_runstate(w, ev[i].cpu, ev[i].tsc, ev[i].dom, ev[i].vcpu, ev[i].from, ev[i].to);
+		if (i == 5)
+			xentrace_writer_flush_cpu(w, 1);
+	}
+	cr_assert_eq(xentrace_writer_close(w), 0);
+	fclose(f);
+	struct xft_app *app = app_on(NULL, trace, "x", 0);
+	for (int i = 0; i < 10 && !app->src[0].ended; i++)
+		xft_app_refresh(app, xflow_monotonic_ns() + (uint64_t)(i + 1) * 1000000000u);
+	xft_app_refresh(app, xflow_monotonic_ns() + 20000000000u);
+	cr_assert_not_null(app->hv);
+	uint64_t running = 0;
+	for (uint32_t i = 0; i < app->hv->nvcpus; i++)
+		if (app->hv->vcpus[i].domain == 1)
+			running += app->hv->vcpus[i].ns[XFLOW_HV_RUNNING];
+	cr_assert_gt(running, 0);
+	struct expo_stats st;
+	char *body = scrape(app, &st);
+	cr_assert_float_eq(value(body, "xflowtop_xen_domain_runstate_seconds_total{host=\"x\",domid=\"1\",state=\"running\"}"),
+			   (double)running / 1e9, 1e-12, "%s", body);
+	cr_assert_float_eq(value(body, "xflowtop_xen_domain_runstate_seconds_total{host=\"x\",domid=\"1\",state=\"runnable\"}"),
+			   5e-7, 1e-12);
+	cr_assert_eq(value(body, "xflowtop_xen_domain_wake_to_run_seconds_count{host=\"x\",domid=\"1\"}"), 1, "%s", body);
+	cr_assert_float_eq(value(body, "xflowtop_xen_domain_wake_to_run_seconds_sum{host=\"x\",domid=\"1\"}"), 5e-7,
+			   1e-12);
+	cr_assert_eq(value(body, "xflowtop_xen_domain_wake_to_run_seconds_bucket{host=\"x\",domid=\"1\",le=\"4.5e-07\"}"), -1,
+		     "no bound below 1 us");
+	cr_assert_eq(value(body, "xflowtop_xen_domain_wake_to_run_seconds_bucket{host=\"x\",domid=\"1\",le=\"1e-06\"}"), 1);
+	cr_assert_eq(value(body, "xflowtop_xen_domain_wake_to_run_seconds_count{host=\"x\",domid=\"32767\"}"), -1,
+		     "the idle domain never woke");
+	cr_assert_eq(value(body, "xflowtop_xen_trace_records_total{host=\"x\"}"), (double)app->hv->records);
+	free(body);
+	app_free(app);
+	unlink(trace);
 }
