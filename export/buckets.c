@@ -7,18 +7,20 @@
 
 #include "export/export.h"
 
-/* Tenths of the decade: 1, 1.2, ... 9 (see export.h for why these). */
-static const uint8_t tenths[XFX_PER_DECADE] = { 10, 12, 14, 16, 18, 20, 22, 25, 30,
-						 35, 40, 45, 50, 60, 70, 80, 90 };
+/* The bounds, in ns: 1, 1.2 ... 9 times each decade from 1 us, then 10 s
+ * (see export.h for why these). */
+#define DECADE(d) 10 * (d), 12 * (d), 14 * (d), 16 * (d), 18 * (d), 20 * (d), 22 * (d), 25 * (d), 30 * (d), \
+	35 * (d), 40 * (d), 45 * (d), 50 * (d), 60 * (d), 70 * (d), 80 * (d), 90 * (d)
+static const uint64_t bound_ns[XFX_NBUCKETS] = {
+	DECADE(UINT64_C(100)),      DECADE(UINT64_C(1000)),      DECADE(UINT64_C(10000)),
+	DECADE(UINT64_C(100000)),   DECADE(UINT64_C(1000000)),   DECADE(UINT64_C(10000000)),
+	DECADE(UINT64_C(100000000)), UINT64_C(10000000000),
+};
+#undef DECADE
 
 uint64_t xfx_bucket_ns(unsigned i)
 {
-	if (i >= XFX_NBUCKETS - 1)
-		return UINT64_C(10000000000); /* 10 s */
-	uint64_t decade = 100; /* tenths of 1 us, in ns */
-	for (unsigned d = 0; d < i / XFX_PER_DECADE; d++)
-		decade *= 10;
-	return tenths[i % XFX_PER_DECADE] * decade;
+	return bound_ns[i < XFX_NBUCKETS ? i : XFX_NBUCKETS - 1];
 }
 
 int xfx_seconds_format(uint64_t ns, char *buf)
@@ -72,16 +74,13 @@ void xfx_hist_coarsen(const struct xflow_hist *h, double ns_per_unit, uint64_t o
 	 * that can be non-zero, a few octaves of the histogram's 34. */
 	unsigned b = xflow_hist_bucket_of(h->min), last = xflow_hist_bucket_of(h->max);
 	unsigned j = 0;
-	double bound = (double)xfx_bucket_ns(0);
 	for (; b <= last; b++) {
 		uint64_t n = h->buckets[b];
 		if (!n)
 			continue;
 		double high = (double)xflow_hist_bucket_high(b) * ns_per_unit;
-		while (j < XFX_NBUCKETS && high > bound) {
+		while (j < XFX_NBUCKETS && high > (double)bound_ns[j])
 			j++;
-			bound = j < XFX_NBUCKETS ? (double)xfx_bucket_ns(j) : 0;
-		}
 		out[j] += n;
 	}
 }
