@@ -85,9 +85,18 @@ int xfx_snap_reset(struct xfx_snap *s, const char *host);
  * started once per snapshot (-EEXIST otherwise). */
 int xfx_snap_family(struct xfx_snap *s, const struct xfx_family *f);
 
-/* A label of the next sample.  The value is cut to XFX_LABEL_MAX bytes, its
- * invalid UTF-8 bytes become '?', and it is escaped. */
+/* A label of the next sample: the value sanitized (below) and escaped. */
 int xfx_snap_label(struct xfx_snap *s, const char *name, const char *value);
+
+/*
+ * A label value as it will be shown, into @out (XFX_LABEL_MAX + 1 bytes):
+ * cut to XFX_LABEL_MAX bytes at a character boundary, invalid UTF-8 and
+ * control bytes (newline aside) as '?'.  Returns its length.  Two values
+ * that sanitize alike make the same label: callers that keep one series
+ * per value must key their series by the sanitized value, or a scrape
+ * would hold a series twice, which Prometheus refuses.
+ */
+size_t xfx_label_sanitize(const char *value, char *out);
 
 /* The next sample of the current family, with the labels given since the
  * last one.  For counters and gauges: */

@@ -77,7 +77,7 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 	return len;
 }
 
-size_t xfx_label_escape(const char *value, char *out)
+size_t xfx_label_sanitize(const char *value, char *out)
 {
 	const unsigned char *p = (const unsigned char *)value;
 	size_t n = strlen(value), in = 0, o = 0;
@@ -85,18 +85,31 @@ size_t xfx_label_escape(const char *value, char *out)
 		size_t l = utf8_len(p + in, n - in);
 		if (in + (l ? l : 1) > XFX_LABEL_MAX)
 			break; /* cut before a character that would not fit */
-		if (l == 1 && (p[in] == '\\' || p[in] == '"' || p[in] == '\n')) {
-			out[o++] = '\\';
-			out[o++] = p[in] == '\n' ? 'n' : (char)p[in];
-		} else if (l == 1 && (p[in] < 0x20 || p[in] == 0x7f)) {
-			out[o++] = '?'; /* valid, but a terminal or a log would act on it */
-		} else if (l == 0) {
-			out[o++] = '?'; /* Prometheus refuses invalid UTF-8 */
+		if (l == 0 || (l == 1 && ((p[in] < 0x20 && p[in] != '\n') || p[in] == 0x7f))) {
+			/* Prometheus refuses invalid UTF-8; control bytes are
+			 * valid, but a terminal or a log would act on them. */
+			out[o++] = '?';
 		} else {
 			memcpy(out + o, p + in, l);
 			o += l;
 		}
 		in += l ? l : 1;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+size_t xfx_label_escape(const char *value, char *out)
+{
+	char clean[XFX_LABEL_MAX + 1];
+	size_t n = xfx_label_sanitize(value, clean), o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (clean[i] == '\\' || clean[i] == '"' || clean[i] == '\n') {
+			out[o++] = '\\';
+			out[o++] = clean[i] == '\n' ? 'n' : clean[i];
+		} else {
+			out[o++] = clean[i];
+		}
 	}
 	out[o] = '\0';
 	return o;

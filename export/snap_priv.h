@@ -48,9 +48,8 @@ struct xfx_snap {
 };
 
 /* Write @value as a label value into @out (XFX_ESCAPED_MAX + 1 bytes):
- * cut to XFX_LABEL_MAX input bytes at a character boundary, invalid UTF-8
- * and control bytes as '?', backslash, quote and newline escaped.  Returns
- * the length written. */
+ * xfx_label_sanitize(), then backslash, quote and newline escaped.
+ * Returns the length written. */
 size_t xfx_label_escape(const char *value, char *out);
 
 #endif

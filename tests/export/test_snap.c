@@ -89,3 +89,18 @@ Test(snap, labels_before_a_family_belong_to_no_sample)
 	free(text);
 	xfx_snap_free(s);
 }
+
+Test(snap, values_that_sanitize_alike_make_one_label)
+{
+	/* What callers key their series by: distinct bytes, one label. */
+	char a[XFX_LABEL_MAX + 1], b[XFX_LABEL_MAX + 1];
+	xfx_label_sanitize("f\xed\xa0\xe2", a);
+	xfx_label_sanitize("f\xff\xfe\x01", b);
+	cr_assert_str_eq(a, b);
+	cr_assert_str_eq(a, "f???");
+	/* Sanitizing is idempotent and leaves escaping to the writer. */
+	xfx_label_sanitize("a\"b\\c\nd", a);
+	cr_assert_str_eq(a, "a\"b\\c\nd");
+	xfx_label_sanitize(a, b);
+	cr_assert_str_eq(a, b);
+}

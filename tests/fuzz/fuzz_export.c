@@ -10,6 +10,7 @@
  * whose values also come from the bytes.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +58,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	xfx_snap_family(s, &f_hist);
 	static struct xflow_hist h;
 	for (size_t i = 4; i + 1 < n; i += 2) {
+		/* Series keyed by the labels they show, as tui/metrics.c does:
+		 * two values that sanitize alike are one series. */
 		char key[2 * XFX_LABEL_MAX + 2];
-		size_t a = strnlen(lines[i], XFX_LABEL_MAX), b = strnlen(lines[i + 1], XFX_LABEL_MAX);
-		memcpy(key, lines[i], a);
-		key[a] = '\0';
-		memcpy(key + a + 1, lines[i + 1], b);
+		size_t a = xfx_label_sanitize(lines[i], key);
+		size_t b = xfx_label_sanitize(lines[i + 1], key + a + 1);
 		uint32_t before = xfx_fold_count(fold);
 		uint32_t slot = xfx_fold_slot(fold, key, a + 1 + b);
 		if (slot != XFX_FOLDED && slot >= xfx_fold_count(fold))
@@ -88,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	xfx_snap_family(s, &f_count);
 	for (size_t i = 4; i < n; i++) {
-		char lv[8];
+		char lv[24];
 		snprintf(lv, sizeof(lv), "%zu", i);
 		xfx_snap_label(s, "line", lv);
 		xfx_snap_label(s, "text", lines[i]);
@@ -98,8 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len;
 	if (xfx_snap_format(s, &out, &len) == 0) {
 		struct expo_stats st;
-		if (expo_check(out, len, "host", &st, err, sizeof(err)))
+		if (expo_check(out, len, "host", &st, err, sizeof(err))) {
+			fprintf(stderr, "fuzz_export: %s\n", err);
 			abort();
+		}
 		free(out);
 	}
 	xfx_fold_free(fold);
