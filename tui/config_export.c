@@ -14,10 +14,12 @@
 #include "export/export.h"
 #include "tui/config.h"
 
-/* Defaults: 64 hops of 122 series each is about 7,800 series per host;
+/* Defaults: 64 hops of 123 series each is about 7,900 series and 850 KiB
+ * a scrape per host; at most 1,024 (126,000 series, 13 MiB a scrape, which
+ * is already more than a fleet's Prometheus wants from one host).
  * Prometheus itself needs one connection per target. */
 #define DEFAULT_MAX_HOPS 64
-#define MAX_MAX_HOPS 4096
+#define MAX_MAX_HOPS 1024
 #define DEFAULT_MAX_CONNECTIONS 32
 #define MAX_MAX_CONNECTIONS 1024
 

@@ -88,17 +88,19 @@ FAMILY(f_refused, "xflowtop_exporter_connections_refused_total", XFX_COUNTER,
 
 /* A model hop as it was last folded. */
 struct hop_cache {
-	uint64_t count;   /* its histogram's count when coarse[] was made */
-	uint32_t slot;    /* its series, or XFX_FOLDED */
-	uint32_t names;   /* hash of its labels when slot was found; 0: not yet */
+	uint64_t count, sum; /* of its histogram when coarse[] was made */
+	uint32_t slot;       /* its series; the folded one is metrics-max-hops */
+	uint32_t names;      /* hash of its labels when the slot was found */
 	uint64_t coarse[XFX_NBUCKETS + 1];
 };
 
-/* A histogram series being summed. */
+/* A histogram series: the sum of its contributors.  The hop series are
+ * kept up to date by differences (a hop that moved is taken out as it was
+ * and put back as it is), so a hop that did not move costs nothing. */
 struct hist_acc {
 	uint64_t buckets[XFX_NBUCKETS + 1];
 	uint64_t count, sum_ns;
-	uint32_t n; /* contributors this time: a series without any is left out */
+	uint32_t n; /* contributors: a series without any is left out */
 };
 
 /* Series of the same name summed (two collectors may see one domain). */
@@ -127,7 +129,8 @@ struct xft_metrics {
 	uint64_t publish_ns;
 	struct xfx_fold *hops, *domains, *aspects, *xen_domains;
 	struct hop_cache *cache;
-	size_t ncache;
+	size_t ncache, nhops;     /* allocated; model hops in the series */
+	uint32_t names_fp;        /* the domain names when the series were named */
 	struct hist_acc *hop_acc; /* per hop slot, then one for the folded */
 	/* Per name slot, the last one for the folded names. */
 	struct dom_acc dom_acc[MAX_NAMES + 1];
@@ -144,18 +147,14 @@ static uint32_t fnv(uint32_t h, const char *s, size_t n)
 	return h;
 }
 
-static size_t cut(const char *s)
-{
-	size_t n = strlen(s);
-	return n < XFX_LABEL_MAX ? n : XFX_LABEL_MAX;
-}
-
-/* "domain:function" of one end of a hop, cut to a label's length. */
+/* "domain:function" of one end of a hop, as its label will show it
+ * (several hops may share it, and then their series). */
 static size_t hop_end(struct xft_app *app, uint16_t domain, uint32_t group, char *out)
 {
-	int n = snprintf(out, XFX_LABEL_MAX + 1, "%s:%s", xft_sites_domain(&app->sites, domain),
-			 xft_sites_group_name(&app->sites, group));
-	return n < 0 ? 0 : (size_t)n > XFX_LABEL_MAX ? XFX_LABEL_MAX : (size_t)n;
+	char raw[2 * XFX_LABEL_MAX + 2];
+	snprintf(raw, sizeof(raw), "%s:%s", xft_sites_domain(&app->sites, domain),
+		 xft_sites_group_name(&app->sites, group));
+	return xfx_label_sanitize(raw, out);
 }
 
 /* The hash of a hop's labels without writing them: the domain names may
@@ -171,9 +170,16 @@ static uint32_t hop_names(struct xft_app *app, const struct xft_hop_key *k)
 	return h ? h : 1;
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
+/* Every domain name the labels may use: when it has not changed, no hop's
+ * labels have. */
+static uint32_t names_fingerprint(const struct xft_sites *s)
 {
-	return a + b < a ? UINT64_MAX : a + b;
+	uint32_t h = 2166136261u;
+	for (unsigned k = 0; k < s->ndomains; k++) {
+		h = fnv(h, (const char *)&s->domains[k].id, sizeof(s->domains[k].id));
+		h = fnv(h, s->domains[k].name, strlen(s->domains[k].name));
+	}
+	return h;
 }
 
 static void acc_add(struct hist_acc *a, const uint64_t *coarse, uint64_t count, uint64_t sum_ns)
@@ -181,8 +187,18 @@ static void acc_add(struct hist_acc *a, const uint64_t *coarse, uint64_t count, 
 	for (unsigned i = 0; i <= XFX_NBUCKETS; i++)
 		a->buckets[i] += coarse[i];
 	a->count += count;
-	a->sum_ns = sat_add(a->sum_ns, sum_ns);
+	a->sum_ns += sum_ns;
 	a->n++;
+}
+
+/* Take @c's contribution out of @a (what acc_add put in). */
+static void acc_sub(struct hist_acc *a, const struct hop_cache *c)
+{
+	for (unsigned i = 0; i <= XFX_NBUCKETS; i++)
+		a->buckets[i] -= c->coarse[i];
+	a->count -= c->count;
+	a->sum_ns -= c->sum;
+	a->n--;
 }
 
 /* One counter or gauge sample without labels. */
@@ -192,10 +208,12 @@ static void one(struct xfx_snap *s, const struct xfx_family *f, uint64_t v)
 	xfx_snap_u64(s, v);
 }
 
-/* The slot of @name in @f, MAX_NAMES for the folded ones. */
+/* The slot of @name in @f (by the label it makes), MAX_NAMES for the
+ * folded ones. */
 static uint32_t name_slot(struct xfx_fold *f, const char *name)
 {
-	uint32_t slot = xfx_fold_slot(f, name, cut(name));
+	char clean[XFX_LABEL_MAX + 1];
+	uint32_t slot = xfx_fold_slot(f, clean, xfx_label_sanitize(name, clean));
 	return slot == XFX_FOLDED ? MAX_NAMES : slot;
 }
 
@@ -216,56 +234,72 @@ static int cache_grow(struct xft_metrics *m, size_t n)
 {
 	if (n <= m->ncache)
 		return 0;
-	struct hop_cache *c = realloc(m->cache, n * sizeof(*c));
+	size_t cap = m->ncache * 2 > n ? m->ncache * 2 : n;
+	struct hop_cache *c = realloc(m->cache, cap * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	for (size_t i = m->ncache; i < n; i++) {
-		c[i].count = UINT64_MAX;
-		c[i].names = 0;
-		c[i].slot = XFX_FOLDED;
-	}
 	m->cache = c;
-	m->ncache = n;
+	m->ncache = cap;
 	return 0;
 }
 
-static void put_hops(struct xft_app *app, struct xft_metrics *m, struct xfx_snap *s)
+/* Bring the hop series up to date with the model. */
+static uint64_t update_hops(struct xft_app *app, struct xft_metrics *m)
 {
 	size_t nh;
 	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
 	uint32_t max = xfx_fold_max(m->hops);
-	memset(m->hop_acc, 0, (max + 1) * sizeof(*m->hop_acc));
-	/* Without room to remember a hop, it is folded with the others. */
-	size_t cached = cache_grow(m, nh) ? m->ncache : nh;
-	uint64_t folded = 0;
-	for (size_t i = 0; i < nh; i++) {
+	if (nh < m->nhops) {
+		/* The model forgot its hops: start the series again. */
+		memset(m->hop_acc, 0, (max + 1) * sizeof(*m->hop_acc));
+		m->nhops = 0;
+	}
+	/* Hops there is no memory to remember are left out, and counted. */
+	size_t known = cache_grow(m, nh) ? m->ncache : nh;
+	uint32_t fp = names_fingerprint(&app->sites);
+	int renamed = fp != m->names_fp;
+	m->names_fp = fp;
+	for (size_t i = 0; i < known; i++) {
 		const struct xft_hop *h = &hops[i];
-		if (i >= cached) {
-			uint64_t tmp[XFX_NBUCKETS + 1];
-			xfx_hist_coarsen(&h->hist, 1.0, tmp);
-			acc_add(&m->hop_acc[max], tmp, h->hist.count, h->hist.sum);
-			folded++;
-			continue;
-		}
 		struct hop_cache *c = &m->cache[i];
-		uint32_t names = hop_names(app, &h->key);
-		if (names != c->names) {
-			char key[2 * XFX_LABEL_MAX + 2];
-			size_t n = hop_end(app, h->key.from_domain, h->key.from_group, key);
-			key[n++] = '\0';
-			n += hop_end(app, h->key.to_domain, h->key.to_group, key + n);
-			c->slot = xfx_fold_slot(m->hops, key, n);
-			c->names = names;
+		int fresh = i >= m->nhops;
+		if (fresh) {
+			memset(c, 0, sizeof(*c));
+			c->slot = UINT32_MAX;
 		}
-		/* Only a hop that moved is folded again. */
+		if (fresh || renamed) {
+			uint32_t names = hop_names(app, &h->key);
+			if (fresh || names != c->names) {
+				char key[2 * XFX_LABEL_MAX + 2];
+				size_t n = hop_end(app, h->key.from_domain, h->key.from_group, key);
+				key[n++] = '\0';
+				n += hop_end(app, h->key.to_domain, h->key.to_group, key + n);
+				uint32_t slot = xfx_fold_slot(m->hops, key, n);
+				if (!fresh)
+					acc_sub(&m->hop_acc[c->slot], c);
+				c->slot = slot == XFX_FOLDED ? max : slot;
+				c->names = names;
+				acc_add(&m->hop_acc[c->slot], c->coarse, c->count, c->sum);
+			}
+		}
 		if (c->count != h->hist.count) {
+			acc_sub(&m->hop_acc[c->slot], c);
 			xfx_hist_coarsen(&h->hist, 1.0, c->coarse);
 			c->count = h->hist.count;
+			c->sum = h->hist.sum;
+			acc_add(&m->hop_acc[c->slot], c->coarse, c->count, c->sum);
 		}
-		if (c->slot == XFX_FOLDED)
-			folded++;
-		acc_add(&m->hop_acc[c->slot == XFX_FOLDED ? max : c->slot], c->coarse, h->hist.count, h->hist.sum);
 	}
+	m->nhops = known;
+	return (nh - known) + m->hop_acc[max].n;
+}
+
+static void put_hops(struct xft_app *app, struct xft_metrics *m, struct xfx_snap *s)
+{
+	uint64_t folded = update_hops(app, m);
+	size_t nh;
+	xft_agg_hops(app->agg, &nh);
+	uint32_t max = xfx_fold_max(m->hops);
 	one(s, &f_hops, nh);
 	one(s, &f_folded, folded);
 	xfx_snap_family(s, &f_hop);
@@ -311,12 +345,20 @@ static void put_collectors(struct xft_app *app, struct xfx_snap *s)
 		xfx_snap_family(s, fams[f]);
 		for (unsigned i = 0; i < app->nsrc; i++) {
 			const struct xft_source *src = &app->src[i];
-			/* Two collectors of one kind: the second is "agent#2". */
+			/* Two collectors of one kind: the second is "agent#2".
+			 * Plugins name themselves: compare the labels. */
+			char mine[XFX_LABEL_MAX + 1], other[XFX_LABEL_MAX + 1];
+			xfx_label_sanitize(src->ops->name, mine);
 			unsigned same = 0;
-			for (unsigned k = 0; k < i; k++)
-				same += !strcmp(app->src[k].ops->name, src->ops->name);
-			char name[64];
-			snprintf(name, sizeof(name), same ? "%s#%u" : "%s", src->ops->name, same + 1);
+			for (unsigned k = 0; k < i; k++) {
+				xfx_label_sanitize(app->src[k].ops->name, other);
+				same += !strcmp(other, mine);
+			}
+			char name[XFX_LABEL_MAX + 16];
+			if (same)
+				snprintf(name, sizeof(name), "%.100s#%u", mine, same + 1);
+			else
+				snprintf(name, sizeof(name), "%s", mine);
 			xfx_snap_label(s, "collector", name);
 			uint64_t v = f == 0 ? src->st.records : f == 1 ? src->st.drops : f == 2 ? src->st.bad : !src->ended;
 			xfx_snap_u64(s, v);

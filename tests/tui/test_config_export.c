@@ -72,8 +72,8 @@ Test(config_export, errors_say_what_to_write)
 					  "127.0.0.1:9464 for this host only");
 	refused(ARGV("--listen", "host.example:9464"), "names are not looked up");
 	refused(ARGV("--listen"), "option '--listen' needs a value");
-	refused(ARGV("--set", "metrics-max-hops=0"), "expected hops with series of their own, 1 to 4096");
-	refused(ARGV("--set", "metrics-max-hops=5000"), "1 to 4096");
+	refused(ARGV("--set", "metrics-max-hops=0"), "expected hops with series of their own, 1 to 1024");
+	refused(ARGV("--set", "metrics-max-hops=1025"), "1 to 1024");
 	refused(ARGV("--set", "metrics-max-connections=x"), "'metrics-max-connections': expected 1 to 1024");
 	refused(ARGV("--set", "host="), "expected the host label, 1 to 255 printable characters");
 	refused(ARGV("--set", "host=a\tb"), "printable");
