@@ -21,13 +21,16 @@
  *       Issue 7: xflowtop -b on the demo host through the agent collector;
  *       prints its last batch output and the truth's hop latencies for the
  *       calling script to compare.
- *   xflow-e2e serve XFLOWTOP [--delay STAGE=DUR] [--rate N] [--duration S] -- ARGS...
+ *   xflow-e2e serve XFLOWTOP [--delay STAGE=DUR] [--rate N] [--duration S]
+ *                  [--go-when FILE] -- ARGS...
  *       Issue 18: the demo host, and XFLOWTOP --collector agent:... ARGS
  *       (ARGS give --listen and the output); its standard output is left
  *       alone, its standard error passes through here, and its "serving
- *       http://" line lets the traffic go.  Says "host finished" on
- *       standard error when the host's duration is over; SIGTERM is passed
- *       on to xflowtop, and the host stops once xflowtop has exited.
+ *       http://" line lets the traffic go (once FILE exists, with
+ *       --go-when: the caller may want Prometheus scraping first).  Says
+ *       "host finished" on standard error when the host's duration is
+ *       over; SIGTERM is passed on to xflowtop, and the host stops once
+ *       xflowtop has exited.
  *
  * Exit 0 pass, 1 fail, 77 skip (reason on the last line).
  */
@@ -703,10 +706,12 @@ static void on_serve_signal(int sig)
 static int mode_serve(int argc, char **argv)
 {
 	struct xflow_demo_opts o = { .guests = 1, .rate = 40, .duration = "8" };
-	const char *xflowtop = argv[0];
+	const char *xflowtop = argv[0], *go_when = NULL;
 	int i = 1;
 	for (; i + 1 < argc && strcmp(argv[i], "--"); i += 2) {
-		if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
+		if (!strcmp(argv[i], "--go-when"))
+			go_when = argv[i + 1];
+		else if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
 			o.delays[o.ndelays++] = argv[i + 1];
 		else if (!strcmp(argv[i], "--rate"))
 			o.rate = (unsigned)atoi(argv[i + 1]);
@@ -742,7 +747,7 @@ static int mode_serve(int argc, char **argv)
 	}
 	close(p[1]);
 	FILE *in = fdopen(p[0], "r");
-	bool go = false, host_done = false, stopping = false;
+	bool listening = false, go = false, host_done = false, stopping = false;
 	char line[1024];
 	for (;;) {
 		struct pollfd pf = { .fd = p[0], .events = POLLIN };
@@ -753,11 +758,12 @@ static int mode_serve(int argc, char **argv)
 			fputs(line, stderr);
 			/* Listening comes after the collector opened, after every
 			 * plan was loaded: the traffic may start. */
-			if (!go && strstr(line, "serving http://")) {
-				xflow_demo_host_go(host);
-				go = true;
-				fprintf(stderr, "xflow-e2e: traffic started\n");
-			}
+			listening |= strstr(line, "serving http://") != NULL;
+		}
+		if (listening && !go && (!go_when || access(go_when, F_OK) == 0)) {
+			xflow_demo_host_go(host);
+			go = true;
+			fprintf(stderr, "xflow-e2e: traffic started\n");
 		}
 		if (go && !host_done) {
 			int hs = xflow_demo_host_wait(host, 0);
