@@ -623,18 +623,23 @@ static int mode_detach(void)
 	return failures ? 1 : 0;
 }
 
+/* The host's options of the top and serve modes: --delay, --rate, --duration. */
+static void host_option(struct xflow_demo_opts *o, const char *opt, char *value)
+{
+	if (!strcmp(opt, "--delay") && o->ndelays < XFLOW_DEMO_MAX_DELAYS)
+		o->delays[o->ndelays++] = value;
+	else if (!strcmp(opt, "--rate"))
+		o->rate = (unsigned)atoi(value);
+	else if (!strcmp(opt, "--duration"))
+		o->duration = value;
+}
+
 static int mode_top(int argc, char **argv)
 {
 	struct xflow_demo_opts o = { .guests = 1, .rate = 200, .duration = "4" };
 	const char *xflowtop = argv[0];
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
-			o.delays[o.ndelays++] = argv[i + 1];
-		else if (!strcmp(argv[i], "--rate"))
-			o.rate = (unsigned)atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--duration"))
-			o.duration = argv[i + 1];
-	}
+	for (int i = 1; i + 1 < argc; i += 2)
+		host_option(&o, argv[i], argv[i + 1]);
 	start_host(&o);
 	char copt[PATH_MAX + 200];
 	snprintf(copt, sizeof(copt), "agent:%s", xflow_demo_host_options(host));
@@ -711,12 +716,8 @@ static int mode_serve(int argc, char **argv)
 	for (; i + 1 < argc && strcmp(argv[i], "--"); i += 2) {
 		if (!strcmp(argv[i], "--go-when"))
 			go_when = argv[i + 1];
-		else if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
-			o.delays[o.ndelays++] = argv[i + 1];
-		else if (!strcmp(argv[i], "--rate"))
-			o.rate = (unsigned)atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--duration"))
-			o.duration = argv[i + 1];
+		else
+			host_option(&o, argv[i], argv[i + 1]);
 	}
 	int nextra = i < argc ? argc - i - 1 : 0;
 	start_host(&o);

@@ -23,8 +23,8 @@ struct http_resp {
 	size_t body_len;
 };
 
-/* A connected socket to "A.B.C.D:PORT", or -1. */
-static int http_connect(const char *addr)
+/* "A.B.C.D:PORT" as a socket address; 0 or -1. */
+static int http_addr(const char *addr, struct sockaddr_in *sa)
 {
 	char host[64];
 	const char *colon = strrchr(addr, ':');
@@ -32,8 +32,17 @@ static int http_connect(const char *addr)
 		return -1;
 	memcpy(host, addr, (size_t)(colon - addr));
 	host[colon - addr] = '\0';
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1)) };
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)atoi(colon + 1));
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+/* A connected socket to "A.B.C.D:PORT", or -1. */
+static int http_connect(const char *addr)
+{
+	struct sockaddr_in sa;
+	if (http_addr(addr, &sa))
 		return -1;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)

@@ -23,11 +23,9 @@
 # Exit 77 only when prometheus or promtool is missing and cannot be
 # installed, or ptrace is not allowed.
 set -u
-BUILD=${BUILD:-build}
+. tests/export/lib.sh
 E2E=$BUILD/tests/e2e/xflow-e2e
-for b in "$E2E" "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent" "$BUILD/bin/xensim"; do
-	[ -x "$b" ] || { echo "missing $b (make first)"; exit 77; }
-done
+need "$E2E" "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent" "$BUILD/bin/xensim"
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
 	# scripts/deps.sh lists them; a fresh machine gets them from make.
 	if [ "$(id -u)" -eq 0 ]; then
@@ -53,15 +51,6 @@ if [ "$BUILD" != build ]; then
 	export XENSIM_DIR="$(pwd)/build/sim"
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/xflowtop-prom.XXXXXX")
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 log() { echo "$(date +%T) $*"; }
 fail() { echo "FAIL: $*"; return 1; }
@@ -82,17 +71,7 @@ host() {
 	PIDS="$PIDS $!"
 }
 
-addr_of() { sed -n 's|.*serving http://\([0-9.]*:[0-9]*\)/metrics.*|\1|p' "$TMP/$1.err"; }
-
-wait_for() { # SECONDS COMMAND...: until COMMAND succeeds
-	t=$1
-	shift
-	for _ in $(seq 1 $((t * 5))); do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
-}
+addr_of() { served_at "$TMP/$1.err"; }
 
 PROM=""
 q() { curl -sf --get --data-urlencode "query=$1" "http://$PROM/api/v1/query"; }
@@ -228,7 +207,6 @@ for attempt in 1 2; do
 	echo "attempt $attempt failed; logs:"
 	tail -5 "$TMP"/*.err "$TMP/prometheus.log" 2>/dev/null
 	cleanup
-	TMP=$(mktemp -d "${TMPDIR:-/tmp}/xflowtop-prom.XXXXXX")
-	PIDS=""
+	new_tmp
 done
 exit 1

@@ -10,8 +10,9 @@
  *       answer), held (still open, nothing received: an idle connection
  *       the server keeps), failed (anything else).  Prints one line:
  *           conns N: served S, refused R, held H, failed F
- *   xfx-flood ADDR:PORT scrape THREADS SECONDS
- *       THREADS loops of GET /metrics for SECONDS; prints
+ *   xfx-flood ADDR:PORT scrape THREADS SECONDS [PER_SECOND]
+ *       THREADS loops of GET /metrics for SECONDS, as fast as they can or
+ *       PER_SECOND in all; prints
  *           scrapes K in S s (K/s), failed F
  *
  * Exit 0 when it could run, 1 on a usage or system error.
@@ -50,20 +51,6 @@ static uint64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int parse_addr(const char *addr, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(addr, ':');
-	if (!colon || (size_t)(colon - addr) >= sizeof(host))
-		return -1;
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = '\0';
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)atoi(colon + 1));
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
 /* Advance @c on poll's @revents. */
@@ -110,7 +97,7 @@ static void step(struct conn *c, short revents)
 static int flood(const char *addr, int n, int get, int hold_ms)
 {
 	struct sockaddr_in sa;
-	if (parse_addr(addr, &sa)) {
+	if (http_addr(addr, &sa)) {
 		fprintf(stderr, "xfx-flood: bad address %s\n", addr);
 		return 1;
 	}
@@ -170,13 +157,22 @@ static int flood(const char *addr, int n, int get, int hold_ms)
 struct scraper {
 	const char *addr;
 	uint64_t end_ms;
+	double period_ms; /* between two scrapes of this thread; 0: none */
 	unsigned ok, failed;
 };
 
 static void *scrape_loop(void *arg)
 {
 	struct scraper *s = arg;
+	uint64_t start = now_ms();
 	while (now_ms() < s->end_ms) {
+		if (s->period_ms > 0) {
+			uint64_t due = start + (uint64_t)((s->ok + s->failed) * s->period_ms);
+			uint64_t t = now_ms();
+			if (due > t)
+				nanosleep(&(struct timespec){ (time_t)((due - t) / 1000), (long)((due - t) % 1000) * 1000000 },
+					  NULL);
+		}
 		struct http_resp r;
 		if (http_get(s->addr, "GET", "/metrics", &r) == 0 && r.status == 200)
 			s->ok++;
@@ -187,7 +183,7 @@ static void *scrape_loop(void *arg)
 	return NULL;
 }
 
-static int scrape(const char *addr, int threads, double secs)
+static int scrape(const char *addr, int threads, double secs, double per_second)
 {
 	struct scraper s[64];
 	pthread_t t[64];
@@ -195,7 +191,8 @@ static int scrape(const char *addr, int threads, double secs)
 		return 1;
 	uint64_t t0 = now_ms();
 	for (int i = 0; i < threads; i++) {
-		s[i] = (struct scraper){ .addr = addr, .end_ms = t0 + (uint64_t)(secs * 1000) };
+		s[i] = (struct scraper){ .addr = addr, .end_ms = t0 + (uint64_t)(secs * 1000),
+					 .period_ms = per_second > 0 ? 1000.0 * threads / per_second : 0 };
 		pthread_create(&t[i], NULL, scrape_loop, &s[i]);
 	}
 	unsigned ok = 0, failed = 0;
@@ -222,9 +219,9 @@ int main(int argc, char **argv)
 		}
 		return flood(argv[1], atoi(argv[3]), get, hold);
 	}
-	if (argc == 5 && !strcmp(argv[2], "scrape"))
-		return scrape(argv[1], atoi(argv[3]), atof(argv[4]));
+	if ((argc == 5 || argc == 6) && !strcmp(argv[2], "scrape"))
+		return scrape(argv[1], atoi(argv[3]), atof(argv[4]), argc == 6 ? atof(argv[5]) : 0);
 	fprintf(stderr, "usage: xfx-flood ADDR:PORT conns N [--get] [--hold MS]\n"
-			"       xfx-flood ADDR:PORT scrape THREADS SECONDS\n");
+			"       xfx-flood ADDR:PORT scrape THREADS SECONDS [PER_SECOND]\n");
 	return 1;
 }
