@@ -168,31 +168,31 @@ static struct xfx_snap_sample *add_sample(struct xfx_snap *s, enum xfx_snap_kind
 	return x;
 }
 
-int xfx_snap_u64(struct xfx_snap *s, uint64_t v)
+static int add_value(struct xfx_snap *s, enum xfx_snap_kind kind, uint64_t u, double d)
 {
-	struct xfx_snap_sample *x = add_sample(s, XFX_SNAP_U64);
+	struct xfx_snap_sample *x = add_sample(s, kind);
 	if (!x)
 		return s->nfams ? -ENOMEM : -EINVAL;
-	x->v.u = v;
+	if (kind == XFX_SNAP_DOUBLE)
+		x->v.d = d;
+	else
+		x->v.u = u;
 	return 0;
+}
+
+int xfx_snap_u64(struct xfx_snap *s, uint64_t v)
+{
+	return add_value(s, XFX_SNAP_U64, v, 0);
 }
 
 int xfx_snap_seconds(struct xfx_snap *s, uint64_t ns)
 {
-	struct xfx_snap_sample *x = add_sample(s, XFX_SNAP_NS);
-	if (!x)
-		return s->nfams ? -ENOMEM : -EINVAL;
-	x->v.u = ns;
-	return 0;
+	return add_value(s, XFX_SNAP_NS, ns, 0);
 }
 
 int xfx_snap_double(struct xfx_snap *s, double v)
 {
-	struct xfx_snap_sample *x = add_sample(s, XFX_SNAP_DOUBLE);
-	if (!x)
-		return s->nfams ? -ENOMEM : -EINVAL;
-	x->v.d = v;
-	return 0;
+	return add_value(s, XFX_SNAP_DOUBLE, 0, v);
 }
 
 int xfx_snap_hist(struct xfx_snap *s, const uint64_t buckets[XFX_NBUCKETS + 1], uint64_t count,

@@ -6,7 +6,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +22,8 @@
 #define DEFAULT_MAX_CONNECTIONS 32
 #define MAX_MAX_CONNECTIONS 1024
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (errlen)
-		vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+/* Every error is -EINVAL with what was expected in @err. */
+#define BAD(...) (snprintf(err, errlen, __VA_ARGS__), -EINVAL)
 
 void xft_config_export_defaults(struct xft_config *c)
 {
@@ -62,7 +53,7 @@ int xft_config_export_set(struct xft_config *c, const char *key, const char *v, 
 		struct xfx_listen l;
 		char why[256];
 		if (xfx_listen_parse(v, &l, why, sizeof(why)))
-			return fail(err, errlen, "bad value '%s' for 'listen': %s", v, why);
+			return BAD("bad value '%s' for 'listen': %s", v, why);
 		snprintf(c->listen, sizeof(c->listen), "%s", v);
 		return 0;
 	}
@@ -72,33 +63,33 @@ int xft_config_export_set(struct xft_config *c, const char *key, const char *v, 
 		for (size_t i = 0; ok && i < n; i++)
 			ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
 		if (!ok)
-			return fail(err, errlen, "bad value '%s' for 'host': expected the host label, 1 to %zu "
+			return BAD("bad value '%s' for 'host': expected the host label, 1 to %zu "
 						 "printable characters", v, sizeof(c->host) - 1);
 		memcpy(c->host, v, n + 1);
 		return 0;
 	}
 	if (!strcmp(key, "metrics-max-hops")) {
 		if (parse_u32(v, 1, MAX_MAX_HOPS, &c->metrics_max_hops))
-			return fail(err, errlen, "bad value '%s' for 'metrics-max-hops': expected hops with "
+			return BAD("bad value '%s' for 'metrics-max-hops': expected hops with "
 						 "series of their own, 1 to %d", v, MAX_MAX_HOPS);
 		return 0;
 	}
 	if (!strcmp(key, "metrics-max-connections")) {
 		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_connections))
-			return fail(err, errlen, "bad value '%s' for 'metrics-max-connections': expected "
+			return BAD("bad value '%s' for 'metrics-max-connections': expected "
 						 "1 to %d", v, MAX_MAX_CONNECTIONS);
 		return 0;
 	}
-	return fail(err, errlen, "unknown key '%s'", key);
+	return BAD("unknown key '%s'", key);
 }
 
 int xft_config_export_check(const struct xft_config *c, char *err, size_t errlen)
 {
 	if (c->headless && !c->listen[0])
-		return fail(err, errlen, "--headless shows nothing and only serves /metrics: give --listen "
+		return BAD("--headless shows nothing and only serves /metrics: give --listen "
 					 "ADDR:PORT too (e.g. --listen 127.0.0.1:9464)");
 	if (c->headless && c->batch > 0)
-		return fail(err, errlen, "--headless prints nothing, while -b and --json print tables: "
+		return BAD("--headless prints nothing, while -b and --json print tables: "
 					 "choose one");
 	return 0;
 }
