@@ -93,9 +93,10 @@ measure() {
 		"with $(cat "$TMP/scrapes.txt" | sed 's/,.*//') $s50 / $s90 / $smax"
 	awk -v q="$q90" -v s="$s90" 'BEGIN { exit !(s <= q * 1.5 + 20) }'
 }
-for attempt in 1 2; do
+# Two cores shared with other builds: a burst of their load can land on
+# either run; a loop that waits for scrapes falls behind in every one.
+for attempt in 1 2 3; do
 	measure && exit 0
-	# Two cores shared with other builds: one more run before failing.
 	echo "attempt $attempt: the refresh fell behind while scraped"
 done
 echo "FAIL: scrapes stalled the refresh"
