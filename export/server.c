@@ -201,13 +201,14 @@ int xfx_server_start(const struct xfx_server_opts *o, struct xfx_server **out, c
 	int rc = -ENOMEM;
 	for (int i = 0; i < NSNAPS; i++)
 		if (xfx_snap_new(&s->snaps[i]))
-			goto fail;
+			s->snaps[i] = NULL;
 	s->index = fixed("xflowtop exports its figures for Prometheus at /metrics\n", NULL);
 	s->not_found = fixed("not found: the figures are at /metrics\n", NULL);
 	s->bad_method = fixed("method not allowed: use GET /metrics\n", "GET, HEAD");
 	s->unavailable = fixed("no figures yet: xflowtop is starting\n", NULL);
 	s->failed = fixed("out of memory formatting the figures\n", NULL);
-	if (!s->index || !s->not_found || !s->bad_method || !s->unavailable || !s->failed) {
+	if (!s->snaps[0] || !s->snaps[1] || !s->snaps[2] || !s->index || !s->not_found || !s->bad_method ||
+	    !s->unavailable || !s->failed) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
