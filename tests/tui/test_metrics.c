@@ -219,15 +219,21 @@ Test(metrics, host_defaults_to_the_host_name)
 	app_free(app);
 }
 
+/* A configuration on the synthetic collector with a small model. */
+static void synthetic_config(struct xft_config *cfg)
+{
+	xft_config_defaults(cfg);
+	snprintf(cfg->collectors[0], sizeof(cfg->collectors[0]), "synthetic");
+	cfg->ncollectors = 1;
+	cfg->limits.max_hops = 64;
+}
+
 Test(metrics, a_busy_port_fails_the_start_with_the_reason)
 {
 	struct xft_app *first = app_new("a", 0);
 	struct xft_config cfg;
 	char err[512];
-	xft_config_defaults(&cfg);
-	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic");
-	cfg.ncollectors = 1;
-	cfg.limits.max_hops = 64;
+	synthetic_config(&cfg);
 	snprintf(cfg.listen, sizeof(cfg.listen), "%s", xft_metrics_address(first));
 	struct xft_app *app = calloc(1, sizeof(*app));
 	cr_assert_neq(xft_app_init(app, &cfg, err, sizeof(err)), 0);
@@ -241,10 +247,7 @@ Test(metrics, no_listen_no_exporter)
 {
 	struct xft_config cfg;
 	char err[512];
-	xft_config_defaults(&cfg);
-	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic");
-	cfg.ncollectors = 1;
-	cfg.limits.max_hops = 64;
+	synthetic_config(&cfg);
 	struct xft_app *app = calloc(1, sizeof(*app));
 	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_null(xft_metrics_address(app));
