@@ -1116,7 +1116,7 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = p->xen ? p->ring_dropped
 						   : p->shm.base ? xflow_ring_dropped(&p->cons) : 0,
-					   .gone = p->gone };
+					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad };
 	return 0;
 }
 

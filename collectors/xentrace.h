@@ -274,6 +274,8 @@ double xentrace_vcpu_runstate_share(const struct xentrace_state *s, const struct
 				   enum xentrace_runstate rs);
 /* Wake-to-run latency (runnable after blocked/offline, until running). */
 struct xentrace_cycles xentrace_vcpu_wake(const struct xentrace_vcpu *v);
+/* Their histogram in cycles; NULL when there was no wake. */
+const struct xflow_hist *xentrace_vcpu_wake_hist(const struct xentrace_vcpu *v);
 /* Its quantile @q in ns, within the histogram's error; 0 when empty. */
 uint64_t xentrace_vcpu_wake_latency_ns(const struct xentrace_state *s, const struct xentrace_vcpu *v,
 				       double q);

@@ -426,6 +426,8 @@ static int build(struct xentrace_col *x)
 			o->wake_p50_ns = xentrace_vcpu_wake_latency_ns(s, v, 0.50);
 			o->wake_p90_ns = xentrace_vcpu_wake_latency_ns(s, v, 0.90);
 			o->wake_p99_ns = xentrace_vcpu_wake_latency_ns(s, v, 0.99);
+			o->wake_ns = cyc_ns(x, xentrace_vcpu_wake(v).cycles);
+			o->wake_hist = xentrace_vcpu_wake_hist(v);
 			o->migrations = xentrace_vcpu_migrations(v);
 			o->pcpu = xentrace_vcpu_pcpu(v);
 		}

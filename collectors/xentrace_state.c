@@ -1337,6 +1337,12 @@ struct xentrace_cycles xentrace_vcpu_wake(const struct xentrace_vcpu *v)
 	return c;
 }
 
+const struct xflow_hist *xentrace_vcpu_wake_hist(const struct xentrace_vcpu *v)
+{
+	const struct xflow_hist *h = v->runnable[RUNNABLE_WAKE].h;
+	return h && h->count ? h : NULL;
+}
+
 uint64_t xentrace_vcpu_wake_latency_ns(const struct xentrace_state *s, const struct xentrace_vcpu *v, double q)
 {
 	const struct xflow_hist *h = v->runnable[RUNNABLE_WAKE].h;

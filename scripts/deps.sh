@@ -12,13 +12,16 @@ set -u
 # Each package and why: the libraries the code links, the test and fuzz
 # toolchain, and the tools the tests drive (tmux for the TUI, groff to lint
 # man pages, gdb to poke the simulated host). glib and uthash are only benchmark baselines.
+# libmicrohttpd serves /metrics; prometheus (with promtool) and curl are what
+# the exporter's end-to-end test scrapes and queries it with.
 PKGS="gcc make pkg-config
 libncurses-dev libxml2-dev libelf-dev libdwarf-dev libuv1-dev libcapstone-dev
 libxen-dev
 libcriterion-dev
 clang libclang-rt-14-dev llvm
 libglib2.0-dev uthash-dev
-tmux groff-base procps gdb"
+tmux groff-base procps gdb
+libmicrohttpd-dev prometheus curl"
 
 missing() {
 	for p in $PKGS; do

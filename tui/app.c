@@ -15,6 +15,7 @@
 #include "collectors/demo_host.h"
 #include "collectors/session.h"
 #include "tui/app.h"
+#include "tui/metrics.h"
 #include "tui/report.h"
 #include "xflow/clock.h"
 #include "xflow/file.h"
@@ -325,6 +326,7 @@ void xft_app_refresh(struct xft_app *app, uint64_t now)
 		}
 	}
 	app->iteration++;
+	xft_metrics_publish(app);
 }
 
 int xft_app_aspect_toggle(struct xft_app *app, unsigned i)
@@ -554,6 +556,9 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 	xft_ui_init(app);
 	app->start_ns = app->now_ns = app->last_refresh_ns = xflow_monotonic_ns();
 	update_infos(app, 0);
+	/* Last: listening says that the collectors are open. */
+	if (cfg->listen[0] && (rc = xft_metrics_start(app, err, errlen)))
+		return rc;
 	return 0;
 oom:
 	snprintf(err, errlen, "cannot allocate the model (%s): lower max-flows, max-hops or max-pending",
@@ -563,6 +568,7 @@ oom:
 
 void xft_app_fini(struct xft_app *app)
 {
+	xft_metrics_stop(app);
 	/* Committed only when the app came up: a failed start leaves no
 	 * session under the final name. */
 	if (app->session && xflow_session_writer_free(app->session, app->agg != NULL, app->session_error,
@@ -631,8 +637,9 @@ static void on_refresh(uv_timer_t *t)
 	int all_ended = app->nsrc > 0;
 	for (unsigned s = 0; s < app->nsrc; s++)
 		all_ended &= app->src[s].ended;
-	/* Batch mode ends with its input (a replay); the screen stays. */
-	if (all_ended && app->renderer != &xft_renderer_curses)
+	/* Batch mode ends with its input (a replay); the screen stays, and
+	 * so does a headless exporter, whose figures are still scraped. */
+	if (all_ended && app->renderer != &xft_renderer_curses && app->renderer != &xft_renderer_headless)
 		app->quit = 1;
 	after(app, 0);
 }

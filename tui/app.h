@@ -185,6 +185,8 @@ struct xft_app {
 	/* A failure the run went on after (a snapshot not written), for the
 	 * next batch JSON object's "note"; the JSON renderer empties it. */
 	char pending_note[600];
+	/* --listen: the Prometheus exporter (tui/metrics.h), or NULL. */
+	struct xft_metrics *metrics;
 };
 
 /*
@@ -210,6 +212,8 @@ struct xft_renderer {
 extern const struct xft_renderer xft_renderer_curses;
 extern const struct xft_renderer xft_renderer_batch_text;
 extern const struct xft_renderer xft_renderer_batch_json;
+/* --headless: nothing shown; the figures go to /metrics only. */
+extern const struct xft_renderer xft_renderer_headless;
 
 /* Set up from @cfg: collectors opened, model allocated.  0 or -errno with
  * the reason in @err. */

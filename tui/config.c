@@ -26,6 +26,7 @@ void xft_config_defaults(struct xft_config *c)
 	snprintf(c->snapshot_dir, sizeof(c->snapshot_dir), ".");
 	snprintf(c->sort, sizeof(c->sort), "total");
 	c->color = 1;
+	xft_config_export_defaults(c);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -103,7 +104,7 @@ static int add_list(char (*list)[XFT_SPEC_LEN], unsigned *n, const char *v, char
 
 /* --- the global keys ------------------------------------------------------ */
 
-enum kind { K_U32, K_MS, K_SECONDS, K_REFRESH, K_LIST, K_STR, K_BOOL, K_SORT };
+enum kind { K_U32, K_MS, K_SECONDS, K_REFRESH, K_LIST, K_STR, K_BOOL, K_SORT, K_EXPORT };
 
 struct key_desc {
 	const char *key;
@@ -136,6 +137,11 @@ static const struct key_desc keys[] = {
 	{ "save-session", K_STR, 0, 0, "a file to save the records the model is fed to, for replay" },
 	{ "replay", K_STR, 0, 0, "a session saved with save-session, to play back (a path without commas)" },
 	{ "speed", K_STR, 0, 0, "the replay's pace: N times the recorded one (0.001 to 1000000), or max" },
+	{ "listen", K_EXPORT, 0, 0, "" },
+	{ "host", K_EXPORT, 0, 0, "" },
+	{ "metrics-max-hops", K_EXPORT, 0, 0, "" },
+	{ "metrics-max-connections", K_EXPORT, 0, 0, "" },
+	{ "headless", K_BOOL, 0, 0, "yes or no" },
 };
 
 static size_t edit_distance(const char *a, const char *b)
@@ -277,7 +283,10 @@ int xft_config_set(struct xft_config *c, const char *key, const char *v, char *e
 	case K_BOOL:
 		if (parse_bool(v, &b))
 			break;
-		c->color = b;
+		if (!strcmp(key, "headless"))
+			c->headless = b;
+		else
+			c->color = b;
 		return 0;
 	case K_SORT:
 		for (size_t i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
@@ -286,6 +295,8 @@ int xft_config_set(struct xft_config *c, const char *key, const char *v, char *e
 				return 0;
 			}
 		break;
+	case K_EXPORT:
+		return xft_config_export_set(c, key, v, err, errlen);
 	}
 	return fail(err, errlen, "bad value '%s' for '%s': expected %s", v, key, k->doc);
 }
@@ -482,6 +493,10 @@ void xft_config_usage(FILE *f)
 		"      --replay FILE         play back a saved session (the replay collector)\n"
 		"      --speed N|max         its pace: N times the recorded one (default 1)\n"
 		"      --demo                run on the built-in demo source\n"
+		"      --listen [ADDR:]PORT  serve /metrics for Prometheus there (ADDR defaults\n"
+		"                            to 127.0.0.1; 0.0.0.0 for every interface); the\n"
+		"                            series' host label: --set host=NAME (the host name)\n"
+		"      --headless            show nothing, only serve /metrics (needs --listen)\n"
 		"  -h, --help                this help\n"
 		"  -V, --version             version\n"
 		"\n"
@@ -504,6 +519,8 @@ enum {
 	OPT_SAVE_SESSION,
 	OPT_REPLAY,
 	OPT_SPEED,
+	OPT_LISTEN,
+	OPT_HEADLESS,
 };
 
 static const struct option long_opts[] = {
@@ -527,6 +544,8 @@ static const struct option long_opts[] = {
 	{ "save-session", required_argument, NULL, OPT_SAVE_SESSION },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "speed", required_argument, NULL, OPT_SPEED },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "headless", no_argument, NULL, OPT_HEADLESS },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -656,6 +675,12 @@ int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err,
 		case OPT_SPEED:
 			rc = xft_config_set(c, "speed", optarg, msg, sizeof(msg));
 			break;
+		case OPT_LISTEN:
+			rc = xft_config_set(c, "listen", optarg, msg, sizeof(msg));
+			break;
+		case OPT_HEADLESS:
+			c->headless = 1;
+			break;
 		default:
 			break;
 		}
@@ -672,7 +697,7 @@ int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err,
 	const char *nc = getenv("NO_COLOR");
 	if (nc && *nc)
 		c->color = 0;
-	return 0;
+	return xft_config_export_check(c, err, errlen);
 }
 
 int xft_config_agent_spec(const struct xft_config *c, const char *collector, char *out, size_t len)

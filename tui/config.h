@@ -50,6 +50,12 @@ struct xft_config {
 	char save_session[XFT_SPEC_LEN]; /* --save-session: write what the model is fed here */
 	char replay[XFT_SPEC_LEN];   /* --replay: a saved session to play back */
 	char speed[32];              /* --speed: its pace, N or "max"; "" = 1 */
+	/* The Prometheus exporter (tui/metrics.c, tui/config_export.c). */
+	char listen[XFT_SPEC_LEN];   /* --listen ADDR:PORT; "" = no exporter */
+	char host[256];              /* the host label; "" = the host name */
+	uint32_t metrics_max_hops;   /* hops with series of their own */
+	uint32_t metrics_max_connections;
+	int headless;                /* --headless: serve /metrics, show nothing */
 };
 
 /* Built-in defaults (no file read). */
@@ -75,6 +81,17 @@ int xft_config_set(struct xft_config *c, const char *key, const char *value, cha
 int xft_config_from_args(struct xft_config *c, int argc, char **argv, char *err, size_t errlen);
 
 void xft_config_usage(FILE *f);
+
+/* --- config_export.c: the exporter's keys --------------------------------- */
+
+void xft_config_export_defaults(struct xft_config *c);
+/* listen, host, metrics-max-hops, metrics-max-connections: 0, or -EINVAL
+ * with "expected ..." in @err. */
+int xft_config_export_set(struct xft_config *c, const char *key, const char *value, char *err,
+			  size_t errlen);
+/* What no single key can check: --headless needs --listen, and prints no
+ * tables.  0 or -EINVAL with the reason in @err. */
+int xft_config_export_check(const struct xft_config *c, char *err, size_t errlen);
 
 /*
  * The spec to open @collector with: for the agent collector, the

@@ -528,6 +528,10 @@ void xft_table_sort(const struct xft_table *t, int col, int desc, const void *ro
 		col = t->default_sort, desc = t->default_desc;
 	for (size_t i = 0; i < n; i++)
 		order[i] = (uint32_t)i;
+	/* An empty table may have no order array yet: qsort_r's base must
+	 * not be NULL even for no elements (UBSan says so). */
+	if (n < 2)
+		return;
 	struct sort_ctx c = { t->cols[col].compare, rows, size, desc };
 	qsort_r(order, n, sizeof(uint32_t), order_cmp, &c);
 }

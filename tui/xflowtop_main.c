@@ -39,9 +39,10 @@ int main(int argc, char **argv)
 		xft_app_fini(&app);
 		return 2;
 	}
-	const struct xft_renderer *r = !cfg.batch ? &xft_renderer_curses
-				       : cfg.json ? &xft_renderer_batch_json
-						  : &xft_renderer_batch_text;
+	const struct xft_renderer *r = cfg.headless ? &xft_renderer_headless
+				       : !cfg.batch ? &xft_renderer_curses
+				       : cfg.json   ? &xft_renderer_batch_json
+						    : &xft_renderer_batch_text;
 	rc = xft_app_run(&app, r);
 	xft_app_fini(&app);
 	return rc;

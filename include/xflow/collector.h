@@ -21,10 +21,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "xflow/histogram.h"
 #include "xflow/record.h"
 
-/* 2: the optional hypervisor() hook (and its structures) was added. */
-#define XFLOW_COLLECTOR_ABI 2
+/* 2: the optional hypervisor() hook (and its structures) was added.
+ * 3: struct xflow_domain_info.bad, and struct xflow_hv_vcpu.wake_ns and
+ *    .wake_hist at its end (which changes its size: the array stride). */
+#define XFLOW_COLLECTOR_ABI 3
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -51,6 +54,7 @@ struct xflow_domain_info {
 	uint64_t records;     /* records received from it */
 	uint64_t drops;       /* records its producers dropped */
 	int gone;             /* the domain or its agent went away */
+	uint64_t bad;         /* ABI 3: records from it rejected as malformed */
 };
 
 /* One aspect (advice or xflow) the collector can report on and toggle. */
@@ -97,6 +101,12 @@ struct xflow_hv_vcpu {
 	uint64_t wake_p50_ns, wake_p90_ns, wake_p99_ns; /* wake-to-run latency; 0: no wake */
 	uint64_t migrations;                 /* pcpu changes */
 	int32_t pcpu;                        /* where it last ran, -1: never seen running */
+	/* ABI 3: the wake-to-run latencies themselves, so that they can be
+	 * summed over vcpus and exported as a histogram: their sum in ns, and
+	 * their histogram in TSC cycles (cpu_hz of the summary), NULL when
+	 * there was no wake; valid as long as the rest of the summary. */
+	uint64_t wake_ns;
+	const struct xflow_hist *wake_hist;
 };
 
 enum xflow_hv_event_kind {

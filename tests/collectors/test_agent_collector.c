@@ -140,8 +140,10 @@ Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
 	struct xflow_domain_info di;
 	cr_assert_eq(ops->domain_info(c, 0, &di), 0);
 	cr_expect_eq(di.gone, 0);
+	uint64_t bad = di.bad;
 	cr_assert_eq(ops->domain_info(c, 1, &di), 0);
 	cr_expect_eq(di.gone, 1, "the corrupt ring's agent was not dropped");
+	cr_expect_eq(bad + di.bad, st.bad, "each bad record is some domain's");
 	const char *e = ops->last_error(c);
 	cr_expect(e && strstr(e, "ring corrupt"), "%s", e ? e : "(none)");
 	ops->close(c);

@@ -129,6 +129,11 @@ static void check_runstates(const struct xflow_hv_summary *h)
 	cr_assert_eq(v->wakes, 1);
 	cr_assert_eq(v->wake_p50_ns, 500);
 	cr_assert_eq(v->wake_p99_ns, 500);
+	cr_assert_eq(v->wake_ns, 500);
+	cr_assert_not_null(v->wake_hist);
+	cr_assert_eq(v->wake_hist->count, 1);
+	cr_assert_eq(v->wake_hist->min, 500, "in cycles of the 1 GHz clock");
+	cr_assert_null(find_vcpu(h, IDLE, 0)->wake_hist, "no wake, no histogram");
 	cr_assert_eq(v->migrations, 1);
 	cr_assert_eq(v->pcpu, 1);
 	find_vcpu(h, IDLE, 0);
@@ -141,9 +146,9 @@ static void check_runstates(const struct xflow_hv_summary *h)
 	cr_assert_not_null(strstr(h->text, "   running:       2  0.00s   2500"), "%s", h->text);
 }
 
-Test(xentrace_collector, is_built_in_with_abi_2_and_the_hook)
+Test(xentrace_collector, is_built_in_with_abi_3_and_the_hook)
 {
-	cr_assert_eq(XFLOW_COLLECTOR_ABI, 2);
+	cr_assert_eq(XFLOW_COLLECTOR_ABI, 3);
 	cr_assert_eq(xflow_collector_find("xentrace"), ops);
 	cr_assert_eq(ops->abi, XFLOW_COLLECTOR_ABI);
 	cr_assert_not_null(ops->hypervisor);

@@ -34,6 +34,16 @@
  *       flows only: flows are evicted, and their later records make partial
  *       flows, none of which may be among the slowest: every flow listed
  *       there began where the flow file starts flows, in the guest.
+ *   xflow-e2e serve XFLOWTOP [--delay STAGE=DUR] [--rate N] [--duration S]
+ *                  [--go-when FILE] -- ARGS...
+ *       Issue 18: the demo host, and XFLOWTOP --collector agent:... ARGS
+ *       (ARGS give --listen and the output); its standard output is left
+ *       alone, its standard error passes through here, and its "serving
+ *       http://" line lets the traffic go (once FILE exists, with
+ *       --go-when: the caller may want Prometheus scraping first).  Says
+ *       "host finished" on standard error when the host's duration is
+ *       over; SIGTERM is passed on to xflowtop, and the host stops once
+ *       xflowtop has exited.
  *
  * Exit 0 pass, 1 fail, 77 skip (reason on the last line).
  */
@@ -628,18 +638,23 @@ static int mode_detach(void)
 	return failures ? 1 : 0;
 }
 
+/* The host's options of the top and serve modes: --delay, --rate, --duration. */
+static void host_option(struct xflow_demo_opts *o, const char *opt, char *value)
+{
+	if (!strcmp(opt, "--delay") && o->ndelays < XFLOW_DEMO_MAX_DELAYS)
+		o->delays[o->ndelays++] = value;
+	else if (!strcmp(opt, "--rate"))
+		o->rate = (unsigned)atoi(value);
+	else if (!strcmp(opt, "--duration"))
+		o->duration = value;
+}
+
 static int mode_top(int argc, char **argv)
 {
 	struct xflow_demo_opts o = { .guests = 1, .rate = 200, .duration = "4" };
 	const char *xflowtop = argv[0];
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
-			o.delays[o.ndelays++] = argv[i + 1];
-		else if (!strcmp(argv[i], "--rate"))
-			o.rate = (unsigned)atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--duration"))
-			o.duration = argv[i + 1];
-	}
+	for (int i = 1; i + 1 < argc; i += 2)
+		host_option(&o, argv[i], argv[i + 1]);
 	start_host(&o);
 	char copt[PATH_MAX + 200];
 	snprintf(copt, sizeof(copt), "agent:%s", xflow_demo_host_options(host));
@@ -878,11 +893,97 @@ static int mode_counts(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+static volatile sig_atomic_t serve_stop;
+
+static void on_serve_signal(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+static int mode_serve(int argc, char **argv)
+{
+	struct xflow_demo_opts o = { .guests = 1, .rate = 40, .duration = "8" };
+	const char *xflowtop = argv[0], *go_when = NULL;
+	int i = 1;
+	for (; i + 1 < argc && strcmp(argv[i], "--"); i += 2) {
+		if (!strcmp(argv[i], "--go-when"))
+			go_when = argv[i + 1];
+		else
+			host_option(&o, argv[i], argv[i + 1]);
+	}
+	int nextra = i < argc ? argc - i - 1 : 0;
+	start_host(&o);
+	/* From here SIGTERM stops xflowtop first, then the host, in order. */
+	struct sigaction sa = { .sa_handler = on_serve_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	char copt[PATH_MAX + 200];
+	snprintf(copt, sizeof(copt), "agent:%s", xflow_demo_host_options(host));
+	int p[2];
+	if (pipe(p) < 0)
+		return 1;
+	pid_t kid = fork();
+	if (kid == 0) {
+		char *args[64];
+		int n = 0;
+		args[n++] = (char *)xflowtop;
+		args[n++] = (char *)"--collector";
+		args[n++] = copt;
+		for (int k = 0; k < nextra && n < 63; k++)
+			args[n++] = argv[i + 1 + k];
+		args[n] = NULL;
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv(xflowtop, args);
+		_exit(127);
+	}
+	close(p[1]);
+	FILE *in = fdopen(p[0], "r");
+	bool listening = false, go = false, host_done = false, stopping = false;
+	char line[1024];
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		int r = poll(&pf, 1, 200);
+		if (r > 0) {
+			if (!fgets(line, sizeof(line), in))
+				break; /* xflowtop has exited (or closed its standard error) */
+			fputs(line, stderr);
+			/* Listening comes after the collector opened, after every
+			 * plan was loaded: the traffic may start. */
+			listening |= strstr(line, "serving http://") != NULL;
+		}
+		if (listening && !go && (!go_when || access(go_when, F_OK) == 0)) {
+			xflow_demo_host_go(host);
+			go = true;
+			fprintf(stderr, "xflow-e2e: traffic started\n");
+		}
+		if (go && !host_done) {
+			int hs = xflow_demo_host_wait(host, 0);
+			if (hs != -ETIMEDOUT) {
+				host_done = true;
+				fprintf(stderr, "xflow-e2e: host finished (exit %d)\n", hs);
+			}
+		}
+		if (serve_stop && !stopping) {
+			kill(kid, SIGTERM);
+			stopping = true;
+		}
+	}
+	fclose(in);
+	int st;
+	waitpid(kid, &st, 0);
+	fprintf(stderr, "xflow-e2e: xflowtop exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	xflow_demo_host_stop(host);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && go ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
-		fprintf(stderr, "usage: xflow-e2e flows|detach|top XFLOWTOP|counts XFLOWTOP FLOWS [options]\n");
+		fprintf(stderr, "usage: xflow-e2e flows|detach|top XFLOWTOP|counts XFLOWTOP FLOWS|serve XFLOWTOP [options]\n");
 		return 2;
 	}
 	skip_if_no_ptrace();
@@ -894,6 +995,8 @@ int main(int argc, char **argv)
 		return mode_top(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "counts") && argc > 3)
 		return mode_counts(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "serve") && argc > 2)
+		return mode_serve(argc - 2, argv + 2);
 	fprintf(stderr, "xflow-e2e: unknown mode %s\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,95 @@
+/*
+ * The exporter's configuration keys: listen, host, metrics-max-hops and
+ * metrics-max-connections (xflowtop.conf(5)); headless is a plain boolean
+ * in config.c.  config.c routes them here so that the file and --set
+ * accept the same words.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export.h"
+#include "tui/config.h"
+
+/* Defaults: 64 hops of 123 series each is about 7,900 series and 850 KiB
+ * a scrape per host; at most 1,024 (126,000 series, 13 MiB a scrape, which
+ * is already more than a fleet's Prometheus wants from one host).
+ * Prometheus itself needs one connection per target. */
+#define DEFAULT_MAX_HOPS 64
+#define MAX_MAX_HOPS 1024
+#define DEFAULT_MAX_CONNECTIONS 32
+#define MAX_MAX_CONNECTIONS 1024
+
+/* Every error is -EINVAL with what was expected in @err. */
+#define BAD(...) (snprintf(err, errlen, __VA_ARGS__), -EINVAL)
+
+void xft_config_export_defaults(struct xft_config *c)
+{
+	c->listen[0] = '\0';
+	c->host[0] = '\0';
+	c->metrics_max_hops = DEFAULT_MAX_HOPS;
+	c->metrics_max_connections = DEFAULT_MAX_CONNECTIONS;
+	c->headless = 0;
+}
+
+static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	unsigned long x = strtoul(v, &end, 10);
+	if (errno || *end || x < lo || x > hi)
+		return -1;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+int xft_config_export_set(struct xft_config *c, const char *key, const char *v, char *err, size_t errlen)
+{
+	if (!strcmp(key, "listen")) {
+		struct xfx_listen l;
+		char why[256];
+		if (xfx_listen_parse(v, &l, why, sizeof(why)))
+			return BAD("bad value '%s' for 'listen': %s", v, why);
+		snprintf(c->listen, sizeof(c->listen), "%s", v);
+		return 0;
+	}
+	if (!strcmp(key, "host")) {
+		size_t n = strlen(v);
+		int ok = n > 0 && n < sizeof(c->host);
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+		if (!ok)
+			return BAD("bad value '%s' for 'host': expected the host label, 1 to %zu "
+						 "printable characters", v, sizeof(c->host) - 1);
+		memcpy(c->host, v, n + 1);
+		return 0;
+	}
+	if (!strcmp(key, "metrics-max-hops")) {
+		if (parse_u32(v, 1, MAX_MAX_HOPS, &c->metrics_max_hops))
+			return BAD("bad value '%s' for 'metrics-max-hops': expected hops with "
+						 "series of their own, 1 to %d", v, MAX_MAX_HOPS);
+		return 0;
+	}
+	if (!strcmp(key, "metrics-max-connections")) {
+		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_connections))
+			return BAD("bad value '%s' for 'metrics-max-connections': expected "
+						 "1 to %d", v, MAX_MAX_CONNECTIONS);
+		return 0;
+	}
+	return BAD("unknown key '%s'", key);
+}
+
+int xft_config_export_check(const struct xft_config *c, char *err, size_t errlen)
+{
+	if (c->headless && !c->listen[0])
+		return BAD("--headless shows nothing and only serves /metrics: give --listen "
+					 "ADDR:PORT too (e.g. --listen 127.0.0.1:9464)");
+	if (c->headless && c->batch > 0)
+		return BAD("--headless prints nothing, while -b and --json print tables: "
+					 "choose one");
+	return 0;
+}
