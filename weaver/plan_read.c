@@ -287,11 +287,13 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			   (unsigned long long)fsize, len);
 	if (flags || reserved)
 		return bad(why, whylen, "plan: reserved header fields are not zero");
+	/* The checksum first: a damaged byte anywhere, the string table's
+	 * framing included, is then named as what it is. */
+	if (xflow_plan_fnv32(b + XFLOW_PLAN_HEADER_SIZE, len - XFLOW_PLAN_HEADER_SIZE) != sum)
+		return bad(why, whylen, "plan: checksum mismatch (corrupted file)");
 	if (stroff < XFLOW_PLAN_HEADER_SIZE || strsize < 2 || stroff > len || strsize != len - stroff ||
 	    b[stroff] != 0 || b[len - 1] != 0)
 		return bad(why, whylen, "plan: bad string table (offset %u, %u bytes)", stroff, strsize);
-	if (xflow_plan_fnv32(b + XFLOW_PLAN_HEADER_SIZE, len - XFLOW_PLAN_HEADER_SIZE) != sum)
-		return bad(why, whylen, "plan: checksum mismatch (corrupted file)");
 	if (ndomains > XFLOW_PLAN_MAX_DOMAINS || nadvice > XFLOW_PLAN_MAX_ADVICE || nfields > 65535 ||
 	    nflows > 65535)
 		return bad(why, whylen, "plan: too many domains, advice, fields or flows");
