@@ -270,28 +270,49 @@ static void near_members(const struct jp_index *ix, int32_t st, struct near *n, 
 	}
 }
 
-/* The innermost named member of @st overlapping [off, off + size). */
-static const char *member_name_at(const struct jp_index *ix, int32_t st, uint64_t off,
-				  uint64_t size, int depth)
+/* The named members of @st (anonymous ones flattened) that the bytes
+ * [off, off + size) overlap, in order: appended to @b comma-separated,
+ * with how many in *n and the first that holds every byte in *whole. */
+static void members_at(const struct jp_index *ix, int32_t st, int64_t off, uint64_t size,
+		       struct fl_buf *b, unsigned *n, const char **whole, int depth)
 {
 	if (st < 0 || depth > 8)
-		return NULL;
+		return;
 	const struct jp_type *t = &ix->types[st];
 	for (uint32_t i = 0; i < t->nmembers; i++) {
 		const struct jp_member *m = &t->members[i];
-		uint64_t msz = m->size ? m->size : 1;
-		if (off + size <= m->offset || off >= m->offset + msz)
+		int64_t lo = (int64_t)m->offset, hi = lo + (int64_t)(m->size ? m->size : 1);
+		if (off + (int64_t)size <= lo || off >= hi)
 			continue;
 		if (!m->name) {
-			const char *in = member_name_at(ix, jp_type_strip(ix, m->type), off - (off > m->offset ? m->offset : off),
-							size, depth + 1);
-			if (in)
-				return in;
+			members_at(ix, jp_type_strip(ix, m->type), off - lo, size, b, n, whole, depth + 1);
 			continue;
 		}
-		return m->name;
+		if (!*whole && off >= lo && off + (int64_t)size <= hi)
+			*whole = m->name;
+		fl_buf_printf(b, "%s%s", *n ? "," : "", m->name);
+		(*n)++;
 	}
-	return NULL;
+}
+
+/* What a site of @st touching [off, off + size) names as its member: @asked
+ * (or the member holding every byte touched) when the access stays inside
+ * it, else every member it spans, "{cmd,arg}" (a 16-byte vector store over
+ * two 8-byte fields touches both). */
+static const char *site_member(struct jp_index *ix, int32_t st, uint64_t off, uint64_t size,
+			       const struct jp_member *asked)
+{
+	if (asked && off >= asked->offset && off + size <= asked->offset + (asked->size ? asked->size : 1))
+		return asked->name;
+	struct fl_buf b = { 0 };
+	unsigned n = 0;
+	const char *whole = NULL;
+	members_at(ix, st, (int64_t)off, size, &b, &n, &whole, 0);
+	const char *r = whole && !asked ? whole
+		      : n > 1 ? fl_arena_printf(&ix->arena, "{%s}", b.s)
+		      : n == 1 ? fl_arena_strdup(&ix->arena, b.s) : NULL;
+	fl_buf_free(&b);
+	return r;
 }
 
 int jp_field_layout(struct jp_image *img, const char *sname, const char *member,
@@ -1242,7 +1263,7 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 				return -ENOMEM;
 			}
 			s->sname = ix->types[st].name ? ix->types[st].name : sname;
-			s->member = any ? member_name_at(ix, h.def, h.moff, h.msize, 0) : member;
+			s->member = site_member(ix, h.def, h.moff, h.msize, any ? NULL : &want);
 			s->moff = h.moff;
 			s->msize = (uint32_t)h.msize;
 			/* The instance: base (+ index * scale) + disp - at. */
