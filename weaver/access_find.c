@@ -728,12 +728,29 @@ static struct tval as_int(struct tval v)
 	return (struct tval){ .kind = TV_INT, .t = -1, .off = 0, .stride = 1 };
 }
 
+/* What a direct call at @w leaves in rax: a pointer of the callee's DWARF
+ * return type (the System V return register), when the target is the
+ * entry of a function of this binary whose return type is a pointer.
+ * Calls through the PLT or a register leave rax unknown. */
+static struct tval call_result(struct typer *ty, const struct jp_insn *w)
+{
+	int32_t f = w->target ? jp_func_at(ty->ix, w->target, false) : -1;
+	if (f < 0 || ty->ix->funcs[f].entry != w->target)
+		return tv_unknown;
+	int32_t t = ptr_target(ty->ix, ty->ix->funcs[f].ret_type);
+	if (t >= 0)
+		ty->why = "a call's return value";
+	return tv_ptr(t);
+}
+
 /* The value @reg has after instruction @j, which writes it. */
 static struct tval writer_val(struct typer *ty, size_t j, unsigned reg, int depth)
 {
 	const struct jp_insn *w = &ty->code->insns[j];
+	if (w->kind == JP_I_CALL)
+		return reg == 0 ? call_result(ty, w) : tv_unknown;
 	if (w->dst != reg)
-		return tv_unknown;     /* an implicit write (a call, a division) */
+		return tv_unknown;     /* an implicit write (a division) */
 	if (w->dst_size != 8)
 		return as_int(tv_unknown);   /* a 32-bit (or narrower) result */
 	if (w->kind == JP_I_MOV && w->src < 16 && !w->has_mem)

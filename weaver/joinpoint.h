@@ -121,6 +121,9 @@ struct jp_func {
 	uint32_t nfb;
 	struct jp_var *vars;
 	uint32_t nvars;
+	int32_t ret_type;        /* what it returns (index in types), -1: void
+	                          * or unknown */
+	uint64_t ret_type_die;   /* until resolved */
 	uint32_t ninl;           /* out-of-line: how many inlined instances (at
 	                          * any depth) follow it in jp_index.funcs */
 };

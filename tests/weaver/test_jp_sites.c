@@ -338,6 +338,34 @@ static struct jp_image *reqpipe_sites(const char *dir, const char *cc, const cha
 	return img;
 }
 
+/* A pointer a call returns is in rax, and no variable may say so: the
+ * callee's DWARF return type does. */
+Test(jp_sites, call_return_typed_from_the_callee, .timeout = 120)
+{
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	unsigned line = jpf_line_of(JPF_DIR "/jp_reqpipe.c", "req_first(r)->buf[0]");
+	cr_assert_gt(line, 0);
+	static const char *const ccs[] = { "gcc", "clang" };
+	for (size_t c = 0; c < 2; c++) {
+		if (!jpf_have(ccs[c]))
+			continue;
+		struct jp_sites s;
+		struct jp_image *img = reqpipe_sites(dir, ccs[c], "part", "buf", "req_split", &s);
+		const struct jp_site *at = NULL;
+		for (size_t i = 0; i < s.n; i++)
+			if (s.v[i].line == line)
+				at = &s.v[i];
+		cr_assert(at, "%s: part.buf at line %u not found", ccs[c], line);
+		cr_expect_eq(at->kind, JP_SITE_LOAD, "%s", at->text);
+		cr_expect_eq(at->target.kind, JP_RECIPE_REG, "%s", at->text);
+		cr_expect_eq(at->target.reg, 0, "%s: the instance is the return value in rax", at->text);
+		jp_sites_free(&s);
+		jp_image_free(img);
+	}
+	jpf_tmp_free(dir);
+}
+
 /* A 16-byte vector store over two 8-byte members is one store site that
  * names both. */
 Test(jp_sites, vector_store_spans_two_members, .timeout = 120)
