@@ -991,22 +991,24 @@ static bool site_in_scope(struct jp_index *ix, uint64_t addr, const char *file,
 void jp_sites_free(struct jp_sites *s)
 {
 	free(s->v);
+	free(s->untyped);
 	memset(s, 0, sizeof(*s));
 }
 
-static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
-				int kind)
+/* Append a site for instruction @in to @v (@n of @cap). */
+static struct jp_site *site_push(struct jp_image *img, struct jp_site **v, size_t *n, size_t *cap,
+				 const struct jp_insn *in, int kind)
 {
-	if (out->n == out->cap) {
-		size_t ncap = out->cap ? out->cap * 2 : 16;
-		struct jp_site *nv = realloc(out->v, ncap * sizeof(*nv));
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct jp_site *nv = realloc(*v, ncap * sizeof(*nv));
 		if (!nv)
 			return NULL;
-		out->v = nv;
-		out->cap = ncap;
+		*v = nv;
+		*cap = ncap;
 	}
 	struct jp_index *ix = jp_image_index(img);
-	struct jp_site *s = &out->v[out->n++];
+	struct jp_site *s = &(*v)[(*n)++];
 	memset(s, 0, sizeof(*s));
 	s->addr = in->addr;
 	s->len = in->len;
@@ -1024,6 +1026,12 @@ static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, cons
 	jp_insn_text(jp_image_elf(img), in->addr, s->text, sizeof(s->text));
 	s->target.kind = JP_RECIPE_NONE;
 	return s;
+}
+
+static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
+				int kind)
+{
+	return site_push(img, &out->v, &out->n, &out->cap, in, kind);
 }
 
 static int site_cmp(const void *a, const void *b)
@@ -1176,6 +1184,41 @@ static bool descend(struct typer *ty, size_t i, struct tval bv, const char *snam
 	return false;
 }
 
+static int access_kind(const struct jp_insn *in)
+{
+	return in->macc == (JP_ACC_READ | JP_ACC_WRITE) ? JP_SITE_RMW
+	     : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
+}
+
+/* @in's base register could not be typed: keep it in out->untyped if its
+ * displacement falls inside the member asked (@want), or for S.% (@want
+ * NULL) inside struct @st when @scope names functions.  0 or -ENOMEM. */
+static int untyped_offer(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
+			 int32_t st, const char *sname, const struct jp_member *want,
+			 const struct jp_scope *scope)
+{
+	struct jp_index *ix = jp_image_index(img);
+	if (in->disp < 0 || in->base >= 16 || in->base == 7)
+		return 0;
+	uint64_t d = (uint64_t)in->disp;
+	if (want ? d < want->offset || d >= want->offset + (want->size ? want->size : 1)
+		 : !scope || !scope->nfuncs || d >= ix->types[st].size)
+		return 0;
+	const struct jp_line *l = jp_line_at(ix, in->addr);
+	if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
+		return 0;
+	struct jp_site *s = site_push(img, &out->untyped, &out->nuntyped, &out->untyped_cap, in,
+				      access_kind(in));
+	if (!s)
+		return -ENOMEM;
+	s->sname = ix->types[st].name ? ix->types[st].name : sname;
+	s->member = site_member(ix, st, d, in->msize ? in->msize : 1, want);
+	s->moff = d;
+	s->msize = in->msize;
+	s->why = "its base register could not be typed";
+	return 0;
+}
+
 int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		   const struct jp_scope *scope, struct jp_sites *out, struct jp_err *err)
 {
@@ -1211,7 +1254,7 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 					    scope->funcs[s], near_hint(&n, hint, sizeof(hint)));
 			}
 		}
-	size_t first = out->n;
+	size_t first = out->n, first_untyped = out->nuntyped;
 	struct typer *ty = calloc(1, sizeof(*ty));
 	if (!ty)
 		return -ENOMEM;
@@ -1263,17 +1306,22 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 					bv = reg_val(ty, i, in->base, 0);
 				}
 			}
-			if (bv.kind != TV_PTR)
+			if (bv.kind != TV_PTR) {
+				if (bv.kind == TV_UNKNOWN && global < 0 &&
+				    untyped_offer(img, out, in, st, sname, any ? NULL : &want, scope) != 0) {
+					free(ty->rv);
+					free(ty);
+					return -ENOMEM;
+				}
 				continue;
+			}
 			struct hit h;
 			if (!descend(ty, i, bv, sname, st, any ? NULL : &want, &h))
 				continue;
 			const struct jp_line *l = jp_line_at(ix, in->addr);
 			if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
 				continue;
-			int kind = in->macc == (JP_ACC_READ | JP_ACC_WRITE) ? JP_SITE_RMW
-				 : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
-			struct jp_site *s = site_add(img, out, in, kind);
+			struct jp_site *s = site_add(img, out, in, access_kind(in));
 			if (!s) {
 				free(ty->rv);
 				free(ty);
@@ -1309,6 +1357,9 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 	free(ty);
 	if (out->n > first)
 		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	if (out->nuntyped > first_untyped)
+		qsort(out->untyped + first_untyped, out->nuntyped - first_untyped, sizeof(*out->untyped),
+		      site_cmp);
 	return 0;
 }
 
