@@ -580,6 +580,18 @@ static size_t aspects_count(struct xft_app *app)
 	return app->naspects;
 }
 
+/* The aspect whose weaving notes the view's last line shows: the selected
+ * one if it has any, else the first that has. */
+static const struct xft_aspect_row *aspect_noted(const struct xft_app *app, size_t sel)
+{
+	if (sel < app->naspects && app->aspects[sel].info.note)
+		return &app->aspects[sel];
+	for (unsigned i = 0; i < app->naspects; i++)
+		if (app->aspects[i].info.note)
+			return &app->aspects[i];
+	return NULL;
+}
+
 static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_ASPECTS];
@@ -589,12 +601,14 @@ static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
 	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%-3s %-*s %-9s %5s %8s %10s %6s %6s", "ON", wname,
 			  "ASPECT", "SOURCE", "SITES", "HITS/S", "HITS", "DROPS", "FAULTS");
-	list_fix(l, app->naspects, h - 1);
+	const struct xft_aspect_row *noted = aspect_noted(app, l->sel);
+	int rows = h - 1 - (noted && h > 2);
+	list_fix(l, app->naspects, rows);
 	if (!app->naspects) {
 		empty_note(cv, y + 1, "The collectors report no aspects.");
 		return;
 	}
-	for (int i = 0; i < h - 1 && l->top + (size_t)i < app->naspects; i++) {
+	for (int i = 0; i < rows && l->top + (size_t)i < app->naspects; i++) {
 		size_t r = l->top + (size_t)i;
 		const struct xft_aspect_row *a = &app->aspects[r];
 		int sel = r == l->sel, attr = sel ? XFT_A_SELECTED : XFT_A_NORMAL;
@@ -610,6 +624,9 @@ static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 		if (!a->info.enabled && !sel)
 			xft_canvas_paint(cv, y + 1 + i, 0, cv->cols, XFT_A_DIM);
 	}
+	if (noted && h > 2)
+		xft_canvas_printf(cv, y + h - 1, 0, XFT_A_WARN, "%s: %s", noted->info.name ? noted->info.name : "?",
+				  noted->info.note);
 }
 
 static unsigned aspects_key(struct xft_app *app, int key)

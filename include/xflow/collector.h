@@ -23,8 +23,9 @@
 
 #include "xflow/record.h"
 
-/* 2: the optional hypervisor() hook (and its structures) was added. */
-#define XFLOW_COLLECTOR_ABI 2
+/* 2: the optional hypervisor() hook (and its structures) was added.
+ * 3: xflow_aspect_info.note. */
+#define XFLOW_COLLECTOR_ABI 3
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -53,7 +54,9 @@ struct xflow_domain_info {
 	int gone;             /* the domain or its agent went away */
 };
 
-/* One aspect (advice or xflow) the collector can report on and toggle. */
+/* One aspect (advice or xflow) the collector can report on and toggle.
+ * Strings are owned by the collector, valid until its next aspect_info()
+ * or close(). */
 struct xflow_aspect_info {
 	const char *name;
 	uint32_t sites;
@@ -61,6 +64,10 @@ struct xflow_aspect_info {
 	uint64_t drops;
 	uint64_t faults;
 	int enabled;
+	/* ABI 3.  What weaving it said, or NULL: join points left out and
+	 * why (a variable optimized out at a site, an access that could not
+	 * be typed), e.g. "2 warnings; the first: ...". */
+	const char *note;
 };
 
 struct xflow_collector_stats {

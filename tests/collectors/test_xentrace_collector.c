@@ -141,9 +141,9 @@ static void check_runstates(const struct xflow_hv_summary *h)
 	cr_assert_not_null(strstr(h->text, "   running:       2  0.00s   2500"), "%s", h->text);
 }
 
-Test(xentrace_collector, is_built_in_with_abi_2_and_the_hook)
+Test(xentrace_collector, is_built_in_with_abi_3_and_the_hook)
 {
-	cr_assert_eq(XFLOW_COLLECTOR_ABI, 2);
+	cr_assert_eq(XFLOW_COLLECTOR_ABI, 3);
 	cr_assert_eq(xflow_collector_find("xentrace"), ops);
 	cr_assert_eq(ops->abi, XFLOW_COLLECTOR_ABI);
 	cr_assert_not_null(ops->hypervisor);

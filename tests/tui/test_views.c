@@ -250,3 +250,28 @@ Test(views, random_keys_never_crash)
 	}
 	apptest_free(app);
 }
+
+/* What weaving said about an aspect (a site left out, and why) is on the
+ * Aspects view's last line: the selected aspect's, else the first one's. */
+Test(views, aspects_view_shows_weaving_notes)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 0.5);
+	key(app, '5');
+	cr_assert_eq(app->naspects, 2);
+	apptest_draw(app, 24, 100);
+	cr_assert(!apptest_screen_has(app, "warning"), "no note, no line");
+	static const char note[] = "1 warning; the first: variable 'part' is optimized out at 0x1303";
+	app->aspects[1].info.note = note;
+	apptest_draw(app, 24, 160);
+	char line[512], want[256];
+	snprintf(want, sizeof(want), "%s: %s", app->aspects[1].info.name, note);
+	bool found = false;
+	for (int y = 0; y < app->canvas.rows; y++) {
+		xft_canvas_row(&app->canvas, y, line, sizeof(line));
+		found |= strstr(line, want) != NULL;
+	}
+	cr_expect(found, "want \"%s\" on screen", want);
+	/* Both aspect rows are still there above it. */
+	cr_expect(apptest_screen_has(app, app->aspects[0].info.name));
+	apptest_free(app);
+}
