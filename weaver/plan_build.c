@@ -496,6 +496,11 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 			.diag = opts && opts->diag ? opts->diag : opts && opts->on_diag ? NULL : stderr };
 	struct xflow_plan *p = fl_arena_alloc(arena, sizeof(*p));
 	p->mem = arena;
+	char why[512];
+	if (xflow_plan_limits_check(ndoms, 0, 0, 0, why, sizeof(why)) != 0) {
+		diag_at(&b, NULL, "error", -1, "%s: give fewer --domain options", why);
+		ndoms = 0;
+	}
 	p->nflows = (uint32_t)xflow_unit_flow_count(u);
 	p->flows = fl_arena_alloc(arena, (p->nflows + 1) * sizeof(*p->flows));
 	for (uint32_t i = 0; i < p->nflows; i++)
@@ -631,9 +636,8 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 	if (rc == 0 && b.errors)
 		rc = -EINVAL;
 	if (rc == 0) {
-		char why[512];
 		if (xflow_plan_check(p, why, sizeof(why)) != 0) {
-			diag_at(&b, NULL, "error", -1, "internal: the plan built is invalid: %s", why);
+			diag_at(&b, NULL, "error", -1, "the plan built is invalid: %s", why);
 			rc = -EINVAL;
 		}
 	}

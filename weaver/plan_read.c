@@ -68,11 +68,31 @@ static int site_cmp3(const struct xflow_plan_site *a, const struct xflow_plan_si
 	return (int)a->kind - (int)b->kind;
 }
 
+int xflow_plan_limits_check(uint64_t ndomains, uint64_t nadvice, uint64_t nfields, uint64_t nflows,
+			    char *why, size_t whylen)
+{
+	static const struct {
+		const char *what, *name;
+		uint64_t max;
+	} lim[] = {
+		{ "domains", "XFLOW_PLAN_MAX_DOMAINS", XFLOW_PLAN_MAX_DOMAINS },
+		{ "advice", "XFLOW_PLAN_MAX_ADVICE", XFLOW_PLAN_MAX_ADVICE },
+		{ "fields", "XFLOW_PLAN_MAX_FIELDS", XFLOW_PLAN_MAX_FIELDS },
+		{ "flows", "XFLOW_PLAN_MAX_FLOWS", XFLOW_PLAN_MAX_FLOWS },
+	};
+	const uint64_t n[] = { ndomains, nadvice, nfields, nflows };
+	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
+		if (n[i] > lim[i].max)
+			return bad(why, whylen, "plan: %llu %s, more than the %llu a plan holds (%s)",
+				   (unsigned long long)n[i], lim[i].what, (unsigned long long)lim[i].max,
+				   lim[i].name);
+	return 0;
+}
+
 int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 {
-	if (p->ndomains > XFLOW_PLAN_MAX_DOMAINS || p->nadvice > XFLOW_PLAN_MAX_ADVICE ||
-	    p->nfields > 65535 || p->nflows > 65535)
-		return bad(why, whylen, "plan: too many domains, advice, fields or flows");
+	if (xflow_plan_limits_check(p->ndomains, p->nadvice, p->nfields, p->nflows, why, whylen) != 0)
+		return -EINVAL;
 	for (uint32_t i = 0; i < p->nfields; i++)
 		if (!p->fields[i].sname || !p->fields[i].member)
 			return bad(why, whylen, "plan: field %u has no struct or member name", i);
@@ -294,9 +314,8 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 	if (stroff < XFLOW_PLAN_HEADER_SIZE || strsize < 2 || stroff > len || strsize != len - stroff ||
 	    b[stroff] != 0 || b[len - 1] != 0)
 		return bad(why, whylen, "plan: bad string table (offset %u, %u bytes)", stroff, strsize);
-	if (ndomains > XFLOW_PLAN_MAX_DOMAINS || nadvice > XFLOW_PLAN_MAX_ADVICE || nfields > 65535 ||
-	    nflows > 65535)
-		return bad(why, whylen, "plan: too many domains, advice, fields or flows");
+	if (xflow_plan_limits_check(ndomains, nadvice, nfields, nflows, why, whylen) != 0)
+		return -EINVAL;
 	struct fl_arena *m = malloc(sizeof(*m));
 	if (!m)
 		return -ENOMEM;
