@@ -816,18 +816,10 @@ static int compile_flows(struct acoll *c)
 	if (!rc)
 		rc = xflow_unit_compile(c->unit);
 	if (rc) {
-		char *diag = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&diag, &len);
-		if (f) {
-			xflow_unit_print_diags(c->unit, f);
-			fclose(f);
-		}
-		char *nl = diag ? strchr(diag, '\n') : NULL;
-		if (nl)
-			*nl = 0;
-		set_err(c, "agent: flows: %s", diag && diag[0] ? diag : strerror(-rc));
-		free(diag);
+		char why[768];
+		if (xflow_unit_first_error(c->unit, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		set_err(c, "agent: flows: %s", why);
 		return rc;
 	}
 	/* Aspects: each xflow, then each advice written by hand. */

@@ -25,6 +25,9 @@ struct elem_rule {
 
 static const struct elem_rule elem_rules[] = {
 	{ "flows", { NULL }, { NULL }, "<flows> ... </flows>" },
+	/* The paper names no root; <aspects> is the natural guess, and means
+	 * the same (xflow(5)). */
+	{ "aspects", { NULL }, { NULL }, "<aspects> ... </aspects>" },
 	{ "advice", { NULL }, { NULL }, "<advice><pointcut>...</pointcut><before>...</before></advice>" },
 	{ "aspect", { NULL }, { NULL }, "<aspect><pointcut>...</pointcut><before>...</before></aspect>" },
 	{ "pointcut", { NULL }, { NULL }, "<pointcut>access(sk_buff.%)</pointcut>" },
@@ -493,11 +496,11 @@ static void build_top(struct build *B, const struct fl_xnode *n)
 		build_include(B, n);
 	else if (!rule_of(name))
 		fl_error(&B->u->diag, n->loc,
-			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> root",
+			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> (or <aspects>) root",
 			 "unknown element <%s>", name);
 	else
 		fl_error(&B->u->diag, n->loc,
-			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> root",
+			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> (or <aspects>) root",
 			 "<%s> is not allowed at the top level", name);
 }
 
@@ -511,7 +514,7 @@ int fl_build_buffer(struct xflow_unit *u, const char *path, const char *buf,
 	struct build B = { .u = u, .depth = depth };
 	const struct fl_xnode *r = doc.root;
 	unsigned before = u->diag.nerrors;
-	if (strcmp(r->name, "flows") == 0) {
+	if (strcmp(r->name, "flows") == 0 || strcmp(r->name, "aspects") == 0) {
 		check_attrs(&B, r);
 		check_no_text(&B, r);
 		for (size_t i = 0; i < r->nkids; i++)

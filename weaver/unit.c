@@ -133,6 +133,11 @@ void xflow_unit_print_diags(const struct xflow_unit *u, FILE *out)
 	fl_diag_print(&u->diag, out);
 }
 
+int xflow_unit_first_error(const struct xflow_unit *u, char *buf, size_t len)
+{
+	return fl_diag_first_error(&u->diag, buf, len);
+}
+
 size_t xflow_unit_advice_count(const struct xflow_unit *u)
 {
 	return u->nwoven;

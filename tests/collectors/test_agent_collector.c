@@ -244,3 +244,18 @@ Test(agent_collector, weaving_diagnostics_reach_the_monitor, .timeout = 120)
 	free(bin);
 	jpf_tmp_free(dir);
 }
+
+/* A flow file refused: its first error with the note xflowc prints under
+ * it, not the error alone. */
+Test(agent_collector, refused_flow_file_says_its_note, .timeout = 60)
+{
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	char err[1024], opts[700];
+	struct xflow_collector *c;
+	pid_t a = serve(dir, "/bin/true", "<xflows><advice/></xflows>\n", opts, sizeof(opts));
+	cr_assert_neq(xflow_collector_agent.open(opts, &c, err, sizeof(err)), 0);
+	reap(a);
+	cr_expect(strstr(err, "w.xml:1:1: unknown element <xflows>; a flow file holds <advice>"), "%s", err);
+	jpf_tmp_free(dir);
+}
