@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <libxml/parser.h>
@@ -302,13 +303,55 @@ static void on_internal_subset(void *ctx, const xmlChar *name,
 	stop(L);
 }
 
-/* libxml2's message without its trailing newline. */
-static const char *trim(struct load *L, const char *msg)
+/* libxml2's message on one line: some span two ("...indicate encoding !\n
+ * Bytes: 0xE9 ..."), and a diagnostic is one line.  Line breaks inside
+ * become "; ", trailing ones go. */
+static const char *one_line(struct load *L, const char *msg)
 {
-	size_t n = msg ? strlen(msg) : 0;
-	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-		n--;
-	return fl_arena_strndup(L->arena, msg ? msg : "", n);
+	struct fl_buf b = { 0 };
+	for (const char *p = msg ? msg : ""; *p; p++) {
+		if (*p != '\n' && *p != '\r') {
+			fl_buf_putc(&b, *p);
+			continue;
+		}
+		while (b.len && b.s[b.len - 1] == ' ')
+			b.len--;
+		while (p[1] == '\n' || p[1] == '\r' || p[1] == ' ')
+			p++;
+		if (p[1] && b.len)
+			fl_buf_puts(&b, "; ");
+	}
+	while (b.len && b.s[b.len - 1] == ' ')
+		b.len--;
+	const char *r = fl_arena_strndup(L->arena, b.s ? b.s : "", b.len);
+	fl_buf_free(&b);
+	return r;
+}
+
+/* Offset of the first byte of @src that does not start or continue a
+ * well-formed UTF-8 sequence (overlong forms, surrogates and code points
+ * past U+10FFFF included), or SIZE_MAX if it is all UTF-8. */
+static size_t utf8_first_bad(const struct fl_src *src)
+{
+	const unsigned char *t = (const unsigned char *)src->text;
+	size_t n = src->len;
+	for (size_t i = 0; i < n;) {
+		unsigned c = t[i];
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		if (!len || i + len > n)
+			return i;
+		unsigned long cp = len == 1 ? c : c & (0x7fu >> len);
+		for (size_t k = 1; k < len; k++) {
+			if ((t[i + k] & 0xc0) != 0x80)
+				return i;
+			cp = cp << 6 | (t[i + k] & 0x3f);
+		}
+		static const unsigned long min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+		if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return i;
+		i += len;
+	}
+	return SIZE_MAX;
 }
 
 static void on_error(void *ctx, xmlErrorPtr e)
@@ -317,6 +360,7 @@ static void on_error(void *ctx, xmlErrorPtr e)
 	if (L->failed || !e || e->level < XML_ERR_ERROR)
 		return;
 	size_t off = parser_offset(L);
+	size_t bad = e->code == XML_ERR_INVALID_CHAR ? utf8_first_bad(L->src) : SIZE_MAX;
 	if (e->code == XML_ERR_TAG_NAME_MISMATCH && e->str1 && e->str2) {
 		/* The parser has read the whole end tag: point at its "</". */
 		size_t lt = tag_start(L->src, off ? off - 1 : 0);
@@ -334,12 +378,20 @@ static void on_error(void *ctx, xmlErrorPtr e)
 			 "closing tag </%s> does not match <%s> opened at line %d",
 			 closing, open, e->int1);
 		fl_buf_free(&hint);
+	} else if (bad != SIZE_MAX) {
+		/* libxml2 says "indicate encoding", but a declared encoding is
+		 * ignored here (offsets must stay byte offsets): say what is
+		 * wrong in the file instead. */
+		fl_error(L->d, fl_loc_at(L->src, bad, 1),
+			 "flow files are read as UTF-8 whatever they declare: convert the file "
+			 "(iconv -f LATIN1 -t UTF-8, say)",
+			 "malformed XML: byte 0x%02X is not UTF-8", (unsigned char)L->src->text[bad]);
 	} else {
 		if (off >= L->src->len && L->src->len > 0)
 			off = L->src->len - 1;
 		fl_error(L->d, fl_loc_at(L->src, off, 1),
 			 "a flow file must be well-formed XML",
-			 "malformed XML: %s", trim(L, e->message));
+			 "malformed XML: %s", one_line(L, e->message));
 	}
 	stop(L);
 }

@@ -144,3 +144,40 @@ Test(xml_load, other_encodings_are_not_guessed)
 	free(d);
 	xflow_unit_free(u);
 }
+
+/* Every line printed is a diagnostic with its place: none of libxml2's
+ * messages may spill onto a second line. */
+static void expect_one_line_each(const char *diags)
+{
+	const char *p = diags;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		cr_expect(strncmp(p, "x.xml:", 6) == 0, "a line without a place: %.*s\nin:\n%s", (int)n, p, diags);
+		p += n + (nl != NULL);
+	}
+}
+
+/* A file that is not UTF-8 (Latin-1 here, whatever it declares): one
+ * error at the first bad byte, on one line, saying what to do. */
+Test(xml_load, non_utf8_is_one_diagnostic)
+{
+	static const char *const files[] = {
+		"<flows>\n<!-- caf\xe9 -->\n</flows>\n",
+		"<?xml version='1.0' encoding='ISO-8859-1'?>\n<flows>\n<!-- caf\xe9 -->\n</flows>\n",
+		"<flows>\n<!-- \xed\xa0\x80 -->\n</flows>\n", /* a UTF-16 surrogate, encoded */
+	};
+	static const unsigned lines[] = { 2, 3, 2 }, cols[] = { 9, 9, 6 };
+	static const char *const bytes[] = { "0xE9", "0xE9", "0xED" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct loaded l = load(files[i]);
+		cr_expect_eq(l.rc, -EINVAL);
+		char want[128];
+		snprintf(want, sizeof(want), "x.xml:%u:%u: error: malformed XML: byte %s is not UTF-8\n", lines[i],
+			 cols[i], bytes[i]);
+		cr_expect(strstr(l.diags, want), "want %s in:\n%s", want, l.diags);
+		cr_expect(strstr(l.diags, "note: flow files are read as UTF-8"), "%s", l.diags);
+		expect_one_line_each(l.diags);
+		unload(&l);
+	}
+}
