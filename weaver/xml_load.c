@@ -62,31 +62,41 @@ static size_t tag_start(const struct fl_src *src, size_t off)
 	return i;
 }
 
-static struct fl_loc attr_loc(const struct fl_src *src, size_t from, size_t to,
-			      const char *name, struct fl_loc *vloc)
+static bool is_space(char c)
 {
-	size_t n = strlen(name);
-	const char *t = src->text;
-	for (size_t i = from; i + n < to; i++) {
-		bool before_ok = t[i - 1] == ' ' || t[i - 1] == '\t' ||
-				 t[i - 1] == '\n' || t[i - 1] == '\r';
-		if (!before_ok || memcmp(t + i, name, n) != 0)
-			continue;
-		size_t j = i + n;
-		while (j < to && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r'))
-			j++;
-		if (j >= to || t[j] != '=')
-			continue;
-		j++;
-		while (j < to && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r'))
-			j++;
-		*vloc = fl_loc_at(src, j + 1 <= to ? j + 1 : j, 1);
-		return fl_loc_at(src, i, n);
-	}
-	*vloc = fl_loc_at(src, from, 1);
-	return fl_loc_at(src, from, 1);
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/*
+ * One attribute of the raw start tag, after @*pos (which it moves past
+ * it): its name's span and its value's first byte.  False at the end of
+ * the tag.  libxml2 has accepted the tag, so it is well-formed: names,
+ * '=', a quoted value that may hold '>' but not its own quote.
+ */
+static bool raw_attr_next(const struct fl_src *src, size_t *pos, size_t end, size_t *name,
+			  size_t *nlen, size_t *value)
+{
+	const char *t = src->text;
+	size_t i = *pos;
+	while (i < end && is_space(t[i]))
+		i++;
+	if (i >= end || t[i] == '>' || t[i] == '/')
+		return false;
+	*name = i;
+	while (i < end && !is_space(t[i]) && t[i] != '=')
+		i++;
+	*nlen = i - *name;
+	while (i < end && t[i] != '\'' && t[i] != '"')
+		i++;
+	if (i >= end)
+		return false;
+	char q = t[i++];
+	*value = i;
+	while (i < end && t[i] != q)
+		i++;
+	*pos = i + 1;
+	return true;
+}
 static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 		     const xmlChar *uri, int nb_ns, const xmlChar **ns,
 		     int nb_attributes, int nb_defaulted, const xmlChar **attrs)
@@ -115,6 +125,9 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 		stop(L);
 		return;
 	}
+	/* libxml2 gives the attributes in the order written, namespace
+	 * declarations left out: one walk of the raw tag places them all. */
+	size_t pos = start + 1 + strlen(n->name);
 	for (int i = 0; i < nb_attributes; i++) {
 		const xmlChar *const *a = attrs + 5 * i;
 		struct fl_xattr at = { 0 };
@@ -122,7 +135,15 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 			       : fl_arena_strdup(L->arena, (const char *)a[0]);
 		at.value = fl_arena_strndup(L->arena, (const char *)a[3],
 					    (size_t)(a[4] - a[3]));
-		at.loc = attr_loc(L->src, start + 1, here, at.name, &at.vloc);
+		at.loc = at.vloc = n->loc;
+		size_t nm, nl, val, len = strlen(at.name);
+		while (raw_attr_next(L->src, &pos, here, &nm, &nl, &val)) {
+			if (nl == len && memcmp(L->src->text + nm, at.name, len) == 0) {
+				at.loc = fl_loc_at(L->src, nm, nl);
+				at.vloc = fl_loc_at(L->src, val, 1);
+				break;
+			}
+		}
 		FL_PUSH(L->arena, n->attrs, n->nattrs, n->attrs_cap, at);
 	}
 	if (L->cur)
@@ -396,6 +417,52 @@ static void on_error(void *ctx, xmlErrorPtr e)
 	stop(L);
 }
 
+/*
+ * The first start tag of @src with more than FL_XML_MAX_ATTRS attributes:
+ * its offset, or SIZE_MAX.  One pass over the raw bytes that skips what
+ * cannot hold a start tag (text, comments, CDATA, processing instructions,
+ * declarations) and counts, inside a tag, the '=' outside quoted values.
+ * On well-formed XML that is the attribute count; on anything else
+ * libxml2 stops at the first error, before it could be slow.
+ */
+static size_t tag_over_attrs(const struct fl_src *src)
+{
+	const char *t = src->text;
+	size_t n = src->len;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] != '<')
+			continue;
+		const char *close = NULL;
+		if (i + 4 <= n && memcmp(t + i, "<!--", 4) == 0)
+			close = "-->";
+		else if (i + 9 <= n && memcmp(t + i, "<![CDATA[", 9) == 0)
+			close = "]]>";
+		else if (i + 1 < n && t[i + 1] == '?')
+			close = "?>";
+		if (close) {
+			const char *e = find(t, i + 2, n, close);
+			if (!e)
+				return SIZE_MAX;
+			i = (size_t)(e - t);
+			continue;
+		}
+		if (i + 1 < n && (t[i + 1] == '/' || t[i + 1] == '!'))
+			continue;
+		size_t tag = i;
+		unsigned eq = 0;
+		char q = 0;
+		for (i++; i < n && (q || t[i] != '>'); i++) {
+			if (q)
+				q = t[i] == q ? 0 : q;
+			else if (t[i] == '"' || t[i] == '\'')
+				q = t[i];
+			else if (t[i] == '=' && ++eq > FL_XML_MAX_ATTRS)
+				return tag;
+		}
+	}
+	return SIZE_MAX;
+}
+
 int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 		const char *buf, size_t len, struct fl_xdoc *out)
 {
@@ -407,6 +474,14 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 	if (len > INT_MAX) {
 		fl_error(d, fl_loc_at(L.src, 0, 1), "split it into files that <include> each other", "file too large");
 		return -EFBIG;
+	}
+	size_t many = tag_over_attrs(L.src);
+	if (many != SIZE_MAX) {
+		size_t nl = strcspn(buf + many + 1, " \t\r\n/>");
+		fl_error(d, fl_loc_at(L.src, many, nl + 1), "flow elements take at most three attributes",
+			 "<%.*s> has more than %d attributes, the most an element may have",
+			 (int)(nl < 64 ? nl : 64), buf + many + 1, FL_XML_MAX_ATTRS);
+		return -EINVAL;
 	}
 	/* libxml2 refuses an empty buffer outright; say why ourselves. */
 	xmlParserCtxtPtr ctxt = len ? xmlCreateMemoryParserCtxt(buf, (int)len) : NULL;
