@@ -10,15 +10,12 @@
 #include "weaver/joinpoint.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Bigger inputs are refused rather than read: a weave target is code, and a
  * multi-gigabyte "binary" is a mistake or an attack. */
@@ -289,40 +286,14 @@ int jp_elf_open_mem(struct jp_elf *e, const char *name, const void *buf, size_t 
 int jp_elf_open(struct jp_elf *e, const char *path, struct jp_err *err)
 {
 	memset(e, 0, sizeof(*e));
-	/* O_NONBLOCK: opening a FIFO would wait for a writer, and a guest may
-	 * name any path (the agent's executable, over Xen); only regular files
-	 * pass the check below, and their reads ignore the flag. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		int rc = -errno;
-		return fail(err, rc, "%s: %s", path, strerror(-rc));
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return fail(err, -EINVAL, "%s: not a regular file", path);
-	}
-	if ((unsigned long long)st.st_size > ELF_MAX_SIZE) {
-		close(fd);
-		return fail(err, -EFBIG, "%s: too big (%lld bytes)", path, (long long)st.st_size);
-	}
-	size_t len = (size_t)st.st_size;
-	unsigned char *buf = malloc(len ? len : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	size_t got = 0;
-	while (got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	int rc = jp_elf_open_mem(e, path, buf, got, err);
+	/* fl_file_read opens without blocking and takes only regular files:
+	 * over Xen the guest names the executable dom0 reads. */
+	char *buf, why[128];
+	size_t len;
+	int rc = fl_file_read(path, ELF_MAX_SIZE, &buf, &len, why, sizeof(why));
+	if (rc)
+		return fail(err, rc, "%s: %s", path, why);
+	rc = jp_elf_open_mem(e, path, buf, len, err);
 	free(buf);
 	return rc;
 }

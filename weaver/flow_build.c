@@ -12,7 +12,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MAX_FILE_SIZE (64u << 20)
 
@@ -525,36 +524,6 @@ int fl_build_buffer(struct xflow_unit *u, const char *path, const char *buf,
 	return u->diag.nerrors > before ? -EINVAL : 0;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	struct stat st;
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		fclose(f);
-		return e;
-	}
-	if ((uintmax_t)st.st_size > MAX_FILE_SIZE) {
-		fclose(f);
-		return -EFBIG;
-	}
-	char *buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		fl_oom();
-	size_t n = fread(buf, 1, (size_t)st.st_size, f);
-	int e = ferror(f) ? -EIO : 0;
-	fclose(f);
-	if (e) {
-		free(buf);
-		return e;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 int fl_build_file(struct xflow_unit *u, const char *path, int depth, struct fl_loc from)
 {
 	char *real = realpath(path, NULL);
@@ -572,12 +541,14 @@ int fl_build_file(struct xflow_unit *u, const char *path, int depth, struct fl_l
 		free(real);
 		FL_PUSH(&u->arena, u->files, u->nfiles, u->files_cap, r);
 	}
-	char *buf = NULL;
+	char *buf = NULL, why[128];
 	size_t len = 0;
-	int rc = read_file(path, &buf, &len);
+	int rc = fl_file_read(path, MAX_FILE_SIZE, &buf, &len, why, sizeof(why));
+	if (rc == -ENOMEM)
+		fl_oom();
 	if (rc < 0) {
 		fl_error(&u->diag, from, from.src ? "the path is relative to the including file" : NULL,
-			 "cannot read '%s': %s", path, strerror(-rc));
+			 "cannot read '%s': %s", path, why);
 		return rc;
 	}
 	rc = fl_build_buffer(u, path, buf, len, depth);

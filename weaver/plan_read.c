@@ -8,13 +8,10 @@
 #include "xflow/plan.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "weaver/util.h"
 #include "xflow/flowlang.h"
@@ -459,37 +456,15 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 int xflow_plan_read_file(const char *path, struct xflow_plan **out, char *why, size_t whylen)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int rc = -errno;
+	char *buf, fwhy[128], inner[512] = "";
+	size_t len;
+	int rc = fl_file_read(path, (size_t)1 << 31, &buf, &len, fwhy, sizeof(fwhy));
+	if (rc) {
 		if (why)
-			snprintf(why, whylen, "%s: %s", path, strerror(-rc));
+			snprintf(why, whylen, "%s: %s", path, fwhy);
 		return rc;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 31)) {
-		close(fd);
-		if (why)
-			snprintf(why, whylen, "%s: not a regular file of a sane size", path);
-		return -EINVAL;
-	}
-	size_t len = (size_t)st.st_size, got = 0;
-	unsigned char *buf = malloc(len ? len : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	char inner[512] = "";
-	int rc = xflow_plan_read(buf, got, out, inner, sizeof(inner));
+	rc = xflow_plan_read(buf, len, out, inner, sizeof(inner));
 	if (rc && why)
 		snprintf(why, whylen, "%s: %s", path, inner);
 	free(buf);

@@ -1,11 +1,16 @@
 /*
- * Arena and string buffer.  See util.h for why memory exhaustion aborts.
+ * Arena and string buffer, and reading an input file whole.  See util.h
+ * for why memory exhaustion aborts.
  */
 #include "weaver/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CHUNK_MIN 16384
 #define ALIGN 16
@@ -214,4 +219,68 @@ void *fl_map_put(struct fl_arena *a, struct fl_map *m, const char *key, size_t k
 	*s = (struct fl_map_slot){ key, klen, val };
 	m->n++;
 	return val;
+}
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+	     : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a plain file";
+}
+
+int fl_file_read(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen)
+{
+	*out = NULL;
+	*len = 0;
+	int rc = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "%s", strerror(-rc));
+		return rc;
+	}
+	struct stat st;
+	char *buf = NULL;
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		snprintf(why, whylen, "%s", strerror(-rc));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		snprintf(why, whylen, "not a regular file (%s)", file_kind(st.st_mode));
+		goto out;
+	}
+	if ((uintmax_t)st.st_size > max) {
+		rc = -EFBIG;
+		snprintf(why, whylen, "too big (%jd bytes, at most %zu)", (intmax_t)st.st_size, max);
+		goto out;
+	}
+	size_t size = (size_t)st.st_size, got = 0;
+	if (!(buf = malloc(size + 1))) {
+		rc = -ENOMEM;
+		snprintf(why, whylen, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	/* A regular file's reads ignore O_NONBLOCK. */
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(why, whylen, "%s", strerror(-rc));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return rc;
 }

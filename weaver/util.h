@@ -71,4 +71,14 @@ void *fl_map_put(struct fl_arena *a, struct fl_map *m, const char *key, size_t k
 
 _Noreturn void fl_oom(void);
 
+/*
+ * Read all of @path, which must be a regular file of at most @max bytes,
+ * into a malloc'd buffer (NUL-terminated; *len leaves the NUL out).  It is
+ * opened without blocking: a FIFO named by mistake would otherwise wait
+ * for a writer for ever (and a guest may name any path).  Returns 0, or a
+ * negative errno with @why saying what is wrong in words: the errno's
+ * text, "not a regular file (a FIFO)", "too big (N bytes, at most M)".
+ */
+int fl_file_read(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen);
+
 #endif /* WEAVER_UTIL_H */
