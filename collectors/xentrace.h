@@ -200,6 +200,7 @@ enum xentrace_domain_runstate {
 #define XENTRACE_MAX_VCPUS 256       /* per domain */
 #define XENTRACE_MAX_VCPUS_TOTAL 1024
 #define XENTRACE_HIST_BUDGET 1024    /* histograms (18 KiB each) for percentiles */
+#define XENTRACE_SAMPLE_MAX (32u << 20) /* xenalyze's sample_max: values per sample set */
 #define XENTRACE_HYPERCALL_MAX 56
 
 /* xenalyze's names, for whoever prints decoded events: PV event kind
@@ -225,6 +226,12 @@ struct xentrace_vcpu;
 /* @cpu_hz: TSC frequency for seconds; xentrace files do not record it.
  * 0 is refused (-EINVAL): pass what the capture's host ran at. */
 int xentrace_state_new(struct xentrace_state **out, uint64_t cpu_hz);
+/* Keep xenalyze's sample sets too (call before the first record), so that
+ * the summary's {5%|50%|95%} are xenalyze's, byte for byte, instead of the
+ * histograms' estimates: up to XENTRACE_SAMPLE_MAX values (8 bytes each)
+ * per summary line, as xenalyze keeps.  The histograms stay for
+ * everything else. */
+void xentrace_state_keep_samples(struct xentrace_state *s);
 void xentrace_state_free(struct xentrace_state *s);
 
 /* Feeds one record in merge order; never fails (problems are counted). */

@@ -26,7 +26,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --cpu-hz HZ   TSC frequency of the traced host, e.g. 2.4G, 2400M or\n"
 		"                2400000000; required: xentrace files do not record it\n"
-		"  --summary     the xenalyze-style summary (default)\n"
+		"  --summary     the summary `xenalyze --summary` prints, byte for byte\n"
+		"                (its percentiles over its own samples; the default)\n"
 		"  --extras      also skips, unknown events, lost records, migrations,\n"
 		"                wake-to-run latency in ns, domain lifetimes\n"
 		"  --dump        one line per record: time, cpu, event, extra words\n"
@@ -117,6 +118,10 @@ int main(int argc, char **argv)
 	}
 	if ((err = xentrace_state_new(&s, hz)) < 0)
 		goto out;
+	/* The summary is compared with xenalyze's byte for byte: its own
+	 * percentiles over its own samples. */
+	if (!dump)
+		xentrace_state_keep_samples(s);
 	const struct xentrace_record *rec;
 	uint64_t first = 0;
 	while ((err = xentrace_reader_next(r, &rec)) == 1) {
