@@ -122,6 +122,7 @@ struct xentrace_reader_stats {
 	uint64_t diags_dropped;  /* diagnostics past the first XENTRACE_MAX_DIAGS */
 	uint64_t stream_forced;  /* stream mode: emitted without waiting, budget full */
 	uint64_t stream_late;    /* stream mode: records older than one already emitted */
+	uint64_t stream_peak_bytes; /* stream mode: the most the queues held at once */
 	uint64_t file_size;
 };
 
@@ -133,7 +134,7 @@ struct xentrace_reader;
 
 struct xentrace_reader_opts {
 	size_t buffer_bytes;           /* per cpu; 0: 256 KiB */
-	size_t stream_budget;          /* stream mode: bytes queued at most; 0: 64 MiB */
+	size_t stream_budget;          /* stream mode: bytes queued at most; 0: 16 MiB */
 	unsigned stream_quiet_windows; /* stream mode: a cpu without a window for this
 					* many windows is not waited for; 0: 8 */
 };
@@ -152,8 +153,11 @@ int xentrace_reader_open(struct xentrace_reader **out, const struct xentrace_sou
  * stream_quiet_windows windows, or the queues hold stream_budget bytes:
  * then it goes on, and a record that arrives later than a younger one
  * already delivered is counted (stats.stream_late).  xentrace_reader_next()
- * blocks in read(2) when it needs more input.  Memory: the budget, plus
- * one window.
+ * blocks in read(2) when it needs more input.  Memory: the budget is held
+ * against the queues' capacity, which a drained queue gives back; with the
+ * window being read and the doubling of the queue it lands in, at most
+ * twice the budget plus one window, however long the stream
+ * (stats.stream_peak_bytes says how much it came to).
  */
 int xentrace_reader_open_stream(struct xentrace_reader **out, int fd, const struct xentrace_reader_opts *opts);
 /* The same over any source, read once from its start in order (tests, fuzzing). */
