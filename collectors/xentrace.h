@@ -153,11 +153,12 @@ int xentrace_reader_open(struct xentrace_reader **out, const struct xentrace_sou
  * stream_quiet_windows windows, or the queues hold stream_budget bytes:
  * then it goes on, and a record that arrives later than a younger one
  * already delivered is counted (stats.stream_late).  xentrace_reader_next()
- * blocks in read(2) when it needs more input.  Memory: the budget is held
- * against the queues' capacity, which a drained queue gives back; with the
- * window being read and the doubling of the queue it lands in, at most
- * twice the budget plus one window, however long the stream
- * (stats.stream_peak_bytes says how much it came to).
+ * blocks in read(2) when it needs more input, and returns -EBADMSG when the
+ * input ends without a single window, as xentrace_reader_open() does for a
+ * file.  Memory: the budget is held against the queues' capacity, which a
+ * drained queue gives back; with the window being read and the doubling of
+ * the queue it lands in, at most twice the budget plus one window, however
+ * long the stream (stats.stream_peak_bytes says how much it came to).
  */
 int xentrace_reader_open_stream(struct xentrace_reader **out, int fd, const struct xentrace_reader_opts *opts);
 /* The same over any source, read once from its start in order (tests, fuzzing). */

@@ -847,6 +847,15 @@ static int stream_next(struct xentrace_reader *r, const struct xentrace_record *
 		if (rc == 0)
 			r->stream_eof = true;
 	}
+	if (r->nheap == 0 && r->stream_eof && !r->st.windows && !r->err) {
+		/* The verdict a file gets from xentrace_reader_open(): not a
+		 * trace at all, whichever way it came. */
+		if (!r->soff)
+			diag(r, XENTRACE_DIAG_TRUNCATED, -1, 0, "empty input");
+		else if (!r->ndiags)
+			diag(r, XENTRACE_DIAG_FRAMING, -1, 0, "no cpu-change record: not a xentrace file");
+		r->err = -EBADMSG;
+	}
 	if (r->nheap == 0)
 		return r->err;
 	struct cursor *c = r->heap[0].c;

@@ -751,12 +751,14 @@ static void hv_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 							  : "No collector gives hypervisor state: try --xentrace FILE --cpu-hz HZ.");
 		return;
 	}
-	char tot[16], line[512];
+	char tot[16], line[1024], state[600], skipped[160];
 	xft_format_ns(hv->total_ns, tot, sizeof(tot));
-	int o = snprintf(line, sizeof(line), "Xen %s at %.2fGHz, %" PRIu64 " records%s; lost %" PRIu64
-			 "; unknown %" PRIu64 "; skipped %" PRIu64,
-			 tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete ? ", complete" : "",
-			 hv->lost_records, hv->unknown_total, hv->skipped);
+	xft_hv_state_text(hv, state, sizeof(state));
+	xft_hv_skipped_text(hv, skipped, sizeof(skipped));
+	int o = snprintf(line, sizeof(line), "Xen %s at %.2fGHz, %" PRIu64 " records%s%s; lost %" PRIu64
+			 "; unknown %" PRIu64 "; %s",
+			 tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete || hv->damage ? ", " : "",
+			 hv->complete || hv->damage ? state : "", hv->lost_records, hv->unknown_total, skipped);
 	if (!hv->complete && hv->size && o > 0 && (size_t)o < sizeof(line))
 		snprintf(line + o, sizeof(line) - (size_t)o, "; read %.0f%%",
 			 100.0 * (double)hv->bytes / (double)hv->size);

@@ -142,7 +142,8 @@ struct xflow_hv_summary {
 	uint64_t total_ns;      /* the trace's time span so far */
 	uint64_t records;       /* records decoded */
 	uint64_t bytes, size;   /* input read so far, and its size (0: a pipe) */
-	int complete;           /* 1: the input has ended and every interval is closed */
+	int complete;           /* 1: the input has ended whole (damage is NULL)
+	                         * and every interval is closed */
 	uint32_t nvcpus;
 	const struct xflow_hv_vcpu *vcpus;    /* by domain, then vcpu */
 	uint32_t nevents;
@@ -153,10 +154,19 @@ struct xflow_hv_summary {
 	uint64_t unknown_total;
 	uint32_t nunknown;
 	const struct xflow_hv_unknown *unknown; /* by event id */
-	uint64_t skipped;       /* records the decoder could not use */
+	uint64_t skipped;       /* records skipped, for any reason: the sum of
+	                         * the skipped_* counts below */
 	/* The collector's own report as text, or NULL: for xentrace, the
 	 * summary comparable line for line with `xenalyze --summary`. */
 	const char *text;
+	/* ABI 3.  Why records were skipped: a TSC absurdly far ahead of its
+	 * cpu's (the reader's), records cut by their window's end or cpu
+	 * changes inside one (the reader's), records the decoder could not
+	 * use; and the bytes of garbage skipped to find the next window. */
+	uint64_t skipped_bad_tsc, skipped_framing, skipped_decode, skipped_bytes;
+	/* NULL, or why the input is not whole, with its offset: where a
+	 * truncated capture ends, the first framing problem. */
+	const char *damage;
 };
 
 struct xflow_collector_ops {

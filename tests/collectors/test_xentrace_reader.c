@@ -503,3 +503,37 @@ Test(xentrace_reader, a_pipe_with_garbage_and_a_cut)
 	reap();
 	free(t.data);
 }
+
+/* Input that is no trace at all gets one verdict, whether it is opened as
+ * a file or read once as a stream: -EBADMSG and a diagnostic at offset 0
+ * (a stream used to end with no error and no record). */
+Test(xentrace_reader, no_trace_is_refused_from_a_file_and_from_a_stream)
+{
+	static uint8_t in[4096];
+	struct {
+		const char *what;
+		size_t len;
+		int fill;
+	} cases[] = { { "empty", 0, 0 }, { "7 bytes", 7, 1 }, { "random", 4096, 2 }, { "all 0xff", 4096, 3 } };
+	uint64_t seed = 5;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		for (size_t i = 0; i < cases[k].len; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			in[i] = cases[k].fill == 3 ? 0xff : (uint8_t)(seed >> 56);
+		}
+		struct xentrace_source src;
+		xentrace_source_init_mem(&src, in, cases[k].len);
+		struct xentrace_reader *r;
+		cr_expect_eq(xentrace_reader_open(&r, &src, NULL), -EBADMSG, "%s: file", cases[k].what);
+		cr_expect_gt(xentrace_reader_ndiags(r), 0);
+		xentrace_reader_free(r);
+		xentrace_source_init_mem(&src, in, cases[k].len);
+		cr_assert_eq(xentrace_reader_open_stream_src(&r, &src, NULL), 0);
+		const struct xentrace_record *rec;
+		cr_expect_eq(xentrace_reader_next(r, &rec), -EBADMSG, "%s: stream", cases[k].what);
+		cr_expect_eq(xentrace_reader_next(r, &rec), -EBADMSG, "%s: and again", cases[k].what);
+		cr_assert_gt(xentrace_reader_ndiags(r), 0, "%s: no diagnostic from the stream", cases[k].what);
+		cr_expect_eq(xentrace_reader_diag(r, 0)->offset, 0);
+		xentrace_reader_free(r);
+	}
+}

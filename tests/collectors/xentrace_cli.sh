@@ -24,6 +24,20 @@ yes "not a trace" | head -c 4096 >"$tmp/junk"
 [ $rc -eq 1 ] && grep -q 'junk: offset 0: framing' "$tmp/err" ||
 	{ echo "FAIL junk: exit $rc"; cat "$tmp/err"; fail=1; }
 "$BIN" --cpu-hz 2.4G "$tmp/none" >/dev/null 2>&1; [ $? -eq 1 ] || { echo "FAIL missing file"; fail=1; }
+# The same bad input gets the same verdict as a file and from a pipe.
+: >"$tmp/empty"
+head -c 7 "$tmp/junk" >"$tmp/seven"
+head -c 4096 /dev/urandom >"$tmp/random"
+head -c 4096 /dev/zero | tr '\0' '\377' >"$tmp/ff"
+for x in empty seven junk random ff; do
+	"$BIN" --cpu-hz 2.4G "$tmp/$x" >"$tmp/out.file" 2>"$tmp/err.file"; a=$?
+	"$BIN" --cpu-hz 2.4G - <"$tmp/$x" >"$tmp/out.pipe" 2>"$tmp/err.pipe"; b=$?
+	cat "$tmp/$x" | "$BIN" --cpu-hz 2.4G - >"$tmp/out.cat" 2>"$tmp/err.cat"; c=$?
+	if [ $a -ne 1 ] || [ $b -ne 1 ] || [ $c -ne 1 ] || [ -s "$tmp/out.cat" ] ||
+	   ! grep -q 'not xentrace output' "$tmp/err.cat"; then
+		echo "FAIL $x: exit $a as a file, $b redirected, $c from a pipe"; cat "$tmp/err.cat"; fail=1
+	fi
+done
 
 if [ ! -f "$CAP/x.trace" ]; then
 	[ $fail -eq 0 ] || exit 1
