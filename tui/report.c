@@ -100,9 +100,10 @@ void xft_report_summary_text(struct xft_app *app, FILE *f)
 		st->late, st->window_full);
 	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", expired %" PRIu64
 		   ", evicted %" PRIu64 ", live %" PRIu64 "; hops %zu (dropped samples %" PRIu64
-		   "); model memory %" PRIu64 " bytes (fixed)\n",
+		   "); memory: %" PRIu64 " bytes resident, of which the model is bounded by the %" PRIu64
+		   " it reserved at start\n",
 		st->flows_started, st->flows_finished, st->flows_expired, st->flows_evicted,
-		st->flows_live, app->frame.nhops, st->hops_dropped, st->memory_bytes);
+		st->flows_live, app->frame.nhops, st->hops_dropped, app->resident_bytes, st->memory_bytes);
 }
 
 static void hist_text(FILE *f, const struct xflow_hist *h)
@@ -383,6 +384,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("handoffs_lost", st->handoffs_lost);
 	JU("points_lost", st->points_lost);
 	JU("memory_bytes", st->memory_bytes);
+	JU("resident_bytes", app->resident_bytes);
 	xft_json_object_end(j);
 
 	const struct xft_agg_limits *l = &app->cfg.limits;

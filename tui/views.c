@@ -873,12 +873,14 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	xft_canvas_put(cv, 2, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 
+	char rss[32];
 	fmt_bytes(st->memory_bytes, mem, sizeof(mem));
+	fmt_bytes(app->resident_bytes, rss, sizeof(rss));
 	snprintf(line, sizeof(line),
 		 "Flows: live %" PRIu64 " done %" PRIu64 " expired %" PRIu64 " evicted %" PRIu64
-		 "  Hops %zu  Mem %s (bound)",
+		 "  Hops %zu  Mem %s (bound %s)",
 		 st->flows_live, st->flows_finished, st->flows_expired, st->flows_evicted,
-		 app->frame.nhops, mem);
+		 app->frame.nhops, rss, mem);
 	xft_canvas_put(cv, 3, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 3, 0, XFT_A_TITLE, "Flows:", -1);
 }
