@@ -73,6 +73,19 @@ static int build(struct xflow_unit *u, const char *bin, bool strict, struct seen
 	return rc;
 }
 
+static const char *const ccs[] = { "gcc", "clang" };
+#define NCC (sizeof(ccs) / sizeof(ccs[0]))
+
+/* jp_reqpipe built at -O2 by compiler @c, or NULL when it is not installed. */
+static char *reqpipe(size_t c)
+{
+	if (!jpf_have(ccs[c]))
+		return NULL;
+	char *bin = jpf_build(dir, "jp_reqpipe", ccs[c], "-g -O2", ccs[c]);
+	cr_assert(bin);
+	return bin;
+}
+
 static bool planned(const struct xflow_plan *p, uint64_t addr)
 {
 	for (uint32_t i = 0; i < p->domains[0].nsites; i++)
@@ -89,12 +102,10 @@ Test(plan_build, site_with_an_optimized_out_input_is_left_out)
 		"<flows><advice>\n"
 		"<pointcut>access(req.%) AND within_function(req_split) AND local_var(part, pp)</pointcut>\n"
 		"<before>STORE_DATA2($pc$, pp);</before></advice></flows>\n";
-	static const char *const ccs[] = { "gcc", "clang" };
-	for (size_t c = 0; c < 2; c++) {
-		if (!jpf_have(ccs[c]))
+	for (size_t c = 0; c < NCC; c++) {
+		char *bin = reqpipe(c);
+		if (!bin)
 			continue;
-		char *bin = jpf_build(dir, "jp_reqpipe", ccs[c], "-g -O2", ccs[c]);
-		cr_assert(bin);
 		struct xflow_unit *u = unit_of(xml);
 		struct seen seen;
 		struct xflow_plan *p = NULL;
@@ -164,12 +175,10 @@ Test(plan_build, untyped_accesses_are_said)
 	cr_assert_gt(line, 0);
 	char where[64];
 	snprintf(where, sizeof(where), "jp_reqpipe.c:%u, in req_stamp", line);
-	static const char *const ccs[] = { "gcc", "clang" };
-	for (size_t c = 0; c < 2; c++) {
-		if (!jpf_have(ccs[c]))
+	for (size_t c = 0; c < NCC; c++) {
+		char *bin = reqpipe(c);
+		if (!bin)
 			continue;
-		char *bin = jpf_build(dir, "jp_reqpipe", ccs[c], "-g -O2", ccs[c]);
-		cr_assert(bin);
 		struct xflow_unit *u = unit_of(xml);
 		struct seen seen;
 		struct xflow_plan *p = NULL;
