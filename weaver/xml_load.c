@@ -477,10 +477,12 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 	}
 	size_t many = tag_over_attrs(L.src);
 	if (many != SIZE_MAX) {
-		size_t nl = strcspn(buf + many + 1, " \t\r\n/>");
+		/* The source's copy is NUL-terminated; @buf need not be. */
+		const char *name = L.src->text + many + 1;
+		size_t nl = strcspn(name, " \t\r\n/>");
 		fl_error(d, fl_loc_at(L.src, many, nl + 1), "flow elements take at most three attributes",
 			 "<%.*s> has more than %d attributes, the most an element may have",
-			 (int)(nl < 64 ? nl : 64), buf + many + 1, FL_XML_MAX_ATTRS);
+			 (int)(nl < 64 ? nl : 64), name, FL_XML_MAX_ATTRS);
 		return -EINVAL;
 	}
 	/* libxml2 refuses an empty buffer outright; say why ourselves. */
