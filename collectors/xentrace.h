@@ -37,6 +37,10 @@
 
 #define XENTRACE_MAX_CPUS 256
 #define XENTRACE_MAX_EXTRA 7
+/* A window claiming more bytes than this is not believed, from a file or
+ * a stream (Xen's per-cpu trace buffers are far smaller): it is a framing
+ * error, and the reader looks for the next window. */
+#define XENTRACE_MAX_WINDOW (256u << 20)
 
 /* Event ids the reader itself interprets (xen/trace.h). */
 #define XENTRACE_EV_LOST_RECORDS 0x0001f001u

@@ -195,7 +195,7 @@ static bool plausible_window(struct xentrace_reader *r, uint64_t off)
 		return false;
 	uint32_t cpu = le32(b + 4), size = le32(b + 8);
 	return le32(b) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 &&
-	       off + 12 + size <= r->src->size;
+	       size <= XENTRACE_MAX_WINDOW && off + 12 + size <= r->src->size;
 }
 
 /* The offset of the next believable cpu-change record after @off, or the
@@ -278,12 +278,12 @@ static int window_read(struct xentrace_reader *r, uint64_t off, struct window *w
 			return 0;
 		const uint8_t *data = b + 4 + 8 * tf;
 		uint32_t cpu = le32(data), wsz = le32(data + 4);
-		if (wsz % 4 != 0) {
+		if (wsz % 4 != 0 || wsz > XENTRACE_MAX_WINDOW) {
 			uint64_t next = resync(r, off);
 			if (r->discovering) {
 				diag(r, XENTRACE_DIAG_FRAMING, cpu < XENTRACE_MAX_CPUS ? (int)cpu : -1, off,
-				     "window size %u is not a multiple of 4; skipped %" PRIu64 " bytes", wsz,
-				     next - off);
+				     "window size %u is %s; skipped %" PRIu64 " bytes", wsz,
+				     wsz % 4 ? "not a multiple of 4" : "more than any trace buffer", next - off);
 				r->st.skipped_bytes += next - off;
 			}
 			off = next;
@@ -639,9 +639,6 @@ int xentrace_reader_next(struct xentrace_reader *r, const struct xentrace_record
 /* --- stream mode ------------------------------------------------------------ */
 
 #define DEFAULT_BUDGET (16u << 20)
-/* A window longer than this is not believed (Xen's per-cpu trace buffers
- * are far smaller); one this long is still read whatever the budget. */
-#define STREAM_MAX_WINDOW (256u << 20)
 /* A queue drained to this little keeps at most this much capacity. */
 #define STREAM_KEEP (64u << 10)
 
@@ -690,7 +687,7 @@ static struct cursor *stream_cursor(struct xentrace_reader *r, unsigned cpu)
 static bool stream_header_ok(const uint8_t *h)
 {
 	uint32_t cpu = le32(h + 4), size = le32(h + 8);
-	return le32(h) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 && size <= STREAM_MAX_WINDOW;
+	return le32(h) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 && size <= XENTRACE_MAX_WINDOW;
 }
 
 /* Gives @c's queue room for @need bytes, and gives back what a drained
