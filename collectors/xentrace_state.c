@@ -1153,13 +1153,14 @@ static void plain_percentiles(const struct samples *sm, int64_t p[3])
 /*
  * xenalyze's self_weighted_percentile(): a selection in which each sample
  * weighs its own value, narrowing [lo, hi] by partitions around the middle
- * sample with running weights before each cursor.  Its bookkeeping takes
- * the right cursor's sample off the weight after the cursor has moved, so
- * the answer is not a function of the values alone: it depends on their
- * order, which is why the same statistic needs this same walk over the
- * same samples in the same order, and why the caller asks for 50, 5 and 95
- * in that order over one array, each call leaving it as xenalyze's does.
- * Where neither bound would move (xenalyze would loop for ever), it stops.
+ * sample with running weights before each cursor.  The right cursor's
+ * weight starts as the weight before it, and as the cursor moves left it
+ * takes off the sample it leaves rather than the one it reaches, so the
+ * answer is not a function of the values alone: it depends on their order.
+ * Hence the same statistic needs this same walk over the same samples in
+ * the same order, and the caller asks for 50, 5 and 95 in that order over
+ * one array, each call leaving it as xenalyze's does.  Where neither bound
+ * would move (xenalyze would loop for ever), it stops.
  */
 static int64_t self_weighted(int64_t *v, ptrdiff_t n, int pct)
 {
@@ -1393,6 +1394,9 @@ void xentrace_state_print_extras(const struct xentrace_state *s, FILE *out)
 		s->migrations);
 	if (s->hist_dropped)
 		fprintf(out, "percentiles dropped for %" PRIu64 " values (histogram budget)\n", s->hist_dropped);
+	if (s->samples_dropped)
+		fprintf(out, "xenalyze's samples dropped for %" PRIu64 " values (no memory): its percentiles "
+			     "are not exact\n", s->samples_dropped);
 	for (unsigned i = 0; i < UNKNOWN_SLOTS; i++)
 		if (s->unknown[i].count)
 			fprintf(out, "unknown event 0x%07x: %" PRIu64 "\n", s->unknown[i].event, s->unknown[i].count);
