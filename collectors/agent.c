@@ -137,6 +137,11 @@ struct acoll {
 		uint32_t index;
 		char name[96];
 		int enabled;
+		/* What weaving it warned: how many, the first, and both
+		 * together as aspect_info() shows them. */
+		unsigned warnings;
+		char first_warning[256];
+		char note[320];
 	} *aspects;
 	uint64_t bad, bad_offers;
 	int xen_step_ms;             /* timeout=, at most XEN_STEP_MS */
@@ -297,6 +302,32 @@ static void site_what(const struct xflow_plan_site *s, char *out, size_t len)
 		snprintf(out, len, "%s %s", xflow_plan_site_kind_name(s->kind), s->func ? s->func : "?");
 }
 
+static bool in_aspect(const struct acoll *c, const struct aspect *a, uint32_t i);
+
+/* What the resolve pass says while a plan is built: the first error is the
+ * reason a domain cannot be woven; a warning goes to the aspect of its
+ * advice (a site left out, an access that could not be typed). */
+struct plan_diags {
+	struct acoll *c;
+	char first_error[768];
+};
+
+static void plan_diag(void *ctx, const struct jp_plan_diag *d)
+{
+	struct plan_diags *pd = ctx;
+	struct acoll *c = pd->c;
+	if (d->sev[0] == 'e') {
+		if (!pd->first_error[0])
+			snprintf(pd->first_error, sizeof(pd->first_error), "%s: %s", d->where, d->msg);
+		return;
+	}
+	for (unsigned i = 0; d->advice >= 0 && i < c->naspects; i++) {
+		struct aspect *a = &c->aspects[i];
+		if (in_aspect(c, a, (uint32_t)d->advice) && !a->warnings++)
+			snprintf(a->first_warning, sizeof(a->first_warning), "%s", d->msg);
+	}
+}
+
 static struct plan_cache *plan_for(struct acoll *c, struct peer *p)
 {
 	for (unsigned i = 0; i < c->ncache; i++)
@@ -312,24 +343,16 @@ static struct plan_cache *plan_for(struct acoll *c, struct peer *p)
 		if (!strncmp(c->bins[i], p->domain, dl) && c->bins[i][dl] == ':')
 			bins[nb++] = c->bins[i] + dl + 1;
 	struct jp_domain_spec spec = { p->domain, bins, nb };
-	char *diag = NULL;
-	size_t dlen = 0;
-	FILE *df = open_memstream(&diag, &dlen);
-	struct jp_plan_opts o = { .diag = df };
+	struct plan_diags pd = { .c = c };
+	struct jp_plan_opts o = { .on_diag = plan_diag, .diag_ctx = &pd };
 	struct xflow_plan *plan = NULL;
-	int rc = df ? jp_plan_build(c->unit, &spec, 1, &o, &plan) : -ENOMEM;
-	if (df)
-		fclose(df);
+	int rc = jp_plan_build(c->unit, &spec, 1, &o, &plan);
 	if (rc) {
-		char *nl = diag ? strchr(diag, '\n') : NULL;
-		if (nl)
-			*nl = 0;
-		set_err(c, "cannot weave domain %s (%s): %s", p->domain, p->exe, diag && diag[0] ? diag : strerror(-rc));
-		free(diag);
+		set_err(c, "cannot weave domain %s (%s): %s", p->domain, p->exe,
+			pd.first_error[0] ? pd.first_error : strerror(-rc));
 		xflow_plan_free(plan);
 		return NULL;
 	}
-	free(diag);
 	struct plan_cache *pc = &c->cache[c->ncache];
 	char why[256];
 	if ((rc = xflow_plan_write(plan, &pc->buf, &pc->len, why, sizeof(why)))) {
@@ -836,18 +859,10 @@ static int compile_flows(struct acoll *c)
 	if (!rc)
 		rc = xflow_unit_compile(c->unit);
 	if (rc) {
-		char *diag = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&diag, &len);
-		if (f) {
-			xflow_unit_print_diags(c->unit, f);
-			fclose(f);
-		}
-		char *nl = diag ? strchr(diag, '\n') : NULL;
-		if (nl)
-			*nl = 0;
-		set_err(c, "agent: flows: %s", diag && diag[0] ? diag : strerror(-rc));
-		free(diag);
+		char why[768];
+		if (xflow_unit_first_error(c->unit, why, sizeof(why)) != 0)
+			snprintf(why, sizeof(why), "%s", strerror(-rc));
+		set_err(c, "agent: flows: %s", why);
 		return rc;
 	}
 	/* Aspects: each xflow, then each advice written by hand. */
@@ -1135,8 +1150,13 @@ static int agent_aspect_info(struct xflow_collector *xc, uint32_t i, struct xflo
 	struct acoll *c = (struct acoll *)xc;
 	if (i >= c->naspects)
 		return -ENOENT;
-	const struct aspect *a = &c->aspects[i];
+	struct aspect *a = &c->aspects[i];
 	*out = (struct xflow_aspect_info){ .name = a->name, .enabled = a->enabled };
+	if (a->warnings) {
+		snprintf(a->note, sizeof(a->note), "%u warning%s; the first: %s", a->warnings,
+			 a->warnings == 1 ? "" : "s", a->first_warning);
+		out->note = a->note;
+	}
 	for (unsigned k = 0; k < c->npeers; k++) {
 		const struct peer *p = c->peers[k];
 		for (uint32_t j = 0; j < p->nadv; j++) {

@@ -37,6 +37,10 @@
 
 #define XENTRACE_MAX_CPUS 256
 #define XENTRACE_MAX_EXTRA 7
+/* A window claiming more bytes than this is not believed, from a file or
+ * a stream (Xen's per-cpu trace buffers are far smaller): it is a framing
+ * error, and the reader looks for the next window. */
+#define XENTRACE_MAX_WINDOW (256u << 20)
 
 /* Event ids the reader itself interprets (xen/trace.h). */
 #define XENTRACE_EV_LOST_RECORDS 0x0001f001u
@@ -122,6 +126,7 @@ struct xentrace_reader_stats {
 	uint64_t diags_dropped;  /* diagnostics past the first XENTRACE_MAX_DIAGS */
 	uint64_t stream_forced;  /* stream mode: emitted without waiting, budget full */
 	uint64_t stream_late;    /* stream mode: records older than one already emitted */
+	uint64_t stream_peak_bytes; /* stream mode: the most the queues held at once */
 	uint64_t file_size;
 };
 
@@ -133,7 +138,7 @@ struct xentrace_reader;
 
 struct xentrace_reader_opts {
 	size_t buffer_bytes;           /* per cpu; 0: 256 KiB */
-	size_t stream_budget;          /* stream mode: bytes queued at most; 0: 64 MiB */
+	size_t stream_budget;          /* stream mode: bytes queued at most; 0: 16 MiB */
 	unsigned stream_quiet_windows; /* stream mode: a cpu without a window for this
 					* many windows is not waited for; 0: 8 */
 };
@@ -152,8 +157,12 @@ int xentrace_reader_open(struct xentrace_reader **out, const struct xentrace_sou
  * stream_quiet_windows windows, or the queues hold stream_budget bytes:
  * then it goes on, and a record that arrives later than a younger one
  * already delivered is counted (stats.stream_late).  xentrace_reader_next()
- * blocks in read(2) when it needs more input.  Memory: the budget, plus
- * one window.
+ * blocks in read(2) when it needs more input, and returns -EBADMSG when the
+ * input ends without a single window, as xentrace_reader_open() does for a
+ * file.  Memory: the budget is held against the queues' capacity, which a
+ * drained queue gives back; with the window being read and the doubling of
+ * the queue it lands in, at most twice the budget plus one window, however
+ * long the stream (stats.stream_peak_bytes says how much it came to).
  */
 int xentrace_reader_open_stream(struct xentrace_reader **out, int fd, const struct xentrace_reader_opts *opts);
 /* The same over any source, read once from its start in order (tests, fuzzing). */
@@ -200,6 +209,7 @@ enum xentrace_domain_runstate {
 #define XENTRACE_MAX_VCPUS 256       /* per domain */
 #define XENTRACE_MAX_VCPUS_TOTAL 1024
 #define XENTRACE_HIST_BUDGET 1024    /* histograms (18 KiB each) for percentiles */
+#define XENTRACE_SAMPLE_MAX (32u << 20) /* xenalyze's sample_max: values per sample set */
 #define XENTRACE_HYPERCALL_MAX 56
 
 /* xenalyze's names, for whoever prints decoded events: PV event kind
@@ -225,6 +235,12 @@ struct xentrace_vcpu;
 /* @cpu_hz: TSC frequency for seconds; xentrace files do not record it.
  * 0 is refused (-EINVAL): pass what the capture's host ran at. */
 int xentrace_state_new(struct xentrace_state **out, uint64_t cpu_hz);
+/* Keep xenalyze's sample sets too (call before the first record), so that
+ * the summary's {5%|50%|95%} are xenalyze's, byte for byte, instead of the
+ * histograms' estimates: up to XENTRACE_SAMPLE_MAX values (8 bytes each)
+ * per summary line, as xenalyze keeps.  The histograms stay for
+ * everything else. */
+void xentrace_state_keep_samples(struct xentrace_state *s);
 void xentrace_state_free(struct xentrace_state *s);
 
 /* Feeds one record in merge order; never fails (problems are counted). */

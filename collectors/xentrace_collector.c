@@ -85,12 +85,16 @@ struct xentrace_col {
 	unsigned ndoms;
 	uint64_t first_tsc;
 	uint64_t records, bytes, lost_records;
+	/* The reader's skips as of the last record processed (copied by the
+	 * thread that reads, so that build() need not look at the reader). */
+	uint64_t skip_tsc, skip_framing, skip_bytes;
+	char damage[512]; /* set at the end: why the input is not whole */
 	struct xflow_hv_lost lost[MAX_LOST];
 	unsigned nlost;
 	uint32_t ids[MAX_EVENT_IDS]; /* open addressing, 0 = free (event 0 is never traced) */
 	unsigned nids;
-	int done, failed;
-	char err[1536];
+	int done, failed; /* failed: the errno read() ends with, 0 if none */
+	char err[1664];    /* a path and a damage */
 
 	/* live */
 	pthread_t th;
@@ -267,6 +271,10 @@ static void close_exit(struct xentrace_col *x, unsigned cpu, uint64_t tsc)
 static void process(struct xentrace_col *x, const struct xentrace_record *rec)
 {
 	xentrace_state_feed(x->s, rec);
+	const struct xentrace_reader_stats *rs = xentrace_reader_stats(x->r);
+	x->skip_tsc = rs->bad_tsc;
+	x->skip_framing = rs->bad_records;
+	x->skip_bytes = rs->skipped_bytes;
 	if (rec->flags & XENTRACE_REC_LOST_END)
 		return;
 	x->records++;
@@ -326,19 +334,29 @@ static void process(struct xentrace_col *x, const struct xentrace_record *rec)
 
 /* --- the summary ---------------------------------------------------------------- */
 
-static const char *diag_error(struct xentrace_col *x)
+/*
+ * At the end of the input, from a file or a pipe alike: framing errors and
+ * a truncated capture are corruption, so the numbers stand for the part
+ * that could be read, the summary is not complete, and the source fails
+ * with the first such problem (also its damage).  The reader's counts are
+ * taken once more, for records skipped after the last one delivered.
+ */
+static int end_verdict(struct xentrace_col *x)
 {
-	/* Framing errors and a truncated file are corruption: the numbers
-	 * stand for the part that could be read, and the source fails. */
+	const struct xentrace_reader_stats *rs = xentrace_reader_stats(x->r);
+	x->skip_tsc = rs->bad_tsc;
+	x->skip_framing = rs->bad_records;
+	x->skip_bytes = rs->skipped_bytes;
 	for (unsigned i = 0; i < xentrace_reader_ndiags(x->r); i++) {
 		const struct xentrace_diag *d = xentrace_reader_diag(x->r, i);
 		if (d->kind == XENTRACE_DIAG_FRAMING || d->kind == XENTRACE_DIAG_TRUNCATED) {
-			snprintf(x->err, sizeof(x->err), "%s: offset %" PRIu64 ": %s: %s", x->path, d->offset,
+			snprintf(x->damage, sizeof(x->damage), "offset %" PRIu64 ": %s: %s", d->offset,
 				 xentrace_diag_kind_name(d->kind), d->what);
-			return x->err;
+			snprintf(x->err, sizeof(x->err), "%s: %s", x->path, x->damage);
+			return -EBADMSG;
 		}
 	}
-	return NULL;
+	return 0;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -506,7 +524,13 @@ static int build(struct xentrace_col *x)
 	o->unknown_total = xentrace_state_unknown_total(s);
 	o->nunknown = (uint32_t)nu;
 	o->unknown = x->unknown;
-	o->skipped = xentrace_state_skipped(s);
+	o->skipped_bad_tsc = x->skip_tsc;
+	o->skipped_framing = x->skip_framing;
+	o->skipped_decode = xentrace_state_skipped(s);
+	o->skipped_bytes = x->skip_bytes;
+	o->skipped = o->skipped_bad_tsc + o->skipped_framing + o->skipped_decode;
+	o->damage = x->damage[0] ? x->damage : NULL;
+	o->complete = x->done && !o->damage;
 	o->text = x->text;
 	return 0;
 }
@@ -531,9 +555,11 @@ static void *live_main(void *arg)
 	pthread_mutex_lock(&x->mu);
 	xentrace_state_finish(x->s);
 	if (rc < 0) {
-		x->failed = 1;
+		x->failed = rc;
 		snprintf(x->err, sizeof(x->err), "%s: %s", x->path,
 			 rc == -EBADMSG ? "not xentrace output (no trace window found)" : strerror(-rc));
+	} else if (x->r) {
+		x->failed = end_verdict(x);
 	}
 	x->done = 1;
 	pthread_mutex_unlock(&x->mu);
@@ -609,10 +635,10 @@ static long xt_read(struct xflow_collector *c, uint64_t now_ns, xflow_collector_
 		pthread_mutex_lock(&x->mu);
 		int done = x->done, failed = x->failed;
 		pthread_mutex_unlock(&x->mu);
-		return !done ? 0 : failed ? -EIO : -ENODATA;
+		return !done ? 0 : failed ? failed : -ENODATA;
 	}
 	if (x->done)
-		return x->failed ? -EBADMSG : -ENODATA;
+		return x->failed ? x->failed : -ENODATA;
 	if (!x->started) {
 		x->started = 1;
 		x->t0_ns = now_ns;
@@ -646,14 +672,11 @@ static long xt_read(struct xflow_collector *c, uint64_t now_ns, xflow_collector_
 	x->done = 1;
 	if (rc < 0) {
 		snprintf(x->err, sizeof(x->err), "%s: read error: %s", x->path, strerror(-rc));
-		x->failed = 1;
+		x->failed = rc;
 		return rc;
 	}
-	if (diag_error(x)) {
-		x->failed = 1;
-		return -EBADMSG;
-	}
-	return -ENODATA;
+	x->failed = end_verdict(x);
+	return x->failed ? x->failed : -ENODATA;
 }
 
 static void xt_stats(struct xflow_collector *c, struct xflow_collector_stats *out)

@@ -124,7 +124,7 @@ struct xentrace_reader {
 	bool stream, stream_eof, first_round_done;
 	int fd;
 	uint64_t soff, windows_read, last_emitted;
-	size_t budget;
+	size_t budget, held; /* the queues' capacity, at most, and now */
 	unsigned quiet_windows, nseen;
 	uint16_t seen[XENTRACE_MAX_CPUS];
 	size_t bufsz;
@@ -195,7 +195,7 @@ static bool plausible_window(struct xentrace_reader *r, uint64_t off)
 		return false;
 	uint32_t cpu = le32(b + 4), size = le32(b + 8);
 	return le32(b) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 &&
-	       off + 12 + size <= r->src->size;
+	       size <= XENTRACE_MAX_WINDOW && off + 12 + size <= r->src->size;
 }
 
 /* The offset of the next believable cpu-change record after @off, or the
@@ -278,12 +278,12 @@ static int window_read(struct xentrace_reader *r, uint64_t off, struct window *w
 			return 0;
 		const uint8_t *data = b + 4 + 8 * tf;
 		uint32_t cpu = le32(data), wsz = le32(data + 4);
-		if (wsz % 4 != 0) {
+		if (wsz % 4 != 0 || wsz > XENTRACE_MAX_WINDOW) {
 			uint64_t next = resync(r, off);
 			if (r->discovering) {
 				diag(r, XENTRACE_DIAG_FRAMING, cpu < XENTRACE_MAX_CPUS ? (int)cpu : -1, off,
-				     "window size %u is not a multiple of 4; skipped %" PRIu64 " bytes", wsz,
-				     next - off);
+				     "window size %u is %s; skipped %" PRIu64 " bytes", wsz,
+				     wsz % 4 ? "not a multiple of 4" : "more than any trace buffer", next - off);
 				r->st.skipped_bytes += next - off;
 			}
 			off = next;
@@ -638,7 +638,9 @@ int xentrace_reader_next(struct xentrace_reader *r, const struct xentrace_record
 
 /* --- stream mode ------------------------------------------------------------ */
 
-#define DEFAULT_BUDGET (64u << 20)
+#define DEFAULT_BUDGET (16u << 20)
+/* A queue drained to this little keeps at most this much capacity. */
+#define STREAM_KEEP (64u << 10)
 
 /* Reads up to @len bytes, fewer only at the end of the stream. */
 static ssize_t stream_read(struct xentrace_reader *r, void *buf, size_t len)
@@ -682,10 +684,36 @@ static struct cursor *stream_cursor(struct xentrace_reader *r, unsigned cpu)
 	return c;
 }
 
-static bool stream_header_ok(const struct xentrace_reader *r, const uint8_t *h)
+static bool stream_header_ok(const uint8_t *h)
 {
 	uint32_t cpu = le32(h + 4), size = le32(h + 8);
-	return le32(h) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 && size <= r->budget;
+	return le32(h) == CPU_CHANGE_HDR && cpu < XENTRACE_MAX_CPUS && size % 4 == 0 && size <= XENTRACE_MAX_WINDOW;
+}
+
+/* Gives @c's queue room for @need bytes, and gives back what a drained
+ * queue no longer needs: the budget is held against the queues' capacity,
+ * which is what the process holds, not against the bytes waiting. */
+static int stream_room(struct xentrace_reader *r, struct cursor *c, size_t need)
+{
+	size_t cap = c->cap;
+	if (need > cap) {
+		cap = cap ? cap : 4096;
+		while (cap < need)
+			cap *= 2;
+	} else if (cap > STREAM_KEEP && cap / 4 > need) {
+		cap = need > STREAM_KEEP ? need : STREAM_KEEP;
+	} else {
+		return 0;
+	}
+	uint8_t *nb = realloc(c->buf, cap);
+	if (!nb)
+		return need > c->cap ? -ENOMEM : 0;
+	r->held = r->held - c->cap + cap;
+	if (r->held > r->st.stream_peak_bytes)
+		r->st.stream_peak_bytes = r->held;
+	c->buf = nb;
+	c->cap = cap;
+	return 0;
 }
 
 /*
@@ -705,7 +733,7 @@ static int stream_window(struct xentrace_reader *r)
 			diag(r, XENTRACE_DIAG_TRUNCATED, -1, at, "stream ends with %zd stray bytes", n);
 		return 0;
 	}
-	if (!stream_header_ok(r, h)) {
+	if (!stream_header_ok(h)) {
 		/* Garbage: slide byte by byte to the next believable header. */
 		uint64_t bad = at;
 		uint32_t word = le32(h);
@@ -718,7 +746,7 @@ static int stream_window(struct xentrace_reader *r)
 				return n < 0 ? (int)n : 0;
 			}
 			at++;
-		} while (!stream_header_ok(r, h));
+		} while (!stream_header_ok(h));
 		diag(r, XENTRACE_DIAG_FRAMING, -1, bad,
 		     "expected a cpu-change record, found header 0x%08x; skipped %" PRIu64 " bytes", word, at - bad);
 		r->st.skipped_bytes += at - bad;
@@ -738,17 +766,9 @@ static int stream_window(struct xentrace_reader *r)
 		c->len -= c->pos;
 		c->pos = 0;
 	}
-	size_t need = c->len + 12 + size;
-	if (need > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
-		while (cap < need)
-			cap *= 2;
-		uint8_t *nb = realloc(c->buf, cap);
-		if (!nb)
-			return -ENOMEM;
-		c->buf = nb;
-		c->cap = cap;
-	}
+	int rc = stream_room(r, c, c->len + 12 + size);
+	if (rc)
+		return rc;
 	uint8_t *m = c->buf + c->len;
 	uint32_t mark[3] = { CPU_CHANGE_HDR, (uint32_t)at, (uint32_t)(at >> 32) };
 	memcpy(m, mark, sizeof(mark));
@@ -793,11 +813,9 @@ static bool stream_must_wait(struct xentrace_reader *r)
 		return false;
 	if (r->nheap == 0)
 		return true;
-	size_t buffered = 0;
 	bool waiting = !r->first_round_done;
 	for (unsigned i = 0; i < r->nseen; i++) {
 		const struct cursor *c = r->cur[r->seen[i]];
-		buffered += c->len - c->pos;
 		/* A cpu with nothing queued may still have earlier records to
 		 * come, unless it has been quiet for a while. */
 		if (c->starved && r->windows_read - c->last_window < r->quiet_windows)
@@ -810,7 +828,7 @@ static bool stream_must_wait(struct xentrace_reader *r)
 	if (top->len == top->pos && !top->lost_end_pending &&
 	    r->windows_read - top->last_window < r->quiet_windows)
 		waiting = true;
-	if (waiting && buffered > r->budget) {
+	if (waiting && r->held > r->budget) {
 		r->st.stream_forced++;
 		return false;
 	}
@@ -826,6 +844,15 @@ static int stream_next(struct xentrace_reader *r, const struct xentrace_record *
 		if (rc == 0)
 			r->stream_eof = true;
 	}
+	if (r->nheap == 0 && r->stream_eof && !r->st.windows && !r->err) {
+		/* The verdict a file gets from xentrace_reader_open(): not a
+		 * trace at all, whichever way it came. */
+		if (!r->soff)
+			diag(r, XENTRACE_DIAG_TRUNCATED, -1, 0, "empty input");
+		else if (!r->ndiags)
+			diag(r, XENTRACE_DIAG_FRAMING, -1, 0, "no cpu-change record: not a xentrace file");
+		r->err = -EBADMSG;
+	}
 	if (r->nheap == 0)
 		return r->err;
 	struct cursor *c = r->heap[0].c;
@@ -839,12 +866,17 @@ static int stream_next(struct xentrace_reader *r, const struct xentrace_record *
 		r->heap[0].key = c->key;
 		heap_down(r, 0);
 	} else {
-		/* Starved: back in the heap when its next window comes. */
+		/* Starved: back in the heap when its next window comes.  Its
+		 * queue is empty: give back what it held (the record just
+		 * delivered is in its slot, not in the queue). */
 		if (r->stream_eof)
 			out->flags |= XENTRACE_REC_CPU_LAST;
 		r->heap[0] = r->heap[--r->nheap];
 		if (r->nheap)
 			heap_down(r, 0);
+		c->foff += c->pos;
+		c->len = c->pos = 0;
+		stream_room(r, c, 0);
 	}
 	*rec = out;
 	return 1;

@@ -16,13 +16,21 @@
  * this decoder skips the record and counts it.  Not reproduced: xenalyze's
  * TSC skew correction (it shifts a cpu's later TSCs when two cpus disagree
  * about a vcpu; such a record is skipped and counted here), its HVM handler,
- * shadow and interrupt-to-halt breakdowns, and its sampling of at most
- * 10240 values per summary: percentiles here come from the project's
- * histogram (relative error 1/128) over every value.
+ * shadow and interrupt-to-halt breakdowns.
+ *
+ * Percentiles come from the project's histogram (relative error 1/128)
+ * over every value, in bounded memory: what xflowtop's views use.  With
+ * xentrace_state_keep_samples(), each summary also keeps xenalyze's own
+ * sample set and the summary's braces are xenalyze's statistics over it,
+ * byte for byte: {5%|50%|95%} are plain order statistics on the affinity
+ * and exit lines, and "self-weighted" ones on the runstate lines, each
+ * sample weighing its own value (where the time goes, not how often).
  *
  * Memory is bounded: at most XENTRACE_MAX_DOMAINS domains, 256 vcpus per
  * domain, XENTRACE_MAX_VCPUS_TOTAL vcpus and XENTRACE_HIST_BUDGET histograms;
  * past those, records are counted as skipped (percentiles as dropped).
+ * Kept samples are bounded as xenalyze bounds them: XENTRACE_SAMPLE_MAX
+ * values per summary.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,16 +56,32 @@ enum { HVM_VOL_VMENTRY, HVM_VOL_VMEXIT, HVM_VOL_HANDLER, HVM_VOL_MAX };
 #define IRQ_SLOTS 256           /* distinct interrupt lines followed */
 #define EV_GUEST_MASK 0x0800f000u
 
-/* Cycles of one kind, with a histogram of them when the budget allows. */
+/*
+ * xenalyze's sample set of one summary, as its update_cycles() keeps it:
+ * every non-zero value while there is room, the room doubling from 1024
+ * to XENTRACE_SAMPLE_MAX; past that, the value seen as number k lands in
+ * slot k % size on the laps that xenalyze's rule picks.  The order matters:
+ * its self-weighted percentile depends on it.
+ */
+struct samples {
+	int64_t *v;
+	uint32_t size;  /* slots allocated */
+	uint64_t seen;  /* non-zero values offered */
+};
+
+/* Cycles of one kind, with a histogram of them when the budget allows,
+ * and xenalyze's samples when kept. */
 struct csum {
 	uint64_t count, cycles;
 	struct xflow_hist *h;
+	struct samples *sm;
 };
 
 /* xenalyze's event summary: every event counted, cycles only when non-zero. */
 struct esum {
 	uint64_t count, ccount, cycles;
 	struct xflow_hist *h;
+	struct samples *sm;
 };
 
 struct xentrace_vcpu {
@@ -142,6 +166,8 @@ struct xentrace_state {
 	uint64_t notes_dropped;
 	struct xentrace_diag notes[XENTRACE_MAX_DIAGS];
 	bool finished;
+	bool keep_samples;
+	uint64_t samples_dropped; /* values no sample set could take (no memory) */
 };
 
 static const char *const runstate_name[XENTRACE_RS_MAX] = {
@@ -224,6 +250,45 @@ static struct xflow_hist *hist_get(struct xentrace_state *s, struct xflow_hist *
 	return *h;
 }
 
+#define SAMPLE_FIRST 1024u
+
+/* xenalyze's update_cycles(), the sample set's part. */
+static void samples_add(struct xentrace_state *s, struct samples **smp, uint64_t v)
+{
+	if (!*smp && !(*smp = calloc(1, sizeof(**smp)))) {
+		s->samples_dropped++;
+		return;
+	}
+	struct samples *sm = *smp;
+	if (sm->seen >= sm->size && sm->size < XENTRACE_SAMPLE_MAX) {
+		uint32_t n = sm->size ? sm->size * 2 : SAMPLE_FIRST;
+		if (n > XENTRACE_SAMPLE_MAX)
+			n = XENTRACE_SAMPLE_MAX;
+		int64_t *nv = realloc(sm->v, (size_t)n * sizeof(*nv));
+		if (nv) {
+			sm->v = nv;
+			sm->size = n;
+		}
+	}
+	if (sm->seen < sm->size) {
+		sm->v[sm->seen] = (int64_t)v;
+	} else if (sm->size) {
+		int64_t lap = (int64_t)(sm->seen / sm->size) + 1, slot = (int64_t)(sm->seen % sm->size);
+		if ((slot - lap / 3) % lap == 0)
+			sm->v[slot] = (int64_t)v;
+	} else {
+		s->samples_dropped++;
+	}
+	sm->seen++;
+}
+
+static void samples_free(struct samples *sm)
+{
+	if (sm)
+		free(sm->v);
+	free(sm);
+}
+
 /* xenalyze's update_cycles(): a zero interval is not counted. */
 static void csum_add(struct xentrace_state *s, struct csum *c, uint64_t v)
 {
@@ -234,6 +299,8 @@ static void csum_add(struct xentrace_state *s, struct csum *c, uint64_t v)
 	struct xflow_hist *h = hist_get(s, &c->h);
 	if (h)
 		xflow_hist_record(h, v);
+	if (s->keep_samples)
+		samples_add(s, &c->sm, v);
 }
 
 /* xenalyze's update_summary(): every event counts, cycles when non-zero. */
@@ -245,6 +312,8 @@ static void esum_add(struct xentrace_state *s, struct esum *e, uint64_t v)
 		struct xflow_hist *h = hist_get(s, &e->h);
 		if (h)
 			xflow_hist_record(h, v);
+		if (s->keep_samples)
+			samples_add(s, &e->sm, v);
 	}
 	e->count++;
 }
@@ -937,6 +1006,11 @@ int xentrace_state_run(struct xentrace_state *s, struct xentrace_reader *r)
 	return rc;
 }
 
+void xentrace_state_keep_samples(struct xentrace_state *s)
+{
+	s->keep_samples = true;
+}
+
 int xentrace_state_new(struct xentrace_state **out, uint64_t cpu_hz)
 {
 	*out = NULL;
@@ -956,28 +1030,36 @@ int xentrace_state_new(struct xentrace_state **out, uint64_t cpu_hz)
 	return 0;
 }
 
+static void csum_fini(struct csum *c)
+{
+	free(c->h);
+	samples_free(c->sm);
+}
+
 static void vcpu_free(struct xentrace_vcpu *v)
 {
 	if (!v)
 		return;
 	for (int i = 0; i < XENTRACE_RS_MAX; i++)
-		free(v->runstates[i].h);
+		csum_fini(&v->runstates[i]);
 	for (int i = 0; i < RUNNABLE_MAX; i++)
-		free(v->runnable[i].h);
-	free(v->aff_all.h);
+		csum_fini(&v->runnable[i]);
+	csum_fini(&v->aff_all);
 	if (v->aff_pcpu)
 		for (int i = 0; i < XENTRACE_MAX_CPUS; i++)
-			free(v->aff_pcpu[i].h);
+			csum_fini(&v->aff_pcpu[i]);
 	free(v->aff_pcpu);
-	for (int i = 0; i < XENTRACE_VMX_EXIT_MAX; i++)
+	for (int i = 0; i < XENTRACE_VMX_EXIT_MAX; i++) {
 		free(v->exits[i].h);
+		samples_free(v->exits[i].sm);
+	}
 	free(v);
 }
 
 static void domain_fini(struct xentrace_domain *d)
 {
 	for (int i = 0; i < XENTRACE_DRS_MAX; i++)
-		free(d->runstates[i].h);
+		csum_fini(&d->runstates[i]);
 	for (int i = 0; i < XENTRACE_MAX_VCPUS; i++)
 		vcpu_free(d->vcpu[i]);
 }
@@ -1033,26 +1115,146 @@ static uint64_t pct_weighted(const struct xflow_hist *h, int pct)
 	return h->max;
 }
 
+/* --- xenalyze's statistics over its samples -------------------------------- */
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* A copy of the samples xenalyze's print functions look at: the first
+ * min(seen, size), in the order they sit.  NULL when there are none. */
+static int64_t *samples_copy(const struct samples *sm, size_t *n)
+{
+	*n = sm ? (size_t)(sm->seen < sm->size ? sm->seen : sm->size) : 0;
+	int64_t *v = *n ? malloc(*n * sizeof(*v)) : NULL;
+	if (v)
+		memcpy(v, sm->v, *n * sizeof(*v));
+	else
+		*n = 0;
+	return v;
+}
+
+/* xenalyze's percentile(): the sample of rank n * pct / 100 (0-based) in
+ * sorted order; an order statistic, whatever the order of the samples. */
+static void plain_percentiles(const struct samples *sm, int64_t p[3])
+{
+	size_t n;
+	int64_t *v = samples_copy(sm, &n);
+	static const int pct[3] = { 5, 50, 95 };
+	if (n)
+		qsort(v, n, sizeof(*v), i64_cmp);
+	for (int k = 0; k < 3; k++)
+		p[k] = n ? v[n * (size_t)pct[k] / 100] : 0;
+	free(v);
+}
+
+/*
+ * xenalyze's self_weighted_percentile(): a selection in which each sample
+ * weighs its own value, narrowing [lo, hi] by partitions around the middle
+ * sample with running weights before each cursor.  The right cursor's
+ * weight starts as the weight before it, and as the cursor moves left it
+ * takes off the sample it leaves rather than the one it reaches, so the
+ * answer is not a function of the values alone: it depends on their order.
+ * Hence the same statistic needs this same walk over the same samples in
+ * the same order, and the caller asks for 50, 5 and 95 in that order over
+ * one array, each call leaving it as xenalyze's does.  Where neither bound
+ * would move (xenalyze would loop for ever), it stops.
+ */
+static int64_t self_weighted(int64_t *v, ptrdiff_t n, int pct)
+{
+	int64_t total = 0;
+	for (ptrdiff_t i = 0; i < n; i++)
+		total += v[i];
+	const int64_t want = total * pct / 100;
+	ptrdiff_t lo = 0, hi = n - 1;
+	int64_t lo_w = 0, hi_w = total - v[hi];
+	while (lo < hi) {
+		const int64_t pivot = v[(lo + hi) >> 1];
+		ptrdiff_t i = lo, j = hi;
+		int64_t iw = lo_w, jw = hi_w;
+		do {
+			for (; v[i] < pivot; i++)
+				iw += v[i];
+			for (; pivot < v[j]; j--)
+				jw -= v[j];
+			if (i <= j) {
+				int64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				iw += v[i++];
+				jw -= v[j--];
+			}
+		} while (i <= j);
+		bool moved = false;
+		if (jw < want) {
+			lo = i;
+			lo_w = iw;
+			moved = true;
+		}
+		if (want < iw) {
+			hi = j;
+			hi_w = jw;
+			moved = true;
+		}
+		if (!moved)
+			break;
+	}
+	return v[lo];
+}
+
+static void weighted_percentiles(const struct samples *sm, int64_t p[3])
+{
+	size_t n;
+	int64_t *v = samples_copy(sm, &n);
+	/* xenalyze's order of calls: 50, then 5, then 95. */
+	p[1] = n ? self_weighted(v, (ptrdiff_t)n, 50) : 0;
+	p[0] = n ? self_weighted(v, (ptrdiff_t)n, 5) : 0;
+	p[2] = n ? self_weighted(v, (ptrdiff_t)n, 95) : 0;
+	free(v);
+}
+
 /* --- the summary ------------------------------------------------------------ */
+
+/* {5%|50%|95%} of a summary: xenalyze's own over its samples when they are
+ * kept, else the histogram's estimate of the same statistic. */
+static void brace_values(const struct xentrace_state *s, const struct xflow_hist *h, const struct samples *sm,
+			 uint64_t count, bool weighted, long long out[3])
+{
+	int64_t p[3];
+	if (s->keep_samples && weighted) {
+		weighted_percentiles(sm, p);
+	} else if (s->keep_samples) {
+		plain_percentiles(sm, p);
+	} else {
+		static const int pct[3] = { 5, 50, 95 };
+		for (int k = 0; k < 3; k++)
+			p[k] = (int64_t)(weighted ? pct_weighted(h, pct[k]) : pct_plain(h, count, pct[k]));
+	}
+	for (int k = 0; k < 3; k++)
+		out[k] = (long long)p[k];
+}
 
 static void print_cycle_summary(const struct xentrace_state *s, FILE *out, const struct csum *c,
 				const char *label)
 {
 	if (!c->count)
 		return;
+	long long p[3];
+	brace_values(s, c->h, c->sm, c->count, true, p);
 	fprintf(out, "%s: %7d %5.2lfs %6lld {%6lld|%6lld|%6lld}\n", label, (int)c->count,
-		(double)c->cycles / (double)s->cpu_hz, (long long)(c->cycles / c->count),
-		(long long)pct_weighted(c->h, 5), (long long)pct_weighted(c->h, 50),
-		(long long)pct_weighted(c->h, 95));
+		(double)c->cycles / (double)s->cpu_hz, (long long)(c->cycles / c->count), p[0], p[1], p[2]);
 }
 
-static void print_cpu_affinity(FILE *out, const struct csum *c, const char *label)
+static void print_cpu_affinity(const struct xentrace_state *s, FILE *out, const struct csum *c, const char *label)
 {
 	if (!c->count)
 		return;
+	long long p[3];
+	brace_values(s, c->h, c->sm, c->count, false, p);
 	fprintf(out, "%s: %7d %6lld {%6lld|%6lld|%6lld}\n", label, (int)c->count,
-		(long long)(c->cycles / c->count), (long long)pct_plain(c->h, c->count, 5),
-		(long long)pct_plain(c->h, c->count, 50), (long long)pct_plain(c->h, c->count, 95));
+		(long long)(c->cycles / c->count), p[0], p[1], p[2]);
 }
 
 static void print_esum(const struct xentrace_state *s, FILE *out, const struct esum *e, const char *label)
@@ -1060,10 +1262,11 @@ static void print_esum(const struct xentrace_state *s, FILE *out, const struct e
 	if (!e->count)
 		return;
 	double pct = s->total_cycles ? (double)(e->cycles * 100) / (double)s->total_cycles : 0;
+	long long p[3];
+	brace_values(s, e->h, e->sm, e->ccount, false, p);
 	fprintf(out, "%s %7d %5.2lfs %5.2lf%% %5lld cyc {%5lld|%5lld|%5lld}\n", label, (int)e->count,
 		(double)e->cycles / (double)s->cpu_hz, pct, (long long)(e->ccount ? e->cycles / e->ccount : 0),
-		(long long)pct_plain(e->h, e->ccount, 5), (long long)pct_plain(e->h, e->ccount, 50),
-		(long long)pct_plain(e->h, e->ccount, 95));
+		p[0], p[1], p[2]);
 }
 
 static void print_vcpu(const struct xentrace_state *s, FILE *out, const struct xentrace_vcpu *v)
@@ -1080,11 +1283,11 @@ static void print_vcpu(const struct xentrace_state *s, FILE *out, const struct x
 				print_cycle_summary(s, out, &v->runnable[j], label);
 			}
 	}
-	print_cpu_affinity(out, &v->aff_all, " cpu affinity");
+	print_cpu_affinity(s, out, &v->aff_all, " cpu affinity");
 	if (v->aff_pcpu)
 		for (int i = 0; i < XENTRACE_MAX_CPUS; i++) {
 			snprintf(label, sizeof(label), "   [%d]", i);
-			print_cpu_affinity(out, &v->aff_pcpu[i], label);
+			print_cpu_affinity(s, out, &v->aff_pcpu[i], label);
 		}
 	if (v->dtype == DT_HVM && v->hvm_summary) {
 		fprintf(out, "Exit reasons:\n");
@@ -1191,6 +1394,9 @@ void xentrace_state_print_extras(const struct xentrace_state *s, FILE *out)
 		s->migrations);
 	if (s->hist_dropped)
 		fprintf(out, "percentiles dropped for %" PRIu64 " values (histogram budget)\n", s->hist_dropped);
+	if (s->samples_dropped)
+		fprintf(out, "xenalyze's samples dropped for %" PRIu64 " values (no memory): its percentiles "
+			     "are not exact\n", s->samples_dropped);
 	for (unsigned i = 0; i < UNKNOWN_SLOTS; i++)
 		if (s->unknown[i].count)
 			fprintf(out, "unknown event 0x%07x: %" PRIu64 "\n", s->unknown[i].event, s->unknown[i].count);

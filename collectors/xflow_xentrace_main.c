@@ -26,7 +26,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --cpu-hz HZ   TSC frequency of the traced host, e.g. 2.4G, 2400M or\n"
 		"                2400000000; required: xentrace files do not record it\n"
-		"  --summary     the xenalyze-style summary (default)\n"
+		"  --summary     the summary `xenalyze --summary` prints, byte for byte\n"
+		"                (its percentiles over its own samples; the default)\n"
 		"  --extras      also skips, unknown events, lost records, migrations,\n"
 		"                wake-to-run latency in ns, domain lifetimes\n"
 		"  --dump        one line per record: time, cpu, event, extra words\n"
@@ -109,14 +110,14 @@ int main(int argc, char **argv)
 		err = xentrace_reader_open(&r, &src, NULL);
 	else if (err == -ESPIPE) /* live from xentrace, through a pipe */
 		err = xentrace_reader_open_stream(&r, fd, NULL);
-	if (err < 0) {
-		if (r)
-			print_diags(r, path);
-		fprintf(stderr, "xflow-xentrace: %s: %s\n", path, strerror(-err));
-		goto out;
-	}
+	if (err < 0)
+		goto bad_input;
 	if ((err = xentrace_state_new(&s, hz)) < 0)
 		goto out;
+	/* The summary is compared with xenalyze's byte for byte: its own
+	 * percentiles over its own samples. */
+	if (!dump)
+		xentrace_state_keep_samples(s);
 	const struct xentrace_record *rec;
 	uint64_t first = 0;
 	while ((err = xentrace_reader_next(r, &rec)) == 1) {
@@ -133,16 +134,22 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 	xentrace_state_finish(s);
-	if (err < 0) {
-		fprintf(stderr, "xflow-xentrace: %s: read error: %s\n", path, strerror(-err));
-		goto out;
-	}
+	if (err < 0)
+		goto bad_input;
 	if (!dump)
 		xentrace_state_print_summary(s, stdout);
 	if (extras)
 		xentrace_state_print_extras(s, stdout);
 	print_diags(r, path);
 	rc = 0;
+	goto out;
+bad_input:
+	/* One verdict whether the input is a file or a pipe: the reader's
+	 * diagnostics, then why nothing can be summarized. */
+	if (r)
+		print_diags(r, path);
+	fprintf(stderr, "xflow-xentrace: %s: %s\n", path,
+		err == -EBADMSG ? "not xentrace output (no trace window found)" : strerror(-err));
 out:
 	xentrace_state_free(s);
 	xentrace_reader_free(r);

@@ -295,6 +295,18 @@ void xft_app_order(struct xft_app *app)
 	}
 }
 
+/* The process's resident set (/proc/self/statm), 0 if it cannot be read. */
+static uint64_t resident_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long long size, resident;
+	int n = f ? fscanf(f, "%llu %llu", &size, &resident) : 0;
+	if (f)
+		fclose(f);
+	long page = sysconf(_SC_PAGESIZE);
+	return n == 2 && page > 0 ? (uint64_t)resident * (uint64_t)page : 0;
+}
+
 void xft_app_refresh(struct xft_app *app, uint64_t now)
 {
 	xft_app_collect(app, now, REFRESH_BUDGET);
@@ -312,6 +324,7 @@ void xft_app_refresh(struct xft_app *app, uint64_t now)
 	app->prev_records = app->records;
 	app->last_refresh_ns = now;
 	app->now_ns = now;
+	app->resident_bytes = resident_bytes();
 	update_infos(app, secs);
 	if (!app->ui.paused) {
 		update_hv(app);

@@ -156,6 +156,10 @@ struct xft_app {
 	uint64_t start_ns, now_ns, last_refresh_ns;
 	uint64_t records, prev_records, drops, bad;
 	double rate;                /* records/s over the last refresh */
+	/* What the process holds in memory (its resident set, at the last
+	 * refresh; 0 if unknown), beside the model's bound, which is address
+	 * space reserved at start and resident only as flows fill it. */
+	uint64_t resident_bytes;
 	unsigned long iteration;
 	int quit, exit_code;
 	unsigned snap_seq;

@@ -546,6 +546,32 @@ void xft_hv_domain_name(uint32_t domain, char *buf, size_t len)
 		snprintf(buf, len, "d%" PRIu32, domain);
 }
 
+void xft_hv_state_text(const struct xflow_hv_summary *hv, char *buf, size_t len)
+{
+	if (hv->damage)
+		snprintf(buf, len, "DAMAGED (%s)", hv->damage);
+	else
+		snprintf(buf, len, "%s", hv->complete ? "complete" : "partial");
+}
+
+void xft_hv_skipped_text(const struct xflow_hv_summary *hv, char *buf, size_t len)
+{
+	int o = snprintf(buf, len, "skipped %" PRIu64, hv->skipped);
+	if (!hv->skipped && !hv->skipped_bytes)
+		return;
+	static const char *const why[] = { "absurd TSC", "framing", "undecodable", "bytes of garbage" };
+	const uint64_t n[] = { hv->skipped_bad_tsc, hv->skipped_framing, hv->skipped_decode, hv->skipped_bytes };
+	const char *sep = " (";
+	for (size_t i = 0; i < 4 && o > 0 && (size_t)o < len; i++) {
+		if (!n[i])
+			continue;
+		o += snprintf(buf + o, len - (size_t)o, "%s%" PRIu64 " %s", sep, n[i], why[i]);
+		sep = ", ";
+	}
+	if (o > 0 && (size_t)o < len)
+		snprintf(buf + o, len - (size_t)o, ")");
+}
+
 const char *xft_hv_kind_name(int kind)
 {
 	switch (kind) {

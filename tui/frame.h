@@ -79,6 +79,12 @@ extern const struct xft_table xft_hv_vcpu_table;
 extern const struct xft_table xft_hv_event_table;
 /* "d0", "d1" ... and "idle" for the idle domain. */
 void xft_hv_domain_name(uint32_t domain, char *buf, size_t len);
+/* What the status lines say of the input's state and of skipped records:
+ * "complete", "partial", or "DAMAGED (offset N: truncated: ...)"; then
+ * "skipped N" and why ("3 absurd TSC, 1 framing, 2 undecodable, 96
+ * bytes of garbage") when any were. */
+void xft_hv_state_text(const struct xflow_hv_summary *hv, char *buf, size_t len);
+void xft_hv_skipped_text(const struct xflow_hv_summary *hv, char *buf, size_t len);
 const char *xft_hv_kind_name(int kind);
 
 /* @order = 0..n-1 sorted by column @col of @t (-1: the default), ties by

@@ -109,9 +109,10 @@ void xft_report_summary_text(struct xft_app *app, FILE *f)
 		st->late, st->window_full);
 	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", partial %" PRIu64 ", expired %" PRIu64
 		   ", evicted %" PRIu64 ", live %" PRIu64 "; hops %zu (dropped samples %" PRIu64
-		   "); model memory %" PRIu64 " bytes (fixed)\n",
+		   "); memory: %" PRIu64 " bytes resident, of which the model is bounded by the %" PRIu64
+		   " it reserved at start\n",
 		st->flows_started, st->flows_finished, st->flows_partial, st->flows_expired, st->flows_evicted,
-		st->flows_live, app->frame.nhops, st->hops_dropped, st->memory_bytes);
+		st->flows_live, app->frame.nhops, st->hops_dropped, app->resident_bytes, st->memory_bytes);
 }
 
 static void hist_text(FILE *f, const struct xflow_hist *h)
@@ -155,14 +156,16 @@ void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables)
 	const struct xflow_hv_summary *hv = app->hv;
 	if (!hv)
 		return;
-	char tot[16];
+	char tot[16], state[600], skipped[160];
 	xft_format_ns(hv->total_ns, tot, sizeof(tot));
+	xft_hv_state_text(hv, state, sizeof(state));
+	xft_hv_skipped_text(hv, skipped, sizeof(skipped));
 	fprintf(f, "hypervisor via %s: %s of trace at %.2f GHz, %" PRIu64 " records, %s", app->src[app->hv_src].spec,
-		tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete ? "complete" : "partial");
+		tot, (double)hv->cpu_hz / 1e9, hv->records, state);
 	if (!hv->complete && hv->size)
 		fprintf(f, " (%" PRIu64 " of %" PRIu64 " bytes)", hv->bytes, hv->size);
-	fprintf(f, "; lost %" PRIu64 " records at %" PRIu32 " places, %" PRIu64 " unknown, %" PRIu64 " skipped\n",
-		hv->lost_records, hv->nlost, hv->unknown_total, hv->skipped);
+	fprintf(f, "; lost %" PRIu64 " records at %" PRIu32 " places, %" PRIu64 " unknown, %s\n",
+		hv->lost_records, hv->nlost, hv->unknown_total, skipped);
 	if (tables) {
 		fprintf(f, "\n");
 		hv_table_text(f, &xft_hv_vcpu_table, width, hv->vcpus, sizeof(*hv->vcpus), app->hv_vcpu_order,
@@ -406,6 +409,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("handoffs_lost", st->handoffs_lost);
 	JU("points_lost", st->points_lost);
 	JU("memory_bytes", st->memory_bytes);
+	JU("resident_bytes", app->resident_bytes);
 	xft_json_object_end(j);
 
 	const struct xft_agg_limits *l = &app->cfg.limits;
@@ -602,6 +606,18 @@ static void json_hv(struct xft_app *app, struct xft_json *j)
 	}
 	xft_json_array_end(j);
 	JU("skipped", hv->skipped);
+	xft_json_key(j, "skipped_why");
+	xft_json_object_begin(j);
+	JU("bad_tsc", hv->skipped_bad_tsc);
+	JU("framing", hv->skipped_framing);
+	JU("decode", hv->skipped_decode);
+	JU("garbage_bytes", hv->skipped_bytes);
+	xft_json_object_end(j);
+	xft_json_key(j, "damage");
+	if (hv->damage)
+		xft_json_string(j, hv->damage);
+	else
+		xft_json_null(j);
 	xft_json_object_end(j);
 }
 

@@ -586,6 +586,18 @@ static size_t aspects_count(struct xft_app *app)
 	return app->naspects;
 }
 
+/* The aspect whose weaving notes the view's last line shows: the selected
+ * one if it has any, else the first that has. */
+static const struct xft_aspect_row *aspect_noted(const struct xft_app *app, size_t sel)
+{
+	if (sel < app->naspects && app->aspects[sel].info.note)
+		return &app->aspects[sel];
+	for (unsigned i = 0; i < app->naspects; i++)
+		if (app->aspects[i].info.note)
+			return &app->aspects[i];
+	return NULL;
+}
+
 static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_ASPECTS];
@@ -595,20 +607,22 @@ static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
 	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%-3s %-*s %-9s %5s %5s %8s %10s %6s %6s", "ON", wname,
 			  "ASPECT", "SOURCE", "SITES", "TRAPS", "HITS/S", "HITS", "DROPS", "FAULTS");
-	/* The last line says why the selected aspect's sites, if any, are
-	 * served by breakpoints (each hit a trap) rather than jumps. */
-	int rows = h - 2 > 0 ? h - 2 : h - 1;
+	/* The last lines, when there is room for them and a row: what weaving
+	 * said about an aspect, and why the selected aspect's sites, if any,
+	 * are served by breakpoints (each hit a trap) rather than jumps. */
+	const struct xft_aspect_row *noted = aspect_noted(app, l->sel);
+	const struct xft_aspect_row *trapped = NULL;
+	if (l->sel < app->naspects && app->aspects[l->sel].info.trap_sites && app->aspects[l->sel].info.trap_why)
+		trapped = &app->aspects[l->sel];
+	if (h < 3)
+		noted = trapped = NULL;
+	else if (h < 4)
+		trapped = NULL;
+	int rows = h - 1 - (noted != NULL) - (trapped != NULL);
 	list_fix(l, app->naspects, rows);
 	if (!app->naspects) {
 		empty_note(cv, y + 1, "The collectors report no aspects.");
 		return;
-	}
-	if (rows < h - 1 && l->sel < app->naspects) {
-		const struct xft_aspect_row *a = &app->aspects[l->sel];
-		if (a->info.trap_sites && a->info.trap_why)
-			xft_canvas_printf(cv, y + h - 1, 0, XFT_A_DIM, "%" PRIu32 " of %" PRIu32
-					  " sites by breakpoint (a trap per hit): %s", a->info.trap_sites,
-					  a->info.sites, a->info.trap_why);
 	}
 	for (int i = 0; i < rows && l->top + (size_t)i < app->naspects; i++) {
 		size_t r = l->top + (size_t)i;
@@ -626,6 +640,14 @@ static void aspects_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 		if (!a->info.enabled && !sel)
 			xft_canvas_paint(cv, y + 1 + i, 0, cv->cols, XFT_A_DIM);
 	}
+	int foot = y + 1 + rows;
+	if (trapped)
+		xft_canvas_printf(cv, foot++, 0, XFT_A_DIM,
+				  "%" PRIu32 " of %" PRIu32 " sites by breakpoint (a trap per hit): %s",
+				  trapped->info.trap_sites, trapped->info.sites, trapped->info.trap_why);
+	if (noted)
+		xft_canvas_printf(cv, foot, 0, XFT_A_WARN, "%s: %s", noted->info.name ? noted->info.name : "?",
+				  noted->info.note);
 }
 
 static unsigned aspects_key(struct xft_app *app, int key)
@@ -750,12 +772,14 @@ static void hv_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 							  : "No collector gives hypervisor state: try --xentrace FILE --cpu-hz HZ.");
 		return;
 	}
-	char tot[16], line[512];
+	char tot[16], line[1024], state[600], skipped[160];
 	xft_format_ns(hv->total_ns, tot, sizeof(tot));
-	int o = snprintf(line, sizeof(line), "Xen %s at %.2fGHz, %" PRIu64 " records%s; lost %" PRIu64
-			 "; unknown %" PRIu64 "; skipped %" PRIu64,
-			 tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete ? ", complete" : "",
-			 hv->lost_records, hv->unknown_total, hv->skipped);
+	xft_hv_state_text(hv, state, sizeof(state));
+	xft_hv_skipped_text(hv, skipped, sizeof(skipped));
+	int o = snprintf(line, sizeof(line), "Xen %s at %.2fGHz, %" PRIu64 " records%s%s; lost %" PRIu64
+			 "; unknown %" PRIu64 "; %s",
+			 tot, (double)hv->cpu_hz / 1e9, hv->records, hv->complete || hv->damage ? ", " : "",
+			 hv->complete || hv->damage ? state : "", hv->lost_records, hv->unknown_total, skipped);
 	if (!hv->complete && hv->size && o > 0 && (size_t)o < sizeof(line))
 		snprintf(line + o, sizeof(line) - (size_t)o, "; read %.0f%%",
 			 100.0 * (double)hv->bytes / (double)hv->size);
@@ -880,7 +904,9 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	xft_canvas_put(cv, 2, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 
+	char rss[32];
 	fmt_bytes(st->memory_bytes, mem, sizeof(mem));
+	fmt_bytes(app->resident_bytes, rss, sizeof(rss));
 	/* Flows that were lost or seen in part only when there are any: the
 	 * line has room for the usual ones at 80 columns. */
 	o = (size_t)snprintf(line, sizeof(line), "Flows: live %" PRIu64 " done %" PRIu64, st->flows_live,
@@ -894,7 +920,7 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 		if (lost[i].n)
 			o += (size_t)snprintf(line + o, sizeof(line) - o, " %s %" PRIu64, lost[i].what, lost[i].n);
 	if (o < sizeof(line))
-		snprintf(line + o, sizeof(line) - o, "  Hops %zu  Mem %s (bound)", app->frame.nhops, mem);
+		snprintf(line + o, sizeof(line) - o, "  Hops %zu  Mem %s (bound %s)", app->frame.nhops, rss, mem);
 	xft_canvas_put(cv, 3, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 3, 0, XFT_A_TITLE, "Flows:", -1);
 }

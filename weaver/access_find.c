@@ -270,28 +270,49 @@ static void near_members(const struct jp_index *ix, int32_t st, struct near *n, 
 	}
 }
 
-/* The innermost named member of @st overlapping [off, off + size). */
-static const char *member_name_at(const struct jp_index *ix, int32_t st, uint64_t off,
-				  uint64_t size, int depth)
+/* The named members of @st (anonymous ones flattened) that the bytes
+ * [off, off + size) overlap, in order: appended to @b comma-separated,
+ * with how many in *n and the first that holds every byte in *whole. */
+static void members_at(const struct jp_index *ix, int32_t st, int64_t off, uint64_t size,
+		       struct fl_buf *b, unsigned *n, const char **whole, int depth)
 {
 	if (st < 0 || depth > 8)
-		return NULL;
+		return;
 	const struct jp_type *t = &ix->types[st];
 	for (uint32_t i = 0; i < t->nmembers; i++) {
 		const struct jp_member *m = &t->members[i];
-		uint64_t msz = m->size ? m->size : 1;
-		if (off + size <= m->offset || off >= m->offset + msz)
+		int64_t lo = (int64_t)m->offset, hi = lo + (int64_t)(m->size ? m->size : 1);
+		if (off + (int64_t)size <= lo || off >= hi)
 			continue;
 		if (!m->name) {
-			const char *in = member_name_at(ix, jp_type_strip(ix, m->type), off - (off > m->offset ? m->offset : off),
-							size, depth + 1);
-			if (in)
-				return in;
+			members_at(ix, jp_type_strip(ix, m->type), off - lo, size, b, n, whole, depth + 1);
 			continue;
 		}
-		return m->name;
+		if (!*whole && off >= lo && off + (int64_t)size <= hi)
+			*whole = m->name;
+		fl_buf_printf(b, "%s%s", *n ? "," : "", m->name);
+		(*n)++;
 	}
-	return NULL;
+}
+
+/* What a site of @st touching [off, off + size) names as its member: @asked
+ * (or the member holding every byte touched) when the access stays inside
+ * it, else every member it spans, "{cmd,arg}" (a 16-byte vector store over
+ * two 8-byte fields touches both). */
+static const char *site_member(struct jp_index *ix, int32_t st, uint64_t off, uint64_t size,
+			       const struct jp_member *asked)
+{
+	if (asked && off >= asked->offset && off + size <= asked->offset + (asked->size ? asked->size : 1))
+		return asked->name;
+	struct fl_buf b = { 0 };
+	unsigned n = 0;
+	const char *whole = NULL;
+	members_at(ix, st, (int64_t)off, size, &b, &n, &whole, 0);
+	const char *r = whole && !asked ? whole
+		      : n > 1 ? fl_arena_printf(&ix->arena, "{%s}", b.s)
+		      : n == 1 ? fl_arena_strdup(&ix->arena, b.s) : NULL;
+	fl_buf_free(&b);
+	return r;
 }
 
 int jp_field_layout(struct jp_image *img, const char *sname, const char *member,
@@ -707,12 +728,29 @@ static struct tval as_int(struct tval v)
 	return (struct tval){ .kind = TV_INT, .t = -1, .off = 0, .stride = 1 };
 }
 
+/* What a direct call at @w leaves in rax: a pointer of the callee's DWARF
+ * return type (the System V return register), when the target is the
+ * entry of a function of this binary whose return type is a pointer.
+ * Calls through the PLT or a register leave rax unknown. */
+static struct tval call_result(struct typer *ty, const struct jp_insn *w)
+{
+	int32_t f = w->target ? jp_func_at(ty->ix, w->target, false) : -1;
+	if (f < 0 || ty->ix->funcs[f].entry != w->target)
+		return tv_unknown;
+	int32_t t = ptr_target(ty->ix, ty->ix->funcs[f].ret_type);
+	if (t >= 0)
+		ty->why = "a call's return value";
+	return tv_ptr(t);
+}
+
 /* The value @reg has after instruction @j, which writes it. */
 static struct tval writer_val(struct typer *ty, size_t j, unsigned reg, int depth)
 {
 	const struct jp_insn *w = &ty->code->insns[j];
+	if (w->kind == JP_I_CALL)
+		return reg == 0 ? call_result(ty, w) : tv_unknown;
 	if (w->dst != reg)
-		return tv_unknown;     /* an implicit write (a call, a division) */
+		return tv_unknown;     /* an implicit write (a division) */
 	if (w->dst_size != 8)
 		return as_int(tv_unknown);   /* a 32-bit (or narrower) result */
 	if (w->kind == JP_I_MOV && w->src < 16 && !w->has_mem)
@@ -953,22 +991,24 @@ static bool site_in_scope(struct jp_index *ix, uint64_t addr, const char *file,
 void jp_sites_free(struct jp_sites *s)
 {
 	free(s->v);
+	free(s->untyped);
 	memset(s, 0, sizeof(*s));
 }
 
-static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
-				int kind)
+/* Append a site for instruction @in to @v (@n of @cap). */
+static struct jp_site *site_push(struct jp_image *img, struct jp_site **v, size_t *n, size_t *cap,
+				 const struct jp_insn *in, int kind)
 {
-	if (out->n == out->cap) {
-		size_t ncap = out->cap ? out->cap * 2 : 16;
-		struct jp_site *nv = realloc(out->v, ncap * sizeof(*nv));
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct jp_site *nv = realloc(*v, ncap * sizeof(*nv));
 		if (!nv)
 			return NULL;
-		out->v = nv;
-		out->cap = ncap;
+		*v = nv;
+		*cap = ncap;
 	}
 	struct jp_index *ix = jp_image_index(img);
-	struct jp_site *s = &out->v[out->n++];
+	struct jp_site *s = &(*v)[(*n)++];
 	memset(s, 0, sizeof(*s));
 	s->addr = in->addr;
 	s->len = in->len;
@@ -986,6 +1026,12 @@ static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, cons
 	jp_insn_text(jp_image_elf(img), in->addr, s->text, sizeof(s->text));
 	s->target.kind = JP_RECIPE_NONE;
 	return s;
+}
+
+static struct jp_site *site_add(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
+				int kind)
+{
+	return site_push(img, &out->v, &out->n, &out->cap, in, kind);
 }
 
 static int site_cmp(const void *a, const void *b)
@@ -1138,6 +1184,41 @@ static bool descend(struct typer *ty, size_t i, struct tval bv, const char *snam
 	return false;
 }
 
+static int access_kind(const struct jp_insn *in)
+{
+	return in->macc == (JP_ACC_READ | JP_ACC_WRITE) ? JP_SITE_RMW
+	     : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
+}
+
+/* @in's base register could not be typed: keep it in out->untyped if its
+ * displacement falls inside the member asked (@want), or for S.% (@want
+ * NULL) inside struct @st when @scope names functions.  0 or -ENOMEM. */
+static int untyped_offer(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
+			 int32_t st, const char *sname, const struct jp_member *want,
+			 const struct jp_scope *scope)
+{
+	struct jp_index *ix = jp_image_index(img);
+	if (in->disp < 0 || in->base >= 16 || in->base == 7)
+		return 0;
+	uint64_t d = (uint64_t)in->disp;
+	if (want ? d < want->offset || d >= want->offset + (want->size ? want->size : 1)
+		 : !scope || !scope->nfuncs || d >= ix->types[st].size)
+		return 0;
+	const struct jp_line *l = jp_line_at(ix, in->addr);
+	if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
+		return 0;
+	struct jp_site *s = site_push(img, &out->untyped, &out->nuntyped, &out->untyped_cap, in,
+				      access_kind(in));
+	if (!s)
+		return -ENOMEM;
+	s->sname = ix->types[st].name ? ix->types[st].name : sname;
+	s->member = site_member(ix, st, d, in->msize ? in->msize : 1, want);
+	s->moff = d;
+	s->msize = in->msize;
+	s->why = "its base register could not be typed";
+	return 0;
+}
+
 int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		   const struct jp_scope *scope, struct jp_sites *out, struct jp_err *err)
 {
@@ -1173,7 +1254,7 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 					    scope->funcs[s], near_hint(&n, hint, sizeof(hint)));
 			}
 		}
-	size_t first = out->n;
+	size_t first = out->n, first_untyped = out->nuntyped;
 	struct typer *ty = calloc(1, sizeof(*ty));
 	if (!ty)
 		return -ENOMEM;
@@ -1225,24 +1306,29 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 					bv = reg_val(ty, i, in->base, 0);
 				}
 			}
-			if (bv.kind != TV_PTR)
+			if (bv.kind != TV_PTR) {
+				if (bv.kind == TV_UNKNOWN && global < 0 &&
+				    untyped_offer(img, out, in, st, sname, any ? NULL : &want, scope) != 0) {
+					free(ty->rv);
+					free(ty);
+					return -ENOMEM;
+				}
 				continue;
+			}
 			struct hit h;
 			if (!descend(ty, i, bv, sname, st, any ? NULL : &want, &h))
 				continue;
 			const struct jp_line *l = jp_line_at(ix, in->addr);
 			if (!site_in_scope(ix, in->addr, l ? l->file : NULL, scope))
 				continue;
-			int kind = in->macc == (JP_ACC_READ | JP_ACC_WRITE) ? JP_SITE_RMW
-				 : in->macc == JP_ACC_WRITE ? JP_SITE_STORE : JP_SITE_LOAD;
-			struct jp_site *s = site_add(img, out, in, kind);
+			struct jp_site *s = site_add(img, out, in, access_kind(in));
 			if (!s) {
 				free(ty->rv);
 				free(ty);
 				return -ENOMEM;
 			}
 			s->sname = ix->types[st].name ? ix->types[st].name : sname;
-			s->member = any ? member_name_at(ix, h.def, h.moff, h.msize, 0) : member;
+			s->member = site_member(ix, h.def, h.moff, h.msize, any ? NULL : &want);
 			s->moff = h.moff;
 			s->msize = (uint32_t)h.msize;
 			/* The instance: base (+ index * scale) + disp - at. */
@@ -1271,6 +1357,9 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 	free(ty);
 	if (out->n > first)
 		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);
+	if (out->nuntyped > first_untyped)
+		qsort(out->untyped + first_untyped, out->nuntyped - first_untyped, sizeof(*out->untyped),
+		      site_cmp);
 	return 0;
 }
 

@@ -515,7 +515,7 @@ static void expr(struct ck *c, struct fl_expr *e)
 			      "'->%s' needs a struct pointer, not %s", e->name, type_str(c, &e->l->type));
 			return;
 		}
-		e->field = fl_unit_field(c->u, e->l->type.sname, e->name);
+		e->field = fl_unit_field(c->u, e->l->type.sname, e->name, e->loc);
 		e->type = uint_type;
 		e->type.member = true;
 		break;

@@ -196,15 +196,43 @@ static int msg_cmp(const void *pa, const void *pb)
 	return a < b ? -1 : a > b;
 }
 
-void fl_diag_print(const struct fl_diag *d, FILE *out)
+/* The messages in the order they print; free() the array. */
+static const struct fl_msg **msgs_sorted(const struct fl_diag *d)
 {
-	static const char *const sevname[] = { "error", "warning", "note" };
 	const struct fl_msg **order = malloc((d->nmsgs + 1) * sizeof(*order));
 	if (!order)
 		fl_oom();
 	for (size_t i = 0; i < d->nmsgs; i++)
 		order[i] = &d->msgs[i];
 	qsort(order, d->nmsgs, sizeof(*order), msg_cmp);
+	return order;
+}
+
+int fl_diag_first_error(const struct fl_diag *d, char *buf, size_t len)
+{
+	const struct fl_msg **order = msgs_sorted(d);
+	int rc = -ENOENT;
+	for (size_t i = 0; i < d->nmsgs && rc; i++) {
+		const struct fl_msg *m = order[i];
+		if (m->sev != FL_SEV_ERROR && !(m->sev == FL_SEV_WARNING && d->werror))
+			continue;
+		unsigned line, col;
+		fl_loc_linecol(m->loc, &line, &col);
+		if (m->loc.src)
+			snprintf(buf, len, "%s:%u:%u: %s%s%s", m->loc.src->path, line, col, m->text,
+				 m->hint ? "; " : "", m->hint ? m->hint : "");
+		else
+			snprintf(buf, len, "%s%s%s", m->text, m->hint ? "; " : "", m->hint ? m->hint : "");
+		rc = 0;
+	}
+	free(order);
+	return rc;
+}
+
+void fl_diag_print(const struct fl_diag *d, FILE *out)
+{
+	static const char *const sevname[] = { "error", "warning", "note" };
+	const struct fl_msg **order = msgs_sorted(d);
 	for (size_t i = 0; i < d->nmsgs; i++) {
 		const struct fl_msg *m = order[i];
 		const char *sev = sevname[m->sev];

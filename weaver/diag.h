@@ -91,6 +91,9 @@ void fl_note(struct fl_diag *d, struct fl_loc loc, const char *fmt, ...)
 /* Errors so far, counting warnings under -Werror. */
 unsigned fl_diag_errors(const struct fl_diag *d);
 void fl_diag_print(const struct fl_diag *d, FILE *out);
+/* The first error in printed order, with its hint, on one line into @buf;
+ * -ENOENT if none. */
+int fl_diag_first_error(const struct fl_diag *d, char *buf, size_t len);
 /* Parse a -W option body ("all", "error", "no-unused-binding", ...). */
 int fl_diag_set_option(struct fl_diag *d, const char *opt);
 

@@ -934,7 +934,8 @@ static void walk_func(struct walk *w, Dwarf_Die d, struct fctx outer, bool inlin
 		return;
 	}
 	struct jp_func f = { .name = name, .cu = w->cu, .ranges = r, .nranges = nr,
-			     .inlined = inlined, .parent = inlined ? outer.func : -1 };
+			     .inlined = inlined, .parent = inlined ? outer.func : -1,
+			     .ret_type = -1, .ret_type_die = ht ? tdie : 0 };
 	f.linkage = die_linkage(w, d);
 	f.external = attr_flag(w, d, DW_AT_external);
 	f.entry = r[0].lo;
@@ -1239,9 +1240,12 @@ static void resolve_types(struct jp_index *ix)
 		if ((t->kind == JP_T_TYPEDEF || t->kind == JP_T_CV) && !t->size)
 			t->size = type_size(ix, (int32_t)i, 0);
 	}
-	for (size_t f = 0; f < ix->nfuncs; f++)
+	for (size_t f = 0; f < ix->nfuncs; f++) {
+		if (ix->funcs[f].ret_type_die)
+			ix->funcs[f].ret_type = type_by_die(ix, ix->funcs[f].ret_type_die);
 		for (uint32_t k = 0; k < ix->funcs[f].nvars; k++)
 			ix->funcs[f].vars[k].type = type_by_die(ix, ix->funcs[f].vars[k].type_die);
+	}
 	for (size_t g = 0; g < ix->nglobals; g++)
 		ix->globals[g].type = type_by_die(ix, ix->globals[g].type_die);
 }

@@ -10,15 +10,12 @@
 #include "weaver/joinpoint.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "xflow/file.h"
 
@@ -291,33 +288,14 @@ int jp_elf_open_mem(struct jp_elf *e, const char *name, const void *buf, size_t 
 int jp_elf_open(struct jp_elf *e, const char *path, struct jp_err *err)
 {
 	memset(e, 0, sizeof(*e));
-	/* A guest may name any path (the agent's executable, over Xen): a
-	 * FIFO there must not hold the monitor in open(). */
-	struct stat st;
-	int fd = xflow_file_open(path, &st);
-	if (fd < 0)
-		return fail(err, fd, "%s: %s", path, xflow_file_strerror(fd, &st));
-	if ((unsigned long long)st.st_size > ELF_MAX_SIZE) {
-		close(fd);
-		return fail(err, -EFBIG, "%s: too big (%lld bytes)", path, (long long)st.st_size);
-	}
-	size_t len = (size_t)st.st_size;
-	unsigned char *buf = malloc(len ? len : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	size_t got = 0;
-	while (got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	int rc = jp_elf_open_mem(e, path, buf, got, err);
+	/* xflow_file_read opens without blocking and takes only regular files:
+	 * over Xen the guest names the executable dom0 reads. */
+	char *buf, why[128];
+	size_t len;
+	int rc = xflow_file_read(path, ELF_MAX_SIZE, &buf, &len, why, sizeof(why));
+	if (rc)
+		return fail(err, rc, "%s: %s", path, why);
+	rc = jp_elf_open_mem(e, path, buf, len, err);
 	free(buf);
 	return rc;
 }

@@ -12,8 +12,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "xflow/file.h"
 
@@ -28,6 +26,9 @@ struct elem_rule {
 
 static const struct elem_rule elem_rules[] = {
 	{ "flows", { NULL }, { NULL }, "<flows> ... </flows>" },
+	/* The paper names no root; <aspects> is the natural guess, and means
+	 * the same (xflow(5)). */
+	{ "aspects", { NULL }, { NULL }, "<aspects> ... </aspects>" },
 	{ "advice", { NULL }, { NULL }, "<advice><pointcut>...</pointcut><before>...</before></advice>" },
 	{ "aspect", { NULL }, { NULL }, "<aspect><pointcut>...</pointcut><before>...</before></aspect>" },
 	{ "pointcut", { NULL }, { NULL }, "<pointcut>access(sk_buff.%)</pointcut>" },
@@ -496,11 +497,11 @@ static void build_top(struct build *B, const struct fl_xnode *n)
 		build_include(B, n);
 	else if (!rule_of(name))
 		fl_error(&B->u->diag, n->loc,
-			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> root",
+			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> (or <aspects>) root",
 			 "unknown element <%s>", name);
 	else
 		fl_error(&B->u->diag, n->loc,
-			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> root",
+			 "a flow file holds <advice>, <aspect>, <xflow> and <include>, inside one <flows> (or <aspects>) root",
 			 "<%s> is not allowed at the top level", name);
 }
 
@@ -514,7 +515,7 @@ int fl_build_buffer(struct xflow_unit *u, const char *path, const char *buf,
 	struct build B = { .u = u, .depth = depth };
 	const struct fl_xnode *r = doc.root;
 	unsigned before = u->diag.nerrors;
-	if (strcmp(r->name, "flows") == 0) {
+	if (strcmp(r->name, "flows") == 0 || strcmp(r->name, "aspects") == 0) {
 		check_attrs(&B, r);
 		check_no_text(&B, r);
 		for (size_t i = 0; i < r->nkids; i++)
@@ -523,36 +524,6 @@ int fl_build_buffer(struct xflow_unit *u, const char *path, const char *buf,
 		build_top(&B, r);
 	}
 	return u->diag.nerrors > before ? -EINVAL : 0;
-}
-
-static int read_file(const char *path, char **out, size_t *len, struct stat *st)
-{
-	int fd = xflow_file_open(path, st);
-	if (fd < 0)
-		return fd;
-	FILE *f = fdopen(fd, "rb");
-	if (!f) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	if ((uintmax_t)st->st_size > MAX_FILE_SIZE) {
-		fclose(f);
-		return -EFBIG;
-	}
-	char *buf = malloc((size_t)st->st_size + 1);
-	if (!buf)
-		fl_oom();
-	size_t n = fread(buf, 1, (size_t)st->st_size, f);
-	int e = ferror(f) ? -EIO : 0;
-	fclose(f);
-	if (e) {
-		free(buf);
-		return e;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
 }
 
 int fl_build_file(struct xflow_unit *u, const char *path, int depth, struct fl_loc from)
@@ -572,13 +543,14 @@ int fl_build_file(struct xflow_unit *u, const char *path, int depth, struct fl_l
 		free(real);
 		FL_PUSH(&u->arena, u->files, u->nfiles, u->files_cap, r);
 	}
-	char *buf = NULL;
+	char *buf = NULL, why[128];
 	size_t len = 0;
-	struct stat st;
-	int rc = read_file(path, &buf, &len, &st);
+	int rc = xflow_file_read(path, MAX_FILE_SIZE, &buf, &len, why, sizeof(why));
+	if (rc == -ENOMEM)
+		fl_oom();
 	if (rc < 0) {
 		fl_error(&u->diag, from, from.src ? "the path is relative to the including file" : NULL,
-			 "cannot read '%s': %s", path, xflow_file_strerror(rc, &st));
+			 "cannot read '%s': %s", path, why);
 		return rc;
 	}
 	rc = fl_build_buffer(u, path, buf, len, depth);

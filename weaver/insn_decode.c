@@ -62,6 +62,43 @@ static int cs_open_x86(csh *h)
 	return 0;
 }
 
+/*
+ * Does operand @k (a memory operand) of @ci read or write memory?  Capstone
+ * 4's access flags cannot be trusted either way: it marks the destination
+ * of many stores as read only (movups, movdqa, movq, movnti, movbe, the
+ * pextr and vextract families, AVX moves and scatters, cmpxchg, x87 stores)
+ * and the first operand of a few compares as written.  The operand's place
+ * decides instead: in Intel order a memory source is never first, and a
+ * first operand is the destination, written, and read too where Capstone
+ * says so (add [m], r) or the instruction is known to (cmpxchg).  Only the
+ * compares and bit tests read a first operand they do not write.  One
+ * operand alone (push, inc, fstp) has no place to go by: Capstone's flags,
+ * with the x87 stores it gets wrong put right.
+ */
+static uint8_t mem_access(const cs_insn *ci, unsigned k)
+{
+	const cs_x86 *x = &ci->detail->x86;
+	uint8_t cs = (x->operands[k].access & CS_AC_READ ? JP_ACC_READ : 0) |
+		     (x->operands[k].access & CS_AC_WRITE ? JP_ACC_WRITE : 0);
+	switch (ci->id) {
+	case X86_INS_TEST: case X86_INS_CMP: case X86_INS_BT: case X86_INS_UCOMISS:
+	case X86_INS_UCOMISD: case X86_INS_COMISS: case X86_INS_COMISD: case X86_INS_PUSH:
+		return JP_ACC_READ;
+	case X86_INS_CMPXCHG: case X86_INS_CMPXCHG8B: case X86_INS_CMPXCHG16B:
+		return JP_ACC_READ | JP_ACC_WRITE;
+	case X86_INS_FST: case X86_INS_FSTP: case X86_INS_FIST: case X86_INS_FISTP:
+	case X86_INS_FISTTP: case X86_INS_FBSTP:
+		return JP_ACC_WRITE;
+	default:
+		break;
+	}
+	if (k > 0)
+		return JP_ACC_READ;
+	if (x->op_count >= 2)
+		return (uint8_t)(JP_ACC_WRITE | (cs & JP_ACC_READ && cs & JP_ACC_WRITE ? JP_ACC_READ : 0));
+	return cs;
+}
+
 static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -116,8 +153,7 @@ static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
 			o->scale = (uint8_t)op->mem.scale;
 			o->disp = op->mem.disp;
 			o->msize = op->size;
-			o->macc = (op->access & CS_AC_READ ? JP_ACC_READ : 0) |
-				  (op->access & CS_AC_WRITE ? JP_ACC_WRITE : 0);
+			o->macc = mem_access(ci, i);
 			if (op->mem.base != X86_REG_INVALID && o->base == JP_REG_NONE)
 				o->has_mem = 0;      /* a base we do not model */
 		} else if (op->type == X86_OP_MEM) {
@@ -134,12 +170,6 @@ static void fill(csh h, const cs_insn *ci, struct jp_insn *o)
 	if (x->prefix[0] == X86_PREFIX_REP || x->prefix[0] == X86_PREFIX_REPE ||
 	    x->prefix[0] == X86_PREFIX_REPNE)
 		o->has_mem = o->has_mem ? 2 : 0;
-	/* Capstone 4 marks the memory operand of a few read-only
-	 * instructions as written too. */
-	if (o->macc && (id == X86_INS_TEST || id == X86_INS_CMP || id == X86_INS_BT ||
-			id == X86_INS_UCOMISS || id == X86_INS_UCOMISD || id == X86_INS_COMISS ||
-			id == X86_INS_COMISD || id == X86_INS_PUSH))
-		o->macc = JP_ACC_READ;
 	/* Any instruction writing a register first operand: its width tells
 	 * the typer a 32-bit result is a plain (zero-extended) integer. */
 	if (o->dst == JP_REG_NONE && x->op_count >= 1 && x->operands[0].type == X86_OP_REG &&

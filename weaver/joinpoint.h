@@ -121,6 +121,9 @@ struct jp_func {
 	uint32_t nfb;
 	struct jp_var *vars;
 	uint32_t nvars;
+	int32_t ret_type;        /* what it returns (index in types), -1: void
+	                          * or unknown */
+	uint64_t ret_type_die;   /* until resolved */
 	uint32_t ninl;           /* out-of-line: how many inlined instances (at
 	                          * any depth) follow it in jp_index.funcs */
 };
@@ -347,6 +350,14 @@ struct jp_site {
 struct jp_sites {
 	struct jp_site *v;
 	size_t n, cap;
+	/* access(): instructions in scope that may touch the member asked
+	 * (the displacement falls inside it) but whose base register the
+	 * typer could not type, so they are not sites; kind, place, sname,
+	 * member, moff (the displacement) and msize are filled.  For
+	 * access(S.%) only in a function scope: elsewhere that would be most
+	 * memory accesses of the binary. */
+	struct jp_site *untyped;
+	size_t nuntyped, untyped_cap;
 };
 
 void jp_sites_free(struct jp_sites *s);
@@ -424,10 +435,27 @@ struct jp_domain_spec {
 	size_t nbinaries;
 };
 
+/* One diagnostic of the resolve pass, as jp_plan_opts.on_diag gets it:
+ * @sev "error" or "warning"; @advice the index of the advice it is about
+ * (xflow_unit_advice), or -1; @where "file:line:col" (or "xflowc"); @msg
+ * the message.  Valid during the call only. */
+struct jp_plan_diag {
+	const char *sev;
+	long advice;
+	const char *where;
+	const char *msg;
+};
+
 struct jp_plan_opts {
 	const char *debug_root;  /* NULL: /usr/lib/debug */
-	bool strict;             /* a pointcut matching nothing is an error */
-	FILE *diag;              /* where diagnostics go, gcc-style; NULL: stderr */
+	bool strict;             /* a pointcut matching nothing, or a site whose
+	                          * inputs cannot be fetched, is an error */
+	FILE *diag;              /* where diagnostics go, gcc-style; NULL:
+	                          * stderr, or nowhere with on_diag */
+	/* Called for each diagnostic too, when not NULL (a monitor shows
+	 * warnings by the aspect they concern). */
+	void (*on_diag)(void *ctx, const struct jp_plan_diag *d);
+	void *diag_ctx;
 	unsigned errors, warnings;   /* out: how many were printed */
 };
 

@@ -12,14 +12,18 @@
  *      local_var() and xflow() as true (they bind, or guard at run time);
  *   3. each input of the advice gets its fetch recipe at the site:
  *      target(v) the accessed instance's base register, local_var(n, v)
- *      DWARF's location of n there.  A variable optimized out at a site is
- *      an error naming the site.
- * A pointcut that matches nothing in any domain is a warning (an error
- * with strict).
+ *      DWARF's location of n there.  A site where an input cannot be
+ *      fetched (a variable optimized out there, as -O2 makes common) is
+ *      left out with a warning naming it and why; the other sites are
+ *      woven.
+ * A pointcut that matches nothing in any domain is a warning, and so are
+ * accesses it would select whose base register could not be typed; with
+ * strict, a pointcut that matches nothing and a site left out are errors.
  */
 #include "weaver/joinpoint.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,28 +46,34 @@ struct pb {
 	const char **miss;       /* per advice: a local_var() filter's miss */
 };
 
-static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, const char *fmt, ...)
+static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, long advice,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, long advice,
+		    const char *fmt, ...)
 {
 	if (sev[0] == 'e')
 		b->errors++;
 	else
 		b->warnings++;
-	if (!b->diag)
-		return;
-	unsigned line = 0, col = 0;
+	char where[PATH_MAX + 32] = "xflowc";
 	if (loc && loc->src) {
+		unsigned line = 0, col = 0;
 		fl_loc_linecol(*loc, &line, &col);
-		fprintf(b->diag, "%s:%u:%u: %s: ", loc->src->path, line, col, sev);
-	} else {
-		fprintf(b->diag, "xflowc: %s: ", sev);
+		snprintf(where, sizeof(where), "%s:%u:%u", loc->src->path, line, col);
 	}
+	struct fl_buf msg = { 0 };
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(b->diag, fmt, ap);
+	fl_buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', b->diag);
+	if (b->diag)
+		fprintf(b->diag, "%s: %s: %s\n", where, sev, msg.s ? msg.s : "");
+	if (b->opts && b->opts->on_diag) {
+		struct jp_plan_diag d = { .sev = sev, .advice = advice, .where = where,
+					  .msg = msg.s ? msg.s : "" };
+		b->opts->on_diag(b->opts->diag_ctx, &d);
+	}
+	fl_buf_free(&msg);
 }
 
 static bool dom_ok(const char *want, const char *dom)
@@ -303,9 +313,73 @@ static void note_local_miss(struct pb *b, struct jp_image *img, const struct fl_
 	}
 }
 
+/*
+ * The fetch recipes of @prog's inputs at @s, into @in: 0; -ENODATA when one
+ * cannot be fetched there (a variable optimized out at this site, an
+ * instance whose address the access does not give), which costs the site
+ * and not the plan; -EINVAL when the pointcut asks for what no site of its
+ * kind has (target() at a function entry).  @err says which and where.
+ */
+static int fetch_inputs(struct jp_image *img, const struct xflow_bc_prog *prog, const struct jp_site *s,
+			struct xflow_plan_fetch *in, struct jp_err *err)
+{
+	for (uint32_t i = 0; i < prog->ninputs; i++) {
+		const struct xflow_bc_input *x = &prog->inputs[i];
+		struct jp_recipe r = { 0 };
+		if (x->kind == XFLOW_IN_TARGET) {
+			if (!s->target.kind) {
+				bool access = s->kind <= JP_SITE_RMW;
+				snprintf(err->msg, sizeof(err->msg),
+					 "target() at %s:%u (%#llx, in %s) %s", s->file ? s->file : "?", s->line,
+					 (unsigned long long)s->addr, s->func ? s->func : "?",
+					 access ? "cannot be computed: the access gives no address of the instance"
+						: "which is not a member access");
+				return access ? -ENODATA : -EINVAL;
+			}
+			r = s->target;
+		} else {
+			int rc = jp_local_var(img, s, x->local, &r, err);
+			if (rc)
+				return rc == -ENODATA ? rc : -EINVAL;
+		}
+		in[i] = to_fetch(&r);
+	}
+	return 0;
+}
+
+/* Accesses the typer could not type that the pointcut would otherwise
+ * select at @img: one warning per advice and binary, with how many and
+ * the first, since they are missed without any other trace. */
+static void report_untyped(struct pb *b, struct jp_image *img, const char *dom, size_t ai,
+			   const struct jp_sites *cand)
+{
+	const struct fl_advice *adv = b->u->by_index[ai];
+	size_t n = 0;
+	const struct jp_site *first = NULL;
+	for (size_t i = 0; i < cand->nuntyped; i++) {
+		const struct jp_site *s = &cand->untyped[i];
+		bool dupl = i > 0 && cand->untyped[i - 1].addr == s->addr;
+		if (dupl || !pc_eval(img, dom, adv->pc, s, 0))
+			continue;
+		if (!first)
+			first = s;
+		n++;
+	}
+	if (!n)
+		return;
+	const char *bin = strrchr(jp_image_path(img), '/');
+	diag_at(b, &adv->pc->loc, "warning", (long)ai,
+		"in domain %s: %s: %zu access%s in scope may touch %s.%s but %s base register could not "
+		"be typed, so %s not woven; %s %#llx (%s:%u, in %s): %s",
+		dom, bin ? bin + 1 : jp_image_path(img), n, n == 1 ? "" : "es", first->sname,
+		first->member ? first->member : "?", n == 1 ? "its" : "their", n == 1 ? "it is" : "they are",
+		n == 1 ? "at" : "the first at", (unsigned long long)first->addr, first->file ? first->file : "?",
+		first->line, first->func ? first->func : "?", first->text);
+}
+
 static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const char *dom,
 			  struct dom_img *imgs, size_t nimgs, struct dplan *dp, struct pend **pv,
-			  size_t *pn, size_t *pcap, bool *matched)
+			  size_t *pn, size_t *pcap, bool *matched, unsigned *skipped)
 {
 	const struct fl_advice *adv = b->u->by_index[ai];
 	const struct xflow_bc_prog *prog = p->advice[ai].prog.ninsns ? &p->advice[ai].prog : NULL;
@@ -319,7 +393,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 	size_t ng = 0;
 	gens_of(adv->pc, gens, &ng, 64, 0);
 	if (ng == 0) {
-		diag_at(b, &adv->pc->loc, "error",
+		diag_at(b, &adv->pc->loc, "error", (long)ai,
 			"pointcut selects no join points: it needs access(), call() or return()");
 		return -EINVAL;
 	}
@@ -344,11 +418,11 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 				/* Absent from this binary: other binaries of the
 				 * domain may have it; said once below if none does. */
 				if (nimgs == 1)
-					diag_at(b, &pc->aloc, "warning", "in domain %s: %s", dom, err.msg);
+					diag_at(b, &pc->aloc, "warning", (long)ai, "in domain %s: %s", dom, err.msg);
 				continue;
 			}
 			if (rc) {
-				diag_at(b, &pc->loc, "error", "in domain %s: %s", dom, err.msg);
+				diag_at(b, &pc->loc, "error", (long)ai, "in domain %s: %s", dom, err.msg);
 				jp_sites_free(&cand);
 				return rc;
 			}
@@ -365,29 +439,19 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 				continue;
 			}
 			struct pend pe = { .advice = (uint32_t)ai };
-			bool ok = true;
-			for (uint32_t in = 0; in < prog->ninputs; in++) {
-				const struct xflow_bc_input *x = &prog->inputs[in];
-				struct jp_recipe r = { 0 };
-				if (x->kind == XFLOW_IN_TARGET) {
-					if (!s->target.kind) {
-						diag_at(b, &adv->pc->loc, "error",
-							"in domain %s: target() at %s:%u (%#llx, %s) which is not a member access",
-							dom, s->file ? s->file : "?", s->line,
-							(unsigned long long)s->addr, s->func ? s->func : "?");
-						ok = false;
-						break;
-					}
-					r = s->target;
-				} else if (jp_local_var(img, s, x->local, &r, &err) != 0) {
-					diag_at(b, &adv->pc->loc, "error", "in domain %s: %s", dom, err.msg);
-					ok = false;
-					break;
-				}
-				pe.in[in] = to_fetch(&r);
-			}
-			if (!ok)
+			int frc = fetch_inputs(img, prog, s, pe.in, &err);
+			if (frc == -ENODATA) {
+				/* At -O2 a variable often lives at some sites of a
+				 * pointcut and not at others: weave the others. */
+				diag_at(b, &adv->pc->loc, b->opts && b->opts->strict ? "error" : "warning", (long)ai,
+					"in domain %s: %s; the site is not woven", dom, err.msg);
+				(*skipped)++;
 				continue;
+			}
+			if (frc) {
+				diag_at(b, &adv->pc->loc, "error", (long)ai, "in domain %s: %s", dom, err.msg);
+				continue;
+			}
 			pe.nin = (uint8_t)prog->ninputs;
 			unsigned flags = p->advice[ai].flags;
 			pe.when = flags & XFLOW_ADVICE_AFTER ? XFLOW_WHEN_AFTER : XFLOW_WHEN_BEFORE;
@@ -415,6 +479,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 			FL_PUSH(b->arena, *pv, *pn, *pcap, pe);
 			*matched = true;
 		}
+		report_untyped(b, img, dom, ai, &cand);
 		jp_sites_free(&cand);
 	}
 	return 0;
@@ -447,9 +512,14 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		return -ENOMEM;
 	fl_arena_init(arena);
 	struct pb b = { .u = u, .opts = opts, .arena = arena,
-			.diag = opts && opts->diag ? opts->diag : stderr };
+			.diag = opts && opts->diag ? opts->diag : opts && opts->on_diag ? NULL : stderr };
 	struct xflow_plan *p = fl_arena_alloc(arena, sizeof(*p));
 	p->mem = arena;
+	char why[512];
+	if (xflow_plan_limits_check(ndoms, 0, 0, 0, why, sizeof(why)) != 0) {
+		diag_at(&b, NULL, "error", -1, "%s: give fewer --domain options", why);
+		ndoms = 0;
+	}
 	p->nflows = (uint32_t)xflow_unit_flow_count(u);
 	p->flows = fl_arena_alloc(arena, (p->nflows + 1) * sizeof(*p->flows));
 	for (uint32_t i = 0; i < p->nflows; i++)
@@ -464,7 +534,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 	for (size_t i = 0; i < nadv; i++) {
 		struct xflow_advice_info ai;
 		if (xflow_unit_advice(u, i, &ai) != 0 || !ai.prog) {
-			diag_at(&b, NULL, "error", "advice %zu was not compiled", i);
+			diag_at(&b, NULL, "error", (long)i, "advice %zu was not compiled", i);
 			continue;
 		}
 		struct xflow_plan_advice *a = &p->advice[i];
@@ -479,6 +549,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		a->prog = *ai.prog;
 	}
 	bool *matched = fl_arena_alloc(arena, (nadv + 1) * sizeof(*matched));
+	unsigned *skipped = fl_arena_alloc(arena, (nadv + 1) * sizeof(*skipped));
 	b.miss = fl_arena_alloc(arena, (nadv + 1) * sizeof(*b.miss));
 	p->ndomains = (uint32_t)ndoms;
 	p->domains = fl_arena_alloc(arena, (ndoms + 1) * sizeof(*p->domains));
@@ -500,7 +571,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 			uint32_t i = dm->nbinaries++;
 			dm->binaries[i].path = doms[d].binaries[k];
 			if (jp_image_open(&imgs[nimgs].img, doms[d].binaries[k], &io, &err) != 0) {
-				diag_at(&b, NULL, "error", "domain %s: %s", dm->name, err.msg);
+				diag_at(&b, NULL, "error", -1, "domain %s: %s", dm->name, err.msg);
 				continue;
 			}
 			struct jp_image *img = imgs[nimgs].img;
@@ -526,7 +597,8 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		struct pend *pv = NULL;
 		size_t pn = 0, pcap = 0;
 		for (size_t ai = 0; ai < nadv && nimgs; ai++) {
-			int r = resolve_advice(&b, p, ai, dm->name, imgs, nimgs, &dp, &pv, &pn, &pcap, &matched[ai]);
+			int r = resolve_advice(&b, p, ai, dm->name, imgs, nimgs, &dp, &pv, &pn, &pcap, &matched[ai],
+					       &skipped[ai]);
 			if (r == -ENOMEM)
 				rc = r;
 		}
@@ -572,27 +644,27 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 	}
 	for (size_t ai = 0; ai < nadv && rc == 0; ai++) {
 		const struct fl_advice *adv = u->by_index[ai];
-		if (matched[ai] || !adv || !adv->pc)
+		/* An advice whose every site was skipped has said why already. */
+		if (matched[ai] || skipped[ai] || !adv || !adv->pc)
 			continue;
 		struct fl_buf txt = { 0 };
 		fl_pc_print(&txt, adv->pc);
-		diag_at(&b, &adv->pc->loc, opts && opts->strict ? "error" : "warning",
+		diag_at(&b, &adv->pc->loc, opts && opts->strict ? "error" : "warning", (long)ai,
 			"pointcut '%s' matches nothing in any domain%s%s", txt.s ? txt.s : "?",
 			b.miss[ai] ? "; for example " : "", b.miss[ai] ? b.miss[ai] : "");
 		fl_buf_free(&txt);
 	}
-	if (opts) {
-		opts->errors = b.errors;
-		opts->warnings = b.warnings;
-	}
 	if (rc == 0 && b.errors)
 		rc = -EINVAL;
 	if (rc == 0) {
-		char why[512];
 		if (xflow_plan_check(p, why, sizeof(why)) != 0) {
-			diag_at(&b, NULL, "error", "internal: the plan built is invalid: %s", why);
+			diag_at(&b, NULL, "error", -1, "the plan built is invalid: %s", why);
 			rc = -EINVAL;
 		}
+	}
+	if (opts) {
+		opts->errors = b.errors;
+		opts->warnings = b.warnings;
 	}
 	*out = p;
 	return rc;

@@ -22,7 +22,8 @@ const char xflowc_plan_options[] =
 	"                     NAME is what pointcuts write after '@'\n"
 	"  -o FILE            also write the binary plan to FILE (atomically), which\n"
 	"                     xflow-agent --plan traces with, no monitor needed\n"
-	"  --strict           a pointcut that matches nothing is an error\n"
+	"  --strict           a pointcut that matches nothing, or a site left out,\n"
+	"                     is an error\n"
 	"  --debug-root DIR   where separate debug files are looked for by build\n"
 	"                     id and debuglink (default /usr/lib/debug)\n"
 	"  -q, --quiet        print nothing but diagnostics\n";
@@ -35,7 +36,9 @@ static void plan_usage(FILE *f)
 	      "(their ELF symbols, DWARF and machine code) and print the weave plan:\n"
 	      "per domain, every site (address, file:line, function, instruction,\n"
 	      "member) with the advice that runs there and how each input is fetched.\n"
-	      "A pointcut that matches nothing in any domain is a warning.\n"
+	      "A pointcut that matches nothing in any domain is a warning, and so is a\n"
+	      "site left out because an input cannot be fetched there (a variable\n"
+	      "optimized out) or an access whose base could not be typed.\n"
 	      "\n"
 	      "options:\n",
 	      f);

@@ -8,15 +8,13 @@
 #include "xflow/plan.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "weaver/util.h"
+#include "xflow/file.h"
 #include "xflow/flowlang.h"
 #include "xflow/record.h"
 
@@ -68,11 +66,31 @@ static int site_cmp3(const struct xflow_plan_site *a, const struct xflow_plan_si
 	return (int)a->kind - (int)b->kind;
 }
 
+int xflow_plan_limits_check(uint64_t ndomains, uint64_t nadvice, uint64_t nfields, uint64_t nflows,
+			    char *why, size_t whylen)
+{
+	static const struct {
+		const char *what, *name;
+		uint64_t max;
+	} lim[] = {
+		{ "domains", "XFLOW_PLAN_MAX_DOMAINS", XFLOW_PLAN_MAX_DOMAINS },
+		{ "advice", "XFLOW_PLAN_MAX_ADVICE", XFLOW_PLAN_MAX_ADVICE },
+		{ "fields", "XFLOW_PLAN_MAX_FIELDS", XFLOW_PLAN_MAX_FIELDS },
+		{ "flows", "XFLOW_PLAN_MAX_FLOWS", XFLOW_PLAN_MAX_FLOWS },
+	};
+	const uint64_t n[] = { ndomains, nadvice, nfields, nflows };
+	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
+		if (n[i] > lim[i].max)
+			return bad(why, whylen, "plan: %llu %s, more than the %llu a plan holds (%s)",
+				   (unsigned long long)n[i], lim[i].what, (unsigned long long)lim[i].max,
+				   lim[i].name);
+	return 0;
+}
+
 int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 {
-	if (p->ndomains > XFLOW_PLAN_MAX_DOMAINS || p->nadvice > XFLOW_PLAN_MAX_ADVICE ||
-	    p->nfields > 65535 || p->nflows > 65535)
-		return bad(why, whylen, "plan: too many domains, advice, fields or flows");
+	if (xflow_plan_limits_check(p->ndomains, p->nadvice, p->nfields, p->nflows, why, whylen) != 0)
+		return -EINVAL;
 	for (uint32_t i = 0; i < p->nfields; i++)
 		if (!p->fields[i].sname || !p->fields[i].member)
 			return bad(why, whylen, "plan: field %u has no struct or member name", i);
@@ -287,16 +305,15 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			   (unsigned long long)fsize, len);
 	if (flags || reserved)
 		return bad(why, whylen, "plan: reserved header fields are not zero");
-	/* The checksum first: a damaged byte anywhere past the header is
-	 * corruption, whatever structure it happens to break. */
+	/* The checksum first: a damaged byte anywhere, the string table's
+	 * framing included, is then named as what it is. */
 	if (xflow_plan_fnv32(b + XFLOW_PLAN_HEADER_SIZE, len - XFLOW_PLAN_HEADER_SIZE) != sum)
 		return bad(why, whylen, "plan: checksum mismatch (corrupted file)");
 	if (stroff < XFLOW_PLAN_HEADER_SIZE || strsize < 2 || stroff > len || strsize != len - stroff ||
 	    b[stroff] != 0 || b[len - 1] != 0)
 		return bad(why, whylen, "plan: bad string table (offset %u, %u bytes)", stroff, strsize);
-	if (ndomains > XFLOW_PLAN_MAX_DOMAINS || nadvice > XFLOW_PLAN_MAX_ADVICE || nfields > 65535 ||
-	    nflows > 65535)
-		return bad(why, whylen, "plan: too many domains, advice, fields or flows");
+	if (xflow_plan_limits_check(ndomains, nadvice, nfields, nflows, why, whylen) != 0)
+		return -EINVAL;
 	struct fl_arena *m = malloc(sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -444,37 +461,15 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 int xflow_plan_read_file(const char *path, struct xflow_plan **out, char *why, size_t whylen)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int rc = -errno;
+	char *buf, fwhy[128], inner[512] = "";
+	size_t len;
+	int rc = xflow_file_read(path, (size_t)1 << 31, &buf, &len, fwhy, sizeof(fwhy));
+	if (rc) {
 		if (why)
-			snprintf(why, whylen, "%s: %s", path, strerror(-rc));
+			snprintf(why, whylen, "%s: %s", path, fwhy);
 		return rc;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 31)) {
-		close(fd);
-		if (why)
-			snprintf(why, whylen, "%s: not a regular file of a sane size", path);
-		return -EINVAL;
-	}
-	size_t len = (size_t)st.st_size, got = 0;
-	unsigned char *buf = malloc(len ? len : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	char inner[512] = "";
-	int rc = xflow_plan_read(buf, got, out, inner, sizeof(inner));
+	rc = xflow_plan_read(buf, len, out, inner, sizeof(inner));
 	if (rc && why)
 		snprintf(why, whylen, "%s: %s", path, inner);
 	free(buf);

@@ -2,6 +2,7 @@
  * A compilation unit and the pass driver (see unit.h for the passes).
  */
 #include "weaver/unit.h"
+#include "xflow/plan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,17 +54,45 @@ struct fl_xflow *fl_unit_flow(struct xflow_unit *u, const char *name)
 	return fl_map_get(&u->flow_map, name, strlen(name));
 }
 
-int fl_unit_field(struct xflow_unit *u, const char *sname, const char *member)
+int fl_unit_field(struct xflow_unit *u, const char *sname, const char *member, struct fl_loc where)
 {
 	const char *key = fl_arena_printf(&u->arena, "%s.%s", sname, member);
 	size_t klen = strlen(key);
 	uintptr_t have = (uintptr_t)fl_map_get(&u->field_map, key, klen);
 	if (have)
 		return (int)(have - 1);
-	struct fl_field f = { .sname = sname, .member = member };
+	struct fl_field f = { .sname = sname, .member = member, .loc = where };
 	FL_PUSH(&u->arena, u->fields, u->nfields, u->fields_cap, f);
 	fl_map_put(&u->arena, &u->field_map, key, klen, (void *)(uintptr_t)u->nfields);
 	return (int)u->nfields - 1;
+}
+
+/* What a weave plan can hold (xflow/plan.h), checked here so that `xflowc
+ * check` refuses what `xflowc plan` and the monitors could not load; each
+ * error points at the first item past the limit. */
+static void check_plan_limits(struct xflow_unit *u)
+{
+	static const char hint[] = "split the flow files into units woven separately";
+	if (u->nwoven > XFLOW_PLAN_MAX_ADVICE)
+		fl_error(&u->diag, u->by_index[XFLOW_PLAN_MAX_ADVICE]->loc, hint,
+			 "%zu advice after expansion, more than the %u a weave plan holds "
+			 "(XFLOW_PLAN_MAX_ADVICE); this is advice %u",
+			 u->nwoven, XFLOW_PLAN_MAX_ADVICE, XFLOW_PLAN_MAX_ADVICE + 1);
+	if (u->nflows > XFLOW_PLAN_MAX_FLOWS) {
+		const struct fl_xflow *f = u->flows;
+		for (size_t i = 0; f && i < XFLOW_PLAN_MAX_FLOWS; i++)
+			f = f->next;
+		fl_error(&u->diag, f ? f->loc : (struct fl_loc){ 0 }, hint,
+			 "%zu xflows, more than the %u a weave plan holds (XFLOW_PLAN_MAX_FLOWS); "
+			 "this is xflow %u",
+			 u->nflows, XFLOW_PLAN_MAX_FLOWS, XFLOW_PLAN_MAX_FLOWS + 1);
+	}
+	if (u->nfields > XFLOW_PLAN_MAX_FIELDS)
+		fl_error(&u->diag, u->fields[XFLOW_PLAN_MAX_FIELDS].loc, hint,
+			 "%zu struct members used, more than the %u a weave plan holds "
+			 "(XFLOW_PLAN_MAX_FIELDS); this is member %u (%s.%s)",
+			 u->nfields, XFLOW_PLAN_MAX_FIELDS, XFLOW_PLAN_MAX_FIELDS + 1,
+			 u->fields[XFLOW_PLAN_MAX_FIELDS].sname, u->fields[XFLOW_PLAN_MAX_FIELDS].member);
 }
 
 int xflow_unit_compile(struct xflow_unit *u)
@@ -85,6 +114,7 @@ int xflow_unit_compile(struct xflow_unit *u)
 	u->nwoven = 0;
 	for (struct fl_advice *a = u->woven; a; a = a->next)
 		u->by_index[u->nwoven++] = a;
+	check_plan_limits(u);
 	return fl_diag_errors(&u->diag) ? -EINVAL : 0;
 }
 
@@ -101,6 +131,11 @@ unsigned xflow_unit_warnings(const struct xflow_unit *u)
 void xflow_unit_print_diags(const struct xflow_unit *u, FILE *out)
 {
 	fl_diag_print(&u->diag, out);
+}
+
+int xflow_unit_first_error(const struct xflow_unit *u, char *buf, size_t len)
+{
+	return fl_diag_first_error(&u->diag, buf, len);
 }
 
 size_t xflow_unit_advice_count(const struct xflow_unit *u)

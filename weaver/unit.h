@@ -26,6 +26,7 @@
 struct fl_field {
 	const char *sname, *member;
 	unsigned min_bits;      /* xin/xout header bits: offset + size */
+	struct fl_loc loc;      /* its first use, for messages */
 };
 
 /* How deep <include> may nest. */
@@ -85,7 +86,7 @@ int fl_advice_emit(struct xflow_unit *u, struct fl_advice *a);
 
 /* Helpers shared by passes. */
 struct fl_xflow *fl_unit_flow(struct xflow_unit *u, const char *name);
-int fl_unit_field(struct xflow_unit *u, const char *sname, const char *member);
+int fl_unit_field(struct xflow_unit *u, const char *sname, const char *member, struct fl_loc where);
 struct fl_loc fl_code_loc(const struct fl_code *c, size_t i, size_t len);
 void fl_pc_print(struct fl_buf *b, const struct fl_pc *pc);
 bool fl_ident_ok(const char *s);

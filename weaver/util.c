@@ -1,8 +1,10 @@
 /*
- * Arena and string buffer.  See util.h for why memory exhaustion aborts.
+ * Arena and string buffer, and reading an input file whole.  See util.h
+ * for why memory exhaustion aborts.
  */
 #include "weaver/util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -254,7 +254,7 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 				rec |= XFLOW_REC_TRUNCATED_ID;
 			/* The xin trap: a store to this field at the join point
 			 * would overwrite the bits; the resolver runs us after it. */
-			after_store = fl_unit_field(u, S, member);
+			after_store = fl_unit_field(u, S, member, op->loc);
 			u->fields[after_store].min_bits = op->offset + op->size;
 		}
 		if (move)
@@ -293,7 +293,7 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 			fl_buf_puts(&b, "}\n");
 			if (xin->size < XFLOW_FLOWID_BITS)
 				rec |= XFLOW_REC_TRUNCATED_ID;
-			int fi = fl_unit_field(u, S, member);
+			int fi = fl_unit_field(u, S, member, op->loc);
 			if (u->fields[fi].min_bits < xin->offset + xin->size)
 				u->fields[fi].min_bits = xin->offset + xin->size;
 		}

@@ -18,6 +18,11 @@
 /* Elements nested deeper than this are refused (no unbounded recursion in
  * any later pass). */
 #define FL_XML_MAX_DEPTH 32
+/* An element with more attributes than this is refused before libxml2
+ * parses it: libxml2 (2.9) looks for a duplicate among the attributes
+ * before each one, so one element with 100,000 took it seconds.  Flow
+ * elements take at most three. */
+#define FL_XML_MAX_ATTRS 64
 
 struct fl_xattr {
 	const char *name;

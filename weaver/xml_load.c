@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <libxml/parser.h>
@@ -61,31 +62,41 @@ static size_t tag_start(const struct fl_src *src, size_t off)
 	return i;
 }
 
-static struct fl_loc attr_loc(const struct fl_src *src, size_t from, size_t to,
-			      const char *name, struct fl_loc *vloc)
+static bool is_space(char c)
 {
-	size_t n = strlen(name);
-	const char *t = src->text;
-	for (size_t i = from; i + n < to; i++) {
-		bool before_ok = t[i - 1] == ' ' || t[i - 1] == '\t' ||
-				 t[i - 1] == '\n' || t[i - 1] == '\r';
-		if (!before_ok || memcmp(t + i, name, n) != 0)
-			continue;
-		size_t j = i + n;
-		while (j < to && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r'))
-			j++;
-		if (j >= to || t[j] != '=')
-			continue;
-		j++;
-		while (j < to && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r'))
-			j++;
-		*vloc = fl_loc_at(src, j + 1 <= to ? j + 1 : j, 1);
-		return fl_loc_at(src, i, n);
-	}
-	*vloc = fl_loc_at(src, from, 1);
-	return fl_loc_at(src, from, 1);
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/*
+ * One attribute of the raw start tag, after @*pos (which it moves past
+ * it): its name's span and its value's first byte.  False at the end of
+ * the tag.  libxml2 has accepted the tag, so it is well-formed: names,
+ * '=', a quoted value that may hold '>' but not its own quote.
+ */
+static bool raw_attr_next(const struct fl_src *src, size_t *pos, size_t end, size_t *name,
+			  size_t *nlen, size_t *value)
+{
+	const char *t = src->text;
+	size_t i = *pos;
+	while (i < end && is_space(t[i]))
+		i++;
+	if (i >= end || t[i] == '>' || t[i] == '/')
+		return false;
+	*name = i;
+	while (i < end && !is_space(t[i]) && t[i] != '=')
+		i++;
+	*nlen = i - *name;
+	while (i < end && t[i] != '\'' && t[i] != '"')
+		i++;
+	if (i >= end)
+		return false;
+	char q = t[i++];
+	*value = i;
+	while (i < end && t[i] != q)
+		i++;
+	*pos = i + 1;
+	return true;
+}
 static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 		     const xmlChar *uri, int nb_ns, const xmlChar **ns,
 		     int nb_attributes, int nb_defaulted, const xmlChar **attrs)
@@ -114,6 +125,9 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 		stop(L);
 		return;
 	}
+	/* libxml2 gives the attributes in the order written, namespace
+	 * declarations left out: one walk of the raw tag places them all. */
+	size_t pos = start + 1 + strlen(n->name);
 	for (int i = 0; i < nb_attributes; i++) {
 		const xmlChar *const *a = attrs + 5 * i;
 		struct fl_xattr at = { 0 };
@@ -121,7 +135,15 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 			       : fl_arena_strdup(L->arena, (const char *)a[0]);
 		at.value = fl_arena_strndup(L->arena, (const char *)a[3],
 					    (size_t)(a[4] - a[3]));
-		at.loc = attr_loc(L->src, start + 1, here, at.name, &at.vloc);
+		at.loc = at.vloc = n->loc;
+		size_t nm, nl, val, len = strlen(at.name);
+		while (raw_attr_next(L->src, &pos, here, &nm, &nl, &val)) {
+			if (nl == len && memcmp(L->src->text + nm, at.name, len) == 0) {
+				at.loc = fl_loc_at(L->src, nm, nl);
+				at.vloc = fl_loc_at(L->src, val, 1);
+				break;
+			}
+		}
 		FL_PUSH(L->arena, n->attrs, n->nattrs, n->attrs_cap, at);
 	}
 	if (L->cur)
@@ -302,13 +324,55 @@ static void on_internal_subset(void *ctx, const xmlChar *name,
 	stop(L);
 }
 
-/* libxml2's message without its trailing newline. */
-static const char *trim(struct load *L, const char *msg)
+/* libxml2's message on one line: some span two ("...indicate encoding !\n
+ * Bytes: 0xE9 ..."), and a diagnostic is one line.  Line breaks inside
+ * become "; ", trailing ones go. */
+static const char *one_line(struct load *L, const char *msg)
 {
-	size_t n = msg ? strlen(msg) : 0;
-	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-		n--;
-	return fl_arena_strndup(L->arena, msg ? msg : "", n);
+	struct fl_buf b = { 0 };
+	for (const char *p = msg ? msg : ""; *p; p++) {
+		if (*p != '\n' && *p != '\r') {
+			fl_buf_putc(&b, *p);
+			continue;
+		}
+		while (b.len && b.s[b.len - 1] == ' ')
+			b.len--;
+		while (p[1] == '\n' || p[1] == '\r' || p[1] == ' ')
+			p++;
+		if (p[1] && b.len)
+			fl_buf_puts(&b, "; ");
+	}
+	while (b.len && b.s[b.len - 1] == ' ')
+		b.len--;
+	const char *r = fl_arena_strndup(L->arena, b.s ? b.s : "", b.len);
+	fl_buf_free(&b);
+	return r;
+}
+
+/* Offset of the first byte of @src that does not start or continue a
+ * well-formed UTF-8 sequence (overlong forms, surrogates and code points
+ * past U+10FFFF included), or SIZE_MAX if it is all UTF-8. */
+static size_t utf8_first_bad(const struct fl_src *src)
+{
+	const unsigned char *t = (const unsigned char *)src->text;
+	size_t n = src->len;
+	for (size_t i = 0; i < n;) {
+		unsigned c = t[i];
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		if (!len || i + len > n)
+			return i;
+		unsigned long cp = len == 1 ? c : c & (0x7fu >> len);
+		for (size_t k = 1; k < len; k++) {
+			if ((t[i + k] & 0xc0) != 0x80)
+				return i;
+			cp = cp << 6 | (t[i + k] & 0x3f);
+		}
+		static const unsigned long min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+		if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return i;
+		i += len;
+	}
+	return SIZE_MAX;
 }
 
 static void on_error(void *ctx, xmlErrorPtr e)
@@ -317,6 +381,7 @@ static void on_error(void *ctx, xmlErrorPtr e)
 	if (L->failed || !e || e->level < XML_ERR_ERROR)
 		return;
 	size_t off = parser_offset(L);
+	size_t bad = e->code == XML_ERR_INVALID_CHAR ? utf8_first_bad(L->src) : SIZE_MAX;
 	if (e->code == XML_ERR_TAG_NAME_MISMATCH && e->str1 && e->str2) {
 		/* The parser has read the whole end tag: point at its "</". */
 		size_t lt = tag_start(L->src, off ? off - 1 : 0);
@@ -334,14 +399,68 @@ static void on_error(void *ctx, xmlErrorPtr e)
 			 "closing tag </%s> does not match <%s> opened at line %d",
 			 closing, open, e->int1);
 		fl_buf_free(&hint);
+	} else if (bad != SIZE_MAX) {
+		/* libxml2 says "indicate encoding", but a declared encoding is
+		 * ignored here (offsets must stay byte offsets): say what is
+		 * wrong in the file instead. */
+		fl_error(L->d, fl_loc_at(L->src, bad, 1),
+			 "flow files are read as UTF-8 whatever they declare: convert the file "
+			 "(iconv -f LATIN1 -t UTF-8, say)",
+			 "malformed XML: byte 0x%02X is not UTF-8", (unsigned char)L->src->text[bad]);
 	} else {
 		if (off >= L->src->len && L->src->len > 0)
 			off = L->src->len - 1;
 		fl_error(L->d, fl_loc_at(L->src, off, 1),
 			 "a flow file must be well-formed XML",
-			 "malformed XML: %s", trim(L, e->message));
+			 "malformed XML: %s", one_line(L, e->message));
 	}
 	stop(L);
+}
+
+/*
+ * The first start tag of @src with more than FL_XML_MAX_ATTRS attributes:
+ * its offset, or SIZE_MAX.  One pass over the raw bytes that skips what
+ * cannot hold a start tag (text, comments, CDATA, processing instructions,
+ * declarations) and counts, inside a tag, the '=' outside quoted values.
+ * On well-formed XML that is the attribute count; on anything else
+ * libxml2 stops at the first error, before it could be slow.
+ */
+static size_t tag_over_attrs(const struct fl_src *src)
+{
+	const char *t = src->text;
+	size_t n = src->len;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] != '<')
+			continue;
+		const char *close = NULL;
+		if (i + 4 <= n && memcmp(t + i, "<!--", 4) == 0)
+			close = "-->";
+		else if (i + 9 <= n && memcmp(t + i, "<![CDATA[", 9) == 0)
+			close = "]]>";
+		else if (i + 1 < n && t[i + 1] == '?')
+			close = "?>";
+		if (close) {
+			const char *e = find(t, i + 2, n, close);
+			if (!e)
+				return SIZE_MAX;
+			i = (size_t)(e - t);
+			continue;
+		}
+		if (i + 1 < n && (t[i + 1] == '/' || t[i + 1] == '!'))
+			continue;
+		size_t tag = i;
+		unsigned eq = 0;
+		char q = 0;
+		for (i++; i < n && (q || t[i] != '>'); i++) {
+			if (q)
+				q = t[i] == q ? 0 : q;
+			else if (t[i] == '"' || t[i] == '\'')
+				q = t[i];
+			else if (t[i] == '=' && ++eq > FL_XML_MAX_ATTRS)
+				return tag;
+		}
+	}
+	return SIZE_MAX;
 }
 
 int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
@@ -355,6 +474,16 @@ int fl_xml_load(struct fl_arena *arena, struct fl_diag *d, const char *path,
 	if (len > INT_MAX) {
 		fl_error(d, fl_loc_at(L.src, 0, 1), "split it into files that <include> each other", "file too large");
 		return -EFBIG;
+	}
+	size_t many = tag_over_attrs(L.src);
+	if (many != SIZE_MAX) {
+		/* The source's copy is NUL-terminated; @buf need not be. */
+		const char *name = L.src->text + many + 1;
+		size_t nl = strcspn(name, " \t\r\n/>");
+		fl_error(d, fl_loc_at(L.src, many, nl + 1), "flow elements take at most three attributes",
+			 "<%.*s> has more than %d attributes, the most an element may have",
+			 (int)(nl < 64 ? nl : 64), name, FL_XML_MAX_ATTRS);
+		return -EINVAL;
 	}
 	/* libxml2 refuses an empty buffer outright; say why ourselves. */
 	xmlParserCtxtPtr ctxt = len ? xmlCreateMemoryParserCtxt(buf, (int)len) : NULL;

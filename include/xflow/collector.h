@@ -26,8 +26,10 @@
 
 /* 2: the optional hypervisor() hook (and its structures) was added.
  * 3: struct xflow_domain_info.bad, and struct xflow_hv_vcpu.wake_ns and
- *    .wake_hist at its end (which changes its size: the array stride). */
-#define XFLOW_COLLECTOR_ABI 3
+ *    .wake_hist at its end (which changes its size: the array stride).
+ * 4: struct xflow_aspect_info.trap_sites and .trap_why (in its middle) and
+ *    .note; struct xflow_hv_summary.skipped_* and .damage. */
+#define XFLOW_COLLECTOR_ABI 4
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -57,16 +59,22 @@ struct xflow_domain_info {
 	uint64_t bad;         /* ABI 3: records from it rejected as malformed */
 };
 
-/* One aspect (advice or xflow) the collector can report on and toggle. */
+/* One aspect (advice or xflow) the collector can report on and toggle.
+ * Strings are owned by the collector, valid until its next aspect_info()
+ * or close(). */
 struct xflow_aspect_info {
 	const char *name;
 	uint32_t sites;
-	uint32_t trap_sites;  /* of them, served by a breakpoint instead of a jump */
-	const char *trap_why; /* why, for the first of those; NULL if none */
+	uint32_t trap_sites;  /* ABI 4: of them, served by a breakpoint, not a jump */
+	const char *trap_why; /* ABI 4: why, for the first of those; NULL if none */
 	uint64_t hits;
 	uint64_t drops;
 	uint64_t faults;
 	int enabled;
+	/* ABI 4.  What weaving it said, or NULL: join points left out and
+	 * why (a variable optimized out at a site, an access that could not
+	 * be typed), e.g. "2 warnings; the first: ...". */
+	const char *note;
 };
 
 struct xflow_collector_stats {
@@ -147,7 +155,8 @@ struct xflow_hv_summary {
 	uint64_t total_ns;      /* the trace's time span so far */
 	uint64_t records;       /* records decoded */
 	uint64_t bytes, size;   /* input read so far, and its size (0: a pipe) */
-	int complete;           /* 1: the input has ended and every interval is closed */
+	int complete;           /* 1: the input has ended whole (damage is NULL)
+	                         * and every interval is closed */
 	uint32_t nvcpus;
 	const struct xflow_hv_vcpu *vcpus;    /* by domain, then vcpu */
 	uint32_t nevents;
@@ -158,10 +167,19 @@ struct xflow_hv_summary {
 	uint64_t unknown_total;
 	uint32_t nunknown;
 	const struct xflow_hv_unknown *unknown; /* by event id */
-	uint64_t skipped;       /* records the decoder could not use */
+	uint64_t skipped;       /* records skipped, for any reason: the sum of
+	                         * the skipped_* counts below */
 	/* The collector's own report as text, or NULL: for xentrace, the
 	 * summary comparable line for line with `xenalyze --summary`. */
 	const char *text;
+	/* ABI 4.  Why records were skipped: a TSC absurdly far ahead of its
+	 * cpu's (the reader's), records cut by their window's end or cpu
+	 * changes inside one (the reader's), records the decoder could not
+	 * use; and the bytes of garbage skipped to find the next window. */
+	uint64_t skipped_bad_tsc, skipped_framing, skipped_decode, skipped_bytes;
+	/* NULL, or why the input is not whole, with its offset: where a
+	 * truncated capture ends, the first framing problem. */
+	const char *damage;
 };
 
 struct xflow_collector_ops {

@@ -10,6 +10,7 @@
 #ifndef XFLOW_FILE_H
 #define XFLOW_FILE_H
 
+#include <stddef.h>
 #include <sys/stat.h>
 
 /*
@@ -22,7 +23,17 @@
 int xflow_file_open(const char *path, struct stat *st);
 
 /* What went wrong, for an error of xflow_file_open(): "not a regular file
- * (a FIFO)" for -EINVAL, else strerror(). */
+ * (a FIFO)" for -EINVAL, "not a regular file (a directory)" for -EISDIR,
+ * else strerror(). */
 const char *xflow_file_strerror(int rc, const struct stat *st);
+
+/*
+ * Read all of @path, opened as xflow_file_open() does, into a malloc'd
+ * buffer (NUL-terminated; *@len leaves the NUL out) if it is at most @max
+ * bytes.  Returns 0, or a negative errno with @why saying what is wrong in
+ * words: the errno's text, "not a regular file (a FIFO)", "too big (N
+ * bytes, at most M)".
+ */
+int xflow_file_read(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen);
 
 #endif /* XFLOW_FILE_H */

@@ -68,6 +68,10 @@ int xflow_unit_compile(struct xflow_unit *u);
 unsigned xflow_unit_errors(const struct xflow_unit *u);
 unsigned xflow_unit_warnings(const struct xflow_unit *u);
 void xflow_unit_print_diags(const struct xflow_unit *u, FILE *out);
+/* The first error as xflowc prints it, on one line with its note:
+ * "file:line:col: message; what to write instead".  0, or -ENOENT when
+ * there is no error (warnings do not count unless -Werror). */
+int xflow_unit_first_error(const struct xflow_unit *u, char *buf, size_t len);
 
 /* Compiled advice in weave order (xflow-derived first). */
 size_t xflow_unit_advice_count(const struct xflow_unit *u);

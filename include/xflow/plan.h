@@ -93,9 +93,12 @@
 #define XFLOW_PLAN_VERSION 1
 #define XFLOW_PLAN_HEADER_SIZE 64
 
-/* Limits a reader accepts. */
+/* Limits a reader accepts; `xflowc check` holds a unit to the advice,
+ * field and flow limits before any plan is built. */
 #define XFLOW_PLAN_MAX_DOMAINS 256
 #define XFLOW_PLAN_MAX_ADVICE 65536
+#define XFLOW_PLAN_MAX_FIELDS 65535
+#define XFLOW_PLAN_MAX_FLOWS 65535
 #define XFLOW_PLAN_MAX_SITES (1u << 24)
 
 enum xflow_plan_site_kind {
@@ -228,6 +231,10 @@ struct xflow_plan {
 /* Check @p against the rules above (what the writer refuses to write and
  * the reader refuses to load).  0, or -EINVAL with @why. */
 int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen);
+/* The table-size limits alone: 0, or -EINVAL with @why naming the first
+ * limit exceeded, the count and the limit. */
+int xflow_plan_limits_check(uint64_t ndomains, uint64_t nadvice, uint64_t nfields, uint64_t nflows,
+			    char *why, size_t whylen);
 
 /* Serialize @p into a malloc'd buffer (*out, *len).  Returns 0, -EINVAL if
  * @p breaks a rule above (with @why), or -ENOMEM. */

@@ -15,13 +15,23 @@
  * XENTRACE_BENCH_MB overrides the size (e.g. 64 for a quick run),
  * XENTRACE_BENCH_WINDOW_KB the window size (default 256; real captures of
  * a busy host have windows of ~12 KiB, which makes more headers to walk).
+ *
+ * Then memory on a long stream: a child writes captures back to back into
+ * a pipe (each restarts its TSCs, which makes one cpu's queue wait on the
+ * others: the case that grew the reader to the size of the stream), and
+ * the reader reads it live.  Its queues may hold the stream budget plus
+ * one window; the process's peak RSS once a quarter of the stream is read
+ * must not grow by the end.  XENTRACE_BENCH_STREAM_MB sets the stream's
+ * size (default 512).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "collectors/xentrace.h"
@@ -134,6 +144,83 @@ static void report(const char *what, const struct result *a, const struct result
 	       b->records / b->seconds / 1e6, b->seconds);
 }
 
+/* The stream's writer, in a child: @captures captures of @mb_each MiB,
+ * back to back, each from TSC 1000000 again, into @fd. */
+static void write_captures(int fd, unsigned captures, uint64_t mb_each)
+{
+	FILE *f = fdopen(fd, "w");
+	if (!f)
+		_exit(2);
+	static char iobuf[1 << 16];
+	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
+	window_bytes = 64 * 1024;
+	for (unsigned k = 0; k < captures; k++) {
+		uint64_t n;
+		if (generate(f, mb_each << 20, &n) < 0)
+			_exit(3);
+	}
+	_exit(fclose(f) == 0 ? 0 : 4);
+}
+
+/* Memory while reading a long stream live (see the top of the file). */
+static int stream_memory(void)
+{
+	const char *env = getenv("XENTRACE_BENCH_STREAM_MB");
+	uint64_t mb = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 512, mb_each = 8;
+	unsigned captures = (unsigned)((mb + mb_each - 1) / mb_each);
+	int p[2];
+	if (pipe(p) != 0)
+		return -errno;
+	pid_t child = fork();
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		close(p[0]);
+		write_captures(p[1], captures, mb_each);
+	}
+	close(p[1]);
+	struct xentrace_reader *r;
+	int rc = xentrace_reader_open_stream(&r, p[0], NULL);
+	if (rc < 0)
+		return rc;
+	const struct xentrace_record *rec;
+	uint64_t n = 0, quarter = 0, want = captures * ((mb_each << 20) / 232) * 12 / 4, sum = 0;
+	long rss_quarter = 0;
+	uint64_t w0 = bench_now_ns();
+	while ((rc = xentrace_reader_next(r, &rec)) == 1) {
+		sum += rec->event;
+		if (++n == want) {
+			quarter = n;
+			rss_quarter = peak_rss_kb();
+		}
+	}
+	BENCH_KEEP(sum);
+	double secs = (double)(bench_now_ns() - w0) / 1e9;
+	int st;
+	waitpid(child, &st, 0);
+	close(p[0]);
+	const struct xentrace_reader_stats *s = xentrace_reader_stats(r);
+	uint64_t peak = s->stream_peak_bytes, forced = s->stream_forced;
+	xentrace_reader_free(r);
+	if (rc < 0)
+		return rc;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !quarter) {
+		fprintf(stderr, "bench_xentrace: the stream's writer failed (status %d) or wrote too little\n", st);
+		return -EIO;
+	}
+	long rss_end = peak_rss_kb();
+	/* The budget (16 MiB) and one 64 KiB window, and the doubling of the
+	 * queue that took that window. */
+	uint64_t bound = (16u << 20) * 2 + (64u << 10);
+	printf("  live stream: %llu MB, %u captures back to back, %llu records in %.1f s (%llu forced)\n",
+	       (unsigned long long)mb, captures, (unsigned long long)n, secs, (unsigned long long)forced);
+	printf("  queues at most %.1f MiB (target <= %.1f MiB: %s); peak RSS %ld KiB after a quarter, "
+	       "%ld KiB at the end (target: no growth: %s)\n",
+	       (double)peak / 1048576, (double)bound / 1048576, peak <= bound ? "met" : "MISSED", rss_quarter,
+	       rss_end, rss_end - rss_quarter <= 1024 ? "met" : "MISSED");
+	return 0;
+}
+
 int main(void)
 {
 	const char *mb_env = getenv("XENTRACE_BENCH_MB");
@@ -193,6 +280,10 @@ int main(void)
 	printf("  peak RSS %ld KiB after generating, %ld KiB after reading %.0f MB (target >= 50 M rec/s: %s)\n",
 	       rss_before, peak_rss_kb(), (double)size / 1048576,
 	       best.records / best.seconds >= 50e6 ? "met" : "NOT met");
+	if ((rc = stream_memory()) < 0) {
+		fprintf(stderr, "bench_xentrace: live stream: %s\n", strerror(-rc));
+		return 1;
+	}
 
 	int rfd = open(REAL, O_RDONLY);
 	if (rfd < 0) {

@@ -19,6 +19,7 @@
 
 #include "collectors/agent.h"
 #include "tests/guestrt/gt.h"
+#include "tests/weaver/fixtures/jp_fixture.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 #include "xflow/ring.h"
@@ -237,4 +238,85 @@ Test(agent_collector, default_socket_directory, .timeout = 60)
 	int st;
 	waitpid(a, &st, 0);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent status %d", st);
+}
+
+/* A fake agent for @exe, and the collector's options to weave @xml into
+ * it (written to DIR/w.xml); returns the agent's pid. */
+static pid_t serve(const char *dir, const char *exe, const char *xml, char *opts, size_t len)
+{
+	char sock[300], flows[300];
+	snprintf(sock, sizeof(sock), "%s/w.sock", dir);
+	snprintf(flows, sizeof(flows), "%s/w.xml", dir);
+	FILE *f = fopen(flows, "w");
+	cr_assert(f);
+	fputs(xml, f);
+	fclose(f);
+	unlink(sock);
+	snprintf(opts, len, "socket=%s,flows=%s,timeout=10000", sock, flows);
+	return fake_agent(sock, exe, 1, FAKE_GOOD);
+}
+
+static void reap(pid_t agent)
+{
+	kill(agent, SIGKILL);
+	waitpid(agent, NULL, 0);
+}
+
+/* What weaving says reaches the monitor: a site left out goes to its
+ * aspect's note; when a domain cannot be woven, the first error (not the
+ * first warning) is the reason. */
+Test(agent_collector, weaving_diagnostics_reach_the_monitor, .timeout = 120)
+{
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	char *bin = jpf_build(dir, "jp_reqpipe", "gcc", "-g -O2", "gcc");
+	cr_assert(bin);
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	char err[1024], opts[700];
+	struct xflow_collector *c;
+	/* 'part' is dead at the later accesses of req in req_split. */
+	pid_t a = serve(dir, bin,
+			"<flows><advice><pointcut>access(req.%) AND within_function(req_split) AND "
+			"local_var(part, pp)</pointcut><before>STORE_DATA2($pc$, pp);</before></advice></flows>\n",
+			opts, sizeof(opts));
+	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	struct xflow_aspect_info ai;
+	cr_assert_eq(ops->aspect_info(c, 0, &ai), 0);
+	cr_expect_gt(ai.sites, 0, "the sites where 'part' lives are woven");
+	cr_assert(ai.note, "no note on the aspect");
+	cr_expect(strstr(ai.note, "warnings; the first: ") && strstr(ai.note, "'part' is optimized out") &&
+		  strstr(ai.note, "not woven"), "%s", ai.note);
+	ops->close(c);
+	reap(a);
+
+	/* A warning comes first in the file, then the error. */
+	a = serve(dir, bin,
+		  "<flows>\n"
+		  "<advice><pointcut>call(no_such_fn)</pointcut><before>STORE_DATA1($pc$);</before></advice>\n"
+		  "<advice><pointcut>(access(part.len) OR call(req_stamp)) AND target(t)</pointcut>\n"
+		  "<before>STORE_DATA1(t);</before></advice>\n"
+		  "</flows>\n",
+		  opts, sizeof(opts));
+	cr_assert_neq(ops->open(opts, &c, err, sizeof(err)), 0);
+	reap(a);
+	cr_expect(strstr(err, "cannot weave domain") && strstr(err, "w.xml:3:") &&
+		  strstr(err, "target() at ") && strstr(err, "which is not a member access"), "%s", err);
+	cr_expect(!strstr(err, "no_such_fn"), "the warning given as the reason: %s", err);
+	free(bin);
+	jpf_tmp_free(dir);
+}
+
+/* A flow file refused: its first error with the note xflowc prints under
+ * it, not the error alone. */
+Test(agent_collector, refused_flow_file_says_its_note, .timeout = 60)
+{
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	char err[1024], opts[700];
+	struct xflow_collector *c;
+	pid_t a = serve(dir, "/bin/true", "<xflows><advice/></xflows>\n", opts, sizeof(opts));
+	cr_assert_neq(xflow_collector_agent.open(opts, &c, err, sizeof(err)), 0);
+	reap(a);
+	cr_expect(strstr(err, "w.xml:1:1: unknown element <xflows>; a flow file holds <advice>"), "%s", err);
+	jpf_tmp_free(dir);
 }

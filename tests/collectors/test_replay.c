@@ -181,7 +181,7 @@ Test(replay, fifo_and_directory_refused_at_once, .timeout = 10)
 	cr_expect(strstr(err, "fifo.ses: not a regular file (a FIFO)"), "%s", err);
 	snprintf(opts, sizeof(opts), "file=%s", dir);
 	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EISDIR, "%s", err);
-	cr_expect(strstr(err, "Is a directory"), "%s", err);
+	cr_expect(strstr(err, "not a regular file (a directory)"), "%s", err);
 }
 
 /* Issue 19 item 9: a record time set to 2^64 - 1 (or 0) in a saved session

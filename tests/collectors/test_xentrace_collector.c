@@ -146,9 +146,8 @@ static void check_runstates(const struct xflow_hv_summary *h)
 	cr_assert_not_null(strstr(h->text, "   running:       2  0.00s   2500"), "%s", h->text);
 }
 
-Test(xentrace_collector, is_built_in_with_abi_3_and_the_hook)
+Test(xentrace_collector, is_built_in_with_the_current_abi_and_the_hook)
 {
-	cr_assert_eq(XFLOW_COLLECTOR_ABI, 3);
 	cr_assert_eq(xflow_collector_find("xentrace"), ops);
 	cr_assert_eq(ops->abi, XFLOW_COLLECTOR_ABI);
 	cr_assert_not_null(ops->hypervisor);
@@ -355,6 +354,55 @@ Test(xentrace_collector, a_truncated_file_is_a_clear_error)
 	const struct xflow_hv_summary *h;
 	cr_assert_eq(ops->hypervisor(c, &h), 0, "what could be read is still shown");
 	cr_assert_gt(h->records, 0);
+	/* Not complete, and why, with the offset; the record cut is skipped. */
+	cr_expect_eq(h->complete, 0);
+	cr_assert_not_null(h->damage);
+	cr_expect(strncmp(h->damage, "offset ", 7) == 0 && strstr(h->damage, ": truncated: ") &&
+		  strstr(h->damage, "the file ends 6 bytes short"), "%s", h->damage);
+	cr_expect_eq(h->skipped_framing, 1, "the record cut");
+	cr_expect_eq(h->skipped, h->skipped_bad_tsc + h->skipped_framing + h->skipped_decode);
+	ops->close(c);
+
+	/* The same bytes from a pipe: the same verdict. */
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	snprintf(opts, sizeof(opts), "fd=%d,cpu-hz=1G", p[0]);
+	c = open_ok(opts);
+	cr_assert_eq(write(p[1], buf, n - 6), (ssize_t)(n - 6));
+	close(p[1]);
+	cr_assert_eq(read_all(c), -EBADMSG);
+	e = ops->last_error(c);
+	cr_expect(e && strstr(e, "truncated"), "%s", e ? e : "(none)");
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_expect_eq(h->complete, 0);
+	cr_expect(h->damage && strstr(h->damage, "truncated"), "%s", h->damage ? h->damage : "(none)");
+	ops->close(c);
+	close(p[0]);
+	unlink(path);
+}
+
+/* Records the reader drops are counted as skipped, with why: a TSC far in
+ * the future (a flipped byte) is not believed. */
+Test(xentrace_collector, skipped_records_say_why)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	write_runstates(w);
+	uint32_t x = 0;
+	cr_assert_eq(xentrace_writer_add(w, 0, 6000 + (UINT64_C(1) << 52), true, 0x28004, 1, &x), 0);
+	cr_assert_eq(xentrace_writer_add(w, 0, 6100, true, 0x28004, 1, &x), 0);
+	end(f, w);
+	char opts[128];
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=1G", path);
+	struct xflow_collector *c = open_ok(opts);
+	cr_assert_eq(read_all(c), -ENODATA, "damage inside a record is not a broken file");
+	const struct xflow_hv_summary *h;
+	cr_assert_eq(ops->hypervisor(c, &h), 0);
+	cr_expect_eq(h->skipped_bad_tsc, 1);
+	cr_expect_geq(h->skipped, 1);
+	cr_expect_eq(h->skipped, h->skipped_bad_tsc + h->skipped_framing + h->skipped_decode);
+	cr_expect(h->complete);
+	cr_expect_null(h->damage);
 	ops->close(c);
 	unlink(path);
 }

@@ -503,3 +503,69 @@ Test(xentrace_reader, a_pipe_with_garbage_and_a_cut)
 	reap();
 	free(t.data);
 }
+
+/* Input that is no trace at all gets one verdict, whether it is opened as
+ * a file or read once as a stream: -EBADMSG and a diagnostic at offset 0
+ * (a stream used to end with no error and no record). */
+Test(xentrace_reader, no_trace_is_refused_from_a_file_and_from_a_stream)
+{
+	static uint8_t in[4096];
+	struct {
+		const char *what;
+		size_t len;
+		int fill;
+	} cases[] = { { "empty", 0, 0 }, { "7 bytes", 7, 1 }, { "random", 4096, 2 }, { "all 0xff", 4096, 3 } };
+	uint64_t seed = 5;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		for (size_t i = 0; i < cases[k].len; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			in[i] = cases[k].fill == 3 ? 0xff : (uint8_t)(seed >> 56);
+		}
+		struct xentrace_source src;
+		xentrace_source_init_mem(&src, in, cases[k].len);
+		struct xentrace_reader *r;
+		cr_expect_eq(xentrace_reader_open(&r, &src, NULL), -EBADMSG, "%s: file", cases[k].what);
+		cr_expect_gt(xentrace_reader_ndiags(r), 0);
+		xentrace_reader_free(r);
+		xentrace_source_init_mem(&src, in, cases[k].len);
+		cr_assert_eq(xentrace_reader_open_stream_src(&r, &src, NULL), 0);
+		const struct xentrace_record *rec;
+		cr_expect_eq(xentrace_reader_next(r, &rec), -EBADMSG, "%s: stream", cases[k].what);
+		cr_expect_eq(xentrace_reader_next(r, &rec), -EBADMSG, "%s: and again", cases[k].what);
+		cr_assert_gt(xentrace_reader_ndiags(r), 0, "%s: no diagnostic from the stream", cases[k].what);
+		cr_expect_eq(xentrace_reader_diag(r, 0)->offset, 0);
+		xentrace_reader_free(r);
+	}
+}
+
+/* A window claiming more than any trace buffer is not believed, as a file
+ * or as a stream: a framing error, and the next window is looked for. */
+Test(xentrace_reader, a_window_over_the_maximum_is_framing)
+{
+	struct mtrace t;
+	mt_begin(&t, 1, 4096);
+	uint32_t huge[3] = { XENTRACE_EV_CPU_CHANGE | 2u << 28, 0, 0xff000050u };
+	xentrace_writer_raw(t.w, huge, sizeof(huge));
+	add(&t, 0, 100, 0x28004, 0);
+	add(&t, 0, 200, 0x28004, 0);
+	mt_end(&t);
+	uint64_t tscs[4];
+	unsigned cpus[4];
+	struct xentrace_reader *r;
+	cr_assert_eq(read_all(t.data, t.len, &r, tscs, cpus, 4, 0), 2, "the window after it is read");
+	const struct xentrace_diag *d = find_diag(r, XENTRACE_DIAG_FRAMING);
+	cr_assert_not_null(d);
+	cr_expect_eq(d->offset, 0);
+	cr_expect(strstr(d->what, "more than any trace buffer"), "%s", d->what);
+	xentrace_reader_free(r);
+	struct xentrace_source src;
+	xentrace_source_init_mem(&src, t.data, t.len);
+	cr_assert_eq(xentrace_reader_open_stream_src(&r, &src, NULL), 0);
+	const struct xentrace_record *rec;
+	size_t n = 0;
+	while (xentrace_reader_next(r, &rec) == 1)
+		n++;
+	cr_expect_eq(n, 2, "the stream reads the same two records");
+	xentrace_reader_free(r);
+	free(t.data);
+}

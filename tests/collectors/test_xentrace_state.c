@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,14 +337,17 @@ static char **summary_lines(char *text, size_t *n)
 	return lines;
 }
 
-Test(xentrace_state, summary_matches_xenalyze_on_real_capture)
+/* The real capture decoded (with xenalyze's sample sets kept, or not):
+ * our summary in *out, xenalyze's in *ref; skips when the capture is not
+ * there.  free() both. */
+static void summarize_capture(bool keep_samples, char **out, char **ref)
 {
-	size_t tlen, rlen;
+	size_t tlen, rlen, outlen = 0;
 	char *trace = slurp(CAPTURE "x.trace", &tlen);
-	char *ref = slurp(CAPTURE "xenalyze-summary.txt", &rlen);
-	if (!trace || !ref) {
+	*ref = slurp(CAPTURE "xenalyze-summary.txt", &rlen);
+	if (!trace || !*ref) {
 		free(trace);
-		free(ref);
+		free(*ref);
 		cr_skip_test("real capture not found at " CAPTURE " (shared/ beside the repository)");
 	}
 	struct xentrace_source src;
@@ -352,14 +356,23 @@ Test(xentrace_state, summary_matches_xenalyze_on_real_capture)
 	cr_assert_eq(xentrace_reader_open(&r, &src, NULL), 0);
 	struct xentrace_state *s;
 	cr_assert_eq(xentrace_state_new(&s, 2400000000u), 0);
+	if (keep_samples)
+		xentrace_state_keep_samples(s);
 	cr_assert_eq(xentrace_state_run(s, r), 0);
 	cr_assert_eq(xentrace_reader_ndiags(r), 0, "a clean capture: no diagnostics");
 	cr_assert_eq(xentrace_reader_stats(r)->records, 31811 - 44, "all records but the 44 cpu changes");
-	char *out = NULL;
-	size_t outlen = 0;
-	FILE *f = open_memstream(&out, &outlen);
+	FILE *f = open_memstream(out, &outlen);
 	xentrace_state_print_summary(s, f);
 	fclose(f);
+	xentrace_state_free(s);
+	xentrace_reader_free(r);
+	free(trace);
+}
+
+Test(xentrace_state, summary_matches_xenalyze_on_real_capture)
+{
+	char *out, *ref;
+	summarize_capture(false, &out, &ref);
 
 	size_t nref, nout;
 	char **want = summary_lines(ref, &nref);
@@ -379,11 +392,13 @@ Test(xentrace_state, summary_matches_xenalyze_on_real_capture)
 			     i + 1, got[i], want[i]);
 		if (strchr(want[i], 's') && strstr(want[i], "s "))
 			runstate_lines++;
-		/* Affinity lines hold plain percentiles: within the histogram's
-		 * error.  Runstate lines hold xenalyze's self-weighted
-		 * "percentiles", which its quickselect makes depend on sample
-		 * order (see the commit message); those are checked against
-		 * exact values on generated data instead. */
+		/* Without xenalyze's samples (the histogram path xflowtop's
+		 * views use), affinity lines hold plain percentiles within the
+		 * histogram's error.  Runstate lines hold xenalyze's
+		 * self-weighted "percentiles", which its selection makes
+		 * depend on sample order: the histogram's are checked against
+		 * exact values on generated data, and the samples' against
+		 * xenalyze in the next test. */
 		if (strstr(want[i], "affinity") || strstr(want[i], "   [")) {
 			long long w[3], g[3];
 			cr_assert_eq(sscanf(wb, "{%lld|%lld|%lld}", &w[0], &w[1], &w[2]), 3);
@@ -399,8 +414,34 @@ Test(xentrace_state, summary_matches_xenalyze_on_real_capture)
 	free(want);
 	free(got);
 	free(out);
-	xentrace_state_free(s);
-	xentrace_reader_free(r);
-	free(trace);
+	free(ref);
+}
+
+/* With xenalyze's sample sets kept, the summary is xenalyze's byte for
+ * byte, braces included: the same statistics over the same samples. */
+Test(xentrace_state, summary_is_xenalyze_byte_for_byte_with_its_samples)
+{
+	char *out, *ref;
+	summarize_capture(true, &out, &ref);
+	const char *want = strstr(ref, "Total time:");
+	cr_assert_not_null(want);
+	unsigned braces = 0;
+	for (const char *c = want; (c = strchr(c, '{')); c++)
+		braces++;
+	cr_assert_geq(braces, 40, "the reference has its percentile lines");
+	/* Line by line first, for a readable failure; then every byte. */
+	size_t nref, nout;
+	char *w = strdup(want), *g = strdup(out);
+	char **wl = summary_lines(w, &nref), **gl = summary_lines(g, &nout);
+	for (size_t i = 0; i < nref && i < nout; i++)
+		cr_expect_str_eq(gl[i], wl[i], "line %zu", i + 1);
+	cr_assert_eq(nout, nref);
+	cr_assert_eq(strlen(out), strlen(want));
+	cr_assert_eq(memcmp(out, want, strlen(want)), 0);
+	free(wl);
+	free(gl);
+	free(w);
+	free(g);
+	free(out);
 	free(ref);
 }

@@ -185,6 +185,27 @@ Test(hypervisor, a_truncated_trace_fails_its_source)
 	cr_assert(app->src[0].failed);
 	cr_assert(strstr(app->src[0].error, "truncated"), "%s", app->src[0].error);
 	cr_assert_not_null(app->hv, "what was read is shown");
+	/* And it is not called complete: the view's status line, the batch
+	 * text and the JSON say it is damaged, and where. */
+	cr_assert_eq(app->hv->complete, 0);
+	app->ui.view = XFT_VIEW_HYPERVISOR;
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, "DAMAGED (offset "), "no damage on the status line");
+	cr_expect(!apptest_screen_has(app, ", complete"));
+	char *txt = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&txt, &len);
+	xft_report_hv_text(app, f, 120, 0);
+	fclose(f);
+	cr_expect(strstr(txt, "records, DAMAGED (offset ") && strstr(txt, ": truncated: ") && strstr(txt, "skipped "),
+		  "%s", txt);
+	free(txt);
+	f = open_memstream(&txt, &len);
+	cr_assert_eq(xft_report_json_file(app, f), 0);
+	fclose(f);
+	cr_expect(strstr(txt, "\"complete\":false") || strstr(txt, "\"complete\": false"), "%.300s", strstr(txt, "complete"));
+	cr_expect(strstr(txt, "\"damage\":\"offset ") || strstr(txt, "\"damage\": \"offset "), "no damage in the JSON");
+	free(txt);
 	apptest_free(app);
 	unlink(trace);
 }

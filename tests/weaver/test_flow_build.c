@@ -28,6 +28,31 @@ Test(flow_build, field_as_sibling_or_child_compiles_the_same)
 	xflow_unit_free(b);
 }
 
+/* The paper names no root: <aspects> is taken as <flows> (xflow(5)), and
+ * only as the root. */
+Test(flow_build, aspects_root_is_flows)
+{
+	static const char body[] = "<advice><pointcut>call(f)</pointcut><before>STORE_DATA1(1);</before></advice>"
+				   "<xflow name='n'><start><pointcut>access(s.m)</pointcut></start></xflow>";
+	char a[512], b[512];
+	snprintf(a, sizeof(a), "<flows>%s</flows>", body);
+	snprintf(b, sizeof(b), "<aspects>%s</aspects>", body);
+	int rca, rcb;
+	struct xflow_unit *ua = wt_compile(a, &rca), *ub = wt_compile(b, &rcb);
+	cr_assert_eq(rca, 0);
+	cr_assert_eq(rcb, 0);
+	cr_assert_eq(xflow_unit_advice_count(ub), xflow_unit_advice_count(ua));
+	cr_assert_eq(xflow_unit_flow_count(ub), 1);
+	char why[128];
+	for (size_t i = 0; i < xflow_unit_advice_count(ua); i++)
+		cr_expect(wt_prog_equiv(ua, wt_prog(ua, i), ub, wt_prog(ub, i), why, sizeof(why)), "%s", why);
+	xflow_unit_free(ua);
+	xflow_unit_free(ub);
+	wt_expect_error("<flows><aspects/></flows>", "<aspects> is not allowed at the top level");
+	wt_expect_error("<aspects x='1'/>", "unknown attribute 'x' on <aspects>");
+	wt_expect_error("<xflows/>", "unknown element <xflows>");
+}
+
 Test(flow_build, element_rules)
 {
 	wt_expect_error("<flows><nonsense/></flows>", "t.xml:1:8: error: unknown element <nonsense>");

@@ -80,12 +80,13 @@ Test(jp_errors, not_elf)
 	cr_assert_eq(open_err(path, &err), -ENOENT);
 	cr_expect(strstr(err.msg, "No such file"), "%s", err.msg);
 	cr_assert_eq(open_err(dir, &err), -EISDIR);
+	cr_expect(strstr(err.msg, "not a regular file (a directory)"), "%s", err.msg);
 	/* A FIFO nobody writes to (a guest over Xen names the binary dom0
 	 * reads): refused at once, not waited on. */
 	snprintf(path, sizeof(path), "%s/fifo", dir);
 	cr_assert_eq(mkfifo(path, 0600), 0);
 	cr_assert_eq(open_err(path, &err), -EINVAL);
-	cr_expect(strstr(err.msg, "not a regular file"), "%s", err.msg);
+	cr_expect(strstr(err.msg, "not a regular file (a FIFO)"), "%s", err.msg);
 }
 
 static unsigned char *slurp(const char *path, size_t *len)

@@ -319,3 +319,86 @@ Test(jp_sites, O2_no_false_sites_and_recall, .timeout = 120)
 {
 	run_variants(false);
 }
+
+/* jp_reqpipe at -O2 with each compiler, the sites of @sname.@member in
+ * function @func. */
+static struct jp_image *reqpipe_sites(const char *dir, const char *cc, const char *sname,
+				      const char *member, const char *func, struct jp_sites *out)
+{
+	char *bin = jpf_build(dir, "jp_reqpipe", cc, "-g -O2", cc);
+	cr_assert(bin);
+	struct jp_image *img;
+	struct jp_err err;
+	cr_assert_eq(jp_image_open(&img, bin, NULL, &err), 0, "%s", err.msg);
+	const char *fn[] = { func };
+	struct jp_scope sc = { .funcs = fn, .nfuncs = 1 };
+	memset(out, 0, sizeof(*out));
+	cr_assert_eq(jp_find_access(img, sname, member, &sc, out, &err), 0, "%s", err.msg);
+	free(bin);
+	return img;
+}
+
+/* A pointer a call returns is in rax, and no variable may say so: the
+ * callee's DWARF return type does. */
+Test(jp_sites, call_return_typed_from_the_callee, .timeout = 120)
+{
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	unsigned line = jpf_line_of(JPF_DIR "/jp_reqpipe.c", "req_first(r)->buf[0]");
+	cr_assert_gt(line, 0);
+	static const char *const ccs[] = { "gcc", "clang" };
+	for (size_t c = 0; c < 2; c++) {
+		if (!jpf_have(ccs[c]))
+			continue;
+		struct jp_sites s;
+		struct jp_image *img = reqpipe_sites(dir, ccs[c], "part", "buf", "req_split", &s);
+		const struct jp_site *at = NULL;
+		for (size_t i = 0; i < s.n; i++)
+			if (s.v[i].line == line)
+				at = &s.v[i];
+		cr_assert(at, "%s: part.buf at line %u not found", ccs[c], line);
+		cr_expect_eq(at->kind, JP_SITE_LOAD, "%s", at->text);
+		cr_expect_eq(at->target.kind, JP_RECIPE_REG, "%s", at->text);
+		cr_expect_eq(at->target.reg, 0, "%s: the instance is the return value in rax", at->text);
+		jp_sites_free(&s);
+		jp_image_free(img);
+	}
+	jpf_tmp_free(dir);
+}
+
+/* A 16-byte vector store over two 8-byte members is one store site that
+ * names both. */
+Test(jp_sites, vector_store_spans_two_members, .timeout = 120)
+{
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	static const char *const ccs[] = { "gcc", "clang" };
+	for (size_t c = 0; c < 2; c++) {
+		if (!jpf_have(ccs[c]))
+			continue;
+		struct jp_sites s;
+		struct jp_image *img = reqpipe_sites(dir, ccs[c], "client", "cmd", "client_reset", &s);
+		struct jp_field_layout cmd, arg;
+		struct jp_err err;
+		cr_assert_eq(jp_field_layout(img, "client", "cmd", &cmd, &err), 0, "%s", err.msg);
+		cr_assert_eq(jp_field_layout(img, "client", "arg", &arg, &err), 0, "%s", err.msg);
+		cr_assert_eq(s.n, 1, "%s: one site for client.cmd in client_reset, got %zu", ccs[c], s.n);
+		const struct jp_site *v = &s.v[0];
+		cr_expect_eq(v->msize, 16, "%s: %s", ccs[c], v->text);
+		cr_expect_eq(v->kind, JP_SITE_STORE, "%s: %s is a store", ccs[c], v->text);
+		cr_expect_eq(v->moff, cmd.offset);
+		cr_expect_eq(v->moff + v->msize, arg.offset + arg.size);
+		cr_expect_str_eq(v->member, "{cmd,arg}", "%s: %s", ccs[c], v->text);
+		jp_sites_free(&s);
+		jp_image_free(img);
+		/* Asked for any member, the site names both as well. */
+		img = reqpipe_sites(dir, ccs[c], "client", "%", "client_reset", &s);
+		bool both = false;
+		for (size_t i = 0; i < s.n; i++)
+			both |= s.v[i].msize == 16 && strcmp(s.v[i].member, "{cmd,arg}") == 0;
+		cr_expect(both, "%s: access(client.%%) names {cmd,arg}", ccs[c]);
+		jp_sites_free(&s);
+		jp_image_free(img);
+	}
+	jpf_tmp_free(dir);
+}

@@ -314,3 +314,19 @@ Test(plan_format, checks_on_built_plans)
 	xflow_plan_free(p);
 	xflow_unit_free(u);
 }
+
+/* A plan past a table limit is refused naming the limit and the count. */
+Test(plan_format, limits_are_named)
+{
+	char why[256];
+	cr_expect_eq(xflow_plan_limits_check(XFLOW_PLAN_MAX_DOMAINS, XFLOW_PLAN_MAX_ADVICE, XFLOW_PLAN_MAX_FIELDS,
+					     XFLOW_PLAN_MAX_FLOWS, why, sizeof(why)), 0);
+	cr_expect_eq(xflow_plan_limits_check(257, 0, 0, 0, why, sizeof(why)), -EINVAL);
+	cr_expect_str_eq(why, "plan: 257 domains, more than the 256 a plan holds (XFLOW_PLAN_MAX_DOMAINS)");
+	cr_expect_eq(xflow_plan_limits_check(0, 100000, 0, 0, why, sizeof(why)), -EINVAL);
+	cr_expect_str_eq(why, "plan: 100000 advice, more than the 65536 a plan holds (XFLOW_PLAN_MAX_ADVICE)");
+	cr_expect_eq(xflow_plan_limits_check(0, 0, 65536, 0, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "65536 fields") && strstr(why, "XFLOW_PLAN_MAX_FIELDS"), "%s", why);
+	cr_expect_eq(xflow_plan_limits_check(0, 0, 0, 65536, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "65536 flows") && strstr(why, "XFLOW_PLAN_MAX_FLOWS"), "%s", why);
+}

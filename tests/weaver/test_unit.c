@@ -3,6 +3,8 @@
  */
 #include "wtest.h"
 
+#include "weaver/util.h"
+#include "xflow/plan.h"
 #include "xflow/record.h"
 
 Test(unit, netflow_xml_compiles_in_weave_order)
@@ -73,4 +75,62 @@ Test(unit, max_errors_option)
 	cr_expect(strstr(d, "too many errors (2)"), "%s", d);
 	free(d);
 	xflow_unit_free(u);
+}
+
+/* A unit of @n copies of @item, one a line from line 2, each with its
+ * number wherever @item has a '#'. */
+static char *many(const char *item, unsigned n)
+{
+	struct fl_buf b = { 0 };
+	fl_buf_puts(&b, "<flows>\n");
+	for (unsigned i = 0; i < n; i++) {
+		for (const char *c = item; *c; c++)
+			if (*c == '#')
+				fl_buf_printf(&b, "%u", i);
+			else
+				fl_buf_putc(&b, *c);
+		fl_buf_putc(&b, '\n');
+	}
+	fl_buf_puts(&b, "</flows>\n");
+	return b.s;
+}
+
+/* What a weave plan holds (xflow/plan.h), checked by `xflowc check`: the
+ * error names the limit, the count and the first item past it. */
+Test(unit, plan_limits_are_checked, .timeout = 60)
+{
+	struct {
+		const char *item;
+		unsigned n;
+		const char *want;
+	} cases[] = {
+		{ "<advice><pointcut>call(f#)</pointcut><before>STORE_DATA1(1);</before></advice>",
+		  XFLOW_PLAN_MAX_ADVICE + 1,
+		  "t.xml:65538:1: error: 65537 advice after expansion, more than the 65536 a weave plan holds "
+		  "(XFLOW_PLAN_MAX_ADVICE); this is advice 65537" },
+		{ "<xflow name=\"f#\"/>", XFLOW_PLAN_MAX_FLOWS + 1,
+		  "t.xml:65537:14: error: 65536 xflows, more than the 65535 a weave plan holds "
+		  "(XFLOW_PLAN_MAX_FLOWS); this is xflow 65536" },
+		{ "<advice><pointcut>access(s.m#) AND target(p)</pointcut><before>STORE_DATA1(p->m#);</before></advice>",
+		  XFLOW_PLAN_MAX_FIELDS + 1,
+		  "error: 65536 struct members used, more than the 65535 a weave plan holds "
+		  "(XFLOW_PLAN_MAX_FIELDS); this is member 65536 (s.m65535)" },
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char *xml = many(cases[k].item, cases[k].n);
+		int rc;
+		struct xflow_unit *u = wt_compile(xml, &rc);
+		char *d = wt_diags(u);
+		cr_expect_eq(rc, -EINVAL, "case %zu compiled", k);
+		cr_expect(strstr(d, cases[k].want), "want \"%s\" in:\n%.2000s", cases[k].want, d);
+		free(d);
+		xflow_unit_free(u);
+		/* One less is within the limit. */
+		char *ok = many(cases[k].item, cases[k].n - 1);
+		u = wt_compile(ok, &rc);
+		cr_expect_eq(rc, 0, "case %zu at the limit", k);
+		xflow_unit_free(u);
+		free(ok);
+		free(xml);
+	}
 }

@@ -1,9 +1,12 @@
 /*
- * The xflowc command: exit codes, help, check and dump output.
+ * The xflowc command: exit codes, help, check and dump output, inputs that
+ * are not regular files.
  */
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wtest.h"
+#include "xflow/plan.h"
 
 struct run {
 	int rc;
@@ -141,4 +144,41 @@ Test(xflowc, dump_is_a_flow_file_that_checks)
 	cr_expect(strstr(r.out, "FLOW_GET  flow 0 (netflow)"), "%s", r.out);
 	cr_expect(strstr(r.out, "STORE     3 flags 0"), "%s", r.out);
 	done(&r);
+}
+
+/* Inputs that are not regular files are refused at once, never waited on:
+ * a FIFO given to check (a writer may never come), included, or as a
+ * plan; a directory. */
+Test(xflowc, fifo_inputs_are_refused_without_blocking, .timeout = 20)
+{
+	char dir[] = "/tmp/xflowc-fifo-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char fifo[64], inc[64], xml[200];
+	snprintf(fifo, sizeof(fifo), "%s/f.xml", dir);
+	snprintf(inc, sizeof(inc), "%s/inc.xml", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	FILE *f = fopen(inc, "w");
+	fputs("<flows>\n<include file=\"f.xml\"/>\n</flows>\n", f);
+	fclose(f);
+	struct run r = RUN("xflowc", "check", fifo);
+	cr_expect_eq(r.rc, 1);
+	snprintf(xml, sizeof(xml), "xflowc: error: cannot read '%s': not a regular file (a FIFO)\n", fifo);
+	cr_expect(strstr(r.err, xml), "%s", r.err);
+	done(&r);
+	r = RUN("xflowc", "check", inc);
+	cr_expect_eq(r.rc, 1);
+	snprintf(xml, sizeof(xml), "%s:2:16: error: cannot read '%s': not a regular file (a FIFO)\n", inc, fifo);
+	cr_expect(strstr(r.err, xml), "%s", r.err);
+	done(&r);
+	r = RUN("xflowc", "check", dir);
+	cr_expect_eq(r.rc, 1);
+	cr_expect(strstr(r.err, "not a regular file (a directory)"), "%s", r.err);
+	done(&r);
+	struct xflow_plan *p;
+	char why[256];
+	cr_expect_eq(xflow_plan_read_file(fifo, &p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "not a regular file (a FIFO)"), "%s", why);
+	unlink(inc);
+	unlink(fifo);
+	rmdir(dir);
 }

@@ -144,3 +144,87 @@ Test(xml_load, other_encodings_are_not_guessed)
 	free(d);
 	xflow_unit_free(u);
 }
+
+/* Every line printed is a diagnostic with its place: none of libxml2's
+ * messages may spill onto a second line. */
+static void expect_one_line_each(const char *diags)
+{
+	const char *p = diags;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		cr_expect(strncmp(p, "x.xml:", 6) == 0, "a line without a place: %.*s\nin:\n%s", (int)n, p, diags);
+		p += n + (nl != NULL);
+	}
+}
+
+/* A file that is not UTF-8 (Latin-1 here, whatever it declares): one
+ * error at the first bad byte, on one line, saying what to do. */
+Test(xml_load, non_utf8_is_one_diagnostic)
+{
+	static const char *const files[] = {
+		"<flows>\n<!-- caf\xe9 -->\n</flows>\n",
+		"<?xml version='1.0' encoding='ISO-8859-1'?>\n<flows>\n<!-- caf\xe9 -->\n</flows>\n",
+		"<flows>\n<!-- \xed\xa0\x80 -->\n</flows>\n", /* a UTF-16 surrogate, encoded */
+	};
+	static const unsigned lines[] = { 2, 3, 2 }, cols[] = { 9, 9, 6 };
+	static const char *const bytes[] = { "0xE9", "0xE9", "0xED" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct loaded l = load(files[i]);
+		cr_expect_eq(l.rc, -EINVAL);
+		char want[128];
+		snprintf(want, sizeof(want), "x.xml:%u:%u: error: malformed XML: byte %s is not UTF-8\n", lines[i],
+			 cols[i], bytes[i]);
+		cr_expect(strstr(l.diags, want), "want %s in:\n%s", want, l.diags);
+		cr_expect(strstr(l.diags, "note: flow files are read as UTF-8"), "%s", l.diags);
+		expect_one_line_each(l.diags);
+		unload(&l);
+	}
+}
+
+/* Attributes are placed by one walk of the raw tag: a value that holds a
+ * name, '=', '>' or the other quote, and a namespace declaration libxml2
+ * leaves out of the list, do not throw it off. */
+Test(xml_load, attribute_positions_in_one_walk)
+{
+	static const char xml[] = "<field xmlns:q='urn:x' name='offset = 1 > \"x\"' offset=\"4\"\n  q:size='12'/>";
+	struct loaded l = load(xml);
+	cr_assert_eq(l.rc, 0, "%s", l.diags);
+	const struct fl_xnode *n = l.doc.root;
+	cr_assert_eq(n->nattrs, 3);
+	static const char *const names[] = { "name", "offset", "q:size" };
+	static const char *const at[] = { "name='", "offset=\"", "q:size=" };
+	for (size_t i = 0; i < 3; i++) {
+		cr_expect_str_eq(n->attrs[i].name, names[i]);
+		size_t want = (size_t)(strstr(xml, at[i]) - xml);
+		cr_expect_eq(n->attrs[i].loc.off, want, "%s at %u, want %zu", names[i], n->attrs[i].loc.off, want);
+		cr_expect_eq(n->attrs[i].vloc.off, want + strcspn(xml + want, "'\"") + 1, "%s's value", names[i]);
+	}
+	unload(&l);
+}
+
+/* An element may have FL_XML_MAX_ATTRS attributes; past that it is refused
+ * before libxml2, which is quadratic in them, reads the tag. */
+Test(xml_load, attributes_are_bounded)
+{
+	static const unsigned counts[] = { FL_XML_MAX_ATTRS, FL_XML_MAX_ATTRS + 1, 100000 };
+	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		unsigned n = counts[k];
+		struct fl_buf b = { 0 };
+		fl_buf_puts(&b, "<flows>\n<xflow");
+		for (unsigned i = 0; i < n; i++)
+			fl_buf_printf(&b, " a%u='>=%u'", i, i);
+		fl_buf_puts(&b, "/>\n</flows>\n");
+		struct loaded l = load(b.s);
+		if (n == FL_XML_MAX_ATTRS) {
+			cr_expect_eq(l.rc, 0, "%s", l.diags);
+			cr_expect_eq(l.doc.root->kids[0]->nattrs, FL_XML_MAX_ATTRS);
+		} else {
+			cr_expect_eq(l.rc, -EINVAL);
+			cr_expect(strstr(l.diags, "x.xml:2:1: error: <xflow> has more than 64 attributes, the most an "
+						  "element may have\n"), "%u: %.300s", n, l.diags);
+		}
+		unload(&l);
+		fl_buf_free(&b);
+	}
+}
