@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,19 +422,37 @@ int xflow_ctl_listen(const char *path)
 		}
 		unlink(path); /* stale: its agent is gone */
 	}
+	/* Bound and listening under a private name first, then renamed into
+	 * place: whoever sees the socket file can connect at once (a monitor
+	 * started right after the agent must not meet ECONNREFUSED).  A path
+	 * too long for the suffix is bound in place. */
+	struct sockaddr_un tmp;
+	char tmp_path[sizeof(sa.sun_path) + 16];
+	snprintf(tmp_path, sizeof(tmp_path), "%s.%ld", path, (long)getpid());
+	bool staged = fill_addr(&tmp, tmp_path) == 0;
+	if (!staged)
+		tmp = sa;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	if (staged)
+		unlink(tmp_path); /* left by a process of this pid before */
 	/* The mode is set at bind through the umask, so there is no moment
 	 * when others could connect. */
 	mode_t old = umask(077);
-	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	rc = bind(fd, (struct sockaddr *)&tmp, sizeof(tmp));
 	umask(old);
 	/* Sockets need no execute bit: 0600 as documented. */
-	if (rc == 0 && chmod(path, 0600) < 0)
+	if (rc == 0 && chmod(tmp.sun_path, 0600) < 0)
 		rc = -1;
-	if (rc < 0 || listen(fd, 4) < 0) {
+	if (rc == 0)
+		rc = listen(fd, 4);
+	if (rc == 0 && staged)
+		rc = rename(tmp_path, path);
+	if (rc < 0) {
 		rc = -errno;
+		if (staged)
+			unlink(tmp_path);
 		close(fd);
 		return rc;
 	}

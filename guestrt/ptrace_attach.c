@@ -143,9 +143,13 @@ static struct pt_target *copy_target(struct pt_engine *e, struct pt_target *from
 	c->capbps = from->nbps + 1;
 	c->capsites = from->nsites + 1;
 	c->capscr = from->nscr + 1;
-	memcpy(c->scr, from->scr, (size_t)from->nscr * sizeof(*c->scr));
+	/* A target may have no scratch slots or sites yet: memcpy from NULL
+	 * is undefined even for zero bytes. */
+	if (from->nscr)
+		memcpy(c->scr, from->scr, (size_t)from->nscr * sizeof(*c->scr));
 	c->nscr = from->nscr;
-	memcpy(c->sites, from->sites, (size_t)from->nsites * sizeof(*c->sites));
+	if (from->nsites)
+		memcpy(c->sites, from->sites, (size_t)from->nsites * sizeof(*c->sites));
 	c->nsites = from->nsites;
 	for (int i = 0; i < from->nbps; i++) {
 		struct pt_bp *bp = malloc(sizeof(*bp));
@@ -157,7 +161,8 @@ static struct pt_target *copy_target(struct pt_engine *e, struct pt_target *from
 			free(bp);
 			goto fail;
 		}
-		memcpy(bp->sites, from->bps[i]->sites, (size_t)bp->nsites * sizeof(*bp->sites));
+		if (bp->nsites)
+			memcpy(bp->sites, from->bps[i]->sites, (size_t)bp->nsites * sizeof(*bp->sites));
 		c->bps[c->nbps++] = bp;
 		for (uint32_t s = 0; s < c->nsites; s++)
 			if (c->sites[s].bp == from->bps[i])

@@ -8,6 +8,10 @@
 # passes, 77 skips (with the reason on its output), anything else fails.
 # Exit status is non-zero when anything failed.
 set -u
+# A hung test must fail the run, not stall it: every program gets at most
+# TEST_TIMEOUT seconds (timeout(1) signals its whole process group, so the
+# fixtures a test started go too).
+limit=${TEST_TIMEOUT:-900}
 passed=0 failed=0 skipped=0
 failures=""
 log_dir=${BUILD:-build}/test-logs
@@ -26,15 +30,19 @@ run_suite() {
 	case $name in
 	replay_*)
 		corpus=tests/fuzz/corpus/${name#replay_}
-		if "$t" "$corpus" >"$log" 2>&1; then
+		if timeout -k 10 "$limit" "$t" "$corpus" >"$log" 2>&1; then
 			passed=$((passed + 1)); echo "PASS  $name ($(tail -1 "$log"))"
 		else
 			note_fail "$name"; echo "FAIL  $name"; tail -20 "$log"
 		fi
 		return ;;
 	esac
-	"$t" --jobs=2 >"$log" 2>&1
+	timeout -k 10 "$limit" "$t" --jobs=2 >"$log" 2>&1
 	rc=$?
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		note_fail "$name"; echo "FAIL  $name (hung: killed after ${limit}s)"; tail -30 "$log"
+		return
+	fi
 	syn=$(grep -a 'Synthesis:' "$log" | tail -1)
 	tested=$(echo "$syn" | sed -n 's/.*Tested: \([0-9]*\).*/\1/p')
 	pass=$(echo "$syn" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
@@ -58,10 +66,11 @@ run_script() {
 	s=$1 name=$(basename "$1" .sh)
 	log="$log_dir/$name.log"
 	start=$(date +%s)
-	"$s" >"$log" 2>&1
+	timeout -k 10 "$limit" "$s" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
 	case $rc in
+	124|137) note_fail "$name"; echo "FAIL  $name (hung: killed after ${limit}s)"; tail -30 "$log" ;;
 	0) passed=$((passed + 1)); echo "PASS  $name (${secs}s)" ;;
 	77) skipped=$((skipped + 1)); echo "SKIP  $name: $(tail -1 "$log")" ;;
 	*) note_fail "$name"; echo "FAIL  $name (exit $rc, ${secs}s)"; tail -30 "$log" ;;

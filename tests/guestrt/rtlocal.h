@@ -3,7 +3,8 @@
  * image mapped here (as the backend maps it into a target), a control
  * region and a data region built by the backend's own code, advice compiled
  * by its compiler, and a shim that calls a hook's code with every register
- * and the flags set from an array and reads them all back.  So the
+ * and the flags set from an array and reads them all back (then puts the
+ * ABI's flags back).  So the
  * compiler's code can be checked instruction by instruction against the
  * interpreter, and register by register against what it must preserve,
  * without a traced process in between.
@@ -39,6 +40,9 @@ __asm__(".text\n.globl rtlocal_call\n.type rtlocal_call,@function\nrtlocal_call:
 	"\tmov %rdi, 40(%rax)\n\tmov %rbp, 48(%rax)\n\tmov %r8, 64(%rax)\n\tmov %r9, 72(%rax)\n"
 	"\tmov %r10, 80(%rax)\n\tmov %r11, 88(%rax)\n\tmov %r12, 96(%rax)\n\tmov %r13, 104(%rax)\n"
 	"\tmov %r14, 112(%rax)\n\tmov %r15, 120(%rax)\n\tpopq 128(%rax)\n"
+	/* Back to the ABI's flags: DF clear, and AC clear, or the caller's
+	 * own unaligned accesses (ASan's shadow writes) trap. */
+	"\tpushq $0x202\n\tpopfq\n"
 	"\tadd $16, %rsp\n"
 	"\tpop %r15\n\tpop %r14\n\tpop %r13\n\tpop %r12\n\tpop %rbp\n\tpop %rbx\n\tret\n"
 	".size rtlocal_call, .-rtlocal_call\n");
