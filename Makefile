@@ -122,8 +122,9 @@ all: $(BINS)
 check: all $(TEST_SUITES) $(TEST_PROGS)
 	$(Q)BUILD=$(BUILD) SAN=$(SAN) tests/run.sh $(TEST_SUITES) -- $(TEST_SCRIPTS)
 
-bench: $(BENCHES)
+bench: $(BENCHES) $(BINS)
 	$(Q)for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
+	$(Q)for s in $(BENCH_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
 
 man-lint:
 	$(Q)for m in $(MAN_PAGES); do out=$$(groff -ww -z -man $$m 2>&1); \
