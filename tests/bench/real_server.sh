@@ -8,10 +8,11 @@
 #
 #   tests/bench/real_server.sh        (make bench runs it; root for apt)
 #
-# Knobs (environment): PAIRS (untraced/traced pairs, default 3), SECS (per
-# run, default 8), CONNS (client connections, 16), DEPTH (requests in flight
+# Knobs (environment): PAIRS (untraced/traced pairs, default 8), SECS (per
+# run, default 4), CONNS (client connections, 16), DEPTH (requests in flight
 # per connection, 1), THREADS (memcached's, 2), MIN_RATIO (0.85),
-# REAL_SERVER_CACHE (build-bench/real_server), FLOWS (the flow file).
+# REAL_SERVER_CACHE (build-bench/real_server), FLOWS (the flow file),
+# AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536).
 #
 # The source is fetched once with `apt-get source` through a deb-src list of
 # our own, derived from the machine's apt sources, in private directories:
@@ -23,19 +24,24 @@
 # A traced run counts only when the agent put every site in, with jumps
 # (breakpoints are counted and named), and its records show up: the saved
 # session is played back and must hold about one finished flow per request
-# served.  Each traced run is compared with the mean of the untraced runs
+# served, and no record lost.  Each traced run is compared with the mean of the untraced runs
 # on either side of it; the status is 1 when the median of these ratios is
 # under MIN_RATIO, or a check fails.
 set -u
 BUILD=${BUILD:-build}
 CACHE=${REAL_SERVER_CACHE:-build-bench/real_server}
-PAIRS=${PAIRS:-3}
-SECS=${SECS:-8}
+PAIRS=${PAIRS:-8}
+SECS=${SECS:-4}
 CONNS=${CONNS:-16}
 DEPTH=${DEPTH:-1}
 THREADS=${THREADS:-2}
 MIN_RATIO=${MIN_RATIO:-0.85}
 MIN_SITES=100
+# A worker thread writes about a million records a second here: the
+# default lanes (4,096 records) fill while the agent waits for one of the
+# two cores, so each gets 64 Ki (16 lanes: memcached's threads that hit
+# sites are its workers and its listener).
+AGENT_OPTS=${AGENT_OPTS:---lanes 16 --lane-slots 65536}
 FLOWS=${FLOWS:-tests/bench/memcached.xml}
 
 skip() { echo "SKIPPED: $*"; exit 0; }
@@ -165,7 +171,8 @@ for i in $(seq "$PAIRS"); do
 	U_ALL="$U_ALL $u"
 
 	ses="$SES_DIR/run$i.ses"
-	"$BUILD/bin/xflow-agent" --domain mc --plan "$PLAN" --save-session "$ses" --pid "$MP" -v \
+	# shellcheck disable=SC2086
+	"$BUILD/bin/xflow-agent" --domain mc --plan "$PLAN" --save-session "$ses" --pid "$MP" $AGENT_OPTS -v \
 		2>"$T/agent$i.log" &
 	AP=$!
 	n=0
@@ -198,6 +205,9 @@ for i in $(seq "$PAIRS"); do
 	AP=
 	[ $rc -eq 0 ] || [ $rc -eq 130 ] || { cat "$T/agent$i.log"; fail "the agent ended with status $rc"; }
 	grep -q "every target detached" "$T/agent$i.log" || { cat "$T/agent$i.log"; fail "the agent did not detach"; }
+	saved=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\):.*/\1/p' "$T/agent$i.log")
+	lost=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\):.*/\2/p' "$T/agent$i.log")
+	[ -n "$saved" ] && [ -n "$lost" ] || { cat "$T/agent$i.log"; fail "the agent did not say what it saved"; }
 	kill -0 "$MP" 2>/dev/null || fail "memcached died while traced"
 
 	# The records: the session played back whole.
@@ -212,9 +222,10 @@ for i in $(seq "$PAIRS"); do
 	fin=$(echo "$fl" | sed -n 's/.* finished \([0-9]*\),.*/\1/p')
 	[ -n "$rec" ] && [ -n "$fin" ] || { tail -20 "$T/replay$i.out"; fail "cannot read the replay of run $i"; }
 	[ "$rec" -gt 0 ] || fail "traced run $i: no record arrived"
-	RECORDS=$((RECORDS + rec)) DROPS=$((DROPS + ${drp:-0})) FLOWS_DONE=$((FLOWS_DONE + fin))
+	[ "$rec" = "$saved" ] || fail "traced run $i: the agent saved $saved records, the replay read $rec"
+	RECORDS=$((RECORDS + rec)) DROPS=$((DROPS + ${drp:-0} + lost)) FLOWS_DONE=$((FLOWS_DONE + fin))
 	REQS_T=$((REQS_T + reqs))
-	say "pair $i: untraced $u req/s, traced $t req/s; traced run: $reqs requests, $fin flows finished, $rec records, ${drp:-0} dropped"
+	say "pair $i: untraced $u req/s, traced $t req/s; traced run: $reqs requests, $fin flows finished, $rec records, $((${drp:-0} + lost)) lost"
 done
 u=$(client "$SECS")
 U_ALL="$U_ALL $u"
@@ -234,10 +245,9 @@ say "sites in plan: $SITES ($JUMPS by jump, $TRAPS by breakpoint fallback)"
 say "untraced req/s:$U_ALL (median $MU)"
 say "traced   req/s:$T_ALL (median $MT)"
 say "traced/untraced: each traced run against its two neighbours: $PAIR_RATIOS; medians' ratio $(awk -v t="$MT" -v u="$MU" 'BEGIN {printf "%.3f", t / u}')"
-say "records: $RECORDS, dropped $DROPS; flows finished $FLOWS_DONE for $REQS_T requests served while traced"
-# Every request served while traced is a flow; a few at the ends of a run
-# may be cut (the last ones still in the ring when the agent detaches).
-awk -v f="$FLOWS_DONE" -v r="$REQS_T" 'BEGIN {exit !(f >= 0.9 * r)}' ||
+say "records: $RECORDS saved, $DROPS lost; flows finished $FLOWS_DONE for $REQS_T requests served while traced"
+# Every request served while traced is a flow that finishes.
+awk -v f="$FLOWS_DONE" -v r="$REQS_T" 'BEGIN {exit !(f >= 0.97 * r)}' ||
 	fail "only $FLOWS_DONE flows finished for $REQS_T requests: records are missing"
 if awk -v r="$RATIO" -v m="$MIN_RATIO" 'BEGIN {exit !(r >= m)}'; then
 	say "traced/untraced (median of the runs' ratios): $RATIO (target >= $MIN_RATIO: met)"
