@@ -12,7 +12,8 @@
 # run, default 4), CONNS (client connections, 16), DEPTH (requests in flight
 # per connection, 1), THREADS (memcached's, 2), MIN_RATIO (0.85),
 # REAL_SERVER_CACHE (build-bench/real_server), FLOWS (the flow file),
-# AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536).
+# AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536),
+# AGENT_PREFIX (before the agent's command, e.g. "nice -n 10").
 #
 # The source is fetched once with `apt-get source` through a deb-src list of
 # our own, derived from the machine's apt sources, in private directories:
@@ -42,6 +43,7 @@ MIN_SITES=100
 # two cores, so each gets 64 Ki (16 lanes: memcached's threads that hit
 # sites are its workers and its listener).
 AGENT_OPTS=${AGENT_OPTS:---lanes 16 --lane-slots 65536}
+AGENT_PREFIX=${AGENT_PREFIX:-}
 FLOWS=${FLOWS:-tests/bench/memcached.xml}
 
 skip() { echo "SKIPPED: $*"; exit 0; }
@@ -172,7 +174,7 @@ for i in $(seq "$PAIRS"); do
 
 	ses="$SES_DIR/run$i.ses"
 	# shellcheck disable=SC2086
-	"$BUILD/bin/xflow-agent" --domain mc --plan "$PLAN" --save-session "$ses" --pid "$MP" $AGENT_OPTS -v \
+	$AGENT_PREFIX "$BUILD/bin/xflow-agent" --domain mc --plan "$PLAN" --save-session "$ses" --pid "$MP" $AGENT_OPTS -v \
 		2>"$T/agent$i.log" &
 	AP=$!
 	n=0
