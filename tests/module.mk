@@ -55,6 +55,8 @@ $(BINDIR)/bench/$(1): $(OBJDIR)/tests/bench/$(1).o $$(LINK_LIBS)
 	$$(Q)$$(CC) $$(XLDFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $$(LINK_LIBS) $$(BENCH_LDLIBS) $$(ALL_LDLIBS)
 endef
 $(foreach b,$(BENCH_SRCS),$(eval $(call bench_prog,$(basename $(notdir $(b))))))
+# Benchmarks of whole programs: the simulated host woven against untraced.
+BENCH_SCRIPTS += tests/bench/sim_woven.sh
 
 # `make fuzz`: a clang build in its own tree with libFuzzer's coverage
 # instrumentation on every library object.
