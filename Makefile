@@ -81,6 +81,7 @@ BINS :=
 TEST_SUITES :=
 TEST_SCRIPTS :=
 BENCHES :=
+BENCH_SCRIPTS :=
 FUZZERS :=
 MAN_PAGES :=
 
@@ -122,9 +123,8 @@ all: $(BINS)
 check: all $(TEST_SUITES) $(TEST_PROGS)
 	$(Q)BUILD=$(BUILD) SAN=$(SAN) tests/run.sh $(TEST_SUITES) -- $(TEST_SCRIPTS)
 
-bench: $(BENCHES) $(BINS)
-	$(Q)for b in $(BENCHES); do echo "== $$b"; $$b || exit 1; done
-	$(Q)for s in $(BENCH_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) $$s || exit 1; done
+bench: $(BENCHES) all $(TEST_PROGS)
+	$(Q)for b in $(BENCHES) $(BENCH_SCRIPTS); do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
 
 man-lint:
 	$(Q)for m in $(MAN_PAGES); do out=$$(groff -ww -z -man $$m 2>&1); \

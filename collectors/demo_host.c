@@ -240,7 +240,7 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 	char domfile[128], guests[16], rate[16], size[16], brate[16];
 	snprintf(domfile, sizeof(domfile), "%s/domains", h->dir);
 	snprintf(guests, sizeof(guests), "%u", o->guests ? o->guests : 1);
-	snprintf(rate, sizeof(rate), "%u", o->rate ? o->rate : 500);
+	snprintf(rate, sizeof(rate), "%u", o->rate ? o->rate : 1000);
 	snprintf(brate, sizeof(brate), "%u", o->block_rate);
 	snprintf(size, sizeof(size), "%u", (unsigned)o->size);
 	char *argv[64];

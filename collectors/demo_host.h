@@ -30,7 +30,7 @@
 
 struct xflow_demo_opts {
 	unsigned guests;           /* 0: 1 */
-	unsigned rate;             /* messages/s per guest; 0: 500 */
+	unsigned rate;             /* messages/s per guest; 0: 1000, xensim's default */
 	uint32_t size;             /* bytes per message; 0: xensim's default */
 	const char *duration;      /* xensim --duration; NULL: 1 day (stop ends it) */
 	const char *delays[XFLOW_DEMO_MAX_DELAYS]; /* "STAGE=DURATION" */

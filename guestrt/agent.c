@@ -169,7 +169,7 @@ static uint64_t hit_clock(void *ctx)
 static uint64_t agent_new_id(void *ctx)
 {
 	struct agent *a = ctx;
-	a->next_id = a->next_id >= XFLOW_FLOWID_MAX ? 1 : a->next_id + 1;
+	a->next_id = xflow_flowid_after(a->next_id);
 	return a->next_id;
 }
 

@@ -353,8 +353,11 @@ struct xflow_hook_intarget_ops {
 	 * program (its forked children): a flag the target reads at each
 	 * hit, no stop, no patch. */
 	int (*advice_enable)(struct xflow_hook_target *t, uint32_t advice, bool on);
-	/* Move every record the targets wrote, in each thread's order, into
-	 * fn; at most @max (0: no limit).  The number moved. */
+	/* Move the records the targets wrote, in each thread's order, into
+	 * fn; at most @max (0: no limit but one lane's capacity per lane, so
+	 * that threads writing as fast as we read cannot hold the caller:
+	 * what they add meanwhile waits for the next call).  The records of
+	 * a target that is gone are all moved.  The number moved. */
 	long (*drain)(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max);
 	/* Counters of the current programs over every target, and of targets
 	 * gone since: per advice (nadvice entries of @adv) and in all. */

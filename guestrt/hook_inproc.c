@@ -595,16 +595,27 @@ static size_t drain_lanes(struct ip_engine *e, struct xflow_ring_consumer *lanes
 	size_t moved = 0;
 	for (uint32_t i = 0; i < n && (!max || moved < max); i++) {
 		bool was = lanes[i].corrupt != 0;
+		/* At most one ring's worth per lane and call: threads that
+		 * write as fast as we read must not keep us here for ever
+		 * (the agent has its monitor and the targets' stops to see
+		 * to); what is left waits for the next call. */
+		size_t lap = lanes[i].nslots;
 		for (;;) {
 			size_t want = max && max - moved < 64 ? max - moved : 64;
+			if (want > lap)
+				want = lap;
+			if (want == 0)
+				break;
 			long k = xflow_ring_pop_records(&lanes[i], buf, want);
 			for (long j = 0; j < k; j++) {
 				/* The agent names its domain, not the target. */
 				buf[j].domain_id = e->domain_id;
 				fn(ctx, &buf[j]);
 			}
-			if (k > 0)
+			if (k > 0) {
 				moved += (size_t)k;
+				lap -= (size_t)k;
+			}
 			if (k < (long)want)
 				break;
 		}

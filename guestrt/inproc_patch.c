@@ -436,6 +436,113 @@ covered:
 	return p->len <= sizeof(p->orig);
 }
 
+/* Back-extension limits: how far before a site a jump may start, and how
+ * much of a function is decoded to find where its instructions begin. */
+#define BACK_MAX_BYTES 24u
+#define BACK_MAX_SCAN 65536u
+
+/* No branch lands inside (from, to): a jump there would be cut in two. */
+static bool no_target_inside(const struct xflow_code_map *cm, uint64_t bias, uint64_t from, uint64_t to)
+{
+	for (uint64_t a = from + 1; a < to; a++)
+		if (xflow_code_map_is_target(cm, a - bias))
+			return false;
+	return true;
+}
+
+/* When the bytes after a short site cannot be taken (a branch lands there,
+ * the function ends), the jump may start before it: at the jump patch that
+ * ends right at the site (extended by the site's instruction), or at an
+ * earlier instruction that no patch covers.  The trampoline runs those
+ * instructions first, then the site's advice and instruction, and returns
+ * right after it.  Where the function's instructions begin is found by
+ * decoding it from its start.  True with pl->p (and pl->absorbs) set;
+ * false leaves pl untouched. */
+static bool plan_jump_back(struct ip_target *t, uint64_t addr, struct plan *pl)
+{
+	struct xflow_code_func f;
+	uint64_t bias = 0;
+	char why[160], err[200];
+	struct xflow_code_map *cm = ip_code_map(eng(t), t, addr, &bias, why, sizeof(why));
+	if (!cm || xflow_code_map_func(cm, addr - bias, &f) != 0 || f.opaque || xflow_code_map_landing_pads(cm))
+		return false;
+	const struct xflow_insn *site = &pl->p.insn[0];
+	uint64_t end = addr + site->len;
+	/* The site's own bytes are never a landing place. */
+	if (xflow_code_map_is_target(cm, addr - bias) || !no_target_inside(cm, bias, addr, end))
+		return false;
+	struct ip_patch np;
+	struct ip_patch *prev = ip_patch_at(t, addr - 1);
+	if (prev) {
+		if (prev->kind != IP_JUMP || prev->addr + prev->len != addr || prev->ninsns == IP_PATCH_MAX_INSNS ||
+		    prev->len + site->len > sizeof(prev->orig))
+			return false;
+		const struct xflow_insn *last = &prev->insn[prev->ninsns - 1];
+		if (last->uncond || last->kind == XFLOW_INSN_EMU_JMP)
+			return false;
+		np = *prev;
+		np.insn[np.ninsns++] = *site;
+		np.len = (uint8_t)(np.len + site->len);
+		np.installed = false;
+		pl->p = np;
+		pl->absorbs = prev;
+		return true;
+	}
+	uint64_t start = f.start + bias;
+	if (addr <= start || addr - start > BACK_MAX_SCAN)
+		return false;
+	size_t span = (size_t)(addr - start) + 16, got;
+	uint8_t *code = malloc(span);
+	if (!code)
+		return false;
+	bool ok = read_orig(t, start, code, span, &got) == 0 && got > addr - start;
+	/* The last instructions before the site, as a ring. */
+	struct xflow_insn back[IP_PATCH_MAX_INSNS];
+	unsigned nback = 0;
+	uint64_t at = start;
+	while (ok && at < addr) {
+		struct xflow_insn *in = &back[nback % IP_PATCH_MAX_INSNS];
+		if (xflow_insn_decode(code + (at - start), got - (size_t)(at - start), at, in, err, sizeof(err)) < 0)
+			ok = false;
+		else
+			at += in->len, nback++;
+	}
+	free(code);
+	if (!ok || at != addr)
+		return false;
+	/* The nearest start that makes room for a jump. */
+	unsigned have = nback < IP_PATCH_MAX_INSNS - 1 ? nback : IP_PATCH_MAX_INSNS - 1;
+	for (unsigned k = 1; k <= have; k++) {
+		const struct xflow_insn *first = &back[(nback - k) % IP_PATCH_MAX_INSNS];
+		uint64_t from = first->addr;
+		if (addr - from > BACK_MAX_BYTES || end - from > sizeof(np.orig))
+			return false;
+		/* Each instruction taken must fall through to the next, and
+		 * none may be a call: its return would land inside the jump
+		 * (the nearer ones were checked at smaller k). */
+		if (first->uncond || first->kind == XFLOW_INSN_EMU_JMP || first->kind == XFLOW_INSN_EMU_CALL ||
+		    first->kind == XFLOW_INSN_EMU_CALLR || first->call_mem)
+			return false;
+		if (ip_patch_at(t, from))
+			return false;
+		if (end - from < JMP_LEN)
+			continue;
+		if (!no_target_inside(cm, bias, from, end))
+			return false;
+		memset(&np, 0, sizeof(np));
+		np.addr = from;
+		np.kind = IP_JUMP;
+		for (unsigned j = k; j >= 1; j--)
+			np.insn[np.ninsns++] = back[(nback - j) % IP_PATCH_MAX_INSNS];
+		np.insn[np.ninsns++] = *site;
+		np.len = (uint8_t)(end - from);
+		pl->p = np;
+		pl->absorbs = NULL;
+		return true;
+	}
+	return false;
+}
+
 /* Wait (briefly, the world running meanwhile) for every thread to be out
  * of (addr, addr + len): not stopped there, no return into it. */
 static bool bytes_free(struct ip_target *t, uint64_t addr, unsigned len, char *why, size_t whylen)
@@ -527,7 +634,17 @@ int ip_site_place(struct ip_target *t, struct ip_site *s)
 		free(pl);
 		return xflow_hook_fail(h, rc, "%s", err[0] ? err : xflow_hook_strerror(rc));
 	}
-	if (jump && !bytes_free(t, s->addr, pl->p.len, pl->why, sizeof(pl->why)))
+	if (!jump && !pl->absorbs) {
+		/* Forward the bytes cannot be taken: perhaps backward.  The
+		 * forward reason stays the one given if not. */
+		struct ip_patch site = pl->p;
+		pl->p.ninsns = 1;
+		pl->p.len = pl->p.insn[0].len;
+		jump = plan_jump_back(t, s->addr, pl);
+		if (!jump)
+			pl->p = site;
+	}
+	if (jump && !bytes_free(t, pl->p.addr, pl->p.len, pl->why, sizeof(pl->why)))
 		jump = false;
 	if (!jump)
 		plan_trap(pl);

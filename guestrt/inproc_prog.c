@@ -103,9 +103,8 @@ void ip_ctl_fill(void *map, uint64_t addr, size_t size, const struct xflow_hook_
 	c->off_fetches = l.fetches;
 	c->off_fields = l.fields;
 	c->off_bases = l.bases;
-	/* Ids start past 0 (no flow) and well away from the ids the ptrace
-	 * path hands out, should both ever feed one monitor. */
-	atomic_store_explicit(&c->next_id, 1, memory_order_relaxed);
+	/* The id counter: its n-th id is 2n + 1 (rt_lane_new_id), so 1 first. */
+	atomic_store_explicit(&c->next_id, 0, memory_order_relaxed);
 
 	struct xflow_rt_advice *adv = (void *)(m + l.advice);
 	size_t code = l.code;

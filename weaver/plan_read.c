@@ -240,8 +240,10 @@ static const char *str(struct rd *r)
 		r->err = true;
 		return NULL;
 	}
-	/* The table ends with NUL (checked), so every string does too. */
-	return r->strtab + o;
+	/* The table ends with NUL (checked), so every string does too.  An
+	 * empty string is "none", wherever it points: the writer writes none
+	 * as offset 0, and a plan must read the same after a round trip. */
+	return r->strtab[o] ? r->strtab + o : NULL;
 }
 
 /* An array of @n records of at least @min bytes each: refuse counts the

@@ -88,8 +88,9 @@ uint64_t rt_lane_new_id(struct xflow_rt_lane *l, const struct xflow_rt_ctl *c)
 		l->id_next = b;
 		l->id_end = b + XFLOW_RT_ID_BLOCK;
 	}
-	uint64_t id = l->id_next++ & XFLOW_FLOWID_MAX;
-	return id ? id : rt_lane_new_id(l, c);
+	/* The counter's n-th id is 2n + 1: odd, as xflow_flowid_after
+	 * explains (never all zero in the low bits a ring header carries). */
+	return ((l->id_next++ << 1) | 1) & XFLOW_FLOWID_MAX;
 }
 
 /* ---- the flow-id table's lock ------------------------------------------- */

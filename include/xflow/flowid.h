@@ -5,7 +5,8 @@
  * The paper's API (seed 001 §4.1): get_new_flowid, register_flowid,
  * get_flowid, remove_flowid — here xflow_flowtab_new_id, _register, _get,
  * _remove — plus _move and _copy for transits.  Keys are (flow kind,
- * pointer); the value is a flow id (1 .. XFLOW_FLOWID_MAX; 0 means "none").
+ * pointer); the value is a flow id (1 .. XFLOW_FLOWID_MAX; 0 means "none"; the
+ * ids this file hands out are odd, see xflow_flowid_after).
  *
  * Open addressing with linear probing and backward-shift deletion (no
  * tombstones, so lookups never slow down as keys come and go), at most half
@@ -54,10 +55,22 @@ static inline size_t xflow_flowtab_bytes(const struct xflow_flowtab *t)
 	return (size_t)(t->mask + 1) * sizeof(struct xflow_flowtab_slot);
 }
 
-/* A new flow id: 1, 2, ... wrapping from XFLOW_FLOWID_MAX back to 1. */
+/*
+ * Flow ids are odd.  A flow crossing into another domain carries its id's
+ * low bits in a ring header (seed 001 §4.2), and the receiving side reads
+ * all-zero bits as "no flow": an even id would lose the flow there once in
+ * 2^bits.  An odd id is never all zero in any number of low bits, so no
+ * allocator needs to know how many bits a plan carries.
+ */
+static inline uint64_t xflow_flowid_after(uint64_t prev)
+{
+	return prev == 0 || prev >= XFLOW_FLOWID_MAX - 1 ? 1 : (prev | 1) + 2;
+}
+
+/* A new flow id: 1, 3, 5, ... wrapping from XFLOW_FLOWID_MAX back to 1. */
 static inline uint64_t xflow_flowtab_new_id(struct xflow_flowtab *t)
 {
-	t->last_id = t->last_id >= XFLOW_FLOWID_MAX ? 1 : t->last_id + 1;
+	t->last_id = xflow_flowid_after(t->last_id);
 	return t->last_id;
 }
 

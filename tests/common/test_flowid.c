@@ -156,13 +156,20 @@ Test(flowid, contract_edges)
 	xflow_flowtab_fini(&t);
 }
 
-Test(flowid, new_ids_count_from_one_and_skip_zero_on_wrap)
+Test(flowid, new_ids_are_odd_from_one_and_skip_zero_on_wrap)
 {
 	struct xflow_flowtab t;
 	xflow_flowtab_init(&t, 4);
 	cr_assert_eq(xflow_flowtab_new_id(&t), 1);
-	cr_assert_eq(xflow_flowtab_new_id(&t), 2);
-	t.last_id = XFLOW_FLOWID_MAX - 1;
+	cr_assert_eq(xflow_flowtab_new_id(&t), 3);
+	/* Never all zero in any low bits a ring header could carry. */
+	for (unsigned i = 0; i < 10000; i++) {
+		uint64_t id = xflow_flowtab_new_id(&t);
+		for (unsigned bits = 1; bits <= 16; bits++)
+			cr_assert_neq(id & ((1u << bits) - 1), 0, "id %llu carried in %u bits is 0",
+				      (unsigned long long)id, bits);
+	}
+	t.last_id = XFLOW_FLOWID_MAX - 2;
 	cr_assert_eq(xflow_flowtab_new_id(&t), XFLOW_FLOWID_MAX);
 	cr_assert_eq(xflow_flowtab_new_id(&t), 1);
 	xflow_flowtab_fini(&t);

@@ -8,4 +8,4 @@
 # the targets run on) and back on.  The checks are in tests/e2e/xflow_e2e.c.
 . tests/e2e/lib.sh
 e2e_need "$BUILD/sim/truth-check"
-exec timeout -s TERM 60 "$BUILD/tests/e2e/xflow-e2e" flows --rate 200 --duration 10
+exec timeout -s TERM 60 "$BUILD/tests/e2e/xflow-e2e" flows --duration 10

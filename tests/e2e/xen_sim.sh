@@ -49,7 +49,7 @@ export LD_LIBRARY_PATH="$BUILD/sim/xenlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # One guest domain: the simulated host's programs and an agent on linuxU.
 guest_up() { # DOMID LOGNAME
 	"$SIMXEN" "$XFLOW_SIMXEN_DIR" domain-create "$1" linuxU >/dev/null || fail "domain-create $1"
-	"$XENSIM" --domains "$T/doms$1" --guests 1 --rate 200 --duration 120 >"$T/xensim$1.log" 2>&1 &
+	"$XENSIM" --domains "$T/doms$1" --guests 1 --duration 120 >"$T/xensim$1.log" 2>&1 &
 	sim=$!
 	i=0
 	until pid=$(awk -F'\t' '$2 == "linuxU" {print $3}' "$T/doms$1" 2>/dev/null) && [ -n "$pid" ]; do

@@ -64,7 +64,7 @@ host() {
 	if [ "$1" != -- ]; then delay="--delay $1"; shift; fi
 	shift
 	# shellcheck disable=SC2086
-	"$E2E" serve "$BUILD/bin/xflowtop" $delay --rate 40 --duration 6 --go-when "$TMP/go" -- \
+	"$E2E" serve "$BUILD/bin/xflowtop" $delay --duration 6 --go-when "$TMP/go" -- \
 		--listen 127.0.0.1:0 --set host="$name" --set flow-expire=1 -d 0.5 "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err" &
 	eval "PID_$name=$!"

@@ -29,7 +29,7 @@ static const char flows_xml[] =
 
 /* Advice in weave order, and the plan's sites. */
 enum { ADV_START, ADV_QUIT, ADV_SEQ, ADV_JUMP, ADV_TRAP, NADV };
-enum { S_SEQ, S_SUM, S_TRAP, S_JUMP, NSITES };
+enum { S_SEQ, S_SUM, S_TRAP, S_JUMP, S_BACK, NSITES };
 
 struct fx {
 	const char *bin;
@@ -94,6 +94,8 @@ static void plan_build(struct fx *f)
 	handplan_bind(hp, s, ADV_TRAP, XFLOW_WHEN_BEFORE, NULL, 0);
 	s = handplan_site(hp, loop + 8, 4);
 	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
+	s = handplan_site(hp, loop + 17, 3);
+	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
 	for (unsigned i = 0; i < NSITES; i++)
 		f->addr[i] = f->base + hp->sites[i].addr;
 }
@@ -131,6 +133,7 @@ static void fx_start(struct fx *f, const char *threads, const char *calls, const
 	place(f, S_SUM, 0);
 	place(f, S_TRAP, 0);
 	place(f, S_JUMP, 0);
+	place(f, S_BACK, 0);
 }
 
 /* Serve and drain until the fixture prints a line starting with @want
@@ -293,8 +296,9 @@ Test(hook_inproc, jump_or_breakpoint, .timeout = 120)
 	char ref[1024];
 	fx_start(&f, "4", "20000", "w");
 	struct xflow_hook_site_stats st;
-	const unsigned jumps[] = { S_SEQ, S_SUM, S_JUMP };
-	for (unsigned i = 0; i < 3; i++) {
+	/* S_BACK's bytes after it cannot be taken, those before it can. */
+	const unsigned jumps[] = { S_SEQ, S_SUM, S_JUMP, S_BACK };
+	for (unsigned i = 0; i < 4; i++) {
 		cr_assert_eq(xflow_hook_site_stats(f.t, f.id[jumps[i]][0], &st), 0);
 		cr_expect_eq(st.mech, XFLOW_HOOK_MECH_JUMP, "site %u: %s", jumps[i], st.why);
 	}
@@ -315,6 +319,7 @@ Test(hook_inproc, jump_or_breakpoint, .timeout = 120)
 	check_seq(&f, 20000, true, &seq);
 	cr_expect_eq(seq, 4u * 20000);
 	cr_expect_eq(count(&f, S_JUMP, 2), 4u * 20000 * 3, "jump site: %zu", count(&f, S_JUMP, 2));
+	cr_expect_eq(count(&f, S_BACK, 2), 4u * 20000, "jump placed before its site: %zu", count(&f, S_BACK, 2));
 	cr_expect_eq(count(&f, S_TRAP, 3), 4u * 20000 * 2, "breakpoint site: %zu", count(&f, S_TRAP, 3));
 	cr_expect_eq(check_flows(&f), 4u * 20000);
 	struct xflow_hook_advice_stats as[NADV];
@@ -447,6 +452,7 @@ Test(hook_inproc, agent_killed_target_runs_on, .timeout = 120)
 		place(&f, S_SUM, 0);
 		place(&f, S_TRAP, 0);
 		place(&f, S_JUMP, 0);
+		place(&f, S_BACK, 0);
 		if (write(ready[1], "k", 1) != 1)
 			_exit(5);
 		for (;;) {
@@ -538,7 +544,7 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 		if (k < 64)
 			s->last[k] = (long)r->data[0];
 		s->seq++;
-	} else if (r->site_id == S_JUMP && r->ndata == 1) {
+	} else if ((r->site_id == S_JUMP || r->site_id == S_BACK) && r->ndata == 1) {
 		s->jumps++;
 	} else if (r->ndata == 0 && r->flow_id) {
 		uint64_t mask = (1 << 16) - 1, i = (r->flow_id * 0x9E3779B97F4A7C15ull) >> 48;

@@ -91,7 +91,9 @@ static uint64_t ref_clock(void *ctx)
 
 static uint64_t ref_new_id(void *ctx)
 {
-	return ++((struct ref *)ctx)->next_id;
+	struct ref *r = ctx;
+	r->next_id = xflow_flowid_after(r->next_id);
+	return r->next_id;
 }
 
 static int ref_sink(void *ctx, struct xflow_record *rec)

@@ -181,7 +181,7 @@ Test(interp, netflow_carries_the_id_through_the_ring_header)
 	struct xflow_interp_result r = run(u, start, &guest, t, &v, 1);
 	cr_assert_eq(r.rc, 0);
 	uint64_t id = xflow_flowtab_get(&guest.flows, 0, SKB);
-	cr_assert_eq(id, 0x1234);
+	cr_assert_eq(id, 0x1235);
 	cr_assert_eq(guest.recs[0].flags, XFLOW_REC_START, "the start marker");
 	cr_assert_eq(guest.recs[0].flow_id, id);
 	cr_assert_eq(guest.recs[0].ndata, 0);
@@ -214,7 +214,7 @@ Test(interp, netflow_carries_the_id_through_the_ring_header)
 	r = run(u, xin, &guest, st, sv, 2);
 	cr_assert_eq(r.rc, 0);
 	memcpy(&flags, guest.mem + (TX - MEM_BASE) + offsetof(struct netif_tx_request, flags), 2);
-	cr_assert_eq(flags, (uint16_t)(NETTXF_csum_blank | NETTXF_more_data | (0x234 << 4)),
+	cr_assert_eq(flags, (uint16_t)(NETTXF_csum_blank | NETTXF_more_data | (0x235 << 4)),
 		     "flags %#x", flags);
 	cr_assert_eq(xflow_flowtab_get(&guest.flows, 0, CLONE), 0, "xin_move forgets the id");
 	struct xflow_record *m = &guest.recs[guest.nrecs - 1];
@@ -228,7 +228,7 @@ Test(interp, netflow_carries_the_id_through_the_ring_header)
 	static const char *const bk[] = { "txp", "skb" };
 	r = run(u, xout, &dom0, bk, sv, 2);
 	cr_assert_eq(r.rc, 0);
-	cr_assert_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), 0x234, "the 12 carried bits");
+	cr_assert_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), 0x235, "the 12 carried bits");
 	memcpy(&flags, dom0.mem + (TX - MEM_BASE) + offsetof(struct netif_tx_request, flags), 2);
 	cr_assert_eq(flags, NETTXF_csum_blank | NETTXF_more_data, "netback sees Linux's bits only");
 
@@ -239,7 +239,7 @@ Test(interp, netflow_carries_the_id_through_the_ring_header)
 	cr_assert_eq(xflow_flowtab_get(&dom0.flows, 0, SKB0), 0);
 	m = &dom0.recs[dom0.nrecs - 1];
 	cr_assert_eq(m->flags, XFLOW_REC_QUIT);
-	cr_assert_eq(m->flow_id, 0x234);
+	cr_assert_eq(m->flow_id, 0x235);
 
 	/* Every record decodes: the interpreter writes only valid ones. */
 	for (unsigned k = 0; k < guest.nrecs; k++) {

@@ -281,6 +281,58 @@ Test(plan_format, hostile_bytes)
 	xflow_unit_free(u);
 }
 
+/* A string offset that points at the NUL ending another string is an
+ * empty string: "none", as offset 0 is.  Read as "" instead, a binary
+ * without a path passed the checks, and the plan written back from it
+ * (with offset 0) was refused: found by fuzz_plan. */
+Test(plan_format, an_empty_string_is_none)
+{
+	struct xflow_unit *u = compile(flow_xml);
+	size_t n;
+	unsigned char *b = build(u, &n, NULL, NULL);
+	struct xflow_plan *q;
+	char why[512];
+	cr_assert_eq(xflow_plan_read(b, n, &q, why, sizeof(why)), 0, "%s", why);
+	const char *path = q->domains[0].binaries[0].path;
+	uint32_t stroff = (uint32_t)b[24] | (uint32_t)b[25] << 8 | (uint32_t)b[26] << 16 | (uint32_t)b[27] << 24;
+	uint32_t strsize = (uint32_t)b[28] | (uint32_t)b[29] << 8 | (uint32_t)b[30] << 16 | (uint32_t)b[31] << 24;
+	const unsigned char *tab = b + stroff;
+	size_t plen = strlen(path);
+	uint32_t at = 0;
+	for (uint32_t o = 1; o + plen < strsize && !at; o++)
+		if (!memcmp(tab + o, path, plen + 1))
+			at = o;
+	cr_assert_neq(at, 0, "the binary's path is not in the string table");
+	xflow_plan_free(q);
+	/* Each place the tables hold that offset, in turn, pointed at the
+	 * path's own NUL: where it is the binary's path, the plan is
+	 * refused; elsewhere (a number that happens to be equal) whatever
+	 * is read has a path. */
+	unsigned char *c = malloc(n);
+	unsigned nopath = 0;
+	for (size_t k = XFLOW_PLAN_HEADER_SIZE; k + 4 <= stroff; k++) {
+		uint32_t v = (uint32_t)b[k] | (uint32_t)b[k + 1] << 8 | (uint32_t)b[k + 2] << 16 | (uint32_t)b[k + 3] << 24;
+		if (v != at)
+			continue;
+		memcpy(c, b, n);
+		uint32_t e = at + (uint32_t)plen;
+		for (int i = 0; i < 4; i++)
+			c[k + (size_t)i] = (unsigned char)(e >> (8 * i));
+		refix(c, n);
+		if (xflow_plan_read(c, n, &q, why, sizeof(why)) == 0) {
+			const char *pp = q->domains[0].binaries[0].path;
+			cr_assert(pp && pp[0], "a binary with an empty path was read (offset at byte %zu)", k);
+			xflow_plan_free(q);
+		} else {
+			nopath += strstr(why, "no path") != NULL;
+		}
+	}
+	cr_expect_gt(nopath, 0, "no change of the path's offset was refused for it");
+	free(c);
+	free(b);
+	xflow_unit_free(u);
+}
+
 Test(plan_format, checks_on_built_plans)
 {
 	struct xflow_unit *u = compile(flow_xml);
