@@ -178,7 +178,7 @@ for i in $(seq "$PAIRS"); do
 		2>"$T/agent$i.log" &
 	AP=$!
 	n=0
-	until grep -q "tracing 1 target" "$T/agent$i.log"; do
+	until grep -qs "tracing 1 target" "$T/agent$i.log"; do
 		kill -0 "$AP" 2>/dev/null || break
 		n=$((n + 1))
 		[ $n -gt 300 ] && break
