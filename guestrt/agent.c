@@ -317,7 +317,7 @@ static struct target *target_add(struct agent *a, struct xflow_hook_target *ht)
 	t->pid = ht->pid;
 	char link[64];
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)t->pid);
-	ssize_t n = readlink(link, t->exe, sizeof(t->exe) - 1);
+	ssize_t n = t->pid > 0 ? readlink(link, t->exe, sizeof(t->exe) - 1) : 0;
 	t->exe[n > 0 ? n : 0] = 0;
 	ht->user_data = t;
 	a->targets[a->ntargets++] = t;
@@ -1278,7 +1278,9 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		rc = -EINVAL;
 		goto fail;
 	}
-	xflow_clock_init(&a->clock, 0);
+	/* BPF programs stamp records with bpf_ktime_get_ns(): the ring then
+	 * counts CLOCK_MONOTONIC, whatever the TSC could do. */
+	xflow_clock_init(&a->clock, o->backend == XFLOW_AGENT_KERNEL ? XFLOW_CLOCK_FORCE_MONOTONIC : 0);
 	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, a->ring_slots);
 	if ((rc = xflow_shm_create("xflow-agent-ring", size, &a->shm)) ||
 	    (rc = xflow_eventfd_notifier_init(&a->notifier, -1)) || (rc = ring_reset(a))) {
@@ -1303,8 +1305,15 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 			fprintf(a->log, "xflow-agent: backend ptrace: the in-process runtime needs the TSC (%s)\n",
 				a->clock.why);
 	}
+	if (o->backend == XFLOW_AGENT_KERNEL)
+		ops = &xflow_hook_kernel_ops;
 	if ((rc = xflow_hook_new(ops, &cfg, &a->hook))) {
-		snprintf(err, errlen, "cannot start the hook engine (%s): %s", ops->name, strerror(-rc));
+		if (ops == &xflow_hook_kernel_ops && rc == -ENOTSUP)
+			snprintf(err, errlen, "cannot start the kernel backend: %s",
+				 xflow_hook_kernel_unbuilt() ? xflow_hook_kernel_unbuilt()
+							     : "this kernel has no BTF (/sys/kernel/btf/vmlinux)");
+		else
+			snprintf(err, errlen, "cannot start the hook engine (%s): %s", ops->name, strerror(-rc));
 		goto fail;
 	}
 	a->intarget = ops->intarget != NULL;
@@ -1321,6 +1330,18 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 			rc = rc ? rc : -ENOMEM;
 			goto fail;
 		}
+	}
+	if (o->backend == XFLOW_AGENT_KERNEL) {
+		/* One target, the kernel; the monitor plans against its BTF
+		 * ("kernel:", see xflowc(1)). */
+		struct xflow_hook_target *ht;
+		struct target *t;
+		if ((rc = xflow_hook_attach(a->hook, 0, &ht)) || !(t = target_add(a, ht))) {
+			snprintf(err, errlen, "cannot attach to the kernel: %s", rc ? xflow_hook_last_error(a->hook) : "no memory");
+			rc = rc ? rc : -ENOMEM;
+			goto fail;
+		}
+		snprintf(t->exe, sizeof(t->exe), "kernel:");
 	}
 	if (o->exe && (rc = attach_exe(a, o->exe))) {
 		snprintf(err, errlen, "cannot attach to a process running %s: %s", o->exe,
