@@ -627,6 +627,10 @@ static uint32_t plan_install_target(struct agent *a, struct target *t, struct fa
 			c->installed = 1;
 			c->on = 1;
 			struct xflow_hook_site_stats st;
+			/* The kernel backend says what serves the site and what
+			 * it cost the verifier. */
+			if (a->o.backend == XFLOW_AGENT_KERNEL && xflow_hook_site_stats(t->ht, c->hook_site, &st) == 0)
+				logf_(a, 1, "site %u (%s): %s", s, ps->func ? ps->func : "?", st.why);
 			if (a->intarget && xflow_hook_site_stats(t->ht, c->hook_site, &st) == 0 &&
 			    st.mech == XFLOW_HOOK_MECH_TRAP_INTARGET) {
 				snprintf(why, sizeof(why), "pid %d, %s:%u (%s) at %#" PRIx64 ": a breakpoint: %s",

@@ -10,3 +10,7 @@ $(OBJDIR)/guestrt/hook_kernel_none.o: XCFLAGS += -DKERNEL_BPF_WHY='"$(KERNEL_BPF
 endif
 ALL_OBJS += $(call objs_of,$(KERNEL_HOOK_SRC))
 $(call folder_lib,guestrt): $(call objs_of,$(KERNEL_HOOK_SRC))
+
+# Its end to end test: a veth pair, pings, the monitor's hop counts, and
+# nothing left loaded (tests/e2e/kernel_veth.sh; skips without root or BTF).
+TEST_SCRIPTS += tests/e2e/kernel_veth.sh

@@ -60,6 +60,12 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 	unsigned sp = 0;
 	memset(loc, 0, sizeof(loc));
 	sh->nev = 0;
+	/* A write is the refusal that matters most: say it first. */
+	for (uint32_t pc = 0; pc < p->ninsns; pc++)
+		if (p->insns[pc].op == XFLOW_OP_STF) {
+			*why = refusal(XFLOW_OP_STF);
+			return -EINVAL;
+		}
 	for (uint32_t pc = 0; pc < p->ninsns; pc++) {
 		const struct xflow_bc_insn *in = &p->insns[pc];
 		struct tag x = { T_OTHER, 0 };
