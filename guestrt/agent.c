@@ -705,15 +705,20 @@ static int plan_take(struct agent *a, struct xflow_plan *p, struct fail_list *fa
 		if (a->targets[i]->ht)
 			*installed += plan_install_target(a, a->targets[i], fails);
 	*total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1);
-	uint32_t traps = 0;
+	uint32_t traps = 0, failed = 0;
 	for (uint32_t i = 0; i < fails->n; i++)
 		if (fails->v[i].err == 0) {
 			traps++;
 			logf_(a, 1, "%s", fails->v[i].why);
+		} else if (failed++ == 0 || a->o.verbose) {
+			/* The monitor is told too; the agent's own log says why
+			 * where no one reads the monitor's. */
+			logf_(a, 0, "not installed: %s", fails->v[i].why);
 		}
 	logf_(a, 0, "plan loaded: %u advice, %u sites, %u of %u placements installed in %u targets%s", p->nadvice,
 	      d->nsites, *installed, *total, targets_alive(a),
-	      !a->intarget ? " (breakpoints)" : traps ? "" : " (all by jumps)");
+	      !a->intarget ? " (breakpoints)" : a->o.backend == XFLOW_AGENT_KERNEL ? " (BPF programs)"
+	      : traps ? "" : " (all by jumps)");
 	if (traps)
 		logf_(a, 0, "%u site(s) by a breakpoint where a jump could not go%s", traps,
 		      a->o.verbose ? "" : " (-v says which and why)");
