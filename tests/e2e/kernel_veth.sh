@@ -163,7 +163,9 @@ while kill -0 "$APID" 2>/dev/null; do
 	sleep 0.1
 done
 wait "$APID"
+st=$?
 APID=
+[ "$st" -eq 0 ] || fail "the agent exited $st after the monitor left (a sanitizer's report is in its log)"
 progs_gone "$IDS" "after the monitor left"
 echo "monitor gone: agent ended, its programs unloaded"
 
