@@ -35,16 +35,24 @@ enum xk_op_kind {
 	XK_OP_MOVE = 3,     /* from's id registered under to, removed from from */
 	XK_OP_COPY = 4,     /* from's id registered under to, kept under from */
 	XK_OP_PASS = 5,     /* the flow passes: from's id recorded, kept */
+	XK_OP_HAND_OUT = 6, /* keyed handoff, sending side: from's id leaves in
+	                     * a record keyed by to's member (foff, fsize) */
+	XK_OP_HAND_IN = 7,  /* receiving side: from gets a new id (unless it
+	                     * has one), recorded with the key of to's member */
 };
 
 struct xk_op {
 	__u8 kind;          /* enum xk_op_kind */
-	__u8 from;          /* argument index 0..5, XK_ARG_RET; START/END: the key */
-	__u8 to;            /* MOVE/COPY: the destination, else XK_ARG_NONE */
-	__u8 pad;
+	__u8 from;          /* argument index 0..5, XK_ARG_RET: the object keyed */
+	__u8 to;            /* MOVE/COPY: the destination; HAND_*: the request
+	                     * whose member is the key; else XK_ARG_NONE */
+	__u8 move;          /* HAND_OUT: drop from's id (xin_move) */
 	__u16 flow;         /* the flow kind: the map's key part and the record's */
 	__u16 rec_flags;    /* enum xflow_record_flag of the operation's record */
 	__u32 advice;       /* plan advice index: per-advice counters */
+	__u16 foff;         /* HAND_*: the key member's byte offset in to's struct */
+	__u8 fsize;         /* and its size: 1, 2, 4 or 8 */
+	__u8 pad;
 };
 
 struct xk_site {

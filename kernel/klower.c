@@ -17,15 +17,17 @@
 
 /* ---- what a program does to the flow-id table --------------------------- */
 
-enum tag_kind { T_OTHER = 0, T_CONST, T_ADDR, T_VAL, T_ID, T_NEW };
+enum tag_kind { T_OTHER = 0, T_CONST, T_ADDR, T_VAL, T_ID, T_NEW, T_FIELD };
 
 struct tag {
 	uint8_t t;
-	uint8_t in;              /* T_ADDR, T_VAL, T_ID: the input */
+	uint8_t in;              /* T_ADDR, T_VAL, T_ID, T_FIELD: the input */
+	uint16_t field;          /* T_FIELD: the member read (field table index) */
 };
 
 struct ev {
-	uint8_t op;              /* XFLOW_OP_FLOW_GET, _REG, _DEL */
+	uint8_t op;              /* XFLOW_OP_FLOW_GET, _REG, _DEL, _HANDOFF */
+	uint8_t side;            /* HANDOFF: 0 sending, 1 receiving */
 	uint16_t flow;
 	struct tag key, id;
 };
@@ -38,11 +40,10 @@ struct shape {
 static const char *refusal(uint8_t op)
 {
 	switch (op) {
-	case XFLOW_OP_LDF: return "reads a struct member (p->m), which needs the kernel's struct layouts in BPF";
+	case XFLOW_OP_LDF: return "reads a struct member (p->m) other than a keyed handoff's key";
 	case XFLOW_OP_STF: return "writes a struct member: a kernel advice never writes kernel memory";
 	case XFLOW_OP_STORE: return "writes data records (STORE_DATAn)";
-	case XFLOW_OP_HANDOFF:
-		return "hands an id to another domain (a keyed xin/xout), which the kernel backend does not do yet";
+	case XFLOW_OP_HANDOFF: return "hands an id across domains with a key that is not a member of a bound struct";
 	case XFLOW_OP_SPLIT: return "splits a flow (<split>)";
 	case XFLOW_OP_RDTSC: return "reads the clock (DO_RDTSC)";
 	case XFLOW_OP_PC: return "reads $pc$";
@@ -117,6 +118,29 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 			if (!sp)
 				goto bad;
 			break;
+		case XFLOW_OP_LDF:
+			/* Only as the key of a keyed handoff (checked there). */
+			if (!sp)
+				goto bad;
+			if (st[sp - 1].t != T_VAL) {
+				*why = refusal(in->op);
+				return -EINVAL;
+			}
+			st[sp - 1] = (struct tag){ T_FIELD, st[sp - 1].in, in->b };
+			break;
+		case XFLOW_OP_HANDOFF: {
+			if (sp < 2 || sh->nev == sizeof(sh->ev) / sizeof(sh->ev[0]))
+				goto bad;
+			struct ev e = { .op = in->op, .side = in->a, .flow = in->b };
+			e.id = st[--sp];
+			e.key = st[--sp];
+			if (e.key.t != T_FIELD) {
+				*why = refusal(in->op);
+				return -EINVAL;
+			}
+			sh->ev[sh->nev++] = e;
+			break;
+		}
 		case XFLOW_OP_LDM:
 			if (!sp)
 				goto bad;
@@ -180,11 +204,17 @@ bad:
 }
 
 /* The one flow operation @sh is, into @op (kind, flow; from/to as input
- * indexes, turned into arguments by the caller). */
-static int op_of(const struct shape *sh, struct xk_op *op, const char **why)
+ * indexes, turned into arguments by the caller; the key's field). */
+struct lop {
+	uint8_t kind, from, to, move;
+	uint16_t flow;
+	int32_t field;           /* HAND_*: the key member, field table index */
+};
+
+static int op_of(const struct shape *sh, struct lop *op, const char **why)
 {
-	const struct ev *get = NULL, *reg = NULL, *del = NULL;
-	unsigned ng = 0, nr = 0, nd = 0;
+	const struct ev *get = NULL, *reg = NULL, *del = NULL, *ho = NULL;
+	unsigned ng = 0, nr = 0, nd = 0, nh = 0;
 	for (unsigned i = 0; i < sh->nev; i++) {
 		const struct ev *e = &sh->ev[i];
 		if (e->flow != sh->ev[0].flow) {
@@ -195,6 +225,8 @@ static int op_of(const struct shape *sh, struct xk_op *op, const char **why)
 			get = e, ng++;
 		else if (e->op == XFLOW_OP_FLOW_REG)
 			reg = e, nr++;
+		else if (e->op == XFLOW_OP_HANDOFF)
+			ho = e, nh++;
 		else
 			del = e, nd++;
 	}
@@ -204,10 +236,40 @@ static int op_of(const struct shape *sh, struct xk_op *op, const char **why)
 	}
 	op->flow = sh->ev[0].flow;
 	op->to = XK_ARG_NONE;
-	if (ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && reg->key.in == get->key.in) {
+	op->move = 0;
+	op->field = -1;
+	if (nh == 0 && ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && reg->key.in == get->key.in) {
 		op->kind = XK_OP_START;
 		op->from = reg->key.in;
 		return 0;
+	}
+	if (nh > 1) {
+		*why = "hands an id across domains twice";
+		return -EINVAL;
+	}
+	if (nh == 1) {
+		/* The sending side: the object's id leaves, keyed by the
+		 * request's member (xflow(5), CROSS-DOMAIN TRANSIT WITHOUT FREE
+		 * BITS); the receiving side: a new id under the object. */
+		if (ho->side == 0 && ng == 1 && nr == 0 && nd <= 1 && ho->id.t == T_ID && ho->id.in == get->key.in &&
+		    (!del || del->key.in == get->key.in)) {
+			op->kind = XK_OP_HAND_OUT;
+			op->from = get->key.in;
+			op->to = ho->key.in;
+			op->move = del != NULL;
+			op->field = ho->key.field;
+			return 0;
+		}
+		if (ho->side == 1 && ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && ho->id.t == T_NEW &&
+		    reg->key.in == get->key.in) {
+			op->kind = XK_OP_HAND_IN;
+			op->from = reg->key.in;
+			op->to = ho->key.in;
+			op->field = ho->key.field;
+			return 0;
+		}
+		*why = "hands an id across domains in a way no keyed <xin_*> or <xout_*> does";
+		return -EINVAL;
 	}
 	if (ng == 1 && nr == 0 && nd == 0) {
 		op->kind = XK_OP_PASS;
@@ -312,12 +374,36 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 			const struct xflow_plan_advice *adv = &plan->advice[bd->advice];
 			const char *w = NULL;
 			struct shape sh;
+			struct lop lo = { 0 };
 			struct xk_op op = { 0 };
-			if (shape_of(&adv->prog, &sh, &w) || op_of(&sh, &op, &w)) {
+			if (shape_of(&adv->prog, &sh, &w) || op_of(&sh, &lo, &w)) {
 				rc = fail(why, whylen, -EINVAL, "%s:%u:%u: this advice %s (at %s); the kernel backend "
-					  "runs <start>, <quit>, <move>, <copy> and passing <transit> only (xflow-agent(8), KERNEL BACKEND)",
+					  "runs <start>, <quit>, <move>, <copy>, passing <transit> and keyed handoffs only (xflow-agent(8))",
 					  adv->file ? adv->file : "?", adv->line, adv->col, w, ps->func);
 				goto out;
+			}
+			op.kind = lo.kind;
+			op.from = lo.from;
+			op.to = lo.to;
+			op.move = lo.move;
+			op.flow = lo.flow;
+			if (lo.field >= 0) {
+				/* The key member's place in this kernel, from its
+				 * BTF at plan time. */
+				const struct xflow_plan_layout *ly =
+					dom->layouts && (uint32_t)lo.field < plan->nfields ? &dom->layouts[lo.field] : NULL;
+				const char *fs = ly && (uint32_t)lo.field < plan->nfields && plan->fields
+							 ? plan->fields[lo.field].sname : "?";
+				const char *fm = ly && plan->fields ? plan->fields[lo.field].member : "?";
+				if (!ly || ly->offset < 0 || ly->offset > 0xffff || ly->bit_size ||
+				    (ly->size != 1 && ly->size != 2 && ly->size != 4 && ly->size != 8)) {
+					rc = fail(why, whylen, -EINVAL, "%s:%u:%u: the key %s.%s is not a whole integer "
+						  "member of 1, 2, 4 or 8 bytes in this kernel's BTF (at %s)",
+						  adv->file ? adv->file : "?", adv->line, adv->col, fs, fm, ps->func);
+					goto out;
+				}
+				op.foff = (uint16_t)ly->offset;
+				op.fsize = (uint8_t)ly->size;
 			}
 			int from = -1, to = XK_ARG_NONE;
 			if (op.from < bd->ninputs)

@@ -158,3 +158,66 @@ int jp_kbtf_tracepoint(struct jp_kbtf *k, const char *cat_name, struct jp_kbtf_f
 	out->returns = false;
 	return 0;
 }
+
+static const struct btf_type *skip_mods(const struct btf *btf, uint32_t id, uint32_t *out_id)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	for (int d = 0; t && d < 16 && (btf_is_mod(t) || btf_is_typedef(t)); d++) {
+		id = t->type;
+		t = btf__type_by_id(btf, id);
+	}
+	if (out_id)
+		*out_id = id;
+	return t;
+}
+
+/* Depth-first through anonymous struct/union members. */
+static int member_in(const struct btf *btf, const struct btf_type *t, const char *member, uint64_t base_bits,
+		     struct jp_kbtf_member *out, int depth)
+{
+	if (depth > 8)
+		return -ENOENT;
+	const struct btf_member *m = btf_members(t);
+	for (unsigned i = 0; i < btf_vlen(t); i++, m++) {
+		const char *n = btf__name_by_offset(btf, m->name_off);
+		uint64_t bits = base_bits + btf_member_bit_offset(t, i);
+		uint32_t mid;
+		const struct btf_type *mt = skip_mods(btf, m->type, &mid);
+		if ((!n || !n[0]) && mt && (btf_is_struct(mt) || btf_is_union(mt))) {
+			if (member_in(btf, mt, member, bits, out, depth + 1) == 0)
+				return 0;
+			continue;
+		}
+		if (!n || strcmp(n, member))
+			continue;
+		uint32_t bsz = btf_member_bitfield_size(t, i);
+		long sz = btf__resolve_size(btf, m->type);
+		out->bit_size = bsz;
+		out->bit_offset = bsz ? (uint32_t)bits : 0;
+		out->offset = bits / 8;
+		out->size = bsz ? (bits % 8 + bsz + 7) / 8 : (uint64_t)(sz > 0 ? sz : 0);
+		out->is_ptr = mt && btf_is_ptr(mt);
+		out->is_signed = mt && btf_is_int(mt) && (btf_int_encoding(mt) & BTF_INT_SIGNED);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, struct jp_kbtf_member *out,
+		   struct jp_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	int id = btf__find_by_name_kind(k->btf, sname, BTF_KIND_STRUCT);
+	if (id <= 0)
+		id = btf__find_by_name_kind(k->btf, sname, BTF_KIND_UNION);
+	if (id <= 0) {
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no struct %s", k->path, sname);
+		return -ENOENT;
+	}
+	if (member_in(k->btf, btf__type_by_id(k->btf, (uint32_t)id), member, 0, out, 0) != 0) {
+		snprintf(err->msg, sizeof(err->msg), "the kernel's struct %s (%s) has no member %s", sname, k->path,
+			 member);
+		return -ENOENT;
+	}
+	return 0;
+}

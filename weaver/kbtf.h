@@ -47,4 +47,15 @@ int jp_kbtf_func(struct jp_kbtf *k, const char *name, struct jp_kbtf_func *out, 
  * or -ENOENT / -EINVAL with @err. */
 int jp_kbtf_tracepoint(struct jp_kbtf *k, const char *cat_name, struct jp_kbtf_func *out, struct jp_err *err);
 
+/* Member @member of struct (or union) @sname, searched through anonymous
+ * members: its byte offset, size, and for a bitfield its bit offset from
+ * the struct's start and bit size.  0, or -ENOENT with @err. */
+struct jp_kbtf_member {
+	uint64_t offset, size;
+	uint32_t bit_offset, bit_size;
+	bool is_signed, is_ptr;
+};
+int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, struct jp_kbtf_member *out,
+		   struct jp_err *err);
+
 #endif

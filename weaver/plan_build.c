@@ -522,7 +522,14 @@ static bool kpc_eval(const char *dom, const struct fl_pc *pc, const struct ksite
 	case FL_PC_NOT:
 		return !kpc_eval(dom, pc->l, s, depth + 1);
 	case FL_PC_ACCESS:
-		return s->approx != NULL;
+		/* At an entry or return: the struct is at hand when an argument
+		 * points to one (a keyed handoff's request, say). */
+		if (s->approx)
+			return true;
+		for (unsigned a = 0; a < s->fn.nargs; a++)
+			if (s->fn.arg_struct[a] && !strcmp(s->fn.arg_struct[a], pc->a))
+				return true;
+		return false;
 	case FL_PC_CALL:
 		return dom_ok(pc->dom, dom) && s->kind == XFLOW_SITE_ENTRY && !strcmp(s->name, pc->a);
 	case FL_PC_RETURN:
@@ -657,6 +664,11 @@ static int resolve_advice_kernel(struct pb *b, struct xflow_plan *p, size_t ai, 
 		if (pc->kind != FL_PC_ACCESS && !dom_ok(pc->dom, dom))
 			continue;
 		if (pc->kind == FL_PC_ACCESS) {
+			/* Beside call(), return() or tracepoint(), access() only
+			 * says which struct is at hand (kpc_eval). */
+			if (!sc.nfuncs && (pc_has(adv->pc, FL_PC_CALL, 0) || pc_has(adv->pc, FL_PC_RETURN, 0) ||
+					   pc_has(adv->pc, FL_PC_TRACEPOINT, 0)))
+				continue;
 			if (!sc.nfuncs) {
 				diag_at(b, &pc->loc, "warning", (long)ai,
 					"in kernel domain %s: access(%s.%s) is an instruction-level join point, which needs "
@@ -811,6 +823,18 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 				if (jp_kbtf_open(&kb, doms[d].binaries[k], &err) != 0)
 					diag_at(&b, NULL, "error", -1, "domain %s: %s", dm->name, err.msg);
 				kbin = i;
+				/* Struct layouts from BTF: the keys of keyed handoffs. */
+				for (uint32_t f = 0; kb && f < p->nfields; f++) {
+					struct jp_kbtf_member km;
+					if (jp_kbtf_member(kb, p->fields[f].sname, p->fields[f].member, &km, &err) != 0)
+						continue;
+					dm->layouts[f] = (struct xflow_plan_layout){
+						.offset = (int64_t)km.offset, .size = (uint32_t)km.size,
+						.bit_offset = km.bit_offset, .bit_size = km.bit_size,
+						.flags = (km.is_signed ? XFLOW_LAYOUT_SIGNED : 0u) |
+							 (km.is_ptr ? XFLOW_LAYOUT_POINTER : 0u),
+					};
+				}
 				continue;
 			}
 			if (jp_image_open(&imgs[nimgs].img, doms[d].binaries[k], &io, &err) != 0) {

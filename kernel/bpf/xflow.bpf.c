@@ -17,6 +17,11 @@
 #include "kernel/kabi.h"
 
 #define FLOWID_MAX ((1ULL << 48) - 1)
+/* enum xflow_record_flag (xflow/record.h, which is host C). */
+#define XK_REC_START 1
+#define XK_REC_TRANSIT 2
+#define XK_REC_CROSS_DOMAIN 8
+#define XK_REC_KEYED 64
 #define XK_RB_SIZE (1 << 22) /* 4 MiB: 47662 records */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -80,7 +85,8 @@ static __always_inline int xk_get(void *ctx, const int kind, __u8 which, __u64 *
 	return bpf_get_func_arg(ctx, which, v);
 }
 
-static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id)
+static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id,
+				     __u16 flags, __u64 d0, __u64 d1, __u8 ndata)
 {
 	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
 	if (!r) {
@@ -93,14 +99,16 @@ static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct
 	r->site_id = site;
 	r->flow_kind = op->flow;
 	r->domain_id = xk_domain_id;
-	r->flags = op->rec_flags;
+	r->flags = flags;
 	r->version = 1;
-	r->ndata = 0;
+	r->ndata = ndata;
 	r->thread_id = (__u32)bpf_get_current_pid_tgid();
 	r->thread_seq = 0;
 	r->reserved = 0;
+	r->data[0] = d0;
+	r->data[1] = d1;
 #pragma unroll
-	for (int i = 0; i < 6; i++)
+	for (int i = 2; i < 6; i++)
 		r->data[i] = 0;
 	/* A wake-up per record (the default when the reader has caught up)
 	 * costs an irq_work and an epoll wake-up per hit, several times the
@@ -111,6 +119,49 @@ static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct
 	if (c)
 		c->records++;
 }
+
+static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id)
+{
+	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0);
+}
+
+/* The key of a keyed handoff: the member at foff of the struct at @p,
+ * read with the fault-safe helper (a bad pointer gives -1, no record). */
+static __always_inline int xk_field(__u64 p, const struct xk_op *op, __u64 *v)
+{
+	const void *at = (const void *)(p + op->foff);
+	*v = 0;
+	switch (op->fsize) {
+	case 1: {
+		__u8 x;
+		if (bpf_probe_read_kernel(&x, 1, at))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 2: {
+		__u16 x;
+		if (bpf_probe_read_kernel(&x, 2, at))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 4: {
+		__u32 x;
+		if (bpf_probe_read_kernel(&x, 4, at))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 8:
+		return bpf_probe_read_kernel(v, 8, at) ? -1 : 0;
+	default:
+		return -1;
+	}
+}
+
+/* The records of xflow/bytecode.h's HANDOFF. */
+#define HAND_FLAGS (XK_REC_TRANSIT | XK_REC_CROSS_DOMAIN | XK_REC_KEYED)
 
 static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
 				  const struct xk_op *op)
@@ -136,6 +187,36 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		}
 		xk_emit(c, site, op, id);
 		return;
+	case XK_OP_HAND_OUT: {
+		__u64 key;
+		if (!idp)
+			return;
+		id = *idp;
+		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
+			return;
+		if (op->move)
+			bpf_map_delete_elem(&xk_ids, &ka);
+		xk_emit2(c, site, op, id, HAND_FLAGS, key, 0, 2);
+		return;
+	}
+	case XK_OP_HAND_IN: {
+		__u64 key;
+		/* An object with a live id keeps it, as at a start. */
+		if (idp)
+			return;
+		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
+			return;
+		id = (__sync_fetch_and_add(&xk_next_id, 1) + 1) & FLOWID_MAX;
+		if (!id)
+			return;
+		if (bpf_map_update_elem(&xk_ids, &ka, &id, BPF_NOEXIST)) {
+			if (c)
+				c->full++;
+			return;
+		}
+		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, 2);
+		return;
+	}
 	case XK_OP_PASS:
 		if (idp)
 			xk_emit(c, site, op, *idp);

@@ -185,12 +185,53 @@ Test(klower, writing_kernel_memory_is_refused)
 		       "e", regs, -EINVAL, "never writes kernel memory");
 }
 
-Test(klower, keyed_handoff_is_refused_for_now)
+static const char *const keyed =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a) AND access(netif_tx_request.id)</pointcut>"
+	"<xin_move name='tx' from='skb' to='req'><key member='id'/></xin_move></transit>"
+	"<transit><pointcut>call(b) AND access(netif_tx_request.id)</pointcut>"
+	"<xout_copy name='tx' from='txp' to='nskb'/></transit>"
+	"</xflow></flows>";
+
+/* A keyed handoff (xflow(5), CROSS-DOMAIN TRANSIT WITHOUT FREE BITS): the
+ * sending side keyed by the request's member, at the offset and size the
+ * domain's layout (the kernel's BTF) gives; the receiving side a new id. */
+Test(klower, keyed_handoffs_become_hand_out_and_hand_in)
 {
-	const uint8_t regs[][4] = { { RDI, RSI } };
-	expect_refusal("<flows><xflow name='f'><transit><pointcut>call(a) AND access(blkif_request.id)</pointcut>"
-		       "<xin_move name='b' from='bio' to='req'><key member='id'/></xin_move></transit></xflow></flows>",
-		       "e", regs, -EINVAL, "reads a struct member");
+	struct kp k;
+	const uint8_t regs[][4] = { { RDI, RSI }, { RDX, RCX } };
+	kp_build(&k, keyed, "ee", regs, NULL);
+	struct xflow_plan_field fields[1] = { { "netif_tx_request", "id" } };
+	struct xflow_plan_layout lay[1] = { { .offset = 10, .size = 2 } };
+	k.plan.fields = fields;
+	k.plan.nfields = 1;
+	k.dom.layouts = lay;
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *out = &l.slots[0].site.ops[0], *in = &l.slots[1].site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->from, 0, "the object: skb in rdi");
+	cr_expect_eq(out->to, 1, "the request: req in rsi");
+	cr_expect_eq(out->move, 1, "xin_move drops the sender's id");
+	cr_expect_eq(out->foff, 10);
+	cr_expect_eq(out->fsize, 2);
+	cr_expect_eq(out->rec_flags & (XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN),
+		     XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN);
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from, 3, "the object: nskb in rcx");
+	cr_expect_eq(in->to, 2, "the request: txp in rdx");
+	cr_expect_eq(in->foff, 10);
+	cr_expect_eq(in->fsize, 2);
+	xk_lowered_fini(&l);
+	/* A key that is not a whole 1, 2, 4 or 8-byte member is refused. */
+	lay[0] = (struct xflow_plan_layout){ .offset = 10, .size = 2, .bit_offset = 81, .bit_size = 3 };
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "the key netif_tx_request.id is not a whole integer member") != NULL, "%s", why);
+	lay[0] = (struct xflow_plan_layout){ .offset = -1 };
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "t.xml:1:") != NULL, "%s", why);
+	kp_free(&k);
 }
 
 Test(klower, instruction_sites_are_refused)

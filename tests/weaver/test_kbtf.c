@@ -74,6 +74,32 @@ Test(kbtf, tracepoints_and_their_arguments)
 	jp_kbtf_free(k);
 }
 
+Test(kbtf, struct_members_and_their_layout)
+{
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0, "%s", err.msg);
+	struct jp_kbtf_member m;
+	/* struct sk_buff's len is an unsigned int, past the list links. */
+	cr_assert_eq(jp_kbtf_member(k, "sk_buff", "len", &m, &err), 0, "%s", err.msg);
+	cr_expect_eq(m.size, 4);
+	cr_expect_gt(m.offset, 16);
+	cr_expect_not(m.is_signed);
+	cr_expect_eq(m.bit_size, 0);
+	/* next is inside an anonymous union of structs: found through them. */
+	cr_assert_eq(jp_kbtf_member(k, "sk_buff", "next", &m, &err), 0, "%s", err.msg);
+	cr_expect_eq(m.offset, 0);
+	cr_expect(m.is_ptr);
+	/* net_device.ifindex: a signed int. */
+	cr_assert_eq(jp_kbtf_member(k, "net_device", "ifindex", &m, &err), 0, "%s", err.msg);
+	cr_expect(m.is_signed);
+	cr_expect_eq(m.size, 4);
+	cr_expect_eq(jp_kbtf_member(k, "sk_buff", "xflow_nothing", &m, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "no member xflow_nothing") != NULL, "%s", err.msg);
+	cr_expect_eq(jp_kbtf_member(k, "xflow_no_struct", "x", &m, &err), -ENOENT);
+	jp_kbtf_free(k);
+}
+
 Test(kbtf, a_missing_btf_file_is_said)
 {
 	struct jp_kbtf *k;
@@ -259,6 +285,37 @@ Test(kbtf, a_kernel_is_a_domain_s_only_binary)
 	struct xflow_plan *p;
 	cr_expect_neq(plan_of(u, bins, 2, &seen, &p), 0);
 	cr_expect(said(&seen, "error", "is the domain's only binary"));
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+/* A keyed handoff between two kernel functions: the key's layout comes
+ * from BTF into the plan, and the request is bound by its argument. */
+Test(kbtf, keyed_handoff_plans_with_the_key_layout)
+{
+	struct xflow_unit *u = unit_of("<flows><xflow name='kx'>"
+				       "<transit><pointcut>call(dev_hard_start_xmit) AND access(net_device.ifindex)"
+				       "</pointcut><xin_move name='vx' from='first' to='dev'><key member='ifindex'/>"
+				       "</xin_move></transit>"
+				       "<transit><pointcut>call(veth_xmit) AND access(net_device.ifindex)</pointcut>"
+				       "<xout_move name='vx' from='dev' to='skb'/></transit>"
+				       "</xflow></flows>");
+	const char *bins[] = { "kernel:" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0, "%s", seen.n ? seen.msg[0] : "");
+	cr_assert_eq(p->nfields, 1);
+	struct jp_kbtf *k;
+	struct jp_err err;
+	struct jp_kbtf_member m;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0);
+	cr_assert_eq(jp_kbtf_member(k, "net_device", "ifindex", &m, &err), 0);
+	jp_kbtf_free(k);
+	cr_expect_eq(p->domains[0].layouts[0].offset, (int64_t)m.offset);
+	cr_expect_eq(p->domains[0].layouts[0].size, 4);
+	uint32_t si = 0;
+	cr_assert(site_named(&p->domains[0], "veth_xmit", XFLOW_SITE_ENTRY, &si) ||
+		  said(&seen, "warning", "veth_xmit"), "veth_xmit is woven or said to be missing");
 	xflow_plan_free(p);
 	xflow_unit_free(u);
 }
