@@ -378,6 +378,16 @@ static int kn_site_remove(struct xflow_hook_target *t, uint32_t site)
 		bpf_link__destroy(ke->slots[s].link);
 		ke->slots[s].link = NULL;
 	}
+	/* The last site gone (the plan unloaded: the monitor left, and the
+	 * agent stays for the next one): nothing is left loaded either,
+	 * neither programs nor maps, until the next plan. */
+	bool any = false;
+	for (uint32_t k = 0; k < XK_SLOTS && !any; k++)
+		any = ke->slots[k].placed != 0;
+	if (!any) {
+		unload(ke);
+		return 0;
+	}
 	return ke->skel ? slot_sync(ke, s) : 0;
 }
 
@@ -426,9 +436,8 @@ static int kn_mem_write(struct xflow_hook_target *t, uint64_t addr, const void *
 static int kn_run(struct xflow_hook *h, int timeout_ms)
 {
 	struct kengine *ke = ke_of(h);
-	struct timespec t0;
+	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int served = 0;
 	xflow_hook_control_poll(h);
 	for (;;) {
 		if (h->stop_requested) {
@@ -437,27 +446,25 @@ static int kn_run(struct xflow_hook *h, int timeout_ms)
 			return -EINTR;
 		}
 		if (!ke->have_tgt)
-			return served;
-		struct timespec now;
+			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		long el = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-		int left = timeout_ms < 0 ? 100 : (int)(timeout_ms - el);
-		if (timeout_ms >= 0 && left <= 0 && served >= 0 && el > 0)
-			return served;
-		if (timeout_ms == 0)
-			left = 0;
+		/* -1: until stopped, in waits of 100 ms; 0: a look only. */
+		long left = timeout_ms < 0 ? 100 : timeout_ms - el;
+		if (left < 0)
+			return 0;
 		struct pollfd p = { .fd = ke->rb ? ring_buffer__epoll_fd(ke->rb) : -1, .events = POLLIN };
-		h->in_wait = 1;
 		/* A signal (the stop signals, the control fd's SIGURG) ends the
-		 * wait with EINTR: its handler was installed without SA_RESTART. */
-		int n = h->stop_requested ? 0 : poll(&p, 1, left);
+		 * wait with EINTR: its handler was installed without SA_RESTART,
+		 * and one that comes between the check and the poll kicks the
+		 * wake-up timer because in_wait is set first. */
+		h->in_wait = 1;
+		int n = h->stop_requested ? 0 : poll(&p, 1, (int)left);
 		h->in_wait = 0;
-		if (n > 0) {
-			/* Records are waiting: let the caller drain them now. */
-			return served + 1;
-		}
+		if (n > 0)
+			return 1; /* records wait: the caller drains them now */
 		if (timeout_ms == 0)
-			return served;
+			return 0;
 	}
 }
 

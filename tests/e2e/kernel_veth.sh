@@ -77,7 +77,7 @@ ip netns exec "$NA" ping -c 1 -W 2 -q 10.177.0.2 >/dev/null || fail "the veth pa
 # backend cannot run here (not built, no BTF).
 agent_start() {
 	rm -f "$D/agent.sock"
-	"$AGENT" --backend kernel --domain linuxK --socket "$D/agent.sock" -v >"$1" 2>&1 &
+	"$AGENT" --backend kernel --domain linuxK --socket "$D/agent.sock" -v ${2:-} >"$1" 2>&1 &
 	APID=$!
 	i=0
 	while [ ! -S "$D/agent.sock" ]; do
@@ -183,4 +183,21 @@ APID=
 [ "$st" -eq 143 ] || fail "the agent stopped by SIGTERM exited $st, not by the signal (143)"
 progs_gone "$IDS" "after SIGTERM"
 echo "SIGTERM: agent died of it, its $(echo $IDS | wc -w) programs unloaded"
+kill "$TPID" 2>/dev/null
+wait "$TPID" 2>/dev/null
+TPID=
+
+# ---- run 3: --stay, the monitor leaves: unloaded, the agent waits on ------------------
+agent_start "$D/agent3.log" --stay
+"$TOP" -b -n 1 -d 1 --collector "agent:socket=$D/agent.sock,flows=$FLOW" >"$D/top3.out" 2>&1 &
+TPID=$!
+plan_wait "$D/agent3.log"
+IDS=$(our_progs)
+[ -n "$IDS" ] || fail "bpftool shows no program of the third agent's"
+wait "$TPID"
+TPID=
+progs_gone "$IDS" "after the monitor left an agent with --stay"
+kill -0 "$APID" 2>/dev/null || fail "the agent with --stay ended with its monitor"
+[ -z "$(our_progs)" ] || fail "the agent with --stay still holds programs: $(our_progs)"
+echo "--stay: monitor gone, programs and maps unloaded, the agent waits for the next"
 exit 0
