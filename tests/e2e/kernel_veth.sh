@@ -24,6 +24,10 @@ skip() {
 	exit 77
 }
 [ -x "$AGENT" ] && [ -x "$TOP" ] || skip "xflow-agent or xflowtop is not built"
+# The kernel has no process to name: a usage error (2), before anything.
+out=$("$AGENT" --backend kernel --domain k --pid 1 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q 'leave out --pid, --exe and the command' ||
+	{ echo "FAIL: --backend kernel --pid: $out"; exit 1; }
 [ "$(id -u)" = 0 ] || skip "not root: BPF programs and network namespaces need root"
 for t in ip ping ethtool bpftool; do
 	command -v $t >/dev/null 2>&1 || skip "no $t (scripts/deps.sh installs it)"

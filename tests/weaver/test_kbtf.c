@@ -319,3 +319,40 @@ Test(kbtf, keyed_handoff_plans_with_the_key_layout)
 	xflow_plan_free(p);
 	xflow_unit_free(u);
 }
+
+/* `xflowc plan --domain NAME=kernel:` on the command line: the sites by
+ * their mechanism, and an unresolved one named on standard error. */
+Test(kbtf, xflowc_plan_against_the_running_kernel)
+{
+	char *obuf = NULL, *ebuf = NULL;
+	size_t olen = 0, elen = 0;
+	FILE *out = open_memstream(&obuf, &olen), *err = open_memstream(&ebuf, &elen);
+	const char *argv[] = { "plan", "--domain", "linuxK=kernel:", "flows/kernel/net_tp.xml", NULL };
+	int rc = xflowc_plan_run(4, (char **)argv, out, err);
+	fclose(out);
+	fclose(err);
+	cr_expect_eq(rc, 0, "%s", ebuf);
+	cr_expect(strstr(obuf, "binary 0 kernel:") != NULL, "%s", obuf);
+	cr_expect(strstr(obuf, "tracepoint ?:0 net:net_dev_queue") != NULL, "%s", obuf);
+	cr_expect(strstr(obuf, "raw tracepoint") != NULL, "%s", obuf);
+	free(obuf);
+	free(ebuf);
+	obuf = ebuf = NULL;
+	out = open_memstream(&obuf, &olen);
+	err = open_memstream(&ebuf, &elen);
+	FILE *f = fopen("/tmp/xflow-kbtf-test.xml", "w");
+	cr_assert(f);
+	fputs("<flows><xflow name='f'><start><pointcut>call(xflow_not_in_any_kernel)</pointcut>"
+	      "<select local_var='skb'/></start></xflow></flows>\n", f);
+	fclose(f);
+	const char *argv2[] = { "plan", "--domain", "linuxK=kernel:", "/tmp/xflow-kbtf-test.xml", NULL };
+	rc = xflowc_plan_run(4, (char **)argv2, out, err);
+	fclose(out);
+	fclose(err);
+	unlink("/tmp/xflow-kbtf-test.xml");
+	cr_expect_eq(rc, 0, "a warning, not an error");
+	cr_expect(strstr(ebuf, "unresolved: the kernel (/sys/kernel/btf/vmlinux) has no function "
+			       "xflow_not_in_any_kernel") != NULL, "%s", ebuf);
+	free(obuf);
+	free(ebuf);
+}
