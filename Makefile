@@ -142,6 +142,8 @@ install: all
 		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
 	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows
 	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/
+	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel
+	install -m 644 flows/kernel/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel/
 
 # Optional: real Xen in QEMU, images cached (scripts/xenlab/xen-check.sh).
 xen-check: all
