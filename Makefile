@@ -91,12 +91,12 @@ objs_of = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
 # Folders in data-path order.  A folder's module.mk comes first; any other
 # *.mk in the folder adds rules to it.
-FOLDERS := common weaver guestrt collectors export tui sim
+FOLDERS := common weaver kernel guestrt collectors export tui sim
 # Every program links every folder library, users first.  The list is
 # complete before any module.mk is read, because a rule's prerequisites are
 # expanded when the rule is read: built up folder by folder, a binary of an
 # early folder would link libraries it did not wait for (a -j race).
-FOLDER_LIBS := $(foreach f,tui export collectors guestrt weaver common,\
+FOLDER_LIBS := $(foreach f,tui export collectors guestrt kernel weaver common,\
 	$(if $(wildcard $(f)/module.mk),$(call folder_lib,$(f))))
 LINK_LIBS := $(FOLDER_LIBS)
 $(foreach f,$(FOLDERS),$(eval -include $(f)/module.mk))
@@ -143,6 +143,8 @@ install: all
 		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
 	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows
 	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/
+	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel
+	install -m 644 flows/kernel/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel/
 
 # Optional: real Xen in QEMU, images cached (scripts/xenlab/xen-check.sh).
 xen-check: all

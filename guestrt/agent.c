@@ -319,7 +319,7 @@ static struct target *target_add(struct agent *a, struct xflow_hook_target *ht)
 	t->pid = ht->pid;
 	char link[64];
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)t->pid);
-	ssize_t n = readlink(link, t->exe, sizeof(t->exe) - 1);
+	ssize_t n = t->pid > 0 ? readlink(link, t->exe, sizeof(t->exe) - 1) : 0;
 	t->exe[n > 0 ? n : 0] = 0;
 	ht->user_data = t;
 	a->targets[a->ntargets++] = t;
@@ -629,6 +629,10 @@ static uint32_t plan_install_target(struct agent *a, struct target *t, struct fa
 			c->installed = 1;
 			c->on = 1;
 			struct xflow_hook_site_stats st;
+			/* The kernel backend says what serves the site and what
+			 * it cost the verifier. */
+			if (a->o.backend == XFLOW_AGENT_KERNEL && xflow_hook_site_stats(t->ht, c->hook_site, &st) == 0)
+				logf_(a, 1, "site %u (%s): %s", s, ps->func ? ps->func : "?", st.why);
 			if (a->intarget && xflow_hook_site_stats(t->ht, c->hook_site, &st) == 0 &&
 			    st.mech == XFLOW_HOOK_MECH_TRAP_INTARGET) {
 				snprintf(why, sizeof(why), "pid %d, %s:%u (%s) at %#" PRIx64 ": a breakpoint: %s",
@@ -703,15 +707,20 @@ static int plan_take(struct agent *a, struct xflow_plan *p, struct fail_list *fa
 		if (a->targets[i]->ht)
 			*installed += plan_install_target(a, a->targets[i], fails);
 	*total = d->nsites * (targets_alive(a) ? targets_alive(a) : 1);
-	uint32_t traps = 0;
+	uint32_t traps = 0, failed = 0;
 	for (uint32_t i = 0; i < fails->n; i++)
 		if (fails->v[i].err == 0) {
 			traps++;
 			logf_(a, 1, "%s", fails->v[i].why);
+		} else if (failed++ == 0 || a->o.verbose) {
+			/* The monitor is told too; the agent's own log says why
+			 * where no one reads the monitor's. */
+			logf_(a, 0, "not installed: %s", fails->v[i].why);
 		}
 	logf_(a, 0, "plan loaded: %u advice, %u sites, %u of %u placements installed in %u targets%s", p->nadvice,
 	      d->nsites, *installed, *total, targets_alive(a),
-	      !a->intarget ? " (breakpoints)" : traps ? "" : " (all by jumps)");
+	      !a->intarget ? " (breakpoints)" : a->o.backend == XFLOW_AGENT_KERNEL ? " (BPF programs)"
+	      : traps ? "" : " (all by jumps)");
 	if (traps)
 		logf_(a, 0, "%u site(s) by a breakpoint where a jump could not go%s", traps,
 		      a->o.verbose ? "" : " (-v says which and why)");
@@ -1309,7 +1318,9 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 		rc = -EINVAL;
 		goto fail;
 	}
-	xflow_clock_init(&a->clock, 0);
+	/* BPF programs stamp records with bpf_ktime_get_ns(): the ring then
+	 * counts CLOCK_MONOTONIC, whatever the TSC could do. */
+	xflow_clock_init(&a->clock, o->backend == XFLOW_AGENT_KERNEL ? XFLOW_CLOCK_FORCE_MONOTONIC : 0);
 	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, a->ring_slots);
 	if ((rc = xflow_shm_create("xflow-agent-ring", size, &a->shm)) ||
 	    (rc = xflow_eventfd_notifier_init(&a->notifier, -1)) || (rc = ring_reset(a))) {
@@ -1334,8 +1345,15 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 			fprintf(a->log, "xflow-agent: backend ptrace: the in-process runtime needs the TSC (%s)\n",
 				a->clock.why);
 	}
+	if (o->backend == XFLOW_AGENT_KERNEL)
+		ops = &xflow_hook_kernel_ops;
 	if ((rc = xflow_hook_new(ops, &cfg, &a->hook))) {
-		snprintf(err, errlen, "cannot start the hook engine (%s): %s", ops->name, strerror(-rc));
+		if (ops == &xflow_hook_kernel_ops && rc == -ENOTSUP)
+			snprintf(err, errlen, "cannot start the kernel backend: %s",
+				 xflow_hook_kernel_unbuilt() ? xflow_hook_kernel_unbuilt()
+							     : "this kernel has no BTF (/sys/kernel/btf/vmlinux)");
+		else
+			snprintf(err, errlen, "cannot start the hook engine (%s): %s", ops->name, strerror(-rc));
 		goto fail;
 	}
 	a->intarget = ops->intarget != NULL;
@@ -1352,6 +1370,18 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 			rc = rc ? rc : -ENOMEM;
 			goto fail;
 		}
+	}
+	if (o->backend == XFLOW_AGENT_KERNEL) {
+		/* One target, the kernel; the monitor plans against its BTF
+		 * ("kernel:", see xflowc(1)). */
+		struct xflow_hook_target *ht;
+		struct target *t;
+		if ((rc = xflow_hook_attach(a->hook, 0, &ht)) || !(t = target_add(a, ht))) {
+			snprintf(err, errlen, "cannot attach to the kernel: %s", rc ? xflow_hook_last_error(a->hook) : "no memory");
+			rc = rc ? rc : -ENOMEM;
+			goto fail;
+		}
+		snprintf(t->exe, sizeof(t->exe), "kernel:");
 	}
 	if (o->exe && (rc = attach_exe(a, o->exe))) {
 		snprintf(err, errlen, "cannot attach to a process running %s: %s", o->exe,

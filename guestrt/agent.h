@@ -47,6 +47,7 @@ enum xflow_agent_transport {
 enum xflow_agent_backend {
 	XFLOW_AGENT_INPROC = 0, /* jumps into the target, advice run there; the default */
 	XFLOW_AGENT_PTRACE,     /* int3 on every site, advice run in the agent */
+	XFLOW_AGENT_KERNEL,     /* the domain's Linux kernel, with eBPF: no process */
 };
 
 struct xflow_agent_opts {

@@ -248,6 +248,12 @@ struct xflow_hook_backend_ops {
 
 extern const struct xflow_hook_backend_ops xflow_hook_ptrace_ops;
 extern const struct xflow_hook_backend_ops xflow_hook_inproc_ops;
+/* The running Linux kernel, with eBPF (guestrt/hook_kernel.c): its one
+ * target is the kernel, attached as pid 0; advice is lowered to flow
+ * operations (kernel/klower.h).  xflow_hook_kernel_unbuilt() is NULL, or
+ * why the build left the backend out (its hook_new then fails). */
+extern const struct xflow_hook_backend_ops xflow_hook_kernel_ops;
+const char *xflow_hook_kernel_unbuilt(void);
 
 /* Wrappers over the table (hook.c). */
 int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_hook_config *cfg,

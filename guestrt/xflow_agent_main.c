@@ -17,6 +17,7 @@ static void usage(FILE *f)
 	      "                   [--transport auto|local|xen] [--socket PATH] [--ring-slots N]\n"
 	      "                   [--batch N] [--backend inproc|ptrace] [--lanes N] [--lane-slots N]\n"
 	      "                   [--stay] [-v]\n"
+	      "       xflow-agent --backend kernel [--domain NAME] [--domain-id N] [--socket PATH] [--stay] [-v]\n"
 	      "       xflow-agent --domain NAME [--domain-id N] --plan PLAN --save-session FILE\n"
 	      "                   (--pid PID... | --exe PATH | -- COMMAND...) [--ring-slots N]\n"
 	      "                   [--backend inproc|ptrace] [-v]\n"
@@ -66,6 +67,8 @@ static int plan_mode_check(const struct xflow_agent_opts *o, const char *session
 		snprintf(err, errlen, "--plan serves no monitor: leave out --socket, --stay and --transport");
 	else if (o->plan_path && (!o->domain || !o->domain[0]))
 		snprintf(err, errlen, "--plan needs --domain: the name its records and the plan's domain go by");
+	else if (o->backend == XFLOW_AGENT_KERNEL && (o->npids || o->exe || (o->argv && o->argv[0])))
+		snprintf(err, errlen, "--backend kernel traces this domain's kernel: leave out --pid, --exe and the command");
 	else
 		return 0;
 	return -EINVAL;
@@ -157,8 +160,10 @@ int main(int argc, char **argv)
 				o.backend = XFLOW_AGENT_INPROC;
 			else if (!strcmp(optarg, "ptrace"))
 				o.backend = XFLOW_AGENT_PTRACE;
+			else if (!strcmp(optarg, "kernel"))
+				o.backend = XFLOW_AGENT_KERNEL;
 			else {
-				fprintf(stderr, "xflow-agent: --backend: '%s' is not inproc or ptrace\n", optarg);
+				fprintf(stderr, "xflow-agent: --backend: '%s' is not inproc, ptrace or kernel\n", optarg);
 				return 2;
 			}
 			break;

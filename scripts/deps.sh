@@ -14,6 +14,10 @@ set -u
 # man pages, gdb to poke the simulated host). glib and uthash are only benchmark baselines.
 # libmicrohttpd serves /metrics; prometheus (with promtool) and curl are what
 # the exporter's end-to-end test scrapes and queries it with.
+# libbpf-dev and bpftool are the kernel backend's: libbpf loads its BPF
+# object, bpftool writes vmlinux.h from the kernel's BTF and the skeleton at
+# build time; iproute2, iputils-ping and ethtool make the veth pair (in NAPI
+# mode), and the traffic, of its end-to-end test.
 PKGS="gcc make pkg-config
 libncurses-dev libxml2-dev libelf-dev libdwarf-dev libuv1-dev libcapstone-dev
 libxen-dev
@@ -21,7 +25,8 @@ libcriterion-dev
 clang libclang-rt-14-dev llvm
 libglib2.0-dev uthash-dev
 tmux groff-base procps gdb
-libmicrohttpd-dev prometheus curl"
+libmicrohttpd-dev prometheus curl
+libbpf-dev bpftool iproute2 iputils-ping ethtool"
 
 missing() {
 	for p in $PKGS; do

@@ -171,6 +171,10 @@ static const char *target_struct(const struct fl_pc *pc, bool *any_access, bool 
 		*any_access = true;
 		return pc->a;
 	}
+	/* A kernel tracepoint's instance is its first argument (an skb, a
+	 * bio): target() binds it, typed void * as the struct is not named. */
+	if (pc->kind == FL_PC_TRACEPOINT)
+		*any_access = true;
 	return NULL;
 }
 

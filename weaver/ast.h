@@ -26,6 +26,7 @@ enum fl_pc_kind {
 	FL_PC_TARGET,          /* a = variable bound to the accessed instance */
 	FL_PC_LOCAL_VAR,       /* a = program local, b = variable bound to its address */
 	FL_PC_XFLOW,           /* a = flow, b = keyed variable, c = id variable or NULL */
+	FL_PC_TRACEPOINT,      /* a = "category:name", dom: a kernel tracepoint */
 };
 
 struct fl_pc {

@@ -356,7 +356,7 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 	struct fl_xop *last = NULL;
 	size_t op_elems = 0;   /* valid or not: no "says nothing" after an error */
 	const char *allowed = kind == FL_XP_TRANSIT
-		? "<pointcut>, <move>, <copy>, <xin_move>, <xin_copy>, <field>, <xout_move>, <xout_copy>, <split> and <action>"
+		? "<pointcut>, <move>, <copy>, <xin_move>, <xin_copy>, <field>, <xout_move>, <xout_copy>, <split>, <select> and <action>"
 		: "<pointcut>, <select> and <action>";
 	for (size_t i = 0; i < n->nkids; i++) {
 		const struct fl_xnode *k = n->kids[i];
@@ -377,7 +377,7 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 				fl_error(d, k->loc, "put all the code in one <action>",
 					 "<%s> has more than one <action>", n->name);
 			p->action = k;
-		} else if (strcmp(name, "select") == 0 && kind != FL_XP_TRANSIT) {
+		} else if (strcmp(name, "select") == 0) {
 			if (check_attrs(B, k)) {
 				if (p->select)
 					fl_error(d, k->loc, "select one variable",
@@ -403,9 +403,14 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 	}
 	p->pc_node = pcn;
 	p->pc = pointcut_of(B, n, pcn);
-	if (kind == FL_XP_TRANSIT && op_elems == 0 && !p->action)
-		fl_error(d, n->loc, "add <move from=\"a\" to=\"b\"/> (or copy, xin_*, xout_*, split)",
+	/* A <transit> with a <select> and no operation says the flow passes
+	 * there: the id stays where it is and the hop is recorded. */
+	if (kind == FL_XP_TRANSIT && op_elems == 0 && !p->action && !p->select)
+		fl_error(d, n->loc, "add <move from=\"a\" to=\"b\"/> (or copy, xin_*, xout_*, split), or <select local_var=\"v\"/> where the flow only passes",
 			 "<transit> says nothing about where the flow id goes");
+	if (kind == FL_XP_TRANSIT && op_elems && p->select)
+		fl_error(d, p->select_loc, "drop the <select>: the operations name their variables",
+			 "<select> in a <transit> marks a pass without an operation, but this one has %zu", op_elems);
 	for (size_t i = 0; i < p->nops; i++) {
 		struct fl_xop *op = p->ops[i];
 		if (is_xin(op) && !op->has_field && !op->has_key && !op->carrier_seen)

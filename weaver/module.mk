@@ -6,6 +6,8 @@ LINK_LIBS := $(call folder_lib,weaver) $(LINK_LIBS)
 # Only weaver/xml_load.c may include libxml2: it alone gets the include
 # path, so a second includer fails to compile.
 $(OBJDIR)/weaver/xml_load.o: XCFLAGS += $(call pc_cflags,libxml-2.0)
+# Likewise weaver/kbtf.c alone includes libbpf (kernel BTF).
+$(OBJDIR)/weaver/kbtf.o: XCFLAGS += $(call pc_cflags,libbpf)
 
 BINS += $(BINDIR)/xflowc
 $(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(LINK_LIBS)

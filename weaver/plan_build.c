@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "weaver/kbtf.h"
 #include "weaver/unit.h"
 #include "xflow/plan.h"
 
@@ -138,6 +139,8 @@ static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *p
 	case FL_PC_TARGET:
 	case FL_PC_XFLOW:
 		return true;
+	case FL_PC_TRACEPOINT:
+		return false; /* kernel domains only (kpc_eval) */
 	}
 	return false;
 }
@@ -189,6 +192,7 @@ static void gens_of(const struct fl_pc *pc, const struct fl_pc **v, size_t *n, s
 	case FL_PC_ACCESS:
 	case FL_PC_CALL:
 	case FL_PC_RETURN:
+	case FL_PC_TRACEPOINT:
 		v[(*n)++] = pc;
 		return;
 	default:
@@ -394,7 +398,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 	gens_of(adv->pc, gens, &ng, 64, 0);
 	if (ng == 0) {
 		diag_at(b, &adv->pc->loc, "error", (long)ai,
-			"pointcut selects no join points: it needs access(), call() or return()");
+			"pointcut selects no join points: it needs access(), call(), return() or tracepoint()");
 		return -EINVAL;
 	}
 	struct jp_scope scope = { .funcs = sc.funcs, .nfuncs = sc.nfuncs, .files = sc.files,
@@ -408,6 +412,8 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 			int rc;
 			if ((pc->kind == FL_PC_CALL || pc->kind == FL_PC_RETURN) && !dom_ok(pc->dom, dom))
 				continue;
+			if (pc->kind == FL_PC_TRACEPOINT)
+				continue; /* a kernel's, never a program's */
 			if (pc->kind == FL_PC_ACCESS)
 				rc = jp_find_access(img, pc->a, pc->b, &scope, &cand, &err);
 			else if (pc->kind == FL_PC_CALL)
@@ -481,6 +487,242 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 		}
 		report_untyped(b, img, dom, ai, &cand);
 		jp_sites_free(&cand);
+	}
+	return 0;
+}
+
+/* ---- kernel domains: join points from the kernel's BTF ------------------- */
+
+/*
+ * A kernel domain's sites are function entries (fentry), returns (fexit)
+ * and tracepoints; a site's addr is the BTF id of its function or
+ * tracepoint type, unique in that kernel, which keeps the plan's sort and
+ * duplicate rules.  Inputs are arguments: the x86-64 argument registers
+ * stand for arguments 0..5 and rax at a return for the return value, as
+ * kernel/klower.h reads them.  access(S.m) cannot be resolved to
+ * instructions without the kernel's DWARF: inside within_function(f) it is
+ * approximated by f's entry, with a warning that says so.
+ */
+struct ksite {
+	unsigned kind;           /* XFLOW_SITE_ENTRY, _RETURN, _TRACEPOINT */
+	const char *name;
+	struct jp_kbtf_func fn;
+	const char *approx;      /* access(S.m) approximated here: "S.m" */
+};
+
+static bool kpc_eval(const char *dom, const struct fl_pc *pc, const struct ksite *s, int depth)
+{
+	if (!pc || depth > FL_MAX_NEST)
+		return false;
+	switch (pc->kind) {
+	case FL_PC_AND:
+		return kpc_eval(dom, pc->l, s, depth + 1) && kpc_eval(dom, pc->r, s, depth + 1);
+	case FL_PC_OR:
+		return kpc_eval(dom, pc->l, s, depth + 1) || kpc_eval(dom, pc->r, s, depth + 1);
+	case FL_PC_NOT:
+		return !kpc_eval(dom, pc->l, s, depth + 1);
+	case FL_PC_ACCESS:
+		/* At an entry or return: the struct is at hand when an argument
+		 * points to one (a keyed handoff's request, say). */
+		if (s->approx)
+			return true;
+		for (unsigned a = 0; a < s->fn.nargs; a++)
+			if (s->fn.arg_struct[a] && !strcmp(s->fn.arg_struct[a], pc->a))
+				return true;
+		return false;
+	case FL_PC_CALL:
+		return dom_ok(pc->dom, dom) && s->kind == XFLOW_SITE_ENTRY && !strcmp(s->name, pc->a);
+	case FL_PC_RETURN:
+		return dom_ok(pc->dom, dom) && s->kind == XFLOW_SITE_RETURN && !strcmp(s->name, pc->a);
+	case FL_PC_TRACEPOINT:
+		return dom_ok(pc->dom, dom) && s->kind == XFLOW_SITE_TRACEPOINT && !strcmp(s->name, pc->a);
+	case FL_PC_WITHIN_FUNCTION:
+		return dom_ok(pc->dom, dom) && s->kind != XFLOW_SITE_TRACEPOINT && !strcmp(s->name, pc->a);
+	case FL_PC_WITHIN_FILE:
+		return false; /* refused before (BTF has no files) */
+	case FL_PC_LOCAL_VAR:
+	case FL_PC_TARGET:
+	case FL_PC_XFLOW:
+		return true;
+	}
+	return false;
+}
+
+static bool pc_has(const struct fl_pc *pc, enum fl_pc_kind kind, int depth)
+{
+	if (!pc || depth > FL_MAX_NEST)
+		return false;
+	return pc->kind == kind || pc_has(pc->l, kind, depth + 1) || pc_has(pc->r, kind, depth + 1);
+}
+
+/* Argument @i as a fetch recipe: its x86-64 argument register. */
+static struct xflow_plan_fetch karg(int i)
+{
+	static const uint8_t abi[JP_KBTF_MAX_ARGS] = { 5, 4, 1, 2, 8, 9 };
+	return (struct xflow_plan_fetch){ .kind = XFLOW_FETCH_REG, .reg = i < 0 ? 0 : abi[i], .size = 8 };
+}
+
+static int kfetch(const struct xflow_bc_prog *prog, const struct ksite *s, struct xflow_plan_fetch *in,
+		  struct jp_err *err)
+{
+	const char *what = s->kind == XFLOW_SITE_TRACEPOINT ? "tracepoint" : "function";
+	for (uint32_t i = 0; i < prog->ninputs; i++) {
+		const struct xflow_bc_input *x = &prog->inputs[i];
+		int arg = -2;
+		if (x->kind == XFLOW_IN_TARGET) {
+			/* The instance: the first argument that is a struct S *
+			 * (S of the access() when there is one). */
+			for (unsigned a = 0; a < s->fn.nargs && a < JP_KBTF_MAX_ARGS && arg < -1; a++)
+				if (s->fn.arg_struct[a] && (!x->sname || !strcmp(s->fn.arg_struct[a], x->sname)))
+					arg = (int)a;
+			if (arg < -1) {
+				snprintf(err->msg, sizeof(err->msg), "target() at %s %s: no argument is a struct %s *",
+					 what, s->name, x->sname ? x->sname : "");
+				return -EINVAL;
+			}
+		} else if (s->kind == XFLOW_SITE_TRACEPOINT) {
+			/* BTF gives a tracepoint's arguments no names: they are
+			 * arg0, arg1, ... in the order of its TP_PROTO. */
+			char *end = NULL;
+			long n = strncmp(x->local, "arg", 3) == 0 && x->local[3] ? strtol(x->local + 3, &end, 10) : -1;
+			if (n < 0 || !end || *end || n >= (long)s->fn.nargs || n >= JP_KBTF_MAX_ARGS) {
+				snprintf(err->msg, sizeof(err->msg),
+					 "local_var(%s, ...) at tracepoint %s: its %u arguments are called arg0..arg%u "
+					 "(BTF gives them no names)", x->local, s->name, s->fn.nargs,
+					 s->fn.nargs ? s->fn.nargs - 1 : 0);
+				return -EINVAL;
+			}
+			arg = (int)n;
+		} else {
+			for (unsigned a = 0; a < s->fn.nargs && arg < -1; a++)
+				if (!strcmp(s->fn.arg[a], x->local))
+					arg = (int)a;
+			if (arg >= JP_KBTF_MAX_ARGS) {
+				snprintf(err->msg, sizeof(err->msg), "%s is argument %d of %s: fentry and fexit read the "
+					 "first %d only", x->local, arg + 1, s->name, JP_KBTF_MAX_ARGS);
+				return -EINVAL;
+			}
+			if (arg < -1 && !strcmp(x->local, "retval") && s->kind == XFLOW_SITE_RETURN && s->fn.returns)
+				arg = -1;
+			if (arg < -1) {
+				char names[256] = "";
+				size_t o = 0;
+				for (unsigned a = 0; a < s->fn.nargs && o < sizeof(names) - 1; a++) {
+					int n = snprintf(names + o, sizeof(names) - o, "%s%s", a ? ", " : "", s->fn.arg[a]);
+					o += n > 0 ? (size_t)n : 0;
+				}
+				snprintf(err->msg, sizeof(err->msg),
+					 "%s has no argument %s (its arguments: %s)%s", s->name, x->local,
+					 names[0] ? names : "none",
+					 s->kind == XFLOW_SITE_RETURN ? "; at return() its return value is retval"
+					 : !strcmp(x->local, "retval") ? "; retval is bound at return() only" : "");
+				return -EINVAL;
+			}
+		}
+		in[i] = karg(arg);
+	}
+	return 0;
+}
+
+static void kadd(struct ksite *v, size_t *n, size_t max, const struct ksite *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (v[i].kind == s->kind && !strcmp(v[i].name, s->name))
+			return;
+	if (*n < max)
+		v[(*n)++] = *s;
+}
+
+static int resolve_advice_kernel(struct pb *b, struct xflow_plan *p, size_t ai, const char *dom,
+				 struct jp_kbtf *kb, uint32_t binary, struct dplan *dp, struct pend **pv,
+				 size_t *pn, size_t *pcap, bool *matched)
+{
+	const struct fl_advice *adv = b->u->by_index[ai];
+	const struct xflow_bc_prog *prog = p->advice[ai].prog.ninsns ? &p->advice[ai].prog : NULL;
+	if (!adv || !adv->pc || !prog)
+		return 0;
+	struct scope_acc sc = { 0 };
+	scope_from(adv->pc, dom, &sc, 0);
+	if (sc.impossible)
+		return 0;
+	if (pc_has(adv->pc, FL_PC_WITHIN_FILE, 0)) {
+		diag_at(b, &adv->pc->loc, "warning", (long)ai,
+			"in kernel domain %s: within_file() needs the kernel's DWARF, which this planner does not "
+			"read: the advice is not woven there", dom);
+		return 0;
+	}
+	const struct fl_pc *gens[64];
+	size_t ng = 0;
+	gens_of(adv->pc, gens, &ng, 64, 0);
+	struct ksite cand[64];
+	size_t nc = 0;
+	for (size_t g = 0; g < ng; g++) {
+		const struct fl_pc *pc = gens[g];
+		struct ksite s = { 0 };
+		struct jp_err err;
+		int rc;
+		if (pc->kind != FL_PC_ACCESS && !dom_ok(pc->dom, dom))
+			continue;
+		if (pc->kind == FL_PC_ACCESS) {
+			/* Beside call(), return() or tracepoint(), access() only
+			 * says which struct is at hand (kpc_eval). */
+			if (!sc.nfuncs && (pc_has(adv->pc, FL_PC_CALL, 0) || pc_has(adv->pc, FL_PC_RETURN, 0) ||
+					   pc_has(adv->pc, FL_PC_TRACEPOINT, 0)))
+				continue;
+			if (!sc.nfuncs) {
+				diag_at(b, &pc->loc, "warning", (long)ai,
+					"in kernel domain %s: access(%s.%s) is an instruction-level join point, which needs "
+					"the kernel's DWARF; add within_function(f) to weave it at f's entry instead",
+					dom, pc->a, pc->b);
+				continue;
+			}
+			s.kind = XFLOW_SITE_ENTRY;
+			s.name = sc.funcs[0];
+			s.approx = fl_arena_printf(b->arena, "%s.%s", pc->a, pc->b);
+			rc = jp_kbtf_func(kb, s.name, &s.fn, &err);
+		} else if (pc->kind == FL_PC_TRACEPOINT) {
+			s.kind = XFLOW_SITE_TRACEPOINT;
+			s.name = pc->a;
+			rc = jp_kbtf_tracepoint(kb, s.name, &s.fn, &err);
+		} else {
+			s.kind = pc->kind == FL_PC_CALL ? XFLOW_SITE_ENTRY : XFLOW_SITE_RETURN;
+			s.name = pc->a;
+			rc = jp_kbtf_func(kb, s.name, &s.fn, &err);
+		}
+		if (rc) {
+			/* Named, never dropped in silence: an unresolved join
+			 * point of a kernel differs between kernel versions. */
+			diag_at(b, &pc->aloc, "warning", (long)ai, "in kernel domain %s: unresolved: %s", dom, err.msg);
+			continue;
+		}
+		kadd(cand, &nc, 64, &s);
+	}
+	for (size_t i = 0; i < nc; i++) {
+		const struct ksite *s = &cand[i];
+		if (!kpc_eval(dom, adv->pc, s, 0))
+			continue;
+		struct pend pe = { .advice = (uint32_t)ai };
+		struct jp_err err;
+		if (kfetch(prog, s, pe.in, &err)) {
+			diag_at(b, &adv->pc->loc, "error", (long)ai, "in kernel domain %s: %s", dom, err.msg);
+			continue;
+		}
+		if (s->approx)
+			diag_at(b, &adv->pc->loc, "warning", (long)ai,
+				"in kernel domain %s: access(%s) approximated by the entry of %s (instruction-level "
+				"join points need the kernel's DWARF)", dom, s->approx, s->name);
+		pe.nin = (uint8_t)prog->ninputs;
+		pe.when = s->kind == XFLOW_SITE_RETURN ? XFLOW_WHEN_AFTER : XFLOW_WHEN_BEFORE;
+		struct xflow_plan_site ps = {
+			.addr = s->fn.id, .binary = binary, .kind = (uint8_t)s->kind, .len = 1,
+			.func = dup(b, s->name), .field = -1,
+			.insn = s->kind == XFLOW_SITE_ENTRY ? "fentry" : s->kind == XFLOW_SITE_RETURN ? "fexit"
+											: "raw tracepoint",
+		};
+		pe.site_key = site_intern(b, dp, &ps);
+		dp->sites[pe.site_key].when_mask |= (uint8_t)(1u << pe.when);
+		FL_PUSH(b->arena, *pv, *pn, *pcap, pe);
+		*matched = true;
 	}
 	return 0;
 }
@@ -563,13 +805,38 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 			dm->layouts[i].offset = -1;
 		struct dom_img *imgs = fl_arena_alloc(arena, (doms[d].nbinaries + 1) * sizeof(*imgs));
 		size_t nimgs = 0;
+		struct jp_kbtf *kb = NULL;
+		uint32_t kbin = 0;
 		for (size_t k = 0; k < doms[d].nbinaries; k++) {
 			struct jp_err err;
 			struct jp_image_opts io = { .debug_root = opts ? opts->debug_root : NULL };
 			if (binary_named_before(doms[d].binaries, k))
 				continue;
+			if (jp_kbtf_is_kernel(doms[d].binaries[k]) && (doms[d].nbinaries > 1 || kb)) {
+				diag_at(&b, NULL, "error", -1, "domain %s: a kernel (%s) is the domain's only binary: "
+					"an agent traces either its kernel or its processes", dm->name, doms[d].binaries[k]);
+				continue;
+			}
 			uint32_t i = dm->nbinaries++;
 			dm->binaries[i].path = doms[d].binaries[k];
+			if (jp_kbtf_is_kernel(doms[d].binaries[k])) {
+				if (jp_kbtf_open(&kb, doms[d].binaries[k], &err) != 0)
+					diag_at(&b, NULL, "error", -1, "domain %s: %s", dm->name, err.msg);
+				kbin = i;
+				/* Struct layouts from BTF: the keys of keyed handoffs. */
+				for (uint32_t f = 0; kb && f < p->nfields; f++) {
+					struct jp_kbtf_member km;
+					if (jp_kbtf_member(kb, p->fields[f].sname, p->fields[f].member, &km, &err) != 0)
+						continue;
+					dm->layouts[f] = (struct xflow_plan_layout){
+						.offset = (int64_t)km.offset, .size = (uint32_t)km.size,
+						.bit_offset = km.bit_offset, .bit_size = km.bit_size,
+						.flags = (km.is_signed ? XFLOW_LAYOUT_SIGNED : 0u) |
+							 (km.is_ptr ? XFLOW_LAYOUT_POINTER : 0u),
+					};
+				}
+				continue;
+			}
 			if (jp_image_open(&imgs[nimgs].img, doms[d].binaries[k], &io, &err) != 0) {
 				diag_at(&b, NULL, "error", -1, "domain %s: %s", dm->name, err.msg);
 				continue;
@@ -602,6 +869,9 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 			if (r == -ENOMEM)
 				rc = r;
 		}
+		for (size_t ai = 0; ai < nadv && kb; ai++)
+			resolve_advice_kernel(&b, p, ai, dm->name, kb, kbin, &dp, &pv, &pn, &pcap, &matched[ai]);
+		jp_kbtf_free(kb);
 		for (size_t i = 0; i < nimgs; i++)
 			jp_image_free(imgs[i].img);
 		/* Sort sites; renumber bindings; sort them in site and weave order. */

@@ -15,8 +15,8 @@ static const char *s_or(const char *s, const char *dflt)
 
 const char *xflow_plan_site_kind_name(unsigned kind)
 {
-	static const char *const n[] = { "?", "load", "store", "rmw", "entry", "return" };
-	return kind <= XFLOW_SITE_RETURN ? n[kind] : "?";
+	static const char *const n[] = { "?", "load", "store", "rmw", "entry", "return", "tracepoint" };
+	return kind <= XFLOW_SITE_TRACEPOINT ? n[kind] : "?";
 }
 
 static const char *reg_name(unsigned r)

@@ -152,7 +152,7 @@ int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 			const struct xflow_plan_site *s = &dm->sites[i];
 			if (s->binary >= dm->nbinaries)
 				return bad(why, whylen, "plan: domain %s: site %u: binary %u out of range", dm->name, i, s->binary);
-			if (s->kind < XFLOW_SITE_LOAD || s->kind > XFLOW_SITE_RETURN || s->len < 1 || s->len > 15 ||
+			if (s->kind < XFLOW_SITE_LOAD || s->kind > XFLOW_SITE_TRACEPOINT || s->len < 1 || s->len > 15 ||
 			    (s->when_mask & ~3u))
 				return bad(why, whylen, "plan: domain %s: site %u: bad kind, length or placement", dm->name, i);
 			if (s->field < -1 || (s->field >= 0 && (uint32_t)s->field >= p->nfields))

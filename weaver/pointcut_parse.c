@@ -30,7 +30,7 @@ struct pcp {
 	bool failed;
 };
 
-#define PRIMS "access, within_function, within_file, call, return, target, local_var, xflow"
+#define PRIMS "access, within_function, within_file, call, return, target, local_var, xflow, tracepoint"
 
 static struct fl_loc loc_at(struct pcp *p, size_t i, size_t len)
 {
@@ -186,6 +186,7 @@ static struct fl_pc *prim(struct pcp *p)
 		{ "target", FL_PC_TARGET },
 		{ "local_var", FL_PC_LOCAL_VAR },
 		{ "xflow", FL_PC_XFLOW },
+		{ "tracepoint", FL_PC_TRACEPOINT },
 	};
 	int kind = -1;
 	for (size_t k = 0; k < sizeof(prims) / sizeof(prims[0]); k++)
@@ -245,6 +246,19 @@ static struct fl_pc *prim(struct pcp *p)
 		if (!(pc->a = ident(p, &pc->aloc, "a function name")) || !domain(p, pc))
 			return NULL;
 		break;
+	case FL_PC_TRACEPOINT: {
+		/* category:name, as tracefs and perf write it. */
+		struct fl_loc cl, nl;
+		const char *cat = ident(p, &cl, "a tracepoint category, e.g. skb in skb:consume_skb");
+		if (!cat || !expect(p, ":", "':' between the category and the name"))
+			return NULL;
+		const char *name = ident(p, &nl, "a tracepoint name, e.g. consume_skb");
+		if (!name || !domain(p, pc))
+			return NULL;
+		pc->a = fl_arena_printf(&p->u->arena, "%s:%s", cat, name);
+		pc->aloc = cl;
+		break;
+	}
 	case FL_PC_TARGET:
 		if (!(pc->a = ident(p, &pc->aloc, "a variable name")))
 			return NULL;
@@ -371,11 +385,13 @@ static void pc_print(struct fl_buf *b, const struct fl_pc *pc, int prec)
 	case FL_PC_WITHIN_FUNCTION:
 	case FL_PC_WITHIN_FILE:
 	case FL_PC_CALL:
-	case FL_PC_RETURN: {
+	case FL_PC_RETURN:
+	case FL_PC_TRACEPOINT: {
 		static const char *const names[] = {
 			[FL_PC_WITHIN_FUNCTION] = "within_function",
 			[FL_PC_WITHIN_FILE] = "within_file",
 			[FL_PC_CALL] = "call", [FL_PC_RETURN] = "return",
+			[FL_PC_TRACEPOINT] = "tracepoint",
 		};
 		fl_buf_printf(b, "%s(%s%s%s)", names[pc->kind], pc->a,
 			      pc->dom ? "@" : "", pc->dom ? pc->dom : "");

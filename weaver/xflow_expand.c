@@ -163,6 +163,16 @@ static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
 		   start ? XFLOW_REC_START : XFLOW_REC_QUIT);
 }
 
+/* A <transit> with only a <select>: the flow passes here.  The id stays
+ * under the selected pointer; the get makes the run's TRANSIT marker. */
+static struct fl_advice *expand_pass(struct xflow_unit *u, struct fl_xflow *f, const struct fl_xpoint *p)
+{
+	const char *r = gensym(u, p->pc, "random_str", p->select, NULL);
+	struct fl_pc *extra = pc_local_var(u, p->select_loc, p->select, r);
+	const char *text = fl_arena_printf(&u->arena, "int xf_id = get_flowid(%s, *(void**)%s);\n", f->name, r);
+	return gen(u, f, p, p->loc, pc_and(u, p->pc, extra), text, XFLOW_REC_TRANSIT);
+}
+
 static const char *id_name(const struct fl_xop *op)
 {
 	return strcmp(op->from, "id") && strcmp(op->to, "id") ? "id" : "xf_id";
@@ -495,6 +505,10 @@ void fl_xflow_expand(struct xflow_unit *u)
 				u->gensym = 0;
 				struct fl_advice *a = expand_end(u, f, p);
 				append(&tail, a);
+			}
+			if (p->kind == FL_XP_TRANSIT && p->select && !p->nops) {
+				u->gensym = 0;
+				append(&tail, expand_pass(u, f, p));
 			}
 			for (size_t i = 0; i < p->nops; i++) {
 				const struct fl_xop *op = p->ops[i];

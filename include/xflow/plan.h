@@ -107,6 +107,8 @@ enum xflow_plan_site_kind {
 	XFLOW_SITE_RMW = 3,      /* reads and writes it */
 	XFLOW_SITE_ENTRY = 4,    /* call(f): function entry after the prologue */
 	XFLOW_SITE_RETURN = 5,   /* return(f): a return (or tail jump) */
+	XFLOW_SITE_TRACEPOINT = 6, /* tracepoint(c:n) of a kernel domain: func is
+	                          * "c:n", addr a key unique in the domain */
 };
 
 /* A fetch recipe: how the agent computes an input at a site.  The input

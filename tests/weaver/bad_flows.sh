@@ -20,7 +20,7 @@ for x in flows/bad/*.xml; do
 		printf '%s\n' "$got"; fail=1
 	fi
 done
-for x in flows/*.xml tests/weaver/figures/*.xml; do
+for x in flows/*.xml flows/kernel/*.xml tests/weaver/figures/*.xml; do
 	"$XFLOWC" check "$x" || { echo "FAIL $x does not check clean"; fail=1; }
 done
 # Usage errors exit 2; help exits 0.

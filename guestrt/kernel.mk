@@ -1,0 +1,16 @@
+# The kernel hook engine: the real one where kernel/module.mk could build
+# the BPF object, else a stub whose hook_new says why it was not built.
+ifeq ($(KERNEL_BPF),1)
+KERNEL_HOOK_SRC := guestrt/hook_kernel.c
+$(OBJDIR)/guestrt/hook_kernel.o: XCFLAGS += -I$(KBPF_DIR) $(call pc_cflags,libbpf)
+$(OBJDIR)/guestrt/hook_kernel.o: $(KBPF_DIR)/xflow_kern.skel.h
+else
+KERNEL_HOOK_SRC := guestrt/hook_kernel_none.c
+$(OBJDIR)/guestrt/hook_kernel_none.o: XCFLAGS += -DKERNEL_BPF_WHY='"$(KERNEL_BPF_WHY)"'
+endif
+ALL_OBJS += $(call objs_of,$(KERNEL_HOOK_SRC))
+$(call folder_lib,guestrt): $(call objs_of,$(KERNEL_HOOK_SRC))
+
+# Its end to end test: a veth pair, pings, the monitor's hop counts, and
+# nothing left loaded (tests/e2e/kernel_veth.sh; skips without root or BTF).
+TEST_SCRIPTS += tests/e2e/kernel_veth.sh

@@ -1,0 +1,301 @@
+/*
+ * The kernel backend's BPF program: one generic body, instantiated once
+ * per slot, that runs the flow operations the loader put in xk_sites[slot]
+ * (kernel/kabi.h) and writes struct xflow_record-shaped records into a BPF
+ * ring buffer.  Built with clang -target bpf against the running kernel's
+ * vmlinux.h; CO-RE relocations are not needed: the program reads no kernel
+ * struct, only the traced function's arguments, through helpers that check
+ * the argument index at run time.
+ *
+ * Nothing here writes kernel memory: the only stores are to this program's
+ * maps.  A kernel advice that would write (an xin_* with a <field>) is
+ * refused by the loader before anything is loaded.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "kernel/kabi.h"
+
+#define FLOWID_MAX ((1ULL << 48) - 1)
+/* enum xflow_record_flag (xflow/record.h, which is host C). */
+#define XK_REC_START 1
+#define XK_REC_TRANSIT 2
+#define XK_REC_CROSS_DOMAIN 8
+#define XK_REC_KEYED 64
+#define XK_RB_SIZE (1 << 22) /* 4 MiB: 47662 records */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before the object is loaded. */
+const volatile __u16 xk_domain_id = 0;
+
+/* Flow ids: one space for every CPU and flow kind. */
+__u64 xk_next_id = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xk_site);
+} xk_sites SEC(".maps");
+
+/* Preallocated (the default for a hash): an update from a tracing program
+ * never allocates, and a full map fails the update, which is counted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct xk_key);
+	__type(value, __u64);
+} xk_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, XK_RB_SIZE);
+} xk_rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xk_count);
+} xk_counts SEC(".maps");
+
+enum { KIND_ENTRY = 0, KIND_EXIT = 1, KIND_TP = 2 };
+
+/* An operand: argument @which of the traced function, or its return value.
+ * @kind is a constant in every caller, so a helper a program type may not
+ * call (bpf_get_func_ret in fentry) is never in its code. */
+static __always_inline int xk_get(void *ctx, const int kind, __u8 which, __u64 *v)
+{
+	if (which == XK_ARG_RET) {
+		if (kind != KIND_EXIT)
+			return -1;
+		return bpf_get_func_ret(ctx, v);
+	}
+	if (kind == KIND_TP) {
+		/* A raw tracepoint's arguments are the u64 array at ctx; the
+		 * kernel checks at attach time that what the program reads is
+		 * within the tracepoint's arguments, so only the first (an
+		 * skb, a bio, a request in the tracepoints flows name) is read. */
+		if (which != 0)
+			return -1;
+		*v = ((__u64 *)ctx)[0];
+		return 0;
+	}
+	return bpf_get_func_arg(ctx, which, v);
+}
+
+static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id,
+				     __u16 flags, __u64 d0, __u64 d1, __u8 ndata)
+{
+	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
+	if (!r) {
+		if (c)
+			c->drops++;
+		return;
+	}
+	r->timestamp = bpf_ktime_get_ns();
+	r->flow_id = id;
+	r->site_id = site;
+	r->flow_kind = op->flow;
+	r->domain_id = xk_domain_id;
+	r->flags = flags;
+	r->version = 1;
+	r->ndata = ndata;
+	r->thread_id = (__u32)bpf_get_current_pid_tgid();
+	r->thread_seq = 0;
+	r->reserved = 0;
+	r->data[0] = d0;
+	r->data[1] = d1;
+#pragma unroll
+	for (int i = 2; i < 6; i++)
+		r->data[i] = 0;
+	/* A wake-up per record (the default when the reader has caught up)
+	 * costs an irq_work and an epoll wake-up per hit, several times the
+	 * rest of the program: the agent drains between slices of at most
+	 * 10 ms anyway, so it is woken only when the buffer is a quarter full. */
+	__u64 avail = bpf_ringbuf_query(&xk_rb, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(r, avail > XK_RB_SIZE / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	if (c)
+		c->records++;
+}
+
+static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id)
+{
+	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0);
+}
+
+/* The key of a keyed handoff: the member at foff of the struct at @p,
+ * read with the fault-safe helper (a bad pointer gives -1, no record). */
+static __always_inline int xk_field(__u64 p, const struct xk_op *op, __u64 *v)
+{
+	const void *at = (const void *)(p + op->foff);
+	*v = 0;
+	switch (op->fsize) {
+	case 1: {
+		__u8 x;
+		if (bpf_probe_read_kernel(&x, 1, at))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 2: {
+		__u16 x;
+		if (bpf_probe_read_kernel(&x, 2, at))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 4: {
+		__u32 x;
+		if (bpf_probe_read_kernel(&x, 4, at))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 8:
+		return bpf_probe_read_kernel(v, 8, at) ? -1 : 0;
+	default:
+		return -1;
+	}
+}
+
+/* The records of xflow/bytecode.h's HANDOFF. */
+#define HAND_FLAGS (XK_REC_TRANSIT | XK_REC_CROSS_DOMAIN | XK_REC_KEYED)
+
+static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
+				  const struct xk_op *op)
+{
+	__u64 a = 0, b = 0, id;
+	if (xk_get(ctx, kind, op->from, &a) || !a)
+		return;
+	struct xk_key ka = { .addr = a, .flow = op->flow };
+	__u64 *idp = bpf_map_lookup_elem(&xk_ids, &ka);
+	switch (op->kind) {
+	case XK_OP_START:
+		/* A live object keeps its id (xflow(5), A START ON A LIVE
+		 * OBJECT), and then writes no record. */
+		if (idp)
+			return;
+		id = (__sync_fetch_and_add(&xk_next_id, 1) + 1) & FLOWID_MAX;
+		if (!id)
+			return;
+		if (bpf_map_update_elem(&xk_ids, &ka, &id, BPF_NOEXIST)) {
+			if (c)
+				c->full++;
+			return;
+		}
+		xk_emit(c, site, op, id);
+		return;
+	case XK_OP_HAND_OUT: {
+		__u64 key;
+		if (!idp)
+			return;
+		id = *idp;
+		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
+			return;
+		if (op->move)
+			bpf_map_delete_elem(&xk_ids, &ka);
+		xk_emit2(c, site, op, id, HAND_FLAGS, key, 0, 2);
+		return;
+	}
+	case XK_OP_HAND_IN: {
+		__u64 key;
+		/* An object with a live id keeps it, as at a start. */
+		if (idp)
+			return;
+		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
+			return;
+		id = (__sync_fetch_and_add(&xk_next_id, 1) + 1) & FLOWID_MAX;
+		if (!id)
+			return;
+		if (bpf_map_update_elem(&xk_ids, &ka, &id, BPF_NOEXIST)) {
+			if (c)
+				c->full++;
+			return;
+		}
+		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, 2);
+		return;
+	}
+	case XK_OP_PASS:
+		if (idp)
+			xk_emit(c, site, op, *idp);
+		return;
+	case XK_OP_END:
+		if (!idp)
+			return;
+		id = *idp;
+		bpf_map_delete_elem(&xk_ids, &ka);
+		xk_emit(c, site, op, id);
+		return;
+	case XK_OP_MOVE:
+	case XK_OP_COPY:
+		if (!idp)
+			return;
+		id = *idp;
+		if (xk_get(ctx, kind, op->to, &b) || !b)
+			return;
+		if (b != a) {
+			struct xk_key kb = { .addr = b, .flow = op->flow };
+			if (bpf_map_update_elem(&xk_ids, &kb, &id, BPF_ANY)) {
+				if (c)
+					c->full++;
+				return;
+			}
+			if (op->kind == XK_OP_MOVE)
+				bpf_map_delete_elem(&xk_ids, &ka);
+		}
+		xk_emit(c, site, op, id);
+		return;
+	default:
+		return;
+	}
+}
+
+static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
+{
+	__u32 k = slot;
+	struct xk_site *s = bpf_map_lookup_elem(&xk_sites, &k);
+	if (!s || !s->enabled)
+		return 0;
+	struct xk_count *c = bpf_map_lookup_elem(&xk_counts, &k);
+	if (c)
+		c->hits++;
+	__u32 n = s->nops;
+	for (int i = 0; i < XK_MAX_OPS; i++) {
+		if ((__u32)i >= n)
+			break;
+		struct xk_op op = s->ops[i];
+		xk_do(ctx, kind, c, s->plan_site, &op);
+	}
+	return 0;
+}
+
+/* The slots.  Their attach targets are set by the loader (fentry, fexit)
+ * or given when attaching (raw tracepoints); slots a plan does not use are
+ * not loaded. */
+#define ENTRY_SLOT(n)                                                     \
+	SEC("fentry") int xk_entry_##n(void *ctx)                         \
+	{                                                                 \
+		return xk_hit(ctx, n, KIND_ENTRY);                        \
+	}
+#define EXIT_SLOT(n)                                                      \
+	SEC("fexit") int xk_exit_##n(void *ctx)                           \
+	{                                                                 \
+		return xk_hit(ctx, XK_NSLOTS + (n), KIND_EXIT);             \
+	}
+#define TP_SLOT(n)                                                        \
+	SEC("raw_tp") int xk_tp_##n(void *ctx)                            \
+	{                                                                 \
+		return xk_hit(ctx, 2 * XK_NSLOTS + (n), KIND_TP);           \
+	}
+ENTRY_SLOT(0) ENTRY_SLOT(1) ENTRY_SLOT(2) ENTRY_SLOT(3) ENTRY_SLOT(4) ENTRY_SLOT(5)
+ENTRY_SLOT(6) ENTRY_SLOT(7) ENTRY_SLOT(8) ENTRY_SLOT(9) ENTRY_SLOT(10) ENTRY_SLOT(11)
+ENTRY_SLOT(12) ENTRY_SLOT(13) ENTRY_SLOT(14) ENTRY_SLOT(15) ENTRY_SLOT(16) ENTRY_SLOT(17)
+ENTRY_SLOT(18) ENTRY_SLOT(19) ENTRY_SLOT(20) ENTRY_SLOT(21) ENTRY_SLOT(22) ENTRY_SLOT(23)
+EXIT_SLOT(0) EXIT_SLOT(1) EXIT_SLOT(2) EXIT_SLOT(3) EXIT_SLOT(4) EXIT_SLOT(5)
+EXIT_SLOT(6) EXIT_SLOT(7) EXIT_SLOT(8) EXIT_SLOT(9) EXIT_SLOT(10) EXIT_SLOT(11)
+EXIT_SLOT(12) EXIT_SLOT(13) EXIT_SLOT(14) EXIT_SLOT(15) EXIT_SLOT(16) EXIT_SLOT(17)
+EXIT_SLOT(18) EXIT_SLOT(19) EXIT_SLOT(20) EXIT_SLOT(21) EXIT_SLOT(22) EXIT_SLOT(23)
+TP_SLOT(0) TP_SLOT(1) TP_SLOT(2) TP_SLOT(3) TP_SLOT(4) TP_SLOT(5)
+TP_SLOT(6) TP_SLOT(7)

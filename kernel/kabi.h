@@ -1,0 +1,97 @@
+/*
+ * kernel/kabi.h — what the kernel backend's BPF program (kernel/bpf/) and
+ * its loader (kernel/hook_kernel.c) share: the per-slot site table, the
+ * flow-id map's key and the counters.  Included by BPF C (after vmlinux.h)
+ * and by host C, so it uses the kernel's __u* types and nothing else.
+ *
+ * One BPF program per slot: XK_NSLOTS fentry slots, as many fexit slots
+ * and XK_NTP raw tracepoint slots.  A slot is bound to one plan site (a
+ * function's entry or return, or a tracepoint) before the object is loaded;
+ * its program knows its slot number as a constant and reads what to do
+ * there from xk_sites[slot]: up to XK_MAX_OPS flow operations, in weave
+ * order.  One generic program body, interpreted from a small table, keeps
+ * the verifier's work per program small and fixed (see xflow-agent(8)).
+ */
+#ifndef XFLOW_KERNEL_KABI_H
+#define XFLOW_KERNEL_KABI_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define XK_NSLOTS 24        /* fentry slots, and as many fexit slots */
+#define XK_NTP 8            /* raw tracepoint slots */
+#define XK_SLOTS (2 * XK_NSLOTS + XK_NTP)
+#define XK_MAX_OPS 4        /* flow operations at one slot */
+
+/* Where an operation's pointer comes from. */
+#define XK_ARG_RET 0xfe     /* the function's return value (fexit only) */
+#define XK_ARG_NONE 0xff
+
+enum xk_op_kind {
+	XK_OP_NONE = 0,
+	XK_OP_START = 1,    /* key gets a new id unless it has one */
+	XK_OP_END = 2,      /* key's id removed */
+	XK_OP_MOVE = 3,     /* from's id registered under to, removed from from */
+	XK_OP_COPY = 4,     /* from's id registered under to, kept under from */
+	XK_OP_PASS = 5,     /* the flow passes: from's id recorded, kept */
+	XK_OP_HAND_OUT = 6, /* keyed handoff, sending side: from's id leaves in
+	                     * a record keyed by to's member (foff, fsize) */
+	XK_OP_HAND_IN = 7,  /* receiving side: from gets a new id (unless it
+	                     * has one), recorded with the key of to's member */
+};
+
+struct xk_op {
+	__u8 kind;          /* enum xk_op_kind */
+	__u8 from;          /* argument index 0..5, XK_ARG_RET: the object keyed */
+	__u8 to;            /* MOVE/COPY: the destination; HAND_*: the request
+	                     * whose member is the key; else XK_ARG_NONE */
+	__u8 move;          /* HAND_OUT: drop from's id (xin_move) */
+	__u16 flow;         /* the flow kind: the map's key part and the record's */
+	__u16 rec_flags;    /* enum xflow_record_flag of the operation's record */
+	__u32 advice;       /* plan advice index: per-advice counters */
+	__u16 foff;         /* HAND_*: the key member's byte offset in to's struct */
+	__u8 fsize;         /* and its size: 1, 2, 4 or 8 */
+	__u8 pad;
+};
+
+struct xk_site {
+	__u32 plan_site;    /* the records' site_id */
+	__u32 nops;
+	__u32 enabled;      /* 0: the program returns at once */
+	__u32 pad;
+	struct xk_op ops[XK_MAX_OPS];
+};
+
+struct xk_key {
+	__u64 addr;         /* the object's kernel address */
+	__u32 flow;
+	__u32 pad;
+};
+
+/* Per CPU, per slot (index XK_SLOTS: totals of no slot). */
+struct xk_count {
+	__u64 hits;         /* program runs */
+	__u64 records;      /* records reserved in the ring buffer */
+	__u64 drops;        /* records lost: the ring buffer was full */
+	__u64 full;         /* registrations lost: the id map was full */
+};
+
+/* The record as the ring buffer carries it: struct xflow_record's layout
+ * (xflow/record.h, 88 bytes), checked field by field in hook_kernel.c. */
+struct xk_rec {
+	__u64 timestamp;    /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
+	__u64 flow_id;
+	__u32 site_id;
+	__u16 flow_kind;
+	__u16 domain_id;
+	__u16 flags;
+	__u8 version;
+	__u8 ndata;
+	__u32 thread_id;
+	__u32 thread_seq;
+	__u32 reserved;
+	__u64 data[6];
+};
+
+#endif

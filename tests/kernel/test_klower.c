@@ -1,0 +1,284 @@
+/*
+ * kernel/klower.c: a weave plan's domain lowered to the kernel backend's
+ * slot table.  The plans are built by hand around advice the real compiler
+ * produces from flow files, so that these run on any machine: which flow
+ * operation each expanded element becomes, which argument each operand
+ * is, which slot kind each site takes, and the refusals of what a kernel
+ * advice cannot do, each naming the advice's file:line.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/klower.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
+#include "xflow/record.h"
+
+#define MAXA 16
+
+/* A plan of one domain: advice i of @xml bound at site i, of kind kinds[i]
+ * ("e" entry, "r" return, "t" tracepoint, "l" an instruction), its inputs
+ * fetched from DWARF registers regs[i][k]. */
+struct kp {
+	struct xflow_unit *u;
+	struct xflow_plan plan;
+	struct xflow_plan_advice adv[MAXA];
+	struct xflow_plan_domain dom;
+	struct xflow_plan_site sites[MAXA];
+	struct xflow_plan_binding bind[MAXA];
+	struct xflow_plan_fetch fetch[MAXA * 4];
+	char names[MAXA][32];
+};
+
+static void kp_build(struct kp *k, const char *xml, const char *kinds, const uint8_t regs[][4],
+		     const uint32_t *site_of)
+{
+	memset(k, 0, sizeof(*k));
+	cr_assert_eq(xflow_unit_new(&k->u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_buffer(k->u, "t.xml", xml, strlen(xml)), 0);
+	cr_assert_eq(xflow_unit_compile(k->u), 0, "the flow file does not compile");
+	size_t n = xflow_unit_advice_count(k->u);
+	cr_assert(n <= MAXA && n == strlen(kinds), "%zu advice for %zu kinds", n, strlen(kinds));
+	uint32_t nf = 0, nsites = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct xflow_advice_info ai;
+		cr_assert_eq(xflow_unit_advice(k->u, i, &ai), 0);
+		k->adv[i] = (struct xflow_plan_advice){ .origin = ai.origin, .flow = ai.flow, .rec_flags = ai.rec_flags,
+							.file = ai.file, .line = ai.line, .col = ai.col,
+							.prog = *ai.prog };
+		uint32_t s = site_of ? site_of[i] : (uint32_t)i;
+		if (s + 1 > nsites)
+			nsites = s + 1;
+		static const uint8_t kind_of[128] = { ['e'] = XFLOW_SITE_ENTRY, ['r'] = XFLOW_SITE_RETURN,
+						      ['t'] = XFLOW_SITE_TRACEPOINT, ['l'] = XFLOW_SITE_LOAD };
+		snprintf(k->names[s], sizeof(k->names[s]), "%s%u", kinds[i] == 't' ? "cat:tp" : "fn", s);
+		k->sites[s] = (struct xflow_plan_site){ .addr = 100 + s, .kind = kind_of[(unsigned char)kinds[i]],
+						       .len = 1, .func = k->names[s], .field = -1 };
+		k->bind[i] = (struct xflow_plan_binding){ .site = s, .advice = (uint32_t)i,
+							  .ninputs = (uint8_t)ai.prog->ninputs, .first_fetch = nf };
+		for (uint32_t in = 0; in < ai.prog->ninputs; in++)
+			k->fetch[nf++] = (struct xflow_plan_fetch){ .kind = XFLOW_FETCH_REG, .reg = regs[i][in], .size = 8 };
+	}
+	k->dom = (struct xflow_plan_domain){ .name = "k", .sites = k->sites, .nsites = nsites, .bindings = k->bind,
+					     .nbindings = (uint32_t)n, .fetches = k->fetch, .nfetches = nf };
+	k->plan = (struct xflow_plan){ .advice = k->adv, .nadvice = (uint32_t)n, .domains = &k->dom, .ndomains = 1 };
+}
+
+static void kp_free(struct kp *k)
+{
+	xflow_unit_free(k->u);
+}
+
+/* DWARF numbers of the argument registers and rax. */
+enum { RDI = 5, RSI = 4, RDX = 1, RCX = 2, RAX = 0, RBX = 3 };
+
+static const char *const all_ops =
+	"<flows><xflow name='f'>"
+	"<start><pointcut>call(a)</pointcut><select local_var='skb'/></start>"
+	"<transit><pointcut>return(b)</pointcut><move from='skb' to='retval'/></transit>"
+	"<transit><pointcut>call(c)</pointcut><copy from='x' to='y'/></transit>"
+	"<transit><pointcut>tracepoint(net:d)</pointcut><select local_var='arg0'/></transit>"
+	"<quit><pointcut>tracepoint(skb:e)</pointcut></quit>"
+	"</xflow></flows>";
+
+Test(klower, each_flow_element_becomes_its_operation)
+{
+	struct kp k;
+	const uint8_t regs[][4] = { { RDI }, { RDI, RAX }, { RSI, RCX }, { RDI }, { RDI } };
+	kp_build(&k, all_ops, "erett", regs, NULL);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(l.nused, 5);
+	/* Sites take slots of their kind, in order: entries from 0, returns
+	 * from XK_NSLOTS, tracepoints from 2 * XK_NSLOTS. */
+	const int32_t want_slot[5] = { 0, XK_NSLOTS, 1, 2 * XK_NSLOTS, 2 * XK_NSLOTS + 1 };
+	const uint8_t want_kind[5] = { XK_OP_START, XK_OP_MOVE, XK_OP_COPY, XK_OP_PASS, XK_OP_END };
+	const uint8_t want_from[5] = { 0, 0, 1, 0, 0 };
+	const uint8_t want_to[5] = { XK_ARG_NONE, XK_ARG_RET, 3, XK_ARG_NONE, XK_ARG_NONE };
+	const uint16_t want_flags[5] = { XFLOW_REC_START, XFLOW_REC_TRANSIT, XFLOW_REC_TRANSIT, XFLOW_REC_TRANSIT,
+					 XFLOW_REC_QUIT };
+	for (uint32_t s = 0; s < 5; s++) {
+		cr_assert_eq(l.slot_of_site[s], want_slot[s], "site %u in slot %d", s, l.slot_of_site[s]);
+		const struct xk_slot_info *si = &l.slots[want_slot[s]];
+		cr_expect(si->used);
+		cr_expect_str_eq(si->target, k.names[s]);
+		cr_expect_eq(si->site.plan_site, s);
+		cr_expect_eq(si->site.nops, 1);
+		const struct xk_op *op = &si->site.ops[0];
+		cr_expect_eq(op->kind, want_kind[s], "site %u: op %u", s, op->kind);
+		cr_expect_eq(op->from, want_from[s], "site %u: from %u", s, op->from);
+		cr_expect_eq(op->to, want_to[s], "site %u: to %u", s, op->to);
+		cr_expect_eq(op->rec_flags, want_flags[s], "site %u: flags %#x", s, op->rec_flags);
+		cr_expect_eq(op->flow, 0);
+		cr_expect_eq(op->advice, s);
+	}
+	char name[32];
+	xk_slot_prog_name((uint32_t)want_slot[1], name, sizeof(name));
+	cr_expect_str_eq(name, "xk_exit_0");
+	xk_slot_prog_name((uint32_t)want_slot[4], name, sizeof(name));
+	cr_expect_str_eq(name, "xk_tp_1");
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+/* Two elements at one join point: one slot, operations in weave order. */
+Test(klower, one_site_many_operations_in_weave_order)
+{
+	struct kp k;
+	const char *xml = "<flows><xflow name='f'>"
+			  "<start><pointcut>call(a)</pointcut><select local_var='p'/></start>"
+			  "</xflow><xflow name='g'>"
+			  "<quit><pointcut>call(a)</pointcut><select local_var='q'/></quit>"
+			  "</xflow></flows>";
+	const uint8_t regs[][4] = { { RSI }, { RDX } };
+	const uint32_t site_of[] = { 0, 0 };
+	kp_build(&k, xml, "ee", regs, site_of);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(l.nused, 1);
+	const struct xk_site *s = &l.slots[0].site;
+	cr_assert_eq(s->nops, 2);
+	cr_expect_eq(s->ops[0].kind, XK_OP_START);
+	cr_expect_eq(s->ops[0].flow, 0);
+	cr_expect_eq(s->ops[0].from, 1);
+	cr_expect_eq(s->ops[1].kind, XK_OP_END);
+	cr_expect_eq(s->ops[1].flow, 1);
+	cr_expect_eq(s->ops[1].from, 2);
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+static void expect_refusal(const char *xml, const char *kinds, const uint8_t regs[][4], int rc, const char *want)
+{
+	struct kp k;
+	kp_build(&k, xml, kinds, regs, NULL);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), rc, "for %s: %s", xml, why);
+	cr_expect(strstr(why, want) != NULL, "want \"%s\" in \"%s\"", want, why);
+	cr_expect_null(l.slot_of_site, "nothing kept after a refusal");
+	kp_free(&k);
+}
+
+Test(klower, data_records_are_refused_naming_the_advice)
+{
+	const uint8_t regs[][4] = { { RDI } };
+	expect_refusal("<flows><xflow name='f'/><advice><pointcut>call(a) AND local_var(skb, s) AND xflow(f, s, id)"
+		       "</pointcut><before>STORE_DATA1(id);</before></advice></flows>",
+		       "e", regs, -EINVAL, "writes data records");
+	expect_refusal("<flows><xflow name='f'/><advice><pointcut>call(a) AND local_var(skb, s) AND xflow(f, s, id)"
+		       "</pointcut><before>STORE_DATA1(id);</before></advice></flows>",
+		       "e", regs, -EINVAL, "t.xml:1:");
+}
+
+Test(klower, writing_kernel_memory_is_refused)
+{
+	const uint8_t regs[][4] = { { RDI, RSI } };
+	expect_refusal("<flows><xflow name='f'><transit><pointcut>call(a) AND access(netif_tx_request.flags)"
+		       "</pointcut><xin_move name='n' from='skb' to='tx'><field name='flags' offset='4' size='12'/>"
+		       "</xin_move></transit></xflow></flows>",
+		       "e", regs, -EINVAL, "never writes kernel memory");
+}
+
+static const char *const keyed =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a) AND access(netif_tx_request.id)</pointcut>"
+	"<xin_move name='tx' from='skb' to='req'><key member='id'/></xin_move></transit>"
+	"<transit><pointcut>call(b) AND access(netif_tx_request.id)</pointcut>"
+	"<xout_copy name='tx' from='txp' to='nskb'/></transit>"
+	"</xflow></flows>";
+
+/* A keyed handoff (xflow(5), CROSS-DOMAIN TRANSIT WITHOUT FREE BITS): the
+ * sending side keyed by the request's member, at the offset and size the
+ * domain's layout (the kernel's BTF) gives; the receiving side a new id. */
+Test(klower, keyed_handoffs_become_hand_out_and_hand_in)
+{
+	struct kp k;
+	const uint8_t regs[][4] = { { RDI, RSI }, { RDX, RCX } };
+	kp_build(&k, keyed, "ee", regs, NULL);
+	struct xflow_plan_field fields[1] = { { "netif_tx_request", "id" } };
+	struct xflow_plan_layout lay[1] = { { .offset = 10, .size = 2 } };
+	k.plan.fields = fields;
+	k.plan.nfields = 1;
+	k.dom.layouts = lay;
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *out = &l.slots[0].site.ops[0], *in = &l.slots[1].site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->from, 0, "the object: skb in rdi");
+	cr_expect_eq(out->to, 1, "the request: req in rsi");
+	cr_expect_eq(out->move, 1, "xin_move drops the sender's id");
+	cr_expect_eq(out->foff, 10);
+	cr_expect_eq(out->fsize, 2);
+	cr_expect_eq(out->rec_flags & (XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN),
+		     XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN);
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from, 3, "the object: nskb in rcx");
+	cr_expect_eq(in->to, 2, "the request: txp in rdx");
+	cr_expect_eq(in->foff, 10);
+	cr_expect_eq(in->fsize, 2);
+	xk_lowered_fini(&l);
+	/* A key that is not a whole 1, 2, 4 or 8-byte member is refused. */
+	lay[0] = (struct xflow_plan_layout){ .offset = 10, .size = 2, .bit_offset = 81, .bit_size = 3 };
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "the key netif_tx_request.id is not a whole integer member") != NULL, "%s", why);
+	lay[0] = (struct xflow_plan_layout){ .offset = -1 };
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "t.xml:1:") != NULL, "%s", why);
+	kp_free(&k);
+}
+
+Test(klower, instruction_sites_are_refused)
+{
+	const uint8_t regs[][4] = { { RDI } };
+	expect_refusal("<flows><xflow name='f'><start><pointcut>call(a)</pointcut><select local_var='p'/></start>"
+		       "</xflow></flows>",
+		       "l", regs, -EINVAL, "entries, returns and tracepoints only");
+}
+
+Test(klower, operands_must_be_arguments)
+{
+	/* rbx is no argument register; rax is the return value only at a
+	 * return. */
+	const uint8_t rbx[][4] = { { RBX } };
+	const char *xml = "<flows><xflow name='f'><start><pointcut>call(a)</pointcut><select local_var='p'/></start>"
+			  "</xflow></flows>";
+	expect_refusal(xml, "e", rbx, -EINVAL, "not an argument of the function");
+	const uint8_t rax[][4] = { { RAX } };
+	expect_refusal(xml, "e", rax, -EINVAL, "not an argument of the function");
+	const uint8_t rsi[][4] = { { RSI } };
+	expect_refusal(xml, "t", rsi, -EINVAL, "only the first argument");
+}
+
+Test(klower, too_many_sites_of_a_kind)
+{
+	struct kp k;
+	const char *xml = "<flows><xflow name='f'><start><pointcut>call(a)</pointcut><select local_var='p'/></start>"
+			  "</xflow></flows>";
+	const uint8_t regs[][4] = { { RDI } };
+	kp_build(&k, xml, "t", regs, NULL);
+	/* The one advice bound at XK_NTP + 1 tracepoints. */
+	struct xflow_plan_site sites[XK_NTP + 1];
+	struct xflow_plan_binding bind[XK_NTP + 1];
+	for (uint32_t s = 0; s <= XK_NTP; s++) {
+		sites[s] = k.sites[0];
+		sites[s].addr = 100 + s;
+		bind[s] = k.bind[0];
+		bind[s].site = s;
+	}
+	k.dom.sites = sites;
+	k.dom.nsites = XK_NTP + 1;
+	k.dom.bindings = bind;
+	k.dom.nbindings = XK_NTP + 1;
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -E2BIG);
+	cr_expect(strstr(why, "more than 8 tracepoints") != NULL, "%s", why);
+	kp_free(&k);
+}

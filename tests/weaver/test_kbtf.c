@@ -1,0 +1,358 @@
+/*
+ * Kernel domains (weaver/kbtf.c, the kernel branch of plan_build.c): join
+ * points resolved against the running kernel's BTF.  They need
+ * /sys/kernel/btf/vmlinux and skip, saying so, where the kernel has none.
+ * The functions and tracepoints named exist from Linux 5.x to 6.18.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "weaver/joinpoint.h"
+#include "weaver/kbtf.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
+
+static void need_btf(void)
+{
+	if (access(JP_KBTF_DEFAULT, R_OK) != 0)
+		cr_skip_test("this kernel has no BTF (%s): kernel domains cannot be resolved here", JP_KBTF_DEFAULT);
+}
+
+TestSuite(kbtf, .init = need_btf, .timeout = 60);
+
+Test(kbtf, functions_and_their_arguments)
+{
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_assert(jp_kbtf_is_kernel("kernel:"));
+	cr_assert(jp_kbtf_is_kernel("kernel:/x/btf"));
+	cr_assert_not(jp_kbtf_is_kernel("/usr/bin/kernel"));
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0, "%s", err.msg);
+	cr_expect_str_eq(jp_kbtf_path(k), JP_KBTF_DEFAULT);
+	struct jp_kbtf_func f;
+	/* struct sk_buff *skb_clone(struct sk_buff *skb, gfp_t gfp_mask) */
+	cr_assert_eq(jp_kbtf_func(k, "skb_clone", &f, &err), 0, "%s", err.msg);
+	cr_expect_eq(f.nargs, 2);
+	cr_expect_str_eq(f.arg[0], "skb");
+	cr_expect_str_eq(f.arg_struct[0], "sk_buff");
+	cr_expect_str_eq(f.arg[1], "gfp_mask");
+	cr_expect_null(f.arg_struct[1]);
+	cr_expect(f.returns);
+	cr_expect_str_eq(f.ret_struct, "sk_buff");
+	cr_expect_gt(f.id, 0);
+	/* void consume_skb(struct sk_buff *skb) */
+	cr_assert_eq(jp_kbtf_func(k, "consume_skb", &f, &err), 0, "%s", err.msg);
+	cr_expect_not(f.returns);
+	/* alloc_skb is an inline wrapper of __alloc_skb: said, with the name
+	 * that is there. */
+	cr_expect_eq(jp_kbtf_func(k, "alloc_skb", &f, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "no function alloc_skb") && strstr(err.msg, "did you mean __alloc_skb?"),
+		  "%s", err.msg);
+	cr_expect_eq(jp_kbtf_func(k, "xflow_no_such_function", &f, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "xflow_no_such_function") != NULL, "%s", err.msg);
+	jp_kbtf_free(k);
+}
+
+Test(kbtf, tracepoints_and_their_arguments)
+{
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0, "%s", err.msg);
+	struct jp_kbtf_func f;
+	/* TP_PROTO(struct sk_buff *skb, ...): the tracepoint's own data
+	 * pointer is not an argument. */
+	cr_assert_eq(jp_kbtf_tracepoint(k, "skb:consume_skb", &f, &err), 0, "%s", err.msg);
+	cr_expect_geq(f.nargs, 1);
+	cr_expect_str_eq(f.arg_struct[0], "sk_buff");
+	cr_expect_not(f.returns);
+	cr_expect_eq(jp_kbtf_tracepoint(k, "skb:xflow_nothing", &f, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "no tracepoint skb:xflow_nothing") != NULL, "%s", err.msg);
+	jp_kbtf_free(k);
+}
+
+Test(kbtf, struct_members_and_their_layout)
+{
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0, "%s", err.msg);
+	struct jp_kbtf_member m;
+	/* struct sk_buff's len is an unsigned int, past the list links. */
+	cr_assert_eq(jp_kbtf_member(k, "sk_buff", "len", &m, &err), 0, "%s", err.msg);
+	cr_expect_eq(m.size, 4);
+	cr_expect_gt(m.offset, 16);
+	cr_expect_not(m.is_signed);
+	cr_expect_eq(m.bit_size, 0);
+	/* next is inside an anonymous union of structs: found through them. */
+	cr_assert_eq(jp_kbtf_member(k, "sk_buff", "next", &m, &err), 0, "%s", err.msg);
+	cr_expect_eq(m.offset, 0);
+	cr_expect(m.is_ptr);
+	/* net_device.ifindex: a signed int. */
+	cr_assert_eq(jp_kbtf_member(k, "net_device", "ifindex", &m, &err), 0, "%s", err.msg);
+	cr_expect(m.is_signed);
+	cr_expect_eq(m.size, 4);
+	cr_expect_eq(jp_kbtf_member(k, "sk_buff", "xflow_nothing", &m, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "no member xflow_nothing") != NULL, "%s", err.msg);
+	cr_expect_eq(jp_kbtf_member(k, "xflow_no_struct", "x", &m, &err), -ENOENT);
+	jp_kbtf_free(k);
+}
+
+Test(kbtf, a_missing_btf_file_is_said)
+{
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_expect_lt(jp_kbtf_open(&k, "kernel:/nonexistent/vmlinux", &err), 0);
+	cr_expect_null(k);
+	cr_expect(strstr(err.msg, "/nonexistent/vmlinux") != NULL, "%s", err.msg);
+}
+
+#define MAXD 32
+struct seen {
+	char msg[MAXD][1024];
+	char sev[MAXD][16];
+	size_t n;
+};
+
+static void on_diag(void *ctx, const struct jp_plan_diag *d)
+{
+	struct seen *s = ctx;
+	if (s->n == MAXD)
+		return;
+	snprintf(s->msg[s->n], sizeof(s->msg[0]), "%s", d->msg);
+	snprintf(s->sev[s->n], sizeof(s->sev[0]), "%s", d->sev);
+	s->n++;
+}
+
+static bool said(const struct seen *s, const char *sev, const char *want)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->sev[i], sev) && strstr(s->msg[i], want))
+			return true;
+	return false;
+}
+
+static int plan_of(struct xflow_unit *u, const char *const *bins, size_t nb, struct seen *seen,
+		   struct xflow_plan **p)
+{
+	struct jp_domain_spec dom = { "linuxK", bins, nb };
+	FILE *quiet = fopen("/dev/null", "w");
+	struct jp_plan_opts o = { .diag = quiet, .on_diag = on_diag, .diag_ctx = seen };
+	memset(seen, 0, sizeof(*seen));
+	int rc = jp_plan_build(u, &dom, 1, &o, p);
+	fclose(quiet);
+	return rc;
+}
+
+static struct xflow_unit *unit_of(const char *xml)
+{
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	if (xml[0] == '<')
+		cr_assert_eq(xflow_unit_add_buffer(u, "t.xml", xml, strlen(xml)), 0);
+	else
+		cr_assert_eq(xflow_unit_add_file(u, xml), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	return u;
+}
+
+static const struct xflow_plan_site *site_named(const struct xflow_plan_domain *d, const char *f, unsigned kind,
+						 uint32_t *index)
+{
+	for (uint32_t i = 0; i < d->nsites; i++)
+		if (!strcmp(d->sites[i].func, f) && d->sites[i].kind == kind) {
+			*index = i;
+			return &d->sites[i];
+		}
+	return NULL;
+}
+
+/* The shipped network flow, planned against this kernel. */
+Test(kbtf, the_network_flow_plans_against_the_kernel)
+{
+	struct xflow_unit *u = unit_of("flows/kernel/net.xml");
+	const char *bins[] = { "kernel:" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0, "%s", seen.n ? seen.msg[0] : "");
+	const struct xflow_plan_domain *d = &p->domains[0];
+	cr_expect_str_eq(d->binaries[0].path, "kernel:");
+	uint32_t si = 0;
+	const struct xflow_plan_site *s = site_named(d, "__dev_queue_xmit", XFLOW_SITE_ENTRY, &si);
+	cr_assert(s, "no entry site for __dev_queue_xmit");
+	s = site_named(d, "skb_clone", XFLOW_SITE_RETURN, &si);
+	cr_assert(s, "no return site for skb_clone");
+	cr_expect_eq(s->when_mask, 1u << XFLOW_WHEN_AFTER);
+	/* <move from="skb" to="retval"/>: skb is argument 0 (rdi), retval rax. */
+	bool found = false;
+	for (uint32_t b = 0; b < d->nbindings; b++) {
+		if (d->bindings[b].site != si)
+			continue;
+		found = true;
+		cr_assert_eq(d->bindings[b].ninputs, 2);
+		const struct xflow_plan_fetch *f = &d->fetches[d->bindings[b].first_fetch];
+		cr_expect_eq(f[0].kind, XFLOW_FETCH_REG);
+		cr_expect_eq(f[0].reg, 5, "skb in rdi");
+		cr_expect_eq(f[1].kind, XFLOW_FETCH_REG);
+		cr_expect_eq(f[1].reg, 0, "retval in rax");
+	}
+	cr_expect(found);
+	cr_expect(site_named(d, "skb:consume_skb", XFLOW_SITE_TRACEPOINT, &si));
+	cr_expect(site_named(d, "skb:kfree_skb", XFLOW_SITE_TRACEPOINT, &si));
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+Test(kbtf, unresolved_join_points_are_named_not_dropped)
+{
+	struct xflow_unit *u = unit_of("<flows><xflow name='f'>"
+				       "<start><pointcut>call(__dev_queue_xmit) OR call(xflow_no_such_fn)</pointcut>"
+				       "<select local_var='skb'/></start>"
+				       "<quit><pointcut>tracepoint(skb:xflow_no_such_tp)</pointcut></quit>"
+				       "</xflow></flows>");
+	const char *bins[] = { "kernel:" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0);
+	cr_expect(said(&seen, "warning", "unresolved: the kernel (/sys/kernel/btf/vmlinux) has no function "
+					 "xflow_no_such_fn"));
+	cr_expect(said(&seen, "warning", "no tracepoint skb:xflow_no_such_tp"));
+	cr_expect(said(&seen, "warning", "matches nothing in any domain"), "the quit's pointcut is reported");
+	cr_expect_eq(p->domains[0].nsites, 1, "the resolved entry is woven");
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+Test(kbtf, arguments_are_bound_by_name_and_errors_list_them)
+{
+	struct xflow_unit *u = unit_of("<flows><xflow name='f'>"
+				       "<start><pointcut>call(skb_clone)</pointcut><select local_var='gfp_mask'/></start>"
+				       "<quit><pointcut>call(consume_skb)</pointcut><select local_var='sbk'/></quit>"
+				       "<transit><pointcut>call(kfree_skbmem)</pointcut><select local_var='retval'/></transit>"
+				       "<transit><pointcut>tracepoint(skb:consume_skb)</pointcut>"
+				       "<select local_var='skb'/></transit>"
+				       "</xflow></flows>");
+	const char *bins[] = { "kernel:" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_expect_neq(plan_of(u, bins, 1, &seen, &p), 0);
+	cr_expect(said(&seen, "error", "consume_skb has no argument sbk (its arguments: skb"));
+	cr_expect(said(&seen, "error", "retval is bound at return() only"));
+	cr_expect(said(&seen, "error", "are called arg0.."));
+	/* gfp_mask is argument 1 of skb_clone: rsi. */
+	uint32_t si = 0;
+	const struct xflow_plan_site *s = site_named(&p->domains[0], "skb_clone", XFLOW_SITE_ENTRY, &si);
+	cr_assert(s);
+	for (uint32_t b = 0; b < p->domains[0].nbindings; b++)
+		if (p->domains[0].bindings[b].site == si)
+			cr_expect_eq(p->domains[0].fetches[p->domains[0].bindings[b].first_fetch].reg, 4);
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+Test(kbtf, access_is_approximated_at_the_entry_and_said)
+{
+	struct xflow_unit *u = unit_of("<flows><xflow name='f'>"
+				       "<start><pointcut>access(sk_buff.len) AND within_function(__dev_queue_xmit)"
+				       "</pointcut></start>"
+				       "<quit><pointcut>access(sk_buff.len)</pointcut></quit>"
+				       "<transit><pointcut>call(consume_skb) AND within_file(net/core/skbuff.c)</pointcut>"
+				       "<select local_var='skb'/></transit>"
+				       "</xflow></flows>");
+	const char *bins[] = { "kernel:" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0);
+	cr_expect(said(&seen, "warning", "access(sk_buff.len) approximated by the entry of __dev_queue_xmit"));
+	cr_expect(said(&seen, "warning", "add within_function(f) to weave it at f's entry instead"));
+	cr_expect(said(&seen, "warning", "within_file() needs the kernel's DWARF"));
+	uint32_t si = 0;
+	cr_assert(site_named(&p->domains[0], "__dev_queue_xmit", XFLOW_SITE_ENTRY, &si));
+	/* target() is the struct sk_buff * argument: skb, the first. */
+	cr_expect_eq(p->domains[0].fetches[p->domains[0].bindings[0].first_fetch].reg, 5);
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+Test(kbtf, a_kernel_is_a_domain_s_only_binary)
+{
+	struct xflow_unit *u = unit_of("<flows><xflow name='f'><start><pointcut>call(consume_skb)</pointcut>"
+				       "<select local_var='skb'/></start></xflow></flows>");
+	const char *bins[] = { "kernel:", "/bin/true" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_expect_neq(plan_of(u, bins, 2, &seen, &p), 0);
+	cr_expect(said(&seen, "error", "is the domain's only binary"));
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+/* A keyed handoff between two kernel functions: the key's layout comes
+ * from BTF into the plan, and the request is bound by its argument. */
+Test(kbtf, keyed_handoff_plans_with_the_key_layout)
+{
+	struct xflow_unit *u = unit_of("<flows><xflow name='kx'>"
+				       "<transit><pointcut>call(dev_hard_start_xmit) AND access(net_device.ifindex)"
+				       "</pointcut><xin_move name='vx' from='first' to='dev'><key member='ifindex'/>"
+				       "</xin_move></transit>"
+				       "<transit><pointcut>call(veth_xmit) AND access(net_device.ifindex)</pointcut>"
+				       "<xout_move name='vx' from='dev' to='skb'/></transit>"
+				       "</xflow></flows>");
+	const char *bins[] = { "kernel:" };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0, "%s", seen.n ? seen.msg[0] : "");
+	cr_assert_eq(p->nfields, 1);
+	struct jp_kbtf *k;
+	struct jp_err err;
+	struct jp_kbtf_member m;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0);
+	cr_assert_eq(jp_kbtf_member(k, "net_device", "ifindex", &m, &err), 0);
+	jp_kbtf_free(k);
+	cr_expect_eq(p->domains[0].layouts[0].offset, (int64_t)m.offset);
+	cr_expect_eq(p->domains[0].layouts[0].size, 4);
+	uint32_t si = 0;
+	cr_assert(site_named(&p->domains[0], "veth_xmit", XFLOW_SITE_ENTRY, &si) ||
+		  said(&seen, "warning", "veth_xmit"), "veth_xmit is woven or said to be missing");
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
+
+/* `xflowc plan --domain NAME=kernel:` on the command line: the sites by
+ * their mechanism, and an unresolved one named on standard error. */
+Test(kbtf, xflowc_plan_against_the_running_kernel)
+{
+	char *obuf = NULL, *ebuf = NULL;
+	size_t olen = 0, elen = 0;
+	FILE *out = open_memstream(&obuf, &olen), *err = open_memstream(&ebuf, &elen);
+	const char *argv[] = { "plan", "--domain", "linuxK=kernel:", "flows/kernel/net_tp.xml", NULL };
+	int rc = xflowc_plan_run(4, (char **)argv, out, err);
+	fclose(out);
+	fclose(err);
+	cr_expect_eq(rc, 0, "%s", ebuf);
+	cr_expect(strstr(obuf, "binary 0 kernel:") != NULL, "%s", obuf);
+	cr_expect(strstr(obuf, "tracepoint ?:0 net:net_dev_queue") != NULL, "%s", obuf);
+	cr_expect(strstr(obuf, "raw tracepoint") != NULL, "%s", obuf);
+	free(obuf);
+	free(ebuf);
+	obuf = ebuf = NULL;
+	out = open_memstream(&obuf, &olen);
+	err = open_memstream(&ebuf, &elen);
+	FILE *f = fopen("/tmp/xflow-kbtf-test.xml", "w");
+	cr_assert(f);
+	fputs("<flows><xflow name='f'><start><pointcut>call(xflow_not_in_any_kernel)</pointcut>"
+	      "<select local_var='skb'/></start></xflow></flows>\n", f);
+	fclose(f);
+	const char *argv2[] = { "plan", "--domain", "linuxK=kernel:", "/tmp/xflow-kbtf-test.xml", NULL };
+	rc = xflowc_plan_run(4, (char **)argv2, out, err);
+	fclose(out);
+	fclose(err);
+	unlink("/tmp/xflow-kbtf-test.xml");
+	cr_expect_eq(rc, 0, "a warning, not an error");
+	cr_expect(strstr(ebuf, "unresolved: the kernel (/sys/kernel/btf/vmlinux) has no function "
+			       "xflow_not_in_any_kernel") != NULL, "%s", ebuf);
+	free(obuf);
+	free(ebuf);
+}

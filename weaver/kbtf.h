@@ -1,0 +1,61 @@
+/*
+ * weaver/kbtf.h — join points of a kernel domain from the kernel's BTF
+ * (the only file of the weaver that includes libbpf): which functions and
+ * tracepoints exist, and what their arguments are called and typed, so that
+ * call(f), return(f), tracepoint(c:n), target(v) and local_var(name, v)
+ * resolve against the kernel that will run the flow.
+ *
+ * A kernel "binary" is written kernel: (this machine's running kernel,
+ * /sys/kernel/btf/vmlinux) or kernel:PATH (a BTF file, such as a copy of
+ * another domain's /sys/kernel/btf/vmlinux).  Errors fill a struct jp_err
+ * with one line naming the kernel and what is missing.
+ */
+#ifndef WEAVER_KBTF_H
+#define WEAVER_KBTF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weaver/joinpoint.h"
+
+#define JP_KBTF_PREFIX "kernel:"
+#define JP_KBTF_DEFAULT "/sys/kernel/btf/vmlinux"
+#define JP_KBTF_MAX_ARGS 6   /* what fentry/fexit pass in registers */
+
+struct jp_kbtf;
+
+/* Is @binary a kernel ("kernel:" or "kernel:PATH")? */
+bool jp_kbtf_is_kernel(const char *binary);
+/* Open the BTF @binary names. */
+int jp_kbtf_open(struct jp_kbtf **out, const char *binary, struct jp_err *err);
+void jp_kbtf_free(struct jp_kbtf *k);
+const char *jp_kbtf_path(const struct jp_kbtf *k);
+
+struct jp_kbtf_func {
+	uint32_t id;             /* the FUNC's BTF id: unique in the kernel */
+	unsigned nargs;
+	const char *arg[JP_KBTF_MAX_ARGS + 2];      /* names ("" if none) */
+	const char *arg_struct[JP_KBTF_MAX_ARGS + 2]; /* S when the arg is a struct S *, else NULL */
+	bool returns;            /* a non-void return value */
+	const char *ret_struct;  /* S when it returns a struct S * */
+};
+
+/* Function @name: 0, or -ENOENT with @err (and a near name if one). */
+int jp_kbtf_func(struct jp_kbtf *k, const char *name, struct jp_kbtf_func *out, struct jp_err *err);
+/* Tracepoint "category:name" (its btf_trace_<name> type): 0 with its
+ * arguments (nameless in BTF; the tracepoint's own data pointer left out),
+ * or -ENOENT / -EINVAL with @err. */
+int jp_kbtf_tracepoint(struct jp_kbtf *k, const char *cat_name, struct jp_kbtf_func *out, struct jp_err *err);
+
+/* Member @member of struct (or union) @sname, searched through anonymous
+ * members: its byte offset, size, and for a bitfield its bit offset from
+ * the struct's start and bit size.  0, or -ENOENT with @err. */
+struct jp_kbtf_member {
+	uint64_t offset, size;
+	uint32_t bit_offset, bit_size;
+	bool is_signed, is_ptr;
+};
+int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, struct jp_kbtf_member *out,
+		   struct jp_err *err);
+
+#endif
