@@ -84,6 +84,8 @@ struct agent {
 	struct xflow_ring_consumer self; /* --plan: the agent reads its own ring */
 	uint32_t ring_slots;
 	bool intarget;       /* the backend runs the advice in the targets */
+	bool summary_said;   /* --plan: plan_summary() ran */
+	int record_rc;       /* --plan: the first failure to keep a record */
 	long moved;          /* records the last drain of their lanes moved */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
 	/* The socket and the one monitor. */
@@ -931,6 +933,24 @@ out:
 	return rc;
 }
 
+/* --plan: what the session cannot hold, said when the agent stops (the
+ * targets still attached, their lanes emptied): the records it saved, and
+ * those lost on the way, which no monitor would otherwise be told of. */
+static void plan_summary(struct agent *a)
+{
+	if (!a->o.plan_path || a->summary_said)
+		return;
+	a->summary_said = true;
+	struct xflow_hook_prog_stats all = { 0 };
+	struct xflow_hook_advice_stats one;
+	if (a->intarget && xflow_hook_prog_stats(a->hook, 1, &one, &all) < 0)
+		memset(&all, 0, sizeof(all));
+	uint64_t lost = a->prod.dropped + all.dropped + all.nolane + all.nested;
+	logf_(a, 0, "saved %" PRIu64 " records; lost %" PRIu64 ": %" PRIu64 " to full lanes, %" PRIu64
+		    " to a full ring, %" PRIu64 " of threads without a lane, %" PRIu64 " of hits inside hits",
+	      a->records, lost, all.dropped, a->prod.dropped, all.nolane, all.nested);
+}
+
 static void detach_all(struct agent *a)
 {
 	plan_unload(a);
@@ -946,7 +966,7 @@ static void self_drain(struct agent *a)
 {
 	struct xflow_record buf[256];
 	long n = 0;
-	int rc = 0;
+	int rc = a->record_rc;
 	if (a->exit_rc)
 		return; /* stopping already */
 	while (!rc && (n = xflow_ring_pop_records(&a->self, buf, 256)) > 0)
@@ -973,6 +993,17 @@ static void monitor_gone(struct agent *a, const char *why);
 static void lane_record(void *ctx, const struct xflow_record *r)
 {
 	struct agent *a = ctx;
+	if (a->o.plan_path) {
+		/* --plan: the targets' records go straight to the session,
+		 * not through the agent's ring (encoded into it and decoded
+		 * out again, a third of the agent's time per record).  A
+		 * failure stops the agent in self_drain(). */
+		if (!a->record_rc)
+			a->record_rc = a->o.record(a->o.record_ctx, r, xflow_clock_to_ns(&a->clock, r->timestamp));
+		if (!a->record_rc)
+			a->records++;
+		return;
+	}
 	/* Full: dropped and counted by the producer, like any other. */
 	if (xflow_ring_push_record(&a->prod, r) == 0)
 		a->records++;
@@ -1442,6 +1473,8 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 				} else {
 					if (signo)
 						*signo = why > 0 ? why : 0;
+					ring_flush_out(a);
+					plan_summary(a);
 					logf_(a, 0, "stopped by %s; every target detached",
 					      why > 0 ? strsignal(why) : "request");
 					detach_all(a);
@@ -1451,6 +1484,8 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			continue;
 		}
 		if (!targets_alive(a) && !a->spawned_held) {
+			ring_flush_out(a);
+			plan_summary(a);
 			logf_(a, 0, "no target left");
 			if (a->connected)
 				monitor_serve(a);

@@ -83,9 +83,25 @@ static void on_indirect(void *ctx, uint64_t at)
 	((struct scan_ctx *)ctx)->fn->opaque = true;
 }
 
+/* Whether some function of the map holds addr (funcs is sorted). */
+static bool in_some_func(const struct xflow_code_map *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->funcs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && addr < m->funcs[lo - 1].end;
+}
+
 /* Every entry of a table becomes a target.  With no known count, entries
  * are read while they land inside the function: the first one that does
- * not is past the table (a table's cases are all in its function). */
+ * not is past the table.  With a count, an entry may land in another
+ * function: GCC moves unlikely cases (an abort in the default) into the
+ * function's f.cold part, a symbol of its own. */
 static void on_table(void *ctx, uint64_t table, unsigned esize, int64_t count)
 {
 	struct scan_ctx *c = ctx;
@@ -106,7 +122,7 @@ static void on_table(void *ctx, uint64_t table, unsigned esize, int64_t count)
 		} else {
 			memcpy(&to, p, 8);
 		}
-		if (to < c->fn->start || to >= c->fn->end) {
+		if ((to < c->fn->start || to >= c->fn->end) && (count < 0 || !in_some_func(c->m, to))) {
 			if (count >= 0)
 				c->fn->opaque = true; /* relocated at load (0 here) or odd */
 			return;

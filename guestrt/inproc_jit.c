@@ -18,8 +18,9 @@
  *   r12-r15 where they are, untouched); rsp aligned, the frame below it
  *   rbx = rt_jit_begin() (the lane), or straight out
  *   per binding: its advice's flag, a hit counted, inputs fetched, the
- *   program (under the flow-id table's lock if it uses it), its marker
- *   record; a fault ends that binding (counted)
+ *   program (under the flow-id table's lock if it changes the table; one
+ *   that only looks ids up takes none), its marker record; a fault ends
+ *   that binding (counted)
  *   the lane let go; everything restored.
  */
 #include <errno.h>
@@ -554,7 +555,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_mov_rr(a, XR_RDI, XR_RBX);
 			xa_mov_ri(a, XR_RSI, in->b);
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
-			call_rt(j, XFLOW_RT_JIT_FLOW_GET);
+			call_rt(j, j->adv->uses_flows == 2 ? XFLOW_RT_JIT_FLOW_PEEK : XFLOW_RT_JIT_FLOW_GET);
 			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
 			set_last(j, in->b, 0);
 			break;
@@ -639,7 +640,7 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 	/* Locals start at 0. */
 	for (uint32_t i = 0; i < j->adv->prog.nlocals && i < XFLOW_BC_MAX_LOCALS; i++)
 		xa_store_i(a, XR_RSP, F_LOCAL(i), 0, 8);
-	if (j->adv->uses_flows) {
+	if (j->adv->uses_flows == 1) {
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_LOCK);
 	}
@@ -667,13 +668,13 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		emit_record(j, -1, j->adv->marker_flags, 0, 0);
 		xa_bind(a, none);
 	}
-	if (j->adv->uses_flows) {
+	if (j->adv->uses_flows == 1) {
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_UNLOCK);
 	}
 	xa_jmp(a, next);
 	xa_bind(a, j->l_fault);
-	if (j->adv->uses_flows) {
+	if (j->adv->uses_flows == 1) {
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_UNLOCK);
 	}

@@ -61,13 +61,18 @@ size_t ip_ctl_size(const struct xflow_hook_prog *p)
 	return l.size;
 }
 
-static bool uses_flow_table(const struct xflow_bc_prog *p)
+/* 0: no flow-id table; 1: changes it; 2: only looks ids up (the guard of
+ * an xflow() pointcut), which compiled advice does without the lock. */
+static uint8_t uses_flow_table(const struct xflow_bc_prog *p)
 {
-	for (uint32_t i = 0; i < p->ninsns; i++)
-		if (p->insns[i].op == XFLOW_OP_FLOW_GET || p->insns[i].op == XFLOW_OP_FLOW_REG ||
-		    p->insns[i].op == XFLOW_OP_FLOW_DEL)
-			return true;
-	return false;
+	uint8_t use = 0;
+	for (uint32_t i = 0; i < p->ninsns; i++) {
+		if (p->insns[i].op == XFLOW_OP_FLOW_REG || p->insns[i].op == XFLOW_OP_FLOW_DEL)
+			return 1;
+		if (p->insns[i].op == XFLOW_OP_FLOW_GET)
+			use = 2;
+	}
+	return use;
 }
 
 void ip_ctl_fill(void *map, uint64_t addr, size_t size, const struct xflow_hook_prog *p)

@@ -286,17 +286,32 @@ static const struct seen *back(const struct seen *h, unsigned n, unsigned k)
 	return k < n && k < SCAN_BACK ? &h[(n - 1 - k) % SCAN_BACK] : NULL;
 }
 
+static bool same_mem(const cs_x86_op *a, const cs_x86_op *b)
+{
+	return a->type == X86_OP_MEM && b->type == X86_OP_MEM && a->mem.segment == b->mem.segment &&
+	       a->mem.base == b->mem.base && a->mem.index == b->mem.index && a->mem.scale == b->mem.scale &&
+	       a->mem.disp == b->mem.disp;
+}
+
 /* The bound of a table indexed by idx: `cmp idx, imm` then `ja` (imm + 1
  * entries) or `jae` (imm), the first such pair from the k-th instruction
- * back on (the jump itself not counted). */
+ * back on (the jump itself not counted).  GCC also compares a switch value
+ * in memory and loads idx from there after the branch (`cmp dword [m],
+ * imm; ja; mov idx, [m]`): the compare of that same memory bounds it. */
 static int64_t table_bound(const struct seen *h, unsigned n, unsigned k, x86_reg idx)
 {
+	const cs_x86_op *from = NULL; /* the memory idx was loaded from */
 	for (unsigned j = k; j < SCAN_BACK; j++) {
 		const struct seen *c = back(h, n, j), *after = back(h, n, j - 1);
 		if (!c || !after)
 			break;
-		if (c->id == X86_INS_CMP && c->nops == 2 && c->op[0].type == X86_OP_REG &&
-		    reg64(c->op[0].reg) == idx && c->op[1].type == X86_OP_IMM && c->op[1].imm >= 0) {
+		if (!from && c->id == X86_INS_MOV && c->nops == 2 && c->op[0].type == X86_OP_REG &&
+		    reg64(c->op[0].reg) == idx && c->op[1].type == X86_OP_MEM)
+			from = &c->op[1];
+		bool on_idx = c->op[0].type == X86_OP_REG && reg64(c->op[0].reg) == idx;
+		bool on_from = from && same_mem(&c->op[0], from);
+		if (c->id == X86_INS_CMP && c->nops == 2 && (on_idx || on_from) && c->op[1].type == X86_OP_IMM &&
+		    c->op[1].imm >= 0) {
 			if (after->id == X86_INS_JA)
 				return c->op[1].imm + 1;
 			if (after->id == X86_INS_JAE)
@@ -307,10 +322,21 @@ static int64_t table_bound(const struct seen *h, unsigned n, unsigned k, x86_reg
 	return -1;
 }
 
+/* A table whose base register was not set in the last SCAN_BACK
+ * instructions: GCC keeps the base of a switch in a loop in a callee-saved
+ * register, set once at the top of the function.  Resolved when the sweep
+ * has seen every write to that register (scan_defs). */
+struct pending_table {
+	uint64_t at;      /* the jump */
+	x86_reg base;
+	int64_t count;
+};
+
 /* jmp reg: GCC's and clang's position-independent table,
- *	lea base, [rip + table]; movsxd r, dword [base + idx*4]; add r, base; jmp r */
+ *	lea base, [rip + table]; movsxd r, dword [base + idx*4]; add r, base; jmp r
+ * 1: reported; 2: the lea is further back, *pend says what to resolve. */
 static int table_of_reg(const struct seen *h, unsigned n, x86_reg r, const struct xflow_insn_scan_ops *ops,
-			void *ctx)
+			void *ctx, struct pending_table *pend)
 {
 	for (unsigned k = 0; k < SCAN_BACK; k++) {
 		const struct seen *add = back(h, n, k);
@@ -331,7 +357,7 @@ static int table_of_reg(const struct seen *h, unsigned n, x86_reg r, const struc
 			for (unsigned i = j + 1; i < SCAN_BACK; i++) {
 				const struct seen *lea = back(h, n, i);
 				if (!lea)
-					return 0;
+					break;
 				if (lea->id != X86_INS_LEA || lea->op[0].type != X86_OP_REG || reg64(lea->op[0].reg) != base ||
 				    lea->op[1].type != X86_OP_MEM || lea->op[1].mem.base != X86_REG_RIP)
 					continue;
@@ -340,11 +366,68 @@ static int table_of_reg(const struct seen *h, unsigned n, x86_reg r, const struc
 						   table_bound(h, n, 1, idx));
 				return 1;
 			}
-			return 0;
+			*pend = (struct pending_table){ .base = base, .count = table_bound(h, n, 1, idx) };
+			return 2;
 		}
 		return 0;
 	}
 	return 0;
+}
+
+/* Every write the sweep saw to each general register: the rip-relative
+ * address a lea gave it, and whether anything else wrote it.  Pops do not
+ * count: a pop restores the caller's value, which code after it cannot use
+ * as a table, so no path from a pop can reach a jump through the table
+ * without a write that does count. */
+struct reg_defs {
+	uint64_t lea[16];
+	bool other[16];
+};
+
+static int gpr_slot(x86_reg r)
+{
+	static const x86_reg gpr[16] = { X86_REG_RAX, X86_REG_RCX, X86_REG_RDX, X86_REG_RBX,
+					 X86_REG_RSP, X86_REG_RBP, X86_REG_RSI, X86_REG_RDI,
+					 X86_REG_R8,  X86_REG_R9,  X86_REG_R10, X86_REG_R11,
+					 X86_REG_R12, X86_REG_R13, X86_REG_R14, X86_REG_R15 };
+	r = reg64(r);
+	for (int i = 0; i < 16; i++)
+		if (gpr[i] == r)
+			return i;
+	return -1;
+}
+
+static void scan_defs(csh cs, const cs_insn *in, struct reg_defs *d)
+{
+	const cs_x86 *x = &in->detail->x86;
+	if (in->id == X86_INS_CALL) {
+		/* What the callee may clobber, which capstone does not list. */
+		static const int clobbered[] = { 0, 1, 2, 6, 7, 8, 9, 10, 11 };
+		for (size_t i = 0; i < sizeof(clobbered) / sizeof(clobbered[0]); i++)
+			d->other[clobbered[i]] = true;
+	}
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+	if (cs_regs_access(cs, in, rd, &nrd, wr, &nwr) != CS_ERR_OK) {
+		for (int i = 0; i < 16; i++)
+			d->other[i] = true;
+		return;
+	}
+	for (unsigned i = 0; i < nwr; i++) {
+		int k = gpr_slot(wr[i]);
+		if (k < 0 || in->id == X86_INS_POP)
+			continue;
+		if (in->id == X86_INS_LEA && x->op_count == 2 && x->operands[1].type == X86_OP_MEM &&
+		    x->operands[1].mem.base == X86_REG_RIP && x->operands[1].mem.index == X86_REG_INVALID &&
+		    gpr_slot(x->operands[0].reg) == k && x->operands[0].size == 8) {
+			uint64_t to = in->address + in->size + (uint64_t)x->operands[1].mem.disp;
+			if (d->lea[k] && d->lea[k] != to)
+				d->other[k] = true;
+			d->lea[k] = to;
+		} else {
+			d->other[k] = true;
+		}
+	}
 }
 
 /* jmp reg as a tail call through a pointer: reg loaded from memory, then
@@ -390,12 +473,19 @@ int xflow_insn_scan(const uint8_t *code, size_t len, uint64_t addr, const struct
 	const uint8_t *p = code;
 	size_t left = len;
 	uint64_t at = addr;
+	struct reg_defs defs;
+	struct pending_table pend[8];
+	unsigned npend = 0;
+	memset(&defs, 0, sizeof(defs));
 	while (left > 0) {
 		if (!cs_disasm_iter(cs, &p, &left, &at, in)) {
 			/* Not code (padding of another kind, data): step a byte. */
 			rc = -EINVAL;
 			p++, left--, at++;
 			n = 0;
+			/* What it hides may write any register. */
+			for (int i = 0; i < 16; i++)
+				defs.other[i] = true;
 			continue;
 		}
 		const cs_x86 *x = &in->detail->x86;
@@ -406,9 +496,17 @@ int xflow_insn_scan(const uint8_t *code, size_t len, uint64_t addr, const struct
 		} else if (in->id == X86_INS_JMP && x->op_count == 1) {
 			const cs_x86_op *op = &x->operands[0];
 			int known = 0;
-			if (op->type == X86_OP_REG)
-				known = table_of_reg(hist, n, reg64(op->reg), ops, ctx) ||
-					tail_call_of_reg(hist, n, reg64(op->reg));
+			if (op->type == X86_OP_REG) {
+				struct pending_table pt;
+				known = table_of_reg(hist, n, reg64(op->reg), ops, ctx, &pt);
+				if (known == 2 && npend < sizeof(pend) / sizeof(pend[0])) {
+					pt.at = in->address;
+					pend[npend++] = pt;
+				} else if (known == 2) {
+					known = 0;
+				}
+				known = known || tail_call_of_reg(hist, n, reg64(op->reg));
+			}
 			else if (op->type == X86_OP_MEM && op->mem.base == X86_REG_RIP && op->mem.index == X86_REG_INVALID)
 				known = 1; /* a tail call through a pointer (the PLT's way) */
 			else if (op->type == X86_OP_MEM && op->mem.base == X86_REG_INVALID && op->mem.scale == 8 &&
@@ -426,6 +524,19 @@ int xflow_insn_scan(const uint8_t *code, size_t len, uint64_t addr, const struct
 		s->next = in->address + in->size;
 		s->nops = x->op_count < 2 ? x->op_count : 2;
 		memcpy(s->op, x->operands, s->nops * sizeof(s->op[0]));
+		scan_defs(cs, in, &defs);
+	}
+	/* A base written by one lea and nothing else (in the whole function,
+	 * before the jump or after it, which a loop may bring first) holds
+	 * that address wherever the jump runs. */
+	for (unsigned i = 0; i < npend; i++) {
+		int k = gpr_slot(pend[i].base);
+		if (k >= 0 && defs.lea[k] && !defs.other[k]) {
+			if (ops->table)
+				ops->table(ctx, defs.lea[k], 4, pend[i].count);
+		} else if (ops->indirect) {
+			ops->indirect(ctx, pend[i].at);
+		}
 	}
 	cs_free(in, 1);
 	cs_close(&cs);

@@ -38,6 +38,8 @@ struct xflow_rt_lane *rt_lane_get(struct xflow_rt_proc *p);
 uint64_t rt_lane_new_id(struct xflow_rt_lane *l, const struct xflow_rt_ctl *c);
 void rt_flows_lock(struct xflow_rt_proc *p);
 void rt_flows_unlock(struct xflow_rt_proc *p);
+/* One spin of a thread waiting for the lock to be free. */
+void rt_flows_wait(struct xflow_rt_proc *p, uint32_t *spins);
 
 #define RT_AT(base, off) ((void *)((char *)(base) + (off)))
 

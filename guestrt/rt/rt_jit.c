@@ -72,6 +72,43 @@ uint64_t rt_jit_flow_get(struct xflow_rt_lane *l, uint64_t kind, uint64_t key)
 	return xflow_flowtab_get(flows_of(l), (uint16_t)kind, key);
 }
 
+/* The id under (kind, key), the lock not taken (advice that only looks ids
+ * up): the slots are read between two reads of the lock's count, again
+ * until no change overlapped.  The walk is bounded, as a change under it
+ * may show it a run without its end. */
+uint64_t rt_jit_flow_peek(struct xflow_rt_lane *l, uint64_t kind, uint64_t key);
+uint64_t rt_jit_flow_peek(struct xflow_rt_lane *l, uint64_t kind, uint64_t key)
+{
+	struct xflow_rt_proc *p = (struct xflow_rt_proc *)l->proc;
+	const struct xflow_flowtab *t = &p->flows;
+	uint64_t want = kind << XFLOW_FLOWID_BITS;
+	uint32_t spins = 0;
+	for (;;) {
+		/* Acquire: the slots read below are at least as new as the
+		 * release that made the count even. */
+		uint32_t s = atomic_load_explicit(&p->flow_lock, memory_order_acquire);
+		if (!(s & 1)) {
+			uint64_t id = 0, i = xflow_flowtab__hash(t, (uint16_t)kind, key);
+			for (uint64_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
+				uint64_t ptr = __atomic_load_n(&t->slots[i].ptr, __ATOMIC_RELAXED);
+				uint64_t val = __atomic_load_n(&t->slots[i].val, __ATOMIC_RELAXED);
+				if (ptr == 0)
+					break;
+				if (ptr == key && (val & ~XFLOW_FLOWID_MAX) == want) {
+					id = val & XFLOW_FLOWID_MAX;
+					break;
+				}
+			}
+			/* Acquire: the slot reads are done before the count is
+			 * read again; a change that overlapped them moved it. */
+			atomic_thread_fence(memory_order_acquire);
+			if (atomic_load_explicit(&p->flow_lock, memory_order_relaxed) == s)
+				return id;
+		}
+		rt_flows_wait(p, &spins);
+	}
+}
+
 uint64_t rt_jit_flow_reg(struct xflow_rt_lane *l, uint64_t kind, uint64_t key, uint64_t id);
 uint64_t rt_jit_flow_reg(struct xflow_rt_lane *l, uint64_t kind, uint64_t key, uint64_t id)
 {

@@ -95,26 +95,45 @@ uint64_t rt_lane_new_id(struct xflow_rt_lane *l, const struct xflow_rt_ctl *c)
 
 /* ---- the flow-id table's lock ------------------------------------------- */
 
+/*
+ * A spin lock that is also a sequence count (odd: held): advice that only
+ * looks ids up reads the table without taking it, and reads again when a
+ * change overlapped (rt_jit_flow_peek), so that the common guard of an
+ * xflow() pointcut writes no shared line.
+ */
+void rt_flows_wait(struct xflow_rt_proc *p, uint32_t *spins)
+{
+	__builtin_ia32_pause();
+	if (++*spins >= p->lock_spins) {
+		/* The holder may have lost its CPU: give it ours. */
+		atomic_fetch_add_explicit(&p->lock_waits, 1, memory_order_relaxed);
+		rt_syscall3(RT_SYS_sched_yield, 0, 0, 0);
+		*spins = 0;
+	}
+}
+
 void rt_flows_lock(struct xflow_rt_proc *p)
 {
 	uint32_t spins = 0;
 	for (;;) {
 		/* Test before the exchange: waiters spin on a shared line. */
-		if (!atomic_load_explicit(&p->flow_lock, memory_order_relaxed) &&
-		    !atomic_exchange_explicit(&p->flow_lock, 1, memory_order_acquire))
+		uint32_t s = atomic_load_explicit(&p->flow_lock, memory_order_relaxed);
+		if (!(s & 1) && atomic_compare_exchange_weak_explicit(&p->flow_lock, &s, s + 1, memory_order_acquire,
+								      memory_order_relaxed)) {
+			/* The table's changes come after the odd count, for a
+			 * reader that saw one of them (the seqlock's writer
+			 * side; free on x86). */
+			atomic_thread_fence(memory_order_release);
 			return;
-		__builtin_ia32_pause();
-		if (++spins >= p->lock_spins) {
-			/* The holder may have lost its CPU: give it ours. */
-			atomic_fetch_add_explicit(&p->lock_waits, 1, memory_order_relaxed);
-			rt_syscall3(RT_SYS_sched_yield, 0, 0, 0);
-			spins = 0;
 		}
+		rt_flows_wait(p, &spins);
 	}
 }
 
 void rt_flows_unlock(struct xflow_rt_proc *p)
 {
-	atomic_store_explicit(&p->flow_lock, 0, memory_order_release);
+	/* Release: the table's changes are seen before the even count. */
+	uint32_t s = atomic_load_explicit(&p->flow_lock, memory_order_relaxed);
+	atomic_store_explicit(&p->flow_lock, s + 1, memory_order_release);
 }
 

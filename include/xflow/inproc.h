@@ -40,7 +40,7 @@
 #define XFLOW_RT_MAGIC 0x54524658 /* "XFRT" little-endian */
 #define XFLOW_RT_CTL_MAGIC 0x4c435258  /* "XRCL" */
 #define XFLOW_RT_PROC_MAGIC 0x52505258 /* "XRPR" */
-#define XFLOW_RT_VERSION 1
+#define XFLOW_RT_VERSION 2
 
 #ifndef __ASSEMBLER__
 
@@ -77,6 +77,7 @@ enum xflow_rt_jit_fn {
 	XFLOW_RT_JIT_UNLOCK,    /* void (lane) */
 	XFLOW_RT_JIT_READ,      /* int (addr, uint64_t *out, len, uint64_t *scratch) */
 	XFLOW_RT_JIT_WRITE,     /* int (addr, const uint64_t *in, len, uint64_t *scratch) */
+	XFLOW_RT_JIT_FLOW_PEEK, /* uint64_t (lane, kind, key): FLOW_GET without the lock */
 	XFLOW_RT_JIT_NFN
 };
 
@@ -142,7 +143,9 @@ struct xflow_rt_hook {
 struct xflow_rt_advice {
 	struct xflow_bc_prog prog;   /* pointers into the control region */
 	uint16_t marker_flags;       /* record flags of an xflow operation, 0 for user advice */
-	uint8_t uses_flows;          /* touches the flow-id table: runs under its lock */
+	uint8_t uses_flows;          /* 1: changes the flow-id table, runs under its
+	                              * lock; 2: only looks ids up, runs without
+	                              * it (compiled: rt_jit_flow_peek) */
 	uint8_t pad;
 	uint32_t counter;            /* its counters in each lane (advice index, capped) */
 };
@@ -268,7 +271,9 @@ struct xflow_rt_proc {
 	uint64_t off_slots;
 	uint32_t lock_spins;         /* spins before the flow lock yields the CPU */
 	uint8_t pad0[12];
-	_Atomic uint32_t flow_lock;  /* its own line: taken at each flow operation */
+	_Atomic uint32_t flow_lock;  /* its own line: odd while held, and one more at
+	                              * each release, so that a lookup without the
+	                              * lock sees whether a change overlapped it */
 	uint8_t pad1[60];
 	struct xflow_flowtab flows;  /* slots at a target address */
 	_Atomic uint64_t nolane;     /* hits of threads that found no lane */

@@ -43,6 +43,8 @@ cat "$T/agent.err"
 [ $rc -eq 0 ] || fail "xflow-agent --plan exited with $rc"
 [ "$out" = "done 40 780" ] || fail "the target's own output: '$out'"
 grep -q "3 of 3 placements installed" "$T/agent.err" || fail "not every site installed"
+# What the session cannot hold is said when the agent stops: nothing lost.
+grep -Eq "saved [1-9][0-9]* records; lost 0: " "$T/agent.err" || fail "no summary of the records saved and lost"
 [ -s "$T/s.ses" ] && [ ! -e "$T/s.ses.tmp" ] || fail "no session, or its temporary file left"
 
 "$BUILD/bin/xflowtop" -b -n 1 --replay "$T/s.ses" --speed max >"$T/top.out" 2>&1 || {

@@ -1,0 +1,259 @@
+#!/bin/sh
+# Issue 16's real-server figure: memcached built from Debian's source with
+# -O2 -g, a request flow of at least 100 sites (tests/bench/memcached.xml)
+# woven into it by xflow-agent's in-process backend while it serves, and
+# its throughput while traced against untraced, the two alternating in one
+# run (U T U T ...), measured by our own load client (tests/bench/mc_client.c;
+# Debian's memcached source has none that stands alone).
+#
+#   tests/bench/real_server.sh        (make bench runs it; root for apt)
+#
+# Knobs (environment): PAIRS (untraced/traced pairs, default 8), SECS (per
+# run, default 4), CONNS (client connections, 16), DEPTH (requests in flight
+# per connection, 1), THREADS (memcached's, 2), MIN_RATIO (0.85),
+# REAL_SERVER_CACHE (build-bench/real_server), FLOWS (the flow file),
+# AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536),
+# AGENT_PREFIX (before the agent's command, e.g. "nice -n 10").
+#
+# The source is fetched once with `apt-get source` through a deb-src list of
+# our own, derived from the machine's apt sources, in private directories:
+# the machine's apt configuration is not changed.  Build dependencies that
+# are missing are installed with apt-get when run as root.  Whatever cannot
+# be had (no archive, no apt, not root for a missing package, no ptrace)
+# gives "SKIPPED: reason" and status 0.
+#
+# A traced run counts only when the agent put every site in, with jumps
+# (breakpoints are counted and named), and its records show up: the saved
+# session is played back and must hold about one finished flow per request
+# served, and no record lost.  Each traced run is compared with the mean of the untraced runs
+# on either side of it; the status is 1 when the median of these ratios is
+# under MIN_RATIO, or a check fails.
+set -u
+BUILD=${BUILD:-build}
+CACHE=${REAL_SERVER_CACHE:-build-bench/real_server}
+PAIRS=${PAIRS:-8}
+SECS=${SECS:-4}
+CONNS=${CONNS:-16}
+DEPTH=${DEPTH:-1}
+THREADS=${THREADS:-2}
+MIN_RATIO=${MIN_RATIO:-0.85}
+MIN_SITES=100
+# A worker thread writes about a million records a second here: the
+# default lanes (4,096 records) fill while the agent waits for one of the
+# two cores, so each gets 64 Ki (16 lanes: memcached's threads that hit
+# sites are its workers and its listener).
+AGENT_OPTS=${AGENT_OPTS:---lanes 16 --lane-slots 65536}
+AGENT_PREFIX=${AGENT_PREFIX:-}
+FLOWS=${FLOWS:-tests/bench/memcached.xml}
+
+skip() { echo "SKIPPED: $*"; exit 0; }
+fail() { echo "FAIL: $*"; exit 1; }
+say() { echo "real_server: $*"; }
+
+for b in xflowc xflow-agent xflowtop; do
+	[ -x "$BUILD/bin/$b" ] || fail "missing $BUILD/bin/$b (make first)"
+done
+command -v cc >/dev/null || skip "no C compiler"
+mkdir -p "$CACHE" || fail "cannot create $CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+
+# ---- the source, once ------------------------------------------------------
+src_dir() { for d in "$CACHE"/src/memcached-*/; do [ -f "$d/memcached.c" ] && { echo "${d%/}"; return; }; done; }
+SRC=$(src_dir)
+if [ -z "$SRC" ]; then
+	command -v apt-get >/dev/null && command -v dpkg-source >/dev/null ||
+		skip "no apt-get or dpkg-source to fetch memcached's source"
+	A="$CACHE/apt"
+	rm -rf "$A" && mkdir -p "$A/lists/partial" "$A/parts" "$CACHE/src" || fail "cannot create $A"
+	# deb-src twins of the machine's deb entries, one-line and deb822 forms.
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] && sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f"
+	done >"$A/parts/src.list"
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" && echo
+	done >"$A/parts/src.sources"
+	[ -s "$A/parts/src.list" ] || rm -f "$A/parts/src.list"
+	[ -s "$A/parts/src.sources" ] || rm -f "$A/parts/src.sources"
+	APT="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$A/parts -o Dir::State::Lists=$A/lists
+	     -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root"
+	# A source that answers no deb-src only warns; what matters is below.
+	# shellcheck disable=SC2086
+	apt-get -q $APT update >"$CACHE/apt-update.log" 2>&1
+	# shellcheck disable=SC2086
+	(cd "$CACHE/src" && apt-get -q $APT source memcached) >"$CACHE/apt-source.log" 2>&1 ||
+		skip "apt-get source memcached failed (no deb-src reachable?); see $CACHE/apt-source.log"
+	SRC=$(src_dir)
+	[ -n "$SRC" ] || skip "apt-get source gave no memcached tree; see $CACHE/apt-source.log"
+fi
+say "source: $SRC"
+
+# ---- build dependencies and the build -------------------------------------
+# Of Debian's Build-Depends, what the build below needs: libevent (SASL and
+# TLS, which Debian also enables, are left off; the text protocol on a
+# plain TCP port, the path measured, is the same code without them).
+if ! pkg-config --exists libevent 2>/dev/null; then
+	[ "$(id -u)" = 0 ] || skip "libevent-dev is missing; as root: apt-get install libevent-dev pkg-config"
+	DEBIAN_FRONTEND=noninteractive apt-get -q -y install --no-install-recommends libevent-dev pkg-config \
+		>"$CACHE/apt-install.log" 2>&1 || skip "apt-get install libevent-dev failed; see $CACHE/apt-install.log"
+fi
+MC="$SRC/memcached"
+if [ ! -x "$MC" ] || [ ! -f "$SRC/.xflow-built" ]; then
+	# Debian's own flags (dpkg-buildflags, with the package's
+	# hardening=+all): -g -O2, the stack protector, fortify, relro, PIE.
+	(cd "$SRC" && FLAGS=$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --export=sh 2>/dev/null ||
+		echo "export CFLAGS='-g -O2'") && eval "$FLAGS" && echo "CFLAGS=$CFLAGS" && ./configure -q &&
+		make -j2 memcached) >"$CACHE/build.log" 2>&1 || fail "memcached did not build; see $CACHE/build.log"
+	touch "$SRC/.xflow-built"
+fi
+say "server: $MC ($(sed -n 's/^CFLAGS=//p' "$CACHE/build.log" | head -1))"
+CF=" $(sed -n 's/^CFLAGS=//p' "$CACHE/build.log" | head -1) "
+case "$CF" in *" -O2 "*) ;; *) fail "memcached was not built with -O2; see $CACHE/build.log" ;; esac
+case "$CF" in *" -g "*) ;; *) fail "memcached was not built with -g; see $CACHE/build.log" ;; esac
+
+CLIENT="$CACHE/mc_client"
+if [ ! -x "$CLIENT" ] || [ tests/bench/mc_client.c -nt "$CLIENT" ]; then
+	cc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -o "$CLIENT" tests/bench/mc_client.c ||
+		fail "mc_client did not build"
+fi
+
+# ---- the plan --------------------------------------------------------------
+PLAN="$CACHE/mc.plan"
+"$BUILD/bin/xflowc" plan -q --strict --domain mc="$MC" -o "$PLAN" "$FLOWS" || fail "xflowc plan $FLOWS"
+SITES=$("$BUILD/bin/xflowc" plan --domain mc="$MC" "$FLOWS" | sed -n 's/^domain mc: .* \([0-9]*\) sites.*/\1/p')
+[ -n "$SITES" ] || fail "cannot count the plan's sites"
+say "plan: $SITES sites from $FLOWS"
+[ "$SITES" -ge $MIN_SITES ] || fail "$SITES sites, fewer than $MIN_SITES"
+
+# ---- the run ---------------------------------------------------------------
+T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-rs.XXXXXX") || fail "mktemp"
+# Sessions are large (about 100 MB a second): in memory when we can.
+SES_DIR=$T
+[ -d /dev/shm ] && [ -w /dev/shm ] && SES_DIR=$(mktemp -d /dev/shm/xflow-rs.XXXXXX)
+MP= AP=
+cleanup() {
+	[ -n "$AP" ] && kill -INT "$AP" 2>/dev/null && wait "$AP" 2>/dev/null
+	[ -n "$MP" ] && kill "$MP" 2>/dev/null && wait "$MP" 2>/dev/null
+	rm -rf "$T" "$SES_DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+USER_OPT=
+[ "$(id -u)" = 0 ] && USER_OPT="-u root"
+PORT=
+for try in 1 2 3 4 5; do
+	p=$((20000 + ($$ * 7 + try * 131) % 20000))
+	# shellcheck disable=SC2086
+	"$MC" $USER_OPT -l 127.0.0.1 -p $p -U 0 -t "$THREADS" -m 256 -c 4096 >"$T/mc.log" 2>&1 &
+	MP=$!
+	sleep 0.5
+	if kill -0 "$MP" 2>/dev/null && "$CLIENT" -p $p -l 2>/dev/null; then
+		PORT=$p
+		break
+	fi
+	kill "$MP" 2>/dev/null
+	wait "$MP" 2>/dev/null
+	MP=
+done
+[ -n "$PORT" ] || { cat "$T/mc.log"; fail "memcached did not start"; }
+say "memcached pid $MP on 127.0.0.1:$PORT, $THREADS threads; client: $CONNS connections, $DEPTH in flight each, 90% get / 10% set, ${SECS}s a run"
+
+# One client run: its requests/s on stdout.
+client() {
+	"$CLIENT" -p "$PORT" -c "$CONNS" -P "$DEPTH" -d "$1" >"$T/client.out" 2>&1 ||
+		{ cat "$T/client.out"; fail "the client failed (a wrong answer or a connection lost)"; }
+	sed -n 's/.* rps \([0-9]*\) .*/\1/p' "$T/client.out"
+}
+
+client 2 >/dev/null # warm-up, not counted
+
+U_ALL= T_ALL= RECORDS=0 DROPS=0 FLOWS_DONE=0 REQS_T=0 JUMPS= TRAPS=
+for i in $(seq "$PAIRS"); do
+	u=$(client "$SECS")
+	U_ALL="$U_ALL $u"
+
+	ses="$SES_DIR/run$i.ses"
+	# shellcheck disable=SC2086
+	$AGENT_PREFIX "$BUILD/bin/xflow-agent" --domain mc --plan "$PLAN" --save-session "$ses" --pid "$MP" $AGENT_OPTS -v \
+		2>"$T/agent$i.log" &
+	AP=$!
+	n=0
+	until grep -qs "tracing 1 target" "$T/agent$i.log"; do
+		kill -0 "$AP" 2>/dev/null || break
+		n=$((n + 1))
+		[ $n -gt 300 ] && break
+		sleep 0.1
+	done
+	if ! grep -q "tracing 1 target" "$T/agent$i.log"; then
+		cat "$T/agent$i.log"
+		grep -q "Operation not permitted" "$T/agent$i.log" && skip "ptrace not permitted here"
+		fail "the agent did not start tracing"
+	fi
+	loaded=$(grep "plan loaded" "$T/agent$i.log")
+	inst=$(echo "$loaded" | sed -n 's/.* \([0-9]*\) of \([0-9]*\) placements installed.*/\1/p')
+	traps=$(sed -n 's/.* \([0-9]*\) site(s) by a breakpoint.*/\1/p' "$T/agent$i.log")
+	traps=${traps:-0}
+	[ "$inst" = "$SITES" ] || { cat "$T/agent$i.log"; fail "$inst of $SITES sites installed"; }
+	JUMPS=$((inst - traps)) TRAPS=$traps
+	[ "$JUMPS" -gt 0 ] || fail "no site took a jump: every one is a breakpoint"
+
+	t=$(client "$SECS")
+	T_ALL="$T_ALL $t"
+	reqs=$(sed -n 's/^requests \([0-9]*\) .*/\1/p' "$T/client.out")
+
+	kill -INT "$AP"
+	wait "$AP"
+	rc=$?
+	AP=
+	[ $rc -eq 0 ] || [ $rc -eq 130 ] || { cat "$T/agent$i.log"; fail "the agent ended with status $rc"; }
+	grep -q "every target detached" "$T/agent$i.log" || { cat "$T/agent$i.log"; fail "the agent did not detach"; }
+	saved=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\):.*/\1/p' "$T/agent$i.log")
+	lost=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\):.*/\2/p' "$T/agent$i.log")
+	[ -n "$saved" ] && [ -n "$lost" ] || { cat "$T/agent$i.log"; fail "the agent did not say what it saved"; }
+	kill -0 "$MP" 2>/dev/null || fail "memcached died while traced"
+
+	# The records: the session played back whole.
+	[ -s "$ses" ] || fail "no session from the traced run $i"
+	"$BUILD/bin/xflowtop" -b -d 1 -n 100000 --replay "$ses" --speed max >"$T/replay$i.out" 2>&1 ||
+		{ tail -20 "$T/replay$i.out"; fail "xflowtop --replay of run $i"; }
+	rm -f "$ses"
+	last=$(grep "^uptime" "$T/replay$i.out" | tail -1)
+	fl=$(grep "^flows:" "$T/replay$i.out" | tail -1)
+	rec=$(echo "$last" | sed -n 's/.* records \([0-9]*\) .*/\1/p')
+	drp=$(echo "$last" | sed -n 's/.* drops \([0-9]*\),.*/\1/p')
+	fin=$(echo "$fl" | sed -n 's/.* finished \([0-9]*\),.*/\1/p')
+	[ -n "$rec" ] && [ -n "$fin" ] || { tail -20 "$T/replay$i.out"; fail "cannot read the replay of run $i"; }
+	[ "$rec" -gt 0 ] || fail "traced run $i: no record arrived"
+	[ "$rec" = "$saved" ] || fail "traced run $i: the agent saved $saved records, the replay read $rec"
+	RECORDS=$((RECORDS + rec)) DROPS=$((DROPS + ${drp:-0} + lost)) FLOWS_DONE=$((FLOWS_DONE + fin))
+	REQS_T=$((REQS_T + reqs))
+	say "pair $i: untraced $u req/s, traced $t req/s; traced run: $reqs requests, $fin flows finished, $rec records, $((${drp:-0} + lost)) lost"
+done
+u=$(client "$SECS")
+U_ALL="$U_ALL $u"
+say "closing untraced run: $u req/s"
+
+median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+MU=$(median $U_ALL)
+MT=$(median $T_ALL)
+# Each traced run against the untraced runs on either side of it: the
+# machine's other load drifts during a run, and a neighbour shares more of
+# it than the run's median does.
+PAIR_RATIOS=$(echo "$U_ALL" "|" "$T_ALL" | awk '{
+	for (i = 1; $i != "|"; i++) u[i] = $i
+	for (k = i + 1; k <= NF; k++) { j = k - i; printf "%.3f ", $k / ((u[j] + u[j + 1]) / 2) } }')
+RATIO=$(median $PAIR_RATIOS)
+say "sites in plan: $SITES ($JUMPS by jump, $TRAPS by breakpoint fallback)"
+say "untraced req/s:$U_ALL (median $MU)"
+say "traced   req/s:$T_ALL (median $MT)"
+say "traced/untraced: each traced run against its two neighbours: $PAIR_RATIOS; medians' ratio $(awk -v t="$MT" -v u="$MU" 'BEGIN {printf "%.3f", t / u}')"
+say "records: $RECORDS saved, $DROPS lost; flows finished $FLOWS_DONE for $REQS_T requests served while traced"
+# Every request served while traced is a flow that finishes.
+awk -v f="$FLOWS_DONE" -v r="$REQS_T" 'BEGIN {exit !(f >= 0.97 * r)}' ||
+	fail "only $FLOWS_DONE flows finished for $REQS_T requests: records are missing"
+if awk -v r="$RATIO" -v m="$MIN_RATIO" 'BEGIN {exit !(r >= m)}'; then
+	say "traced/untraced (median of the runs' ratios): $RATIO (target >= $MIN_RATIO: met)"
+else
+	say "traced/untraced (median of the runs' ratios): $RATIO (target >= $MIN_RATIO: MISSED)"
+	exit 1
+fi
