@@ -19,5 +19,7 @@ $(TESTDIR)/tui-jsoncheck: $(OBJDIR)/tests/tui/jsoncheck.o
 
 TEST_SCRIPTS += tests/tui/tui_tmux.sh tests/tui/batch_asan.sh
 
-run: $(BINDIR)/xflowtop
+# The demo runs the simulated host's programs and an xflow-agent per
+# domain beside xflowtop: everything is built first.
+run: all
 	$(BINDIR)/xflowtop --demo
