@@ -521,13 +521,18 @@ Test(hook_inproc, exec_retires_the_sites, .timeout = 120)
 /* The stress test's records are checked as they come (tens of millions of
  * them): per thread, SEQ's call numbers only grow; every flow's START and
  * QUIT come once each, in one thread. */
+#define OPEN_BITS 18
+
 struct stream {
 	uint32_t tid[64];
 	long last[64];
 	unsigned nt;
 	size_t seq, jumps, flows, orphan_quits, bad;
-	struct { uint64_t id; uint32_t tid; } open[1 << 16];
-	size_t nopen;
+	/* Flows started and not yet ended.  Each start whose quit a full lane
+	 * dropped stays here for good: at most half full, the rest of such
+	 * starts are only counted (untracked), or a probe would never end. */
+	struct { uint64_t id; uint32_t tid; } open[1 << OPEN_BITS];
+	size_t nopen, untracked;
 };
 
 static void stream_record(void *ctx, const struct xflow_record *r)
@@ -547,8 +552,13 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 	} else if ((r->site_id == S_JUMP || r->site_id == S_BACK) && r->ndata == 1) {
 		s->jumps++;
 	} else if (r->ndata == 0 && r->flow_id) {
-		uint64_t mask = (1 << 16) - 1, i = (r->flow_id * 0x9E3779B97F4A7C15ull) >> 48;
+		uint64_t mask = (1u << OPEN_BITS) - 1, i = (r->flow_id * 0x9E3779B97F4A7C15ull) >> (64 - OPEN_BITS);
 		if (r->flags & XFLOW_REC_START) {
+			if (s->nopen >= mask / 2) {
+				s->untracked++;
+				s->flows++;
+				return;
+			}
 			for (; s->open[i & mask].id; i++)
 				if (s->open[i & mask].id == r->flow_id)
 					s->bad++; /* started twice */
@@ -570,7 +580,7 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 			s->open[hole].id = 0;
 			s->nopen--;
 			for (uint64_t j = (hole + 1) & mask; s->open[j].id; j = (j + 1) & mask) {
-				uint64_t home = (s->open[j].id * 0x9E3779B97F4A7C15ull) >> 48 & mask;
+				uint64_t home = (s->open[j].id * 0x9E3779B97F4A7C15ull) >> (64 - OPEN_BITS) & mask;
 				if (((j - home) & mask) >= ((j - hole) & mask)) {
 					s->open[hole] = s->open[j];
 					s->open[j].id = 0;
@@ -656,9 +666,11 @@ Test(hook_inproc, four_threads_through_1000_changes, .timeout = 300)
 	/* Every start and every quit ran (the same count), and a flow missing
 	 * either record is one a full lane dropped, and counted. */
 	cr_expect_eq(as[ADV_START].hits, as[ADV_QUIT].hits);
-	cr_expect_leq(s->nopen + s->orphan_quits, as[ADV_START].drops + as[ADV_QUIT].drops,
-		      "%zu flows without a quit, %zu quits without a start; %llu + %llu dropped", s->nopen,
-		      s->orphan_quits, (unsigned long long)as[ADV_START].drops, (unsigned long long)as[ADV_QUIT].drops);
+	/* A start left untracked may see its quit come as an orphan. */
+	cr_expect_leq(s->nopen + s->orphan_quits, as[ADV_START].drops + as[ADV_QUIT].drops + s->untracked,
+		      "%zu flows without a quit, %zu quits without a start (%zu starts untracked); %llu + %llu dropped",
+		      s->nopen, s->orphan_quits, s->untracked, (unsigned long long)as[ADV_START].drops,
+		      (unsigned long long)as[ADV_QUIT].drops);
 	cr_log_info("%u changes; %zu flows, %zu seq and %zu jump records; %llu dropped", changes, s->flows, s->seq,
 		    s->jumps, (unsigned long long)all.dropped);
 	cr_expect_gt(s->seq, 0);
