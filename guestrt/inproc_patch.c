@@ -215,7 +215,9 @@ static int tramp_write(struct ip_target *t, struct ip_patch *p, bool *any)
 /* The patch's own bytes: e9 rel32 (and int3 over the rest), or an int3. */
 static int patch_bytes(struct ip_patch *p, uint8_t *b)
 {
-	memset(b, 0xcc, p->len);
+	unsigned ours = p->guard && p->guard < p->len ? p->guard : p->len;
+	memset(b, 0xcc, ours);
+	memcpy(b + ours, p->orig + ours, p->len - ours);
 	if (p->kind == IP_TRAP)
 		return 0;
 	int64_t d = (int64_t)(p->entry - (p->addr + JMP_LEN));
@@ -482,6 +484,11 @@ static bool plan_jump_back(struct ip_target *t, uint64_t addr, struct plan *pl)
 			return false;
 		np = *prev;
 		np.insn[np.ninsns++] = *site;
+		/* A thread inside prev's trampoline (the world stopped it
+		 * there) jumps back to the site: its bytes stay the program's,
+		 * and that one pass runs the instruction without advice. */
+		if (!np.guard)
+			np.guard = np.len;
 		np.len = (uint8_t)(np.len + site->len);
 		np.installed = false;
 		pl->p = np;
@@ -634,23 +641,35 @@ int ip_site_place(struct ip_target *t, struct ip_site *s)
 		free(pl);
 		return xflow_hook_fail(h, rc, "%s", err[0] ? err : xflow_hook_strerror(rc));
 	}
+	/* The site's own instruction, for a breakpoint if the jump fails. */
+	struct ip_patch *alone = malloc(sizeof(*alone));
+	if (!alone) {
+		free(pl);
+		return -ENOMEM;
+	}
+	*alone = pl->p;
+	alone->ninsns = 1;
+	alone->len = alone->insn[0].len;
 	if (!jump && !pl->absorbs) {
 		/* Forward the bytes cannot be taken: perhaps backward.  The
 		 * forward reason stays the one given if not. */
 		struct ip_patch site = pl->p;
-		pl->p.ninsns = 1;
-		pl->p.len = pl->p.insn[0].len;
+		pl->p = *alone;
 		jump = plan_jump_back(t, s->addr, pl);
 		if (!jump)
 			pl->p = site;
 	}
 	if (jump && !bytes_free(t, pl->p.addr, pl->p.len, pl->why, sizeof(pl->why)))
 		jump = false;
-	if (!jump)
+	if (!jump) {
+		/* The site alone, wherever a jump would have started. */
+		pl->p = *alone;
 		plan_trap(pl);
+	}
 
 	struct ip_patch *p = malloc(sizeof(*p));
 	if (!p) {
+		free(alone);
 		free(pl);
 		return -ENOMEM;
 	}
@@ -665,14 +684,20 @@ int ip_site_place(struct ip_target *t, struct ip_site *s)
 		rc = tramp_write(t, p, &any);
 	if (rc == -ERANGE && p->kind == IP_JUMP) {
 		/* An operand out of reach of every zone near enough: a trap's
-		 * trampoline moves one instruction only, which may fit. */
+		 * trampoline moves one instruction only, the site's (the jump
+		 * may have started before it), which may fit. */
 		snprintf(pl->why, sizeof(pl->why), "an operand would be out of reach of the trampoline");
 		pl->absorbs = NULL;
+		*p = *alone;
 		p->kind = IP_TRAP;
-		p->ninsns = 1;
-		p->len = p->insn[0].len; /* orig holds these bytes too */
-		rc = tramp_write(t, p, &any);
+		p->guard = 0;
+		rc = read_orig(t, p->addr, p->orig, p->len, &got);
+		if (rc == 0 && got < p->len)
+			rc = -EFAULT;
+		if (rc == 0)
+			rc = tramp_write(t, p, &any);
 	}
+	free(alone);
 	/* Written before the patch taken in is forgotten: until then a
 	 * failure leaves that one as it was. */
 	if (rc == 0)

@@ -62,6 +62,11 @@ struct ip_patch {
 	uint8_t ninsns;
 	bool installed;              /* our bytes are in the text */
 	uint8_t orig[32];            /* the bytes replaced */
+	uint8_t guard;               /* bytes from addr we write (jump, int3s);
+				      * 0: all of len.  A patch that took in
+				      * the one before it keeps the original
+				      * bytes past that one's end: its old
+				      * trampoline returns there. */
 	struct xflow_insn insn[IP_PATCH_MAX_INSNS];
 	uint64_t entry;              /* the current trampoline's entry */
 	char why[160];               /* IP_TRAP: why not a jump */

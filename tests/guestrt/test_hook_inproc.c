@@ -29,7 +29,7 @@ static const char flows_xml[] =
 
 /* Advice in weave order, and the plan's sites. */
 enum { ADV_START, ADV_QUIT, ADV_SEQ, ADV_JUMP, ADV_TRAP, NADV };
-enum { S_SEQ, S_SUM, S_TRAP, S_JUMP, S_BACK, NSITES };
+enum { S_SEQ, S_SUM, S_TRAP, S_JUMP, S_BACK, S_MA, S_MB, NSITES };
 
 struct fx {
 	const char *bin;
@@ -96,6 +96,10 @@ static void plan_build(struct fx *f)
 	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
 	s = handplan_site(hp, loop + 17, 3);
 	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
+	s = handplan_site(hp, loop + 26, 3);
+	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
+	s = handplan_site(hp, loop + 32, 3);
+	handplan_bind(hp, s, ADV_JUMP, XFLOW_WHEN_BEFORE, NULL, 0);
 	for (unsigned i = 0; i < NSITES; i++)
 		f->addr[i] = f->base + hp->sites[i].addr;
 }
@@ -134,6 +138,8 @@ static void fx_start(struct fx *f, const char *threads, const char *calls, const
 	place(f, S_TRAP, 0);
 	place(f, S_JUMP, 0);
 	place(f, S_BACK, 0);
+	place(f, S_MA, 0);
+	place(f, S_MB, 0);
 }
 
 /* Serve and drain until the fixture prints a line starting with @want
@@ -296,9 +302,10 @@ Test(hook_inproc, jump_or_breakpoint, .timeout = 120)
 	char ref[1024];
 	fx_start(&f, "4", "20000", "w");
 	struct xflow_hook_site_stats st;
-	/* S_BACK's bytes after it cannot be taken, those before it can. */
-	const unsigned jumps[] = { S_SEQ, S_SUM, S_JUMP, S_BACK };
-	for (unsigned i = 0; i < 4; i++) {
+	/* S_BACK's bytes after it cannot be taken, those before it can;
+	 * S_MB's neither, and S_MA's jump, ending right at it, takes it in. */
+	const unsigned jumps[] = { S_SEQ, S_SUM, S_JUMP, S_BACK, S_MA, S_MB };
+	for (unsigned i = 0; i < 6; i++) {
 		cr_assert_eq(xflow_hook_site_stats(f.t, f.id[jumps[i]][0], &st), 0);
 		cr_expect_eq(st.mech, XFLOW_HOOK_MECH_JUMP, "site %u: %s", jumps[i], st.why);
 	}
@@ -320,6 +327,8 @@ Test(hook_inproc, jump_or_breakpoint, .timeout = 120)
 	cr_expect_eq(seq, 4u * 20000);
 	cr_expect_eq(count(&f, S_JUMP, 2), 4u * 20000 * 3, "jump site: %zu", count(&f, S_JUMP, 2));
 	cr_expect_eq(count(&f, S_BACK, 2), 4u * 20000, "jump placed before its site: %zu", count(&f, S_BACK, 2));
+	cr_expect_eq(count(&f, S_MA, 2), 4u * 20000, "jump extended over the next site: %zu", count(&f, S_MA, 2));
+	cr_expect_eq(count(&f, S_MB, 2), 4u * 20000, "site taken in by the jump before: %zu", count(&f, S_MB, 2));
 	cr_expect_eq(count(&f, S_TRAP, 3), 4u * 20000 * 2, "breakpoint site: %zu", count(&f, S_TRAP, 3));
 	cr_expect_eq(check_flows(&f), 4u * 20000);
 	struct xflow_hook_advice_stats as[NADV];
@@ -453,6 +462,8 @@ Test(hook_inproc, agent_killed_target_runs_on, .timeout = 120)
 		place(&f, S_TRAP, 0);
 		place(&f, S_JUMP, 0);
 		place(&f, S_BACK, 0);
+		place(&f, S_MA, 0);
+		place(&f, S_MB, 0);
 		if (write(ready[1], "k", 1) != 1)
 			_exit(5);
 		for (;;) {
@@ -549,7 +560,8 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 		if (k < 64)
 			s->last[k] = (long)r->data[0];
 		s->seq++;
-	} else if ((r->site_id == S_JUMP || r->site_id == S_BACK) && r->ndata == 1) {
+	} else if ((r->site_id == S_JUMP || r->site_id == S_BACK || r->site_id == S_MA || r->site_id == S_MB) &&
+		   r->ndata == 1) {
 		s->jumps++;
 	} else if (r->ndata == 0 && r->flow_id) {
 		uint64_t mask = (1u << OPEN_BITS) - 1, i = (r->flow_id * 0x9E3779B97F4A7C15ull) >> (64 - OPEN_BITS);
