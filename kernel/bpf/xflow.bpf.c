@@ -160,6 +160,20 @@ static __always_inline int xk_field(__u64 p, const struct xk_op *op, __u64 *v)
 	}
 }
 
+/* A new id for the object of @ka, registered; 0 when the table is full
+ * (counted).  Odd, as every agent's (xflow/flowid.h): never all zero in
+ * the bits a ring header could carry. */
+static __always_inline __u64 xk_new_id(struct xk_count *c, struct xk_key *ka)
+{
+	__u64 id = ((__sync_fetch_and_add(&xk_next_id, 1) << 1) | 1) & FLOWID_MAX;
+	if (bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST)) {
+		if (c)
+			c->full++;
+		return 0;
+	}
+	return id;
+}
+
 /* The records of xflow/bytecode.h's HANDOFF. */
 #define HAND_FLAGS (XK_REC_TRANSIT | XK_REC_CROSS_DOMAIN | XK_REC_KEYED)
 
@@ -177,14 +191,9 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		 * OBJECT), and then writes no record. */
 		if (idp)
 			return;
-		id = (__sync_fetch_and_add(&xk_next_id, 1) + 1) & FLOWID_MAX;
+		id = xk_new_id(c, &ka);
 		if (!id)
 			return;
-		if (bpf_map_update_elem(&xk_ids, &ka, &id, BPF_NOEXIST)) {
-			if (c)
-				c->full++;
-			return;
-		}
 		xk_emit(c, site, op, id);
 		return;
 	case XK_OP_HAND_OUT: {
@@ -206,14 +215,9 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 			return;
 		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
 			return;
-		id = (__sync_fetch_and_add(&xk_next_id, 1) + 1) & FLOWID_MAX;
+		id = xk_new_id(c, &ka);
 		if (!id)
 			return;
-		if (bpf_map_update_elem(&xk_ids, &ka, &id, BPF_NOEXIST)) {
-			if (c)
-				c->full++;
-			return;
-		}
 		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, 2);
 		return;
 	}
