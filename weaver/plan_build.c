@@ -381,17 +381,28 @@ static void report_untyped(struct pb *b, struct jp_image *img, const char *dom, 
 		first->line, first->func ? first->func : "?", first->text);
 }
 
+/* Advice @ai, its program and the scope its pointcut gives in domain @dom:
+ * false when it has no pointcut or program, or cannot match in @dom. */
+static bool advice_in(struct pb *b, const struct xflow_plan *p, size_t ai, const char *dom,
+		      const struct fl_advice **adv, const struct xflow_bc_prog **prog, struct scope_acc *sc)
+{
+	*adv = b->u->by_index[ai];
+	*prog = p->advice[ai].prog.ninsns ? &p->advice[ai].prog : NULL;
+	if (!*adv || !(*adv)->pc || !*prog)
+		return false;
+	memset(sc, 0, sizeof(*sc));
+	scope_from((*adv)->pc, dom, sc, 0);
+	return !sc->impossible;
+}
+
 static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const char *dom,
 			  struct dom_img *imgs, size_t nimgs, struct dplan *dp, struct pend **pv,
 			  size_t *pn, size_t *pcap, bool *matched, unsigned *skipped)
 {
-	const struct fl_advice *adv = b->u->by_index[ai];
-	const struct xflow_bc_prog *prog = p->advice[ai].prog.ninsns ? &p->advice[ai].prog : NULL;
-	if (!adv || !adv->pc || !prog)
-		return 0;
-	struct scope_acc sc = { 0 };
-	scope_from(adv->pc, dom, &sc, 0);
-	if (sc.impossible)
+	const struct fl_advice *adv;
+	const struct xflow_bc_prog *prog;
+	struct scope_acc sc;
+	if (!advice_in(b, p, ai, dom, &adv, &prog, &sc))
 		return 0;
 	const struct fl_pc *gens[64];
 	size_t ng = 0;
@@ -637,13 +648,10 @@ static int resolve_advice_kernel(struct pb *b, struct xflow_plan *p, size_t ai, 
 				 struct jp_kbtf *kb, uint32_t binary, struct dplan *dp, struct pend **pv,
 				 size_t *pn, size_t *pcap, bool *matched)
 {
-	const struct fl_advice *adv = b->u->by_index[ai];
-	const struct xflow_bc_prog *prog = p->advice[ai].prog.ninsns ? &p->advice[ai].prog : NULL;
-	if (!adv || !adv->pc || !prog)
-		return 0;
-	struct scope_acc sc = { 0 };
-	scope_from(adv->pc, dom, &sc, 0);
-	if (sc.impossible)
+	const struct fl_advice *adv;
+	const struct xflow_bc_prog *prog;
+	struct scope_acc sc;
+	if (!advice_in(b, p, ai, dom, &adv, &prog, &sc))
 		return 0;
 	if (pc_has(adv->pc, FL_PC_WITHIN_FILE, 0)) {
 		diag_at(b, &adv->pc->loc, "warning", (long)ai,
