@@ -344,6 +344,16 @@ struct plan {
 	char why[160];            /* why a jump cannot go here */
 };
 
+/* The first address inside (from, to) where a branch lands, or 0: a jump
+ * over those bytes would be cut in two. */
+static uint64_t target_inside(const struct xflow_code_map *cm, uint64_t bias, uint64_t from, uint64_t to)
+{
+	for (uint64_t a = from + 1; a < to; a++)
+		if (xflow_code_map_is_target(cm, a - bias))
+			return a;
+	return 0;
+}
+
 /* Cover bytes from s->addr for a jump; false (with pl->why) when a jump
  * cannot go there.  pl->p.insn[0] is decoded either way. */
 static bool plan_jump(struct ip_target *t, uint64_t addr, struct plan *pl, char *err, size_t errlen, int *rc)
@@ -428,11 +438,10 @@ static bool plan_jump(struct ip_target *t, uint64_t addr, struct plan *pl, char 
 		p->len += p->insn[p->ninsns].len;
 		p->ninsns++;
 	}
-	for (uint64_t a = addr + 1; a < addr + p->len; a++) {
-		if (xflow_code_map_is_target(cm, a - bias)) {
-			snprintf(pl->why, sizeof(pl->why), "a branch lands at 0x%" PRIx64 ", inside the jump's bytes", a);
-			return false;
-		}
+	uint64_t lands = target_inside(cm, bias, addr, addr + p->len);
+	if (lands) {
+		snprintf(pl->why, sizeof(pl->why), "a branch lands at 0x%" PRIx64 ", inside the jump's bytes", lands);
+		return false;
 	}
 covered:
 	return p->len <= sizeof(p->orig);
@@ -442,15 +451,6 @@ covered:
  * much of a function is decoded to find where its instructions begin. */
 #define BACK_MAX_BYTES 24u
 #define BACK_MAX_SCAN 65536u
-
-/* No branch lands inside (from, to): a jump there would be cut in two. */
-static bool no_target_inside(const struct xflow_code_map *cm, uint64_t bias, uint64_t from, uint64_t to)
-{
-	for (uint64_t a = from + 1; a < to; a++)
-		if (xflow_code_map_is_target(cm, a - bias))
-			return false;
-	return true;
-}
 
 /* When the bytes after a short site cannot be taken (a branch lands there,
  * the function ends), the jump may start before it: at the jump patch that
@@ -471,7 +471,7 @@ static bool plan_jump_back(struct ip_target *t, uint64_t addr, struct plan *pl)
 	const struct xflow_insn *site = &pl->p.insn[0];
 	uint64_t end = addr + site->len;
 	/* The site's own bytes are never a landing place. */
-	if (xflow_code_map_is_target(cm, addr - bias) || !no_target_inside(cm, bias, addr, end))
+	if (xflow_code_map_is_target(cm, addr - bias) || target_inside(cm, bias, addr, end))
 		return false;
 	struct ip_patch np;
 	struct ip_patch *prev = ip_patch_at(t, addr - 1);
@@ -534,7 +534,7 @@ static bool plan_jump_back(struct ip_target *t, uint64_t addr, struct plan *pl)
 			return false;
 		if (end - from < JMP_LEN)
 			continue;
-		if (!no_target_inside(cm, bias, from, end))
+		if (target_inside(cm, bias, from, end))
 			return false;
 		memset(&np, 0, sizeof(np));
 		np.addr = from;
