@@ -34,6 +34,7 @@ pace() {
 		END { if (n < 2 || last <= first) print 0; else printf "%.1f", (n - 1) / ((last - first) / 1e9) }' "$1"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
+ratio() { awk -v u="$1" -v t="$2" 'BEGIN { printf "%.3f", (u > 0 ? t / u : 0) }'; }
 
 echo "simulated host, $RATE messages/s per guest, --delay $DELAY, $DURATION s a run, $RUNS runs each"
 printf '%-4s %-10s %12s\n' run mode segments/s
@@ -55,7 +56,7 @@ while [ $i -le "$RUNS" ]; do
 done
 mu=$(median < "$T/untraced")
 mt=$(median < "$T/traced")
-ratio=$(awk -v u="$mu" -v t="$mt" 'BEGIN { printf "%.3f", (u > 0 ? t / u : 0) }')
+ratio=$(ratio "$mu" "$mt")
 echo "pace: median untraced $mu, traced $mt segments/s: traced/untraced $ratio (target >= 0.90)"
 bad=0
 awk -v r="$ratio" 'BEGIN { exit !(r >= 0.90) }' || { echo "MISSED: the traced host's pace"; bad=1; }
@@ -70,7 +71,7 @@ if [ -s "$T/su" ] && [ -s "$T/st" ]; then
 	st=$(pace "$T/st")
 	drops=$(awk '/^uptime/ { d = $0 } END { sub(/.*drops /, "", d); sub(/,.*/, "", d); print d }' "$T/st.out")
 	echo "as fast as it goes (no target): untraced $su, woven $st segments/s:" \
-		"$(awk -v u="$su" -v t="$st" 'BEGIN { printf "%.3f", (u > 0 ? t / u : 0) }'), records dropped $drops"
+		"$(ratio "$su" "$st"), records dropped $drops"
 fi
 
 # Hop p50s of the last traced run against its truth.  xflowtop names
