@@ -486,6 +486,17 @@ static void flow_hold(struct xft_agg *a, uint32_t i)
 	f->held = 1;
 }
 
+/* Flow @i reached its QUIT record. */
+static void flow_quit(struct xft_agg *a, uint32_t i)
+{
+	if (a->flows[i].awaiting) {
+		flow_hold(a, i);
+		return;
+	}
+	a->st.flows_finished += !a->flows[i].partial;
+	flow_end(a, i, 0);
+}
+
 /* The OUT of flow @si came after its IN, which began flow in->flow: make
  * the two one flow, the sender's, as if the IN had been applied after. */
 static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side *in)
@@ -574,10 +585,8 @@ static void keyed_out(struct xft_agg *a, const struct xflow_record *r, uint64_t 
 	if (xft_kj_out(&a->kj, kind, r->data[0], &out, t, &in) == 1)
 		flow_merge(a, fi, &in);
 	/* A late join may have ended the flow already (its receiver quit). */
-	if ((r->flags & XFLOW_REC_QUIT) && f->live && f->gen == gen) {
-		a->st.flows_finished += !f->partial;
-		flow_end(a, fi, 0);
-	}
+	if ((r->flags & XFLOW_REC_QUIT) && f->live && f->gen == gen)
+		flow_quit(a, fi);
 }
 
 static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
@@ -615,14 +624,8 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 	} else if (m < 0) {
 		flow_make_partial(a, fi);
 	}
-	if (r->flags & XFLOW_REC_QUIT) {
-		if (f->awaiting) {
-			flow_hold(a, fi);
-		} else {
-			a->st.flows_finished += !f->partial;
-			flow_end(a, fi, 0);
-		}
-	}
+	if (r->flags & XFLOW_REC_QUIT)
+		flow_quit(a, fi);
 }
 
 /* --- applying one record --------------------------------------------------- */
@@ -681,10 +684,8 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 	flow_point(a, fi, dom, r->site_id, t);
 	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !plain)
 		handoff_send(a, fi, r, t);
-	if (r->flags & XFLOW_REC_QUIT) {
-		a->st.flows_finished += !a->flows[fi].partial;
-		flow_end(a, fi, 0);
-	}
+	if (r->flags & XFLOW_REC_QUIT)
+		flow_quit(a, fi);
 }
 
 static void expire(struct xft_agg *a, uint64_t now)
