@@ -503,6 +503,12 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 {
 	uint32_t ri = in->flow, mp = a->lim.max_path;
 	struct flow *s = &a->flows[si], *r = &a->flows[ri];
+	if (ri == si) {
+		/* The waiting flow reached the sending domain through another
+		 * join and sent from there: it is already one flow. */
+		s->awaiting = 0;
+		return;
+	}
 	if (s->has_last) {
 		a->st.join_negative_hops += in->point.t_ns < s->last.t_ns;
 		hop_sample(a, &s->last, &in->point);
