@@ -342,9 +342,10 @@ Test(keyed_join, a_key_reused_after_a_join_joins_the_new_pair)
 	xft_agg_free(a);
 }
 
-/* Random interleavings from three guests into dom0, with a small table,
- * few keys (so keys collide), records out of order and flows evicted:
- * nothing crashes and every side is counted once. */
+/* Random interleavings from three guests into dom0 and a fourth guest
+ * flooding keys, with a small table, few keys (so keys collide), records
+ * later than the window and flows evicted: nothing crashes, every side is
+ * counted once, and each way of not joining happens. */
 Test(keyed_join, random_interleavings_keep_the_counts_whole)
 {
 	for (uint64_t seed = 1; seed <= 20; seed++) {
@@ -363,7 +364,7 @@ Test(keyed_join, random_interleavings_keep_the_counts_whole)
 			uint32_t v = (uint32_t)(x >> 33);
 			uint16_t dom = (uint16_t)(1 + v % 3);
 			uint64_t key = (v >> 2) % 12, id = 1 + (v >> 6) % 40;
-			uint64_t jitter = (v >> 12) % (3 * MS);
+			uint64_t jitter = (uint64_t)((v >> 12) % 3000) * US; /* past the window */
 			t += (v >> 16) % (200 * US);
 			struct xflow_record r;
 			switch ((v >> 20) % 5) {
@@ -371,6 +372,10 @@ Test(keyed_join, random_interleavings_keep_the_counts_whole)
 				r = rec(dom, 1, id, XFLOW_REC_START);
 				break;
 			case 1:
+				if ((v >> 26) % 3 == 0) { /* domain 9 floods keys */
+					dom = 9;
+					key = 100 + (v >> 6) % 4000;
+				}
 				r = side(dom, 2, id, key, OUT, 0);
 				outs++;
 				break;
@@ -400,6 +405,10 @@ Test(keyed_join, random_interleavings_keep_the_counts_whole)
 		cr_assert_eq(st->handoffs_matched, st->join_joined);
 		cr_assert_eq(st->flows_live, 0);
 		cr_assert_gt(st->join_joined, 0);
+		cr_assert_gt(st->join_conflicts, 0);
+		cr_assert_gt(st->join_refused, 0);
+		cr_assert_gt(st->join_full, 0);
+		cr_assert_gt(st->late, 0);
 		xft_agg_free(a);
 	}
 }
