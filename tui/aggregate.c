@@ -5,13 +5,15 @@
  * Everything is allocated in xft_agg_new(): the pending heap, the flow pool
  * with its path storage, the key table (the project's flow-id table, keyed
  * by (kind, domain << 48 | id)), the hop array and its hash, the handoff
- * queue and the top-K store.  The feed path never allocates.
+ * queue, the keyed join table (tui/keyed_join.c) and the top-K store.  The
+ * feed path never allocates.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tui/aggregate.h"
+#include "tui/keyed_join.h"
 #include "xflow/flowid.h"
 
 #define NIL UINT32_MAX
@@ -40,12 +42,14 @@ struct flow {
 	uint32_t prev, next; /* activity list (oldest first) or free list */
 	int live;
 	int partial;         /* its beginning was not seen: never ranked */
+	int awaiting;        /* begun by a keyed IN whose OUT has not come yet */
+	int held;            /* awaiting, and its QUIT seen: kept for the join */
+	uint64_t gen;        /* which use of the slot this is */
 };
 
 struct handoff {
 	uint16_t kind, from_domain;
-	int keyed;
-	uint64_t id_or_key;
+	uint64_t id;
 	uint64_t mask; /* bits of the id the receiver sees */
 	uint32_t flow;
 	uint64_t flow_start; /* to notice the flow slot was reused */
@@ -72,8 +76,11 @@ struct xft_agg {
 	uint32_t *hop_slots; /* hash: hop index + 1, 0 = empty */
 	uint32_t hop_mask;
 
-	struct handoff *handoffs; /* FIFO ring */
+	struct handoff *handoffs; /* FIFO ring, unkeyed handoffs only */
 	uint32_t ho_head, ho_count;
+	struct xft_kj kj;
+	struct xft_point *merge; /* max_path points: scratch for a late join */
+	uint64_t gen;
 
 	struct xft_flow_summary *top;
 	struct xft_point *top_points;
@@ -92,6 +99,7 @@ void xft_agg_limits_default(struct xft_agg_limits *l)
 	l->top_k = 20;
 	l->expire_ns = UINT64_C(10) * 1000 * 1000 * 1000;
 	l->max_handoffs = 4096;
+	l->join_grace_ns = UINT64_C(2) * 1000 * 1000 * 1000;
 }
 
 /* --- pending heap (min on time, then arrival) -------------------------- */
@@ -205,8 +213,9 @@ static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_
 
 static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, uint64_t end)
 {
-	/* A fragment's duration is not its flow's. */
-	if (a->lim.top_k == 0 || f->partial)
+	/* A fragment's duration is not its flow's, nor is the receiving half
+	 * of a flow still waiting for its sender. */
+	if (a->lim.top_k == 0 || f->partial || f->awaiting)
 		return;
 	uint64_t dur = end - f->start_ns;
 	uint32_t slot;
@@ -272,6 +281,7 @@ static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint
 	f->id = id;
 	f->start_ns = f->last_ns = t;
 	f->live = 1;
+	f->gen = ++a->gen;
 	f->partial = !(r->flags & XFLOW_REC_START);
 	act_append(a, i);
 	flow_add_key(a, i, domain, kind, id);
@@ -316,6 +326,31 @@ static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 	}
 }
 
+/* One hop sample from point @from to point @to; a negative one is counted
+ * and not recorded. */
+static void hop_sample(struct xft_agg *a, const struct xft_point *from, const struct xft_point *to)
+{
+	if (to->t_ns < from->t_ns) {
+		a->st.negative_hops++;
+		return;
+	}
+	struct xft_hop_key k;
+	memset(&k, 0, sizeof(k));
+	k.from_domain = from->domain;
+	k.from_group = from->group;
+	k.to_domain = to->domain;
+	k.to_group = to->group;
+	struct xft_hop *h = hop_get(a, &k, from->site, to->site);
+	if (h) {
+		uint64_t d = to->t_ns - from->t_ns;
+		h->count++;
+		h->total_ns += d;
+		xflow_hist_record(&h->hist, d);
+	} else {
+		a->st.hops_dropped++;
+	}
+}
+
 static void flow_point(struct xft_agg *a, uint32_t i, uint16_t domain, uint32_t site, uint64_t t)
 {
 	struct flow *f = &a->flows[i];
@@ -327,27 +362,8 @@ static void flow_point(struct xft_agg *a, uint32_t i, uint16_t domain, uint32_t 
 	if (f->has_last && f->last.domain == domain && f->last.group == g)
 		return;
 	struct xft_point p = { .domain = domain, .site = site, .group = g, .t_ns = t };
-	if (f->has_last) {
-		if (t < f->last.t_ns) {
-			a->st.negative_hops++;
-		} else {
-			struct xft_hop_key k;
-			memset(&k, 0, sizeof(k));
-			k.from_domain = f->last.domain;
-			k.from_group = f->last.group;
-			k.to_domain = domain;
-			k.to_group = g;
-			struct xft_hop *h = hop_get(a, &k, f->last.site, site);
-			if (h) {
-				uint64_t d = t - f->last.t_ns;
-				h->count++;
-				h->total_ns += d;
-				xflow_hist_record(&h->hist, d);
-			} else {
-				a->st.hops_dropped++;
-			}
-		}
-	}
+	if (f->has_last)
+		hop_sample(a, &f->last, &p);
 	f->last = p;
 	f->has_last = 1;
 	if (f->npoints < a->lim.max_path) {
@@ -386,8 +402,7 @@ static void handoff_send(struct xft_agg *a, uint32_t fi, const struct xflow_reco
 	unsigned bits = r->flow_kind < 16 ? a->lim.carried_bits[r->flow_kind] : 0;
 	h->kind = r->flow_kind;
 	h->from_domain = r->domain_id;
-	h->keyed = !!(r->flags & XFLOW_REC_KEYED);
-	h->id_or_key = h->keyed ? r->data[0] : r->flow_id;
+	h->id = r->flow_id;
 	h->mask = bits && bits < 64 ? (UINT64_C(1) << bits) - 1 : UINT64_MAX;
 	h->flow = fi;
 	h->flow_start = a->flows[fi].start_ns;
@@ -396,18 +411,16 @@ static void handoff_send(struct xft_agg *a, uint32_t fi, const struct xflow_reco
 }
 
 /* The oldest handoff waiting for this receiving record, taken off the
- * queue; NIL if none.  Keyed records match on the key, others on the id in
- * the carried bits; either way only from another domain. */
+ * queue; NIL if none.  Records match on the id in the carried bits, and
+ * only from another domain.  (Keyed handoffs go to the join table.) */
 static uint32_t handoff_receive(struct xft_agg *a, const struct xflow_record *r)
 {
-	int keyed = !!(r->flags & XFLOW_REC_KEYED);
 	for (uint32_t n = 0; n < a->ho_count; n++) {
 		uint32_t idx = (a->ho_head + n) % a->lim.max_handoffs;
 		struct handoff *h = &a->handoffs[idx];
-		if (h->kind != r->flow_kind || h->from_domain == r->domain_id || h->keyed != keyed)
+		if (h->kind != r->flow_kind || h->from_domain == r->domain_id)
 			continue;
-		uint64_t want = keyed ? r->data[0] : r->flow_id;
-		if ((h->id_or_key & h->mask) != (want & h->mask))
+		if ((h->id & h->mask) != (r->flow_id & h->mask))
 			continue;
 		uint32_t fi = h->flow;
 		int alive = a->flows[fi].live && a->flows[fi].start_ns == h->flow_start;
@@ -426,6 +439,201 @@ static uint32_t handoff_receive(struct xft_agg *a, const struct xflow_record *r)
 	return NIL;
 }
 
+/* --- keyed handoffs (the join table is tui/keyed_join.c) --------------- */
+
+static int join_alive(void *opaque, const struct xft_kj_side *s)
+{
+	const struct xft_agg *a = opaque;
+	const struct flow *f = &a->flows[s->flow];
+	return f->live && f->gen == s->flow_gen;
+}
+
+/* Flow @i will never be whole: count it with the partial ones. */
+static void flow_make_partial(struct xft_agg *a, uint32_t i)
+{
+	struct flow *f = &a->flows[i];
+	if (f->partial)
+		return;
+	f->partial = 1;
+	a->st.flows_started--;
+	a->st.flows_partial++;
+}
+
+static void join_expired(void *opaque, const struct xft_kj_side *s)
+{
+	struct xft_agg *a = opaque;
+	if (!join_alive(a, s))
+		return;
+	struct flow *f = &a->flows[s->flow];
+	f->awaiting = 0;
+	flow_make_partial(a, s->flow);
+	if (f->held) {
+		/* Its QUIT was seen long ago; partial, it is not ranked. */
+		f->held = 0;
+		flow_end(a, s->flow, 0);
+	}
+}
+
+/* A waiting flow whose QUIT comes before its sender: keep the slot (its
+ * path is needed for the join) but let its ids go, as a QUIT does. */
+static void flow_hold(struct xft_agg *a, uint32_t i)
+{
+	struct flow *f = &a->flows[i];
+	for (uint32_t k = 0; k < f->nkeys; k++)
+		xflow_flowtab_remove(&a->keys, f->keys[k].kind,
+				     key_ptr(f->keys[k].domain, f->keys[k].id));
+	f->nkeys = 0;
+	f->held = 1;
+}
+
+/* Flow @i reached its QUIT record. */
+static void flow_quit(struct xft_agg *a, uint32_t i)
+{
+	if (a->flows[i].awaiting) {
+		flow_hold(a, i);
+		return;
+	}
+	a->st.flows_finished += !a->flows[i].partial;
+	flow_end(a, i, 0);
+}
+
+/* The OUT of flow @si came after its IN, which began flow in->flow: make
+ * the two one flow, the sender's, as if the IN had been applied after. */
+static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side *in)
+{
+	uint32_t ri = in->flow, mp = a->lim.max_path;
+	struct flow *s = &a->flows[si], *r = &a->flows[ri];
+	if (ri == si) {
+		/* The waiting flow reached the sending domain through another
+		 * join and sent from there: it is already one flow. */
+		s->awaiting = 0;
+		return;
+	}
+	if (s->has_last) {
+		a->st.join_negative_hops += in->point.t_ns < s->last.t_ns;
+		hop_sample(a, &s->last, &in->point);
+	}
+	struct xft_point *sp = &a->points[(size_t)si * mp], *rp = &a->points[(size_t)ri * mp];
+	uint32_t n = 0, x = 0, y = 0;
+	while ((x < s->npoints || y < r->npoints) && n < mp) {
+		if (y == r->npoints || (x < s->npoints && sp[x].t_ns <= rp[y].t_ns))
+			a->merge[n++] = sp[x++];
+		else
+			a->merge[n++] = rp[y++];
+	}
+	uint32_t lost = (s->npoints - x) + (r->npoints - y);
+	memcpy(sp, a->merge, n * sizeof(*sp));
+	s->npoints = n;
+	s->points_lost += r->points_lost + lost;
+	a->st.points_lost += lost;
+	if (r->has_last && (!s->has_last || r->last.t_ns >= s->last.t_ns)) {
+		s->last = r->last;
+		s->has_last = 1;
+	}
+	if (r->last_ns > s->last_ns)
+		s->last_ns = r->last_ns;
+	/* Later records of the receiver's ids continue the sender's flow. */
+	while (r->nkeys) {
+		struct flow_key k = r->keys[r->nkeys - 1];
+		uint32_t before = r->nkeys;
+		flow_add_key(a, si, k.domain, k.kind, k.id);
+		if (r->nkeys == before)
+			break; /* the sender has no room for more ids */
+	}
+	/* The receiving half is not a flow of its own any more. */
+	int held = r->held;
+	if (r->partial)
+		a->st.flows_partial--;
+	else
+		a->st.flows_started--;
+	r->awaiting = r->held = 0;
+	flow_end(a, ri, 1);
+	if (held) {
+		a->st.flows_finished += !s->partial;
+		flow_end(a, si, 0);
+	}
+}
+
+/* Copy the join table's counts into the statistics; the handoff totals
+ * cover both kinds of handoff. */
+static void join_sync(struct xft_agg *a)
+{
+	const struct xft_kj_stats *k = &a->kj.st;
+	struct xft_agg_stats *st = &a->st;
+	uint64_t lost_was = st->join_unmatched_out + st->join_conflicts + st->join_refused + st->join_full;
+	uint64_t lost_now = k->unmatched_out + k->conflicts + k->refused + k->full;
+	st->handoffs_matched += k->joined - st->join_joined;
+	st->handoffs_lost += lost_now - lost_was;
+	st->join_joined = k->joined;
+	st->join_unmatched_out = k->unmatched_out;
+	st->join_unmatched_in = k->unmatched_in;
+	st->join_conflicts = k->conflicts;
+	st->join_refused = k->refused;
+	st->join_full = k->full;
+}
+
+static void keyed_out(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
+{
+	uint16_t dom = r->domain_id, kind = r->flow_kind;
+	uint32_t fi = flow_lookup(a, dom, kind, r->flow_id);
+	if ((r->flags & XFLOW_REC_START) && fi != NIL) {
+		a->st.flows_expired++;
+		flow_end(a, fi, 1);
+		fi = NIL;
+	}
+	if (fi == NIL)
+		fi = flow_start(a, r, t);
+	flow_point(a, fi, dom, r->site_id, t);
+	struct flow *f = &a->flows[fi];
+	uint64_t gen = f->gen;
+	struct xft_kj_side out = { .domain = dom, .flow = fi, .flow_gen = gen, .point = f->last }, in;
+	a->st.handoffs_sent++;
+	if (xft_kj_out(&a->kj, kind, r->data[0], &out, t, &in) == 1)
+		flow_merge(a, fi, &in);
+	/* A late join may have ended the flow already (its receiver quit). */
+	if ((r->flags & XFLOW_REC_QUIT) && f->live && f->gen == gen)
+		flow_quit(a, fi);
+}
+
+static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
+{
+	uint16_t dom = r->domain_id, kind = r->flow_kind;
+	uint64_t key = r->data[0];
+	uint32_t fi = flow_lookup(a, dom, kind, r->flow_id);
+	/* data[2] is the sender's domain + 1; a value no domain has matches
+	 * no OUT. */
+	struct xft_kj_side in = { .domain = dom,
+				  .sender = r->data[2] <= 0x10000 ? (uint32_t)r->data[2] : UINT32_MAX };
+	struct xft_kj_side out;
+	int m = xft_kj_in_take(&a->kj, kind, key, &in, &out);
+	if (m == 1) {
+		fi = out.flow;
+		flow_add_key(a, fi, dom, kind, r->flow_id);
+		a->st.join_negative_hops += a->flows[fi].has_last && t < a->flows[fi].last.t_ns;
+	} else {
+		if (fi != NIL) { /* a recycled local id with no sender */
+			a->st.flows_expired++;
+			flow_end(a, fi, 1);
+		}
+		fi = flow_start(a, r, t);
+	}
+	flow_point(a, fi, dom, r->site_id, t);
+	struct flow *f = &a->flows[fi];
+	if (m == 0) {
+		in.flow = fi;
+		in.flow_gen = f->gen;
+		in.point = f->last;
+		if (xft_kj_in_wait(&a->kj, kind, key, &in, t) == 0)
+			f->awaiting = 1;
+		else
+			flow_make_partial(a, fi);
+	} else if (m < 0) {
+		flow_make_partial(a, fi);
+	}
+	if (r->flags & XFLOW_REC_QUIT)
+		flow_quit(a, fi);
+}
+
 /* --- applying one record --------------------------------------------------- */
 
 static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
@@ -439,42 +647,51 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 		a->st.no_flow++;
 		return;
 	}
+	if (r->flags & XFLOW_REC_KEYED) {
+		int out = (r->flags & XFLOW_REC_CROSS_DOMAIN) && r->data[1] == 0;
+		if (r->data[1] == 1 || out) {
+			/* Sides wait at most the grace, as of what was applied. */
+			xft_kj_expire(&a->kj, a->last_released);
+			if (out)
+				keyed_out(a, r, t);
+			else
+				keyed_in(a, r, t);
+			join_sync(a);
+			return;
+		}
+	}
+	/* Other keyed records (a side the contract does not know) are plain
+	 * points: neither a handoff sent nor one received. */
+	int plain = !!(r->flags & XFLOW_REC_KEYED);
 	uint16_t dom = r->domain_id, kind = r->flow_kind;
-	int keyed_in = (r->flags & XFLOW_REC_KEYED) && r->data[1] == 1;
 	uint32_t fi = flow_lookup(a, dom, kind, r->flow_id);
 	int arrived = 0; /* this record continues a flow from another domain */
 
-	if ((r->flags & XFLOW_REC_START) && fi != NIL && !keyed_in) {
+	if ((r->flags & XFLOW_REC_START) && fi != NIL) {
 		/* A new start under a live key: the old flow lost its quit. */
 		a->st.flows_expired++;
 		flow_end(a, fi, 1);
 		fi = NIL;
 	}
-	if (fi == NIL || keyed_in) {
+	if (fi == NIL) {
 		/* A plain start begins a flow here; anything else unknown here
 		 * may be a flow that left another domain through a ring. */
 		uint32_t from = NIL;
-		if (!(r->flags & XFLOW_REC_START) || keyed_in)
+		if (!(r->flags & XFLOW_REC_START) && !plain)
 			from = handoff_receive(a, r);
 		if (from != NIL) {
 			fi = from;
 			flow_add_key(a, fi, dom, kind, r->flow_id);
 			arrived = 1;
 		} else {
-			if (fi != NIL) { /* a recycled local id with no sender */
-				a->st.flows_expired++;
-				flow_end(a, fi, 1);
-			}
 			fi = flow_start(a, r, t);
 		}
 	}
 	flow_point(a, fi, dom, r->site_id, t);
-	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !keyed_in)
+	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !plain)
 		handoff_send(a, fi, r, t);
-	if (r->flags & XFLOW_REC_QUIT) {
-		a->st.flows_finished += !a->flows[fi].partial;
-		flow_end(a, fi, 0);
-	}
+	if (r->flags & XFLOW_REC_QUIT)
+		flow_quit(a, fi);
 }
 
 static void expire(struct xft_agg *a, uint64_t now)
@@ -487,6 +704,8 @@ static void expire(struct xft_agg *a, uint64_t now)
 		flow_end(a, a->act_head, 1);
 	}
 	handoff_expire(a, now);
+	xft_kj_expire(&a->kj, now);
+	join_sync(a);
 }
 
 /* --- public ----------------------------------------------------------------- */
@@ -579,6 +798,7 @@ void xft_agg_reset(struct xft_agg *a)
 	a->nhops = 0;
 	memset(a->hop_slots, 0, ((size_t)a->hop_mask + 1) * sizeof(*a->hop_slots));
 	a->ho_head = a->ho_count = 0;
+	xft_kj_reset(&a->kj);
 	a->ntop = 0;
 }
 
@@ -615,9 +835,14 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	a->top = take(l->top_k, sizeof(*a->top), &mem);
 	a->sorted = take(l->top_k, sizeof(*a->sorted), &mem);
 	a->top_points = take((size_t)l->top_k * l->max_path, sizeof(*a->top_points), &mem);
+	a->merge = take(l->max_path, sizeof(*a->merge), &mem);
 	int rc = xflow_flowtab_init(&a->keys, (size_t)l->max_flows * FLOW_MAX_KEYS);
 	mem += xflow_flowtab_bytes(&a->keys);
-	if (rc || !a->heap || !a->flows || !a->points || !a->hops || !a->hop_slots ||
+	if (rc == 0) {
+		rc = xft_kj_init(&a->kj, l->max_handoffs, l->join_grace_ns, join_alive, join_expired, a);
+		mem += xft_kj_bytes(&a->kj);
+	}
+	if (rc || !a->merge || !a->heap || !a->flows || !a->points || !a->hops || !a->hop_slots ||
 	    !a->handoffs || !a->top || !a->sorted || !a->top_points) {
 		if (rc == 0)
 			rc = -ENOMEM;
@@ -643,6 +868,8 @@ void xft_agg_free(struct xft_agg *a)
 	free(a->top);
 	free(a->sorted);
 	free(a->top_points);
+	free(a->merge);
+	xft_kj_fini(&a->kj);
 	xflow_flowtab_fini(&a->keys);
 	free(a);
 }

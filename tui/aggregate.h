@@ -20,8 +20,21 @@
  * sending domain) waits in a handoff queue; the next CROSS_DOMAIN record of
  * the same kind in another domain whose id matches (in the carried bits when
  * the sender's record says TRUNCATED_ID) continues the same flow under its
- * new (domain, kind, id).  Keyed handoffs (data[0] = key, data[1] = side,
- * see XFLOW_OP_HANDOFF in xflow/bytecode.h) match on the key instead.
+ * new (domain, kind, id).
+ *
+ * Keyed handoffs (XFLOW_REC_KEYED: data[0] = key, data[1] = side, data[2]
+ * = the sender's domain + 1 on an IN, see xflow/record.h) are joined by
+ * tui/keyed_join.h, whichever side is applied first.  An IN that finds its
+ * OUT continues the sender's flow.  An IN applied first begins a local flow
+ * that waits, never ranked, for up to join_grace_ns: when the OUT comes,
+ * the local flow is merged into the sender's (paths merged by time, its
+ * keys moved over, the hop OUT -> IN recorded with its real time
+ * difference, or counted in negative_hops when that is negative) and
+ * stops counting as a flow of its own.  A waiting flow whose QUIT comes
+ * first is held, not ended, until the join or the grace; joined late, the
+ * sender's flow ends there as a whole flow.  An IN that never finds its OUT
+ * leaves its local flow partial.  Hops inside each side are those each
+ * side recorded as it was applied.
  *
  * A hop is two consecutive points of a flow, a point being (domain, group):
  * the group of a site comes from a callback (the function it is in, say) so
@@ -50,14 +63,16 @@ struct xft_agg_limits {
 	uint32_t max_path;      /* points kept per flow for its path */
 	uint32_t top_k;         /* slowest finished flows kept */
 	uint64_t expire_ns;     /* a flow idle this long is expired */
-	uint32_t max_handoffs;  /* ids in flight between domains */
+	uint32_t max_handoffs;  /* ids in flight between domains, and keyed
+	                         * sides waiting for their other half */
+	uint64_t join_grace_ns; /* how long a keyed side waits for its peer */
 	/* Bits of an id that survive a header transit per flow kind (0: all
 	 * 48); indexed by kind, kinds >= 16 use 0. */
 	uint8_t carried_bits[16];
 };
 
 /* Defaults: 100 ms window, 64K pending, 64K flows, 1024 hops, 32-point
- * paths, top 20, 10 s expiry, 4096 handoffs, full ids. */
+ * paths, top 20, 10 s expiry, 4096 handoffs, 2 s join grace, full ids. */
 void xft_agg_limits_default(struct xft_agg_limits *l);
 
 /* The point a site belongs to (e.g. its function); identity if NULL. */
@@ -110,7 +125,18 @@ struct xft_agg_stats {
 	uint64_t no_flow;        /* records with flow id 0 */
 	uint64_t hops_dropped;   /* hop samples for which no hop slot was free */
 	uint64_t negative_hops;
+	/* Both kinds of handoff: by header bits and keyed. */
 	uint64_t handoffs_sent, handoffs_matched, handoffs_lost;
+	/* Keyed handoffs (see the join above): every OUT is counted once in
+	 * joined, join_unmatched_out, join_conflicts, join_refused or
+	 * join_full; every IN once in joined or join_unmatched_in. */
+	uint64_t join_joined;
+	uint64_t join_unmatched_out;  /* no IN within the grace, replaced, or its flow gone */
+	uint64_t join_unmatched_in;   /* no OUT within the grace, a tombstoned key, or no room */
+	uint64_t join_conflicts;      /* OUTs of one key from two domains: neither joins */
+	uint64_t join_refused;        /* OUTs of a domain holding half the table already */
+	uint64_t join_full;           /* OUTs with no slot left */
+	uint64_t join_negative_hops;  /* late joins whose OUT came after its IN: no hop */
 	uint64_t points_lost;    /* path points past max_path */
 	uint64_t memory_bytes;   /* everything the model allocated, fixed */
 };

@@ -132,6 +132,7 @@ static const struct key_desc keys[] = {
 	{ "top-k", K_U32, 1, 10000, "slowest flows kept, 1 to 10000" },
 	{ "flow-expire", K_SECONDS, 0, 86400, "seconds before an idle flow expires, 0.001 to 86400" },
 	{ "max-handoffs", K_U32, 16, 1u << 24, "ids in flight between domains, 16 to 16777216" },
+	{ "join-grace", K_SECONDS, 0, 3600, "seconds a keyed handoff side waits for its peer, 0.001 to 3600" },
 	{ "xentrace", K_STR, 0, 0, "a xentrace file (without commas), or - for standard input" },
 	{ "cpu-hz", K_STR, 0, 0, "the traced host's TSC rate, e.g. 2.4G, 2400M or 2400000000" },
 	{ "save-session", K_STR, 0, 0, "a file to save the records the model is fed to, for replay" },
@@ -228,7 +229,10 @@ int xft_config_set(struct xft_config *c, const char *key, const char *v, char *e
 	case K_SECONDS:
 		if (parse_double(v, 0.001, (double)k->hi, &d))
 			break;
-		l->expire_ns = (uint64_t)(d * 1e9);
+		if (!strcmp(key, "join-grace"))
+			l->join_grace_ns = (uint64_t)(d * 1e9);
+		else
+			l->expire_ns = (uint64_t)(d * 1e9);
 		return 0;
 	case K_REFRESH:
 		if (parse_double(v, 0.05, 3600, &d))

@@ -46,6 +46,11 @@ FAMILY(f_hop_drops, "xflowtop_hop_samples_dropped_total", XFX_COUNTER,
        "Hop latencies not recorded because the model's hop table (max-hops) was full.");
 FAMILY(f_hop, "xflowtop_hop_latency_seconds", XFX_HISTOGRAM,
        "Time from one point of a flow to the next, by hop (from and to: domain:function).");
+FAMILY(f_keyed, "xflowtop_keyed_handoffs_total", XFX_COUNTER,
+       "Sides of keyed cross-domain handoffs by outcome: joined (pairs), unmatched_out, unmatched_in, conflict, "
+       "refused (a domain past half of max-handoffs), full.");
+FAMILY(f_keyed_negative, "xflowtop_keyed_handoff_negative_hops_total", XFX_COUNTER,
+       "Joins whose OUT was stamped after its IN (clock skew between domains): no hop recorded.");
 FAMILY(f_memory, "xflowtop_model_memory_bytes", XFX_GAUGE, "Memory of the model, fixed at start.");
 FAMILY(f_coll_records, "xflowtop_collector_records_total", XFX_COUNTER, "Records a collector delivered.");
 FAMILY(f_coll_drops, "xflowtop_collector_records_dropped_total", XFX_COUNTER,
@@ -336,6 +341,18 @@ static void put_model(struct xft_app *app, struct xfx_snap *s)
 	one(s, &f_live, st->flows_live);
 	one(s, &f_hop_drops, st->hops_dropped);
 	one(s, &f_memory, st->memory_bytes);
+	const struct {
+		const char *outcome;
+		uint64_t n;
+	} keyed[] = { { "joined", st->join_joined },         { "unmatched_out", st->join_unmatched_out },
+		      { "unmatched_in", st->join_unmatched_in }, { "conflict", st->join_conflicts },
+		      { "refused", st->join_refused },          { "full", st->join_full } };
+	xfx_snap_family(s, &f_keyed);
+	for (size_t i = 0; i < sizeof(keyed) / sizeof(keyed[0]); i++) {
+		xfx_snap_label(s, "outcome", keyed[i].outcome);
+		xfx_snap_u64(s, keyed[i].n);
+	}
+	one(s, &f_keyed_negative, st->join_negative_hops);
 }
 
 static void put_collectors(struct xft_app *app, struct xfx_snap *s)

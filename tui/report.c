@@ -113,6 +113,14 @@ void xft_report_summary_text(struct xft_app *app, FILE *f)
 		   " it reserved at start\n",
 		st->flows_started, st->flows_finished, st->flows_partial, st->flows_expired, st->flows_evicted,
 		st->flows_live, app->frame.nhops, st->hops_dropped, app->resident_bytes, st->memory_bytes);
+	/* Only when there are any: most hosts have no keyed handoff. */
+	if (st->handoffs_sent || st->join_joined || st->join_unmatched_in)
+		fprintf(f, "handoffs: sent %" PRIu64 ", matched %" PRIu64 ", lost %" PRIu64 "; keyed: joined %" PRIu64
+			   ", unmatched out %" PRIu64 ", unmatched in %" PRIu64 ", conflicts %" PRIu64 ", refused %" PRIu64
+			   ", full %" PRIu64 ", negative hops %" PRIu64 "\n",
+			st->handoffs_sent, st->handoffs_matched, st->handoffs_lost, st->join_joined,
+			st->join_unmatched_out, st->join_unmatched_in, st->join_conflicts, st->join_refused,
+			st->join_full, st->join_negative_hops);
 }
 
 static void hist_text(FILE *f, const struct xflow_hist *h)
@@ -407,6 +415,13 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("handoffs_sent", st->handoffs_sent);
 	JU("handoffs_matched", st->handoffs_matched);
 	JU("handoffs_lost", st->handoffs_lost);
+	JU("join_joined", st->join_joined);
+	JU("join_unmatched_out", st->join_unmatched_out);
+	JU("join_unmatched_in", st->join_unmatched_in);
+	JU("join_conflicts", st->join_conflicts);
+	JU("join_refused", st->join_refused);
+	JU("join_full", st->join_full);
+	JU("join_negative_hops", st->join_negative_hops);
 	JU("points_lost", st->points_lost);
 	JU("memory_bytes", st->memory_bytes);
 	JU("resident_bytes", app->resident_bytes);
@@ -423,6 +438,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("top_k", l->top_k);
 	JU("flow_expire_ns", l->expire_ns);
 	JU("max_handoffs", l->max_handoffs);
+	JU("join_grace_ns", l->join_grace_ns);
 	xft_json_object_end(j);
 
 	size_t nh;

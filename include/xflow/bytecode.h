@@ -111,10 +111,11 @@ enum xflow_bc_op {
 	XFLOW_OP_HANDOFF,   /* [ key:INT id:INT -- ]  keyed cross-domain transit of
 	                     * flow b: append a record with flow_id = id, data[0] =
 	                     * key, data[1] = a (0 sending side, 1 receiving side),
-	                     * flags TRANSIT|CROSS_DOMAIN.  The monitor links a
-	                     * sending record to the next receiving record of the
-	                     * same flow kind and key on the ring pair between the
-	                     * two domains (see xflow(5)). */
+	                     * flags TRANSIT|CROSS_DOMAIN|KEYED.  The monitor
+	                     * joins a receiving record to the outstanding sending
+	                     * record of the same flow kind and key from another
+	                     * domain, in either order (the record contract is in
+	                     * xflow/record.h, the join in xflow(5)). */
 	XFLOW_OP_SPLIT,     /* [ child:INT parent:INT -- ]  append a record of flow
 	                     * b with flow_id = child, data[0] = parent, flags
 	                     * START|TRANSIT: the child is a fragment of the parent */

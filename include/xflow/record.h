@@ -39,12 +39,31 @@ enum xflow_record_flag {
 	XFLOW_REC_CROSS_DOMAIN = 1u << 3, /* the id was carried in or out of a ring header */
 	XFLOW_REC_SYNTHETIC = 1u << 4,    /* generated (tests, replay), not observed */
 	XFLOW_REC_TRUNCATED_ID = 1u << 5, /* the id was cut to the bits of a header field */
-	XFLOW_REC_KEYED = 1u << 6,        /* keyed cross-domain handoff (XFLOW_OP_HANDOFF):
-	                                   * data[0] = key, data[1] = 0 sending, 1 receiving */
+	XFLOW_REC_KEYED = 1u << 6,        /* keyed cross-domain handoff (XFLOW_OP_HANDOFF),
+	                                   * see "Keyed handoffs" below */
 	XFLOW_REC_SPLIT = 1u << 7,        /* a fragment got its own id (XFLOW_OP_SPLIT):
 	                                   * data[0] = the parent's id */
 	XFLOW_REC_ALL_FLAGS = (1u << 8) - 1,
 };
+
+/*
+ * Keyed handoffs.  The two sides of one ring request, in the sending and
+ * the receiving domain, each write a record flagged TRANSIT|CROSS_DOMAIN|
+ * KEYED whose data words are:
+ *   data[0]  the key, packed from the request's fields (the same on both
+ *            sides while the request is outstanding);
+ *   data[1]  the side: 0 sending ("OUT"), 1 receiving ("IN", whose flow id
+ *            is a fresh local one);
+ *   data[2]  on an IN: the sending domain's id + 1 as the receiver itself
+ *            knows it (netback's queue->vif->domid), 0 when not known; on
+ *            an OUT: free.
+ * Further data words are free for display.  The monitor joins an IN to an
+ * OUT of the same flow kind and key from another domain, and from the
+ * named one when data[2] names it.  The collector vouches for domain_id
+ * (it drops a guest's records claiming another domain); it cannot vouch
+ * for a guest's data[], so the key is a claim, and the join is built to
+ * survive a guest lying about it (tui/keyed_join.h).
+ */
 
 /*
  * One record.  Offsets are fixed (see the static assertions in record.c and

@@ -50,6 +50,7 @@ Test(config, keys_sections_comments)
 			   "max-flows = 1000000\n"
 			   "reorder-window = 250\n"
 			   "flow-expire = 2.5\n"
+			   "join-grace = 0.5\n"
 			   "color = no\n"
 			   "sort = p99\n"
 			   "[domain linux0]\n"
@@ -67,6 +68,7 @@ Test(config, keys_sections_comments)
 	cr_assert_eq(c.limits.max_flows, 1000000);
 	cr_assert_eq(c.limits.window_ns, 250000000u);
 	cr_assert_eq(c.limits.expire_ns, 2500000000u);
+	cr_assert_eq(c.limits.join_grace_ns, 500000000u, "join-grace is its own limit");
 	cr_assert_eq(c.color, 0);
 	cr_assert_str_eq(c.sort, "p99");
 	cr_assert_eq(c.ndomains, 2);

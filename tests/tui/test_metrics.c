@@ -114,6 +114,11 @@ Test(metrics, what_is_served_is_the_model)
 	cr_assert_eq(value(body, "xflowtop_flows_finished_total{host=\"testhost\"}"), (double)a->flows_finished);
 	cr_assert_eq(value(body, "xflowtop_flows_started_total{host=\"testhost\"}"), (double)a->flows_started);
 	cr_assert_eq(value(body, "xflowtop_records_total{host=\"testhost\"}"), (double)a->records);
+	cr_assert_eq(value(body, "xflowtop_keyed_handoffs_total{host=\"testhost\",outcome=\"joined\"}"),
+		     (double)a->join_joined);
+	cr_assert_eq(count_of(body, "xflowtop_keyed_handoffs_total{"), 6, "one series per outcome");
+	cr_assert_eq(value(body, "xflowtop_keyed_handoff_negative_hops_total{host=\"testhost\"}"),
+		     (double)a->join_negative_hops);
 	size_t nh;
 	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
 	cr_assert_gt(nh, 5);

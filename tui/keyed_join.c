@@ -1,0 +1,296 @@
+/*
+ * The keyed join table: chained hash on (kind, key) over a fixed pool of
+ * entries, plus a list in arrival order for expiry.  See tui/keyed_join.h
+ * for the contract.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/keyed_join.h"
+
+#define NIL UINT32_MAX
+#define NDOMAINS 65536
+
+enum side { KJ_OUT, KJ_IN, KJ_TOMB };
+
+struct xft_kj_entry {
+	uint64_t key;
+	uint64_t t;      /* when the side was applied: the grace runs from here */
+	uint64_t seq;    /* arrival order: the oldest waiting side matches first */
+	uint16_t kind;
+	uint8_t side;
+	uint32_t chain;  /* next in the bucket, or next free */
+	uint32_t prev, next; /* arrival list */
+	struct xft_kj_side s;
+};
+
+static uint32_t bucket_of(const struct xft_kj *j, uint16_t kind, uint64_t key)
+{
+	uint64_t x = (key ^ ((uint64_t)kind << 48 | kind)) * UINT64_C(0x9E3779B97F4A7C15);
+	return (uint32_t)(x >> 32) & (j->nbuckets - 1);
+}
+
+static void age_unlink(struct xft_kj *j, uint32_t i)
+{
+	struct xft_kj_entry *e = &j->e[i];
+	if (e->prev != NIL)
+		j->e[e->prev].next = e->next;
+	else
+		j->age_head = e->next;
+	if (e->next != NIL)
+		j->e[e->next].prev = e->prev;
+	else
+		j->age_tail = e->prev;
+}
+
+static void age_append(struct xft_kj *j, uint32_t i)
+{
+	struct xft_kj_entry *e = &j->e[i];
+	e->prev = j->age_tail;
+	e->next = NIL;
+	if (j->age_tail != NIL)
+		j->e[j->age_tail].next = i;
+	else
+		j->age_head = i;
+	j->age_tail = i;
+}
+
+/* Take entry @i off its chain, the arrival list and its domain's share. */
+static void entry_remove(struct xft_kj *j, uint32_t i)
+{
+	struct xft_kj_entry *e = &j->e[i];
+	uint32_t *link = &j->bucket[bucket_of(j, e->kind, e->key)];
+	while (*link != i + 1)
+		link = &j->e[*link - 1].chain;
+	*link = e->chain;
+	age_unlink(j, i);
+	if (e->side != KJ_TOMB)
+		j->per_domain[e->s.domain]--;
+	e->chain = j->free_head;
+	j->free_head = i;
+}
+
+/* A slot for a new side of @domain, linked on its chain and at the end of
+ * the arrival list; NIL (counted by the caller) when there is none. */
+static uint32_t entry_add(struct xft_kj *j, uint16_t kind, uint64_t key, enum side side,
+			  const struct xft_kj_side *s, uint64_t now, int *err)
+{
+	if (j->per_domain[s->domain] >= j->per_domain_max) {
+		*err = -EDQUOT;
+		return NIL;
+	}
+	if (j->free_head == NIL) {
+		*err = -ENOSPC;
+		return NIL;
+	}
+	uint32_t i = j->free_head;
+	struct xft_kj_entry *e = &j->e[i];
+	j->free_head = e->chain;
+	e->key = key;
+	e->kind = kind;
+	e->side = (uint8_t)side;
+	e->t = now;
+	e->seq = j->seq++;
+	e->s = *s;
+	uint32_t *head = &j->bucket[bucket_of(j, kind, key)];
+	e->chain = *head;
+	*head = i + 1;
+	age_append(j, i);
+	j->per_domain[s->domain]++;
+	return i;
+}
+
+static int in_accepts(const struct xft_kj_side *in, uint16_t out_domain)
+{
+	return out_domain != in->domain && (in->sender == 0 || in->sender == (uint32_t)out_domain + 1);
+}
+
+int xft_kj_out(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *out,
+	       uint64_t now, struct xft_kj_side *peer)
+{
+	uint32_t same = NIL, other = NIL, in = NIL;
+	uint32_t i = j->bucket[bucket_of(j, kind, key)];
+	while (i) {
+		uint32_t at = i - 1;
+		struct xft_kj_entry *e = &j->e[at];
+		i = e->chain;
+		if (e->kind != kind || e->key != key)
+			continue;
+		if (e->side == KJ_TOMB) {
+			j->st.conflicts++;
+			return -EEXIST;
+		}
+		if (!j->alive(j->opaque, &e->s)) {
+			/* Its flow is gone: it can never join. */
+			if (e->side == KJ_OUT)
+				j->st.unmatched_out++;
+			else
+				j->st.unmatched_in++;
+			entry_remove(j, at);
+			continue;
+		}
+		if (e->side == KJ_OUT && e->s.domain == out->domain)
+			same = at;
+		else if (e->side == KJ_OUT)
+			other = at;
+		else if (in_accepts(&e->s, out->domain) && (in == NIL || e->seq < j->e[in].seq))
+			in = at;
+	}
+	if (other != NIL) {
+		/* Two domains claim one request: believe neither, and keep the
+		 * key from joining until the grace has passed. */
+		j->st.conflicts += 2;
+		if (same != NIL) {
+			j->st.unmatched_out++;
+			entry_remove(j, same);
+		}
+		struct xft_kj_entry *e = &j->e[other];
+		j->per_domain[e->s.domain]--;
+		e->side = KJ_TOMB;
+		e->t = now;
+		age_unlink(j, other);
+		age_append(j, other);
+		return -EEXIST;
+	}
+	if (same != NIL) {
+		/* The slot was reused before the first request was seen taken. */
+		j->st.unmatched_out++;
+		entry_remove(j, same);
+	}
+	if (in != NIL) {
+		*peer = j->e[in].s;
+		entry_remove(j, in);
+		j->st.joined++;
+		return 1;
+	}
+	int err = 0;
+	if (entry_add(j, kind, key, KJ_OUT, out, now, &err) == NIL) {
+		if (err == -EDQUOT)
+			j->st.refused++;
+		else
+			j->st.full++;
+		return err;
+	}
+	return 0;
+}
+
+int xft_kj_in_take(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *in,
+		   struct xft_kj_side *peer)
+{
+	uint32_t best = NIL;
+	uint32_t i = j->bucket[bucket_of(j, kind, key)];
+	while (i) {
+		uint32_t at = i - 1;
+		struct xft_kj_entry *e = &j->e[at];
+		i = e->chain;
+		if (e->kind != kind || e->key != key)
+			continue;
+		if (e->side == KJ_TOMB) {
+			j->st.unmatched_in++;
+			return -EEXIST;
+		}
+		if (e->side != KJ_OUT || !in_accepts(in, e->s.domain))
+			continue;
+		if (!j->alive(j->opaque, &e->s)) {
+			j->st.unmatched_out++;
+			entry_remove(j, at);
+			continue;
+		}
+		if (best == NIL || e->seq < j->e[best].seq)
+			best = at;
+	}
+	if (best == NIL)
+		return 0;
+	*peer = j->e[best].s;
+	entry_remove(j, best);
+	j->st.joined++;
+	return 1;
+}
+
+int xft_kj_in_wait(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *in,
+		   uint64_t now)
+{
+	int err = 0;
+	if (entry_add(j, kind, key, KJ_IN, in, now, &err) == NIL) {
+		j->st.unmatched_in++;
+		return err;
+	}
+	return 0;
+}
+
+void xft_kj_expire(struct xft_kj *j, uint64_t now)
+{
+	/* The arrival list is in application order, which is time order but
+	 * for late records: one of those may wait behind a younger entry for
+	 * at most the reorder window. */
+	while (j->age_head != NIL) {
+		uint32_t i = j->age_head;
+		struct xft_kj_entry *e = &j->e[i];
+		if (now < j->grace_ns || e->t > now - j->grace_ns)
+			break;
+		enum side side = e->side;
+		struct xft_kj_side s = e->s;
+		entry_remove(j, i);
+		if (side == KJ_OUT) {
+			j->st.unmatched_out++;
+		} else if (side == KJ_IN) {
+			j->st.unmatched_in++;
+			j->expired(j->opaque, &s);
+		}
+	}
+}
+
+void xft_kj_reset(struct xft_kj *j)
+{
+	memset(j->bucket, 0, (size_t)j->nbuckets * sizeof(*j->bucket));
+	memset(j->per_domain, 0, NDOMAINS * sizeof(*j->per_domain));
+	for (uint32_t i = 0; i < j->cap; i++)
+		j->e[i].chain = i + 1 < j->cap ? i + 1 : NIL;
+	j->free_head = j->cap ? 0 : NIL;
+	j->age_head = j->age_tail = NIL;
+	j->seq = 0;
+	memset(&j->st, 0, sizeof(j->st));
+}
+
+int xft_kj_init(struct xft_kj *j, uint32_t capacity, uint64_t grace_ns, xft_kj_alive_fn alive,
+		xft_kj_expired_fn expired, void *opaque)
+{
+	memset(j, 0, sizeof(*j));
+	uint32_t nb = 1;
+	while (nb < capacity && nb < (1u << 31))
+		nb <<= 1;
+	j->cap = capacity;
+	j->nbuckets = nb;
+	/* Half, but at least one, so that a tiny table still joins. */
+	j->per_domain_max = capacity / 2 ? capacity / 2 : 1;
+	j->grace_ns = grace_ns;
+	j->alive = alive;
+	j->expired = expired;
+	j->opaque = opaque;
+	j->e = calloc(capacity ? capacity : 1, sizeof(*j->e));
+	j->bucket = calloc(nb, sizeof(*j->bucket));
+	j->per_domain = calloc(NDOMAINS, sizeof(*j->per_domain));
+	if (!j->e || !j->bucket || !j->per_domain) {
+		xft_kj_fini(j);
+		return -ENOMEM;
+	}
+	xft_kj_reset(j);
+	return 0;
+}
+
+uint64_t xft_kj_bytes(const struct xft_kj *j)
+{
+	return (uint64_t)(j->cap ? j->cap : 1) * sizeof(*j->e) +
+	       (uint64_t)j->nbuckets * sizeof(*j->bucket) + NDOMAINS * sizeof(*j->per_domain);
+}
+
+void xft_kj_fini(struct xft_kj *j)
+{
+	free(j->e);
+	free(j->bucket);
+	free(j->per_domain);
+	j->e = NULL;
+	j->bucket = NULL;
+	j->per_domain = NULL;
+}
