@@ -312,7 +312,9 @@ static bool is_xin(const struct fl_xop *op)
 static void key_of(struct build *B, struct fl_xop *op, const struct fl_xnode *f)
 {
 	struct fl_diag *d = &B->u->diag;
-	const char *xin = op->kind == FL_X_XIN_MOVE ? "xin_move" : "xin_copy";
+	static const char *const kname[] = { [FL_X_XIN_MOVE] = "xin_move", [FL_X_XIN_COPY] = "xin_copy",
+					     [FL_X_XOUT_MOVE] = "xout_move", [FL_X_XOUT_COPY] = "xout_copy" };
+	const char *xin = op->kind <= FL_X_XOUT_COPY && kname[op->kind] ? kname[op->kind] : "?";
 	if (op->nkeys == FL_MAX_KEYS) {
 		fl_error(d, f->loc, fl_arena_printf(&B->u->arena, "pack at most %u members into one key", FL_MAX_KEYS),
 			 "<%s> has more than %u <key>s", xin, FL_MAX_KEYS);
@@ -425,6 +427,10 @@ static struct fl_xop *build_xop(struct build *B, struct fl_xflow *f, const struc
 		bool xout = kind == FL_X_XOUT_MOVE || kind == FL_X_XOUT_COPY;
 		if (is_xin(op) && (strcmp(c->name, "field") == 0 || strcmp(c->name, "key") == 0)) {
 			field_of(B, op, c);
+		} else if (xout && strcmp(c->name, "key") == 0) {
+			/* The receiving side's names for the xin's key members. */
+			if (check_attrs(B, c))
+				key_of(B, op, c);
 		} else if (xout && strcmp(c->name, "sender") == 0) {
 			if (check_attrs(B, c)) {
 				if (op->sender)
@@ -433,12 +439,15 @@ static struct fl_xop *build_xop(struct build *B, struct fl_xflow *f, const struc
 				op->sender = path_attr(B, c, "domid", &op->sender_loc);
 			}
 		} else {
-			unknown_child(B, k, c, is_xin(op) ? "<field> or <key>" : xout ? "<sender>" : "nothing");
+			unknown_child(B, k, c, is_xin(op) ? "<field> or <key>" : xout ? "<key> and <sender>" : "nothing");
 		}
 	}
 	if (!op->from || !op->to || (rule_of(k->name)->required[2] && !op->name))
 		return NULL;
-	if (strcmp(op->from, op->to) == 0)
+	/* A keyed receiving side may key the request itself: the handoff
+	 * then ends where the receiver is done with it (checked when the
+	 * xout meets its xin). */
+	if (strcmp(op->from, op->to) == 0 && kind != FL_X_XOUT_MOVE && kind != FL_X_XOUT_COPY)
 		fl_error(&B->u->diag, op->to_loc, "name the variable the id moves to",
 			 "'from' and 'to' are the same variable '%s'", op->from);
 	return op;

@@ -244,14 +244,15 @@ static const char *path_text(struct xflow_unit *u, const struct fl_xpoint *p, st
 /* The key of @xin read from the request @req: one member as it is, or the
  * members packed, the first <key> in the highest bits and each masked to
  * its bits, so that the key is exactly what both domains can compute. */
-static const char *key_text(struct xflow_unit *u, const struct fl_xop *xin, const char *req)
+static const char *key_text(struct xflow_unit *u, const struct fl_xop *xin, const struct fl_xop *names,
+			    const char *req)
 {
 	if (xin->nkeys == 1 && !xin->keys[0].bits)
-		return fl_arena_printf(&u->arena, "%s->%s", req, xin->keys[0].member);
+		return fl_arena_printf(&u->arena, "%s->%s", req, names->keys[0].member);
 	struct fl_buf b = { 0 };
 	unsigned shift = 0;
 	for (size_t i = xin->nkeys; i-- > 0;) {
-		const struct fl_xkey *k = &xin->keys[i];
+		const struct fl_xkey *k = &names->keys[i];
 		uint64_t mask = k->bits >= 64 ? UINT64_MAX : (UINT64_C(1) << k->bits) - 1;
 		struct fl_buf t = { 0 };
 		if (shift)
@@ -273,7 +274,8 @@ static const char *key_text(struct xflow_unit *u, const struct fl_xop *xin, cons
  * paper's plain variables? */
 static bool keyed_chain_form(const struct fl_xop *op, const struct fl_xop *xin)
 {
-	return is_chain(op->from) || is_chain(op->to) || xin->nkeys > 1 || xin->keys[0].bits || op->sender;
+	return is_chain(op->from) || is_chain(op->to) || xin->nkeys > 1 || xin->keys[0].bits || op->sender ||
+	       op->nkeys || strcmp(op->from, op->to) == 0;
 }
 
 /* A keyed handoff whose object, request or sender's domain id are member
@@ -311,7 +313,7 @@ static struct fl_advice *expand_keyed_chain(struct xflow_unit *u, struct fl_xflo
 		fl_buf_printf(&b, "void *%s = *(void**)%s;\n", roots[i], r);
 	}
 	fl_buf_printf(&b, "void *%s = %s;\nstruct %s *%s = %s;\n", xo, obj, S, xr, req);
-	const char *key = key_text(u, xin, xr);
+	const char *key = key_text(u, xin, op->nkeys ? op : xin, xr);
 	unsigned rec = XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN;
 	if (out) {
 		fl_buf_printf(&b, "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n\tSTORE_HANDOFF_OUT(%s, %s, %s);\n",
@@ -361,6 +363,24 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 			 "bind the object itself with local_var() or target()",
 			 "a member chain names only a keyed handoff's object or request");
 		return NULL;
+	}
+	if ((op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY) && !keyed &&
+	    (op->nkeys || op->sender || strcmp(op->from, op->to) == 0)) {
+		fl_error(&u->diag, op->loc, "give the <xin_*> a <key member=\"...\"/>",
+			 "<key>, <sender> and a request keyed as itself need a keyed <xin_*>");
+		return NULL;
+	}
+	if (keyed && op->nkeys && (op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY)) {
+		bool same = op->nkeys == op->xin->nkeys;
+		for (size_t i = 0; same && i < op->nkeys; i++)
+			same = op->keys[i].bits == op->xin->keys[i].bits;
+		if (!same) {
+			fl_error(&u->diag, op->keys[0].loc,
+				 "name the receiving side's member for each of the xin's <key>s, in order, with the same bits",
+				 "the <key>s of <%s> do not match those of <xin_*> '%s'",
+				 op->kind == FL_X_XOUT_MOVE ? "xout_move" : "xout_copy", op->name);
+			return NULL;
+		}
 	}
 	const char *r1 = gensym(u, p->pc, "random_str", op->from, op->to);
 	const char *r2 = gensym(u, p->pc, "random_str", op->from, op->to);
@@ -437,7 +457,7 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 	case FL_X_XOUT_MOVE:
 	case FL_X_XOUT_COPY: {
 		const struct fl_xop *xin = op->xin;
-		const char *member = xin->has_key ? xin->key : xin->field;
+		const char *member = xin->has_key ? (op->nkeys ? op->keys[0].member : xin->key) : xin->field;
 		const char *S = xin->has_key ? request_struct(u, op, p, xin_p, op->from, member)
 					     : carrier_struct(u, op, p, xin_p, member);
 		if (!S)
