@@ -431,3 +431,73 @@ Test(klower, arithmetic_beyond_packing_is_refused)
 		       "</advice></flows>",
 		       "e", regs, -EINVAL, "t.xml:1:");
 }
+
+/* The shipped block flow, lowered with the layouts Debian 12's
+ * 6.1.0-50-amd64 has in its BTF (vmlinux, xen-blkfront.ko and
+ * xen-blkback.ko, as `xflowc plan` printed them; kernel/NOTES.md): the
+ * front's object is qd->rq->bio and its key ring 0's free id, four loads
+ * deep; the back's sender is bio->bi_private->ring->blkif->domid. */
+Test(klower, the_shipped_block_flow_lowers_against_6_1)
+{
+	FILE *f = fopen("flows/kernel/xen_blk.xml", "r");
+	cr_assert(f, "run from the source tree");
+	static char xml[16384];
+	size_t n = fread(xml, 1, sizeof(xml) - 1, f);
+	fclose(f);
+	xml[n] = 0;
+	/* submit_bio(bio); blkif_queue_rq(hctx, qd): qd then hctx, as bound;
+	 * end_block_io_op(bio) entry and return; bio_endio(bio); dom0's. */
+	const uint8_t regs[][4] = { { RDI }, { RSI, RDI }, { RDI }, { RDI }, { RDI }, { RDI }, { RDI } };
+	struct kp k;
+	kp_build(&k, xml, "eeereee", regs, NULL);
+	static const struct want_layout l61[] = {
+		{ "blk_mq_queue_data", "rq", PTR8(0) },     { "request", "bio", PTR8(56) },
+		{ "blk_mq_hw_ctx", "queue", PTR8(184) },    { "request_queue", "queuedata", PTR8(96) },
+		{ "blkfront_info", "rinfo", PTR8(280) },    { "blkfront_ring_info", "shadow_free", { .offset = 208, .size = 8 } },
+		{ "bio", "bi_private", PTR8(64) },          { "pending_req", "id", { .offset = 8, .size = 8 } },
+		{ "pending_req", "ring", PTR8(0) },         { "xen_blkif_ring", "blkif", PTR8(360) },
+		{ "xen_blkif", "domid", { .offset = 0, .size = 2 } },
+	};
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	kp_layouts(&k, l61, sizeof(l61) / sizeof(l61[0]), fields, lay);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *out = &l.slots[l.slot_of_site[1]].site.ops[0];
+	const struct xk_op *in = &l.slots[l.slot_of_site[2]].site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->move, 0, "xin_copy: the bio keeps its id");
+	cr_expect_eq(out->from.arg, 1, "qd");
+	cr_assert_eq(out->from.n, 2);
+	cr_expect_eq(out->from.off[0], 0);
+	cr_expect_eq(out->from.off[1], 56);
+	cr_expect_eq(out->to.arg, 0, "hctx");
+	cr_assert_eq(out->to.n, 3);
+	cr_expect_eq(out->to.off[0], 184);
+	cr_expect_eq(out->to.off[1], 96);
+	cr_expect_eq(out->to.off[2], 280);
+	cr_assert_eq(out->nparts, 1);
+	cr_expect_eq(out->part[0].off, 208);
+	cr_expect_eq(out->part[0].size, 8);
+	cr_expect_eq(out->part[0].bits, 0, "the whole id");
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from.arg, 0);
+	cr_expect_eq(in->from.n, 0, "the bio itself");
+	cr_assert_eq(in->to.n, 1, "bio->bi_private");
+	cr_expect_eq(in->to.off[0], 64);
+	cr_assert_eq(in->nparts, 1);
+	cr_expect_eq(in->part[0].off, 8, "pending_req.id: the xout's own key name");
+	cr_assert_eq(in->peer.n, 4, "bio->bi_private->ring->blkif->domid");
+	const uint16_t offs[4] = { 64, 0, 360, 0 };
+	const uint8_t sizes[4] = { 8, 8, 8, 2 };
+	for (int i = 0; i < 4; i++) {
+		cr_expect_eq(in->peer.off[i], offs[i], "load %d", i);
+		cr_expect_eq(in->peer.size[i], sizes[i], "load %d", i);
+	}
+	const struct xk_op *q = &l.slots[l.slot_of_site[3]].site.ops[0];
+	cr_expect_eq(l.slots[l.slot_of_site[3]].kind, XK_SLOT_EXIT);
+	cr_expect_eq(q->kind, XK_OP_END, "the handoff's id removed when end_block_io_op returns");
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
