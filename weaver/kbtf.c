@@ -259,15 +259,17 @@ static struct btf *find_in(struct jp_kbtf *k, const char *name, int kind, int *i
 	return NULL;
 }
 
-/* Where a name was searched, for "not found" messages. */
-static const char *searched(const struct jp_kbtf *k)
+/* Where else a name was searched, for "not found" messages: after
+ * "the kernel (PATH) has no X in its BTF". */
+static const char *searched(const struct jp_kbtf *k, char *buf, size_t len)
 {
-	static char buf[400];
-	int n = snprintf(buf, sizeof(buf), "%s", k->path);
-	for (unsigned i = 0; i < k->nmods && n < (int)sizeof(buf); i++)
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%s", i ? "+" : " and modules ", k->mods[i].name);
-	if (!k->nmods && n < (int)sizeof(buf))
-		snprintf(buf + n, sizeof(buf) - (size_t)n, k->running ? " and its loaded modules" : " (no module named: kernel:%s+NAME)", k->path);
+	int n = 0;
+	if (k->running && !k->nmods)
+		n = snprintf(buf, len, " nor in its loaded modules'");
+	else if (!k->nmods)
+		n = snprintf(buf, len, " (a module's: name it, kernel:%s+NAME)", k->path);
+	for (unsigned i = 0; i < k->nmods && n >= 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : " nor in modules ", k->mods[i].name);
 	return buf;
 }
 
@@ -335,8 +337,9 @@ int jp_kbtf_func(struct jp_kbtf *k, const char *name, struct jp_kbtf_func *out, 
 	struct btf *btf = find_in(k, name, BTF_KIND_FUNC, &id, &mod);
 	if (!btf) {
 		const char *near = near_func(k->btf, name);
-		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no function %s in its BTF%s%s%s", searched(k),
-			 name, near ? "; did you mean " : " (inlined, static and renamed functions are not there)",
+		char sb[300];
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no function %s in its BTF%s%s%s%s", k->path,
+			 name, searched(k, sb, sizeof(sb)), near ? "; did you mean " : " (inlined, static and renamed functions are not there)",
 			 near ? near : "", near ? "?" : "");
 		return -ENOENT;
 	}
@@ -361,8 +364,9 @@ int jp_kbtf_tracepoint(struct jp_kbtf *k, const char *cat_name, struct jp_kbtf_f
 	const char *mod;
 	struct btf *btf = find_in(k, tn, BTF_KIND_TYPEDEF, &id, &mod);
 	if (!btf) {
-		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no tracepoint %s (no %s in its BTF)",
-			 searched(k), cat_name, tn);
+		char sb[300];
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no tracepoint %s (no %s in its BTF%s)",
+			 k->path, cat_name, tn, searched(k, sb, sizeof(sb)));
 		return -ENOENT;
 	}
 	/* typedef void (*btf_trace_NAME)(void *__data, args...). */
@@ -433,7 +437,9 @@ int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, str
 	if (!btf)
 		btf = find_in(k, sname, BTF_KIND_UNION, &id, &mod);
 	if (!btf) {
-		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no struct %s", searched(k), sname);
+		char sb[300];
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no struct %s%s", k->path, sname,
+			 searched(k, sb, sizeof(sb)));
 		return -ENOENT;
 	}
 	if (member_in(btf, btf__type_by_id(btf, (uint32_t)id), member, 0, out, 0) != 0) {
