@@ -204,7 +204,12 @@ static const char *path_attr(struct build *B, const struct fl_xnode *n, const ch
 		if (ok) {
 			memcpy(part, s, len);
 			part[len] = 0;
-			ok = fl_ident_ok(part) && !is_keyword(part);
+			ok = fl_ident_ok(part);
+		}
+		if (ok && is_keyword(part)) {
+			fl_error(&B->u->diag, a->vloc, "rename it; C keywords and type names cannot name things here",
+				 "'%s' is a keyword of the advice language", part);
+			return NULL;
 		}
 		if (!ok) {
 			fl_error(&B->u->diag, a->vloc, "write a bound variable or a member chain such as info->tx",
