@@ -275,7 +275,7 @@ static const char *key_text(struct xflow_unit *u, const struct fl_xop *xin, cons
 static bool keyed_chain_form(const struct fl_xop *op, const struct fl_xop *xin)
 {
 	return is_chain(op->from) || is_chain(op->to) || xin->nkeys > 1 || xin->keys[0].bits || op->sender ||
-	       op->nkeys || strcmp(op->from, op->to) == 0;
+	       (op != xin && op->nkeys) || strcmp(op->from, op->to) == 0;
 }
 
 /* A keyed handoff whose object, request or sender's domain id are member

@@ -190,3 +190,22 @@ Test(kernel_lang, keys_and_chains_are_refused_with_their_line)
 			"</xflow></flows>",
 			"need a keyed <xin_*>");
 }
+
+/* A lone <key> of plain variables keeps the paper's form: the request
+ * declared with its struct, the member read as it is (no mask, no
+ * locals for chains). */
+Test(kernel_lang, a_lone_key_of_plain_variables_keeps_the_plain_form)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile("<flows><xflow name='f'><transit>"
+					  "<pointcut>call(a) AND access(netif_tx_request.id)</pointcut>"
+					  "<xin_move name='tx' from='skb' to='req'><key member='id'/></xin_move>"
+					  "</transit></xflow></flows>", &rc);
+	cr_assert_eq(rc, 0);
+	char *t = dump_of(u, false);
+	cr_expect(strstr(t, "struct netif_tx_request *req = *(void**)") != NULL, "%s", t);
+	cr_expect(strstr(t, "STORE_HANDOFF_OUT(f, req-&gt;id, id);") != NULL, "%s", t);
+	cr_expect(strstr(t, "xf_obj") == NULL, "%s", t);
+	free(t);
+	xflow_unit_free(u);
+}
