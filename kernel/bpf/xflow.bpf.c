@@ -295,7 +295,10 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		id = xk_new_id(c, &ka);
 		if (!id)
 			return;
-		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, dom, 3);
+		/* ndata as the interpreter writes it: 3 when the receiver
+		 * names its sender (HANDOFF side 2), else 2. */
+		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, dom,
+			 op->peer.arg != XK_ARG_NONE ? 3 : 2);
 		return;
 	}
 	case XK_OP_PASS:
