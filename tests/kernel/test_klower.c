@@ -17,7 +17,7 @@
 #include "xflow/plan.h"
 #include "xflow/record.h"
 
-#define MAXA 16
+#define MAXA 24
 
 /* A plan of one domain: advice i of @xml bound at site i, of kind kinds[i]
  * ("e" entry, "r" return, "t" tracepoint, "l" an instruction), its inputs
@@ -498,6 +498,75 @@ Test(klower, the_shipped_block_flow_lowers_against_6_1)
 	const struct xk_op *q = &l.slots[l.slot_of_site[3]].site.ops[0];
 	cr_expect_eq(l.slots[l.slot_of_site[3]].kind, XK_SLOT_EXIT);
 	cr_expect_eq(q->kind, XK_OP_END, "the handoff's id removed when end_block_io_op returns");
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+/* The shipped network flow's cross-domain part, with 6.1.0-50's layouts
+ * (xen-netfront.ko, xen-netback.ko): netfront's object and request are
+ * members of xennet_tx_setup_grant's void *data, read at its return;
+ * netback keys the request as itself at make_tx_response and drops it
+ * when that returns. */
+Test(klower, the_shipped_network_flow_lowers_against_6_1)
+{
+	FILE *f = fopen("flows/kernel/xen_net.xml", "r");
+	cr_assert(f, "run from the source tree");
+	static char xml[16384];
+	size_t n = fread(xml, 1, sizeof(xml) - 1, f);
+	fclose(f);
+	xml[n] = 0;
+	/* Advice in weave order: xnet start, pass, xin (data in rcx, at the
+	 * return), xout (txp rsi, queue rdi), quit at make_tx_response's
+	 * return, quit at the skb tracepoints; xnet0's 10; xnetrx's 4. */
+	uint8_t regs[19][4];
+	for (int i = 0; i < 19; i++)
+		regs[i][0] = RDI;
+	regs[2][0] = RCX;
+	regs[3][0] = RSI;
+	regs[3][1] = RDI;
+	regs[4][0] = RSI;
+	struct kp k;
+	kp_build(&k, xml, "eerert" "e" "eeeeeee" "t" "eee" "t", (const uint8_t(*)[4])regs, NULL);
+	static const struct want_layout l61[] = {
+		{ "xennet_gnttab_make_txreq", "skb", PTR8(8) },  { "xennet_gnttab_make_txreq", "tx", PTR8(24) },
+		{ "xen_netif_tx_request", "gref", { .offset = 0, .size = 4 } },
+		{ "xen_netif_tx_request", "id", { .offset = 8, .size = 2 } },
+		{ "xenvif_queue", "vif", PTR8(32) },             { "xenvif", "domid", { .offset = 0, .size = 2 } },
+	};
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	kp_layouts(&k, l61, sizeof(l61) / sizeof(l61[0]), fields, lay);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_slot_info *so = &l.slots[l.slot_of_site[2]], *si = &l.slots[l.slot_of_site[3]];
+	cr_expect_eq(so->kind, XK_SLOT_EXIT, "xennet_tx_setup_grant's return");
+	const struct xk_op *out = &so->site.ops[0], *in = &si->site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->move, 0);
+	cr_expect_eq(out->from.arg, 3, "data, the 4th argument");
+	cr_assert_eq(out->from.n, 1);
+	cr_expect_eq(out->from.off[0], 8, "info->skb");
+	cr_assert_eq(out->to.n, 1);
+	cr_expect_eq(out->to.off[0], 24, "info->tx");
+	cr_assert_eq(out->nparts, 2);
+	cr_expect(out->part[0].off == 0 && out->part[0].size == 4 && out->part[0].bits == 32 && out->part[0].shift == 16,
+		  "gref over id");
+	cr_expect(out->part[1].off == 8 && out->part[1].size == 2 && out->part[1].bits == 16 && out->part[1].shift == 0);
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from.arg, 1, "txp keys itself");
+	cr_expect_eq(in->from.n, 0);
+	cr_expect_eq(in->to.arg, 1);
+	cr_expect_eq(in->to.n, 0);
+	cr_assert_eq(in->nparts, 2);
+	cr_expect_eq(in->part[0].shift, 16);
+	cr_expect_eq(in->peer.arg, 0, "queue");
+	cr_assert_eq(in->peer.n, 2, "queue->vif->domid");
+	cr_expect(in->peer.off[0] == 32 && in->peer.size[0] == 8 && in->peer.off[1] == 0 && in->peer.size[1] == 2);
+	const struct xk_slot_info *sq = &l.slots[l.slot_of_site[4]];
+	cr_expect_eq(sq->kind, XK_SLOT_EXIT);
+	cr_expect_eq(sq->site.ops[0].kind, XK_OP_END);
+	cr_expect_eq(sq->site.ops[0].from.arg, 1, "the request's id removed at the return");
 	xk_lowered_fini(&l);
 	kp_free(&k);
 }
