@@ -514,14 +514,16 @@ static int kn_stats(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_ad
 			sum.hits += c[i].hits;
 			sum.drops += c[i].drops;
 			sum.full += c[i].full;
+			sum.faults += c[i].faults;
 		}
-		all->dropped += sum.drops + sum.full;
+		/* A faulted member chain loses its record as a full map does. */
+		all->dropped += sum.drops + sum.full + sum.faults;
 		const struct xk_site *site = &ke->low.slots[s].site;
 		for (uint32_t k = 0; k < site->nops && adv; k++) {
 			if (site->ops[k].advice >= nadvice)
 				continue;
 			adv[site->ops[k].advice].hits += sum.hits;
-			adv[site->ops[k].advice].drops += sum.drops + sum.full;
+			adv[site->ops[k].advice].drops += sum.drops + sum.full + sum.faults;
 		}
 	}
 	free(c);

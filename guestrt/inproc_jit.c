@@ -383,8 +383,11 @@ static int depths(const struct xflow_bc_prog *p, int *d)
 		case XFLOW_OP_LEU: case XFLOW_OP_GTU: case XFLOW_OP_GEU:
 			eff = -1;
 			break;
-		case XFLOW_OP_STF: case XFLOW_OP_FLOW_REG: case XFLOW_OP_HANDOFF: case XFLOW_OP_SPLIT:
+		case XFLOW_OP_STF: case XFLOW_OP_FLOW_REG: case XFLOW_OP_SPLIT:
 			eff = -2;
+			break;
+		case XFLOW_OP_HANDOFF:
+			eff = in->a == 2 ? -3 : -2;
 			break;
 		case XFLOW_OP_STORE:
 			eff = -(int)in->a;
@@ -581,6 +584,20 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			emit_record(j, -1, in->b, in->a, s - in->a);
 			break;
 		case XFLOW_OP_HANDOFF:
+			if (in->a == 2) {
+				/* [key id dom --]: data = key, 1, dom + 1 */
+				xa_load(a, XR_R8, XR_RSP, F_CELL(s - 2), 8);
+				xa_mov_ri(a, XR_RAX, 1);
+				xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
+				xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+				xa_alu_ri(a, XA_ADD, XR_RAX, 1);
+				xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+				emit_record(j, in->b,
+					    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_START,
+					    3, s - 3);
+				xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
+				break;
+			}
 			/* [key id --]: data = key, the side */
 			xa_load(a, XR_R8, XR_RSP, F_CELL(s - 1), 8);
 			xa_mov_ri(a, XR_RAX, in->a);

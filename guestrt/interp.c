@@ -210,14 +210,16 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 			break;
 		}
 		case XFLOW_OP_HANDOFF: {
-			uint64_t d[2];
+			uint64_t d[3];
+			/* a == 2: the receiving side that knows the sender. */
+			d[2] = in->a == 2 ? st[--sp] + 1 : 0;
 			v = st[--sp];
 			d[0] = st[--sp];
-			d[1] = in->a;
+			d[1] = in->a != 0;
 			emit(e, res, in->b, v,
 			     XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED |
 				     (in->a ? XFLOW_REC_START : 0),
-			     d, 2);
+			     d, in->a == 2 ? 3 : 2);
 			op_recorded = 1;
 			break;
 		}

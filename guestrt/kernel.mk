@@ -14,3 +14,12 @@ $(call folder_lib,guestrt): $(call objs_of,$(KERNEL_HOOK_SRC))
 # Its end to end test: a veth pair, pings, the monitor's hop counts, and
 # nothing left loaded (tests/e2e/kernel_veth.sh; skips without root or BTF).
 TEST_SCRIPTS += tests/e2e/kernel_veth.sh
+# Its helper: the keyed records of a saved session, to check the keys the
+# BPF program packed.
+SESSION_KEYED := $(TESTDIR)/session_keyed
+TEST_PROGS += $(SESSION_KEYED)
+ALL_OBJS += $(OBJDIR)/tests/e2e/session_keyed.o
+$(SESSION_KEYED): $(OBJDIR)/tests/e2e/session_keyed.o $(LINK_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)

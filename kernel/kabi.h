@@ -36,23 +36,50 @@ enum xk_op_kind {
 	XK_OP_COPY = 4,     /* from's id registered under to, kept under from */
 	XK_OP_PASS = 5,     /* the flow passes: from's id recorded, kept */
 	XK_OP_HAND_OUT = 6, /* keyed handoff, sending side: from's id leaves in
-	                     * a record keyed by to's member (foff, fsize) */
+	                     * a record keyed by to's members (part[]) */
 	XK_OP_HAND_IN = 7,  /* receiving side: from gets a new id (unless it
-	                     * has one), recorded with the key of to's member */
+	                     * has one), recorded with the key of to's members */
+};
+
+#define XK_MAX_DEREF 4      /* loads in one operand's member chain */
+#define XK_MAX_KEYS 4       /* members packed into one handoff key */
+
+/* An operand: argument @arg's value, then @n loads, load i reading size[i]
+ * bytes (zero-extended) at off[i] from the value so far.  Every load but
+ * an integer operand's last reads a pointer (8 bytes).  A fault ends the
+ * operation without a record, counted. */
+struct xk_path {
+	__u8 arg;           /* argument index 0..5, XK_ARG_RET, XK_ARG_NONE */
+	__u8 n;             /* 0..XK_MAX_DEREF */
+	__u8 size[XK_MAX_DEREF];
+	__u16 off[XK_MAX_DEREF];
+};
+
+/* One member of a packed key, read from the request (the op's @to): its
+ * low @bits (0: all of it) shifted left by @shift, OR-ed into the key. */
+struct xk_keypart {
+	__u16 off;
+	__u8 size;          /* 1, 2, 4 or 8 */
+	__u8 bits;
+	__u8 shift;
+	__u8 pad[3];
 };
 
 struct xk_op {
 	__u8 kind;          /* enum xk_op_kind */
-	__u8 from;          /* argument index 0..5, XK_ARG_RET: the object keyed */
-	__u8 to;            /* MOVE/COPY: the destination; HAND_*: the request
-	                     * whose member is the key; else XK_ARG_NONE */
 	__u8 move;          /* HAND_OUT: drop from's id (xin_move) */
+	__u8 nparts;        /* HAND_*: key members, 1..XK_MAX_KEYS */
+	__u8 pad;
 	__u16 flow;         /* the flow kind: the map's key part and the record's */
 	__u16 rec_flags;    /* enum xflow_record_flag of the operation's record */
 	__u32 advice;       /* plan advice index: per-advice counters */
-	__u16 foff;         /* HAND_*: the key member's byte offset in to's struct */
-	__u8 fsize;         /* and its size: 1, 2, 4 or 8 */
-	__u8 pad;
+	struct xk_path from;  /* the object keyed in the id map */
+	struct xk_path to;    /* MOVE/COPY: the destination; HAND_*: the request
+	                       * whose members make the key; else arg NONE */
+	struct xk_path peer;  /* HAND_IN: the sender's domain id as this
+	                       * domain knows it (data[2] = it + 1); arg NONE:
+	                       * unknown (data[2] = 0) */
+	struct xk_keypart part[XK_MAX_KEYS];
 };
 
 struct xk_site {
@@ -75,6 +102,7 @@ struct xk_count {
 	__u64 records;      /* records reserved in the ring buffer */
 	__u64 drops;        /* records lost: the ring buffer was full */
 	__u64 full;         /* registrations lost: the id map was full */
+	__u64 faults;       /* operations skipped: a member chain's read faulted */
 };
 
 /* The record as the ring buffer carries it: struct xflow_record's layout

@@ -17,19 +17,36 @@
 
 /* ---- what a program does to the flow-id table --------------------------- */
 
-enum tag_kind { T_OTHER = 0, T_CONST, T_ADDR, T_VAL, T_ID, T_NEW, T_FIELD };
+enum tag_kind { T_OTHER = 0, T_CONST, T_ADDR, T_VAL, T_ID, T_NEW, T_KEY };
+
+/* A value read from input @in through @n member loads (field table
+ * indexes): n = 0 is the input's pointer itself. */
+struct chain {
+	uint8_t in, n;
+	uint16_t field[XK_MAX_DEREF];
+};
+
+/* A key member: chain c (its last field the member), its low @bits (0:
+ * the whole member) at @shift. */
+struct part {
+	struct chain c;
+	uint8_t bits, shift;
+};
 
 struct tag {
 	uint8_t t;
-	uint8_t in;              /* T_ADDR, T_VAL, T_ID, T_FIELD: the input */
-	uint16_t field;          /* T_FIELD: the member read (field table index) */
+	uint8_t np;              /* T_KEY: parts */
+	struct chain c;          /* T_ADDR (in), T_VAL, T_ID: the object */
+	uint64_t k;              /* T_CONST */
+	struct part p[XK_MAX_KEYS];
 };
 
 struct ev {
 	uint8_t op;              /* XFLOW_OP_FLOW_GET, _REG, _DEL, _HANDOFF */
-	uint8_t side;            /* HANDOFF: 0 sending, 1 receiving */
+	uint8_t side;            /* HANDOFF: 0 sending, 1 receiving, 2 receiving
+	                          * with the sender's domain id */
 	uint16_t flow;
-	struct tag key, id;
+	struct tag key, id, peer;
 };
 
 struct shape {
@@ -37,19 +54,95 @@ struct shape {
 	unsigned nev;
 };
 
+static bool chain_eq(const struct chain *a, const struct chain *b)
+{
+	if (a->in != b->in || a->n != b->n)
+		return false;
+	for (unsigned i = 0; i < a->n; i++)
+		if (a->field[i] != b->field[i])
+			return false;
+	return true;
+}
+
 static const char *refusal(uint8_t op)
 {
 	switch (op) {
-	case XFLOW_OP_LDF: return "reads a struct member (p->m) other than a keyed handoff's key";
+	case XFLOW_OP_LDF: return "reads a struct member (p->m) other than through a bound variable's member chain";
 	case XFLOW_OP_STF: return "writes a struct member: a kernel advice never writes kernel memory";
 	case XFLOW_OP_STORE: return "writes data records (STORE_DATAn)";
-	case XFLOW_OP_HANDOFF: return "hands an id across domains with a key that is not a member of a bound struct";
+	case XFLOW_OP_HANDOFF: return "hands an id across domains with a key that is not members of a bound struct";
 	case XFLOW_OP_SPLIT: return "splits a flow (<split>)";
 	case XFLOW_OP_RDTSC: return "reads the clock (DO_RDTSC)";
 	case XFLOW_OP_PC: return "reads $pc$";
 	case XFLOW_OP_LDM: return "reads memory through a pointer other than a bound variable's";
-	default: return "computes with its values (arithmetic)";
+	default: return "computes with its values (arithmetic other than packing a key's members)";
 	}
+}
+
+/* Is @k a mask of the low bits (1..64)?  Their count, or 0. */
+static unsigned low_mask_bits(uint64_t k)
+{
+	if (!k || (k & (k + 1)))
+		return 0;
+	unsigned n = 0;
+	while (k) {
+		n++;
+		k >>= 1;
+	}
+	return n;
+}
+
+/* The packing a key expression does: member & mask, << const, |. */
+static int key_arith(uint8_t op, const struct tag *x, const struct tag *y, struct tag *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (op == XFLOW_OP_AND) {
+		const struct tag *m = x->t == T_CONST ? x : y, *v = x->t == T_CONST ? y : x;
+		unsigned bits = m->t == T_CONST ? low_mask_bits(m->k) : 0;
+		if (v->t != T_VAL || v->c.n == 0 || !bits)
+			return -1;
+		r->t = T_KEY;
+		r->np = 1;
+		r->p[0] = (struct part){ v->c, (uint8_t)bits, 0 };
+		return 0;
+	}
+	if (op == XFLOW_OP_SHL) {
+		if (x->t != T_KEY || y->t != T_CONST || y->k >= 64)
+			return -1;
+		*r = *x;
+		for (unsigned i = 0; i < r->np; i++) {
+			if (r->p[i].shift + y->k + r->p[i].bits > 64)
+				return -1;
+			r->p[i].shift = (uint8_t)(r->p[i].shift + y->k);
+		}
+		return 0;
+	}
+	if (op == XFLOW_OP_OR) {
+		if (x->t != T_KEY || y->t != T_KEY || x->np + y->np > XK_MAX_KEYS)
+			return -1;
+		*r = *x;
+		for (unsigned i = 0; i < y->np; i++)
+			r->p[r->np++] = y->p[i];
+		return 0;
+	}
+	return -1;
+}
+
+/* A handoff's key as parts: one member as it is, or a packed key. */
+static int key_parts(const struct tag *k, struct tag *out)
+{
+	if (k->t == T_KEY) {
+		*out = *k;
+		return 0;
+	}
+	if (k->t == T_VAL && k->c.n > 0) {
+		memset(out, 0, sizeof(*out));
+		out->t = T_KEY;
+		out->np = 1;
+		out->p[0].c = k->c;
+		return 0;
+	}
+	return -1;
 }
 
 /* Follow @p's stack abstractly in program order.  Jumps go forward and the
@@ -69,7 +162,8 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 		}
 	for (uint32_t pc = 0; pc < p->ninsns; pc++) {
 		const struct xflow_bc_insn *in = &p->insns[pc];
-		struct tag x = { T_OTHER, 0 };
+		struct tag x;
+		memset(&x, 0, sizeof(x));
 		/* The verifier bounds the stack; these checks keep a plan that
 		 * skipped it from writing out of the arrays. */
 		switch (in->op) {
@@ -79,16 +173,20 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 			break;
 		case XFLOW_OP_PUSHI:
 		case XFLOW_OP_PUSHK:
-			if (sp > XFLOW_BC_MAX_STACK)
+			if (sp > XFLOW_BC_MAX_STACK || (in->op == XFLOW_OP_PUSHK && in->b >= p->nconsts))
 				goto bad;
-			st[sp++] = (struct tag){ T_CONST, 0 };
+			x.t = T_CONST;
+			x.k = in->op == XFLOW_OP_PUSHI ? (uint64_t)(int64_t)in->k : p->consts[in->b];
+			st[sp++] = x;
 			break;
 		case XFLOW_OP_LDIN:
 			if (sp > XFLOW_BC_MAX_STACK || in->a >= p->ninputs)
 				goto bad;
 			/* target(v) is the pointer itself; local_var() its
 			 * variable's address, whose value an LDM reads. */
-			st[sp++] = (struct tag){ p->inputs[in->a].kind == XFLOW_IN_TARGET ? T_VAL : T_ADDR, in->a };
+			x.t = p->inputs[in->a].kind == XFLOW_IN_TARGET ? T_VAL : T_ADDR;
+			x.c.in = in->a;
+			st[sp++] = x;
 			break;
 		case XFLOW_OP_LDL:
 			if (sp > XFLOW_BC_MAX_STACK || in->a >= XFLOW_BC_MAX_LOCALS)
@@ -119,24 +217,59 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 				goto bad;
 			break;
 		case XFLOW_OP_LDF:
-			/* Only as the key of a keyed handoff (checked there). */
+			/* A member chain from a bound pointer: an operand the
+			 * BPF program follows with fault-safe reads. */
 			if (!sp)
 				goto bad;
 			if (st[sp - 1].t != T_VAL) {
 				*why = refusal(in->op);
 				return -EINVAL;
 			}
-			st[sp - 1] = (struct tag){ T_FIELD, st[sp - 1].in, in->b };
+			if (st[sp - 1].c.n == XK_MAX_DEREF) {
+				*why = "follows a member chain of more than 4 loads";
+				return -EINVAL;
+			}
+			st[sp - 1].c.field[st[sp - 1].c.n++] = in->b;
 			break;
-		case XFLOW_OP_HANDOFF: {
-			if (sp < 2 || sh->nev == sizeof(sh->ev) / sizeof(sh->ev[0]))
+		case XFLOW_OP_AND:
+		case XFLOW_OP_SHL:
+		case XFLOW_OP_OR:
+			if (sp < 2)
 				goto bad;
-			struct ev e = { .op = in->op, .side = in->a, .flow = in->b };
-			e.id = st[--sp];
-			e.key = st[--sp];
-			if (e.key.t != T_FIELD) {
+			if (key_arith(in->op, &st[sp - 2], &st[sp - 1], &x)) {
 				*why = refusal(in->op);
 				return -EINVAL;
+			}
+			sp--;
+			st[sp - 1] = x;
+			break;
+		case XFLOW_OP_HANDOFF: {
+			unsigned need = in->a == 2 ? 3 : 2;
+			if (sp < need || in->a > 2 || sh->nev == sizeof(sh->ev) / sizeof(sh->ev[0]))
+				goto bad;
+			struct ev e = { .op = in->op, .side = in->a, .flow = in->b };
+			if (in->a == 2) {
+				e.peer = st[--sp];
+				if (e.peer.t != T_VAL || e.peer.c.n == 0) {
+					*why = "gives the sender's domain id other than as a member chain of a bound variable";
+					return -EINVAL;
+				}
+			}
+			e.id = st[--sp];
+			struct tag k = st[--sp];
+			if (key_parts(&k, &e.key)) {
+				*why = refusal(in->op);
+				return -EINVAL;
+			}
+			/* The BPF program reads every part from one request. */
+			for (unsigned i = 0; i < e.key.np; i++) {
+				struct chain a = e.key.p[i].c, b0 = e.key.p[0].c;
+				a.n--;
+				b0.n--;
+				if (!chain_eq(&a, &b0)) {
+					*why = "packs a key from members of two different structs";
+					return -EINVAL;
+				}
 			}
 			sh->ev[sh->nev++] = e;
 			break;
@@ -166,7 +299,8 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 		case XFLOW_OP_FLOW_NEW:
 			if (sp > XFLOW_BC_MAX_STACK)
 				goto bad;
-			st[sp++] = (struct tag){ T_NEW, 0 };
+			x.t = T_NEW;
+			st[sp++] = x;
 			break;
 		case XFLOW_OP_FLOW_GET:
 		case XFLOW_OP_FLOW_REG:
@@ -181,14 +315,16 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 				goto bad;
 			e.key = st[--sp];
 			if (e.key.t != T_VAL) {
-				*why = "keys the flow-id table by a computed pointer, not by a bound variable";
+				*why = "keys the flow-id table by a computed pointer, not by a bound variable or its member chain";
 				return -EINVAL;
 			}
 			sh->ev[sh->nev++] = e;
 			if (in->op == XFLOW_OP_FLOW_GET) {
 				if (sp > XFLOW_BC_MAX_STACK)
 					goto bad;
-				st[sp++] = (struct tag){ T_ID, e.key.in };
+				x.t = T_ID;
+				x.c = e.key.c;
+				st[sp++] = x;
 			}
 			break;
 		}
@@ -203,12 +339,16 @@ bad:
 	return -EINVAL;
 }
 
-/* The one flow operation @sh is, into @op (kind, flow; from/to as input
- * indexes, turned into arguments by the caller; the key's field). */
+/* The one flow operation @sh is, into @op: its kind and flow, and its
+ * operands as chains from inputs (turned into argument paths by the
+ * caller). */
 struct lop {
-	uint8_t kind, from, to, move;
+	uint8_t kind, move;
 	uint16_t flow;
-	int32_t field;           /* HAND_*: the key member, field table index */
+	struct chain from, to;
+	bool has_to, has_peer;
+	struct chain peer;
+	struct tag key;          /* HAND_*: T_KEY */
 };
 
 static int op_of(const struct shape *sh, struct lop *op, const char **why)
@@ -234,13 +374,11 @@ static int op_of(const struct shape *sh, struct lop *op, const char **why)
 		*why = "does no flow operation";
 		return -EINVAL;
 	}
+	memset(op, 0, sizeof(*op));
 	op->flow = sh->ev[0].flow;
-	op->to = XK_ARG_NONE;
-	op->move = 0;
-	op->field = -1;
-	if (nh == 0 && ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && reg->key.in == get->key.in) {
+	if (nh == 0 && ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && chain_eq(&reg->key.c, &get->key.c)) {
 		op->kind = XK_OP_START;
-		op->from = reg->key.in;
+		op->from = reg->key.c;
 		return 0;
 	}
 	if (nh > 1) {
@@ -248,44 +386,48 @@ static int op_of(const struct shape *sh, struct lop *op, const char **why)
 		return -EINVAL;
 	}
 	if (nh == 1) {
+		/* The request: the struct the key's members are read from. */
+		struct chain req = ho->key.p[0].c;
+		req.n--;
 		/* The sending side: the object's id leaves, keyed by the
-		 * request's member (xflow(5), CROSS-DOMAIN TRANSIT WITHOUT FREE
+		 * request's members (xflow(5), CROSS-DOMAIN TRANSIT WITHOUT FREE
 		 * BITS); the receiving side: a new id under the object. */
-		if (ho->side == 0 && ng == 1 && nr == 0 && nd <= 1 && ho->id.t == T_ID && ho->id.in == get->key.in &&
-		    (!del || del->key.in == get->key.in)) {
+		if (ho->side == 0 && ng == 1 && nr == 0 && nd <= 1 && ho->id.t == T_ID &&
+		    chain_eq(&ho->id.c, &get->key.c) && (!del || chain_eq(&del->key.c, &get->key.c))) {
 			op->kind = XK_OP_HAND_OUT;
-			op->from = get->key.in;
-			op->to = ho->key.in;
+			op->from = get->key.c;
 			op->move = del != NULL;
-			op->field = ho->key.field;
-			return 0;
-		}
-		if (ho->side == 1 && ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && ho->id.t == T_NEW &&
-		    reg->key.in == get->key.in) {
+		} else if (ho->side >= 1 && ng == 1 && nr == 1 && nd == 0 && reg->id.t == T_NEW && ho->id.t == T_NEW &&
+			   chain_eq(&reg->key.c, &get->key.c)) {
 			op->kind = XK_OP_HAND_IN;
-			op->from = reg->key.in;
-			op->to = ho->key.in;
-			op->field = ho->key.field;
-			return 0;
+			op->from = reg->key.c;
+			op->has_peer = ho->side == 2;
+			op->peer = ho->peer.c;
+		} else {
+			*why = "hands an id across domains in a way no keyed <xin_*> or <xout_*> does";
+			return -EINVAL;
 		}
-		*why = "hands an id across domains in a way no keyed <xin_*> or <xout_*> does";
-		return -EINVAL;
+		op->to = req;
+		op->has_to = true;
+		op->key = ho->key;
+		return 0;
 	}
 	if (ng == 1 && nr == 0 && nd == 0) {
 		op->kind = XK_OP_PASS;
-		op->from = get->key.in;
+		op->from = get->key.c;
 		return 0;
 	}
 	if (ng == 0 && nr == 0 && nd == 1) {
 		op->kind = XK_OP_END;
-		op->from = del->key.in;
+		op->from = del->key.c;
 		return 0;
 	}
-	if (ng == 1 && nr == 1 && nd <= 1 && reg->id.t == T_ID && reg->id.in == get->key.in &&
-	    (!del || del->key.in == get->key.in)) {
+	if (ng == 1 && nr == 1 && nd <= 1 && reg->id.t == T_ID && chain_eq(&reg->id.c, &get->key.c) &&
+	    (!del || chain_eq(&del->key.c, &get->key.c))) {
 		op->kind = del ? XK_OP_MOVE : XK_OP_COPY;
-		op->from = get->key.in;
-		op->to = reg->key.in;
+		op->from = get->key.c;
+		op->to = reg->key.c;
+		op->has_to = true;
 		return 0;
 	}
 	*why = "combines flow operations in a way no <start>, <quit>, <move>, <copy> or passing <transit> does";
@@ -331,6 +473,85 @@ void xk_lowered_fini(struct xk_lowered *l)
 {
 	free(l->slot_of_site);
 	memset(l, 0, sizeof(*l));
+}
+
+/* What one binding's operands are lowered against. */
+struct lctx {
+	const struct xflow_plan *plan;
+	const struct xflow_plan_domain *dom;
+	const struct xflow_plan_binding *bd;
+	const struct xflow_plan_site *ps;
+	const struct xflow_plan_advice *adv;
+	char *why;
+	size_t whylen;
+};
+
+#define AT(c) (c)->adv->file ? (c)->adv->file : "?", (c)->adv->line, (c)->adv->col
+
+/* Field @f's layout in this kernel (from its BTF at plan time), with its
+ * names for messages; NULL if the plan has none. */
+static const struct xflow_plan_layout *layout_of(const struct lctx *c, uint16_t f, const char **sn, const char **mn)
+{
+	bool named = c->plan->fields && f < c->plan->nfields;
+	*sn = named ? c->plan->fields[f].sname : "?";
+	*mn = named ? c->plan->fields[f].member : "?";
+	if (!c->dom->layouts || f >= c->plan->nfields || c->dom->layouts[f].offset < 0 ||
+	    c->dom->layouts[f].offset > 0xffff || c->dom->layouts[f].bit_size)
+		return NULL;
+	return &c->dom->layouts[f];
+}
+
+static bool whole_int(const struct xflow_plan_layout *ly)
+{
+	return ly && !(ly->flags & XFLOW_LAYOUT_POINTER) &&
+	       (ly->size == 1 || ly->size == 2 || ly->size == 4 || ly->size == 8);
+}
+
+/* A chain from an input → an argument and its loads.  Every load reads a
+ * pointer, but an @integer operand's last. */
+static int path_of(const struct lctx *c, const struct chain *ch, bool integer, struct xk_path *out)
+{
+	memset(out, 0, sizeof(*out));
+	int arg = ch->in < c->bd->ninputs ? arg_of(&c->dom->fetches[c->bd->first_fetch + ch->in], c->ps->kind) : -1;
+	if (arg < 0)
+		return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: at %s, a variable is not an argument of the "
+			    "function nor its return value, which is all a kernel site can read", AT(c), c->ps->func);
+	out->arg = (uint8_t)arg;
+	out->n = ch->n;
+	for (unsigned i = 0; i < ch->n; i++) {
+		const char *sn, *mn;
+		const struct xflow_plan_layout *ly = layout_of(c, ch->field[i], &sn, &mn);
+		bool last_int = integer && i + 1 == ch->n;
+		if (last_int ? !whole_int(ly) : !(ly && (ly->flags & XFLOW_LAYOUT_POINTER) && ly->size == 8))
+			return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: %s.%s is not %s in this kernel's BTF (at %s)",
+				    AT(c), sn, mn, last_int ? "a whole integer member of 1, 2, 4 or 8 bytes" : "a pointer member",
+				    c->ps->func);
+		out->off[i] = (uint16_t)ly->offset;
+		out->size[i] = (uint8_t)ly->size;
+	}
+	return 0;
+}
+
+/* A packed key → its members' places in the request, each checked to be
+ * an integer at least as wide as the bits it gives. */
+static int parts_of(const struct lctx *c, const struct tag *key, struct xk_op *op)
+{
+	op->nparts = key->np;
+	for (unsigned i = 0; i < key->np; i++) {
+		const struct part *pt = &key->p[i];
+		const char *sn, *mn;
+		const struct xflow_plan_layout *ly = layout_of(c, pt->c.field[pt->c.n - 1], &sn, &mn);
+		if (!whole_int(ly))
+			return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: the key %s.%s is not a whole integer "
+				    "member of 1, 2, 4 or 8 bytes in this kernel's BTF (at %s)", AT(c), sn, mn, c->ps->func);
+		if (pt->bits > ly->size * 8)
+			return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: the key %s.%s gives bits=\"%u\", but the "
+				    "member has %u bits in this kernel's BTF (at %s)", AT(c), sn, mn, pt->bits,
+				    ly->size * 8, c->ps->func);
+		op->part[i] = (struct xk_keypart){ .off = (uint16_t)ly->offset, .size = (uint8_t)ly->size,
+						   .bits = pt->bits, .shift = pt->shift };
+	}
+	return 0;
 }
 
 int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom, struct xk_lowered *out,
@@ -383,46 +604,21 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 				goto out;
 			}
 			op.kind = lo.kind;
-			op.from = lo.from;
-			op.to = lo.to;
 			op.move = lo.move;
 			op.flow = lo.flow;
-			if (lo.field >= 0) {
-				/* The key member's place in this kernel, from its
-				 * BTF at plan time. */
-				const struct xflow_plan_layout *ly =
-					dom->layouts && (uint32_t)lo.field < plan->nfields ? &dom->layouts[lo.field] : NULL;
-				const char *fs = ly && (uint32_t)lo.field < plan->nfields && plan->fields
-							 ? plan->fields[lo.field].sname : "?";
-				const char *fm = ly && plan->fields ? plan->fields[lo.field].member : "?";
-				if (!ly || ly->offset < 0 || ly->offset > 0xffff || ly->bit_size ||
-				    (ly->size != 1 && ly->size != 2 && ly->size != 4 && ly->size != 8)) {
-					rc = fail(why, whylen, -EINVAL, "%s:%u:%u: the key %s.%s is not a whole integer "
-						  "member of 1, 2, 4 or 8 bytes in this kernel's BTF (at %s)",
-						  adv->file ? adv->file : "?", adv->line, adv->col, fs, fm, ps->func);
-					goto out;
-				}
-				op.foff = (uint16_t)ly->offset;
-				op.fsize = (uint8_t)ly->size;
-			}
-			int from = -1, to = XK_ARG_NONE;
-			if (op.from < bd->ninputs)
-				from = arg_of(&dom->fetches[bd->first_fetch + op.from], ps->kind);
-			if (op.to != XK_ARG_NONE)
-				to = op.to < bd->ninputs ? arg_of(&dom->fetches[bd->first_fetch + op.to], ps->kind) : -1;
-			if (from < 0 || to < 0) {
-				rc = fail(why, whylen, -EINVAL, "%s:%u:%u: at %s, a variable is not an argument of the "
-					  "function nor its return value, which is all a kernel site can read",
-					  adv->file ? adv->file : "?", adv->line, adv->col, ps->func);
+			struct lctx lc = { plan, dom, bd, ps, adv, why, whylen };
+			op.to.arg = op.peer.arg = XK_ARG_NONE;
+			if ((rc = path_of(&lc, &lo.from, false, &op.from)) ||
+			    (lo.has_to && (rc = path_of(&lc, &lo.to, false, &op.to))) ||
+			    (lo.has_peer && (rc = path_of(&lc, &lo.peer, true, &op.peer))) ||
+			    (lo.key.np && (rc = parts_of(&lc, &lo.key, &op))))
 				goto out;
-			}
-			if (k == XK_SLOT_TP && (from != 0 || (to != XK_ARG_NONE && to != 0))) {
+			if (k == XK_SLOT_TP && (op.from.arg != 0 || (op.to.arg != XK_ARG_NONE && op.to.arg != 0) ||
+						(op.peer.arg != XK_ARG_NONE && op.peer.arg != 0))) {
 				rc = fail(why, whylen, -EINVAL, "%s:%u:%u: at tracepoint %s, only the first argument "
 					  "can be read", adv->file ? adv->file : "?", adv->line, adv->col, ps->func);
 				goto out;
 			}
-			op.from = (uint8_t)from;
-			op.to = (uint8_t)to;
 			op.rec_flags = (uint16_t)(adv->rec_flags & XFLOW_REC_ALL_FLAGS);
 			op.advice = bd->advice;
 			if (!si) {

@@ -303,11 +303,14 @@ static const struct {
 	{ "DO_RDTSC", FL_B_DO_RDTSC, 1, "L", false, "DO_RDTSC(variable)" },
 	{ "STORE_HANDOFF_OUT", FL_B_STORE_HANDOFF_OUT, 3, "FII", false, "STORE_HANDOFF_OUT(flow, key, id)" },
 	{ "STORE_HANDOFF_IN", FL_B_STORE_HANDOFF_IN, 3, "FII", false, "STORE_HANDOFF_IN(flow, key, id)" },
+	{ "STORE_HANDOFF_IN_FROM", FL_B_STORE_HANDOFF_IN_FROM, 4, "FIII", false,
+	  "STORE_HANDOFF_IN_FROM(flow, key, id, sender_domid)" },
 	{ "STORE_SPLIT", FL_B_STORE_SPLIT, 3, "FII", false, "STORE_SPLIT(flow, child, parent)" },
 };
 
 #define BUILTIN_LIST "get_new_flowid, get_flowid, register_flowid, remove_flowid, DO_RDTSC, " \
-	"STORE_DATA1..STORE_DATA6, STORE_HANDOFF_OUT, STORE_HANDOFF_IN, STORE_SPLIT"
+	"STORE_DATA1..STORE_DATA6, STORE_HANDOFF_OUT, STORE_HANDOFF_IN, " \
+	"STORE_HANDOFF_IN_FROM, STORE_SPLIT"
 
 static void call(struct ck *c, struct fl_expr *e)
 {

@@ -194,6 +194,13 @@ static void call(struct em *m, const struct fl_expr *e)
 		expr(m, e->args[2]);
 		op(m, XFLOW_OP_HANDOFF, e->builtin == FL_B_STORE_HANDOFF_IN, (unsigned)e->flow, 0);
 		break;
+	case FL_B_STORE_HANDOFF_IN_FROM:
+		for (int i = 1; i <= 3; i++) {
+			expr(m, e->args[i]);
+			convert(m, &e->args[i]->type, &(struct fl_type){ .base = FL_T_INT });
+		}
+		op(m, XFLOW_OP_HANDOFF, 2, (unsigned)e->flow, 0);
+		break;
 	case FL_B_STORE_SPLIT:
 		expr(m, e->args[1]);
 		expr(m, e->args[2]);

@@ -124,6 +124,9 @@ struct fl_sym {
 
 /* ---- xflow definitions -------------------------------------------------- */
 
+#define FL_MAX_KEYS 4     /* <key>s of one xin */
+#define FL_MAX_DEREF 4    /* '->' in one member chain */
+
 enum fl_xop_kind {
 	FL_X_MOVE, FL_X_COPY,
 	FL_X_XIN_MOVE, FL_X_XIN_COPY,
@@ -143,17 +146,36 @@ struct fl_xop {
 	const char *field;
 	unsigned offset, size;
 	struct fl_loc field_loc, offset_loc, size_loc;
-	/* ... or a key member both domains see (no free bits needed). */
+	/* ... or a key member both domains see (no free bits needed); several
+	 * <key>s pack into one 64-bit key, the first in the highest bits. */
 	bool has_key;
 	bool carrier_seen;     /* a <field> or <key> was given, valid or not */
-	const char *key;
+	const char *key;       /* keys[0].member */
 	struct fl_loc key_loc;
+	struct fl_xkey {
+		const char *member;
+		unsigned bits;     /* 0: the whole member (a lone <key> only) */
+		struct fl_loc loc, bits_loc;
+	} keys[FL_MAX_KEYS];
+	size_t nkeys;
+	/* xout with a key: the sending domain's id as the receiving side
+	 * knows it, a member chain (<sender domid="queue->vif->domid"/>). */
+	const char *sender;
+	struct fl_loc sender_loc;
 	struct fl_xflow *flow;
 	const struct fl_xpoint *point; /* the transit it is in */
 	const struct fl_xop *xin;   /* xout: its xin, after checking */
 };
 
 enum fl_xpoint_kind { FL_XP_START, FL_XP_TRANSIT, FL_XP_QUIT };
+
+/* <cast var="PATH" struct="S"/>: the struct the pointer at PATH (a bound
+ * variable or a member chain of one) points to, so that a chain through it
+ * can name its members, as a C cast of a void * does. */
+struct fl_xcast {
+	const char *path, *sname;
+	struct fl_loc loc;
+};
 
 struct fl_xpoint {
 	enum fl_xpoint_kind kind;
@@ -165,6 +187,8 @@ struct fl_xpoint {
 	struct fl_xop **ops;
 	size_t nops, ops_cap;
 	const struct fl_xnode *action;  /* free advice code, or NULL */
+	struct fl_xcast *casts;
+	size_t ncasts, casts_cap;
 	struct fl_xpoint *next;
 };
 

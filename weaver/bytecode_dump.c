@@ -77,7 +77,7 @@ void xflow_bc_dump(const struct xflow_unit *u, const struct xflow_bc_prog *p, FI
 			break;
 		case XFLOW_OP_HANDOFF:
 			fprintf(out, " flow %u (%s) %s", in->b, xflow_unit_flow_name(u, in->b),
-				in->a ? "in" : "out");
+				in->a == 2 ? "in from" : in->a ? "in" : "out");
 			break;
 		case XFLOW_OP_STORE:
 			fprintf(out, " %u flags ", in->a);

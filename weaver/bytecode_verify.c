@@ -268,9 +268,9 @@ int xflow_bc_verify(struct xflow_bc_prog *p, const char **why_out, uint32_t *at_
 		case XFLOW_OP_HANDOFF:
 			if (in->b >= p->nflows)
 				FAIL("flow index out of range");
-			if (in->a > 1)
-				FAIL("HANDOFF side must be 0 or 1");
-			pop = 2;
+			if (in->a > 2)
+				FAIL("HANDOFF side must be 0, 1 or 2");
+			pop = in->a == 2 ? 3 : 2;
 			break;
 		case XFLOW_OP_SPLIT:
 			if (in->b >= p->nflows)

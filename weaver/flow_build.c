@@ -48,7 +48,9 @@ static const struct elem_rule elem_rules[] = {
 	{ "xout_move", { "name", "from", "to" }, { NULL }, "<xout_move name=\"netin\" from=\"txp\" to=\"skb\"/>" },
 	{ "xout_copy", { "name", "from", "to" }, { NULL }, "<xout_copy name=\"netin\" from=\"txp\" to=\"skb\"/>" },
 	{ "field", { "name", "offset", "size" }, { NULL }, "<field name=\"flags\" offset=\"4\" size=\"12\"/>" },
-	{ "key", { "member" }, { NULL }, "<key member=\"id\"/>" },
+	{ "key", { "member" }, { "bits" }, "<key member=\"gref\" bits=\"32\"/>" },
+	{ "cast", { "var", "struct" }, { NULL }, "<cast var=\"data\" struct=\"xennet_gnttab_make_txreq\"/>" },
+	{ "sender", { "domid" }, { NULL }, "<sender domid=\"queue->vif->domid\"/>" },
 	{ "include", { "file" }, { NULL }, "<include file=\"netflow.xml\"/>" },
 };
 
@@ -183,6 +185,50 @@ static bool uint_attr(struct build *B, const struct fl_xnode *n, const char *nam
 	return true;
 }
 
+/* A variable bound by the pointcut, or a member chain from one
+ * ("info->tx", at most FL_MAX_DEREF arrows): spliced into generated code,
+ * so each part must lex as a plain identifier. */
+static const char *path_attr(struct build *B, const struct fl_xnode *n, const char *name, struct fl_loc *loc)
+{
+	const struct fl_xattr *a = fl_xnode_attr(n, name);
+	if (!a)
+		return NULL;
+	*loc = a->vloc;
+	const char *s = a->value;
+	unsigned arrows = 0;
+	for (;;) {
+		const char *e = strstr(s, "->");
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		char part[128];
+		bool ok = len > 0 && len < sizeof(part);
+		if (ok) {
+			memcpy(part, s, len);
+			part[len] = 0;
+			ok = fl_ident_ok(part);
+		}
+		if (ok && is_keyword(part)) {
+			fl_error(&B->u->diag, a->vloc, "rename it; C keywords and type names cannot name things here",
+				 "'%s' is a keyword of the advice language", part);
+			return NULL;
+		}
+		if (!ok) {
+			fl_error(&B->u->diag, a->vloc, "write a bound variable or a member chain such as info->tx",
+				 "'%s' is not a variable or member chain for %s", a->value, name);
+			return NULL;
+		}
+		if (!e)
+			break;
+		s = e + 2;
+		arrows++;
+	}
+	if (arrows > FL_MAX_DEREF) {
+		fl_error(&B->u->diag, a->vloc, fl_arena_printf(&B->u->arena, "at most %u '->' per chain", FL_MAX_DEREF),
+			 "'%s' follows %u pointers", a->value, arrows);
+		return NULL;
+	}
+	return a->value;
+}
+
 /* A <pointcut> child, parsed, or NULL after an error. */
 static struct fl_pc *pointcut_of(struct build *B, const struct fl_xnode *n,
 				 const struct fl_xnode *pcn)
@@ -265,22 +311,75 @@ static bool is_xin(const struct fl_xop *op)
 	return op && (op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY);
 }
 
+/* One <key member="m" bits="n"/>: appended to the packed key.  A lone key
+ * may leave bits out (the whole member); several must each say how many of
+ * their low bits they give, and those fit in the key's 64. */
+static void key_of(struct build *B, struct fl_xop *op, const struct fl_xnode *f)
+{
+	struct fl_diag *d = &B->u->diag;
+	static const char *const kname[] = { [FL_X_XIN_MOVE] = "xin_move", [FL_X_XIN_COPY] = "xin_copy",
+					     [FL_X_XOUT_MOVE] = "xout_move", [FL_X_XOUT_COPY] = "xout_copy" };
+	const char *xin = op->kind <= FL_X_XOUT_COPY && kname[op->kind] ? kname[op->kind] : "?";
+	if (op->nkeys == FL_MAX_KEYS) {
+		fl_error(d, f->loc, fl_arena_printf(&B->u->arena, "pack at most %u members into one key", FL_MAX_KEYS),
+			 "<%s> has more than %u <key>s", xin, FL_MAX_KEYS);
+		return;
+	}
+	struct fl_xkey k = { 0 };
+	k.loc = f->loc;
+	k.member = ident_attr(B, f, "member", &k.loc);
+	if (!k.member)
+		return;
+	if (fl_xnode_attr(f, "bits")) {
+		if (!uint_attr(B, f, "bits", &k.bits, &k.bits_loc))
+			return;
+		if (k.bits == 0 || k.bits > 64) {
+			fl_error(d, k.bits_loc, "a key member gives 1 to 64 of its low bits",
+				 "bits=\"%u\" is not 1..64", k.bits);
+			return;
+		}
+	}
+	op->keys[op->nkeys++] = k;
+	op->key = op->keys[0].member;
+	op->key_loc = op->keys[0].loc;
+	op->has_key = true;
+	unsigned total = 0;
+	for (size_t i = 0; i < op->nkeys; i++) {
+		if (op->nkeys > 1 && !op->keys[i].bits) {
+			fl_error(d, op->keys[i].loc, "write bits=\"N\" on each <key> of a composite key",
+				 "<key member=\"%s\"> is one of several and says no bits", op->keys[i].member);
+			op->has_key = false;
+			return;
+		}
+		total += op->keys[i].bits;
+	}
+	if (total > 64) {
+		fl_error(d, k.bits_loc, "the members' bits must fit the record's 64-bit key: make them add up to 64 or less",
+			 "the <key>s of <%s> add up to %u bits", xin, total);
+		op->has_key = false;
+	}
+}
+
 static void field_of(struct build *B, struct fl_xop *op, const struct fl_xnode *f)
 {
 	struct fl_diag *d = &B->u->diag;
 	op->carrier_seen = true;
 	if (!check_attrs(B, f))
 		return;
+	if (strcmp(f->name, "field") == 0 && op->nkeys) {
+		fl_error(d, f->loc, "carry the id either in header bits or by a key",
+			 "<%s> has both <key> and <field>", op->kind == FL_X_XIN_MOVE ? "xin_move" : "xin_copy");
+		return;
+	}
 	for (size_t i = 0; i < f->nkids; i++)
 		unknown_child(B, f, f->kids[i], "nothing");
-	if (op->has_field || op->has_key) {
-		fl_error(d, f->loc, "one <field> or <key> per <xin_...>",
+	if (op->has_field) {
+		fl_error(d, f->loc, "one <field>, or <key>s, per <xin_...>",
 			 "<%s> has more than one <field> or <key>", op->kind == FL_X_XIN_MOVE ? "xin_move" : "xin_copy");
 		return;
 	}
 	if (strcmp(f->name, "key") == 0) {
-		op->key = ident_attr(B, f, "member", &op->key_loc);
-		op->has_key = op->key != NULL;
+		key_of(B, op, f);
 		return;
 	}
 	op->field = ident_attr(B, f, "name", &op->field_loc);
@@ -323,21 +422,37 @@ static struct fl_xop *build_xop(struct build *B, struct fl_xflow *f, const struc
 	op->kind = kind;
 	op->loc = k->loc;
 	op->flow = f;
-	op->from = ident_attr(B, k, "from", &op->from_loc);
-	op->to = ident_attr(B, k, "to", &op->to_loc);
+	op->from = path_attr(B, k, "from", &op->from_loc);
+	op->to = path_attr(B, k, "to", &op->to_loc);
 	if (fl_xnode_attr(k, "name"))
 		op->name = ident_attr(B, k, "name", &op->name_loc);
 	check_no_text(B, k);
 	for (size_t i = 0; i < k->nkids; i++) {
 		const struct fl_xnode *c = k->kids[i];
-		if (is_xin(op) && (strcmp(c->name, "field") == 0 || strcmp(c->name, "key") == 0))
+		bool xout = kind == FL_X_XOUT_MOVE || kind == FL_X_XOUT_COPY;
+		if (is_xin(op) && (strcmp(c->name, "field") == 0 || strcmp(c->name, "key") == 0)) {
 			field_of(B, op, c);
-		else
-			unknown_child(B, k, c, is_xin(op) ? "<field> or <key>" : "nothing");
+		} else if (xout && strcmp(c->name, "key") == 0) {
+			/* The receiving side's names for the xin's key members. */
+			if (check_attrs(B, c))
+				key_of(B, op, c);
+		} else if (xout && strcmp(c->name, "sender") == 0) {
+			if (check_attrs(B, c)) {
+				if (op->sender)
+					fl_error(&B->u->diag, c->loc, "one <sender> per <xout_...>",
+						 "<%s> has more than one <sender>", k->name);
+				op->sender = path_attr(B, c, "domid", &op->sender_loc);
+			}
+		} else {
+			unknown_child(B, k, c, is_xin(op) ? "<field> or <key>" : xout ? "<key> and <sender>" : "nothing");
+		}
 	}
 	if (!op->from || !op->to || (rule_of(k->name)->required[2] && !op->name))
 		return NULL;
-	if (strcmp(op->from, op->to) == 0)
+	/* A keyed receiving side may key the request itself: the handoff
+	 * then ends where the receiver is done with it (checked when the
+	 * xout meets its xin). */
+	if (strcmp(op->from, op->to) == 0 && kind != FL_X_XOUT_MOVE && kind != FL_X_XOUT_COPY)
 		fl_error(&B->u->diag, op->to_loc, "name the variable the id moves to",
 			 "'from' and 'to' are the same variable '%s'", op->from);
 	return op;
@@ -356,8 +471,8 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 	struct fl_xop *last = NULL;
 	size_t op_elems = 0;   /* valid or not: no "says nothing" after an error */
 	const char *allowed = kind == FL_XP_TRANSIT
-		? "<pointcut>, <move>, <copy>, <xin_move>, <xin_copy>, <field>, <xout_move>, <xout_copy>, <split>, <select> and <action>"
-		: "<pointcut>, <select> and <action>";
+		? "<pointcut>, <move>, <copy>, <xin_move>, <xin_copy>, <field>, <xout_move>, <xout_copy>, <split>, <select>, <cast> and <action>"
+		: "<pointcut>, <select>, <cast> and <action>";
 	for (size_t i = 0; i < n->nkids; i++) {
 		const struct fl_xnode *k = n->kids[i];
 		const char *name = k->name;
@@ -377,6 +492,17 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 				fl_error(d, k->loc, "put all the code in one <action>",
 					 "<%s> has more than one <action>", n->name);
 			p->action = k;
+		} else if (strcmp(name, "cast") == 0) {
+			struct fl_xcast c = { .loc = k->loc };
+			struct fl_loc sl;
+			if (check_attrs(B, k) && (c.path = path_attr(B, k, "var", &c.loc)) &&
+			    (c.sname = ident_attr(B, k, "struct", &sl))) {
+				for (size_t j = 0; j < p->ncasts; j++)
+					if (strcmp(p->casts[j].path, c.path) == 0)
+						fl_error(d, c.loc, "give each pointer one struct",
+							 "'%s' is cast twice", c.path);
+				FL_PUSH(&B->u->arena, p->casts, p->ncasts, p->casts_cap, c);
+			}
 		} else if (strcmp(name, "select") == 0) {
 			if (check_attrs(B, k)) {
 				if (p->select)

@@ -8,11 +8,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <bpf/btf.h>
 
+#define KBTF_MAX_MODS 32
+
+/* A kernel's BTF: vmlinux's, and the split BTF of the modules searched
+ * after it (a function or struct not in vmlinux is in a module). */
 struct jp_kbtf {
-	struct btf *btf;
+	struct btf *btf;             /* vmlinux */
+	struct {
+		char name[64];
+		struct btf *btf;     /* split on vmlinux */
+	} mods[KBTF_MAX_MODS];
+	unsigned nmods;
+	bool running;                /* kernel: — loaded modules are searched too */
+	bool scanned;                /* /sys/kernel/btf read */
 	char path[256];
+	char moddir[256];
 };
 
 bool jp_kbtf_is_kernel(const char *binary)
@@ -25,25 +42,185 @@ const char *jp_kbtf_path(const struct jp_kbtf *k)
 	return k->path;
 }
 
+/* A module's name as the kernel writes it: "-" read as "_". */
+static void mod_name(char *out, size_t len, const char *s, size_t n)
+{
+	snprintf(out, len, "%.*s", (int)n, s);
+	for (char *c = out; *c; c++)
+		if (*c == '-')
+			*c = '_';
+}
+
+static bool have_mod(const struct jp_kbtf *k, const char *name)
+{
+	for (unsigned i = 0; i < k->nmods; i++)
+		if (strcmp(k->mods[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static int add_mod(struct jp_kbtf *k, const char *name, const char *path, struct jp_err *err)
+{
+	if (have_mod(k, name))
+		return 0;
+	if (k->nmods == KBTF_MAX_MODS) {
+		snprintf(err->msg, sizeof(err->msg), "%s: more than %u modules", k->path, KBTF_MAX_MODS);
+		return -E2BIG;
+	}
+	struct btf *m = btf__parse_split(path, k->btf);
+	if (!m) {
+		int rc = -errno;
+		snprintf(err->msg, sizeof(err->msg), "module %s (%s): cannot read its BTF: %s (a module built without "
+			 "CONFIG_DEBUG_INFO_BTF_MODULES, or for another kernel than %s)", name, path, strerror(-rc), k->path);
+		return rc ? rc : -EINVAL;
+	}
+	snprintf(k->mods[k->nmods].name, sizeof(k->mods[k->nmods].name), "%s", name);
+	k->mods[k->nmods++].btf = m;
+	return 0;
+}
+
+/* Module @name's file, through @dir/modules.dep: module files are named
+ * by their build path (kernel/drivers/net/xen-netfront.ko), not by the
+ * name the kernel knows them by, and the directory layout varies. */
+static int find_mod(const struct jp_kbtf *k, const char *name, char *out, size_t len, struct jp_err *err)
+{
+	char dep[512];
+	snprintf(dep, sizeof(dep), "%s/modules.dep", k->moddir);
+	FILE *f = fopen(dep, "r");
+	if (!f) {
+		int rc = -errno;
+		snprintf(err->msg, sizeof(err->msg), "module %s: cannot read %s: %s (give the module directory: "
+			 "kernel:VMLINUX+/lib/modules/RELEASE+%s)", name, dep, strerror(-rc), name);
+		return rc;
+	}
+	char line[4096];
+	int rc = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		*colon = 0;
+		const char *base = strrchr(line, '/');
+		base = base ? base + 1 : line;
+		const char *dot = strstr(base, ".ko");
+		char n[64];
+		mod_name(n, sizeof(n), base, dot ? (size_t)(dot - base) : strlen(base));
+		if (strcmp(n, name) != 0)
+			continue;
+		if (dot && dot[3]) {
+			snprintf(err->msg, sizeof(err->msg), "module %s: %s/%.200s is compressed; decompress it into a "
+				 "module directory of plain .ko files", name, k->moddir, line);
+			rc = -ENOTSUP;
+			break;
+		}
+		snprintf(out, len, "%s/%.300s", k->moddir, line);
+		rc = 0;
+		break;
+	}
+	fclose(f);
+	if (rc == -ENOENT)
+		snprintf(err->msg, sizeof(err->msg), "module %s is not in %s", name, dep);
+	return rc;
+}
+
+/* The running kernel's loaded modules (/sys/kernel/btf/<module>), read
+ * the first time a name is not in vmlinux nor in the named modules. */
+static void scan_loaded(struct jp_kbtf *k)
+{
+	if (!k->running || k->scanned)
+		return;
+	k->scanned = true;
+	DIR *d = opendir("/sys/kernel/btf");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strcmp(e->d_name, "vmlinux") == 0)
+			continue;
+		char p[512];
+		struct jp_err ignored;
+		snprintf(p, sizeof(p), "/sys/kernel/btf/%s", e->d_name);
+		add_mod(k, e->d_name, p, &ignored);
+	}
+	closedir(d);
+}
+
+/* kernel:[BTF][+ITEM,...] (weaver/kbtf.h). */
+static int open_mods(struct jp_kbtf *k, const char *items, struct jp_err *err)
+{
+	struct utsname un;
+	if (k->running && uname(&un) == 0)
+		snprintf(k->moddir, sizeof(k->moddir), "/lib/modules/%s", un.release);
+	char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", items);
+	/* Directories first: a name is looked up in the directory given,
+	 * wherever the list says it. */
+	for (char *save = NULL, *it = strtok_r(buf, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
+		struct stat st;
+		if (strchr(it, '/') && stat(it, &st) == 0 && S_ISDIR(st.st_mode))
+			snprintf(k->moddir, sizeof(k->moddir), "%s", it);
+	}
+	snprintf(buf, sizeof(buf), "%s", items);
+	for (char *save = NULL, *it = strtok_r(buf, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
+		struct stat st;
+		char path[600], name[64];
+		int rc;
+		if (strchr(it, '/')) {
+			if (stat(it, &st) != 0) {
+				rc = -errno;
+				snprintf(err->msg, sizeof(err->msg), "%s: %s", it, strerror(-rc));
+				return rc;
+			}
+			if (S_ISDIR(st.st_mode))
+				continue;
+			const char *base = strrchr(it, '/') + 1;
+			const char *dot = strstr(base, ".ko");
+			mod_name(name, sizeof(name), base, dot ? (size_t)(dot - base) : strlen(base));
+			rc = add_mod(k, name, it, err);
+		} else {
+			mod_name(name, sizeof(name), it, strlen(it));
+			snprintf(path, sizeof(path), "/sys/kernel/btf/%s", name);
+			/* A module loaded here is the running kernel's own. */
+			if (k->running && access(path, R_OK) == 0)
+				rc = add_mod(k, name, path, err);
+			else if ((rc = find_mod(k, name, path, sizeof(path), err)) == 0)
+				rc = add_mod(k, name, path, err);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int jp_kbtf_open(struct jp_kbtf **out, const char *binary, struct jp_err *err)
 {
 	*out = NULL;
-	const char *path = binary + strlen(JP_KBTF_PREFIX);
-	if (!path[0])
-		path = JP_KBTF_DEFAULT;
+	const char *spec = binary + strlen(JP_KBTF_PREFIX);
+	const char *plus = strchr(spec, '+');
+	char path[256];
+	snprintf(path, sizeof(path), "%.*s", (int)(plus ? (size_t)(plus - spec) : strlen(spec)), spec);
+	bool running = !path[0];
+	if (running)
+		snprintf(path, sizeof(path), "%s", JP_KBTF_DEFAULT);
 	struct jp_kbtf *k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	snprintf(k->path, sizeof(k->path), "%s", path);
+	k->running = running;
 	k->btf = btf__parse(path, NULL);
 	if (!k->btf) {
 		int rc = -errno;
 		snprintf(err->msg, sizeof(err->msg), "%s: cannot read the kernel's BTF: %s%s", path, strerror(-rc),
-			 rc == -ENOENT && !binary[strlen(JP_KBTF_PREFIX)]
+			 rc == -ENOENT && running
 				 ? " (a kernel built without CONFIG_DEBUG_INFO_BTF; give kernel:PATH to a BTF file)"
 				 : "");
 		free(k);
 		return rc ? rc : -EINVAL;
+	}
+	int rc = plus ? open_mods(k, plus + 1, err) : 0;
+	if (rc) {
+		jp_kbtf_free(k);
+		return rc;
 	}
 	*out = k;
 	return 0;
@@ -53,8 +230,47 @@ void jp_kbtf_free(struct jp_kbtf *k)
 {
 	if (!k)
 		return;
+	for (unsigned i = 0; i < k->nmods; i++)
+		btf__free(k->mods[i].btf);
 	btf__free(k->btf);
 	free(k);
+}
+
+/* The BTF (vmlinux's, else a module's) that has @name of @kind, its id in
+ * *@id and the module's name in *@mod (NULL for vmlinux). */
+static struct btf *find_in(struct jp_kbtf *k, const char *name, int kind, int *id, const char **mod)
+{
+	*mod = NULL;
+	*id = btf__find_by_name_kind(k->btf, name, kind);
+	if (*id > 0)
+		return k->btf;
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < k->nmods; i++) {
+			*id = btf__find_by_name_kind(k->mods[i].btf, name, kind);
+			if (*id > 0) {
+				*mod = k->mods[i].name;
+				return k->mods[i].btf;
+			}
+		}
+		if (pass || !k->running || k->scanned)
+			break;
+		scan_loaded(k);
+	}
+	return NULL;
+}
+
+/* Where else a name was searched, for "not found" messages: after
+ * "the kernel (PATH) has no X in its BTF". */
+static const char *searched(const struct jp_kbtf *k, char *buf, size_t len)
+{
+	int n = 0;
+	if (k->running && !k->nmods)
+		n = snprintf(buf, len, " nor in its loaded modules'");
+	else if (!k->nmods)
+		n = snprintf(buf, len, " (a module's: name it, kernel:%s+NAME)", k->path);
+	for (unsigned i = 0; i < k->nmods && n >= 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : " nor in modules ", k->mods[i].name);
+	return buf;
 }
 
 /* The struct a pointer type points to (through typedefs and qualifiers),
@@ -116,17 +332,21 @@ static const char *near_func(const struct btf *btf, const char *name)
 int jp_kbtf_func(struct jp_kbtf *k, const char *name, struct jp_kbtf_func *out, struct jp_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	int id = btf__find_by_name_kind(k->btf, name, BTF_KIND_FUNC);
-	if (id <= 0) {
+	int id;
+	const char *mod;
+	struct btf *btf = find_in(k, name, BTF_KIND_FUNC, &id, &mod);
+	if (!btf) {
 		const char *near = near_func(k->btf, name);
-		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no function %s in its BTF%s%s%s", k->path,
-			 name, near ? "; did you mean " : " (inlined, static and renamed functions are not there)",
+		char sb[300];
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no function %s in its BTF%s%s%s%s", k->path,
+			 name, searched(k, sb, sizeof(sb)), near ? "; did you mean " : " (inlined, static and renamed functions are not there)",
 			 near ? near : "", near ? "?" : "");
 		return -ENOENT;
 	}
-	const struct btf_type *f = btf__type_by_id(k->btf, (uint32_t)id);
+	const struct btf_type *f = btf__type_by_id(btf, (uint32_t)id);
 	out->id = (uint32_t)id;
-	if (from_proto(k->btf, btf__type_by_id(k->btf, f->type), 0, out)) {
+	out->module = mod;
+	if (from_proto(btf, btf__type_by_id(btf, f->type), 0, out)) {
 		snprintf(err->msg, sizeof(err->msg), "%s: %s has no prototype in BTF", k->path, name);
 		return -EINVAL;
 	}
@@ -140,18 +360,22 @@ int jp_kbtf_tracepoint(struct jp_kbtf *k, const char *cat_name, struct jp_kbtf_f
 	const char *name = colon ? colon + 1 : cat_name;
 	char tn[200];
 	snprintf(tn, sizeof(tn), "btf_trace_%s", name);
-	int id = btf__find_by_name_kind(k->btf, tn, BTF_KIND_TYPEDEF);
-	if (id <= 0) {
-		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no tracepoint %s (no %s in its BTF)", k->path,
-			 cat_name, tn);
+	int id;
+	const char *mod;
+	struct btf *btf = find_in(k, tn, BTF_KIND_TYPEDEF, &id, &mod);
+	if (!btf) {
+		char sb[300];
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no tracepoint %s (no %s in its BTF%s)",
+			 k->path, cat_name, tn, searched(k, sb, sizeof(sb)));
 		return -ENOENT;
 	}
 	/* typedef void (*btf_trace_NAME)(void *__data, args...). */
-	const struct btf_type *t = btf__type_by_id(k->btf, (uint32_t)id);
-	t = t ? btf__type_by_id(k->btf, t->type) : NULL;
-	t = t && btf_is_ptr(t) ? btf__type_by_id(k->btf, t->type) : NULL;
+	const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
+	t = t ? btf__type_by_id(btf, t->type) : NULL;
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
 	out->id = (uint32_t)id;
-	if (from_proto(k->btf, t, 1, out)) {
+	out->module = mod;
+	if (from_proto(btf, t, 1, out)) {
 		snprintf(err->msg, sizeof(err->msg), "%s: %s is not a tracepoint's prototype", k->path, tn);
 		return -EINVAL;
 	}
@@ -207,14 +431,18 @@ int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, str
 		   struct jp_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	int id = btf__find_by_name_kind(k->btf, sname, BTF_KIND_STRUCT);
-	if (id <= 0)
-		id = btf__find_by_name_kind(k->btf, sname, BTF_KIND_UNION);
-	if (id <= 0) {
-		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no struct %s", k->path, sname);
+	int id;
+	const char *mod;
+	struct btf *btf = find_in(k, sname, BTF_KIND_STRUCT, &id, &mod);
+	if (!btf)
+		btf = find_in(k, sname, BTF_KIND_UNION, &id, &mod);
+	if (!btf) {
+		char sb[300];
+		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no struct %s%s", k->path, sname,
+			 searched(k, sb, sizeof(sb)));
 		return -ENOENT;
 	}
-	if (member_in(k->btf, btf__type_by_id(k->btf, (uint32_t)id), member, 0, out, 0) != 0) {
+	if (member_in(btf, btf__type_by_id(btf, (uint32_t)id), member, 0, out, 0) != 0) {
 		snprintf(err->msg, sizeof(err->msg), "the kernel's struct %s (%s) has no member %s", sname, k->path,
 			 member);
 		return -ENOENT;

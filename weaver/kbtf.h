@@ -5,10 +5,18 @@
  * call(f), return(f), tracepoint(c:n), target(v) and local_var(name, v)
  * resolve against the kernel that will run the flow.
  *
- * A kernel "binary" is written kernel: (this machine's running kernel,
- * /sys/kernel/btf/vmlinux) or kernel:PATH (a BTF file, such as a copy of
- * another domain's /sys/kernel/btf/vmlinux).  Errors fill a struct jp_err
- * with one line naming the kernel and what is missing.
+ * A kernel "binary" is written kernel:[PATH][+ITEM]...: PATH is
+ * vmlinux's BTF (a raw BTF file such as a copy of another domain's
+ * /sys/kernel/btf/vmlinux, or a vmlinux ELF with its .BTF section), this
+ * machine's running kernel if left out.  Functions, tracepoints and
+ * structs not in vmlinux are searched in modules' split BTF: for the
+ * running kernel, every loaded module (/sys/kernel/btf/<module>); and the
+ * modules the ITEMs name: a module name (xen_netfront), found through
+ * modules.dep in the module directory (/lib/modules/<release> of the
+ * running kernel, or an ITEM that is a directory), or a .ko file.  A plan
+ * names its modules rather than taking whatever is loaded where it is
+ * planned: the domain that will run it loads its own.  Errors fill a
+ * struct jp_err with one line naming the kernel and what is missing.
  */
 #ifndef WEAVER_KBTF_H
 #define WEAVER_KBTF_H
@@ -38,6 +46,7 @@ struct jp_kbtf_func {
 	const char *arg_struct[JP_KBTF_MAX_ARGS + 2]; /* S when the arg is a struct S *, else NULL */
 	bool returns;            /* a non-void return value */
 	const char *ret_struct;  /* S when it returns a struct S * */
+	const char *module;      /* the module whose BTF has it; NULL: vmlinux */
 };
 
 /* Function @name: 0, or -ENOENT with @err (and a near name if one). */

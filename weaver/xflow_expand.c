@@ -194,6 +194,156 @@ static const char *carrier_struct(struct xflow_unit *u, const struct fl_xop *op,
 	return s;
 }
 
+/* ---- member chains (info->tx) and packed keys ---------------------------- */
+
+static bool is_chain(const char *path)
+{
+	return path && strstr(path, "->") != NULL;
+}
+
+/* The variable a path starts from: "info" of "info->tx". */
+static const char *path_root(struct xflow_unit *u, const char *path)
+{
+	const char *e = strstr(path, "->");
+	return e ? fl_arena_strndup(&u->arena, path, (size_t)(e - path)) : path;
+}
+
+/* The struct a <cast> of @p gives the pointer at path prefix @pre. */
+static const char *cast_of(const struct fl_xpoint *p, const char *pre, size_t len)
+{
+	for (size_t i = 0; i < p->ncasts; i++)
+		if (strlen(p->casts[i].path) == len && strncmp(p->casts[i].path, pre, len) == 0)
+			return p->casts[i].sname;
+	return NULL;
+}
+
+/* Advice text reading @path from its root variable: each pointer on the
+ * way is cast to the struct its <cast> names, so that every member read
+ * is a (struct, member) the plan lays out from the domain's BTF or DWARF.
+ * NULL after an error naming the pointer that needs a <cast>. */
+static const char *path_text(struct xflow_unit *u, const struct fl_xpoint *p, struct fl_loc loc, const char *path)
+{
+	const char *root = path_root(u, path);
+	const char *text = root;
+	for (const char *a = strstr(path, "->"); a; a = strstr(a + 2, "->")) {
+		const char *S = cast_of(p, path, (size_t)(a - path));
+		const char *next = strstr(a + 2, "->");
+		const char *m = next ? fl_arena_strndup(&u->arena, a + 2, (size_t)(next - a - 2)) : a + 2;
+		if (!S) {
+			const char *pre = fl_arena_strndup(&u->arena, path, (size_t)(a - path));
+			fl_error(&u->diag, loc,
+				 fl_arena_printf(&u->arena, "add <cast var=\"%s\" struct=\"NAME\"/> to the <transit>", pre),
+				 "cannot tell which struct '%s' points to, to read its member '%s'", pre, m);
+			return NULL;
+		}
+		text = fl_arena_printf(&u->arena, "((struct %s *)%s)->%s", S, text, m);
+	}
+	return text;
+}
+
+/* The key of @xin read from the request @req: one member as it is, or the
+ * members packed, the first <key> in the highest bits and each masked to
+ * its bits, so that the key is exactly what both domains can compute. */
+static const char *key_text(struct xflow_unit *u, const struct fl_xop *xin, const struct fl_xop *names,
+			    const char *req)
+{
+	if (xin->nkeys == 1 && !xin->keys[0].bits)
+		return fl_arena_printf(&u->arena, "%s->%s", req, names->keys[0].member);
+	struct fl_buf b = { 0 };
+	unsigned shift = 0;
+	for (size_t i = xin->nkeys; i-- > 0;) {
+		const struct fl_xkey *k = &names->keys[i];
+		uint64_t mask = k->bits >= 64 ? UINT64_MAX : (UINT64_C(1) << k->bits) - 1;
+		struct fl_buf t = { 0 };
+		if (shift)
+			fl_buf_printf(&t, "((%s->%s & 0x%llxULL) << %u)", req, k->member, (unsigned long long)mask, shift);
+		else
+			fl_buf_printf(&t, "(%s->%s & 0x%llxULL)", req, k->member, (unsigned long long)mask);
+		if (b.s)
+			fl_buf_printf(&t, " | %s", b.s);
+		fl_buf_free(&b);
+		b = t;
+		shift += k->bits;
+	}
+	const char *r = fl_arena_strdup(&u->arena, b.s);
+	fl_buf_free(&b);
+	return r;
+}
+
+/* Does this keyed handoff need the chain form (below) rather than the
+ * paper's plain variables? */
+static bool keyed_chain_form(const struct fl_xop *op, const struct fl_xop *xin)
+{
+	return is_chain(op->from) || is_chain(op->to) || xin->nkeys > 1 || xin->keys[0].bits || op->sender ||
+	       (op != xin && op->nkeys) || strcmp(op->from, op->to) == 0;
+}
+
+/* A keyed handoff whose object, request or sender's domain id are member
+ * chains, or whose key is packed: every distinct root variable is bound
+ * once, the chains are read into locals, and the rest is as for plain
+ * variables.  The sending side: the object's id leaves keyed; the
+ * receiving side: a new id, keyed, with the sender's domain id when a
+ * <sender> gives it (STORE_HANDOFF_IN_FROM). */
+static struct fl_advice *expand_keyed_chain(struct xflow_unit *u, struct fl_xflow *f, const struct fl_xpoint *p,
+					    const struct fl_xop *op, const struct fl_xop *xin, const char *S)
+{
+	bool out = op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY;
+	bool move = op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XOUT_MOVE;
+	const char *obj_path = out ? op->from : op->to, *req_path = out ? op->to : op->from;
+	struct fl_loc obj_loc = out ? op->from_loc : op->to_loc, req_loc = out ? op->to_loc : op->from_loc;
+	const char *roots[3] = { path_root(u, obj_path), path_root(u, req_path),
+				 op->sender ? path_root(u, op->sender) : NULL };
+	struct fl_loc rloc[3] = { obj_loc, req_loc, op->sender_loc };
+	const char *obj = path_text(u, p, obj_loc, obj_path);
+	const char *req = path_text(u, p, req_loc, req_path);
+	const char *dom = op->sender ? path_text(u, p, op->sender_loc, op->sender) : NULL;
+	if (!obj || !req || (op->sender && !dom))
+		return NULL;
+	const char *xo = gensym(u, p->pc, "xf_obj", roots[0], roots[1]);
+	const char *xr = gensym(u, p->pc, "xf_req", roots[0], roots[1]);
+	const char *id = gensym(u, p->pc, "xf_id", roots[0], roots[1]);
+	const char *F = f->name;
+	struct fl_pc *pc = p->pc;
+	struct fl_buf b = { 0 };
+	for (int i = 0; i < 3; i++) {
+		if (!roots[i] || (i > 0 && strcmp(roots[i], roots[0]) == 0) || (i > 1 && strcmp(roots[i], roots[1]) == 0))
+			continue;
+		const char *r = gensym(u, p->pc, "random_str", roots[0], roots[1]);
+		pc = pc_and(u, pc, pc_local_var(u, rloc[i], roots[i], r));
+		fl_buf_printf(&b, "void *%s = *(void**)%s;\n", roots[i], r);
+	}
+	fl_buf_printf(&b, "void *%s = %s;\nstruct %s *%s = %s;\n", xo, obj, S, xr, req);
+	const char *key = key_text(u, xin, op->nkeys ? op : xin, xr);
+	unsigned rec = XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN;
+	if (out) {
+		fl_buf_printf(&b, "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n\tSTORE_HANDOFF_OUT(%s, %s, %s);\n",
+			      id, F, xo, id, F, key, id);
+		if (move)
+			fl_buf_printf(&b, "\tremove_flowid(%s, %s);\n", F, xo);
+		fl_buf_puts(&b, "}\n");
+	} else {
+		fl_buf_printf(&b, "if (get_flowid(%s, %s) == 0) {\n\tint %s = get_new_flowid();\n"
+			      "\tregister_flowid(%s, %s, %s);\n", F, xo, id, F, xo, id);
+		if (dom)
+			fl_buf_printf(&b, "\tSTORE_HANDOFF_IN_FROM(%s, %s, %s, %s);\n}\n", F, key, id, dom);
+		else
+			fl_buf_printf(&b, "\tSTORE_HANDOFF_IN(%s, %s, %s);\n}\n", F, key, id);
+		rec |= XFLOW_REC_START;
+	}
+	struct fl_advice *a = gen(u, f, p, op->loc, pc, b.s, rec);
+	fl_buf_free(&b);
+	return a;
+}
+
+/* The struct a keyed handoff's request is: its <cast>, else the access()
+ * conjunct that names the first key member. */
+static const char *request_struct(struct xflow_unit *u, const struct fl_xop *op, const struct fl_xpoint *p,
+				  const struct fl_xpoint *xin_p, const char *req_path, const char *member)
+{
+	const char *S = cast_of(p, req_path, strlen(req_path));
+	return S ? S : carrier_struct(u, op, p, xin_p, member);
+}
+
 static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 				   const struct fl_xpoint *p, const struct fl_xop *op,
 				   const struct fl_xpoint *xin_p)
@@ -205,6 +355,33 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 	if ((op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY) &&
 	    (!op->xin || (!op->xin->has_field && !op->xin->has_key)))
 		return NULL;
+	bool keyed = ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) && op->has_key) ||
+		     ((op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY) && op->xin->has_key);
+	if (!keyed && (is_chain(op->from) || is_chain(op->to))) {
+		/* A chain is read, never written: only a key needs one. */
+		fl_error(&u->diag, is_chain(op->from) ? op->from_loc : op->to_loc,
+			 "bind the object itself with local_var() or target()",
+			 "a member chain names only a keyed handoff's object or request");
+		return NULL;
+	}
+	if ((op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY) && !keyed &&
+	    (op->nkeys || op->sender || strcmp(op->from, op->to) == 0)) {
+		fl_error(&u->diag, op->loc, "give the <xin_*> a <key member=\"...\"/>",
+			 "<key>, <sender> and a request keyed as itself need a keyed <xin_*>");
+		return NULL;
+	}
+	if (keyed && op->nkeys && (op->kind == FL_X_XOUT_MOVE || op->kind == FL_X_XOUT_COPY)) {
+		bool same = op->nkeys == op->xin->nkeys;
+		for (size_t i = 0; same && i < op->nkeys; i++)
+			same = op->keys[i].bits == op->xin->keys[i].bits;
+		if (!same) {
+			fl_error(&u->diag, op->keys[0].loc,
+				 "name the receiving side's member for each of the xin's <key>s, in order, with the same bits",
+				 "the <key>s of <%s> do not match those of <xin_*> '%s'",
+				 op->kind == FL_X_XOUT_MOVE ? "xout_move" : "xout_copy", op->name);
+			return NULL;
+		}
+	}
 	const char *r1 = gensym(u, p->pc, "random_str", op->from, op->to);
 	const char *r2 = gensym(u, p->pc, "random_str", op->from, op->to);
 	struct fl_pc *pc = pc_and(u, p->pc, pc_local_var(u, op->from_loc, op->from, r1));
@@ -245,9 +422,14 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 	case FL_X_XIN_MOVE:
 	case FL_X_XIN_COPY: {
 		const char *member = op->has_key ? op->key : op->field;
-		const char *S = carrier_struct(u, op, p, NULL, member);
+		const char *S = op->has_key ? request_struct(u, op, p, NULL, op->to, member)
+					    : carrier_struct(u, op, p, NULL, member);
 		if (!S)
 			goto fail;
+		if (op->has_key && keyed_chain_form(op, op)) {
+			fl_buf_free(&b);
+			return expand_keyed_chain(u, f, p, op, op, S);
+		}
 		fl_buf_printf(&b, "void *%s = *(void**)%s;\nstruct %s *%s = *(void**)%s;\n"
 			      "int %s = get_flowid(%s, %s);\nif (%s != 0) {\n",
 			      op->from, r1, S, op->to, r2, id, F, op->from, id);
@@ -275,10 +457,15 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 	case FL_X_XOUT_MOVE:
 	case FL_X_XOUT_COPY: {
 		const struct fl_xop *xin = op->xin;
-		const char *member = xin->has_key ? xin->key : xin->field;
-		const char *S = carrier_struct(u, op, p, xin_p, member);
+		const char *member = xin->has_key ? (op->nkeys ? op->keys[0].member : xin->key) : xin->field;
+		const char *S = xin->has_key ? request_struct(u, op, p, xin_p, op->from, member)
+					     : carrier_struct(u, op, p, xin_p, member);
 		if (!S)
 			goto fail;
+		if (xin->has_key && keyed_chain_form(op, xin)) {
+			fl_buf_free(&b);
+			return expand_keyed_chain(u, f, p, op, xin, S);
+		}
 		rec |= XFLOW_REC_CROSS_DOMAIN;
 		if (xin->has_key) {
 			/* A fresh local id, unless @to has a live one (the

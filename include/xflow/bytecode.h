@@ -115,7 +115,10 @@ enum xflow_bc_op {
 	                     * joins a receiving record to the outstanding sending
 	                     * record of the same flow kind and key from another
 	                     * domain, in either order (the record contract is in
-	                     * xflow/record.h, the join in xflow(5)). */
+	                     * xflow/record.h, the join in xflow(5)).  a = 2: the
+	                     * receiving side with the sender's domain id as it
+	                     * knows it, [ key:INT id:INT dom:INT -- ]: data[1] =
+	                     * 1, data[2] = dom + 1 (0 stays "unknown"). */
 	XFLOW_OP_SPLIT,     /* [ child:INT parent:INT -- ]  append a record of flow
 	                     * b with flow_id = child, data[0] = parent, flags
 	                     * START|TRANSIT: the child is a fragment of the parent */

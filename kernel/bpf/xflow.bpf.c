@@ -4,8 +4,10 @@
  * (kernel/kabi.h) and writes struct xflow_record-shaped records into a BPF
  * ring buffer.  Built with clang -target bpf against the running kernel's
  * vmlinux.h; CO-RE relocations are not needed: the program reads no kernel
- * struct, only the traced function's arguments, through helpers that check
- * the argument index at run time.
+ * struct by its C type, only the traced function's arguments, through
+ * helpers that check the argument index at run time, and the member
+ * chains the loader gives as (offset, size) loads from the plan's BTF
+ * layouts, each with bpf_probe_read_kernel.
  *
  * Nothing here writes kernel memory: the only stores are to this program's
  * maps.  A kernel advice that would write (an xin_* with a <field>) is
@@ -86,7 +88,7 @@ static __always_inline int xk_get(void *ctx, const int kind, __u8 which, __u64 *
 }
 
 static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id,
-				     __u16 flags, __u64 d0, __u64 d1, __u8 ndata)
+				     __u16 flags, __u64 d0, __u64 d1, __u64 d2, __u8 ndata)
 {
 	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
 	if (!r) {
@@ -107,8 +109,9 @@ static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struc
 	r->reserved = 0;
 	r->data[0] = d0;
 	r->data[1] = d1;
+	r->data[2] = d2;
 #pragma unroll
-	for (int i = 2; i < 6; i++)
+	for (int i = 3; i < 6; i++)
 		r->data[i] = 0;
 	/* A wake-up per record (the default when the reader has caught up)
 	 * costs an irq_work and an epoll wake-up per hit, several times the
@@ -122,42 +125,89 @@ static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struc
 
 static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id)
 {
-	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0);
+	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0, 0);
 }
 
-/* The key of a keyed handoff: the member at foff of the struct at @p,
- * read with the fault-safe helper (a bad pointer gives -1, no record). */
-static __always_inline int xk_field(__u64 p, const struct xk_op *op, __u64 *v)
+/* @size bytes at @at, zero-extended, with the fault-safe helper: a bad
+ * pointer gives -1, and the caller writes no record. */
+static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
 {
-	const void *at = (const void *)(p + op->foff);
+	const void *p = (const void *)at;
 	*v = 0;
-	switch (op->fsize) {
+	switch (size) {
 	case 1: {
 		__u8 x;
-		if (bpf_probe_read_kernel(&x, 1, at))
+		if (bpf_probe_read_kernel(&x, 1, p))
 			return -1;
 		*v = x;
 		return 0;
 	}
 	case 2: {
 		__u16 x;
-		if (bpf_probe_read_kernel(&x, 2, at))
+		if (bpf_probe_read_kernel(&x, 2, p))
 			return -1;
 		*v = x;
 		return 0;
 	}
 	case 4: {
 		__u32 x;
-		if (bpf_probe_read_kernel(&x, 4, at))
+		if (bpf_probe_read_kernel(&x, 4, p))
 			return -1;
 		*v = x;
 		return 0;
 	}
 	case 8:
-		return bpf_probe_read_kernel(v, 8, at) ? -1 : 0;
+		return bpf_probe_read_kernel(v, 8, p) ? -1 : 0;
 	default:
 		return -1;
 	}
+}
+
+/* An operand's member chain (kernel/kabi.h, struct xk_path) from the
+ * argument's value in *@v.  A subprogram, not inlined: four operations of
+ * three operands each would otherwise repeat its loads twelve times in
+ * every slot's program, for the verifier to walk each.  It takes no ctx:
+ * which helpers may read the arguments depends on the program type, which
+ * only the inlined caller knows as a constant.  0; 1 if a pointer on the
+ * way is NULL (no object here, not a fault); -1 on a fault. */
+static __noinline int xk_chain(const struct xk_path *p, __u64 *v)
+{
+	for (int i = 0; i < XK_MAX_DEREF; i++) {
+		if (i >= p->n)
+			break;
+		if (!*v)
+			return 1;
+		if (xk_read(*v + p->off[i], p->size[i], v))
+			return -1;
+	}
+	return 0;
+}
+
+static __always_inline int xk_path_get(void *ctx, const int kind, const struct xk_path *p, __u64 *v)
+{
+	*v = 0;
+	if (xk_get(ctx, kind, p->arg, v))
+		return 1;
+	return xk_chain(p, v);
+}
+
+/* The key of a keyed handoff: the request's members, each masked to its
+ * bits and shifted to its place (xflow(5): the first <key> highest). */
+static __noinline int xk_key(__u64 req, const struct xk_op *op, __u64 *key)
+{
+	*key = 0;
+	for (int i = 0; i < XK_MAX_KEYS; i++) {
+		__u64 x;
+		if (i >= op->nparts)
+			break;
+		const struct xk_keypart *kp = &op->part[i];
+		if (xk_read(req + kp->off, kp->size, &x))
+			return -1;
+		if (kp->bits && kp->bits < 64)
+			x &= (1ULL << kp->bits) - 1;
+		*key |= x << (kp->shift & 63);
+	}
+	return 0;
 }
 
 /* A new id for the object of @ka, registered; 0 when the table is full
@@ -177,11 +227,20 @@ static __always_inline __u64 xk_new_id(struct xk_count *c, struct xk_key *ka)
 /* The records of xflow/bytecode.h's HANDOFF. */
 #define HAND_FLAGS (XK_REC_TRANSIT | XK_REC_CROSS_DOMAIN | XK_REC_KEYED)
 
+static __always_inline void xk_fault(struct xk_count *c)
+{
+	if (c)
+		c->faults++;
+}
+
 static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
 				  const struct xk_op *op)
 {
 	__u64 a = 0, b = 0, id;
-	if (xk_get(ctx, kind, op->from, &a) || !a)
+	int r = xk_path_get(ctx, kind, &op->from, &a);
+	if (r < 0)
+		xk_fault(c);
+	if (r || !a)
 		return;
 	struct xk_key ka = { .addr = a, .flow = op->flow };
 	__u64 *idp = bpf_map_lookup_elem(&xk_ids, &ka);
@@ -201,24 +260,45 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		if (!idp)
 			return;
 		id = *idp;
-		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
+		r = xk_path_get(ctx, kind, &op->to, &b);
+		if (r == 0 && b && xk_key(b, op, &key))
+			r = -1;
+		if (r < 0)
+			xk_fault(c);
+		if (r || !b)
 			return;
 		if (op->move)
 			bpf_map_delete_elem(&xk_ids, &ka);
-		xk_emit2(c, site, op, id, HAND_FLAGS, key, 0, 2);
+		xk_emit2(c, site, op, id, HAND_FLAGS, key, 0, 0, 2);
 		return;
 	}
 	case XK_OP_HAND_IN: {
-		__u64 key;
+		__u64 key, dom = 0;
 		/* An object with a live id keeps it, as at a start. */
 		if (idp)
 			return;
-		if (xk_get(ctx, kind, op->to, &b) || !b || xk_field(b, op, &key))
+		r = xk_path_get(ctx, kind, &op->to, &b);
+		if (r == 0 && b && xk_key(b, op, &key))
+			r = -1;
+		if (r < 0)
+			xk_fault(c);
+		if (r || !b)
 			return;
+		/* The sender's domain id, + 1 so that 0 says "not known":
+		 * a fault there still records the handoff, unattributed. */
+		if (op->peer.arg != XK_ARG_NONE) {
+			int pr = xk_path_get(ctx, kind, &op->peer, &dom);
+			if (pr < 0)
+				xk_fault(c);
+			dom = pr == 0 ? dom + 1 : 0;
+		}
 		id = xk_new_id(c, &ka);
 		if (!id)
 			return;
-		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, 2);
+		/* ndata as the interpreter writes it: 3 when the receiver
+		 * names its sender (HANDOFF side 2), else 2. */
+		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, dom,
+			 op->peer.arg != XK_ARG_NONE ? 3 : 2);
 		return;
 	}
 	case XK_OP_PASS:
@@ -237,7 +317,10 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		if (!idp)
 			return;
 		id = *idp;
-		if (xk_get(ctx, kind, op->to, &b) || !b)
+		r = xk_path_get(ctx, kind, &op->to, &b);
+		if (r < 0)
+			xk_fault(c);
+		if (r || !b)
 			return;
 		if (b != a) {
 			struct xk_key kb = { .addr = b, .flow = op->flow };

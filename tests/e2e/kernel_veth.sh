@@ -8,6 +8,8 @@
 # netif_receive_skb; TSO off and GRO on, so that veth takes its NAPI path)
 # must count exactly 2N, less only what the monitor's drop counter says.
 # The rest of the host's traffic (loopback, the NIC) passes other hops.
+# Run 4 does the same with a keyed handoff through member chains
+# (tests/e2e/kernel_keyed.xml), which the BPF program follows in the kernel.
 # Then: every BPF program the agent loaded is gone once the monitor leaves,
 # and again when the agent is stopped by SIGTERM (bpftool, by program id).
 # Root, BTF, bpftool, ip, ping and ethtool are needed; otherwise it skips
@@ -191,6 +193,53 @@ until attempt $k; do
 	k=$((k + 1))
 done
 echo "monitor gone: agent ended, its programs unloaded"
+
+# ---- run 4 (here, while no agent runs): a keyed handoff through member chains ------
+# tests/e2e/kernel_keyed.xml: the sending side's request is arg0->dev and its
+# key two members packed; the receiving side also reads its sender through
+# a chain.  Every veth packet is sent and received once, so the flows the
+# receiving side starts pass napi_gro_receive_entry -> netif_receive_skb
+# 2N times (the NIC's receive does not take that hop, as in run 1); a
+# faulting chain would write no record and count as a drop.
+agent_start "$D/agent4.log"
+"$TOP" -b -n 1 -d 5 --save-session "$D/s4.ses" \
+	--collector "agent:socket=$D/agent.sock,flows=tests/e2e/kernel_keyed.xml" >"$D/top4.out" 2>&1 &
+TPID=$!
+plan_wait "$D/agent4.log"
+grep 'site [0-9]* (net:n' "$D/agent4.log" | sed 's/.*: site/  site/'
+ip netns exec "$NA" ping -c "$N" -i 0.005 -q 10.177.0.2 >"$D/ping.out" 2>&1
+grep -q "$N packets transmitted, $N received" "$D/ping.out" || fail "ping: $(tail -2 "$D/ping.out")"
+wait "$TPID" || fail "xflowtop failed (keyed run)"
+TPID=
+drops=$(sed -n 's/.*, drops \([0-9]*\),.*/\1/p' "$D/top4.out" | tail -1)
+kin=$(awk '$1 == "linuxK:net:napi_gro_receive_entry" && $2 == "linuxK:net:netif_receive_skb" { print $3; exit }' "$D/top4.out")
+echo "keyed: pings $N (packets $want); flows started by the receiving side that went on to netif_receive_skb ${kin:-none}; drops ${drops:-?}"
+[ -n "$drops" ] || fail "no drop counter in the keyed run's report"
+[ "${kin:-0}" -ge $((want - drops)) ] || fail "the keyed receiving side started ${kin:-0} flows, fewer than the $want packets"
+# The keys themselves: a device's ifindex over its mtu (32 bits each), as
+# each end reads them through skb->dev; the receiving side's "sender" its
+# own ifindex, + 1.
+"$BUILD/tests/session_keyed" "$D/s4.ses" >"$D/keys4" || fail "cannot read the keyed run's session"
+ifi() { ip -n "$1" -o link show "$2" | sed 's/^\([0-9]*\):.*/\1/'; }
+mtu() { ip -n "$1" -o link show "$2" | sed 's/.* mtu \([0-9]*\).*/\1/'; }
+ka=$(printf '%x' $(( ($(ifi "$NA" vxa) << 32) | $(mtu "$NA" vxa) )))
+kb=$(printf '%x' $(( ($(ifi "$NB" vxb) << 32) | $(mtu "$NB" vxb) )))
+da=$(printf '%x' $(( $(ifi "$NA" vxa) + 1 )))
+db=$(printf '%x' $(( $(ifi "$NB" vxb) + 1 )))
+outs=$(awk -v a="$ka" -v b="$kb" '$1 == "out" && ($2 == a || $2 == b) && $3 == "0" && $4 == 2' "$D/keys4" | wc -l)
+ins=$(awk -v a="$ka" -v b="$kb" -v da="$da" -v db="$db" \
+	'$1 == "in" && (($2 == a && $3 == da) || ($2 == b && $3 == db)) && $4 == 3' "$D/keys4" | wc -l)
+echo "keyed: records with the devices' packed keys: sending $outs, receiving $ins (with the sender)"
+[ "$outs" -ge $((want - drops)) ] && [ "$ins" -ge $((want - drops)) ] ||
+	fail "the kernel's keys are not (ifindex << 32 | mtu) of the veth devices: $(sort "$D/keys4" | uniq -c | sort -rn | head -5)"
+i=0
+while kill -0 "$APID" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && fail "the agent did not end after the monitor left (keyed run)"
+	sleep 0.1
+done
+wait "$APID" || fail "the agent of the keyed run exited $?"
+APID=
 
 # ---- run 2: SIGTERM while loaded -----------------------------------------------------
 agent_start "$D/agent2.log"

@@ -375,6 +375,8 @@ Test(inproc_jit, flows_markers_handoff_split)
 		I(LDIN, 0, 0, 0), I(FLOW_GET, 0, 0, 0), I(LDL, 1, 0, 0), I(FLOW_GET, 0, 1, 0), I(STORE, 2, 0, 0),
 		I(PUSHI, 0, 0, 0x55), I(LDL, 0, 0, 0), I(HANDOFF, 1, 1, 0),
 		I(PUSHI, 0, 0, 0x66), I(LDL, 0, 0, 0), I(HANDOFF, 0, 0, 0),
+		/* the receiving side that knows its sender: data[2] = 4 + 1 */
+		I(PUSHI, 0, 0, 0x67), I(LDL, 0, 0, 0), I(PUSHI, 0, 0, 4), I(HANDOFF, 2, 1, 0),
 		I(FLOW_NEW, 0, 0, 0), I(LDL, 0, 0, 0), I(SPLIT, 0, 1, 0),
 		/* a register of id 0 is ignored; of an id over 48 bits, cut */
 		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0), I(FLOW_REG, 0, 1, 0),

@@ -442,3 +442,103 @@ Test(interp, split_and_keyed_handoffs_write_one_record_each)
 	xflow_flowtab_fini(&dom0.flows);
 	xflow_unit_free(u);
 }
+
+/* Issue 17: a keyed handoff through member chains, with a packed key and
+ * the receiver's idea of the sender, run by the interpreter as the
+ * in-process backends run it (the kernel backend lowers the same
+ * bytecode): the key is exactly gref's low 32 bits over id's 16, and the
+ * receiving record says data[2] = the sender's domain id + 1. */
+Test(interp, chained_packed_keys_and_the_sender)
+{
+	static const char xml[] =
+		"<flows><xflow name='f'>"
+		"<start><pointcut>call(s)</pointcut><select local_var='skb'/></start>"
+		"<transit><pointcut>call(a)</pointcut>"
+		"<cast var='data' struct='info'/><cast var='data->tx' struct='req'/>"
+		"<xin_copy name='k' from='data->skb' to='data->tx'>"
+		"<key member='gref' bits='32'/><key member='id' bits='16'/></xin_copy></transit>"
+		"<transit><pointcut>call(b)</pointcut>"
+		"<cast var='txp' struct='req'/><cast var='q' struct='queue'/><cast var='q->vif' struct='vif'/>"
+		"<xout_copy name='k' from='txp' to='skb'><sender domid='q->vif->domid'/></xout_copy></transit>"
+		"</xflow></flows>";
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_buffer(u, "ck.xml", xml, strlen(xml)), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	/* info { skb @0, tx @8 }; req { gref @0 (4), id @4 (2) };
+	 * queue { vif @16 }; vif { domid @2 (2) }. */
+	static const struct { const char *s, *m; uint32_t off, size; } lay[] = {
+		{ "info", "skb", 0, 8 }, { "info", "tx", 8, 8 }, { "req", "gref", 0, 4 }, { "req", "id", 4, 2 },
+		{ "queue", "vif", 16, 8 }, { "vif", "domid", 2, 2 },
+	};
+	size_t nf = xflow_unit_field_count(u);
+	for (size_t i = 0; i < nf; i++) {
+		const char *s, *m;
+		unsigned bits;
+		cr_assert_eq(xflow_unit_field(u, i, &s, &m, &bits), 0);
+		fields[i] = (struct xflow_field_rt){ .offset = 0, .size = 0 };
+		for (size_t j = 0; j < sizeof(lay) / sizeof(lay[0]); j++)
+			if (!strcmp(lay[j].s, s) && !strcmp(lay[j].m, m))
+				fields[i] = (struct xflow_field_rt){ .offset = lay[j].off, .size = lay[j].size };
+		cr_assert_neq(fields[i].size, 0, "field %s.%s laid out", s, m);
+	}
+	static struct dom guest, dom0;
+	memset(&guest, 0, sizeof(guest));
+	memset(&dom0, 0, sizeof(dom0));
+	xflow_flowtab_init(&guest.flows, 16);
+	xflow_flowtab_init(&dom0.flows, 16);
+	/* The guest: info at VAR_A's target (TX), skb SKB, request CLONE with
+	 * gref 0xaabbccdd and id 0x1234, and a byte above each that the
+	 * masks must drop (a wider read would show them). */
+	put_ptr(&guest, VAR_B, SKB);
+	uint64_t sv0 = VAR_B;
+	static const char *const s0[] = { "skb" };
+	run(u, 0, &guest, s0, &sv0, 1);
+	uint64_t id = xflow_flowtab_get(&guest.flows, 0, SKB);
+	cr_assert_neq(id, 0);
+	put_ptr(&guest, TX, SKB);
+	put_ptr(&guest, TX + 8, CLONE);
+	uint32_t gref = 0xaabbccdd;
+	uint16_t rid = 0x1234;
+	memcpy(guest.mem + (CLONE - MEM_BASE), &gref, 4);
+	memcpy(guest.mem + (CLONE - MEM_BASE) + 4, &rid, 2);
+	guest.mem[CLONE - MEM_BASE + 6] = 0xee;
+	put_ptr(&guest, VAR_A, TX);
+	static const char *const s1[] = { "data" };
+	uint64_t sv1 = VAR_A;
+	unsigned before = guest.nrecs;
+	struct xflow_interp_result r = run(u, 1, &guest, s1, &sv1, 1);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(guest.nrecs - before, 1);
+	const struct xflow_record *m = &guest.recs[before];
+	uint64_t want = ((uint64_t)0xaabbccdd << 16) | 0x1234;
+	cr_expect_eq(m->data[0], want, "key %#llx", (unsigned long long)m->data[0]);
+	cr_expect_eq(m->data[1], 0);
+	cr_expect_eq(m->flow_id, id);
+	cr_expect_eq(xflow_flowtab_get(&guest.flows, 0, SKB), id, "xin_copy keeps the id");
+
+	/* dom0: the request copy at TX, the queue at CLONE whose vif (at
+	 * SKB) says domain 7. */
+	memcpy(dom0.mem + (TX - MEM_BASE), &gref, 4);
+	memcpy(dom0.mem + (TX - MEM_BASE) + 4, &rid, 2);
+	put_ptr(&dom0, CLONE + 16, SKB);
+	uint16_t domid = 7;
+	memcpy(dom0.mem + (SKB - MEM_BASE) + 2, &domid, 2);
+	put_ptr(&dom0, VAR_A, TX);
+	put_ptr(&dom0, VAR_B, SKB0);
+	put_ptr(&dom0, VAR_B + 8, CLONE);
+	static const char *const s2[] = { "txp", "skb", "q" };
+	uint64_t sv2[] = { VAR_A, VAR_B, VAR_B + 8 };
+	r = run(u, 2, &dom0, s2, sv2, 3);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(dom0.nrecs, 1);
+	m = &dom0.recs[0];
+	cr_expect_eq(m->data[0], want);
+	cr_expect_eq(m->data[1], 1, "the receiving side");
+	cr_expect_eq(m->data[2], 8, "domid 7, + 1");
+	cr_expect_eq(m->flags, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	cr_expect_eq(m->flow_id, xflow_flowtab_get(&dom0.flows, 0, SKB0));
+	xflow_flowtab_fini(&guest.flows);
+	xflow_flowtab_fini(&dom0.flows);
+	xflow_unit_free(u);
+}

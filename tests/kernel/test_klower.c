@@ -17,7 +17,7 @@
 #include "xflow/plan.h"
 #include "xflow/record.h"
 
-#define MAXA 16
+#define MAXA 24
 
 /* A plan of one domain: advice i of @xml bound at site i, of kind kinds[i]
  * ("e" entry, "r" return, "t" tracepoint, "l" an instruction), its inputs
@@ -110,8 +110,8 @@ Test(klower, each_flow_element_becomes_its_operation)
 		cr_expect_eq(si->site.nops, 1);
 		const struct xk_op *op = &si->site.ops[0];
 		cr_expect_eq(op->kind, want_kind[s], "site %u: op %u", s, op->kind);
-		cr_expect_eq(op->from, want_from[s], "site %u: from %u", s, op->from);
-		cr_expect_eq(op->to, want_to[s], "site %u: to %u", s, op->to);
+		cr_expect_eq(op->from.arg, want_from[s], "site %u: from %u", s, op->from.arg);
+		cr_expect_eq(op->to.arg, want_to[s], "site %u: to %u", s, op->to.arg);
 		cr_expect_eq(op->rec_flags, want_flags[s], "site %u: flags %#x", s, op->rec_flags);
 		cr_expect_eq(op->flow, 0);
 		cr_expect_eq(op->advice, s);
@@ -145,10 +145,10 @@ Test(klower, one_site_many_operations_in_weave_order)
 	cr_assert_eq(s->nops, 2);
 	cr_expect_eq(s->ops[0].kind, XK_OP_START);
 	cr_expect_eq(s->ops[0].flow, 0);
-	cr_expect_eq(s->ops[0].from, 1);
+	cr_expect_eq(s->ops[0].from.arg, 1);
 	cr_expect_eq(s->ops[1].kind, XK_OP_END);
 	cr_expect_eq(s->ops[1].flow, 1);
-	cr_expect_eq(s->ops[1].from, 2);
+	cr_expect_eq(s->ops[1].from.arg, 2);
 	xk_lowered_fini(&l);
 	kp_free(&k);
 }
@@ -211,18 +211,18 @@ Test(klower, keyed_handoffs_become_hand_out_and_hand_in)
 	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
 	const struct xk_op *out = &l.slots[0].site.ops[0], *in = &l.slots[1].site.ops[0];
 	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
-	cr_expect_eq(out->from, 0, "the object: skb in rdi");
-	cr_expect_eq(out->to, 1, "the request: req in rsi");
+	cr_expect_eq(out->from.arg, 0, "the object: skb in rdi");
+	cr_expect_eq(out->to.arg, 1, "the request: req in rsi");
 	cr_expect_eq(out->move, 1, "xin_move drops the sender's id");
-	cr_expect_eq(out->foff, 10);
-	cr_expect_eq(out->fsize, 2);
+	cr_expect_eq(out->part[0].off, 10);
+	cr_expect_eq(out->part[0].size, 2);
 	cr_expect_eq(out->rec_flags & (XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN),
 		     XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN);
 	cr_expect_eq(in->kind, XK_OP_HAND_IN);
-	cr_expect_eq(in->from, 3, "the object: nskb in rcx");
-	cr_expect_eq(in->to, 2, "the request: txp in rdx");
-	cr_expect_eq(in->foff, 10);
-	cr_expect_eq(in->fsize, 2);
+	cr_expect_eq(in->from.arg, 3, "the object: nskb in rcx");
+	cr_expect_eq(in->to.arg, 2, "the request: txp in rdx");
+	cr_expect_eq(in->part[0].off, 10);
+	cr_expect_eq(in->part[0].size, 2);
 	xk_lowered_fini(&l);
 	/* A key that is not a whole 1, 2, 4 or 8-byte member is refused. */
 	lay[0] = (struct xflow_plan_layout){ .offset = 10, .size = 2, .bit_offset = 81, .bit_size = 3 };
@@ -280,5 +280,293 @@ Test(klower, too_many_sites_of_a_kind)
 	char why[512] = "";
 	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -E2BIG);
 	cr_expect(strstr(why, "more than 8 tracepoints") != NULL, "%s", why);
+	kp_free(&k);
+}
+
+/* netfront's and netback's sides on 6.1 (flows/kernel/xen_net.xml): the
+ * object and the request are members of a void * argument, the key is
+ * two members packed, and the receiver knows the sender from its queue. */
+static const char *const chained =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a)</pointcut>"
+	"<cast var='data' struct='txreq_info'/><cast var='data->tx' struct='tx_req'/>"
+	"<xin_move name='tx' from='data->skb' to='data->tx'>"
+	"<key member='gref' bits='32'/><key member='id' bits='16'/></xin_move></transit>"
+	"<transit><pointcut>call(b)</pointcut>"
+	"<cast var='txp' struct='tx_req'/><cast var='queue' struct='vq'/><cast var='queue->vif' struct='vif'/>"
+	"<xout_move name='tx' from='txp' to='skb'><sender domid='queue->vif->domid'/></xout_move></transit>"
+	"</xflow></flows>";
+
+/* Layouts by (struct, member), whatever order the compiler numbered the
+ * fields in. */
+struct want_layout {
+	const char *s, *m;
+	struct xflow_plan_layout l;
+};
+
+static void kp_layouts(struct kp *k, const struct want_layout *w, size_t n, struct xflow_plan_field *fields,
+		       struct xflow_plan_layout *lay)
+{
+	size_t nf = xflow_unit_field_count(k->u);
+	for (size_t i = 0; i < nf; i++) {
+		unsigned mb;
+		cr_assert_eq(xflow_unit_field(k->u, i, &fields[i].sname, &fields[i].member, &mb), 0);
+		lay[i] = (struct xflow_plan_layout){ .offset = -1 };
+		for (size_t j = 0; j < n; j++)
+			if (!strcmp(w[j].s, fields[i].sname) && !strcmp(w[j].m, fields[i].member))
+				lay[i] = w[j].l;
+	}
+	k->plan.fields = fields;
+	k->plan.nfields = (uint32_t)nf;
+	k->dom.layouts = lay;
+}
+
+#define PTR8(o) { .offset = (o), .size = 8, .flags = XFLOW_LAYOUT_POINTER }
+static const struct want_layout chained_layouts[] = {
+	{ "txreq_info", "skb", PTR8(8) },        { "txreq_info", "tx", PTR8(24) },
+	{ "tx_req", "gref", { .offset = 0, .size = 4 } }, { "tx_req", "id", { .offset = 6, .size = 2 } },
+	{ "vq", "vif", PTR8(40) },               { "vif", "domid", { .offset = 2, .size = 2 } },
+};
+
+Test(klower, member_chains_and_packed_keys_become_paths_and_parts)
+{
+	struct kp k;
+	/* a(data = rcx); b(queue = rdi, txp = rsi, skb = rdx), in the order
+	 * the expansion binds them: object, request, sender. */
+	const uint8_t regs[][4] = { { RCX }, { RDX, RSI, RDI } };
+	kp_build(&k, chained, "ee", regs, NULL);
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	kp_layouts(&k, chained_layouts, 6, fields, lay);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *out = &l.slots[0].site.ops[0], *in = &l.slots[1].site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->from.arg, 3, "data in rcx");
+	cr_expect_eq(out->from.n, 1, "data->skb: one load");
+	cr_expect_eq(out->from.off[0], 8);
+	cr_expect_eq(out->from.size[0], 8);
+	cr_expect_eq(out->to.arg, 3);
+	cr_expect_eq(out->to.n, 1, "data->tx: one load");
+	cr_expect_eq(out->to.off[0], 24);
+	cr_expect_eq(out->peer.arg, XK_ARG_NONE, "the sender says nothing of a peer");
+	/* The first <key> highest: gref in bits 16..47, id in 0..15. */
+	cr_assert_eq(out->nparts, 2);
+	cr_expect_eq(out->part[0].off, 0);
+	cr_expect_eq(out->part[0].size, 4);
+	cr_expect_eq(out->part[0].bits, 32);
+	cr_expect_eq(out->part[0].shift, 16);
+	cr_expect_eq(out->part[1].off, 6);
+	cr_expect_eq(out->part[1].size, 2);
+	cr_expect_eq(out->part[1].bits, 16);
+	cr_expect_eq(out->part[1].shift, 0);
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from.arg, 2, "skb in rdx");
+	cr_expect_eq(in->from.n, 0);
+	cr_expect_eq(in->to.arg, 1, "txp in rsi");
+	cr_expect_eq(in->to.n, 0);
+	cr_assert_eq(in->nparts, 2);
+	cr_expect_eq(in->part[0].shift, 16);
+	cr_expect_eq(in->peer.arg, 0, "queue in rdi");
+	cr_assert_eq(in->peer.n, 2, "queue->vif->domid: two loads");
+	cr_expect_eq(in->peer.off[0], 40);
+	cr_expect_eq(in->peer.size[0], 8);
+	cr_expect_eq(in->peer.off[1], 2);
+	cr_expect_eq(in->peer.size[1], 2);
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+/* What this kernel's BTF says can refuse a chain or a key: each refusal
+ * names the flow file's line and the member. */
+Test(klower, chains_and_keys_refused_by_the_kernels_layouts)
+{
+	const uint8_t regs[][4] = { { RCX }, { RDX, RSI, RDI } };
+	struct want_layout w[6];
+	struct {
+		unsigned which;
+		struct xflow_plan_layout l;
+		const char *said;
+	} cases[] = {
+		/* gref of 2 bytes cannot give 32 bits. */
+		{ 2, { .offset = 0, .size = 2 }, "the key tx_req.gref gives bits=\"32\", but the member has 16 bits" },
+		/* A pointer is no key. */
+		{ 3, PTR8(8), "the key tx_req.id is not a whole integer member" },
+		/* A chain goes through pointers only. */
+		{ 1, { .offset = 24, .size = 4 }, "txreq_info.tx is not a pointer member" },
+		/* The sender's domain id is an integer. */
+		{ 5, PTR8(2), "vif.domid is not a whole integer member" },
+		/* A member this kernel lacks. */
+		{ 4, { .offset = -1 }, "vq.vif is not a pointer member" },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct kp k;
+		kp_build(&k, chained, "ee", regs, NULL);
+		memcpy(w, chained_layouts, sizeof(w));
+		w[cases[c].which].l = cases[c].l;
+		struct xflow_plan_field fields[16];
+		struct xflow_plan_layout lay[16];
+		kp_layouts(&k, w, 6, fields, lay);
+		struct xk_lowered l;
+		char why[512] = "";
+		cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL, "case %zu", c);
+		cr_expect(strstr(why, cases[c].said) != NULL, "case %zu: %s", c, why);
+		cr_expect(strncmp(why, "t.xml:1:", 8) == 0, "case %zu names the file and line: %s", c, why);
+		kp_free(&k);
+	}
+}
+
+/* Arithmetic other than a key's packing is still refused: the BPF
+ * program only masks, shifts and ORs members. */
+Test(klower, arithmetic_beyond_packing_is_refused)
+{
+	const uint8_t regs[][4] = { { RDI } };
+	expect_refusal("<flows><xflow name='f'/><advice><pointcut>call(a) AND local_var(p, s) AND xflow(f, s, id)"
+		       "</pointcut><before>struct r *q = *(void**)s; STORE_HANDOFF_OUT(f, q->id + 1, id);</before>"
+		       "</advice></flows>",
+		       "e", regs, -EINVAL, "computes with its values");
+	expect_refusal("<flows><xflow name='f'/><advice><pointcut>call(a) AND local_var(p, s) AND xflow(f, s, id)"
+		       "</pointcut><before>struct r *q = *(void**)s; STORE_HANDOFF_OUT(f, q->id &amp; 0xf0, id);</before>"
+		       "</advice></flows>",
+		       "e", regs, -EINVAL, "t.xml:1:");
+}
+
+/* The shipped block flow, lowered with the layouts Debian 12's
+ * 6.1.0-50-amd64 has in its BTF (vmlinux, xen-blkfront.ko and
+ * xen-blkback.ko, as `xflowc plan` printed them; kernel/NOTES.md): the
+ * front's object is qd->rq->bio and its key ring 0's free id, four loads
+ * deep; the back's sender is bio->bi_private->ring->blkif->domid. */
+Test(klower, the_shipped_block_flow_lowers_against_6_1)
+{
+	FILE *f = fopen("flows/kernel/xen_blk.xml", "r");
+	cr_assert(f, "run from the source tree");
+	static char xml[16384];
+	size_t n = fread(xml, 1, sizeof(xml) - 1, f);
+	fclose(f);
+	xml[n] = 0;
+	/* submit_bio(bio); blkif_queue_rq(hctx, qd): qd then hctx, as bound;
+	 * end_block_io_op(bio) entry and return; bio_endio(bio); dom0's. */
+	const uint8_t regs[][4] = { { RDI }, { RSI, RDI }, { RDI }, { RDI }, { RDI }, { RDI }, { RDI } };
+	struct kp k;
+	kp_build(&k, xml, "eeereee", regs, NULL);
+	static const struct want_layout l61[] = {
+		{ "blk_mq_queue_data", "rq", PTR8(0) },     { "request", "bio", PTR8(56) },
+		{ "blk_mq_hw_ctx", "queue", PTR8(184) },    { "request_queue", "queuedata", PTR8(96) },
+		{ "blkfront_info", "rinfo", PTR8(280) },    { "blkfront_ring_info", "shadow_free", { .offset = 208, .size = 8 } },
+		{ "bio", "bi_private", PTR8(64) },          { "pending_req", "id", { .offset = 8, .size = 8 } },
+		{ "pending_req", "ring", PTR8(0) },         { "xen_blkif_ring", "blkif", PTR8(360) },
+		{ "xen_blkif", "domid", { .offset = 0, .size = 2 } },
+	};
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	kp_layouts(&k, l61, sizeof(l61) / sizeof(l61[0]), fields, lay);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *out = &l.slots[l.slot_of_site[1]].site.ops[0];
+	const struct xk_op *in = &l.slots[l.slot_of_site[2]].site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->move, 0, "xin_copy: the bio keeps its id");
+	cr_expect_eq(out->from.arg, 1, "qd");
+	cr_assert_eq(out->from.n, 2);
+	cr_expect_eq(out->from.off[0], 0);
+	cr_expect_eq(out->from.off[1], 56);
+	cr_expect_eq(out->to.arg, 0, "hctx");
+	cr_assert_eq(out->to.n, 3);
+	cr_expect_eq(out->to.off[0], 184);
+	cr_expect_eq(out->to.off[1], 96);
+	cr_expect_eq(out->to.off[2], 280);
+	cr_assert_eq(out->nparts, 1);
+	cr_expect_eq(out->part[0].off, 208);
+	cr_expect_eq(out->part[0].size, 8);
+	cr_expect_eq(out->part[0].bits, 0, "the whole id");
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from.arg, 0);
+	cr_expect_eq(in->from.n, 0, "the bio itself");
+	cr_assert_eq(in->to.n, 1, "bio->bi_private");
+	cr_expect_eq(in->to.off[0], 64);
+	cr_assert_eq(in->nparts, 1);
+	cr_expect_eq(in->part[0].off, 8, "pending_req.id: the xout's own key name");
+	cr_assert_eq(in->peer.n, 4, "bio->bi_private->ring->blkif->domid");
+	const uint16_t offs[4] = { 64, 0, 360, 0 };
+	const uint8_t sizes[4] = { 8, 8, 8, 2 };
+	for (int i = 0; i < 4; i++) {
+		cr_expect_eq(in->peer.off[i], offs[i], "load %d", i);
+		cr_expect_eq(in->peer.size[i], sizes[i], "load %d", i);
+	}
+	const struct xk_op *q = &l.slots[l.slot_of_site[3]].site.ops[0];
+	cr_expect_eq(l.slots[l.slot_of_site[3]].kind, XK_SLOT_EXIT);
+	cr_expect_eq(q->kind, XK_OP_END, "the handoff's id removed when end_block_io_op returns");
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+/* The shipped network flow's cross-domain part, with 6.1.0-50's layouts
+ * (xen-netfront.ko, xen-netback.ko): netfront's object and request are
+ * members of xennet_tx_setup_grant's void *data, read at its return;
+ * netback keys the request as itself at make_tx_response and drops it
+ * when that returns. */
+Test(klower, the_shipped_network_flow_lowers_against_6_1)
+{
+	FILE *f = fopen("flows/kernel/xen_net.xml", "r");
+	cr_assert(f, "run from the source tree");
+	static char xml[16384];
+	size_t n = fread(xml, 1, sizeof(xml) - 1, f);
+	fclose(f);
+	xml[n] = 0;
+	/* Advice in weave order: xnet start, pass, xin (data in rcx, at the
+	 * return), xout (txp rsi, queue rdi), quit at make_tx_response's
+	 * return, quit at the skb tracepoints; xnet0's 10; xnetrx's 4. */
+	uint8_t regs[19][4];
+	for (int i = 0; i < 19; i++)
+		regs[i][0] = RDI;
+	regs[2][0] = RCX;
+	regs[3][0] = RSI;
+	regs[3][1] = RDI;
+	regs[4][0] = RSI;
+	struct kp k;
+	kp_build(&k, xml, "eerert" "e" "eeeeeee" "t" "eee" "t", (const uint8_t(*)[4])regs, NULL);
+	static const struct want_layout l61[] = {
+		{ "xennet_gnttab_make_txreq", "skb", PTR8(8) },  { "xennet_gnttab_make_txreq", "tx", PTR8(24) },
+		{ "xen_netif_tx_request", "gref", { .offset = 0, .size = 4 } },
+		{ "xen_netif_tx_request", "id", { .offset = 8, .size = 2 } },
+		{ "xenvif_queue", "vif", PTR8(32) },             { "xenvif", "domid", { .offset = 0, .size = 2 } },
+	};
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	kp_layouts(&k, l61, sizeof(l61) / sizeof(l61[0]), fields, lay);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_slot_info *so = &l.slots[l.slot_of_site[2]], *si = &l.slots[l.slot_of_site[3]];
+	cr_expect_eq(so->kind, XK_SLOT_EXIT, "xennet_tx_setup_grant's return");
+	const struct xk_op *out = &so->site.ops[0], *in = &si->site.ops[0];
+	cr_expect_eq(out->kind, XK_OP_HAND_OUT);
+	cr_expect_eq(out->move, 0);
+	cr_expect_eq(out->from.arg, 3, "data, the 4th argument");
+	cr_assert_eq(out->from.n, 1);
+	cr_expect_eq(out->from.off[0], 8, "info->skb");
+	cr_assert_eq(out->to.n, 1);
+	cr_expect_eq(out->to.off[0], 24, "info->tx");
+	cr_assert_eq(out->nparts, 2);
+	cr_expect(out->part[0].off == 0 && out->part[0].size == 4 && out->part[0].bits == 32 && out->part[0].shift == 16,
+		  "gref over id");
+	cr_expect(out->part[1].off == 8 && out->part[1].size == 2 && out->part[1].bits == 16 && out->part[1].shift == 0);
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	cr_expect_eq(in->from.arg, 1, "txp keys itself");
+	cr_expect_eq(in->from.n, 0);
+	cr_expect_eq(in->to.arg, 1);
+	cr_expect_eq(in->to.n, 0);
+	cr_assert_eq(in->nparts, 2);
+	cr_expect_eq(in->part[0].shift, 16);
+	cr_expect_eq(in->peer.arg, 0, "queue");
+	cr_assert_eq(in->peer.n, 2, "queue->vif->domid");
+	cr_expect(in->peer.off[0] == 32 && in->peer.size[0] == 8 && in->peer.off[1] == 0 && in->peer.size[1] == 2);
+	const struct xk_slot_info *sq = &l.slots[l.slot_of_site[4]];
+	cr_expect_eq(sq->kind, XK_SLOT_EXIT);
+	cr_expect_eq(sq->site.ops[0].kind, XK_OP_END);
+	cr_expect_eq(sq->site.ops[0].from.arg, 1, "the request's id removed at the return");
+	xk_lowered_fini(&l);
 	kp_free(&k);
 }

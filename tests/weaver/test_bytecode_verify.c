@@ -149,3 +149,24 @@ Test(bytecode_verify, op_names)
 	for (unsigned i = 0; i < XFLOW_OP_COUNT; i++)
 		cr_expect_not_null(xflow_bc_op_name(i), "opcode %u has no name", i);
 }
+
+/* HANDOFF's receiving side with the sender (side 2) takes three values:
+ * two on the stack are too few, and there is no side 3. */
+Test(bytecode_verify, handoff_side_two_takes_the_sender)
+{
+	static const struct xflow_bc_insn ok[] = { I(PUSHI, 0, 0, 1), I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, 7),
+						   I(HANDOFF, 2, 0, 0), I(RET, 0, 0, 0) };
+	const char *okwhy = NULL;
+	cr_expect_eq(verify(ok, sizeof(ok) / sizeof(ok[0]), &okwhy), 0, "%s", okwhy);
+	static const struct xflow_bc_insn few[] = { I(PUSHI, 0, 0, 1), I(PUSHI, 0, 0, 3), I(HANDOFF, 2, 0, 0),
+						    I(RET, 0, 0, 0) };
+	EXPECT_BAD(few, "underflow");
+	static const struct xflow_bc_insn side3[] = { I(PUSHI, 0, 0, 1), I(PUSHI, 0, 0, 3), I(PUSHI, 0, 0, 7),
+						      I(HANDOFF, 3, 0, 0), I(RET, 0, 0, 0) };
+	EXPECT_BAD(side3, "side must be 0, 1 or 2");
+	/* Side 1 leaves the third value: a program ending with it is fine,
+	 * but the stack after shows two were taken, not three. */
+	static const struct xflow_bc_insn one[] = { I(PUSHI, 0, 0, 1), I(PUSHI, 0, 0, 3), I(HANDOFF, 1, 0, 0),
+						    I(DROP, 0, 0, 0), I(RET, 0, 0, 0) };
+	EXPECT_BAD(one, "underflow");
+}

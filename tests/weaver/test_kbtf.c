@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <bpf/btf.h>
 
 #include "weaver/joinpoint.h"
 #include "weaver/kbtf.h"
@@ -355,4 +359,182 @@ Test(kbtf, xflowc_plan_against_the_running_kernel)
 			       "xflow_not_in_any_kernel") != NULL, "%s", ebuf);
 	free(obuf);
 	free(ebuf);
+}
+
+/* ---- module BTF --------------------------------------------------------------------- */
+
+/* A kernel of our own, as a domain's would be copied here: a raw vmlinux
+ * BTF (int, struct base_s) and one module, xen-modx.ko, whose split BTF
+ * on it has struct modq { int a; int b; } and void mod_fn(struct modq *q),
+ * listed in a modules.dep under kernel/drivers/.  Written with libbpf, so
+ * it needs no kernel of any kind. */
+struct fake_kernel {
+	char dir[64], vmlinux[128], ko[192];
+};
+
+static void write_btf(const struct btf *b, const char *path)
+{
+	uint32_t sz;
+	const void *raw = btf__raw_data(b, &sz);
+	cr_assert(raw);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fwrite(raw, 1, sz, f), sz);
+	fclose(f);
+}
+
+static void fake_kernel_make(struct fake_kernel *fk)
+{
+	snprintf(fk->dir, sizeof(fk->dir), "/tmp/xflow-kbtf-XXXXXX");
+	cr_assert(mkdtemp(fk->dir));
+	snprintf(fk->vmlinux, sizeof(fk->vmlinux), "%s/vmlinux", fk->dir);
+	struct btf *base = btf__new_empty();
+	cr_assert(base);
+	int i32 = btf__add_int(base, "int", 4, BTF_INT_SIGNED);
+	cr_assert_gt(i32, 0);
+	cr_assert_gt(btf__add_struct(base, "base_s", 4), 0);
+	cr_assert_eq(btf__add_field(base, "x", i32, 0, 0), 0);
+	write_btf(base, fk->vmlinux);
+	struct btf *mod = btf__new_empty_split(base);
+	cr_assert(mod);
+	int q = btf__add_struct(mod, "modq", 8);
+	cr_assert_gt(q, 0);
+	cr_assert_eq(btf__add_field(mod, "a", i32, 0, 0), 0);
+	cr_assert_eq(btf__add_field(mod, "b", i32, 32, 0), 0);
+	int pq = btf__add_ptr(mod, q);
+	int proto = btf__add_func_proto(mod, 0);
+	cr_assert_eq(btf__add_func_param(mod, "q", pq), 0);
+	cr_assert_gt(btf__add_func(mod, "mod_fn", BTF_FUNC_GLOBAL, proto), 0);
+	char sub[128], dep[128];
+	snprintf(sub, sizeof(sub), "%s/kernel", fk->dir);
+	mkdir(sub, 0700);
+	snprintf(sub, sizeof(sub), "%s/kernel/drivers", fk->dir);
+	mkdir(sub, 0700);
+	snprintf(fk->ko, sizeof(fk->ko), "%s/xen-modx.ko", sub);
+	write_btf(mod, fk->ko);
+	snprintf(dep, sizeof(dep), "%s/modules.dep", fk->dir);
+	FILE *f = fopen(dep, "w");
+	cr_assert(f);
+	fputs("kernel/net/other.ko:\nkernel/drivers/xen-modx.ko: kernel/net/other.ko\n", f);
+	fclose(f);
+	btf__free(mod);
+	btf__free(base);
+}
+
+static void fake_kernel_rm(struct fake_kernel *fk)
+{
+	char p[256];
+	unlink(fk->ko);
+	snprintf(p, sizeof(p), "%s/modules.dep", fk->dir);
+	unlink(p);
+	unlink(fk->vmlinux);
+	snprintf(p, sizeof(p), "%s/kernel/drivers", fk->dir);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/kernel", fk->dir);
+	rmdir(p);
+	rmdir(fk->dir);
+}
+
+/* A function, a struct and its member found in a module named in the
+ * plan: by its name through modules.dep ("-" read as "_"), or by file. */
+Test(kbtf, a_named_module_on_disk_is_searched_after_vmlinux)
+{
+	struct fake_kernel fk;
+	fake_kernel_make(&fk);
+	char spec[2][400];
+	snprintf(spec[0], sizeof(spec[0]), "kernel:%s+%s+xen_modx", fk.vmlinux, fk.dir);
+	snprintf(spec[1], sizeof(spec[1]), "kernel:%s+%s", fk.vmlinux, fk.ko);
+	for (int i = 0; i < 2; i++) {
+		struct jp_kbtf *k;
+		struct jp_err err;
+		cr_assert_eq(jp_kbtf_open(&k, spec[i], &err), 0, "%s: %s", spec[i], err.msg);
+		struct jp_kbtf_func f;
+		cr_assert_eq(jp_kbtf_func(k, "mod_fn", &f, &err), 0, "%s", err.msg);
+		cr_expect_str_eq(f.module, "xen_modx");
+		cr_expect_eq(f.nargs, 1);
+		cr_expect_str_eq(f.arg[0], "q");
+		cr_expect_str_eq(f.arg_struct[0], "modq");
+		struct jp_kbtf_member m;
+		cr_assert_eq(jp_kbtf_member(k, "modq", "b", &m, &err), 0, "%s", err.msg);
+		cr_expect_eq(m.offset, 4);
+		cr_expect_eq(m.size, 4);
+		cr_assert_eq(jp_kbtf_member(k, "base_s", "x", &m, &err), 0, "vmlinux's own: %s", err.msg);
+		cr_expect_eq(jp_kbtf_func(k, "xflow_nothing", &f, &err), -ENOENT);
+		cr_expect(strstr(err.msg, "nor in modules xen_modx") != NULL, "where it looked: %s", err.msg);
+		jp_kbtf_free(k);
+	}
+	fake_kernel_rm(&fk);
+}
+
+/* What is missing is named: a module not in modules.dep, a module
+ * directory without one, a .ko that is not there, and a function that
+ * only a module not named would have. */
+Test(kbtf, missing_modules_are_named)
+{
+	struct fake_kernel fk;
+	fake_kernel_make(&fk);
+	struct jp_kbtf *k;
+	struct jp_err err;
+	char spec[400], want[300];
+	snprintf(spec, sizeof(spec), "kernel:%s+%s+xen_netfront", fk.vmlinux, fk.dir);
+	cr_expect_eq(jp_kbtf_open(&k, spec, &err), -ENOENT);
+	snprintf(want, sizeof(want), "module xen_netfront is not in %s/modules.dep", fk.dir);
+	cr_expect(strstr(err.msg, want) != NULL, "%s", err.msg);
+	snprintf(spec, sizeof(spec), "kernel:%s+/nonexistent/x.ko", fk.vmlinux);
+	cr_expect_lt(jp_kbtf_open(&k, spec, &err), 0);
+	cr_expect(strstr(err.msg, "/nonexistent/x.ko") != NULL, "%s", err.msg);
+	snprintf(spec, sizeof(spec), "kernel:%s+%s+xen_modx", fk.vmlinux, "/tmp");
+	cr_expect_lt(jp_kbtf_open(&k, spec, &err), 0);
+	cr_expect(strstr(err.msg, "/tmp/modules.dep") != NULL, "%s", err.msg);
+	/* vmlinux alone: the module's function is not found, and the message
+	 * says how to name a module. */
+	snprintf(spec, sizeof(spec), "kernel:%s", fk.vmlinux);
+	cr_assert_eq(jp_kbtf_open(&k, spec, &err), 0, "%s", err.msg);
+	struct jp_kbtf_func f;
+	cr_expect_eq(jp_kbtf_func(k, "mod_fn", &f, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "name it, kernel:") != NULL, "%s", err.msg);
+	jp_kbtf_free(k);
+	fake_kernel_rm(&fk);
+}
+
+/* The running kernel: its loaded modules are searched without naming
+ * them.  Where none has BTF of its own (this project's build machine:
+ * /sys/kernel/btf has vmlinux only), there is nothing to find. */
+Test(kbtf, loaded_modules_of_the_running_kernel)
+{
+	DIR *d = opendir("/sys/kernel/btf");
+	cr_assert(d);
+	char mod[256] = "";
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "vmlinux") != 0) {
+			snprintf(mod, sizeof(mod), "%s", e->d_name);
+			break;
+		}
+	closedir(d);
+	if (!mod[0])
+		cr_skip_test("no loaded module has BTF here (/sys/kernel/btf holds vmlinux only)");
+	char path[300];
+	snprintf(path, sizeof(path), "/sys/kernel/btf/%s", mod);
+	struct btf *vm = btf__parse(JP_KBTF_DEFAULT, NULL);
+	struct btf *mb = vm ? btf__parse_split(path, vm) : NULL;
+	cr_assert(mb, "%s", path);
+	/* The module's first function, found by name through kernel:. */
+	const char *fn = NULL;
+	for (uint32_t id = btf__type_cnt(vm); id < btf__type_cnt(mb) && !fn; id++) {
+		const struct btf_type *t = btf__type_by_id(mb, id);
+		if (btf_is_func(t))
+			fn = btf__name_by_offset(mb, t->name_off);
+	}
+	if (!fn)
+		cr_skip_test("module %s has no function in its BTF", mod);
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:", &err), 0, "%s", err.msg);
+	struct jp_kbtf_func f;
+	cr_expect_eq(jp_kbtf_func(k, fn, &f, &err), 0, "%s", err.msg);
+	cr_expect_str_eq(f.module ? f.module : "(vmlinux)", mod);
+	jp_kbtf_free(k);
+	btf__free(mb);
+	btf__free(vm);
 }

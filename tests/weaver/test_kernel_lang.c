@@ -82,3 +82,130 @@ Test(kernel_lang, a_transit_says_something)
 			"<move from='p' to='q'/></transit></xflow></flows>",
 			"<select> in a <transit> marks a pass without an operation");
 }
+
+/* Issue 17: member chains, <cast>, packed <key>s and <sender>. */
+static char *dump_of(struct xflow_unit *u, bool bytecode)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	xflow_unit_dump(u, f, bytecode);
+	fclose(f);
+	return buf;
+}
+
+static const char *const chained =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a)</pointcut>"
+	"<cast var='data' struct='info'/><cast var='data->tx' struct='req'/>"
+	"<xin_copy name='k' from='data->skb' to='data->tx'>"
+	"<key member='gref' bits='32'/><key member='id' bits='16'/></xin_copy></transit>"
+	"<transit><pointcut>call(b)</pointcut>"
+	"<cast var='txp' struct='req'/><cast var='q' struct='queue'/><cast var='q->vif' struct='vif'/>"
+	"<xout_copy name='k' from='txp' to='skb'><sender domid='q->vif->domid'/></xout_copy></transit>"
+	"</xflow></flows>";
+
+Test(kernel_lang, a_chain_reads_through_its_casts_and_packs_the_key)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(chained, &rc);
+	char *d = wt_diags(u);
+	cr_assert_eq(rc, 0, "%s", d);
+	free(d);
+	char *t = dump_of(u, false);
+	/* One binding for the root both chains share. */
+	cr_expect(strstr(t, "call(a) AND local_var(data, ") != NULL, "%s", t);
+	cr_expect(strstr(t, "((struct info *)data)-&gt;skb") != NULL, "%s", t);
+	cr_expect(strstr(t, "((struct info *)data)-&gt;tx") != NULL, "%s", t);
+	/* The first <key> highest, each masked to its bits. */
+	cr_expect(strstr(t, "-&gt;gref &amp; 0xffffffffULL) &lt;&lt; 16) | (xf_req") != NULL, "%s", t);
+	cr_expect(strstr(t, "-&gt;id &amp; 0xffffULL), xf_id") != NULL, "%s", t);
+	cr_expect(strstr(t, "STORE_HANDOFF_IN_FROM(f, ") != NULL, "%s", t);
+	cr_expect(strstr(t, "((struct vif *)((struct queue *)q)-&gt;vif)-&gt;domid") != NULL, "%s", t);
+	free(t);
+	/* The bytecode: LDF chains, the packing, HANDOFF's side 2. */
+	struct xflow_advice_info ai;
+	cr_assert_eq(xflow_unit_advice(u, 0, &ai), 0);
+	unsigned ldf = 0, shl = 0, and = 0, or = 0;
+	for (uint32_t i = 0; i < ai.prog->ninsns; i++) {
+		uint8_t op = ai.prog->insns[i].op;
+		ldf += op == XFLOW_OP_LDF;
+		shl += op == XFLOW_OP_SHL;
+		and += op == XFLOW_OP_AND;
+		or += op == XFLOW_OP_OR;
+	}
+	cr_expect_eq(ldf, 4, "skb, tx, gref, id");
+	cr_expect_eq(shl, 1);
+	cr_expect_eq(and, 2);
+	cr_expect_eq(or, 1);
+	cr_assert_eq(xflow_unit_advice(u, 1, &ai), 0);
+	cr_expect_eq(ai.prog->ninputs, 3, "txp, skb and q bound");
+	bool side2 = false;
+	for (uint32_t i = 0; i < ai.prog->ninsns; i++)
+		side2 |= ai.prog->insns[i].op == XFLOW_OP_HANDOFF && ai.prog->insns[i].a == 2;
+	cr_expect(side2, "the receiver names its sender");
+	xflow_unit_free(u);
+}
+
+Test(kernel_lang, keys_and_chains_are_refused_with_their_line)
+{
+	/* 32 + 16 + 32 > 64. */
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='p' to='q'><key member='a' bits='32'/><key member='b' bits='16'/>"
+			"<key member='c' bits='32'/></xin_move></transit></xflow></flows>",
+			"t.xml:1:188: error: the <key>s of <xin_move> add up to 80 bits");
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='p' to='q'><key member='a' bits='32'/><key member='b'/>"
+			"</xin_move></transit></xflow></flows>",
+			"<key member=\"b\"> is one of several and says no bits");
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='p' to='q'><key member='a' bits='0'/></xin_move></transit></xflow></flows>",
+			"bits=\"0\" is not 1..64");
+	/* A chain through a pointer nobody cast. */
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='d->skb' to='q'><key member='a'/></xin_move></transit></xflow></flows>",
+			"add <cast var=\"d\" struct=\"NAME\"/>");
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a)</pointcut>"
+			"<move from='d->skb' to='q'/></transit></xflow></flows>",
+			"a member chain names only a keyed handoff's object or request");
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='a->b->c->d->e->f' to='q'><key member='a'/></xin_move>"
+			"</transit></xflow></flows>",
+			"follows 5 pointers");
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='a->' to='q'><key member='a'/></xin_move></transit></xflow></flows>",
+			"is not a variable or member chain");
+	/* An xout's own key names: as many, with the same bits. */
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='p' to='q'><key member='a' bits='8'/></xin_move></transit>"
+			"<transit><pointcut>call(b) AND access(s.x)</pointcut>"
+			"<xout_move name='k' from='q' to='p'><key member='x' bits='16'/></xout_move></transit>"
+			"</xflow></flows>",
+			"do not match those of <xin_*> 'k'");
+	/* <sender> needs a keyed xin. */
+	wt_expect_error("<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+			"<xin_move name='k' from='p' to='q'><field name='a' offset='0' size='48'/></xin_move></transit>"
+			"<transit><pointcut>call(b) AND access(r.a)</pointcut>"
+			"<xout_move name='k' from='q' to='p'><sender domid='q->d'/></xout_move></transit>"
+			"</xflow></flows>",
+			"need a keyed <xin_*>");
+}
+
+/* A lone <key> of plain variables keeps the paper's form: the request
+ * declared with its struct, the member read as it is (no mask, no
+ * locals for chains). */
+Test(kernel_lang, a_lone_key_of_plain_variables_keeps_the_plain_form)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile("<flows><xflow name='f'><transit>"
+					  "<pointcut>call(a) AND access(netif_tx_request.id)</pointcut>"
+					  "<xin_move name='tx' from='skb' to='req'><key member='id'/></xin_move>"
+					  "</transit></xflow></flows>", &rc);
+	cr_assert_eq(rc, 0);
+	char *t = dump_of(u, false);
+	cr_expect(strstr(t, "struct netif_tx_request *req = *(void**)") != NULL, "%s", t);
+	cr_expect(strstr(t, "STORE_HANDOFF_OUT(f, req-&gt;id, id);") != NULL, "%s", t);
+	cr_expect(strstr(t, "xf_obj") == NULL, "%s", t);
+	free(t);
+	xflow_unit_free(u);
+}
