@@ -106,6 +106,8 @@ elfs=$(find "$x/install" -type f -perm -u+x)
 	die "the project needs libraries the image lacks: add their runtime packages to scripts/xenlab/packages"
 "$XL_DIR/domu-initrd.sh" "$img" "$x/install" "$x/domu.cpio.gz" || die "cannot assemble the domU's initramfs"
 cp "$XL_DIR/dom0-run.sh" "$XL_DIR/batch.awk" "$x/"
+# busybox for the phase C probe's ping (dom0's image has none).
+cp /bin/busybox "$x/" 2>/dev/null
 T_INSTALL=$(elapsed "$t")
 say "install: this build into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB, $T_INSTALL s"
 
