@@ -194,11 +194,13 @@ fi
 # hops.  It says what it found in a NOTE and never fails the run: the
 # domains' joined flows (netfront -> netback) are the next step.
 phase_c_probe() {
-	rm -f /run/k0.sock
+	# The agent listens only in a directory of its owner's, mode 0700.
+	mkdir -p -m 700 /run/xk
+	rm -f /run/xk/k0.sock
 	ip link set lo up 2>/dev/null
-	xflow-agent --backend kernel --domain linux0 --socket /run/k0.sock -v >/tmp/k0.log 2>&1 &
+	xflow-agent --backend kernel --domain linux0 --socket /run/xk/k0.sock -v >/tmp/k0.log 2>&1 &
 	kpid=$!
-	if ! wait_for 30 test -S /run/k0.sock; then
+	if ! wait_for 30 test -S /run/xk/k0.sock; then
 		note "C probe: the kernel agent did not start: $(tail -n 2 /tmp/k0.log | tr '\n' ' ')"
 		kill -KILL "$kpid" 2>/dev/null
 		cp /tmp/k0.log "$OUT/kagent.log"
@@ -207,7 +209,7 @@ phase_c_probe() {
 	# The verifier's work is slow under TCG: the monitor runs until the
 	# pings are done, then is stopped; its last table is the count.
 	timeout 240 xflowtop -b -d 2 -n 120 \
-		--collector "agent:socket=/run/k0.sock,flows=/usr/share/xflowtop/flows/kernel/net.xml" \
+		--collector "agent:socket=/run/xk/k0.sock,flows=/usr/share/xflowtop/flows/kernel/net.xml" \
 		>/tmp/kc.out 2>/tmp/kc.err &
 	tpid=$!
 	wait_for 150 grep -q 'placements installed' /tmp/k0.log
