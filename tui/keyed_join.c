@@ -101,6 +101,19 @@ static uint32_t entry_add(struct xft_kj *j, uint16_t kind, uint64_t key, enum si
 	return i;
 }
 
+/* The next entry of (@kind, @key) on the bucket chain from *@i, or NIL;
+ * *@i moves past it, so the caller may remove the entry it gets. */
+static uint32_t next_of_key(const struct xft_kj *j, uint32_t *i, uint16_t kind, uint64_t key)
+{
+	while (*i) {
+		uint32_t at = *i - 1;
+		*i = j->e[at].chain;
+		if (j->e[at].kind == kind && j->e[at].key == key)
+			return at;
+	}
+	return NIL;
+}
+
 static int in_accepts(const struct xft_kj_side *in, uint16_t out_domain)
 {
 	return out_domain != in->domain && (in->sender == 0 || in->sender == (uint32_t)out_domain + 1);
@@ -111,12 +124,8 @@ int xft_kj_out(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_k
 {
 	uint32_t same = NIL, other = NIL, in = NIL;
 	uint32_t i = j->bucket[bucket_of(j, kind, key)];
-	while (i) {
-		uint32_t at = i - 1;
+	for (uint32_t at; (at = next_of_key(j, &i, kind, key)) != NIL;) {
 		struct xft_kj_entry *e = &j->e[at];
-		i = e->chain;
-		if (e->kind != kind || e->key != key)
-			continue;
 		if (e->side == KJ_TOMB) {
 			j->st.conflicts++;
 			return -EEXIST;
@@ -180,12 +189,8 @@ int xft_kj_in_take(struct xft_kj *j, uint16_t kind, uint64_t key, const struct x
 {
 	uint32_t best = NIL;
 	uint32_t i = j->bucket[bucket_of(j, kind, key)];
-	while (i) {
-		uint32_t at = i - 1;
+	for (uint32_t at; (at = next_of_key(j, &i, kind, key)) != NIL;) {
 		struct xft_kj_entry *e = &j->e[at];
-		i = e->chain;
-		if (e->kind != kind || e->key != key)
-			continue;
 		if (e->side == KJ_TOMB) {
 			j->st.unmatched_in++;
 			return -EEXIST;
