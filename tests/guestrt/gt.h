@@ -130,12 +130,25 @@ struct gt_proc {
 	FILE *out; /* its stdout */
 };
 
-static inline void gt_start(struct gt_proc *p, const char *bin, const char *threads, const char *calls,
-			    const char *flags)
+/*
+ * Start bin with pipes on its stdin and stdout; @input (NULL: none) is in
+ * its stdin before it runs.  A line written later may find the fixture gone
+ * already (one that never reads exits whenever it is done), and a write
+ * into a pipe nobody reads raises SIGPIPE in this process; input known in
+ * advance is therefore written while this process still holds the read
+ * end, so no write can race the fixture's exit.
+ */
+static inline void gt_start_fed(struct gt_proc *p, const char *bin, const char *threads, const char *calls,
+				const char *flags, const char *input)
 {
 	int in[2], out[2];
 	cr_assert_eq(pipe(in), 0);
 	cr_assert_eq(pipe(out), 0);
+	if (input) {
+		/* A few bytes: far below the pipe's capacity, never blocks. */
+		size_t n = strlen(input);
+		cr_assert_eq(write(in[1], input, n), (ssize_t)n);
+	}
 	p->pid = fork();
 	if (p->pid == 0) {
 		dup2(in[0], 0);
@@ -149,6 +162,12 @@ static inline void gt_start(struct gt_proc *p, const char *bin, const char *thre
 	p->in = fdopen(in[1], "w");
 	p->out = fdopen(out[0], "r");
 	setvbuf(p->in, NULL, _IONBF, 0);
+}
+
+static inline void gt_start(struct gt_proc *p, const char *bin, const char *threads, const char *calls,
+			    const char *flags)
+{
+	gt_start_fed(p, bin, threads, calls, flags, NULL);
 }
 
 static inline void gt_line(struct gt_proc *p, char *buf, size_t len)
@@ -183,8 +202,8 @@ static inline void gt_reference(const char *bin, const char *threads, const char
 {
 	struct gt_proc p;
 	char line[256];
-	gt_start(&p, bin, threads, calls, flags);
-	fputs("go\ngo\n", p.in);
+	/* Both lines a fixture may wait for (w, e, j); most read none. */
+	gt_start_fed(&p, bin, threads, calls, flags, "go\ngo\n");
 	if (strchr(flags, 'w') || strchr(flags, 'j'))
 		gt_line(&p, line, sizeof(line));
 	int st = gt_finish(&p, buf, len);
