@@ -17,6 +17,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guestrt/hook.h"
@@ -175,9 +176,46 @@ static inline void gt_line(struct gt_proc *p, char *buf, size_t len)
 	cr_assert_not_null(fgets(buf, (int)len, p->out), "the fixture said nothing");
 }
 
+/*
+ * Write @s to the fixture's stdin: 0, or -errno (-EPIPE: the fixture is
+ * gone, nobody reads the pipe).  SIGPIPE is blocked around the write and
+ * the one it raised is taken back, so that a fixture that died fails the
+ * test with a message instead of ending it with a signal Criterion reports
+ * as a bare CRASH.
+ */
+static inline int gt_write_in(struct gt_proc *p, const char *s)
+{
+	sigset_t pipe_sig, old;
+	size_t n = strlen(s);
+	int rc = 0;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, &old);
+	ssize_t w = write(fileno(p->in), s, n);
+	if (w < 0)
+		rc = -errno;
+	else if ((size_t)w != n)
+		rc = -EIO;
+	if (rc == -EPIPE && !sigismember(&old, SIGPIPE)) {
+		/* Thread-directed, so it is pending here: take it. */
+		struct timespec now = {0, 0};
+		while (sigtimedwait(&pipe_sig, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 static inline void gt_send(struct gt_proc *p)
 {
-	fputs("go\n", p->in);
+	int rc = gt_write_in(p, "go\n");
+	siginfo_t si = {0};
+	char how[64] = "";
+	/* WNOWAIT: whoever reaps it (gt_finish, an engine) still can. */
+	if (rc == -EPIPE && waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+		snprintf(how, sizeof(how), " (it %s %d)",
+			 si.si_code == CLD_EXITED ? "exited with status" : "died of signal", si.si_status);
+	cr_assert_eq(rc, 0, "cannot send the fixture, pid %d, its line: %s%s", (int)p->pid, strerror(-rc), how);
 }
 
 /* The "out:" lines still to come, and the exit status. */
