@@ -17,6 +17,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guestrt/hook.h"
@@ -36,6 +37,9 @@ static inline void gt_need_ptrace(void)
 		pause();
 		_exit(0);
 	}
+	/* Never on with -1: kill(-1, SIGKILL) is every process we may signal.
+	 * (Not before the branch: the child must not report an assertion.) */
+	cr_assert(c > 0, "fork: %s", strerror(errno));
 	int ok = ptrace(PTRACE_SEIZE, c, 0, 0) == 0, err = errno;
 	kill(c, SIGKILL);
 	waitpid(c, NULL, __WALL);
@@ -130,12 +134,25 @@ struct gt_proc {
 	FILE *out; /* its stdout */
 };
 
-static inline void gt_start(struct gt_proc *p, const char *bin, const char *threads, const char *calls,
-			    const char *flags)
+/*
+ * Start bin with pipes on its stdin and stdout; @input (NULL: none) is in
+ * its stdin before it runs.  A line written later may find the fixture gone
+ * already (one that never reads exits whenever it is done), and a write
+ * into a pipe nobody reads raises SIGPIPE in this process; input known in
+ * advance is therefore written while this process still holds the read
+ * end, so no write can race the fixture's exit.
+ */
+static inline void gt_start_fed(struct gt_proc *p, const char *bin, const char *threads, const char *calls,
+				const char *flags, const char *input)
 {
 	int in[2], out[2];
 	cr_assert_eq(pipe(in), 0);
 	cr_assert_eq(pipe(out), 0);
+	if (input) {
+		/* A few bytes: far below the pipe's capacity, never blocks. */
+		size_t n = strlen(input);
+		cr_assert_eq(write(in[1], input, n), (ssize_t)n);
+	}
 	p->pid = fork();
 	if (p->pid == 0) {
 		dup2(in[0], 0);
@@ -151,14 +168,57 @@ static inline void gt_start(struct gt_proc *p, const char *bin, const char *thre
 	setvbuf(p->in, NULL, _IONBF, 0);
 }
 
+static inline void gt_start(struct gt_proc *p, const char *bin, const char *threads, const char *calls,
+			    const char *flags)
+{
+	gt_start_fed(p, bin, threads, calls, flags, NULL);
+}
+
 static inline void gt_line(struct gt_proc *p, char *buf, size_t len)
 {
 	cr_assert_not_null(fgets(buf, (int)len, p->out), "the fixture said nothing");
 }
 
+/*
+ * Write @s to the fixture's stdin: 0, or -errno (-EPIPE: the fixture is
+ * gone, nobody reads the pipe).  SIGPIPE is blocked around the write and
+ * the one it raised is taken back, so that a fixture that died fails the
+ * test with a message instead of ending it with a signal Criterion reports
+ * as a bare CRASH.
+ */
+static inline int gt_write_in(struct gt_proc *p, const char *s)
+{
+	sigset_t pipe_sig, old;
+	size_t n = strlen(s);
+	int rc = 0;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, &old);
+	ssize_t w = write(fileno(p->in), s, n);
+	if (w < 0)
+		rc = -errno;
+	else if ((size_t)w != n)
+		rc = -EIO;
+	if (rc == -EPIPE && !sigismember(&old, SIGPIPE)) {
+		/* Thread-directed, so it is pending here: take it. */
+		struct timespec now = {0, 0};
+		while (sigtimedwait(&pipe_sig, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 static inline void gt_send(struct gt_proc *p)
 {
-	fputs("go\n", p->in);
+	int rc = gt_write_in(p, "go\n");
+	siginfo_t si = {0};
+	char how[64] = "";
+	/* WNOWAIT: whoever reaps it (gt_finish, an engine) still can. */
+	if (rc == -EPIPE && waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+		snprintf(how, sizeof(how), " (it %s %d)",
+			 si.si_code == CLD_EXITED ? "exited with status" : "died of signal", si.si_status);
+	cr_assert_eq(rc, 0, "cannot send the fixture, pid %d, its line: %s%s", (int)p->pid, strerror(-rc), how);
 }
 
 /* The "out:" lines still to come, and the exit status. */
@@ -183,8 +243,8 @@ static inline void gt_reference(const char *bin, const char *threads, const char
 {
 	struct gt_proc p;
 	char line[256];
-	gt_start(&p, bin, threads, calls, flags);
-	fputs("go\ngo\n", p.in);
+	/* Both lines a fixture may wait for (w, e, j); most read none. */
+	gt_start_fed(&p, bin, threads, calls, flags, "go\ngo\n");
 	if (strchr(flags, 'w') || strchr(flags, 'j'))
 		gt_line(&p, line, sizeof(line));
 	int st = gt_finish(&p, buf, len);
