@@ -19,6 +19,7 @@
 #include "guestrt/agent.h"
 #include "guestrt/hook.h"
 #include "guestrt/interp.h"
+#include "guestrt/kernel_name.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 #include "xflow/flowid.h"
@@ -1135,13 +1136,24 @@ static void monitor_greet(struct agent *a)
 		h->ring_offer = XFLOW_CTL_RING_VCHAN;
 		h->nslots = XFLOW_XEN_REC_RING / XFLOW_RECORD_SIZE;
 		h->region_size = XFLOW_XEN_REC_RING;
-		if (a->clock.kind != XFLOW_CLOCK_TSC)
-			h->base_ns = xflow_monotonic_ns(); /* the guest's clock now */
 	}
 	fill_targets(a, tv, &h->ntargets);
 	h->targets = tv;
+	/* A kernel agent's domain is planned with its own modules and
+	 * refused when the monitor's kernel is another release. */
+	struct agent_kernel_name kn = { 0 };
+	if (a->o.backend == XFLOW_AGENT_KERNEL && agent_kernel_name_read(&kn, NULL) == 0) {
+		h->kernel_release = kn.release;
+		h->nmodules = kn.nmods;
+		h->modules = kn.modv;
+		if (kn.left_out)
+			logf_(a, 0, "%u module name(s) of /sys/kernel/btf left out of the HELLO", kn.left_out);
+	}
+	if (a->xen && a->clock.kind != XFLOW_CLOCK_TSC)
+		h->base_ns = xflow_monotonic_ns(); /* the guest's clock now */
 	int fds[2] = { a->shm.fd, a->notifier.fd };
 	int rc = xflow_ctl_send(&a->conn, &m, fds, a->xen ? 0 : 2, 2000);
+	agent_kernel_name_fini(&kn);
 	free(tv);
 	if (rc) {
 		logf_(a, 0, "cannot greet the monitor: %s", strerror(-rc));
