@@ -36,6 +36,7 @@
 
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
+#include "collectors/guest_clock.h"
 #include "collectors/xen_discover.h"
 #include "weaver/joinpoint.h"
 #include "weaver/kbtf.h"
@@ -87,6 +88,8 @@ struct peer {
 	char tag[64];
 	int64_t offset_ns;       /* added to its times: its clock onto ours */
 	bool offset_checked;
+	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
+	const char *clock_how;   /* over Xen: how offset_ns was found, for its source */
 	bool connected;   /* the control socket is up */
 	bool ring_ok;     /* the ring is mapped and readable */
 	bool gone;
@@ -674,6 +677,9 @@ static void xen_found(void *ctx, const struct xen_offer *o)
 	xflow_ctl_conn_init_vchan(&p->conn, v);
 	p->connected = true;
 	p->state = PEER_HELLO;
+	/* The agent greets once it sees us connected: its HELLO left after
+	 * this, which bounds the latency its TSC anchor may claim. */
+	p->since_ns = xflow_monotonic_ns();
 	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
 	c->peers[c->npeers++] = p;
@@ -734,8 +740,19 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	peer_take_hello(p, h);
 	agent_clock_from_hello(&p->agent_clock, h);
 	p->conv = h->clock == (uint16_t)c->clock.kind ? &c->clock : &p->agent_clock;
-	if (h->clock == XFLOW_CLOCK_MONOTONIC && h->base_ns)
-		p->offset_ns = (int64_t)(xflow_monotonic_ns() - h->base_ns);
+	if (h->clock == XFLOW_CLOCK_MONOTONIC && h->base_ns) {
+		struct guest_clock_in in = { .tsc_hz = h->tsc_hz, .base_tick = h->base_tick, .base_ns = h->base_ns,
+					     .since_ns = p->since_ns };
+		xflow_clock_pair(&in.now_tick, &in.now_ns);
+		/* Our TSC is trusted where our own records use it only. */
+		if (c->clock.kind != XFLOW_CLOCK_TSC)
+			in.tsc_hz = 0;
+		char cwhy[240];
+		enum guest_clock_how how = guest_clock_offset(&in, &p->offset_ns, cwhy, sizeof(cwhy));
+		if (how == GUEST_CLOCK_TSC_REFUSED)
+			set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, cwhy);
+		p->clock_how = how == GUEST_CLOCK_TSC ? "clock by TSC anchor" : "clock by HELLO arrival";
+	}
 	xflow_ctl_msg_free(m);
 	m = NULL;
 	char path[128];
@@ -789,8 +806,8 @@ static void xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
 		return;
 	}
 	p->state = PEER_LIVE;
-	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u", p->agent_pid,
-		 (unsigned)p->domid);
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u%s%s", p->agent_pid,
+		 (unsigned)p->domid, p->clock_how ? ", " : "", p->clock_how ? p->clock_how : "");
 	/* Aspects switched off before this agent came: off here too. */
 	for (uint32_t i = 0; i < c->naspects; i++) {
 		if (c->aspects[i].enabled)

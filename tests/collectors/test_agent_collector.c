@@ -414,3 +414,32 @@ Test(agent_collector, a_kernel_agent_is_planned_with_its_modules, .timeout = 60)
 	reap(a);
 	jpf_tmp_free(dir);
 }
+
+/* A local agent shares our CLOCK_MONOTONIC: its times are taken as they
+ * are, whatever TSC anchor its HELLO carries (here one that is wrong by
+ * ten seconds), never moved by the HELLO's latency. */
+Test(agent_collector, a_local_monotonic_agent_keeps_its_times, .timeout = 60)
+{
+	char flows[160], s1[160], opts[600], err[1024];
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
+	snprintf(s1, sizeof(s1), "%s/m/1.sock", gt_dir);
+	xflow_clock_pair(&fake_base_tick, &fake_base_ns);
+	fake_tsc_hz = 1000000000u;
+	fake_base_ns -= 10000000000ull;
+	pid_t a = fake_agent(s1, bin, 1, FAKE_GOOD);
+	fake_tsc_hz = fake_base_tick = fake_base_ns = 0;
+	snprintf(opts, sizeof(opts), "socket=%s,flows=%s,timeout=10000", s1, flows);
+	struct xflow_collector *c;
+	cr_assert_eq(xflow_collector_agent.open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	memset(nrec, 0, sizeof(nrec));
+	max_shift = 0;
+	uint64_t end = xflow_monotonic_ns() + 1000000000u;
+	while (xflow_monotonic_ns() < end && nrec[1] < 10) {
+		xflow_collector_agent.read(c, xflow_monotonic_ns(), emit, NULL, 100);
+		usleep(10000);
+	}
+	cr_expect_eq(nrec[1], 10);
+	cr_expect_eq(max_shift, 0, "times moved by %lld ns", (long long)max_shift);
+	xflow_collector_agent.close(c);
+	reap(a);
+}
