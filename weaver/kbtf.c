@@ -30,7 +30,9 @@ struct kbtf_skip {
 
 struct jp_kbtf {
 	struct btf *btf;             /* vmlinux */
-	struct kbtf_mod *mods;
+	/* One allocation each: jp_kbtf_func() hands out their names, which
+	 * must outlive the table growing when loaded modules are scanned. */
+	struct kbtf_mod **mods;
 	unsigned nmods, capmods;
 	struct kbtf_skip *skips;
 	unsigned nskips;
@@ -63,7 +65,7 @@ static void mod_name(char *out, size_t len, const char *s, size_t n)
 static bool have_mod(const struct jp_kbtf *k, const char *name)
 {
 	for (unsigned i = 0; i < k->nmods; i++)
-		if (strcmp(k->mods[i].name, name) == 0)
+		if (strcmp(k->mods[i]->name, name) == 0)
 			return true;
 	return false;
 }
@@ -95,7 +97,7 @@ static int add_mod(struct jp_kbtf *k, const char *name, const char *path, struct
 		return 0;
 	if (k->nmods == k->capmods) {
 		unsigned cap = k->capmods ? 2 * k->capmods : 16;
-		struct kbtf_mod *v = realloc(k->mods, cap * sizeof(*v));
+		struct kbtf_mod **v = realloc(k->mods, cap * sizeof(*v));
 		if (!v) {
 			snprintf(err->msg, sizeof(err->msg), "%s: no memory for module %s", k->path, name);
 			return -ENOMEM;
@@ -110,8 +112,15 @@ static int add_mod(struct jp_kbtf *k, const char *name, const char *path, struct
 			 "CONFIG_DEBUG_INFO_BTF_MODULES, or for another kernel than %s)", name, path, strerror(-rc), k->path);
 		return rc ? rc : -EINVAL;
 	}
-	snprintf(k->mods[k->nmods].name, sizeof(k->mods[k->nmods].name), "%s", name);
-	k->mods[k->nmods++].btf = m;
+	struct kbtf_mod *km = calloc(1, sizeof(*km));
+	if (!km) {
+		btf__free(m);
+		snprintf(err->msg, sizeof(err->msg), "%s: no memory for module %s", k->path, name);
+		return -ENOMEM;
+	}
+	snprintf(km->name, sizeof(km->name), "%s", name);
+	km->btf = m;
+	k->mods[k->nmods++] = km;
 	return 0;
 }
 
@@ -283,8 +292,10 @@ void jp_kbtf_free(struct jp_kbtf *k)
 {
 	if (!k)
 		return;
-	for (unsigned i = 0; i < k->nmods; i++)
-		btf__free(k->mods[i].btf);
+	for (unsigned i = 0; i < k->nmods; i++) {
+		btf__free(k->mods[i]->btf);
+		free(k->mods[i]);
+	}
 	btf__free(k->btf);
 	free(k->mods);
 	free(k->skips);
@@ -301,10 +312,10 @@ static struct btf *find_in(struct jp_kbtf *k, const char *name, int kind, int *i
 		return k->btf;
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned i = 0; i < k->nmods; i++) {
-			*id = btf__find_by_name_kind(k->mods[i].btf, name, kind);
+			*id = btf__find_by_name_kind(k->mods[i]->btf, name, kind);
 			if (*id > 0) {
-				*mod = k->mods[i].name;
-				return k->mods[i].btf;
+				*mod = k->mods[i]->name;
+				return k->mods[i]->btf;
 			}
 		}
 		if (pass || !k->running || k->scanned)
@@ -326,7 +337,7 @@ static const char *searched(const struct jp_kbtf *k, char *buf, size_t len)
 	if (k->nmods > 8)
 		n = snprintf(buf, len, " nor in its %u modules'", k->nmods);
 	for (unsigned i = 0; k->nmods <= 8 && i < k->nmods && n >= 0 && (size_t)n < len; i++)
-		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : " nor in modules ", k->mods[i].name);
+		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : " nor in modules ", k->mods[i]->name);
 	/* The domain's modules this machine could not give: the name may be
 	 * in one of them. */
 	for (unsigned i = 0; i < k->nskips && n >= 0 && (size_t)n < len; i++)
