@@ -388,9 +388,12 @@ static int kernel_spec(struct acoll *c, const struct peer *p, char **out)
 	const char *base = given ? given : p->exe;
 	if (!given && p->krelease[0]) {
 		struct utsname un;
-		if (uname(&un) != 0 || strcmp(un.release, p->krelease) != 0) {
-			set_err(c, "cannot weave domain %s (%s): it runs kernel %s, this machine %s; give its BTF: "
-				   "bin=%s:kernel:PATH", p->domain, p->exe, p->krelease, un.release, p->domain);
+		if (uname(&un) != 0)
+			snprintf(un.release, sizeof(un.release), "unknown (uname: %s)", strerror(errno));
+		if (strcmp(un.release, p->krelease) != 0) {
+			/* The releases first: a Xen peer's source shows 120 bytes. */
+			set_err(c, "cannot weave domain %s: it runs kernel %s, this machine %s; give its BTF: "
+				   "bin=%s:kernel:PATH", p->domain, p->krelease, un.release, p->domain);
 			return -EINVAL;
 		}
 		base = JP_KBTF_PREFIX JP_KBTF_DEFAULT;
