@@ -31,12 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
+#include "collectors/guest_clock.h"
 #include "collectors/xen_discover.h"
 #include "weaver/joinpoint.h"
+#include "weaver/kbtf.h"
 #include "weaver/unit.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
@@ -85,6 +88,8 @@ struct peer {
 	char tag[64];
 	int64_t offset_ns;       /* added to its times: its clock onto ours */
 	bool offset_checked;
+	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
+	const char *clock_how;   /* over Xen: how offset_ns was found, for its source */
 	bool connected;   /* the control socket is up */
 	bool ring_ok;     /* the ring is mapped and readable */
 	bool gone;
@@ -92,6 +97,10 @@ struct peer {
 	char domain[64];
 	uint32_t agent_pid;
 	char exe[PATH_MAX];
+	/* A kernel agent's kernel, from its HELLO: its release ("" when it
+	 * did not say) and its modules as kernel:...+?NAME items. */
+	char krelease[65];
+	char *kmods;
 	uint32_t ntargets;
 	struct xflow_shm shm;
 	struct xflow_eventfd_notifier nt;
@@ -190,6 +199,7 @@ static void peer_free(struct peer *p)
 	xflow_shm_release(&p->shm);
 	free(p->adv);
 	free(p->trap);
+	free(p->kmods);
 	free(p);
 }
 
@@ -227,6 +237,23 @@ static void peer_take_hello(struct peer *p, const struct xflow_ctl_hello *h)
 			p->exe[n > 0 ? n : 0] = 0;
 		}
 	}
+	/* The decoder let through only names of [A-Za-z0-9_-]: nothing in
+	 * them reads as a path or another item of the spec. */
+	p->krelease[0] = 0;
+	free(p->kmods);
+	p->kmods = NULL;
+	if (!jp_kbtf_is_kernel(p->exe) || !h->kernel_release || !h->kernel_release[0])
+		return;
+	snprintf(p->krelease, sizeof(p->krelease), "%s", h->kernel_release);
+	size_t len = 1;
+	for (uint32_t i = 0; i < h->nmodules; i++)
+		len += strlen(h->modules[i]) + 2;
+	if (!(p->kmods = malloc(len)))
+		return;
+	char *w = p->kmods;
+	*w = 0;
+	for (uint32_t i = 0; i < h->nmodules; i++)
+		w += sprintf(w, "+?%s", h->modules[i]);
 }
 
 /* Connect and take the HELLO and its ring. */
@@ -310,6 +337,9 @@ static bool in_aspect(const struct acoll *c, const struct aspect *a, uint32_t i)
 struct plan_diags {
 	struct acoll *c;
 	char first_error[768];
+	/* Said of the domain, not of an advice (a module skipped). */
+	char first_warning[512];
+	unsigned domain_warnings;
 };
 
 static void plan_diag(void *ctx, const struct jp_plan_diag *d)
@@ -321,6 +351,8 @@ static void plan_diag(void *ctx, const struct jp_plan_diag *d)
 			snprintf(pd->first_error, sizeof(pd->first_error), "%s: %s", d->where, d->msg);
 		return;
 	}
+	if (d->advice < 0 && !pd->domain_warnings++)
+		snprintf(pd->first_warning, sizeof(pd->first_warning), "%s", d->msg);
 	for (unsigned i = 0; d->advice >= 0 && i < c->naspects; i++) {
 		struct aspect *a = &c->aspects[i];
 		if (in_aspect(c, a, (uint32_t)d->advice) && !a->warnings++)
@@ -328,20 +360,74 @@ static void plan_diag(void *ctx, const struct jp_plan_diag *d)
 	}
 }
 
+/* Domain @dom's binaries given with bin=: the @i-th, or NULL. */
+static const char *bin_of(const struct acoll *c, const char *dom, unsigned *i)
+{
+	size_t dl = strlen(dom);
+	for (; *i < c->nbins; ++*i)
+		if (!strncmp(c->bins[*i], dom, dl) && c->bins[*i][dl] == ':')
+			return c->bins[(*i)++] + dl + 1;
+	return NULL;
+}
+
+/*
+ * What a kernel agent's domain is planned with (*out, malloc'd): a kernel
+ * given with bin=DOM:kernel:... as given; else, when the agent named its
+ * release, this machine's vmlinux if it runs that release (refused
+ * otherwise: another release's struct offsets would be silently wrong);
+ * plus, either way, the agent's modules, each skipped when this machine
+ * has no BTF for it.  An agent that did not name its kernel gets kernel:
+ * as it said.  0, or -EINVAL with the error set.
+ */
+static int kernel_spec(struct acoll *c, const struct peer *p, char **out)
+{
+	const char *given = NULL, *b;
+	for (unsigned i = 0; (b = bin_of(c, p->domain, &i));)
+		if (jp_kbtf_is_kernel(b))
+			given = b;
+	const char *base = given ? given : p->exe;
+	if (!given && p->krelease[0]) {
+		struct utsname un;
+		if (uname(&un) != 0)
+			snprintf(un.release, sizeof(un.release), "unknown (uname: %s)", strerror(errno));
+		if (strcmp(un.release, p->krelease) != 0) {
+			/* The releases first: a Xen peer's source shows 120 bytes. */
+			set_err(c, "cannot weave domain %s: it runs kernel %s, this machine %s; give its BTF: "
+				   "bin=%s:kernel:PATH", p->domain, p->krelease, un.release, p->domain);
+			return -EINVAL;
+		}
+		base = JP_KBTF_PREFIX JP_KBTF_DEFAULT;
+	}
+	const char *mods = p->krelease[0] && p->kmods ? p->kmods : "";
+	size_t n = strlen(base) + strlen(mods) + 1;
+	if (!(*out = malloc(n)))
+		return -ENOMEM;
+	snprintf(*out, n, "%s%s", base, mods);
+	return 0;
+}
+
 static struct plan_cache *plan_for(struct acoll *c, struct peer *p)
 {
-	for (unsigned i = 0; i < c->ncache; i++)
-		if (!strcmp(c->cache[i].domain, p->domain) && !strcmp(c->cache[i].exe, p->exe))
-			return &c->cache[i];
-	if (c->ncache == MAX_PEERS)
+	char *kspec = NULL;
+	if (jp_kbtf_is_kernel(p->exe) && kernel_spec(c, p, &kspec))
 		return NULL;
-	const char *bins[MAX_LIST + 1];
+	/* The cache is keyed by what is planned: kernels of one release with
+	 * the same modules share a plan. */
+	const char *exe = kspec ? kspec : p->exe;
+	struct plan_cache *pc = NULL;
+	for (unsigned i = 0; i < c->ncache && !pc; i++)
+		if (!strcmp(c->cache[i].domain, p->domain) && !strcmp(c->cache[i].exe, exe))
+			pc = &c->cache[i];
+	if (pc || c->ncache == MAX_PEERS) {
+		free(kspec);
+		return pc;
+	}
+	const char *bins[MAX_LIST + 2];
 	size_t nb = 0;
-	bins[nb++] = p->exe;
-	size_t dl = strlen(p->domain);
-	for (unsigned i = 0; i < c->nbins; i++)
-		if (!strncmp(c->bins[i], p->domain, dl) && c->bins[i][dl] == ':')
-			bins[nb++] = c->bins[i] + dl + 1;
+	bins[nb++] = exe;
+	for (unsigned i = 0; (bins[nb] = bin_of(c, p->domain, &i));)
+		if (!kspec || !jp_kbtf_is_kernel(bins[nb]))
+			nb++;
 	struct jp_domain_spec spec = { p->domain, bins, nb };
 	struct plan_diags pd = { .c = c };
 	struct jp_plan_opts o = { .on_diag = plan_diag, .diag_ctx = &pd };
@@ -351,9 +437,14 @@ static struct plan_cache *plan_for(struct acoll *c, struct peer *p)
 		set_err(c, "cannot weave domain %s (%s): %s", p->domain, p->exe,
 			pd.first_error[0] ? pd.first_error : strerror(-rc));
 		xflow_plan_free(plan);
+		free(kspec);
 		return NULL;
 	}
-	struct plan_cache *pc = &c->cache[c->ncache];
+	/* A module skipped, said once: the plan goes on without it. */
+	if (pd.first_warning[0])
+		set_err(c, "agent of %s/%u: %s%s", p->domain, (unsigned)p->domid, pd.first_warning,
+			pd.domain_warnings > 1 ? " (and more such)" : "");
+	pc = &c->cache[c->ncache];
 	char why[256];
 	if ((rc = xflow_plan_write(plan, &pc->buf, &pc->len, why, sizeof(why)))) {
 		set_err(c, "cannot write the plan of %s: %s", p->domain, why);
@@ -362,7 +453,7 @@ static struct plan_cache *plan_for(struct acoll *c, struct peer *p)
 	}
 	pc->plan = plan;
 	pc->domain = strdup(p->domain);
-	pc->exe = strdup(p->exe);
+	pc->exe = kspec ? kspec : strdup(p->exe);
 	const struct xflow_plan_domain *d = &plan->domains[0];
 	pc->what = calloc(d->nsites + 1, sizeof(*pc->what));
 	if (!pc->domain || !pc->exe || !pc->what) {
@@ -589,6 +680,9 @@ static void xen_found(void *ctx, const struct xen_offer *o)
 	xflow_ctl_conn_init_vchan(&p->conn, v);
 	p->connected = true;
 	p->state = PEER_HELLO;
+	/* The agent greets once it sees us connected: its HELLO left after
+	 * this, which bounds the latency its TSC anchor may claim. */
+	p->since_ns = xflow_monotonic_ns();
 	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
 	c->peers[c->npeers++] = p;
@@ -649,8 +743,19 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	peer_take_hello(p, h);
 	agent_clock_from_hello(&p->agent_clock, h);
 	p->conv = h->clock == (uint16_t)c->clock.kind ? &c->clock : &p->agent_clock;
-	if (h->clock == XFLOW_CLOCK_MONOTONIC && h->base_ns)
-		p->offset_ns = (int64_t)(xflow_monotonic_ns() - h->base_ns);
+	if (h->clock == XFLOW_CLOCK_MONOTONIC && h->base_ns) {
+		struct guest_clock_in in = { .tsc_hz = h->tsc_hz, .base_tick = h->base_tick, .base_ns = h->base_ns,
+					     .since_ns = p->since_ns };
+		xflow_clock_pair(&in.now_tick, &in.now_ns);
+		/* Our TSC is trusted where our own records use it only. */
+		if (c->clock.kind != XFLOW_CLOCK_TSC)
+			in.tsc_hz = 0;
+		char cwhy[240];
+		enum guest_clock_how how = guest_clock_offset(&in, &p->offset_ns, cwhy, sizeof(cwhy));
+		if (how == GUEST_CLOCK_TSC_REFUSED)
+			set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, cwhy);
+		p->clock_how = how == GUEST_CLOCK_TSC ? "clock by TSC anchor" : "clock by HELLO arrival";
+	}
 	xflow_ctl_msg_free(m);
 	m = NULL;
 	char path[128];
@@ -704,8 +809,8 @@ static void xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
 		return;
 	}
 	p->state = PEER_LIVE;
-	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u", p->agent_pid,
-		 (unsigned)p->domid);
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u%s%s", p->agent_pid,
+		 (unsigned)p->domid, p->clock_how ? ", " : "", p->clock_how ? p->clock_how : "");
 	/* Aspects switched off before this agent came: off here too. */
 	for (uint32_t i = 0; i < c->naspects; i++) {
 		if (c->aspects[i].enabled)

@@ -19,11 +19,9 @@ int xflow_tsc_invariant(void)
 	return (d >> 8) & 1; /* "Invariant TSC" */
 }
 
-/*
- * One (tsc, ns) pair, with the clock_gettime bracketed by two TSC reads;
- * the narrowest bracket of a few tries puts the pair within tens of ns.
- */
-static void paired_sample(uint64_t *tsc, uint64_t *ns)
+/* The narrowest bracket of a few tries puts the pair within tens of ns:
+ * a try that was interrupted or migrated shows as a wide bracket. */
+void xflow_clock_pair(uint64_t *tsc, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 8; i++) {
@@ -60,9 +58,9 @@ int xflow_clock_init(struct xflow_clock *c, unsigned flags)
 	}
 
 	uint64_t t0, n0, t1, n1;
-	paired_sample(&t0, &n0);
+	xflow_clock_pair(&t0, &n0);
 	do {
-		paired_sample(&t1, &n1);
+		xflow_clock_pair(&t1, &n1);
 	} while (n1 - n0 < CALIBRATION_NS);
 	if (t1 <= t0) {
 		use_monotonic(c, "the TSC did not advance during calibration");

@@ -9,7 +9,9 @@
  * allocate more than that: counts are checked against what is left of the
  * payload before anything is carved.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +187,17 @@ int xflow_ctl_encode(const struct xflow_ctl_msg *m, void **out, size_t *len)
 		w_u32(&w, h->nslots);
 		w_u64(&w, h->region_size);
 		w_targets(&w, h->ntargets, h->targets);
+		w_str(&w, h->kernel_release);
+		if (h->nmodules > XFLOW_CTL_MAX_MODULES || (h->nmodules && !h->modules))
+			w.err = w.err ? w.err : -EINVAL;
+		w_u32(&w, h->nmodules);
+		for (uint32_t i = 0; i < h->nmodules && !w.err; i++) {
+			if (!xflow_ctl_module_name_ok(h->modules[i]))
+				w.err = -EINVAL;
+			w_str(&w, h->modules[i]);
+		}
+		if (h->kernel_release && !xflow_ctl_release_ok(h->kernel_release))
+			w.err = w.err ? w.err : -EINVAL;
 		break;
 	}
 	case XFLOW_CTL_PLAN_LOAD:
@@ -358,6 +371,45 @@ static const struct xflow_ctl_target *r_targets(struct rbuf *r, uint32_t *nout)
 	return t;
 }
 
+/* Module names end up in the monitor's kernel:... BTF spec (weaver/kbtf.h),
+ * where '+', '/' and '?' mean something: only what the kernel's names use. */
+bool xflow_ctl_module_name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > XFLOW_CTL_MAX_MODNAME)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return false;
+	return true;
+}
+
+bool xflow_ctl_release_ok(const char *s)
+{
+	for (; s && *s; s++)
+		if (*s <= ' ' || *s > '~' || *s == '/')
+			return false;
+	return true;
+}
+
+static const char *const *r_modules(struct rbuf *r, uint32_t *nout)
+{
+	uint32_t n = r_count(r, XFLOW_CTL_MAX_MODULES, 3, "hello module count");
+	*nout = 0;
+	if (r->why || n == 0)
+		return NULL;
+	const char **v = r_alloc(r, n * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < n && !r->why; i++) {
+		v[i] = r_str(r, "hello module name");
+		if (!r->why && !xflow_ctl_module_name_ok(v[i]))
+			r->why = "hello module name empty, too long or not [A-Za-z0-9_-]";
+	}
+	*nout = n;
+	return v;
+}
+
 static void r_reply(struct rbuf *r, struct xflow_ctl_reply *rp)
 {
 	rp->req_seq = r_u32(r, "reply req_seq");
@@ -517,9 +569,13 @@ int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 		h->nslots = r_u32(&r, "hello slots");
 		h->region_size = r_u64(&r, "hello region size");
 		h->targets = r_targets(&r, &h->ntargets);
+		h->kernel_release = r_str(&r, "hello kernel release");
+		h->modules = r_modules(&r, &h->nmodules);
 		if (r.why)
 			break;
-		if (!h->domain || !h->domain[0])
+		if (!xflow_ctl_release_ok(h->kernel_release))
+			r.why = "hello kernel release not printable, or with a space or '/'";
+		else if (!h->domain || !h->domain[0])
 			r.why = "hello without a domain name";
 		else if (h->clock != 1 && h->clock != 2)
 			r.why = "hello clock unknown";

@@ -19,6 +19,7 @@
 #include "guestrt/agent.h"
 #include "guestrt/hook.h"
 #include "guestrt/interp.h"
+#include "guestrt/kernel_name.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 #include "xflow/flowid.h"
@@ -78,6 +79,9 @@ struct agent {
 	bool spawned_held;   /* a spawned target waits for the first plan */
 	/* The ring. */
 	struct xflow_clock clock;
+	/* A CLOCK_MONOTONIC ring's TSC anchor: the TSC's rate, or 0 when
+	 * there is no usable TSC (or XFLOW_CLOCK=monotonic). */
+	uint64_t anchor_hz;
 	struct xflow_shm shm;
 	struct xflow_eventfd_notifier notifier;
 	struct xflow_ring_producer prod;
@@ -1135,13 +1139,33 @@ static void monitor_greet(struct agent *a)
 		h->ring_offer = XFLOW_CTL_RING_VCHAN;
 		h->nslots = XFLOW_XEN_REC_RING / XFLOW_RECORD_SIZE;
 		h->region_size = XFLOW_XEN_REC_RING;
-		if (a->clock.kind != XFLOW_CLOCK_TSC)
-			h->base_ns = xflow_monotonic_ns(); /* the guest's clock now */
 	}
 	fill_targets(a, tv, &h->ntargets);
 	h->targets = tv;
+	/* A kernel agent's domain is planned with its own modules and
+	 * refused when the monitor's kernel is another release. */
+	struct agent_kernel_name kn = { 0 };
+	if (a->o.backend == XFLOW_AGENT_KERNEL && agent_kernel_name_read(&kn, NULL) == 0) {
+		h->kernel_release = kn.release;
+		h->nmodules = kn.nmods;
+		h->modules = kn.modv;
+		if (kn.left_out)
+			logf_(a, 0, "%u module name(s) of /sys/kernel/btf left out of the HELLO", kn.left_out);
+	}
+	if (a->clock.kind != XFLOW_CLOCK_TSC) {
+		/* Our clock now, last thing before sending (the Xen monitor
+		 * takes its arrival for our offset); with a TSC, the TSC read
+		 * with it, which lets the monitor scale away the latency. */
+		if (a->anchor_hz) {
+			xflow_clock_pair(&h->base_tick, &h->base_ns);
+			h->tsc_hz = a->anchor_hz;
+		} else if (a->xen) {
+			h->base_ns = xflow_monotonic_ns();
+		}
+	}
 	int fds[2] = { a->shm.fd, a->notifier.fd };
 	int rc = xflow_ctl_send(&a->conn, &m, fds, a->xen ? 0 : 2, 2000);
+	agent_kernel_name_fini(&kn);
 	free(tv);
 	if (rc) {
 		logf_(a, 0, "cannot greet the monitor: %s", strerror(-rc));
@@ -1321,6 +1345,15 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 	/* BPF programs stamp records with bpf_ktime_get_ns(): the ring then
 	 * counts CLOCK_MONOTONIC, whatever the TSC could do. */
 	xflow_clock_init(&a->clock, o->backend == XFLOW_AGENT_KERNEL ? XFLOW_CLOCK_FORCE_MONOTONIC : 0);
+	if (a->clock.kind == XFLOW_CLOCK_MONOTONIC) {
+		/* Still, a TSC shared with the monitor (other domains under
+		 * Xen) places our clock on its own to a microsecond, where the
+		 * HELLO's arrival is milliseconds late: its rate for the anchor. */
+		struct xflow_clock tsc;
+		xflow_clock_init(&tsc, 0);
+		a->anchor_hz = tsc.kind == XFLOW_CLOCK_TSC ? tsc.tsc_hz : 0;
+		logf_(a, 1, "clock anchor: %s", tsc.why);
+	}
 	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, a->ring_slots);
 	if ((rc = xflow_shm_create("xflow-agent-ring", size, &a->shm)) ||
 	    (rc = xflow_eventfd_notifier_init(&a->notifier, -1)) || (rc = ring_reset(a))) {

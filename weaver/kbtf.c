@@ -15,18 +15,29 @@
 
 #include <bpf/btf.h>
 
-#define KBTF_MAX_MODS 32
-
 /* A kernel's BTF: vmlinux's, and the split BTF of the modules searched
  * after it (a function or struct not in vmlinux is in a module). */
+struct kbtf_mod {
+	char name[64];
+	struct btf *btf;             /* split on vmlinux */
+};
+
+/* A module named with "?" that this machine could not give, and why. */
+struct kbtf_skip {
+	char name[64];
+	char why[200];
+};
+
 struct jp_kbtf {
 	struct btf *btf;             /* vmlinux */
-	struct {
-		char name[64];
-		struct btf *btf;     /* split on vmlinux */
-	} mods[KBTF_MAX_MODS];
-	unsigned nmods;
+	/* One allocation each: jp_kbtf_func() hands out their names, which
+	 * must outlive the table growing when loaded modules are scanned. */
+	struct kbtf_mod **mods;
+	unsigned nmods, capmods;
+	struct kbtf_skip *skips;
+	unsigned nskips;
 	bool running;                /* kernel: — loaded modules are searched too */
+	bool here;                   /* this machine's running kernel's vmlinux */
 	bool scanned;                /* /sys/kernel/btf read */
 	char path[256];
 	char moddir[256];
@@ -54,18 +65,45 @@ static void mod_name(char *out, size_t len, const char *s, size_t n)
 static bool have_mod(const struct jp_kbtf *k, const char *name)
 {
 	for (unsigned i = 0; i < k->nmods; i++)
-		if (strcmp(k->mods[i].name, name) == 0)
+		if (strcmp(k->mods[i]->name, name) == 0)
 			return true;
 	return false;
+}
+
+unsigned jp_kbtf_skipped(const struct jp_kbtf *k, unsigned i, const char **name, const char **why)
+{
+	if (i >= k->nskips)
+		return k->nskips;
+	*name = k->skips[i].name;
+	*why = k->skips[i].why;
+	return k->nskips;
+}
+
+static int skip_mod(struct jp_kbtf *k, const char *name, const char *why)
+{
+	struct kbtf_skip *v = realloc(k->skips, (k->nskips + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	k->skips = v;
+	snprintf(v[k->nskips].name, sizeof(v[k->nskips].name), "%s", name);
+	snprintf(v[k->nskips].why, sizeof(v[k->nskips].why), "%s", why);
+	k->nskips++;
+	return 0;
 }
 
 static int add_mod(struct jp_kbtf *k, const char *name, const char *path, struct jp_err *err)
 {
 	if (have_mod(k, name))
 		return 0;
-	if (k->nmods == KBTF_MAX_MODS) {
-		snprintf(err->msg, sizeof(err->msg), "%s: more than %u modules", k->path, KBTF_MAX_MODS);
-		return -E2BIG;
+	if (k->nmods == k->capmods) {
+		unsigned cap = k->capmods ? 2 * k->capmods : 16;
+		struct kbtf_mod **v = realloc(k->mods, cap * sizeof(*v));
+		if (!v) {
+			snprintf(err->msg, sizeof(err->msg), "%s: no memory for module %s", k->path, name);
+			return -ENOMEM;
+		}
+		k->mods = v;
+		k->capmods = cap;
 	}
 	struct btf *m = btf__parse_split(path, k->btf);
 	if (!m) {
@@ -74,8 +112,15 @@ static int add_mod(struct jp_kbtf *k, const char *name, const char *path, struct
 			 "CONFIG_DEBUG_INFO_BTF_MODULES, or for another kernel than %s)", name, path, strerror(-rc), k->path);
 		return rc ? rc : -EINVAL;
 	}
-	snprintf(k->mods[k->nmods].name, sizeof(k->mods[k->nmods].name), "%s", name);
-	k->mods[k->nmods++].btf = m;
+	struct kbtf_mod *km = calloc(1, sizeof(*km));
+	if (!km) {
+		btf__free(m);
+		snprintf(err->msg, sizeof(err->msg), "%s: no memory for module %s", k->path, name);
+		return -ENOMEM;
+	}
+	snprintf(km->name, sizeof(km->name), "%s", name);
+	km->btf = m;
+	k->mods[k->nmods++] = km;
 	return 0;
 }
 
@@ -145,14 +190,43 @@ static void scan_loaded(struct jp_kbtf *k)
 	closedir(d);
 }
 
-/* kernel:[BTF][+ITEM,...] (weaver/kbtf.h). */
+/* One ITEM of kernel:[BTF][+ITEM]... (weaver/kbtf.h). */
+static int open_item(struct jp_kbtf *k, const char *it, struct jp_err *err)
+{
+	struct stat st;
+	char path[600], name[64];
+	int rc;
+	if (strchr(it, '/')) {
+		if (stat(it, &st) != 0) {
+			rc = -errno;
+			snprintf(err->msg, sizeof(err->msg), "%s: %s", it, strerror(-rc));
+			return rc;
+		}
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		const char *base = strrchr(it, '/') + 1;
+		const char *dot = strstr(base, ".ko");
+		mod_name(name, sizeof(name), base, dot ? (size_t)(dot - base) : strlen(base));
+		return add_mod(k, name, it, err);
+	}
+	mod_name(name, sizeof(name), it, strlen(it));
+	snprintf(path, sizeof(path), "/sys/kernel/btf/%s", name);
+	/* A module loaded here is the running kernel's own. */
+	if (k->here && access(path, R_OK) == 0)
+		return add_mod(k, name, path, err);
+	if ((rc = find_mod(k, name, path, sizeof(path), err)) == 0)
+		rc = add_mod(k, name, path, err);
+	return rc;
+}
+
 static int open_mods(struct jp_kbtf *k, const char *items, struct jp_err *err)
 {
 	struct utsname un;
-	if (k->running && uname(&un) == 0)
+	if (k->here && uname(&un) == 0)
 		snprintf(k->moddir, sizeof(k->moddir), "/lib/modules/%s", un.release);
-	char buf[1024];
-	snprintf(buf, sizeof(buf), "%s", items);
+	char *buf = strdup(items);
+	if (!buf)
+		return -ENOMEM;
 	/* Directories first: a name is looked up in the directory given,
 	 * wherever the list says it. */
 	for (char *save = NULL, *it = strtok_r(buf, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
@@ -160,36 +234,22 @@ static int open_mods(struct jp_kbtf *k, const char *items, struct jp_err *err)
 		if (strchr(it, '/') && stat(it, &st) == 0 && S_ISDIR(st.st_mode))
 			snprintf(k->moddir, sizeof(k->moddir), "%s", it);
 	}
-	snprintf(buf, sizeof(buf), "%s", items);
-	for (char *save = NULL, *it = strtok_r(buf, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
-		struct stat st;
-		char path[600], name[64];
-		int rc;
-		if (strchr(it, '/')) {
-			if (stat(it, &st) != 0) {
-				rc = -errno;
-				snprintf(err->msg, sizeof(err->msg), "%s: %s", it, strerror(-rc));
-				return rc;
-			}
-			if (S_ISDIR(st.st_mode))
-				continue;
-			const char *base = strrchr(it, '/') + 1;
-			const char *dot = strstr(base, ".ko");
-			mod_name(name, sizeof(name), base, dot ? (size_t)(dot - base) : strlen(base));
-			rc = add_mod(k, name, it, err);
-		} else {
-			mod_name(name, sizeof(name), it, strlen(it));
-			snprintf(path, sizeof(path), "/sys/kernel/btf/%s", name);
-			/* A module loaded here is the running kernel's own. */
-			if (k->running && access(path, R_OK) == 0)
-				rc = add_mod(k, name, path, err);
-			else if ((rc = find_mod(k, name, path, sizeof(path), err)) == 0)
-				rc = add_mod(k, name, path, err);
+	strcpy(buf, items);
+	int rc = 0;
+	for (char *save = NULL, *it = strtok_r(buf, "+", &save); it && !rc; it = strtok_r(NULL, "+", &save)) {
+		if (it[0] != '?') {
+			rc = open_item(k, it, err);
+			continue;
 		}
-		if (rc)
-			return rc;
+		/* A module the domain has, which this machine may not: a
+		 * plan that needs none of its functions must not fail for it. */
+		struct jp_err why;
+		why.msg[0] = 0;
+		if (open_item(k, it + 1, &why) != 0)
+			rc = skip_mod(k, it + 1, why.msg);
 	}
-	return 0;
+	free(buf);
+	return rc;
 }
 
 int jp_kbtf_open(struct jp_kbtf **out, const char *binary, struct jp_err *err)
@@ -202,11 +262,13 @@ int jp_kbtf_open(struct jp_kbtf **out, const char *binary, struct jp_err *err)
 	bool running = !path[0];
 	if (running)
 		snprintf(path, sizeof(path), "%s", JP_KBTF_DEFAULT);
+	bool here = strcmp(path, JP_KBTF_DEFAULT) == 0;
 	struct jp_kbtf *k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	snprintf(k->path, sizeof(k->path), "%s", path);
 	k->running = running;
+	k->here = here;
 	k->btf = btf__parse(path, NULL);
 	if (!k->btf) {
 		int rc = -errno;
@@ -230,9 +292,13 @@ void jp_kbtf_free(struct jp_kbtf *k)
 {
 	if (!k)
 		return;
-	for (unsigned i = 0; i < k->nmods; i++)
-		btf__free(k->mods[i].btf);
+	for (unsigned i = 0; i < k->nmods; i++) {
+		btf__free(k->mods[i]->btf);
+		free(k->mods[i]);
+	}
 	btf__free(k->btf);
+	free(k->mods);
+	free(k->skips);
 	free(k);
 }
 
@@ -246,10 +312,10 @@ static struct btf *find_in(struct jp_kbtf *k, const char *name, int kind, int *i
 		return k->btf;
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned i = 0; i < k->nmods; i++) {
-			*id = btf__find_by_name_kind(k->mods[i].btf, name, kind);
+			*id = btf__find_by_name_kind(k->mods[i]->btf, name, kind);
 			if (*id > 0) {
-				*mod = k->mods[i].name;
-				return k->mods[i].btf;
+				*mod = k->mods[i]->name;
+				return k->mods[i]->btf;
 			}
 		}
 		if (pass || !k->running || k->scanned)
@@ -268,8 +334,15 @@ static const char *searched(const struct jp_kbtf *k, char *buf, size_t len)
 		n = snprintf(buf, len, " nor in its loaded modules'");
 	else if (!k->nmods)
 		n = snprintf(buf, len, " (a module's: name it, kernel:%s+NAME)", k->path);
-	for (unsigned i = 0; i < k->nmods && n >= 0 && (size_t)n < len; i++)
-		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : " nor in modules ", k->mods[i].name);
+	if (k->nmods > 8)
+		n = snprintf(buf, len, " nor in its %u modules'", k->nmods);
+	for (unsigned i = 0; k->nmods <= 8 && i < k->nmods && n >= 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : " nor in modules ", k->mods[i]->name);
+	/* The domain's modules this machine could not give: the name may be
+	 * in one of them. */
+	for (unsigned i = 0; i < k->nskips && n >= 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%s", i ? ", " : "; not found on this machine: ",
+			      k->skips[i].name);
 	return buf;
 }
 
@@ -337,7 +410,7 @@ int jp_kbtf_func(struct jp_kbtf *k, const char *name, struct jp_kbtf_func *out, 
 	struct btf *btf = find_in(k, name, BTF_KIND_FUNC, &id, &mod);
 	if (!btf) {
 		const char *near = near_func(k->btf, name);
-		char sb[300];
+		char sb[600];
 		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no function %s in its BTF%s%s%s%s", k->path,
 			 name, searched(k, sb, sizeof(sb)), near ? "; did you mean " : " (inlined, static and renamed functions are not there)",
 			 near ? near : "", near ? "?" : "");
@@ -364,7 +437,7 @@ int jp_kbtf_tracepoint(struct jp_kbtf *k, const char *cat_name, struct jp_kbtf_f
 	const char *mod;
 	struct btf *btf = find_in(k, tn, BTF_KIND_TYPEDEF, &id, &mod);
 	if (!btf) {
-		char sb[300];
+		char sb[600];
 		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no tracepoint %s (no %s in its BTF%s)",
 			 k->path, cat_name, tn, searched(k, sb, sizeof(sb)));
 		return -ENOENT;
@@ -437,7 +510,7 @@ int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, str
 	if (!btf)
 		btf = find_in(k, sname, BTF_KIND_UNION, &id, &mod);
 	if (!btf) {
-		char sb[300];
+		char sb[600];
 		snprintf(err->msg, sizeof(err->msg), "the kernel (%s) has no struct %s%s", k->path, sname,
 			 searched(k, sb, sizeof(sb)));
 		return -ENOENT;

@@ -15,8 +15,15 @@
  * modules.dep in the module directory (/lib/modules/<release> of the
  * running kernel, or an ITEM that is a directory), or a .ko file.  A plan
  * names its modules rather than taking whatever is loaded where it is
- * planned: the domain that will run it loads its own.  Errors fill a
- * struct jp_err with one line naming the kernel and what is missing.
+ * planned: the domain that will run it loads its own.  PATH written out as
+ * /sys/kernel/btf/vmlinux is the running kernel with only the modules
+ * named (a name loaded here is taken from /sys/kernel/btf).  An ITEM
+ * ?NAME is a module the domain has that this machine may lack: when it
+ * cannot be found or read it is skipped (jp_kbtf_skipped() says why), and
+ * a name searched in vain says the module was not there.  The agent
+ * collector plans a kernel agent's domain with one ?NAME per module the
+ * agent named in its HELLO.  Errors fill a struct jp_err with one line
+ * naming the kernel and what is missing.
  */
 #ifndef WEAVER_KBTF_H
 #define WEAVER_KBTF_H
@@ -37,6 +44,9 @@ bool jp_kbtf_is_kernel(const char *binary);
 /* Open the BTF @binary names. */
 int jp_kbtf_open(struct jp_kbtf **out, const char *binary, struct jp_err *err);
 void jp_kbtf_free(struct jp_kbtf *k);
+/* The ?NAME modules skipped at open: how many; for @i below that, its
+ * name and why in *@name and *@why (valid until jp_kbtf_free). */
+unsigned jp_kbtf_skipped(const struct jp_kbtf *k, unsigned i, const char **name, const char **why);
 const char *jp_kbtf_path(const struct jp_kbtf *k);
 
 struct jp_kbtf_func {

@@ -830,6 +830,10 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 			if (jp_kbtf_is_kernel(doms[d].binaries[k])) {
 				if (jp_kbtf_open(&kb, doms[d].binaries[k], &err) != 0)
 					diag_at(&b, NULL, "error", -1, "domain %s: %s", dm->name, err.msg);
+				const char *mn, *mwhy;
+				for (unsigned sk = 0; kb && sk < jp_kbtf_skipped(kb, sk, &mn, &mwhy); sk++)
+					diag_at(&b, NULL, "warning", -1, "domain %s: module %s skipped: %s", dm->name, mn,
+						mwhy);
 				kbin = i;
 				/* Struct layouts from BTF: the keys of keyed handoffs. */
 				for (uint32_t f = 0; kb && f < p->nfields; f++) {

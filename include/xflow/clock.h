@@ -37,6 +37,12 @@ enum xflow_clock_flags {
  */
 int xflow_clock_init(struct xflow_clock *c, unsigned flags);
 
+/* One (TSC, CLOCK_MONOTONIC) pair taken together: clock_gettime bracketed
+ * by two TSC reads, *tsc the bracket's midpoint.  What a CLOCK_MONOTONIC
+ * agent sends as its TSC anchor (xflow/control.h), and what calibration
+ * measures with. */
+void xflow_clock_pair(uint64_t *tsc, uint64_t *ns);
+
 /* True when CPUID says the TSC is invariant. */
 int xflow_tsc_invariant(void);
 

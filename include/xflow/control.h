@@ -20,7 +20,7 @@
  * only with a HELLO offering a local ring, exactly XFLOW_CTL_HELLO_NFDS of
  * them; any others are closed and the frame refused.
  *
- * ---- Wire format (version 1; all integers little-endian) -------------------
+ * ---- Wire format (version 3; all integers little-endian) -------------------
  *
  *   header, 24 bytes:
  *     0  u32 magic      XFLOW_CTL_MAGIC ("XFCT")
@@ -44,11 +44,22 @@
  *                       xflow/clock.h; 0s for CLOCK_MONOTONIC),
  *     u16 ring_offer (enum xflow_ctl_ring_offer),
  *     u32 slot_size, u32 nslots, u64 region_size   (ring geometry),
- *     u32 ntargets (<= XFLOW_CTL_MAX_TARGETS), ntargets x target
+ *     u32 ntargets (<= XFLOW_CTL_MAX_TARGETS), ntargets x target,
+ *     str kernel_release (uname -r of the agent's kernel; printable ASCII,
+ *                       no space or '/'; "" when not said),
+ *     u32 nmodules (<= XFLOW_CTL_MAX_MODULES), nmodules x str module
+ *                       (a kernel agent's modules with BTF, the names under
+ *                       its /sys/kernel/btf but vmlinux: 1 to
+ *                       XFLOW_CTL_MAX_MODNAME bytes of [A-Za-z0-9_-]; none
+ *                       from a process agent)
  *     With ring_offer LOCAL the frame carries two descriptors: [0] the
  *     ring's sealed memfd, [1] its eventfd.  With VCHAN it carries none
  *     and base_ns of a CLOCK_MONOTONIC agent is its clock at sending
- *     (xflow/xen.h).
+ *     (xflow/xen.h).  A CLOCK_MONOTONIC agent may add a TSC anchor:
+ *     tsc_hz its TSC's rate and base_tick the TSC when its clock read
+ *     base_ns (taken just before sending); tsc_hz 0 means none.  The
+ *     monitor uses it to place the agent's clock on its own when both
+ *     read one TSC (under Xen, domains usually do; xflow/clock.h).
  *   PLAN_LOAD (monitor -> agent): u32 flags (0), u32 plan_len, plan_len
  *     bytes of a weave plan file (xflow/plan.h), which the agent validates
  *     with xflow_plan_read().  A new plan replaces the old one.
@@ -79,17 +90,18 @@
  *
  * Compatibility: a new version changes XFLOW_CTL_VERSION; a peer refuses
  * frames of a version it does not know (-EPROTO) and says so in a REPLY
- * when it can.
+ * when it can.  Version 3 added the HELLO's kernel_release and modules.
  */
 #ifndef XFLOW_CONTROL_H
 #define XFLOW_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define XFLOW_CTL_MAGIC 0x54434658u /* "XFCT" little-endian */
-#define XFLOW_CTL_VERSION 2
+#define XFLOW_CTL_VERSION 3
 #define XFLOW_CTL_HDR_SIZE 24
 /* Limits a receiver enforces. */
 #define XFLOW_CTL_MAX_PAYLOAD (64u << 20) /* plans of large binaries fit */
@@ -97,6 +109,8 @@
 #define XFLOW_CTL_MAX_TARGETS 1024u
 #define XFLOW_CTL_MAX_FAILED 1024u
 #define XFLOW_CTL_MAX_ADVICE 65536u
+#define XFLOW_CTL_MAX_MODULES 1024u
+#define XFLOW_CTL_MAX_MODNAME 63u /* the kernel's own limit is 55 */
 #define XFLOW_CTL_HELLO_NFDS 2
 /* Descriptors one frame may carry at most (receivers close any more). */
 #define XFLOW_CTL_MAX_FDS 4
@@ -158,6 +172,9 @@ struct xflow_ctl_hello {
 	uint64_t region_size;
 	uint32_t ntargets;
 	const struct xflow_ctl_target *targets;
+	const char *kernel_release;  /* NULL or "": not said */
+	uint32_t nmodules;
+	const char *const *modules;
 };
 
 struct xflow_ctl_plan_load {
@@ -258,6 +275,11 @@ int xflow_ctl_header_check(const void *hdr, uint32_t *payload_len, const char **
  */
 int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 		     struct xflow_ctl_msg **out, const char **why);
+
+/* The HELLO's rules for a module name and a kernel release (the sender
+ * checks what it sends, the receiver what it gets). */
+bool xflow_ctl_module_name_ok(const char *name);
+bool xflow_ctl_release_ok(const char *release);
 
 /* Close the descriptors it still owns and free it; NULL is fine. */
 void xflow_ctl_msg_free(struct xflow_ctl_msg *m);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,13 @@
 #include "xflow/shm.h"
 
 enum fake_kind { FAKE_GOOD, FAKE_CORRUPT, FAKE_NO_FDS, FAKE_GARBAGE };
+
+/* What the next fake agent's HELLO adds: a kernel agent's release and
+ * modules, a TSC anchor (set before fake_agent() forks). */
+static const char *fake_release;
+static const char *const *fake_mods;
+static uint32_t fake_nmods;
+static uint64_t fake_tsc_hz, fake_base_tick, fake_base_ns;
 
 /* A fake agent in a child process: serves @sock once, as @kind says. */
 static pid_t fake_agent(const char *sock, const char *exe, uint16_t domid, enum fake_kind kind)
@@ -61,7 +69,9 @@ static pid_t fake_agent(const char *sock, const char *exe, uint16_t domid, enum 
 	m.u.hello = (struct xflow_ctl_hello){ .domain_id = domid, .domain = "fake", .agent_pid = (uint32_t)getpid(),
 					      .clock = XFLOW_CLOCK_MONOTONIC, .ring_offer = XFLOW_CTL_RING_LOCAL,
 					      .slot_size = XFLOW_RECORD_SIZE, .nslots = 256, .region_size = size,
-					      .ntargets = 1, .targets = &t };
+					      .ntargets = 1, .targets = &t, .kernel_release = fake_release,
+					      .nmodules = fake_nmods, .modules = fake_mods, .tsc_hz = fake_tsc_hz,
+					      .base_tick = fake_base_tick, .base_ns = fake_base_ns };
 	int fds[2] = { shm.fd, nt.fd };
 	if (xflow_ctl_send(&c, &m, fds, kind == FAKE_NO_FDS ? 0 : 2, 2000))
 		_exit(2);
@@ -106,11 +116,16 @@ static pid_t fake_agent(const char *sock, const char *exe, uint16_t domid, enum 
 }
 
 static unsigned nrec[4];
+static int64_t max_shift; /* the largest |monitor time - record time| emitted */
 
 static void emit(void *ctx, const struct xflow_record *r, uint64_t t)
 {
 	(void)ctx;
-	(void)t;
+	int64_t d = (int64_t)(t - r->timestamp);
+	if (d < 0)
+		d = -d;
+	if (d > max_shift)
+		max_shift = d;
 	if (r->domain_id < 4)
 		nrec[r->domain_id]++;
 }
@@ -319,4 +334,112 @@ Test(agent_collector, refused_flow_file_says_its_note, .timeout = 60)
 	reap(a);
 	cr_expect(strstr(err, "w.xml:1:1: unknown element <xflows>; a flow file holds <advice>"), "%s", err);
 	jpf_tmp_free(dir);
+}
+
+/* ---- kernel agents: their release and modules, their clock ------------------------- */
+
+static const char *kernel_flow =
+	"<flows><xflow name='f'><start><pointcut>call(__dev_queue_xmit) OR call(xennet_start_xmit)"
+	"</pointcut><select local_var='skb'/></start></xflow></flows>\n";
+
+static void need_btf(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		cr_skip_test("no /sys/kernel/btf/vmlinux to plan a kernel against");
+}
+
+/* Another release's struct offsets would be silently wrong: the domain is
+ * refused, naming both releases and the way out; with its BTF given
+ * (bin=DOM:kernel:PATH) it is planned. */
+Test(agent_collector, a_kernel_agent_of_another_release_is_refused, .timeout = 60)
+{
+	need_btf();
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	char err[1024], opts[900];
+	struct xflow_collector *c;
+	fake_release = "0.0.1-not-this-kernel";
+	pid_t a = serve(dir, "kernel:", kernel_flow, opts, sizeof(opts));
+	cr_assert_neq(xflow_collector_agent.open(opts, &c, err, sizeof(err)), 0);
+	reap(a);
+	struct utsname un;
+	cr_assert_eq(uname(&un), 0);
+	char want[400];
+	snprintf(want, sizeof(want), "it runs kernel 0.0.1-not-this-kernel, this machine %s; give its BTF: "
+		 "bin=fake:kernel:PATH", un.release);
+	cr_expect(strstr(err, "cannot weave domain fake: ") && strstr(err, want), "%s", err);
+	cr_expect(!strchr(err, '\n'), "one line: %s", err);
+
+	a = serve(dir, "kernel:", kernel_flow, opts, sizeof(opts));
+	strcat(opts, ",bin=fake:kernel:/sys/kernel/btf/vmlinux");
+	int rc = xflow_collector_agent.open(opts, &c, err, sizeof(err));
+	cr_expect_eq(rc, 0, "its BTF given: %s", err);
+	if (rc == 0)
+		xflow_collector_agent.close(c);
+	reap(a);
+	fake_release = NULL;
+	jpf_tmp_free(dir);
+}
+
+/* The same release: planned with vmlinux and the modules the agent named;
+ * one this machine cannot find is skipped and said, and a join point that
+ * only it could have is named in its aspect's note. */
+Test(agent_collector, a_kernel_agent_is_planned_with_its_modules, .timeout = 60)
+{
+	need_btf();
+	char *dir = jpf_tmp_new();
+	cr_assert(dir);
+	char err[1024], opts[900];
+	struct xflow_collector *c;
+	struct utsname un;
+	cr_assert_eq(uname(&un), 0);
+	static const char *const mods[] = { "xflow_absent_mod" };
+	fake_release = un.release;
+	fake_mods = mods;
+	fake_nmods = 1;
+	pid_t a = serve(dir, "kernel:", kernel_flow, opts, sizeof(opts));
+	int rc = xflow_collector_agent.open(opts, &c, err, sizeof(err));
+	fake_release = NULL;
+	fake_mods = NULL;
+	fake_nmods = 0;
+	cr_assert_eq(rc, 0, "%s", err);
+	const char *e = xflow_collector_agent.last_error(c);
+	cr_expect(e && strstr(e, "module xflow_absent_mod skipped"), "%s", e ? e : "(none)");
+	struct xflow_aspect_info ai;
+	cr_assert_eq(xflow_collector_agent.aspect_info(c, 0, &ai), 0);
+	cr_expect_gt(ai.sites, 0, "vmlinux's join point is woven");
+	cr_expect(ai.note && strstr(ai.note, "no function xennet_start_xmit") &&
+		  strstr(ai.note, "not found on this machine: xflow_absent_mod"), "%s", ai.note ? ai.note : "(none)");
+	xflow_collector_agent.close(c);
+	reap(a);
+	jpf_tmp_free(dir);
+}
+
+/* A local agent shares our CLOCK_MONOTONIC: its times are taken as they
+ * are, whatever TSC anchor its HELLO carries (here one that is wrong by
+ * ten seconds), never moved by the HELLO's latency. */
+Test(agent_collector, a_local_monotonic_agent_keeps_its_times, .timeout = 60)
+{
+	char flows[160], s1[160], opts[600], err[1024];
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
+	snprintf(s1, sizeof(s1), "%s/m/1.sock", gt_dir);
+	xflow_clock_pair(&fake_base_tick, &fake_base_ns);
+	fake_tsc_hz = 1000000000u;
+	fake_base_ns -= 10000000000ull;
+	pid_t a = fake_agent(s1, bin, 1, FAKE_GOOD);
+	fake_tsc_hz = fake_base_tick = fake_base_ns = 0;
+	snprintf(opts, sizeof(opts), "socket=%s,flows=%s,timeout=10000", s1, flows);
+	struct xflow_collector *c;
+	cr_assert_eq(xflow_collector_agent.open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	memset(nrec, 0, sizeof(nrec));
+	max_shift = 0;
+	uint64_t end = xflow_monotonic_ns() + 1000000000u;
+	while (xflow_monotonic_ns() < end && nrec[1] < 10) {
+		xflow_collector_agent.read(c, xflow_monotonic_ns(), emit, NULL, 100);
+		usleep(10000);
+	}
+	cr_expect_eq(nrec[1], 10);
+	cr_expect_eq(max_shift, 0, "times moved by %lld ns", (long long)max_shift);
+	xflow_collector_agent.close(c);
+	reap(a);
 }

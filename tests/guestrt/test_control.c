@@ -33,6 +33,8 @@ static const struct xflow_ctl_advice_stats advice[] = {
 	{ .hits = 0, .sites = 1, .enabled = 0 },
 };
 static const unsigned char fake_plan[] = "XFLOWPLN-not-really";
+static const struct xflow_ctl_target kernel_target[] = { { .pid = 0, .exe = "kernel:" } };
+static const char *const kernel_mods[] = { "xen_blkfront", "xen_netfront" };
 
 /* One valid message of each kind (and each reply body). */
 static unsigned sample(unsigned i, struct xflow_ctl_msg *m, int *nfds)
@@ -85,6 +87,17 @@ static unsigned sample(unsigned i, struct xflow_ctl_msg *m, int *nfds)
 		m->u.event = (struct xflow_ctl_event){ .kind = XFLOW_CTL_EV_TARGET_CRASHED, .pid = 99, .status = 9,
 						       .sites = 12, .message = "target 99 killed by signal 9" };
 		break;
+	case 9:
+		/* A kernel agent over Xen: its release, modules, TSC anchor. */
+		m->type = XFLOW_CTL_HELLO;
+		m->u.hello = (struct xflow_ctl_hello){ .domain_id = 3, .domain = "linuxU", .agent_pid = 7,
+						       .clock = 2, .tsc_hz = 2400000000u, .base_tick = 123456789,
+						       .base_ns = 987654321, .ring_offer = XFLOW_CTL_RING_VCHAN,
+						       .slot_size = 88, .nslots = 2048, .region_size = 180224,
+						       .ntargets = 1, .targets = kernel_target,
+						       .kernel_release = "6.1.0-50-amd64", .nmodules = 2,
+						       .modules = kernel_mods };
+		break;
 	default:
 		return 0;
 	}
@@ -128,6 +141,12 @@ Test(control, round_trip)
 			cr_expect_str_eq(d->u.hello.domain, "linuxU");
 			cr_expect_eq(d->u.hello.ntargets, 2);
 			cr_expect_str_eq(d->u.hello.targets[0].exe, "/usr/lib/xflowtop/sim/linuxU");
+		}
+		if (i == 9) {
+			cr_expect_str_eq(d->u.hello.kernel_release, "6.1.0-50-amd64");
+			cr_assert_eq(d->u.hello.nmodules, 2);
+			cr_expect_str_eq(d->u.hello.modules[1], "xen_netfront");
+			cr_expect_eq(d->u.hello.base_tick, 123456789);
 		}
 		if (i == 5)
 			cr_expect_str_eq(d->u.reply.u.plan.failed[0].why, "address 0x1234 is not mapped");
@@ -208,6 +227,48 @@ Test(control, lies)
 	m.u.event.message = big;
 	cr_expect_eq(xflow_ctl_encode(&m, &buf, &len), -EINVAL);
 	free(big);
+}
+
+/* Module names become items of the monitor's kernel:... spec: one that
+ * could name a path or another item is refused at both ends. */
+Test(control, hello_kernel_names_are_checked)
+{
+	struct xflow_ctl_msg m, *d;
+	int nfds;
+	void *buf;
+	size_t len;
+	const char *why = NULL;
+	static const char *const bad[] = { "xen+evil", "../x", "", "a?b",
+					   "a_name_of_sixty_four_bytes_is_more_than_a_module_may_have_xxxxxx" };
+	sample(9, &m, &nfds);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *one[] = { bad[i] };
+		m.u.hello.modules = one;
+		m.u.hello.nmodules = 1;
+		cr_expect_eq(xflow_ctl_encode(&m, &buf, &len), -EINVAL, "module '%s' encoded", bad[i]);
+	}
+	sample(9, &m, &nfds);
+	m.u.hello.kernel_release = "6.1 x";
+	cr_expect_eq(xflow_ctl_encode(&m, &buf, &len), -EINVAL);
+	m.u.hello.kernel_release = "6.1/x";
+	cr_expect_eq(xflow_ctl_encode(&m, &buf, &len), -EINVAL);
+	m.u.hello.kernel_release = "6.1.0+";
+	cr_assert_eq(xflow_ctl_encode(&m, &buf, &len), 0);
+	free(buf);
+	/* A hostile agent writes '+' into a name on the wire: refused. */
+	sample(9, &m, &nfds);
+	cr_assert_eq(xflow_ctl_encode(&m, &buf, &len), 0);
+	unsigned char *b = memmem(buf, len, "xen_netfront", 12);
+	cr_assert_not_null(b);
+	b[3] = '+';
+	cr_expect_eq(xflow_ctl_decode(buf, len, NULL, 0, &d, &why), -EBADMSG);
+	cr_expect_not_null(strstr(why, "module name"), "%s", why);
+	b[3] = '_';
+	b = memmem(buf, len, "6.1.0-50", 8);
+	b[1] = '/';
+	cr_expect_eq(xflow_ctl_decode(buf, len, NULL, 0, &d, &why), -EBADMSG);
+	cr_expect_not_null(strstr(why, "kernel release"), "%s", why);
+	free(buf);
 }
 
 Test(control, random_frames)

@@ -5,6 +5,7 @@
  * The functions and tracepoints named exist from Linux 5.x to 6.18.
  */
 #include <criterion/criterion.h>
+#include <sys/utsname.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,6 +496,72 @@ Test(kbtf, missing_modules_are_named)
 	cr_expect(strstr(err.msg, "name it, kernel:") != NULL, "%s", err.msg);
 	jp_kbtf_free(k);
 	fake_kernel_rm(&fk);
+}
+
+/* ?NAME: a module the domain has that this machine may lack.  Found, it
+ * is searched like NAME; missing, it is skipped and said (at open and in
+ * what a name searched in vain looked through), and a plan that needs
+ * none of its functions is built with a warning naming it. */
+Test(kbtf, optional_modules_are_skipped_and_said)
+{
+	struct fake_kernel fk;
+	fake_kernel_make(&fk);
+	struct jp_kbtf *k;
+	struct jp_err err;
+	char spec[400];
+	snprintf(spec, sizeof(spec), "kernel:%s+%s+?xen_modx+?xen_netfront", fk.vmlinux, fk.dir);
+	cr_assert_eq(jp_kbtf_open(&k, spec, &err), 0, "%s", err.msg);
+	const char *name = NULL, *why = NULL;
+	cr_assert_eq(jp_kbtf_skipped(k, 0, &name, &why), 1);
+	cr_expect_str_eq(name, "xen_netfront");
+	cr_expect(strstr(why, "not in") && strstr(why, "modules.dep"), "%s", why);
+	struct jp_kbtf_func f;
+	cr_expect_eq(jp_kbtf_func(k, "mod_fn", &f, &err), 0, "the module found: %s", err.msg);
+	cr_expect_str_eq(f.module, "xen_modx");
+	cr_expect_eq(jp_kbtf_func(k, "xennet_start_xmit", &f, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "has no function xennet_start_xmit") &&
+		  strstr(err.msg, "not found on this machine: xen_netfront"), "%s", err.msg);
+	jp_kbtf_free(k);
+
+	/* Planned: the skip is a warning, the flow's join point in the
+	 * missing module is the usual unresolved warning, and the plan is
+	 * built with the rest. */
+	struct xflow_unit *u = unit_of("<flows><xflow name='f'>"
+				       "<start><pointcut>call(mod_fn) OR call(xennet_start_xmit)</pointcut>"
+				       "<select local_var='q'/></start></xflow></flows>");
+	const char *bins[] = { spec };
+	struct seen seen;
+	struct xflow_plan *p = NULL;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0);
+	cr_expect(said(&seen, "warning", "module xen_netfront skipped"), "the skip is said");
+	cr_expect(said(&seen, "warning", "unresolved: the kernel"), "the join point in it is named");
+	cr_expect(said(&seen, "warning", "not found on this machine: xen_netfront"));
+	uint32_t idx;
+	cr_expect_not_null(site_named(&p->domains[0], "mod_fn", XFLOW_SITE_ENTRY, &idx));
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+	fake_kernel_rm(&fk);
+}
+
+/* /sys/kernel/btf/vmlinux written out: the running kernel, with only the
+ * modules named (none here), where kernel: alone searches all loaded. */
+Test(kbtf, the_running_vmlinux_by_path_takes_only_named_modules)
+{
+	struct jp_kbtf *k;
+	struct jp_err err;
+	cr_assert_eq(jp_kbtf_open(&k, "kernel:/sys/kernel/btf/vmlinux+?xflow_no_such_module", &err), 0, "%s",
+		     err.msg);
+	const char *name, *why;
+	cr_assert_eq(jp_kbtf_skipped(k, 0, &name, &why), 1);
+	struct utsname un;
+	cr_assert_eq(uname(&un), 0);
+	char want[400];
+	snprintf(want, sizeof(want), "/lib/modules/%s", un.release);
+	cr_expect(strstr(why, want) != NULL, "looked in this kernel's module directory: %s", why);
+	struct jp_kbtf_func f;
+	cr_expect_eq(jp_kbtf_func(k, "xflow_nothing", &f, &err), -ENOENT);
+	cr_expect(strstr(err.msg, "loaded modules") == NULL, "loaded modules not searched: %s", err.msg);
+	jp_kbtf_free(k);
 }
 
 /* The running kernel: its loaded modules are searched without naming

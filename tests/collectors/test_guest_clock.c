@@ -1,0 +1,89 @@
+/*
+ * An agent's clock against ours from its HELLO (collectors/guest_clock.c):
+ * the TSC anchor removes the HELLO's latency to within microseconds; an
+ * anchor read from another TSC is refused and the arrival taken; without
+ * an anchor the arrival is all there is.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "collectors/guest_clock.h"
+#include "xflow/clock.h"
+
+#define MS 1000000ll
+
+/* Exact numbers: 3 ms of ticks at 2 GHz between its read and ours. */
+Test(guest_clock, the_anchor_math)
+{
+	const uint64_t now_ns = 1000 * 1000 * MS, guest_ns = 5000 * MS;
+	struct guest_clock_in in = { .tsc_hz = 2000000000u, .base_tick = 1000, .base_ns = guest_ns,
+				     .now_tick = 1000 + 6000000, .now_ns = now_ns, .since_ns = now_ns - 4 * MS };
+	int64_t off;
+	char why[256] = "";
+	cr_assert_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC, "%s", why);
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns) - 3 * MS);
+	/* No anchor: the arrival, late by the latency. */
+	in.tsc_hz = 0;
+	cr_assert_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_ARRIVAL);
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns));
+}
+
+/* The ticks must say a latency between 0 and the round trip we saw. */
+Test(guest_clock, an_anchor_from_another_tsc_falls_back)
+{
+	const uint64_t now_ns = 1000 * 1000 * MS, guest_ns = 5000 * MS;
+	struct guest_clock_in in = { .tsc_hz = 2000000000u, .base_tick = 1000000000000ull, .base_ns = guest_ns,
+				     .now_ns = now_ns, .since_ns = now_ns - 4 * MS };
+	int64_t off;
+	char why[256] = "";
+	/* Longer than the round trip (5 ms of ticks in 4 ms, past the margin). */
+	in.now_tick = in.base_tick + 2 * 5000000;
+	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC_REFUSED);
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns), "the arrival taken");
+	cr_expect(strstr(why, "another TSC") && strstr(why, "round trip was 4.000 ms"), "%s", why);
+	/* Behind the anchor: a TSC that started elsewhere. */
+	in.now_tick = in.base_tick - 2 * MS;
+	why[0] = 0;
+	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC_REFUSED);
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns));
+	cr_expect_neq(why[0], 0);
+	/* Within the round trip, or a hair under zero: taken. */
+	in.now_tick = in.base_tick + 2 * 4000000;
+	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC);
+	in.now_tick = in.base_tick - 2 * 100000;
+	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC);
+}
+
+/* On this machine, as a guest sharing its TSC would do it: an anchor
+ * taken, 20 ms of "latency", our pair at arrival.  The guest's clock is
+ * ours minus 5 s; the anchor finds that to a few microseconds where the
+ * arrival is 20 ms off. */
+Test(guest_clock, an_anchor_taken_earlier_here_is_within_microseconds)
+{
+	struct xflow_clock clk;
+	xflow_clock_init(&clk, 0);
+	if (clk.kind != XFLOW_CLOCK_TSC)
+		cr_skip_test("no usable TSC here: %s", clk.why);
+	const int64_t true_off = 5000 * MS;
+	struct guest_clock_in in = { .tsc_hz = clk.tsc_hz };
+	in.since_ns = xflow_monotonic_ns();
+	uint64_t ns;
+	xflow_clock_pair(&in.base_tick, &ns);
+	in.base_ns = ns - (uint64_t)true_off;
+	struct timespec ts = { 0, 20 * MS };
+	nanosleep(&ts, NULL);
+	xflow_clock_pair(&in.now_tick, &in.now_ns);
+	int64_t off;
+	char why[256] = "";
+	cr_assert_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC, "%s", why);
+	int64_t err = off - true_off;
+	cr_expect(err > -5000 && err < 5000, "off by %lld ns", (long long)err);
+	cr_log_info("TSC anchor off by %lld ns; the arrival by %lld ns", (long long)err,
+		    (long long)((int64_t)(in.now_ns - in.base_ns) - true_off));
+	/* The same HELLO read from another TSC (ten seconds of ticks ahead). */
+	in.base_tick += 10 * clk.tsc_hz;
+	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC_REFUSED);
+	cr_expect_geq(off - true_off, 20 * MS, "the arrival, late by the sleep");
+}
