@@ -164,15 +164,24 @@ static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
 }
 
 /* An operand's member chain (kernel/kabi.h, struct xk_path) from the
- * argument's value in *@v.  A subprogram, not inlined: four operations of
- * three operands each would otherwise repeat its loads twelve times in
- * every slot's program, for the verifier to walk each.  It takes no ctx:
- * which helpers may read the arguments depends on the program type, which
- * only the inlined caller knows as a constant.  0; 1 if a pointer on the
- * way is NULL (no object here, not a fault); -1 on a fault. */
-static __noinline int xk_chain(const struct xk_path *p, __u64 *v)
+ * argument's value in *@v, with @idx the index of its array element if it
+ * has one.  A subprogram, not inlined: four operations of three operands
+ * each would otherwise repeat its loads twelve times in every slot's
+ * program, for the verifier to walk each.  It takes no ctx: which helpers
+ * may read the arguments depends on the program type, which only the
+ * inlined caller knows as a constant.  0; 1 if a pointer on the way is
+ * NULL (no object here, not a fault); -1 on a fault, and on an index at or
+ * past the array's end: a guest's index never takes a read outside it. */
+static __noinline int xk_chain(const struct xk_path *p, __u64 *v, __u64 idx)
 {
-	for (int i = 0; i < XK_MAX_DEREF; i++) {
+	for (int i = 0; i <= XK_MAX_DEREF; i++) {
+		if (p->iarg != XK_ARG_NONE && i == p->istep) {
+			if (!*v)
+				return 1;
+			if (idx >= p->nelems)
+				return -1;
+			*v += p->ioff + idx * p->stride;
+		}
 		if (i >= p->n)
 			break;
 		if (!*v)
@@ -185,10 +194,19 @@ static __noinline int xk_chain(const struct xk_path *p, __u64 *v)
 
 static __always_inline int xk_path_get(void *ctx, const int kind, const struct xk_path *p, __u64 *v)
 {
+	__u64 idx = 0;
 	*v = 0;
 	if (xk_get(ctx, kind, p->arg, v))
 		return 1;
-	return xk_chain(p, v);
+	if (p->iarg != XK_ARG_NONE) {
+		if (xk_get(ctx, kind, p->iarg, &idx))
+			return 1;
+		/* The register holds the argument's C type; above it, bits
+		 * the ABI leaves undefined. */
+		if (p->isize < 8)
+			idx &= (1ULL << ((p->isize & 7) * 8)) - 1;
+	}
+	return xk_chain(p, v, idx);
 }
 
 /* The key of a keyed handoff: the request's members, each masked to its
