@@ -48,21 +48,23 @@ enum xk_op_kind {
  * bytes (zero-extended) at off[i] from the value so far.  Every load but
  * an integer operand's last reads a pointer (8 bytes).  At most one step
  * on the way takes an element of an array embedded in the struct at hand
- * (q->a[i].m, no load): before load @istep (istep == n: after the last),
- * the value becomes value + ioff + index * stride, the index being the low
- * @isize bytes of argument @iarg; an index >= @nelems is a fault.  A fault
- * ends the operation without a record, counted. */
+ * (q->a[i].m, no load): the index is the low @isize bytes of argument
+ * @iarg, and an index >= @nelems is a fault; before load i the value
+ * moves by add[i] + index * stride[i], after the last by tadd + index *
+ * tstride, all 0 but at the element's step.  Without an element, iarg is
+ * XK_ARG_NONE (the index 0) and nelems 1: the same code, no branch more
+ * for the verifier to walk.  A fault ends the operation without a record,
+ * counted. */
 struct xk_path {
 	__u8 arg;           /* argument index 0..5, XK_ARG_RET, XK_ARG_NONE */
 	__u8 n;             /* 0..XK_MAX_DEREF */
 	__u8 size[XK_MAX_DEREF];
 	__u16 off[XK_MAX_DEREF];
-	__u8 iarg;          /* the index's argument; XK_ARG_NONE: no element */
-	__u8 istep;         /* 0..n */
+	__u8 iarg;          /* the index's argument, or XK_ARG_NONE */
 	__u8 isize;         /* 1, 2, 4 or 8: the index argument's C type */
-	__u8 ipad[3];
-	__u32 ioff;         /* the first element's (or its member's) offset */
-	__u32 stride;       /* the element's size */
+	__u32 add[XK_MAX_DEREF];
+	__u32 stride[XK_MAX_DEREF];
+	__u32 tadd, tstride;
 	__u32 nelems;       /* the array's length: the bound of the index */
 };
 

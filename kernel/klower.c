@@ -554,10 +554,14 @@ static int index_of(const struct lctx *c, const struct chain *ch, struct xk_path
 			    named ? c->plan->fields[ch->ifield].member : "?", c->ps->func);
 	out->iarg = (uint8_t)arg;
 	out->isize = f->size;
-	out->istep = ch->istep;
-	out->ioff = (uint32_t)ly->offset;
-	out->stride = ly->stride;
 	out->nelems = ly->nelems;
+	if (ch->istep < ch->n) {
+		out->add[ch->istep] = (uint32_t)ly->offset;
+		out->stride[ch->istep] = ly->stride;
+	} else {
+		out->tadd = (uint32_t)ly->offset;
+		out->tstride = ly->stride;
+	}
 	return 0;
 }
 
@@ -565,6 +569,8 @@ static int path_of(const struct lctx *c, const struct chain *ch, bool integer, s
 {
 	memset(out, 0, sizeof(*out));
 	out->iarg = XK_ARG_NONE;
+	out->isize = 8;
+	out->nelems = 1;
 	int arg = ch->in < c->bd->ninputs ? arg_of(&c->dom->fetches[c->bd->first_fetch + ch->in], c->ps->kind) : -1;
 	if (arg < 0)
 		return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: at %s, a variable is not an argument of the "
@@ -667,6 +673,7 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 			struct lctx lc = { plan, dom, bd, ps, adv, why, whylen };
 			op.to.arg = op.peer.arg = XK_ARG_NONE;
 			op.from.iarg = op.to.iarg = op.peer.iarg = XK_ARG_NONE;
+			op.from.nelems = op.to.nelems = op.peer.nelems = 1;
 			if ((rc = path_of(&lc, &lo.from, false, &op.from)) ||
 			    (lo.has_to && (rc = path_of(&lc, &lo.to, false, &op.to))) ||
 			    (lo.has_peer && (rc = path_of(&lc, &lo.peer, true, &op.peer))) ||

@@ -699,11 +699,6 @@ static int resolve_advice_kernel(struct pb *b, struct xflow_plan *p, size_t ai, 
 			"read: the advice is not woven there", dom);
 		return 0;
 	}
-	struct jp_err eerr;
-	if (kelems(p, prog, kb, &eerr)) {
-		diag_at(b, &adv->pc->loc, "error", (long)ai, "in kernel domain %s: %s", dom, eerr.msg);
-		return 0;
-	}
 	const struct fl_pc *gens[64];
 	size_t ng = 0;
 	gens_of(adv->pc, gens, &ng, 64, 0);
@@ -756,6 +751,11 @@ static int resolve_advice_kernel(struct pb *b, struct xflow_plan *p, size_t ai, 
 			continue;
 		struct pend pe = { .advice = (uint32_t)ai };
 		struct jp_err err;
+		if (kelems(p, prog, kb, &err)) {
+			/* The advice's, whichever site: said once. */
+			diag_at(b, &adv->pc->loc, "error", (long)ai, "in kernel domain %s: %s", dom, err.msg);
+			return 0;
+		}
 		if (kfetch(prog, s, pe.in, &err)) {
 			diag_at(b, &adv->pc->loc, "error", (long)ai, "in kernel domain %s: %s", dom, err.msg);
 			continue;

@@ -164,48 +164,45 @@ static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
 }
 
 /* An operand's member chain (kernel/kabi.h, struct xk_path) from the
- * argument's value in *@v, with @idx the index of its array element if it
- * has one.  A subprogram, not inlined: four operations of three operands
- * each would otherwise repeat its loads twelve times in every slot's
- * program, for the verifier to walk each.  It takes no ctx: which helpers
- * may read the arguments depends on the program type, which only the
- * inlined caller knows as a constant.  0; 1 if a pointer on the way is
- * NULL (no object here, not a fault); -1 on a fault, and on an index at or
- * past the array's end: a guest's index never takes a read outside it. */
+ * argument's value in *@v, with @idx the index of its array element (0
+ * without one).  A subprogram, not inlined: four operations of three
+ * operands each would otherwise repeat its loads twelve times in every
+ * slot's program, for the verifier to walk each.  It takes no ctx: which
+ * helpers may read the arguments depends on the program type, which only
+ * the inlined caller knows as a constant.  0; 1 if a pointer on the way
+ * is NULL (no object here, not a fault); -1 on a fault. */
 static __noinline int xk_chain(const struct xk_path *p, __u64 *v, __u64 idx)
 {
-	for (int i = 0; i <= XK_MAX_DEREF; i++) {
-		if (p->iarg != XK_ARG_NONE && i == p->istep) {
-			if (!*v)
-				return 1;
-			if (idx >= p->nelems)
-				return -1;
-			*v += p->ioff + idx * p->stride;
-		}
+	for (int i = 0; i < XK_MAX_DEREF; i++) {
 		if (i >= p->n)
 			break;
 		if (!*v)
 			return 1;
+		*v += p->add[i] + idx * p->stride[i];
 		if (xk_read(*v + p->off[i], p->size[i], v))
 			return -1;
 	}
+	if (*v)
+		*v += p->tadd + idx * p->tstride;
 	return 0;
 }
 
+/* The operand's value.  The index is bounded here, before any address is
+ * made of it: a guest's index never takes a read outside the array. */
 static __always_inline int xk_path_get(void *ctx, const int kind, const struct xk_path *p, __u64 *v)
 {
 	__u64 idx = 0;
 	*v = 0;
 	if (xk_get(ctx, kind, p->arg, v))
 		return 1;
-	if (p->iarg != XK_ARG_NONE) {
-		if (xk_get(ctx, kind, p->iarg, &idx))
-			return 1;
-		/* The register holds the argument's C type; above it, bits
-		 * the ABI leaves undefined. */
-		if (p->isize < 8)
-			idx &= (1ULL << ((p->isize & 7) * 8)) - 1;
-	}
+	/* Without an element iarg is XK_ARG_NONE, which no argument is:
+	 * idx stays 0, below nelems 1. */
+	xk_get(ctx, kind, p->iarg, &idx);
+	/* The register holds the argument's C type; above it, bits the ABI
+	 * leaves undefined. */
+	idx &= ~0ULL >> (((8 - p->isize) * 8) & 63);
+	if (idx >= p->nelems)
+		return -1;
 	return xk_chain(p, v, idx);
 }
 
@@ -370,8 +367,9 @@ static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
 	for (int i = 0; i < XK_MAX_OPS; i++) {
 		if ((__u32)i >= n)
 			break;
-		struct xk_op op = s->ops[i];
-		xk_do(ctx, kind, c, s->plan_site, &op);
+		/* In the map value, not copied: an operation is larger than
+		 * the stack can hold four times. */
+		xk_do(ctx, kind, c, s->plan_site, &s->ops[i]);
 	}
 	return 0;
 }

@@ -505,8 +505,10 @@ Test(klower, the_shipped_block_flow_lowers_against_6_1)
 /* The shipped network flow's cross-domain part, with 6.1.0-50's layouts
  * (xen-netfront.ko, xen-netback.ko): netfront's object and request are
  * members of xennet_tx_setup_grant's void *data, read at its return;
- * netback keys the request as itself at make_tx_response and drops it
- * when that returns. */
+ * netback keys its copy of the request as itself at xenvif_idx_release
+ * (queue %rdi, u16 pending_idx %rsi), an element of the array
+ * queue->pending_tx_info (256 of 64 bytes at 3096, req at 0 in each), and
+ * drops it when that returns. */
 Test(klower, the_shipped_network_flow_lowers_against_6_1)
 {
 	FILE *f = fopen("flows/kernel/xen_net.xml", "r");
@@ -516,22 +518,26 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 	fclose(f);
 	xml[n] = 0;
 	/* Advice in weave order: xnet start, pass, xin (data in rcx, at the
-	 * return), xout (txp rsi, queue rdi), quit at make_tx_response's
-	 * return, quit at the skb tracepoints; xnet0's 10; xnetrx's 4. */
+	 * return), xout (queue rdi, pending_idx rsi), quit at
+	 * xenvif_idx_release's return (the same), quit at the skb
+	 * tracepoints; xnet0's 10; xnetrx's 4. */
 	uint8_t regs[19][4];
 	for (int i = 0; i < 19; i++)
 		regs[i][0] = RDI;
 	regs[2][0] = RCX;
-	regs[3][0] = RSI;
-	regs[3][1] = RDI;
-	regs[4][0] = RSI;
+	regs[3][1] = RSI;
+	regs[4][1] = RSI;
 	struct kp k;
 	kp_build(&k, xml, "eerert" "e" "eeeeeee" "t" "eee" "t", (const uint8_t(*)[4])regs, NULL);
+	/* pending_idx is a u16: its fetch says so, as the planner's does. */
+	k.fetch[k.bind[3].first_fetch + 1].size = 2;
+	k.fetch[k.bind[4].first_fetch + 1].size = 2;
 	static const struct want_layout l61[] = {
 		{ "xennet_gnttab_make_txreq", "skb", PTR8(8) },  { "xennet_gnttab_make_txreq", "tx", PTR8(24) },
 		{ "xen_netif_tx_request", "gref", { .offset = 0, .size = 4 } },
 		{ "xen_netif_tx_request", "id", { .offset = 8, .size = 2 } },
 		{ "xenvif_queue", "vif", PTR8(32) },             { "xenvif", "domid", { .offset = 0, .size = 2 } },
+		{ "xenvif_queue", "pending_tx_info[].req", { .offset = 3096, .size = 12, .nelems = 256, .stride = 64 } },
 	};
 	struct xflow_plan_field fields[16];
 	struct xflow_plan_layout lay[16];
@@ -547,26 +553,45 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 	cr_expect_eq(out->from.arg, 3, "data, the 4th argument");
 	cr_assert_eq(out->from.n, 1);
 	cr_expect_eq(out->from.off[0], 8, "info->skb");
+	cr_expect_eq(out->from.iarg, XK_ARG_NONE, "no array on netfront's side");
 	cr_assert_eq(out->to.n, 1);
 	cr_expect_eq(out->to.off[0], 24, "info->tx");
+	cr_expect_eq(out->to.iarg, XK_ARG_NONE);
 	cr_assert_eq(out->nparts, 2);
 	cr_expect(out->part[0].off == 0 && out->part[0].size == 4 && out->part[0].bits == 32 && out->part[0].shift == 16,
 		  "gref over id");
 	cr_expect(out->part[1].off == 8 && out->part[1].size == 2 && out->part[1].bits == 16 && out->part[1].shift == 0);
+	cr_expect_eq(si->kind, XK_SLOT_ENTRY, "xenvif_idx_release's entry");
 	cr_expect_eq(in->kind, XK_OP_HAND_IN);
-	cr_expect_eq(in->from.arg, 1, "txp keys itself");
-	cr_expect_eq(in->from.n, 0);
-	cr_expect_eq(in->to.arg, 1);
-	cr_expect_eq(in->to.n, 0);
+	/* The request keys itself: queue + 3096 + pending_idx * 64, no load,
+	 * pending_idx's low 16 bits below 256. */
+	const struct xk_path *paths[2] = { &in->from, &in->to };
+	for (int i = 0; i < 2; i++) {
+		const struct xk_path *p = paths[i];
+		cr_expect_eq(p->arg, 0, "queue");
+		cr_expect_eq(p->n, 0, "no load: the element is embedded");
+		cr_expect_eq(p->iarg, 1, "pending_idx, the 2nd argument");
+		cr_expect_eq(p->isize, 2, "a u16");
+		cr_expect_eq(p->tadd, 3096, "pending_tx_info[0].req, after no load");
+		cr_expect_eq(p->tstride, 64, "sizeof(struct pending_tx_info)");
+		cr_expect_eq(p->nelems, 256, "MAX_PENDING_REQS");
+		for (int j = 0; j < XK_MAX_DEREF; j++)
+			cr_expect(p->add[j] == 0 && p->stride[j] == 0, "step %d", j);
+	}
 	cr_assert_eq(in->nparts, 2);
-	cr_expect_eq(in->part[0].shift, 16);
+	cr_expect(in->part[0].off == 0 && in->part[0].size == 4 && in->part[0].shift == 16, "req.gref");
+	cr_expect(in->part[1].off == 8 && in->part[1].size == 2 && in->part[1].shift == 0, "req.id");
 	cr_expect_eq(in->peer.arg, 0, "queue");
+	cr_expect(in->peer.iarg == XK_ARG_NONE && in->peer.nelems == 1 && in->peer.tstride == 0,
+		  "the sender is not indexed");
 	cr_assert_eq(in->peer.n, 2, "queue->vif->domid");
 	cr_expect(in->peer.off[0] == 32 && in->peer.size[0] == 8 && in->peer.off[1] == 0 && in->peer.size[1] == 2);
 	const struct xk_slot_info *sq = &l.slots[l.slot_of_site[4]];
 	cr_expect_eq(sq->kind, XK_SLOT_EXIT);
 	cr_expect_eq(sq->site.ops[0].kind, XK_OP_END);
-	cr_expect_eq(sq->site.ops[0].from.arg, 1, "the request's id removed at the return");
+	const struct xk_path *q = &sq->site.ops[0].from;
+	cr_expect(q->arg == 0 && q->n == 0 && q->iarg == 1 && q->isize == 2 && q->tadd == 3096 && q->tstride == 64 &&
+		  q->nelems == 256, "the request's id removed at the return");
 	xk_lowered_fini(&l);
 	kp_free(&k);
 }
