@@ -595,3 +595,95 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 	xk_lowered_fini(&l);
 	kp_free(&k);
 }
+
+/* An indexed request with a load before the array: the request
+ * q->ring->pend[i].req, the sender q->ring->pend[i].req->vif->domid (two
+ * loads after the element), at a function (q %rdi, i %rsi); and, refused,
+ * where the index is not an integer argument, where the kernel has no
+ * such array, and at a tracepoint past arg0. */
+static const char *const indexed2 =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a)</pointcut><cast var='d' struct='req'/>"
+	"<xin_copy name='k' from='skb' to='d'><key member='gref' bits='32'/></xin_copy></transit>"
+	"<transit><pointcut>call(b)</pointcut><cast var='q' struct='vq'/><cast var='q->ring' struct='ring'/>"
+	"<cast var='q->ring->pend[i].req' struct='req'/><cast var='q->ring->pend[i].req->vif' struct='vif'/>"
+	"<xout_copy name='k' from='q->ring->pend[i].req' to='q->ring->pend[i].req'>"
+	"<sender domid='q->ring->pend[i].req->vif->domid'/></xout_copy></transit>"
+	"</xflow></flows>";
+
+static const struct want_layout indexed2_layouts[] = {
+	{ "req", "gref", { .offset = 0, .size = 4 } },       { "vq", "ring", PTR8(40) },
+	{ "ring", "pend[].req", { .offset = 100, .size = 24, .nelems = 8, .stride = 48 } },
+	{ "req", "vif", PTR8(16) },                           { "vif", "domid", { .offset = 2, .size = 2 } },
+};
+
+static void indexed2_plan(struct kp *k, const char *kinds, const uint8_t regs[][4], uint8_t isize,
+			  struct xflow_plan_field *fields, struct xflow_plan_layout *lay, size_t nlay)
+{
+	kp_build(k, indexed2, kinds, regs, NULL);
+	k->fetch[k->bind[1].first_fetch + 1].size = isize;
+	kp_layouts(k, indexed2_layouts, nlay, fields, lay);
+}
+
+Test(klower, an_element_step_between_loads)
+{
+	const uint8_t regs[][4] = { { RDI, RSI }, { RDI, RSI } };
+	struct kp k;
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	indexed2_plan(&k, "ee", regs, 4, fields, lay, 5);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *in = &l.slots[l.slot_of_site[1]].site.ops[0];
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	/* The request: q->ring (a load), then + 100 + i * 48, no load. */
+	cr_assert_eq(in->to.n, 1);
+	cr_expect_eq(in->to.off[0], 40);
+	cr_expect(in->to.iarg == 1 && in->to.isize == 4 && in->to.nelems == 8, "i, a u32 below 8");
+	cr_expect(in->to.tadd == 100 && in->to.tstride == 48, "after the load");
+	cr_expect(in->to.add[0] == 0 && in->to.stride[0] == 0);
+	/* The sender: q->ring, the element, then ->vif, ->domid: the element
+	 * step before load 1. */
+	cr_assert_eq(in->peer.n, 3);
+	cr_expect(in->peer.off[0] == 40 && in->peer.off[1] == 16 && in->peer.off[2] == 2);
+	cr_expect(in->peer.add[1] == 100 && in->peer.stride[1] == 48, "before ->vif");
+	cr_expect(in->peer.add[0] == 0 && in->peer.stride[0] == 0 && in->peer.tadd == 0 && in->peer.tstride == 0);
+	cr_expect(in->peer.iarg == 1 && in->peer.nelems == 8);
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+Test(klower, element_steps_refused)
+{
+	const uint8_t regs[][4] = { { RDI, RSI }, { RDI, RSI } };
+	struct kp k;
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	struct xk_lowered l;
+	char why[512] = "";
+	/* A fetch of no integer width: not an integer argument. */
+	indexed2_plan(&k, "ee", regs, 3, fields, lay, 5);
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "an array's index is not an integer argument") != NULL, "%s", why);
+	cr_expect(strncmp(why, "t.xml:1:", 8) == 0, "%s", why);
+	kp_free(&k);
+	/* The index is the return value. */
+	const uint8_t ret[][4] = { { RDI, RSI }, { RDI, RAX } };
+	indexed2_plan(&k, "er", ret, 8, fields, lay, 5);
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "an array's index is not an integer argument") != NULL, "%s", why);
+	kp_free(&k);
+	/* No such array in this kernel (the planner said so already). */
+	indexed2_plan(&k, "ee", regs, 2, fields, lay, 2);
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "ring.pend[].req is not an element of an array embedded in its struct") != NULL, "%s",
+		  why);
+	kp_free(&k);
+	/* A tracepoint reads only arg0: an index in arg1 cannot be read. */
+	indexed2_plan(&k, "et", regs, 8, fields, lay, 5);
+	k.fetch[k.bind[1].first_fetch].reg = RDI;
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "only the first argument can be read") != NULL, "%s", why);
+	kp_free(&k);
+}
