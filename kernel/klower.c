@@ -533,8 +533,6 @@ static bool whole_int(const struct xflow_plan_layout *ly)
 	       (ly->size == 1 || ly->size == 2 || ly->size == 4 || ly->size == 8);
 }
 
-/* A chain from an input → an argument and its loads.  Every load reads a
- * pointer, but an @integer operand's last. */
 /* The array element step of @ch into @out: the index's argument and
  * width, and the element's place and bound from the plan's BTF layout. */
 static int index_of(const struct lctx *c, const struct chain *ch, struct xk_path *out)
@@ -565,6 +563,8 @@ static int index_of(const struct lctx *c, const struct chain *ch, struct xk_path
 	return 0;
 }
 
+/* A chain from an input → an argument and its loads.  Every load reads a
+ * pointer, but an @integer operand's last. */
 static int path_of(const struct lctx *c, const struct chain *ch, bool integer, struct xk_path *out)
 {
 	memset(out, 0, sizeof(*out));

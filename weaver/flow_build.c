@@ -248,7 +248,13 @@ static const char *path_attr(struct build *B, const struct fl_xnode *n, const ch
 			part[len] = 0;
 			ok = chain_part_ok(part, &indexed);
 		}
-		if (ok && !indexed && is_keyword(part)) {
+		if (ok && indexed) {
+			/* The index becomes a variable of the advice. */
+			const char *lb = strchr(part, '['), *rb = strchr(part, ']');
+			memmove(part, lb + 1, (size_t)(rb - lb - 1));
+			part[rb - lb - 1] = 0;
+		}
+		if (ok && is_keyword(part)) {
 			fl_error(&B->u->diag, a->vloc, "rename it; C keywords and type names cannot name things here",
 				 "'%s' is a keyword of the advice language", part);
 			return NULL;

@@ -284,6 +284,8 @@ Test(kernel_lang, indexed_chains_are_refused_with_their_line)
 		  "is not a variable or member chain" },
 		{ "<xin_move name='k' from='q->a[i].' to='p'><key member='a'/></xin_move>",
 		  "is not a variable or member chain" },
+		{ "<xin_move name='k' from='q->a[long]' to='p'><key member='a'/></xin_move>",
+		  "'long' is a keyword of the advice language" },
 		{ "<xin_move name='k' from='q->a[q]' to='p'><key member='a'/></xin_move>",
 		  "'q' indexes an array and is also the start of a chain" },
 	};
