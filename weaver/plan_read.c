@@ -146,7 +146,8 @@ int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 				return bad(why, whylen, "plan: domain %s: field %u has size %u", dm->name, i, l->size);
 			/* An array element: the whole array within what an
 			 * offset can say, and the element within its stride. */
-			if ((!l->nelems) != (!l->stride) || (l->nelems && (l->offset < 0 || l->bit_size)) ||
+			if ((!l->nelems) != (!l->stride) ||
+			    (l->nelems && (l->offset < 0 || l->bit_size || l->size > l->stride)) ||
 			    (l->nelems && (uint64_t)l->offset + (uint64_t)l->nelems * l->stride > (uint64_t)UINT32_MAX + 1))
 				return bad(why, whylen, "plan: domain %s: array element %u is invalid", dm->name, i);
 			if (l->bit_size && (l->bit_offset < (uint64_t)l->offset * 8 ||

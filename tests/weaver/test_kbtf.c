@@ -684,7 +684,7 @@ Test(kbtf, an_indexed_request_is_laid_out_from_btf)
 	struct seen seen;
 	struct xflow_plan *p;
 	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0, "%s", seen.n ? seen.msg[0] : "");
-	const struct xflow_plan_domain *d = &p->domains[0];
+	struct xflow_plan_domain *d = &p->domains[0];
 	bool found = false;
 	for (uint32_t f = 0; f < p->nfields; f++) {
 		if (strcmp(p->fields[f].member, "pend[].req"))
@@ -722,6 +722,22 @@ Test(kbtf, an_indexed_request_is_laid_out_from_btf)
 			  r->domains[0].layouts[f].stride == d->layouts[f].stride, "field %u", f);
 	xflow_plan_free(r);
 	free(buf);
+	/* What a reader refuses of an element's layout: a count without a
+	 * stride, an array past what an offset says. */
+	for (uint32_t f = 0; f < p->nfields; f++) {
+		if (!d->layouts[f].nelems)
+			continue;
+		struct xflow_plan_layout l0 = d->layouts[f];
+		d->layouts[f].stride = 0;
+		cr_expect_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+		cr_expect(strstr(why, "is invalid") != NULL, "%s", why);
+		d->layouts[f] = l0;
+		d->layouts[f].nelems = 0x10000;
+		d->layouts[f].stride = 0x10000;
+		cr_expect_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+		d->layouts[f] = l0;
+		cr_expect_eq(xflow_plan_check(p, why, sizeof(why)), 0, "%s", why);
+	}
 	xflow_plan_free(p);
 	xflow_unit_free(u);
 	unlink(path);
