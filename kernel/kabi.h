@@ -52,8 +52,8 @@ enum xk_op_kind {
  * @iarg, and an index >= @nelems is a fault; before load i the value
  * moves by add[i] + index * stride[i], after the last by tadd + index *
  * tstride, all 0 but at the element's step.  Without an element, iarg is
- * XK_ARG_NONE (the index 0) and nelems 1: the same code, no branch more
- * for the verifier to walk.  A fault ends the operation without a record,
+ * XK_ARG_NONE, imask 0 (the index 0) and nelems 1: the same code, no
+ * branch more for the verifier to walk.  A fault ends the operation without a record,
  * counted. */
 struct xk_path {
 	__u8 arg;           /* argument index 0..5, XK_ARG_RET, XK_ARG_NONE */
@@ -66,6 +66,8 @@ struct xk_path {
 	__u32 stride[XK_MAX_DEREF];
 	__u32 tadd, tstride;
 	__u32 nelems;       /* the array's length: the bound of the index */
+	__u32 ipad;
+	__u64 imask;        /* the index's bits (isize bytes); 0 without one */
 };
 
 /* One member of a packed key, read from the request (the op's @to): its

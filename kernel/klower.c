@@ -552,6 +552,7 @@ static int index_of(const struct lctx *c, const struct chain *ch, struct xk_path
 			    named ? c->plan->fields[ch->ifield].member : "?", c->ps->func);
 	out->iarg = (uint8_t)arg;
 	out->isize = f->size;
+	out->imask = f->size == 8 ? UINT64_MAX : (UINT64_C(1) << (f->size * 8)) - 1;
 	out->nelems = ly->nelems;
 	if (ch->istep < ch->n) {
 		out->add[ch->istep] = (uint32_t)ly->offset;

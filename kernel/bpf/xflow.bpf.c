@@ -173,6 +173,12 @@ static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
  * is NULL (no object here, not a fault); -1 on a fault. */
 static __noinline int xk_chain(const struct xk_path *p, __u64 *v, __u64 idx)
 {
+	/* The register holds the argument's C type; above it, bits the ABI
+	 * leaves undefined.  Bounded before any address is made of it: a
+	 * guest's index never takes a read outside the array. */
+	idx &= p->imask;
+	if (idx >= p->nelems)
+		return -1;
 	for (int i = 0; i < XK_MAX_DEREF; i++) {
 		if (i >= p->n)
 			break;
@@ -187,23 +193,26 @@ static __noinline int xk_chain(const struct xk_path *p, __u64 *v, __u64 idx)
 	return 0;
 }
 
-/* The operand's value.  The index is bounded here, before any address is
- * made of it: a guest's index never takes a read outside the array. */
+/* The value of an element's index: argument @which, whatever it is (the
+ * chain masks it to 0 when there is no index), without a branch. */
+static __always_inline __u64 xk_index(void *ctx, const int kind, __u8 which)
+{
+	__u64 v = 0;
+	if (kind == KIND_TP)
+		/* Only arg0 (see xk_get), which every operand reads anyway. */
+		v = ((__u64 *)ctx)[0];
+	else
+		/* XK_ARG_NONE is no argument: v stays 0. */
+		bpf_get_func_arg(ctx, which, &v);
+	return v;
+}
+
 static __always_inline int xk_path_get(void *ctx, const int kind, const struct xk_path *p, __u64 *v)
 {
-	__u64 idx = 0;
 	*v = 0;
 	if (xk_get(ctx, kind, p->arg, v))
 		return 1;
-	/* Without an element iarg is XK_ARG_NONE, which no argument is:
-	 * idx stays 0, below nelems 1. */
-	xk_get(ctx, kind, p->iarg, &idx);
-	/* The register holds the argument's C type; above it, bits the ABI
-	 * leaves undefined. */
-	idx &= ~0ULL >> (((8 - p->isize) * 8) & 63);
-	if (idx >= p->nelems)
-		return -1;
-	return xk_chain(p, v, idx);
+	return xk_chain(p, v, xk_index(ctx, kind, p->iarg));
 }
 
 /* The key of a keyed handoff: the request's members, each masked to its

@@ -572,6 +572,7 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 		cr_expect_eq(p->n, 0, "no load: the element is embedded");
 		cr_expect_eq(p->iarg, 1, "pending_idx, the 2nd argument");
 		cr_expect_eq(p->isize, 2, "a u16");
+		cr_expect_eq(p->imask, 0xffff, "its low 16 bits of the register");
 		cr_expect_eq(p->tadd, 3096, "pending_tx_info[0].req, after no load");
 		cr_expect_eq(p->tstride, 64, "sizeof(struct pending_tx_info)");
 		cr_expect_eq(p->nelems, 256, "MAX_PENDING_REQS");
@@ -582,8 +583,8 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 	cr_expect(in->part[0].off == 0 && in->part[0].size == 4 && in->part[0].shift == 16, "req.gref");
 	cr_expect(in->part[1].off == 8 && in->part[1].size == 2 && in->part[1].shift == 0, "req.id");
 	cr_expect_eq(in->peer.arg, 0, "queue");
-	cr_expect(in->peer.iarg == XK_ARG_NONE && in->peer.nelems == 1 && in->peer.tstride == 0,
-		  "the sender is not indexed");
+	cr_expect(in->peer.iarg == XK_ARG_NONE && in->peer.nelems == 1 && in->peer.tstride == 0 &&
+		  in->peer.imask == 0, "the sender is not indexed: index 0, below 1");
 	cr_assert_eq(in->peer.n, 2, "queue->vif->domid");
 	cr_expect(in->peer.off[0] == 32 && in->peer.size[0] == 8 && in->peer.off[1] == 0 && in->peer.size[1] == 2);
 	const struct xk_slot_info *sq = &l.slots[l.slot_of_site[4]];
@@ -640,7 +641,8 @@ Test(klower, an_element_step_between_loads)
 	/* The request: q->ring (a load), then + 100 + i * 48, no load. */
 	cr_assert_eq(in->to.n, 1);
 	cr_expect_eq(in->to.off[0], 40);
-	cr_expect(in->to.iarg == 1 && in->to.isize == 4 && in->to.nelems == 8, "i, a u32 below 8");
+	cr_expect(in->to.iarg == 1 && in->to.isize == 4 && in->to.imask == 0xffffffffu && in->to.nelems == 8,
+		  "i, a u32 below 8");
 	cr_expect(in->to.tadd == 100 && in->to.tstride == 48, "after the load");
 	cr_expect(in->to.add[0] == 0 && in->to.stride[0] == 0);
 	/* The sender: q->ring, the element, then ->vif, ->domid: the element
