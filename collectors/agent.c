@@ -9,8 +9,8 @@
  *   flows=FILE     a flow file to weave (repeatable; at least one)
  *   bin=DOM:PATH   another binary of domain DOM (a shared library ...),
  *                  besides the executable each agent names (repeatable)
- *   timeout=MS     how long an agent may take to greet and to load its
- *                  plan (default 30000)
+ *   timeout=MS     how long an agent may take to load its plan, and to
+ *                  greet (over Xen at most 10 s) (default 30000)
  *
  * At open the collector connects to every agent, takes the ring it offers,
  * compiles the flow files once, builds each domain's plan from the binaries
@@ -54,8 +54,10 @@
 #define MAX_LIST 64
 #define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
 #define POP_CHUNK 256
-/* An agent over Xen gets this long to greet and to answer its plan; a
- * domain whose offer failed is not tried again for XEN_RETRY_NS. */
+/* An agent over Xen gets this long to greet (its plan, timeout= whole:
+ * a kernel agent answers once the verifier has passed every program, and
+ * waiting costs nothing here, as no read waits on a guest); a domain whose
+ * offer failed is not tried again for XEN_RETRY_NS. */
 #define XEN_STEP_MS 10000
 #define XEN_RETRY_NS 30000000000ull
 /* A guest's clock further than this from ours is moved onto ours. */
@@ -153,7 +155,7 @@ struct acoll {
 		char note[320];
 	} *aspects;
 	uint64_t bad, bad_offers;
-	int xen_step_ms;             /* timeout=, at most XEN_STEP_MS */
+	int xen_step_ms;             /* the greeting's: timeout=, at most XEN_STEP_MS */
 	/* Over Xen: discovery, and the domains whose offer failed lately. */
 	bool xen;
 	struct xen_discover *xd;
@@ -778,7 +780,7 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	}
 	p->plan_seq = pm.seq;
 	p->state = PEER_PLAN;
-	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
+	p->deadline_ns = now + (uint64_t)c->timeout_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: weaving", p->agent_pid);
 	return;
 fail:
