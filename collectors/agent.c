@@ -91,7 +91,7 @@ struct peer {
 	int64_t offset_ns;       /* added to its times: its clock onto ours */
 	bool offset_checked;
 	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
-	const char *clock_how;   /* over Xen: how offset_ns was found, for its source */
+	char clock_how[48];      /* over Xen: how offset_ns was found, for its source */
 	bool connected;   /* the control socket is up */
 	bool ring_ok;     /* the ring is mapped and readable */
 	bool gone;
@@ -756,7 +756,11 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 		enum guest_clock_how how = guest_clock_offset(&in, &p->offset_ns, cwhy, sizeof(cwhy));
 		if (how == GUEST_CLOCK_TSC_REFUSED)
 			set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, cwhy);
-		p->clock_how = how == GUEST_CLOCK_TSC ? "clock by TSC anchor" : "clock by HELLO arrival";
+		if (how == GUEST_CLOCK_TSC)
+			snprintf(p->clock_how, sizeof(p->clock_how), "clock by TSC anchor");
+		else
+			snprintf(p->clock_how, sizeof(p->clock_how), "clock by HELLO round trip, within %.1fms",
+				 (double)(in.now_ns - in.since_ns) / 2e6);
 	}
 	xflow_ctl_msg_free(m);
 	m = NULL;
@@ -812,7 +816,7 @@ static void xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
 	}
 	p->state = PEER_LIVE;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u%s%s", p->agent_pid,
-		 (unsigned)p->domid, p->clock_how ? ", " : "", p->clock_how ? p->clock_how : "");
+		 (unsigned)p->domid, p->clock_how[0] ? ", " : "", p->clock_how);
 	/* Aspects switched off before this agent came: off here too. */
 	for (uint32_t i = 0; i < c->naspects; i++) {
 		if (c->aspects[i].enabled)

@@ -11,7 +11,9 @@
  * its read and ours measure that latency, and only they are scaled by a
  * rate estimate.  Whether they read one TSC is checked: the latency the
  * ticks say must lie between 0 and the round trip we saw (plus a margin);
- * otherwise the arrival is taken, as for agents without an anchor.
+ * otherwise, as for agents without an anchor, its read is taken for the
+ * middle of the round trip (from our connecting to its HELLO's arrival),
+ * off by at most half of it.
  */
 #ifndef COLLECTORS_GUEST_CLOCK_H
 #define COLLECTORS_GUEST_CLOCK_H
@@ -30,9 +32,10 @@ struct guest_clock_in {
 };
 
 enum guest_clock_how {
-	GUEST_CLOCK_ARRIVAL = 0,   /* no anchor: the arrival is the send time */
+	GUEST_CLOCK_ARRIVAL = 0,   /* no anchor: the round trip's middle (or, with
+	                            * no since_ns, the arrival) is the send time */
 	GUEST_CLOCK_TSC = 1,       /* from the TSC anchor */
-	GUEST_CLOCK_TSC_REFUSED = 2, /* an anchor from another TSC: the arrival */
+	GUEST_CLOCK_TSC_REFUSED = 2, /* an anchor from another TSC: as ARRIVAL */
 };
 
 /*
