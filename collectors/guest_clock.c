@@ -29,3 +29,15 @@ enum guest_clock_how guest_clock_offset(const struct guest_clock_in *in, int64_t
 	*offset = arrival - (int64_t)lat;
 	return GUEST_CLOCK_TSC;
 }
+
+bool guest_clock_refine(int64_t *offset, uint64_t *bound_ns, uint64_t sent_ns, uint64_t recv_ns, uint64_t agent_ns)
+{
+	if (!agent_ns || recv_ns < sent_ns)
+		return false;
+	uint64_t half = (recv_ns - sent_ns) / 2;
+	if (half >= *bound_ns)
+		return false;
+	*offset = (int64_t)(sent_ns + half - agent_ns);
+	*bound_ns = half;
+	return true;
+}

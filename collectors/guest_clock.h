@@ -18,6 +18,7 @@
 #ifndef COLLECTORS_GUEST_CLOCK_H
 #define COLLECTORS_GUEST_CLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,16 @@ enum guest_clock_how {
  * With GUEST_CLOCK_TSC_REFUSED, @why (@len bytes) says what disagreed.
  */
 enum guest_clock_how guest_clock_offset(const struct guest_clock_in *in, int64_t *offset, char *why, size_t len);
+
+/*
+ * A later round trip (a STATS request sent at our @sent_ns, its answer
+ * taken at our @recv_ns, the agent's clock reading @agent_ns, in ns, just
+ * before it answered): when half of it is under *bound_ns, its middle
+ * becomes *offset and half of it *bound_ns, and true is returned.  So the
+ * placement tightens to half the shortest round trip seen, however slow
+ * the greeting was.  A round trip that runs backwards or an agent that
+ * said nothing (0) changes nothing.
+ */
+bool guest_clock_refine(int64_t *offset, uint64_t *bound_ns, uint64_t sent_ns, uint64_t recv_ns, uint64_t agent_ns);
 
 #endif

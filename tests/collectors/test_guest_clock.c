@@ -94,3 +94,49 @@ Test(guest_clock, an_anchor_taken_earlier_here_is_within_microseconds)
 		  "off by %lld ns: not within half the %lld ns round trip, late", (long long)(off - true_off),
 		  (long long)(2 * half));
 }
+
+/* STATS round trips: each shorter one places the clock again, at its
+ * middle; longer ones, backwards ones and silent agents change nothing. */
+Test(guest_clock, shorter_round_trips_tighten_it)
+{
+	const uint64_t t0 = 1000 * 1000 * MS;
+	int64_t off = 123;
+	uint64_t bound = 20 * MS;
+	/* Sent at t0, back at t0 + 4 ms, the agent read 7000 ms: it stood at
+	 * t0 + 2 ms then, give or take 2 ms. */
+	cr_assert(guest_clock_refine(&off, &bound, t0, t0 + 4 * MS, 7000 * MS));
+	cr_expect_eq(off, (int64_t)(t0 + 2 * MS) - 7000 * MS);
+	cr_expect_eq(bound, 2 * MS);
+	/* Longer: not taken. */
+	cr_expect_not(guest_clock_refine(&off, &bound, t0, t0 + 6 * MS, 7001 * MS));
+	cr_expect_eq(off, (int64_t)(t0 + 2 * MS) - 7000 * MS);
+	/* Shorter: taken. */
+	cr_assert(guest_clock_refine(&off, &bound, t0 + 10 * MS, t0 + 10 * MS + 300000, 7010 * MS));
+	cr_expect_eq(off, (int64_t)(t0 + 10 * MS + 150000) - 7010 * MS);
+	cr_expect_eq(bound, 150000u);
+	/* Backwards, or nothing said: ignored. */
+	cr_expect_not(guest_clock_refine(&off, &bound, t0 + 20 * MS, t0 + 19 * MS, 7020 * MS));
+	cr_expect_not(guest_clock_refine(&off, &bound, t0 + 30 * MS, t0 + 30 * MS, 0));
+	cr_expect_eq(bound, 150000u);
+}
+
+/* On this machine, a "guest" 5 s behind answering after a sleep: the
+ * offset found is within the bound it claims, around the true one. */
+Test(guest_clock, a_round_trip_bounds_the_error)
+{
+	const int64_t true_off = 5000 * MS;
+	int64_t off = 0;
+	uint64_t bound = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t sent = xflow_monotonic_ns();
+		struct timespec ts = { 0, (i + 1) * 1000000 };
+		nanosleep(&ts, NULL);
+		uint64_t agent = xflow_monotonic_ns() - (uint64_t)true_off;
+		nanosleep(&ts, NULL);
+		guest_clock_refine(&off, &bound, sent, xflow_monotonic_ns(), agent);
+		int64_t err = off - true_off;
+		cr_expect(err >= -(int64_t)bound && err <= (int64_t)bound, "off by %lld ns, bound %llu ns",
+			  (long long)err, (unsigned long long)bound);
+	}
+	cr_expect_lt(bound, 3 * MS, "the shortest round trip (about 2 ms) sets the bound");
+}
