@@ -9,8 +9,8 @@
  *   flows=FILE     a flow file to weave (repeatable; at least one)
  *   bin=DOM:PATH   another binary of domain DOM (a shared library ...),
  *                  besides the executable each agent names (repeatable)
- *   timeout=MS     how long an agent may take to greet and to load its
- *                  plan (default 30000)
+ *   timeout=MS     how long an agent may take to load its plan, and to
+ *                  greet (over Xen at most 10 s) (default 30000)
  *
  * At open the collector connects to every agent, takes the ring it offers,
  * compiles the flow files once, builds each domain's plan from the binaries
@@ -54,8 +54,10 @@
 #define MAX_LIST 64
 #define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
 #define POP_CHUNK 256
-/* An agent over Xen gets this long to greet and to answer its plan; a
- * domain whose offer failed is not tried again for XEN_RETRY_NS. */
+/* An agent over Xen gets this long to greet (its plan, timeout= whole:
+ * a kernel agent answers once the verifier has passed every program, and
+ * waiting costs nothing here, as no read waits on a guest); a domain whose
+ * offer failed is not tried again for XEN_RETRY_NS. */
 #define XEN_STEP_MS 10000
 #define XEN_RETRY_NS 30000000000ull
 /* A guest's clock further than this from ours is moved onto ours. */
@@ -89,7 +91,9 @@ struct peer {
 	int64_t offset_ns;       /* added to its times: its clock onto ours */
 	bool offset_checked;
 	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
-	const char *clock_how;   /* over Xen: how offset_ns was found, for its source */
+	char clock_how[48];      /* over Xen: how offset_ns was found, for its source */
+	uint64_t clock_bound_ns; /* over Xen, placed by round trips: how far off
+	                          * offset_ns may be (0: not by round trips) */
 	bool connected;   /* the control socket is up */
 	bool ring_ok;     /* the ring is mapped and readable */
 	bool gone;
@@ -153,7 +157,7 @@ struct acoll {
 		char note[320];
 	} *aspects;
 	uint64_t bad, bad_offers;
-	int xen_step_ms;             /* timeout=, at most XEN_STEP_MS */
+	int xen_step_ms;             /* the greeting's: timeout=, at most XEN_STEP_MS */
 	/* Over Xen: discovery, and the domains whose offer failed lately. */
 	bool xen;
 	struct xen_discover *xd;
@@ -487,6 +491,29 @@ static void handle_stats(struct peer *p, const struct xflow_ctl_stats *s)
 	p->ntargets = alive;
 }
 
+/* A live Xen peer's source line: where from, and how its clock is placed. */
+static void xen_peer_source(struct peer *p)
+{
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u%s%s", p->agent_pid,
+		 (unsigned)p->domid, p->clock_how[0] ? ", " : "", p->clock_how);
+}
+
+/* A guest's clock placed by its greeting's round trip is placed again by
+ * each shorter STATS round trip: under Xen the greeting's takes tens of
+ * milliseconds where the hops across domains are tens of microseconds. */
+static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
+{
+	if (!p->xen || !p->clock_bound_ns || !s->clock_now)
+		return;
+	uint64_t agent_ns = xflow_clock_to_ns(p->conv, s->clock_now);
+	if (!guest_clock_refine(&p->offset_ns, &p->clock_bound_ns, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns))
+		return;
+	snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
+		 (double)p->clock_bound_ns / 1e6);
+	if (p->state == PEER_LIVE)
+		xen_peer_source(p);
+}
+
 /* Take one message from @p's control socket.  1: one handled, 0: none
  * ready, < 0: the agent is gone or broke the protocol.  *reply_seq gets a
  * REPLY's req_seq (PLAN_LOAD replies are returned in *plan_reply). */
@@ -500,8 +527,10 @@ static int peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct 
 	case XFLOW_CTL_REPLY:
 		if (m->u.reply.req_type == XFLOW_CTL_STATS) {
 			p->stats_pending = false;
-			if (m->u.reply.status == 0)
+			if (m->u.reply.status == 0) {
 				handle_stats(p, &m->u.reply.u.stats);
+				peer_clock_refine(p, &m->u.reply.u.stats);
+			}
 		} else if (m->u.reply.req_type == XFLOW_CTL_PLAN_LOAD && plan_reply &&
 			   m->u.reply.req_seq == p->plan_seq) {
 			*plan_reply = m;
@@ -754,7 +783,14 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 		enum guest_clock_how how = guest_clock_offset(&in, &p->offset_ns, cwhy, sizeof(cwhy));
 		if (how == GUEST_CLOCK_TSC_REFUSED)
 			set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, cwhy);
-		p->clock_how = how == GUEST_CLOCK_TSC ? "clock by TSC anchor" : "clock by HELLO arrival";
+		if (how == GUEST_CLOCK_TSC) {
+			snprintf(p->clock_how, sizeof(p->clock_how), "clock by TSC anchor");
+		} else {
+			/* Tightened by the STATS round trips that follow. */
+			p->clock_bound_ns = (in.now_ns - in.since_ns) / 2 + 1;
+			snprintf(p->clock_how, sizeof(p->clock_how), "clock by HELLO round trip, within %.1fms",
+				 (double)(in.now_ns - in.since_ns) / 2e6);
+		}
 	}
 	xflow_ctl_msg_free(m);
 	m = NULL;
@@ -778,7 +814,7 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	}
 	p->plan_seq = pm.seq;
 	p->state = PEER_PLAN;
-	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
+	p->deadline_ns = now + (uint64_t)c->timeout_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: weaving", p->agent_pid);
 	return;
 fail:
@@ -809,8 +845,7 @@ static void xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
 		return;
 	}
 	p->state = PEER_LIVE;
-	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u%s%s", p->agent_pid,
-		 (unsigned)p->domid, p->clock_how ? ", " : "", p->clock_how ? p->clock_how : "");
+	xen_peer_source(p);
 	/* Aspects switched off before this agent came: off here too. */
 	for (uint32_t i = 0; i < c->naspects; i++) {
 		if (c->aspects[i].enabled)

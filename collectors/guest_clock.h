@@ -11,11 +11,14 @@
  * its read and ours measure that latency, and only they are scaled by a
  * rate estimate.  Whether they read one TSC is checked: the latency the
  * ticks say must lie between 0 and the round trip we saw (plus a margin);
- * otherwise the arrival is taken, as for agents without an anchor.
+ * otherwise, as for agents without an anchor, its read is taken for the
+ * middle of the round trip (from our connecting to its HELLO's arrival),
+ * off by at most half of it.
  */
 #ifndef COLLECTORS_GUEST_CLOCK_H
 #define COLLECTORS_GUEST_CLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,9 +33,10 @@ struct guest_clock_in {
 };
 
 enum guest_clock_how {
-	GUEST_CLOCK_ARRIVAL = 0,   /* no anchor: the arrival is the send time */
+	GUEST_CLOCK_ARRIVAL = 0,   /* no anchor: the round trip's middle (or, with
+	                            * no since_ns, the arrival) is the send time */
 	GUEST_CLOCK_TSC = 1,       /* from the TSC anchor */
-	GUEST_CLOCK_TSC_REFUSED = 2, /* an anchor from another TSC: the arrival */
+	GUEST_CLOCK_TSC_REFUSED = 2, /* an anchor from another TSC: as ARRIVAL */
 };
 
 /*
@@ -40,5 +44,16 @@ enum guest_clock_how {
  * With GUEST_CLOCK_TSC_REFUSED, @why (@len bytes) says what disagreed.
  */
 enum guest_clock_how guest_clock_offset(const struct guest_clock_in *in, int64_t *offset, char *why, size_t len);
+
+/*
+ * A later round trip (a STATS request sent at our @sent_ns, its answer
+ * taken at our @recv_ns, the agent's clock reading @agent_ns, in ns, just
+ * before it answered): when half of it is under *bound_ns, its middle
+ * becomes *offset and half of it *bound_ns, and true is returned.  So the
+ * placement tightens to half the shortest round trip seen, however slow
+ * the greeting was.  A round trip that runs backwards or an agent that
+ * said nothing (0) changes nothing.
+ */
+bool guest_clock_refine(int64_t *offset, uint64_t *bound_ns, uint64_t sent_ns, uint64_t recv_ns, uint64_t agent_ns);
 
 #endif

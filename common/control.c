@@ -150,6 +150,7 @@ static void w_reply(struct wbuf *w, const struct xflow_ctl_reply *r)
 			w_u8(w, a->enabled ? 1 : 0);
 		}
 		w_targets(w, s->ntargets, s->targets);
+		w_u64(w, s->clock_now);
 		break;
 	}
 	default:
@@ -477,6 +478,7 @@ static void r_reply(struct rbuf *r, struct xflow_ctl_reply *rp)
 			s->advice = a;
 		}
 		s->targets = r_targets(r, &s->ntargets);
+		s->clock_now = r_u64(r, "stats clock");
 		break;
 	}
 	case XFLOW_CTL_HELLO:

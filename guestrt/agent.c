@@ -930,6 +930,9 @@ static int stats_reply(struct agent *a, const struct xflow_ctl_msg *req)
 	s->advice = v;
 	fill_targets(a, tv, &s->ntargets);
 	s->targets = tv;
+	/* Read last, just before sending: a monitor over Xen places our
+	 * clock by it (collectors/guest_clock.h). */
+	s->clock_now = xflow_clock_ticks(&a->clock);
 	rc = xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
 out:
 	free(v);

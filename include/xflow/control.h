@@ -83,14 +83,19 @@
  *                  u32 nadvice (<= XFLOW_CTL_MAX_ADVICE),
  *                  nadvice x { u64 hits, u64 drops, u64 faults,
  *                              u32 sites, u8 enabled },
- *                  u32 ntargets, ntargets x target
+ *                  u32 ntargets, ntargets x target,
+ *                  u64 clock_now (the agent's record clock just before
+ *                  sending: TSC ticks or CLOCK_MONOTONIC ns, as its
+ *                  HELLO's clock; 0: not said), from which the monitor
+ *                  places a guest's clock to within half the round trip
  *       others:    nothing
  *   EVENT (agent -> monitor): u16 kind (enum xflow_ctl_event_kind),
  *     u32 pid, i32 status, u32 sites (retired), str message
  *
  * Compatibility: a new version changes XFLOW_CTL_VERSION; a peer refuses
  * frames of a version it does not know (-EPROTO) and says so in a REPLY
- * when it can.  Version 3 added the HELLO's kernel_release and modules.
+ * when it can.  Version 3 added the HELLO's kernel_release and modules,
+ * and the STATS reply's clock_now.
  */
 #ifndef XFLOW_CONTROL_H
 #define XFLOW_CONTROL_H
@@ -212,6 +217,7 @@ struct xflow_ctl_stats {
 	const struct xflow_ctl_advice_stats *advice;
 	uint32_t ntargets;
 	const struct xflow_ctl_target *targets;
+	uint64_t clock_now;  /* the agent's record clock when it answered; 0: not said */
 };
 
 struct xflow_ctl_reply {

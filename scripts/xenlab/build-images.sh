@@ -71,9 +71,10 @@ chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' linux-image-amd64 xen-
 "$XL_DIR/dom0-initrd.sh" "$root" "$kver" "$out/dom0-initrd.gz"
 
 # The domU's parts.  Modules for event channels and grant sharing from user
-# space (/dev/xen/evtchn, gntdev, gntalloc) and xenfs, as load order.
+# space (/dev/xen/evtchn, gntdev, gntalloc) and xenfs, and the PV network
+# and disk fronts phase C traces, as load order.
 mkdir -p "$out/domu/modules" "$out/domu/lib" "$out/domu/bin"
-for m in xen-evtchn xen-gntdev xen-gntalloc xenfs; do
+for m in xen-evtchn xen-gntdev xen-gntalloc xenfs xen-netfront xen-blkfront; do
 	chroot "$root" modprobe -S "$kver" --show-depends "$m"
 done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while read -r ko; do
 	cp "$root$ko" "$out/domu/modules/"
@@ -84,11 +85,12 @@ done
 # their sonames.  Copies, not links: the domU's initramfs takes what each
 # run's binaries need from here (libdeps.sh).
 cp "$root/usr/bin/xenstore" "$out/domu/bin/xenstore"
+cp "$root/usr/sbin/bpftool" "$out/domu/bin/bpftool"
 libpkgs=$(sed 's/#.*//' "$XL_DIR/packages" | tr -s ' \t\n' '\n' | grep '^lib')
 # shellcheck disable=SC2086
 files=$(chroot "$root" dpkg -L $libpkgs | grep '^/usr/lib/x86_64-linux-gnu/[^/]*\.so\.')
 # shellcheck disable=SC2086
-libs=$(chroot "$root" ldd /usr/bin/xenstore $files |
+libs=$(chroot "$root" ldd /usr/bin/xenstore /usr/sbin/bpftool $files |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | sort -u)
 for f in $files $libs; do
 	real=$root$(chroot "$root" readlink -f "$f")
@@ -99,13 +101,16 @@ done
 # Trim what a dom0 that boots once and runs a test never reads: the apt
 # caches, documentation, locales, the kernel's initramfs-tools image (ours
 # is dom0-initrd.gz) and every module but those Xen, virtio, 9p and ext4
-# need (about 400 MB of the 900).
+# need (about 400 MB of the 900).  Phase C keeps netfront and blkfront too
+# (the monitor in dom0 plans the domU's kernel from their BTF), netem (the
+# delay it injects) and loop (the domU's disk).
 rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* \
 	"$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
 	"$root"/boot/initrd.img-* "$root"/boot/System.map-* "$root"/boot/xen-*.efi "$root"/boot/xen-*.gz \
 	"$root"/var/cache/debconf/*-old "$root"/var/log/*.log
 for m in virtio_pci virtio_blk ext4 9pnet_virtio 9p xenfs xen-evtchn xen-gntdev xen-gntalloc \
-	xen-privcmd xen-acpi-processor xen-netback xen-blkback bridge; do
+	xen-privcmd xen-acpi-processor xen-netback xen-blkback bridge \
+	xen-netfront xen-blkfront sch_netem loop; do
 	chroot "$root" modprobe -S "$kver" --show-depends "$m"
 done | awk '$1 == "insmod" { sub(/^\//, "", $2); print $2 }' | sort -u >"$out/keep"
 (cd "$root" && find "lib/modules/$kver/kernel" -name '*.ko*' | sort | comm -23 - "$out/keep" | xargs rm -f)

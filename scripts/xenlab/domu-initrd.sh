@@ -15,17 +15,19 @@ mkdir -p "$stage/bin" "$stage/usr/bin" "$stage/lib/modules" "$stage/lib/x86_64-l
 	"$stage/usr/lib" "$stage/usr/share"
 cp /bin/busybox "$stage/bin/busybox"
 cp "$dir/domu-init" "$stage/init"
+cp "$dir/domu-kernel-mode" "$stage/kernel-mode"
 chmod 755 "$stage/init"
 cp "$img"/domu/modules/*.ko "$stage/lib/modules/"
 cp "$img/domu/modules.order" "$stage/modules.order"
-cp "$img/domu/bin/xenstore" "$stage/usr/bin/"
+cp "$img/domu/bin/xenstore" "$img/domu/bin/bpftool" "$stage/usr/bin/"
 for t in read write ls list exists rm watch; do
 	ln -s xenstore "$stage/usr/bin/xenstore-$t"
 done
 cp -a "$inst/usr/lib/xflowtop" "$stage/usr/lib/"
 cp -a "$inst/usr/share/xflowtop" "$stage/usr/share/"
 cp -a "$inst/usr/bin/xflow-agent" "$inst/usr/bin/xensim" "$stage/usr/bin/"
-bins=$(find "$stage/usr/bin/xflow-agent" "$stage/usr/bin/xenstore" "$stage/usr/lib/xflowtop" -type f -perm -u+x)
+bins=$(find "$stage/usr/bin/xflow-agent" "$stage/usr/bin/xenstore" "$stage/usr/bin/bpftool" "$stage/usr/lib/xflowtop" \
+	-type f -perm -u+x)
 # shellcheck disable=SC2086
 sonames=$("$dir/libdeps.sh" "$img/domu/lib" $bins)
 for so in $sonames; do

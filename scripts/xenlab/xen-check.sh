@@ -3,7 +3,10 @@
 # and a small PV domU, install this build into both, and run dom0-run.sh in
 # dom0: a real xentrace capture checked against xenalyze (phase A), then
 # records over the Xen transport from an agent in the domU to xflowtop in
-# dom0, through a destroy and re-create of the domU (phase B).
+# dom0, through a destroy and re-create of the domU (phase B); then the
+# kernel backend in the domU's and dom0's kernels, pings and disk writes
+# followed from netfront and blkfront into netback and blkback as one flow
+# per ring request (phase C, dom0-phase-c.sh).
 #
 # Images are built once and cached (build-images.sh); each run passes its
 # binaries and scripts through a 9p share.  Prints the time of every phase.
@@ -14,13 +17,14 @@
 #
 # Knobs: XENLAB_CACHE (default $XDG_CACHE_HOME/xflowtop-xenlab or
 # ~/.cache/xflowtop-xenlab), XENLAB_TIMEOUT (seconds for the boot and the
-# test, default 600; dom0's own watchdog fires at 420), XENLAB_KEEP=1
+# test, default 1800; dom0's own watchdog fires at 1500), XENLAB_KEEP=1
 # (keep the run's directory), XENLAB_CPU (QEMU's CPU model, default
-# Nehalem, see below).
+# Nehalem, see below), XENLAB_PHASES (the phases to run, default ABC;
+# the others report SKIP: for work on one phase, not for CI).
 set -u
 . "$(dirname "$0")/lib.sh"
 T0=$(now)
-TIMEOUT=${XENLAB_TIMEOUT:-600}
+TIMEOUT=${XENLAB_TIMEOUT:-1800}
 
 run=
 qpid=
@@ -105,9 +109,8 @@ elfs=$(find "$x/install" -type f -perm -u+x)
 "$XL_DIR/libdeps.sh" "$img/domu/lib" $elfs >/dev/null ||
 	die "the project needs libraries the image lacks: add their runtime packages to scripts/xenlab/packages"
 "$XL_DIR/domu-initrd.sh" "$img" "$x/install" "$x/domu.cpio.gz" || die "cannot assemble the domU's initramfs"
-cp "$XL_DIR/dom0-run.sh" "$XL_DIR/batch.awk" "$x/"
-# busybox for the phase C probe's ping (dom0's image has none).
-cp /bin/busybox "$x/" 2>/dev/null
+cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/batch.awk" "$x/"
+echo "${XENLAB_PHASES:-ABC}" >"$x/phases"
 T_INSTALL=$(elapsed "$t")
 say "install: this build into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB, $T_INSTALL s"
 
@@ -150,7 +153,7 @@ boot_and_test() {
 	# Follow the console: print each "xenlab:" line with its time since
 	# QEMU started, note the phase marks, give up at the deadline.
 	seen=0
-	T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_DONE=
+	T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_C0= T_C1= T_DONE=
 	timed_out=0
 	while :; do
 		alive=1
@@ -169,6 +172,8 @@ boot_and_test() {
 				*"phase A done"*) T_A1=$e ;;
 				*"phase B: xflowtop"*) T_B0=$e ;;
 				*"phase B done"*) T_B1=$e ;;
+				*"phase C: kernel flows"*) T_C0=$e ;;
+				*"phase C done"*) T_C1=$e ;;
 				*"test done"*) T_DONE=$e ;;
 				esac
 			done <"$run/new"
@@ -189,12 +194,14 @@ boot_and_test() {
 
 	say "times: image $T_IMAGE; install $T_INSTALL s; boot to xenstored ${T_XS:--} s;" \
 		"domU running $(span "$T_XS" "$T_DOMU"); phase A $(span "$T_A0" "$T_A1"); phase B $(span "$T_B0" "$T_B1");" \
+		"phase C $(span "$T_C0" "$T_C1");" \
 		"shutdown $(span "$T_DONE" "$T_END"); total $(elapsed "$T0") s"
 	[ -f "$res" ] && sed 's/^/xen-check: phase /' "$res" >&2
 	[ -f "$res" ] || say "no results from dom0 (QEMU exit status $qrc; $(cat "$run/qemu.log"))"
 	[ $timed_out = 1 ] && say "FAIL: timed out"
 	if [ $timed_out = 0 ] && grep -q '^A PASS' "$res" 2>/dev/null &&
-		grep -q '^B \(PASS\|SKIP\)' "$res" 2>/dev/null; then
+		grep -q '^B \(PASS\|SKIP\)' "$res" 2>/dev/null &&
+		grep -q '^C \(PASS\|SKIP\)' "$res" 2>/dev/null; then
 		return 0
 	fi
 	# Signs of the memory corruption dom0 suffers at random under TCG:
@@ -219,11 +226,11 @@ if [ $rc = 2 ]; then
 	rc=$?
 fi
 
-# A count line of the plain form test logs are read for: the two phases.
-np=$(grep -c '^[AB] PASS' "$res" 2>/dev/null)
-ns=$(grep -c '^[AB] SKIP' "$res" 2>/dev/null)
-[ $rc = 0 ] || [ "${np:-0}" -lt 2 ] || np=1
-echo "xen-check: ${np:-0} passed, $((2 - ${np:-0} - ${ns:-0})) failed, ${ns:-0} skipped"
+# A count line of the plain form test logs are read for: the three phases.
+np=$(grep -c '^[ABC] PASS' "$res" 2>/dev/null)
+ns=$(grep -c '^[ABC] SKIP' "$res" 2>/dev/null)
+[ $rc = 0 ] || [ "${np:-0}" -lt 3 ] || np=2
+echo "xen-check: ${np:-0} passed, $((3 - ${np:-0} - ${ns:-0})) failed, ${ns:-0} skipped"
 if [ $rc = 0 ]; then
 	say "PASSED"
 	exit 0
@@ -238,7 +245,7 @@ cp "$log" "$run/qemu.log" "$pm/"
 [ -d "$run/out-1" ] && cp -r "$run/out-1" "$run/serial-1.log" "$pm/"
 say "serial console, last lines:"
 tail -n 25 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
-for f in dom0.log domu-console.log xflowtop.err xentrace.diff; do
+for f in dom0.log domu-console.log xflowtop.err xentrace.diff kagent0.log c1.out.err c2.out.err; do
 	[ -s "$pm/$f" ] || continue
 	say "$f, last lines:"
 	tail -n 25 "$pm/$f" | sed 's/^/  | /' >&2

@@ -1,8 +1,8 @@
 /*
  * An agent's clock against ours from its HELLO (collectors/guest_clock.c):
  * the TSC anchor removes the HELLO's latency to within microseconds; an
- * anchor read from another TSC is refused and the arrival taken; without
- * an anchor the arrival is all there is.
+ * anchor read from another TSC is refused; then, as without an anchor, the
+ * middle of the HELLO's round trip is taken, off by at most half of it.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -24,8 +24,12 @@ Test(guest_clock, the_anchor_math)
 	char why[256] = "";
 	cr_assert_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC, "%s", why);
 	cr_expect_eq(off, (int64_t)(now_ns - guest_ns) - 3 * MS);
-	/* No anchor: the arrival, late by the latency. */
+	/* No anchor: the middle of the 4 ms round trip. */
 	in.tsc_hz = 0;
+	cr_assert_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_ARRIVAL);
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns) - 2 * MS);
+	/* Nor a round trip: the arrival. */
+	in.since_ns = 0;
 	cr_assert_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_ARRIVAL);
 	cr_expect_eq(off, (int64_t)(now_ns - guest_ns));
 }
@@ -41,13 +45,13 @@ Test(guest_clock, an_anchor_from_another_tsc_falls_back)
 	/* Longer than the round trip (5 ms of ticks in 4 ms, past the margin). */
 	in.now_tick = in.base_tick + 2 * 5000000;
 	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC_REFUSED);
-	cr_expect_eq(off, (int64_t)(now_ns - guest_ns), "the arrival taken");
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns) - 2 * MS, "the round trip's middle taken");
 	cr_expect(strstr(why, "another TSC") && strstr(why, "round trip was 4.000 ms"), "%s", why);
 	/* Behind the anchor: a TSC that started elsewhere. */
 	in.now_tick = in.base_tick - 2 * MS;
 	why[0] = 0;
 	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC_REFUSED);
-	cr_expect_eq(off, (int64_t)(now_ns - guest_ns));
+	cr_expect_eq(off, (int64_t)(now_ns - guest_ns) - 2 * MS);
 	cr_expect_neq(why[0], 0);
 	/* Within the round trip, or a hair under zero: taken. */
 	in.now_tick = in.base_tick + 2 * 4000000;
@@ -59,7 +63,7 @@ Test(guest_clock, an_anchor_from_another_tsc_falls_back)
 /* On this machine, as a guest sharing its TSC would do it: an anchor
  * taken, 20 ms of "latency", our pair at arrival.  The guest's clock is
  * ours minus 5 s; the anchor finds that to a few microseconds where the
- * arrival is 20 ms off. */
+ * round trip's middle is 10 ms off. */
 Test(guest_clock, an_anchor_taken_earlier_here_is_within_microseconds)
 {
 	struct xflow_clock clk;
@@ -85,5 +89,54 @@ Test(guest_clock, an_anchor_taken_earlier_here_is_within_microseconds)
 	/* The same HELLO read from another TSC (ten seconds of ticks ahead). */
 	in.base_tick += 10 * clk.tsc_hz;
 	cr_expect_eq(guest_clock_offset(&in, &off, why, sizeof(why)), GUEST_CLOCK_TSC_REFUSED);
-	cr_expect_geq(off - true_off, 20 * MS, "the arrival, late by the sleep");
+	int64_t half = (int64_t)(in.now_ns - in.since_ns) / 2;
+	cr_expect(off - true_off > 0 && off - true_off <= half + 1000,
+		  "off by %lld ns: not within half the %lld ns round trip, late", (long long)(off - true_off),
+		  (long long)(2 * half));
+}
+
+/* STATS round trips: each shorter one places the clock again, at its
+ * middle; longer ones, backwards ones and silent agents change nothing. */
+Test(guest_clock, shorter_round_trips_tighten_it)
+{
+	const uint64_t t0 = 1000 * 1000 * MS;
+	int64_t off = 123;
+	uint64_t bound = 20 * MS;
+	/* Sent at t0, back at t0 + 4 ms, the agent read 7000 ms: it stood at
+	 * t0 + 2 ms then, give or take 2 ms. */
+	cr_assert(guest_clock_refine(&off, &bound, t0, t0 + 4 * MS, 7000 * MS));
+	cr_expect_eq(off, (int64_t)(t0 + 2 * MS) - 7000 * MS);
+	cr_expect_eq(bound, 2 * MS);
+	/* Longer: not taken. */
+	cr_expect_not(guest_clock_refine(&off, &bound, t0, t0 + 6 * MS, 7001 * MS));
+	cr_expect_eq(off, (int64_t)(t0 + 2 * MS) - 7000 * MS);
+	/* Shorter: taken. */
+	cr_assert(guest_clock_refine(&off, &bound, t0 + 10 * MS, t0 + 10 * MS + 300000, 7010 * MS));
+	cr_expect_eq(off, (int64_t)(t0 + 10 * MS + 150000) - 7010 * MS);
+	cr_expect_eq(bound, 150000u);
+	/* Backwards, or nothing said: ignored. */
+	cr_expect_not(guest_clock_refine(&off, &bound, t0 + 20 * MS, t0 + 19 * MS, 7020 * MS));
+	cr_expect_not(guest_clock_refine(&off, &bound, t0 + 30 * MS, t0 + 30 * MS, 0));
+	cr_expect_eq(bound, 150000u);
+}
+
+/* On this machine, a "guest" 5 s behind answering after a sleep: the
+ * offset found is within the bound it claims, around the true one. */
+Test(guest_clock, a_round_trip_bounds_the_error)
+{
+	const int64_t true_off = 5000 * MS;
+	int64_t off = 0;
+	uint64_t bound = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t sent = xflow_monotonic_ns();
+		struct timespec ts = { 0, (i + 1) * 1000000 };
+		nanosleep(&ts, NULL);
+		uint64_t agent = xflow_monotonic_ns() - (uint64_t)true_off;
+		nanosleep(&ts, NULL);
+		guest_clock_refine(&off, &bound, sent, xflow_monotonic_ns(), agent);
+		int64_t err = off - true_off;
+		cr_expect(err >= -(int64_t)bound && err <= (int64_t)bound, "off by %lld ns, bound %llu ns",
+			  (long long)err, (unsigned long long)bound);
+	}
+	cr_expect_lt(bound, 3 * MS, "the shortest round trip (about 2 ms) sets the bound");
 }

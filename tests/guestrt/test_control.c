@@ -75,7 +75,8 @@ static unsigned sample(unsigned i, struct xflow_ctl_msg *m, int *nfds)
 		m->u.reply = (struct xflow_ctl_reply){ .req_seq = 4, .req_type = XFLOW_CTL_STATS, .message = "" };
 		m->u.reply.u.stats = (struct xflow_ctl_stats){ .records = 100, .ring_dropped = 3, .faults_total = 2,
 							       .nadvice = 2, .advice = advice,
-							       .ntargets = 1, .targets = targets };
+							       .ntargets = 1, .targets = targets,
+							       .clock_now = 0x123456789abcull };
 		break;
 	case 7:
 		m->type = XFLOW_CTL_REPLY;
@@ -137,6 +138,8 @@ Test(control, round_trip)
 		cr_assert_eq(xflow_ctl_encode(d, &back, &blen), 0);
 		cr_expect_eq(blen, len);
 		cr_expect_eq(memcmp(back, buf, len), 0, "sample %u re-encodes differently", i);
+		if (i == 6)
+			cr_expect_eq(d->u.reply.u.stats.clock_now, 0x123456789abcull, "the STATS reply's clock");
 		if (i == 0) {
 			cr_expect_str_eq(d->u.hello.domain, "linuxU");
 			cr_expect_eq(d->u.hello.ntargets, 2);
