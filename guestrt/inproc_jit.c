@@ -380,7 +380,7 @@ static int depths(const struct xflow_bc_prog *p, int *d)
 		case XFLOW_OP_MOD: case XFLOW_OP_MODU: case XFLOW_OP_AND: case XFLOW_OP_OR: case XFLOW_OP_XOR:
 		case XFLOW_OP_SHL: case XFLOW_OP_SHR: case XFLOW_OP_SAR: case XFLOW_OP_EQ: case XFLOW_OP_NE:
 		case XFLOW_OP_LT: case XFLOW_OP_LE: case XFLOW_OP_GT: case XFLOW_OP_GE: case XFLOW_OP_LTU:
-		case XFLOW_OP_LEU: case XFLOW_OP_GTU: case XFLOW_OP_GEU:
+		case XFLOW_OP_LEU: case XFLOW_OP_GTU: case XFLOW_OP_GEU: case XFLOW_OP_ELEM:
 			eff = -1;
 			break;
 		case XFLOW_OP_STF: case XFLOW_OP_FLOW_REG: case XFLOW_OP_SPLIT:
@@ -475,6 +475,24 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_load(a, XR_RAX, XR_RSP, F_TMP, 8);
 			field_value(j, f);
 			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+			break;
+		case XFLOW_OP_ELEM:
+			/* [p i -- p + offset + i * stride], i below the count. */
+			f = field(j, in->b);
+			if (!f || !f->nelems) {
+				xa_jmp(a, j->l_fault); /* no such array here: fault */
+				break;
+			}
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			xa_mov_ri(a, XR_RCX, f->nelems);
+			xa_alu_rr(a, XA_CMP, XR_RAX, XR_RCX);
+			xa_jcc(a, XC_AE, j->l_fault);
+			xa_mov_ri(a, XR_RCX, f->stride);
+			xa_imul_rr(a, XR_RAX, XR_RCX);
+			xa_mov_ri(a, XR_RCX, f->offset);
+			xa_alu_rr(a, XA_ADD, XR_RAX, XR_RCX);
+			xa_alu_rm(a, XA_ADD, XR_RAX, XR_RSP, F_CELL(s - 2));
+			xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
 			break;
 		case XFLOW_OP_STF:
 			f = field(j, in->b);

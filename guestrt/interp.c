@@ -118,6 +118,14 @@ void xflow_interp_run(const struct xflow_interp_env *e, struct xflow_interp_resu
 				goto fault;
 			st[sp - 1] = v;
 			break;
+		case XFLOW_OP_ELEM: {
+			const struct xflow_field_rt *f = &e->fields[in->b];
+			x = st[--sp];
+			if (x >= f->nelems)
+				goto fault;
+			st[sp - 1] += f->offset + x * f->stride;
+			break;
+		}
 		case XFLOW_OP_STF:
 			v = st[--sp];
 			x = st[--sp];

@@ -35,6 +35,8 @@ struct xflow_field_rt {
 	uint8_t is_signed;   /* sign-extend on read */
 	uint8_t bit_offset;  /* bitfields: first bit within those bytes */
 	uint8_t bit_size;    /* bitfields: width; 0 for a whole member */
+	uint32_t nelems;     /* an array element (XFLOW_OP_ELEM): the count, */
+	uint32_t stride;     /* and the element's size; 0 otherwise */
 };
 
 /* Fault-safe access to the traced program's memory: 0 or a negative

@@ -14,6 +14,11 @@ void xflow_interp_fields(const struct xflow_plan *p, const struct xflow_plan_dom
 	for (uint32_t f = 0; f < p->nfields; f++) {
 		const struct xflow_plan_layout *l = &d->layouts[f];
 		struct xflow_field_rt *r = &out[f];
+		if (l->nelems && l->stride && l->offset >= 0 && l->offset <= UINT32_MAX) {
+			r->offset = (uint32_t)l->offset;
+			r->nelems = l->nelems;
+			r->stride = l->stride;
+		}
 		if (l->offset < 0 || l->offset > UINT32_MAX || l->size == 0 || l->size > 8)
 			continue; /* size 0: every access faults, counted */
 		unsigned sz = l->size <= 1 ? 1 : l->size <= 2 ? 2 : l->size <= 4 ? 4 : 8;

@@ -46,13 +46,28 @@ enum xk_op_kind {
 
 /* An operand: argument @arg's value, then @n loads, load i reading size[i]
  * bytes (zero-extended) at off[i] from the value so far.  Every load but
- * an integer operand's last reads a pointer (8 bytes).  A fault ends the
- * operation without a record, counted. */
+ * an integer operand's last reads a pointer (8 bytes).  At most one step
+ * on the way takes an element of an array embedded in the struct at hand
+ * (q->a[i].m, no load): the index is the low @isize bytes of argument
+ * @iarg, and an index >= @nelems is a fault; before load i the value
+ * moves by add[i] + index * stride[i], after the last by tadd + index *
+ * tstride, all 0 but at the element's step.  Without an element, iarg is
+ * XK_ARG_NONE, imask 0 (the index 0) and nelems 1: the same code, no
+ * branch more for the verifier to walk.  A fault ends the operation without a record,
+ * counted. */
 struct xk_path {
 	__u8 arg;           /* argument index 0..5, XK_ARG_RET, XK_ARG_NONE */
 	__u8 n;             /* 0..XK_MAX_DEREF */
 	__u8 size[XK_MAX_DEREF];
 	__u16 off[XK_MAX_DEREF];
+	__u8 iarg;          /* the index's argument, or XK_ARG_NONE */
+	__u8 isize;         /* 1, 2, 4 or 8: the index argument's C type */
+	__u32 add[XK_MAX_DEREF];
+	__u32 stride[XK_MAX_DEREF];
+	__u32 tadd, tstride;
+	__u32 nelems;       /* the array's length: the bound of the index */
+	__u32 ipad;
+	__u64 imask;        /* the index's bits (isize bytes); 0 without one */
 };
 
 /* One member of a packed key, read from the request (the op's @to): its

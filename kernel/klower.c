@@ -24,6 +24,9 @@ enum tag_kind { T_OTHER = 0, T_CONST, T_ADDR, T_VAL, T_ID, T_NEW, T_KEY };
 struct chain {
 	uint8_t in, n;
 	uint16_t field[XK_MAX_DEREF];
+	bool indexed;            /* an array element after @istep loads: */
+	uint8_t istep, iin;      /* the index, input @iin's value; */
+	uint16_t ifield;         /* the element's field ("a[]", "a[].m") */
 };
 
 /* A key member: chain c (its last field the member), its low @bits (0:
@@ -56,7 +59,8 @@ struct shape {
 
 static bool chain_eq(const struct chain *a, const struct chain *b)
 {
-	if (a->in != b->in || a->n != b->n)
+	if (a->in != b->in || a->n != b->n || a->indexed != b->indexed ||
+	    (a->indexed && (a->istep != b->istep || a->iin != b->iin || a->ifield != b->ifield)))
 		return false;
 	for (unsigned i = 0; i < a->n; i++)
 		if (a->field[i] != b->field[i])
@@ -75,6 +79,7 @@ static const char *refusal(uint8_t op)
 	case XFLOW_OP_RDTSC: return "reads the clock (DO_RDTSC)";
 	case XFLOW_OP_PC: return "reads $pc$";
 	case XFLOW_OP_LDM: return "reads memory through a pointer other than a bound variable's";
+	case XFLOW_OP_ELEM: return "takes an array element other than of a member chain's struct, indexed by a bound variable";
 	default: return "computes with its values (arithmetic other than packing a key's members)";
 	}
 }
@@ -231,6 +236,27 @@ static int shape_of(const struct xflow_bc_prog *p, struct shape *sh, const char 
 			}
 			st[sp - 1].c.field[st[sp - 1].c.n++] = in->b;
 			break;
+		case XFLOW_OP_ELEM: {
+			/* q->a[i].m: a step of the chain, indexed by an
+			 * input's value; one per chain. */
+			if (sp < 2)
+				goto bad;
+			struct tag *base = &st[sp - 2], *ix = &st[sp - 1];
+			if (base->t != T_VAL || ix->t != T_VAL || ix->c.n != 0 || ix->c.indexed) {
+				*why = refusal(in->op);
+				return -EINVAL;
+			}
+			if (base->c.indexed) {
+				*why = "indexes two arrays in one member chain";
+				return -EINVAL;
+			}
+			base->c.indexed = true;
+			base->c.istep = base->c.n;
+			base->c.iin = ix->c.in;
+			base->c.ifield = in->b;
+			sp--;
+			break;
+		}
 		case XFLOW_OP_AND:
 		case XFLOW_OP_SHL:
 		case XFLOW_OP_OR:
@@ -507,17 +533,56 @@ static bool whole_int(const struct xflow_plan_layout *ly)
 	       (ly->size == 1 || ly->size == 2 || ly->size == 4 || ly->size == 8);
 }
 
+/* The array element step of @ch into @out: the index's argument and
+ * width, and the element's place and bound from the plan's BTF layout. */
+static int index_of(const struct lctx *c, const struct chain *ch, struct xk_path *out)
+{
+	const struct xflow_plan_fetch *f =
+		ch->iin < c->bd->ninputs ? &c->dom->fetches[c->bd->first_fetch + ch->iin] : NULL;
+	int arg = f ? arg_of(f, c->ps->kind) : -1;
+	if (arg < 0 || arg == XK_ARG_RET || (f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8))
+		return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: at %s, an array's index is not an integer "
+			    "argument of the function", AT(c), c->ps->func);
+	bool named = c->plan->fields && ch->ifield < c->plan->nfields;
+	const struct xflow_plan_layout *ly = c->dom->layouts && ch->ifield < c->plan->nfields
+						     ? &c->dom->layouts[ch->ifield] : NULL;
+	if (!ly || ly->offset < 0 || ly->offset > UINT32_MAX || !ly->nelems || !ly->stride)
+		return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: %s.%s is not an element of an array embedded "
+			    "in its struct in this kernel's BTF (at %s)", AT(c), named ? c->plan->fields[ch->ifield].sname : "?",
+			    named ? c->plan->fields[ch->ifield].member : "?", c->ps->func);
+	out->iarg = (uint8_t)arg;
+	out->isize = f->size;
+	out->imask = f->size == 8 ? UINT64_MAX : (UINT64_C(1) << (f->size * 8)) - 1;
+	out->nelems = ly->nelems;
+	if (ch->istep < ch->n) {
+		out->add[ch->istep] = (uint32_t)ly->offset;
+		out->stride[ch->istep] = ly->stride;
+	} else {
+		out->tadd = (uint32_t)ly->offset;
+		out->tstride = ly->stride;
+	}
+	return 0;
+}
+
 /* A chain from an input → an argument and its loads.  Every load reads a
  * pointer, but an @integer operand's last. */
 static int path_of(const struct lctx *c, const struct chain *ch, bool integer, struct xk_path *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->iarg = XK_ARG_NONE;
+	out->isize = 8;
+	out->nelems = 1;
 	int arg = ch->in < c->bd->ninputs ? arg_of(&c->dom->fetches[c->bd->first_fetch + ch->in], c->ps->kind) : -1;
 	if (arg < 0)
 		return fail(c->why, c->whylen, -EINVAL, "%s:%u:%u: at %s, a variable is not an argument of the "
 			    "function nor its return value, which is all a kernel site can read", AT(c), c->ps->func);
 	out->arg = (uint8_t)arg;
 	out->n = ch->n;
+	if (ch->indexed) {
+		int rc = index_of(c, ch, out);
+		if (rc)
+			return rc;
+	}
 	for (unsigned i = 0; i < ch->n; i++) {
 		const char *sn, *mn;
 		const struct xflow_plan_layout *ly = layout_of(c, ch->field[i], &sn, &mn);
@@ -608,13 +673,18 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 			op.flow = lo.flow;
 			struct lctx lc = { plan, dom, bd, ps, adv, why, whylen };
 			op.to.arg = op.peer.arg = XK_ARG_NONE;
+			op.from.iarg = op.to.iarg = op.peer.iarg = XK_ARG_NONE;
+			op.from.nelems = op.to.nelems = op.peer.nelems = 1;
 			if ((rc = path_of(&lc, &lo.from, false, &op.from)) ||
 			    (lo.has_to && (rc = path_of(&lc, &lo.to, false, &op.to))) ||
 			    (lo.has_peer && (rc = path_of(&lc, &lo.peer, true, &op.peer))) ||
 			    (lo.key.np && (rc = parts_of(&lc, &lo.key, &op))))
 				goto out;
 			if (k == XK_SLOT_TP && (op.from.arg != 0 || (op.to.arg != XK_ARG_NONE && op.to.arg != 0) ||
-						(op.peer.arg != XK_ARG_NONE && op.peer.arg != 0))) {
+						(op.peer.arg != XK_ARG_NONE && op.peer.arg != 0) ||
+						(op.from.iarg != XK_ARG_NONE && op.from.iarg != 0) ||
+						(op.to.iarg != XK_ARG_NONE && op.to.iarg != 0) ||
+						(op.peer.iarg != XK_ARG_NONE && op.peer.iarg != 0))) {
 				rc = fail(why, whylen, -EINVAL, "%s:%u:%u: at tracepoint %s, only the first argument "
 					  "can be read", adv->file ? adv->file : "?", adv->line, adv->col, ps->func);
 				goto out;

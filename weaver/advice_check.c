@@ -526,6 +526,23 @@ static void expr(struct ck *c, struct fl_expr *e)
 		e->type = uint_type;
 		e->type.member = true;
 		break;
+	case FL_E_ELEM:
+		/* &p->a[i]: a pointer to what the element's layout says. */
+		expr(c, e->l);
+		expr(c, e->r);
+		e->type = (struct fl_type){ .base = FL_T_VOID, .ptr = 1 };
+		if (e->l->type.ptr != 1 || e->l->type.base != FL_T_STRUCT) {
+			error(c, e->loc, "declare or cast it as struct NAME *: &((struct NAME *)p)->member[i]",
+			      "'&->%s' needs a struct pointer, not %s", e->name, type_str(c, &e->l->type));
+			return;
+		}
+		if (!is_int(&e->r->type) && !e->r->type.member) {
+			error(c, e->r->loc, "cast it: (unsigned long)i", "an array index must be an integer, not %s",
+			      type_str(c, &e->r->type));
+			return;
+		}
+		e->field = fl_unit_field(c->u, e->l->type.sname, e->name, e->loc);
+		break;
 	case FL_E_CALL:
 		call(c, e);
 		break;

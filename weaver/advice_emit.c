@@ -278,6 +278,12 @@ static void expr(struct em *m, const struct fl_expr *e)
 		expr(m, e->l);
 		op(m, XFLOW_OP_LDF, 0, (unsigned)e->field, 0);
 		break;
+	case FL_E_ELEM:
+		expr(m, e->l);
+		expr(m, e->r);
+		convert(m, &e->r->type, &(struct fl_type){ .base = FL_T_INT });
+		op(m, XFLOW_OP_ELEM, 0, (unsigned)e->field, 0);
+		break;
 	case FL_E_CALL:
 		call(m, e);
 		break;

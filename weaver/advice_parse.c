@@ -7,10 +7,11 @@
  *   type  := [const] (void | struct NAME | integer type words)
  *   expr  := C's assignment, ||, &&, |, ^, &, equality, relational, shift,
  *            additive and multiplicative levels; unary - ~ ! + * and casts;
- *            postfix -> and builtin calls; numbers, names, $pc$, ( expr ).
+ *            postfix -> and builtin calls; numbers, names, $pc$, ( expr );
+ *            &p->a[i] and &p->a[i].m.n, an element of an embedded array.
  *
- * No loops, no ++/--, no ?:, no address-of: every advice terminates and
- * writes only struct members and its own locals.  The first syntax error of
+ * No loops, no ++/--, no ?:, no other address-of: every advice terminates
+ * and writes only struct members and its own locals.  The first syntax error of
  * a body is reported with a caret; the rest of that body is skipped (what
  * follows a syntax error is mostly noise), and the other bodies go on.
  */
@@ -274,12 +275,44 @@ static struct fl_expr *primary(struct ps *p)
 	}
 }
 
-static struct fl_expr *postfix(struct ps *p)
+/* &p->a[i] and &p->a[i].m...: the address of an element of the array a
+ * embedded in *p, or of a member embedded in that element.  Only behind
+ * '&': the element is reached without a read, and its members are read
+ * through a pointer declared with their struct, as any other. */
+static struct fl_expr *element(struct ps *p, struct fl_expr *m, const struct fl_tok *t)
+{
+	if (m->kind != FL_E_MEMBER)
+		fail(p, t, "index an array member: &p->member[i]", "only an embedded array member can be indexed");
+	next(p);
+	struct fl_expr *e = mk(p, FL_E_ELEM, t);
+	e->l = m->l;
+	e->r = expr(p);
+	expect(p, ']', "']'");
+	struct fl_buf b = { 0 };
+	fl_buf_printf(&b, "%s[]", m->name);
+	while (p->tok.kind == '.') {
+		next(p);
+		if (p->tok.kind != FL_T_IDENT)
+			fail(p, &p->tok, "write &p->a[i].member", "expected a member name before %s", desc(p));
+		fl_buf_printf(&b, ".%s", tok_str(p, &p->tok));
+		next(p);
+	}
+	e->name = fl_arena_strdup(&p->u->arena, b.s);
+	fl_buf_free(&b);
+	if (p->tok.kind == '[' || p->tok.kind == FL_T_ARROW)
+		fail(p, &p->tok, "declare a pointer to the element: struct NAME *q = &p->a[i]; then q->member",
+		     "an element's address ends the expression");
+	return e;
+}
+
+static struct fl_expr *postfix(struct ps *p, bool addr)
 {
 	struct fl_expr *e = primary(p);
 	for (;;) {
 		struct fl_tok t = p->tok;
-		if (t.kind == FL_T_ARROW) {
+		if (t.kind == '[' && addr) {
+			return element(p, e, &t);
+		} else if (t.kind == FL_T_ARROW) {
 			next(p);
 			if (p->tok.kind != FL_T_IDENT)
 				fail(p, &p->tok, "write p->member", "expected a member name before %s", desc(p));
@@ -292,7 +325,8 @@ static struct fl_expr *postfix(struct ps *p)
 			fail(p, &t, "advice reaches structs through pointers: write p->member",
 			     "'.' member access is not supported");
 		} else if (t.kind == '[') {
-			fail(p, &t, "write *(type *)(p + offset)", "array subscripts are not supported");
+			fail(p, &t, "take an embedded array's element by its address: &p->member[i]",
+			     "array subscripts are not supported");
 		} else if (t.kind == FL_T_INC || t.kind == FL_T_DEC) {
 			fail(p, &t, "write x += 1 or x -= 1", "'++' and '--' are not part of the advice language");
 		} else {
@@ -319,8 +353,12 @@ static struct fl_expr *unary(struct ps *p)
 		e->l = unary(p);
 		break;
 	case '&':
-		fail(p, &t, "advice cannot take addresses; local_var(name, v) binds v to a local's address",
-		     "'&' (address of) is not supported");
+		next(p);
+		e = postfix(p, true);
+		if (e->kind != FL_E_ELEM)
+			fail(p, &t, "advice takes only an array element's address, &p->member[i]; local_var(name, v) "
+			     "binds v to a local's address", "'&' (address of) is not supported here");
+		break;
 	case '(':
 		if (starts_type(peek2(p)->kind)) {
 			next(p);
@@ -332,7 +370,7 @@ static struct fl_expr *unary(struct ps *p)
 		}
 		/* fall through */
 	default:
-		e = postfix(p);
+		e = postfix(p, false);
 	}
 	p->depth--;
 	return e;

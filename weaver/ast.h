@@ -63,6 +63,8 @@ enum fl_expr_kind {
 	FL_E_CAST,
 	FL_E_DEREF,            /* *x */
 	FL_E_MEMBER,           /* x->name */
+	FL_E_ELEM,             /* &x->a[r].m: name "a[].m", the element (or its
+	                        * member) of an embedded array; its address */
 	FL_E_CALL,             /* builtin call */
 	FL_E_LAND,
 	FL_E_LOR,

@@ -54,7 +54,8 @@ void xflow_bc_dump(const struct xflow_unit *u, const struct xflow_bc_prog *p, FI
 			fprintf(out, " l%u", in->a);
 			break;
 		case XFLOW_OP_LDF:
-		case XFLOW_OP_STF: {
+		case XFLOW_OP_STF:
+		case XFLOW_OP_ELEM: {
 			const char *s = "?", *m = "?";
 			xflow_unit_field(u, in->b, &s, &m, NULL);
 			fprintf(out, " #%u (%s.%s)", in->b, s, m);

@@ -36,6 +36,7 @@ static const char *const names[XFLOW_OP_COUNT] = {
 	[XFLOW_OP_FLOW_NEW] = "FLOW_NEW", [XFLOW_OP_FLOW_GET] = "FLOW_GET",
 	[XFLOW_OP_FLOW_REG] = "FLOW_REG", [XFLOW_OP_FLOW_DEL] = "FLOW_DEL",
 	[XFLOW_OP_STORE] = "STORE", [XFLOW_OP_HANDOFF] = "HANDOFF", [XFLOW_OP_SPLIT] = "SPLIT",
+	[XFLOW_OP_ELEM] = "ELEM",
 };
 
 const char *xflow_bc_op_name(unsigned op)
@@ -163,6 +164,15 @@ int xflow_bc_verify(struct xflow_bc_prog *p, const char **why_out, uint32_t *at_
 			if (s.depth < 1 || !is_ptr(&s, 0))
 				bad = "LDF needs a pointer";
 			pop = push = 1;
+			break;
+		case XFLOW_OP_ELEM:
+			if (in->b >= p->nfields)
+				FAIL("field index out of range");
+			if (s.depth < 2 || !is_ptr(&s, 1) || is_ptr(&s, 0))
+				bad = "ELEM needs a pointer and an integer";
+			pop = 2;
+			push = 1;
+			push_ptr = true;
 			break;
 		case XFLOW_OP_STF:
 			if (in->b >= p->nfields)

@@ -185,9 +185,51 @@ static bool uint_attr(struct build *B, const struct fl_xnode *n, const char *nam
 	return true;
 }
 
+/* One part of a chain between arrows: NAME, or, after the first,
+ * NAME[INDEX] with ".member"s after it (the element of an embedded array,
+ * and members embedded in it): does it lex so?  Sets *@indexed. */
+static bool chain_part_ok(const char *part, bool *indexed)
+{
+	const char *lb = strchr(part, '[');
+	*indexed = lb != NULL;
+	if (!lb)
+		return fl_ident_ok(part);
+	char buf[128];
+	const char *rb = strchr(lb, ']');
+	size_t n = (size_t)(lb - part);
+	if (!rb || n == 0 || n >= sizeof(buf))
+		return false;
+	memcpy(buf, part, n);
+	buf[n] = 0;
+	if (!fl_ident_ok(buf))
+		return false;
+	n = (size_t)(rb - lb - 1);
+	if (n == 0 || n >= sizeof(buf))
+		return false;
+	memcpy(buf, lb + 1, n);
+	buf[n] = 0;
+	if (!fl_ident_ok(buf))
+		return false;
+	for (const char *m = rb + 1; *m;) {
+		if (*m != '.')
+			return false;
+		const char *e = strchr(m + 1, '.');
+		n = e ? (size_t)(e - m - 1) : strlen(m + 1);
+		if (n == 0 || n >= sizeof(buf))
+			return false;
+		memcpy(buf, m + 1, n);
+		buf[n] = 0;
+		if (!fl_ident_ok(buf))
+			return false;
+		m += n + 1;
+	}
+	return true;
+}
+
 /* A variable bound by the pointcut, or a member chain from one
- * ("info->tx", at most FL_MAX_DEREF arrows): spliced into generated code,
- * so each part must lex as a plain identifier. */
+ * ("info->tx", at most FL_MAX_DEREF arrows, and at most one embedded
+ * array indexed by a bound variable, "q->a[i].m"): spliced into generated
+ * code, so each part must lex as plain identifiers. */
 static const char *path_attr(struct build *B, const struct fl_xnode *n, const char *name, struct fl_loc *loc)
 {
 	const struct fl_xattr *a = fl_xnode_attr(n, name);
@@ -195,16 +237,22 @@ static const char *path_attr(struct build *B, const struct fl_xnode *n, const ch
 		return NULL;
 	*loc = a->vloc;
 	const char *s = a->value;
-	unsigned arrows = 0;
+	unsigned arrows = 0, indexes = 0;
 	for (;;) {
 		const char *e = strstr(s, "->");
 		size_t len = e ? (size_t)(e - s) : strlen(s);
 		char part[128];
-		bool ok = len > 0 && len < sizeof(part);
+		bool ok = len > 0 && len < sizeof(part), indexed = false;
 		if (ok) {
 			memcpy(part, s, len);
 			part[len] = 0;
-			ok = fl_ident_ok(part);
+			ok = chain_part_ok(part, &indexed);
+		}
+		if (ok && indexed) {
+			/* The index becomes a variable of the advice. */
+			const char *lb = strchr(part, '['), *rb = strchr(part, ']');
+			memmove(part, lb + 1, (size_t)(rb - lb - 1));
+			part[rb - lb - 1] = 0;
 		}
 		if (ok && is_keyword(part)) {
 			fl_error(&B->u->diag, a->vloc, "rename it; C keywords and type names cannot name things here",
@@ -212,8 +260,19 @@ static const char *path_attr(struct build *B, const struct fl_xnode *n, const ch
 			return NULL;
 		}
 		if (!ok) {
-			fl_error(&B->u->diag, a->vloc, "write a bound variable or a member chain such as info->tx",
+			fl_error(&B->u->diag, a->vloc,
+				 "write a bound variable or a member chain such as info->tx or q->ring[idx].req",
 				 "'%s' is not a variable or member chain for %s", a->value, name);
+			return NULL;
+		}
+		if (indexed && s == a->value) {
+			fl_error(&B->u->diag, a->vloc, "index an array embedded in a struct: v->member[i]",
+				 "'%s' indexes a variable, not a struct's array member", a->value);
+			return NULL;
+		}
+		if (indexed && ++indexes > 1) {
+			fl_error(&B->u->diag, a->vloc, "reach the second array through a bound variable of its own",
+				 "'%s' indexes more than one array", a->value);
 			return NULL;
 		}
 		if (!e)
@@ -508,7 +567,7 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 				if (p->select)
 					fl_error(d, k->loc, "select one variable",
 						 "<%s> has more than one <select>", n->name);
-				p->select = ident_attr(B, k, "local_var", &p->select_loc);
+				p->select = path_attr(B, k, "local_var", &p->select_loc);
 			}
 		} else if (kind == FL_XP_TRANSIT && xk >= 0) {
 			op_elems++;

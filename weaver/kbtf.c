@@ -378,6 +378,10 @@ static int from_proto(const struct btf *btf, const struct btf_type *proto, unsig
 		const char *nm = btf__name_by_offset(btf, pa[i].name_off);
 		out->arg[out->nargs] = nm ? nm : "";
 		out->arg_struct[out->nargs] = ptr_struct(btf, pa[i].type);
+		const struct btf_type *at = btf__type_by_id(btf, pa[i].type);
+		for (int d = 0; at && d < 16 && (btf_is_mod(at) || btf_is_typedef(at)); d++)
+			at = btf__type_by_id(btf, at->type);
+		out->arg_int[out->nargs] = at && (btf_is_int(at) || btf_is_enum(at)) && at->size <= 8 ? (uint8_t)at->size : 0;
 		out->nargs++;
 	}
 	out->returns = proto->type != 0;
@@ -468,9 +472,10 @@ static const struct btf_type *skip_mods(const struct btf *btf, uint32_t id, uint
 	return t;
 }
 
-/* Depth-first through anonymous struct/union members. */
+/* Depth-first through anonymous struct/union members; the member's type
+ * id in *@tid. */
 static int member_in(const struct btf *btf, const struct btf_type *t, const char *member, uint64_t base_bits,
-		     struct jp_kbtf_member *out, int depth)
+		     struct jp_kbtf_member *out, uint32_t *tid, int depth)
 {
 	if (depth > 8)
 		return -ENOENT;
@@ -481,7 +486,7 @@ static int member_in(const struct btf *btf, const struct btf_type *t, const char
 		uint32_t mid;
 		const struct btf_type *mt = skip_mods(btf, m->type, &mid);
 		if ((!n || !n[0]) && mt && (btf_is_struct(mt) || btf_is_union(mt))) {
-			if (member_in(btf, mt, member, bits, out, depth + 1) == 0)
+			if (member_in(btf, mt, member, bits, out, tid, depth + 1) == 0)
 				return 0;
 			continue;
 		}
@@ -495,9 +500,75 @@ static int member_in(const struct btf *btf, const struct btf_type *t, const char
 		out->size = bsz ? (bits % 8 + bsz + 7) / 8 : (uint64_t)(sz > 0 ? sz : 0);
 		out->is_ptr = mt && btf_is_ptr(mt);
 		out->is_signed = mt && btf_is_int(mt) && (btf_int_encoding(mt) & BTF_INT_SIGNED);
+		*tid = m->type;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* "arr[].m.n" of @t: the array arr embedded in @t, and in its element
+ * the members m, then n, each embedded in the one before. */
+static int element_in(const struct btf *btf, const struct btf_type *t, const char *sname, const char *path,
+		      struct jp_kbtf_member *out, const char *kpath, struct jp_err *err)
+{
+	const char *br = strstr(path, "[]");
+	char name[128];
+	size_t n = (size_t)(br - path);
+	uint32_t tid;
+	if (n >= sizeof(name))
+		n = sizeof(name) - 1;
+	memcpy(name, path, n);
+	name[n] = 0;
+	if (member_in(btf, t, name, 0, out, &tid, 0) != 0) {
+		snprintf(err->msg, sizeof(err->msg), "the kernel's struct %s (%s) has no member %s", sname, kpath, name);
+		return -ENOENT;
+	}
+	const struct btf_type *at = skip_mods(btf, tid, NULL);
+	if (!at || !btf_is_array(at) || out->bit_size) {
+		snprintf(err->msg, sizeof(err->msg), "%s.%s is %s in the kernel's BTF (%s), not an array embedded in the "
+			 "struct: only such an array can be indexed", sname, name,
+			 at && btf_is_ptr(at) ? "a pointer" : "not an array", kpath);
+		return -EINVAL;
+	}
+	const struct btf_array *arr = btf_array(at);
+	long stride = btf__resolve_size(btf, arr->type);
+	if (arr->nelems == 0 || stride <= 0 || (uint64_t)stride > UINT32_MAX) {
+		snprintf(err->msg, sizeof(err->msg), "%s.%s has no fixed length in the kernel's BTF (%s): its index "
+			 "cannot be bounded", sname, name, kpath);
+		return -EINVAL;
+	}
+	uint64_t base = out->offset;
+	struct jp_kbtf_member m = { .offset = 0, .size = (uint64_t)stride };
+	tid = arr->type;
+	char where[300];
+	snprintf(where, sizeof(where), "%s.%s[]", sname, name);
+	for (const char *d = br + 2; *d == '.';) {
+		const char *e = strchr(d + 1, '.');
+		n = e ? (size_t)(e - d - 1) : strlen(d + 1);
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		memcpy(name, d + 1, n);
+		name[n] = 0;
+		const struct btf_type *st = skip_mods(btf, tid, NULL);
+		struct jp_kbtf_member sub;
+		uint64_t at_off = m.offset;
+		if (!st || !(btf_is_struct(st) || btf_is_union(st)) ||
+		    member_in(btf, st, name, 0, &sub, &tid, 0) != 0 || sub.bit_size) {
+			snprintf(err->msg, sizeof(err->msg), "%s has no member %s embedded in it in the kernel's BTF (%s)",
+				 where, name, kpath);
+			return -ENOENT;
+		}
+		m = sub;
+		m.offset += at_off;
+		size_t wl = strlen(where);
+		snprintf(where + wl, sizeof(where) - wl, ".%s", name);
+		d += n + 1;
+	}
+	*out = m;
+	out->offset += base;
+	out->nelems = arr->nelems;
+	out->stride = (uint32_t)stride;
+	return 0;
 }
 
 int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, struct jp_kbtf_member *out,
@@ -515,7 +586,11 @@ int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, str
 			 searched(k, sb, sizeof(sb)));
 		return -ENOENT;
 	}
-	if (member_in(btf, btf__type_by_id(btf, (uint32_t)id), member, 0, out, 0) != 0) {
+	const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
+	if (strstr(member, "[]"))
+		return element_in(btf, t, sname, member, out, k->path, err);
+	uint32_t tid;
+	if (member_in(btf, t, member, 0, out, &tid, 0) != 0) {
 		snprintf(err->msg, sizeof(err->msg), "the kernel's struct %s (%s) has no member %s", sname, k->path,
 			 member);
 		return -ENOENT;

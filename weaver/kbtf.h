@@ -54,6 +54,7 @@ struct jp_kbtf_func {
 	unsigned nargs;
 	const char *arg[JP_KBTF_MAX_ARGS + 2];      /* names ("" if none) */
 	const char *arg_struct[JP_KBTF_MAX_ARGS + 2]; /* S when the arg is a struct S *, else NULL */
+	uint8_t arg_int[JP_KBTF_MAX_ARGS + 2];      /* bytes of an integer (or enum) arg, else 0 */
 	bool returns;            /* a non-void return value */
 	const char *ret_struct;  /* S when it returns a struct S * */
 	const char *module;      /* the module whose BTF has it; NULL: vmlinux */
@@ -73,6 +74,9 @@ struct jp_kbtf_member {
 	uint64_t offset, size;
 	uint32_t bit_offset, bit_size;
 	bool is_signed, is_ptr;
+	uint32_t nelems, stride; /* "arr[]", "arr[].m.n": the embedded array's
+	                          * count and element size; offset is then
+	                          * the first element's (or its member's) */
 };
 int jp_kbtf_member(struct jp_kbtf *k, const char *sname, const char *member, struct jp_kbtf_member *out,
 		   struct jp_err *err);

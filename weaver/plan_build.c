@@ -573,6 +573,23 @@ static struct xflow_plan_fetch karg(int i)
 	return (struct xflow_plan_fetch){ .kind = XFLOW_FETCH_REG, .reg = i < 0 ? 0 : abi[i], .size = 8 };
 }
 
+/* Does @prog index an array (XFLOW_OP_ELEM) and read input @i as an
+ * integer, as the expansion reads an index (LDIN, then LDM not of a
+ * pointer)?  Then the input must be an integer argument, and its fetch
+ * says its width: the BPF program masks the register to it. */
+static bool read_as_index(const struct xflow_bc_prog *prog, uint32_t i)
+{
+	bool elem = false, as_int = false;
+	for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
+		const struct xflow_bc_insn *in = &prog->insns[pc];
+		elem |= in->op == XFLOW_OP_ELEM;
+		if (in->op == XFLOW_OP_LDIN && in->a == i && pc + 1 < prog->ninsns &&
+		    prog->insns[pc + 1].op == XFLOW_OP_LDM && !(prog->insns[pc + 1].b & XFLOW_LDM_PTR))
+			as_int = true;
+	}
+	return elem && as_int;
+}
+
 static int kfetch(const struct xflow_bc_prog *prog, const struct ksite *s, struct xflow_plan_fetch *in,
 		  struct jp_err *err)
 {
@@ -631,6 +648,29 @@ static int kfetch(const struct xflow_bc_prog *prog, const struct ksite *s, struc
 			}
 		}
 		in[i] = karg(arg);
+		if (x->kind == XFLOW_IN_LOCAL_VAR && read_as_index(prog, i)) {
+			if (arg < 0 || !s->fn.arg_int[arg]) {
+				snprintf(err->msg, sizeof(err->msg), "%s indexes an array, but is not an integer argument "
+					 "of %s %s", x->local, what, s->name);
+				return -EINVAL;
+			}
+			in[i].size = s->fn.arg_int[arg];
+		}
+	}
+	return 0;
+}
+
+/* Every array element @prog takes (XFLOW_OP_ELEM) is one of an array
+ * embedded in its struct, with a fixed length, in this kernel. */
+static int kelems(const struct xflow_plan *p, const struct xflow_bc_prog *prog, struct jp_kbtf *kb,
+		  struct jp_err *err)
+{
+	for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
+		const struct xflow_bc_insn *in = &prog->insns[pc];
+		struct jp_kbtf_member km;
+		if (in->op == XFLOW_OP_ELEM && in->b < p->nfields &&
+		    jp_kbtf_member(kb, p->fields[in->b].sname, p->fields[in->b].member, &km, err) != 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -711,6 +751,11 @@ static int resolve_advice_kernel(struct pb *b, struct xflow_plan *p, size_t ai, 
 			continue;
 		struct pend pe = { .advice = (uint32_t)ai };
 		struct jp_err err;
+		if (kelems(p, prog, kb, &err)) {
+			/* The advice's, whichever site: said once. */
+			diag_at(b, &adv->pc->loc, "error", (long)ai, "in kernel domain %s: %s", dom, err.msg);
+			return 0;
+		}
 		if (kfetch(prog, s, pe.in, &err)) {
 			diag_at(b, &adv->pc->loc, "error", (long)ai, "in kernel domain %s: %s", dom, err.msg);
 			continue;
@@ -845,6 +890,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 						.bit_offset = km.bit_offset, .bit_size = km.bit_size,
 						.flags = (km.is_signed ? XFLOW_LAYOUT_SIGNED : 0u) |
 							 (km.is_ptr ? XFLOW_LAYOUT_POINTER : 0u),
+						.nelems = km.nelems, .stride = km.stride,
 					};
 				}
 				continue;

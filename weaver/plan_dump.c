@@ -110,6 +110,9 @@ void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode)
 			else if (l->bit_size)
 				fprintf(out, " bits %u..%u (bytes %" PRId64 "+%u)\n", l->bit_offset,
 					l->bit_offset + l->bit_size - 1, l->offset, l->size);
+			else if (l->nelems)
+				fprintf(out, " offset %" PRId64 " size %u, element of %u x %u bytes\n", l->offset,
+					l->size, l->nelems, l->stride);
 			else
 				fprintf(out, " offset %" PRId64 " size %u%s%s\n", l->offset, l->size,
 					l->flags & XFLOW_LAYOUT_SIGNED ? " signed" : "",

@@ -144,6 +144,12 @@ int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 				return bad(why, whylen, "plan: domain %s: layout of field %u is invalid", dm->name, i);
 			if (l->offset >= 0 && (l->size == 0 || l->size > 4096))
 				return bad(why, whylen, "plan: domain %s: field %u has size %u", dm->name, i, l->size);
+			/* An array element: the whole array within what an
+			 * offset can say, and the element within its stride. */
+			if ((!l->nelems) != (!l->stride) ||
+			    (l->nelems && (l->offset < 0 || l->bit_size || l->size > l->stride)) ||
+			    (l->nelems && (uint64_t)l->offset + (uint64_t)l->nelems * l->stride > (uint64_t)UINT32_MAX + 1))
+				return bad(why, whylen, "plan: domain %s: array element %u is invalid", dm->name, i);
 			if (l->bit_size && (l->bit_offset < (uint64_t)l->offset * 8 ||
 					    l->bit_offset + l->bit_size > ((uint64_t)l->offset + l->size) * 8))
 				return bad(why, whylen, "plan: domain %s: bitfield %u outside its bytes", dm->name, i);
@@ -405,7 +411,7 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			dm->binaries[i].build_id = str(&r);
 			dm->binaries[i].flags = U32(&r);
 		}
-		dm->layouts = arr(&r, nfields, 24, sizeof(*dm->layouts));
+		dm->layouts = arr(&r, nfields, 32, sizeof(*dm->layouts));
 		for (uint32_t i = 0; i < nfields && !r.err; i++) {
 			struct xflow_plan_layout *l = &dm->layouts[i];
 			l->offset = (int64_t)U64(&r);
@@ -413,6 +419,8 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			l->bit_offset = U32(&r);
 			l->bit_size = U32(&r);
 			l->flags = U32(&r);
+			l->nelems = U32(&r);
+			l->stride = U32(&r);
 		}
 		dm->sites = arr(&r, dm->nsites, 72, sizeof(*dm->sites));
 		for (uint32_t i = 0; i < dm->nsites && !r.err; i++) {

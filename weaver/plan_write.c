@@ -205,6 +205,8 @@ int xflow_plan_write(const struct xflow_plan *p, void **out, size_t *len, char *
 			put_u32(&b, l->bit_offset);
 			put_u32(&b, l->bit_size);
 			put_u32(&b, l->flags);
+			put_u32(&b, l->nelems);
+			put_u32(&b, l->stride);
 		}
 		for (uint32_t i = 0; i < dm->nsites; i++) {
 			const struct xflow_plan_site *s = &dm->sites[i];

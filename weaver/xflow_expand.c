@@ -133,6 +133,10 @@ static void append(struct fl_advice ***tail, struct fl_advice *a)
 	*tail = &a->next;
 }
 
+static bool is_chain(const char *path);
+static const char *chain_key(struct xflow_unit *u, const struct fl_xpoint *p, struct fl_loc loc, const char *path,
+			     struct fl_pc **pc, struct fl_buf *b);
+
 /* <start> and <quit>: Figure 5. */
 static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
 				    const struct fl_xpoint *p)
@@ -141,6 +145,23 @@ static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
 	const char *r = gensym(u, p->pc, "random_str", p->select, NULL);
 	struct fl_pc *extra;
 	const char *key;
+	if (is_chain(p->select)) {
+		/* The object a member chain names (a keyed handoff's request
+		 * keyed as itself): its root and index bound, read once. */
+		struct fl_pc *pc = p->pc;
+		struct fl_buf b = { 0 };
+		key = chain_key(u, p, p->select_loc, p->select, &pc, &b);
+		if (!key) {
+			fl_buf_free(&b);
+			return NULL;
+		}
+		fl_buf_printf(&b, start ? "if (get_flowid(%s, %s) == 0) {\n    register_flowid(%s, %s,\n"
+					  "        get_new_flowid());\n}\n" : "remove_flowid(%s, %s);\n",
+			      f->name, key, f->name, key);
+		struct fl_advice *a = gen(u, f, p, p->loc, pc, b.s, start ? XFLOW_REC_START : XFLOW_REC_QUIT);
+		fl_buf_free(&b);
+		return a;
+	}
 	if (p->select) {
 		extra = pc_local_var(u, p->select_loc, p->select, r);
 		key = fl_arena_printf(&u->arena, "*(void**)%s", r);
@@ -167,6 +188,18 @@ static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
  * under the selected pointer; the get makes the run's TRANSIT marker. */
 static struct fl_advice *expand_pass(struct xflow_unit *u, struct fl_xflow *f, const struct fl_xpoint *p)
 {
+	if (is_chain(p->select)) {
+		struct fl_pc *pc = p->pc;
+		struct fl_buf b = { 0 };
+		const char *key = chain_key(u, p, p->select_loc, p->select, &pc, &b);
+		struct fl_advice *a = NULL;
+		if (key) {
+			fl_buf_printf(&b, "int xf_id = get_flowid(%s, %s);\n", f->name, key);
+			a = gen(u, f, p, p->loc, pc, b.s, XFLOW_REC_TRANSIT);
+		}
+		fl_buf_free(&b);
+		return a;
+	}
 	const char *r = gensym(u, p->pc, "random_str", p->select, NULL);
 	struct fl_pc *extra = pc_local_var(u, p->select_loc, p->select, r);
 	const char *text = fl_arena_printf(&u->arena, "int xf_id = get_flowid(%s, *(void**)%s);\n", f->name, r);
@@ -198,7 +231,18 @@ static const char *carrier_struct(struct xflow_unit *u, const struct fl_xop *op,
 
 static bool is_chain(const char *path)
 {
-	return path && strstr(path, "->") != NULL;
+	return path && (strstr(path, "->") != NULL || strchr(path, '[') != NULL);
+}
+
+/* The variable a path indexes an array by: "idx" of "q->a[idx].m", or
+ * NULL (flow_build.c let at most one index through). */
+static const char *path_index(struct xflow_unit *u, const char *path)
+{
+	const char *lb = path ? strchr(path, '[') : NULL;
+	if (!lb)
+		return NULL;
+	const char *rb = strchr(lb, ']');
+	return rb ? fl_arena_strndup(&u->arena, lb + 1, (size_t)(rb - lb - 1)) : NULL;
 }
 
 /* The variable a path starts from: "info" of "info->tx". */
@@ -236,9 +280,42 @@ static const char *path_text(struct xflow_unit *u, const struct fl_xpoint *p, st
 				 "cannot tell which struct '%s' points to, to read its member '%s'", pre, m);
 			return NULL;
 		}
-		text = fl_arena_printf(&u->arena, "((struct %s *)%s)->%s", S, text, m);
+		/* m[i].n: the element's address, no read; its struct and the
+		 * array's length come from the domain's BTF at plan time. */
+		if (strchr(m, '['))
+			text = fl_arena_printf(&u->arena, "&((struct %s *)%s)->%s", S, text, m);
+		else
+			text = fl_arena_printf(&u->arena, "((struct %s *)%s)->%s", S, text, m);
 	}
 	return text;
+}
+
+/* A <select>'s member chain: its root (and index) bound by local_var()
+ * in *@pc, declared in @b, and the chain read into a local whose name is
+ * returned; NULL after an error. */
+static const char *chain_key(struct xflow_unit *u, const struct fl_xpoint *p, struct fl_loc loc, const char *path,
+			     struct fl_pc **pc, struct fl_buf *b)
+{
+	const char *root = path_root(u, path), *idx = path_index(u, path);
+	const char *text = path_text(u, p, loc, path);
+	if (!text)
+		return NULL;
+	if (idx && !strcmp(idx, root)) {
+		fl_error(&u->diag, loc, "index by an integer variable",
+			 "'%s' indexes an array and is also the start of a chain", idx);
+		return NULL;
+	}
+	const char *r = gensym(u, p->pc, "random_str", root, idx);
+	*pc = pc_and(u, *pc, pc_local_var(u, loc, root, r));
+	fl_buf_printf(b, "void *%s = *(void**)%s;\n", root, r);
+	if (idx) {
+		r = gensym(u, p->pc, "random_str", root, idx);
+		*pc = pc_and(u, *pc, pc_local_var(u, loc, idx, r));
+		fl_buf_printf(b, "unsigned long %s = *(unsigned long *)%s;\n", idx, r);
+	}
+	const char *xo = gensym(u, p->pc, "xf_obj", root, idx);
+	fl_buf_printf(b, "void *%s = %s;\n", xo, text);
+	return xo;
 }
 
 /* The key of @xin read from the request @req: one member as it is, or the
@@ -294,6 +371,8 @@ static struct fl_advice *expand_keyed_chain(struct xflow_unit *u, struct fl_xflo
 	const char *roots[3] = { path_root(u, obj_path), path_root(u, req_path),
 				 op->sender ? path_root(u, op->sender) : NULL };
 	struct fl_loc rloc[3] = { obj_loc, req_loc, op->sender_loc };
+	const char *idx[3] = { path_index(u, obj_path), path_index(u, req_path),
+			       op->sender ? path_index(u, op->sender) : NULL };
 	const char *obj = path_text(u, p, obj_loc, obj_path);
 	const char *req = path_text(u, p, req_loc, req_path);
 	const char *dom = op->sender ? path_text(u, p, op->sender_loc, op->sender) : NULL;
@@ -311,6 +390,23 @@ static struct fl_advice *expand_keyed_chain(struct xflow_unit *u, struct fl_xflo
 		const char *r = gensym(u, p->pc, "random_str", roots[0], roots[1]);
 		pc = pc_and(u, pc, pc_local_var(u, rloc[i], roots[i], r));
 		fl_buf_printf(&b, "void *%s = *(void**)%s;\n", roots[i], r);
+	}
+	/* An array's index: an integer argument, bound once, read whole (the
+	 * kernel backend keeps the argument's own width). */
+	for (int i = 0; i < 3; i++) {
+		if (!idx[i] || (i > 0 && idx[0] && !strcmp(idx[i], idx[0])) ||
+		    (i > 1 && idx[1] && !strcmp(idx[i], idx[1])))
+			continue;
+		for (int j = 0; j < 3; j++)
+			if (roots[j] && !strcmp(roots[j], idx[i])) {
+				fl_error(&u->diag, rloc[i], "index by an integer variable",
+					 "'%s' indexes an array and is also the start of a chain", idx[i]);
+				fl_buf_free(&b);
+				return NULL;
+			}
+		const char *r = gensym(u, p->pc, "random_str", roots[0], roots[1]);
+		pc = pc_and(u, pc, pc_local_var(u, rloc[i], idx[i], r));
+		fl_buf_printf(&b, "unsigned long %s = *(unsigned long *)%s;\n", idx[i], r);
 	}
 	fl_buf_printf(&b, "void *%s = %s;\nstruct %s *%s = %s;\n", xo, obj, S, xr, req);
 	const char *key = key_text(u, xin, op->nkeys ? op : xin, xr);

@@ -122,6 +122,14 @@ enum xflow_bc_op {
 	XFLOW_OP_SPLIT,     /* [ child:INT parent:INT -- ]  append a record of flow
 	                     * b with flow_id = child, data[0] = parent, flags
 	                     * START|TRANSIT: the child is a fragment of the parent */
+	XFLOW_OP_ELEM,      /* [ p:PTR i:INT -- q:PTR ]  &p->arr[i].m: q = p +
+	                     * offset(field b) + i * stride(field b), no memory
+	                     * read.  Field b names an element of an embedded
+	                     * array ("arr[]", or "arr[].m" for a member of the
+	                     * element); its layout gives the element count, and
+	                     * i >= that count (unsigned) is a fault, as is a
+	                     * field that is not an array element in this domain:
+	                     * a guest's index never reaches past the array */
 	XFLOW_OP_COUNT
 };
 

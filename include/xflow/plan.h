@@ -18,7 +18,7 @@
  * it finds at attach time.  Registers are DWARF x86-64 numbers: 0 rax,
  * 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8..15 r8..r15, 16 rip.
  *
- * ---- The file format (version 1) -------------------------------------------
+ * ---- The file format (version 2) -------------------------------------------
  *
  * All integers little-endian, no padding between fields; records follow one
  * another in the order below.  A string is a u32 offset into the string
@@ -53,7 +53,8 @@
  *     u32 name, u32 nbinaries, u32 nsites, u32 nbindings, u32 nfetches,
  *     binaries: nbinaries × { u32 path, u32 build_id (hex), u32 flags },
  *     layouts:  nfields × { i64 offset (-1: not in this domain), u32 size,
- *                           u32 bit_offset, u32 bit_size, u32 flags },
+ *                           u32 bit_offset, u32 bit_size, u32 flags,
+ *                           u32 nelems, u32 stride },
  *     sites:    nsites × { u64 addr, u32 binary, u8 kind, u8 len,
  *                          u8 when_mask, u32 file, u32 line, u32 func,
  *                          u32 inlined_into, u32 insn, i32 field,
@@ -90,7 +91,7 @@
 #include "xflow/bytecode.h"
 
 #define XFLOW_PLAN_MAGIC "XFLOWPLN"
-#define XFLOW_PLAN_VERSION 1
+#define XFLOW_PLAN_VERSION 2
 #define XFLOW_PLAN_HEADER_SIZE 64
 
 /* Limits a reader accepts; `xflowc check` holds a unit to the advice,
@@ -160,6 +161,12 @@ struct xflow_plan_layout {
 	uint32_t bit_offset;     /* from the start of the struct; bitfields only */
 	uint32_t bit_size;       /* 0 unless a bitfield */
 	uint32_t flags;          /* enum xflow_plan_layout_flag */
+	/* An element of an embedded array (a field "arr[]" or "arr[].m", for
+	 * XFLOW_OP_ELEM): the array's element count and the element's size;
+	 * offset is the first element's (or its member's), size the
+	 * element's (or its member's).  0 and 0 for any other member. */
+	uint32_t nelems;
+	uint32_t stride;
 };
 
 struct xflow_plan_site {

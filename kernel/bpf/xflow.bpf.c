@@ -164,23 +164,47 @@ static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
 }
 
 /* An operand's member chain (kernel/kabi.h, struct xk_path) from the
- * argument's value in *@v.  A subprogram, not inlined: four operations of
- * three operands each would otherwise repeat its loads twelve times in
- * every slot's program, for the verifier to walk each.  It takes no ctx:
- * which helpers may read the arguments depends on the program type, which
- * only the inlined caller knows as a constant.  0; 1 if a pointer on the
- * way is NULL (no object here, not a fault); -1 on a fault. */
-static __noinline int xk_chain(const struct xk_path *p, __u64 *v)
+ * argument's value in *@v, with @idx the index of its array element (0
+ * without one).  A subprogram, not inlined: four operations of three
+ * operands each would otherwise repeat its loads twelve times in every
+ * slot's program, for the verifier to walk each.  It takes no ctx: which
+ * helpers may read the arguments depends on the program type, which only
+ * the inlined caller knows as a constant.  0; 1 if a pointer on the way
+ * is NULL (no object here, not a fault); -1 on a fault. */
+static __noinline int xk_chain(const struct xk_path *p, __u64 *v, __u64 idx)
 {
+	/* The register holds the argument's C type; above it, bits the ABI
+	 * leaves undefined.  Bounded before any address is made of it: a
+	 * guest's index never takes a read outside the array. */
+	idx &= p->imask;
+	if (idx >= p->nelems)
+		return -1;
 	for (int i = 0; i < XK_MAX_DEREF; i++) {
 		if (i >= p->n)
 			break;
 		if (!*v)
 			return 1;
+		*v += p->add[i] + idx * p->stride[i];
 		if (xk_read(*v + p->off[i], p->size[i], v))
 			return -1;
 	}
+	if (*v)
+		*v += p->tadd + idx * p->tstride;
 	return 0;
+}
+
+/* The value of an element's index: argument @which, whatever it is (the
+ * chain masks it to 0 when there is no index), without a branch. */
+static __always_inline __u64 xk_index(void *ctx, const int kind, __u8 which)
+{
+	__u64 v = 0;
+	if (kind == KIND_TP)
+		/* Only arg0 (see xk_get), which every operand reads anyway. */
+		v = ((__u64 *)ctx)[0];
+	else
+		/* XK_ARG_NONE is no argument: v stays 0. */
+		bpf_get_func_arg(ctx, which, &v);
+	return v;
 }
 
 static __always_inline int xk_path_get(void *ctx, const int kind, const struct xk_path *p, __u64 *v)
@@ -188,7 +212,7 @@ static __always_inline int xk_path_get(void *ctx, const int kind, const struct x
 	*v = 0;
 	if (xk_get(ctx, kind, p->arg, v))
 		return 1;
-	return xk_chain(p, v);
+	return xk_chain(p, v, xk_index(ctx, kind, p->iarg));
 }
 
 /* The key of a keyed handoff: the request's members, each masked to its
@@ -352,8 +376,9 @@ static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
 	for (int i = 0; i < XK_MAX_OPS; i++) {
 		if ((__u32)i >= n)
 			break;
-		struct xk_op op = s->ops[i];
-		xk_do(ctx, kind, c, s->plan_site, &op);
+		/* In the map value, not copied: an operation is larger than
+		 * the stack can hold four times. */
+		xk_do(ctx, kind, c, s->plan_site, &s->ops[i]);
 	}
 	return 0;
 }

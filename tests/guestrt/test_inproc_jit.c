@@ -31,6 +31,10 @@ static const char unit_xml[] =
 static uint64_t buf[BUF / 8] __attribute__((aligned(64)));
 static uint64_t buf_init[BUF / 8];
 
+/* Set by a test: obj.c is then an element of an array of 4 elements of
+ * 16 bytes at 32 (for ELEM), the others as below. */
+static int elem_layout;
+
 static void layouts(struct handplan *hp)
 {
 	handplan_layout(hp, 0, 0, 8);
@@ -42,6 +46,11 @@ static void layouts(struct handplan *hp)
 	hp->layouts[3].bit_size = 5;
 	handplan_layout(hp, 4, 16, 2);
 	hp->layouts[4].flags = XFLOW_LAYOUT_SIGNED;
+	if (elem_layout) {
+		handplan_layout(hp, 2, 32, 16);
+		hp->layouts[2].nelems = 4;
+		hp->layouts[2].stride = 16;
+	}
 }
 
 /* ---- the reference: the interpreter on the same memory ---------------------- */
@@ -359,6 +368,35 @@ Test(inproc_jit, faults_end_the_advice)
 	};
 	uint64_t k[] = { (uint64_t)(uintptr_t)&rtlocal_call };
 	run_prog(write, sizeof(write) / sizeof(write[0]), k, 1, NULL, 0, XFLOW_ADVICE_USER, 0, "write fault");
+}
+
+Test(inproc_jit, array_elements_and_their_bound)
+{
+	elem_layout = 1;
+	/* &o->c[i] for i = 0 and 3, each element's first member read (obj.a
+	 * at offset 0); then i = 4, the count: a fault, no further record. */
+	const struct xflow_bc_insn prog[] = {
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0), I(ELEM, 0, 2, 0), I(LDF, 0, 0, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 3), I(ELEM, 0, 2, 0), I(LDF, 0, 0, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 3), I(ELEM, 0, 2, 0), I(STORE, 3, 0, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 4), I(ELEM, 0, 2, 0), I(LDF, 0, 0, 0), I(STORE, 1, 0, 0),
+		I(RET, 0, 0, 0),
+	};
+	run_prog(prog, sizeof(prog) / sizeof(prog[0]), NULL, 0, NULL, 0, XFLOW_ADVICE_USER, 0, "elements");
+	/* An index that is negative as a signed value is a huge unsigned one. */
+	const struct xflow_bc_insn neg[] = {
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, -1), I(ELEM, 0, 2, 0), I(LDF, 0, 0, 0), I(STORE, 1, 0, 0),
+		I(RET, 0, 0, 0),
+	};
+	run_prog(neg, sizeof(neg) / sizeof(neg[0]), NULL, 0, NULL, 0, XFLOW_ADVICE_USER, 0, "negative index");
+	/* A member that is not an array element in this domain faults. */
+	const struct xflow_bc_insn none[] = {
+		I(PUSHI, 0, 0, 5), I(STORE, 1, 0, 0),
+		I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 0), I(ELEM, 0, 1, 0), I(LDF, 0, 0, 0), I(STORE, 1, 0, 0),
+		I(RET, 0, 0, 0),
+	};
+	run_prog(none, sizeof(none) / sizeof(none[0]), NULL, 0, NULL, 0, XFLOW_ADVICE_USER, 0, "not an array");
+	elem_layout = 0;
 }
 
 Test(inproc_jit, flows_markers_handoff_split)

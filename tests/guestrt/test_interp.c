@@ -542,3 +542,101 @@ Test(interp, chained_packed_keys_and_the_sender)
 	xflow_flowtab_fini(&dom0.flows);
 	xflow_unit_free(u);
 }
+
+/* netback's side at xenvif_idx_release (flows/kernel/xen_net.xml's
+ * shape): the request is the element q->pend[i].req, 4 elements of 16
+ * bytes at 32 in the queue, req at 4 in each; an index at or past 4
+ * writes nothing and is a fault. */
+Test(interp, an_indexed_request_is_keyed_and_its_index_bounded)
+{
+	static const char xml[] =
+		"<flows><xflow name='f'>"
+		"<start><pointcut>call(s)</pointcut><select local_var='skb'/></start>"
+		"<transit><pointcut>call(a)</pointcut><cast var='data' struct='req'/>"
+		"<xin_copy name='k' from='skb' to='data'><key member='gref' bits='32'/><key member='id' bits='16'/>"
+		"</xin_copy></transit>"
+		"<transit><pointcut>call(b)</pointcut><cast var='q' struct='queue'/><cast var='q->vif' struct='vif'/>"
+		"<cast var='q->pend[i].req' struct='req'/>"
+		"<xout_copy name='k' from='q->pend[i].req' to='q->pend[i].req'><sender domid='q->vif->domid'/>"
+		"</xout_copy></transit>"
+		"<quit><pointcut>return(b)</pointcut><cast var='q' struct='queue'/>"
+		"<select local_var='q->pend[i].req'/></quit>"
+		"</xflow></flows>";
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_buffer(u, "ix.xml", xml, strlen(xml)), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0);
+	size_t nf = xflow_unit_field_count(u);
+	for (size_t i = 0; i < nf; i++) {
+		const char *s, *m;
+		unsigned bits;
+		cr_assert_eq(xflow_unit_field(u, i, &s, &m, &bits), 0);
+		if (!strcmp(m, "pend[].req"))
+			fields[i] = (struct xflow_field_rt){ .offset = 32 + 4, .size = 0, .nelems = 4, .stride = 16 };
+		else if (!strcmp(m, "gref"))
+			fields[i] = (struct xflow_field_rt){ .offset = 0, .size = 4 };
+		else if (!strcmp(m, "id"))
+			fields[i] = (struct xflow_field_rt){ .offset = 4, .size = 2 };
+		else if (!strcmp(m, "vif"))
+			fields[i] = (struct xflow_field_rt){ .offset = 16, .size = 8 };
+		else
+			fields[i] = (struct xflow_field_rt){ .offset = 2, .size = 2 }; /* vif.domid */
+	}
+	for (size_t i = 0; i < xflow_unit_advice_count(u); i++) {
+		struct xflow_advice_info ai;
+		xflow_unit_advice(u, i, &ai);
+		const char *why;
+		uint32_t at;
+		cr_assert_eq(xflow_bc_verify((struct xflow_bc_prog *)ai.prog, &why, &at), 0, "%s", why);
+	}
+	static struct dom dom0;
+	memset(&dom0, 0, sizeof(dom0));
+	xflow_flowtab_init(&dom0.flows, 16);
+	/* The queue at CLONE, its vif at SKB (domain 7); element 2's req at
+	 * CLONE + 32 + 2 * 16 + 4: gref 0xaabbccdd, id 0x1234. */
+	uint32_t gref = 0xaabbccdd;
+	uint16_t rid = 0x1234, domid = 7;
+	uint64_t req = CLONE + 32 + 2 * 16 + 4;
+	memcpy(dom0.mem + (req - MEM_BASE), &gref, 4);
+	memcpy(dom0.mem + (req - MEM_BASE) + 4, &rid, 2);
+	put_ptr(&dom0, CLONE + 16, SKB);
+	memcpy(dom0.mem + (SKB - MEM_BASE) + 2, &domid, 2);
+	put_ptr(&dom0, VAR_A, CLONE);
+	static const char *const names[] = { "q", "i" };
+	uint64_t vals[] = { VAR_A, VAR_B };
+	put_ptr(&dom0, VAR_B, 2);
+	struct xflow_interp_result r = run(u, 2, &dom0, names, vals, 2);
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(dom0.nrecs, 1);
+	const struct xflow_record *m = &dom0.recs[0];
+	cr_expect_eq(m->data[0], ((uint64_t)0xaabbccdd << 16) | 0x1234, "key %#llx", (unsigned long long)m->data[0]);
+	cr_expect_eq(m->data[1], 1);
+	cr_expect_eq(m->data[2], 8, "domid 7, + 1");
+	uint64_t id = xflow_flowtab_get(&dom0.flows, 0, req);
+	cr_expect_neq(id, 0, "the request keyed as itself, at its element's address");
+	cr_expect_eq(m->flow_id, id);
+	/* The last element is in bounds; one past it, and a "negative" index,
+	 * are faults: no record, nothing registered. */
+	put_ptr(&dom0, VAR_B, 3);
+	r = run(u, 2, &dom0, names, vals, 2);
+	cr_expect_eq(r.rc, 0);
+	cr_expect_eq(dom0.nrecs, 2);
+	static const uint64_t bad[] = { 4, 0x10002, UINT64_MAX };
+	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+		put_ptr(&dom0, VAR_B, bad[b]);
+		size_t live = dom0.flows.live;
+		r = run(u, 2, &dom0, names, vals, 2);
+		cr_expect_eq(r.rc, -EFAULT, "index %#llx", (unsigned long long)bad[b]);
+		cr_expect_eq(dom0.nrecs, 2, "index %#llx wrote a record", (unsigned long long)bad[b]);
+		cr_expect_eq(dom0.flows.live, live);
+		r = run(u, 3, &dom0, names, vals, 2);
+		cr_expect_eq(r.rc, -EFAULT, "the quit's index %#llx", (unsigned long long)bad[b]);
+	}
+	/* The quit at the return drops the request's id. */
+	put_ptr(&dom0, VAR_B, 2);
+	r = run(u, 3, &dom0, names, vals, 2);
+	cr_expect_eq(r.rc, 0);
+	cr_expect_eq(xflow_flowtab_get(&dom0.flows, 0, req), 0);
+	xflow_flowtab_fini(&dom0.flows);
+	xflow_unit_free(u);
+}

@@ -505,8 +505,10 @@ Test(klower, the_shipped_block_flow_lowers_against_6_1)
 /* The shipped network flow's cross-domain part, with 6.1.0-50's layouts
  * (xen-netfront.ko, xen-netback.ko): netfront's object and request are
  * members of xennet_tx_setup_grant's void *data, read at its return;
- * netback keys the request as itself at make_tx_response and drops it
- * when that returns. */
+ * netback keys its copy of the request as itself at xenvif_idx_release
+ * (queue %rdi, u16 pending_idx %rsi), an element of the array
+ * queue->pending_tx_info (256 of 64 bytes at 3096, req at 0 in each), and
+ * drops it when that returns. */
 Test(klower, the_shipped_network_flow_lowers_against_6_1)
 {
 	FILE *f = fopen("flows/kernel/xen_net.xml", "r");
@@ -516,22 +518,26 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 	fclose(f);
 	xml[n] = 0;
 	/* Advice in weave order: xnet start, pass, xin (data in rcx, at the
-	 * return), xout (txp rsi, queue rdi), quit at make_tx_response's
-	 * return, quit at the skb tracepoints; xnet0's 10; xnetrx's 4. */
+	 * return), xout (queue rdi, pending_idx rsi), quit at
+	 * xenvif_idx_release's return (the same), quit at the skb
+	 * tracepoints; xnet0's 10; xnetrx's 4. */
 	uint8_t regs[19][4];
 	for (int i = 0; i < 19; i++)
 		regs[i][0] = RDI;
 	regs[2][0] = RCX;
-	regs[3][0] = RSI;
-	regs[3][1] = RDI;
-	regs[4][0] = RSI;
+	regs[3][1] = RSI;
+	regs[4][1] = RSI;
 	struct kp k;
 	kp_build(&k, xml, "eerert" "e" "eeeeeee" "t" "eee" "t", (const uint8_t(*)[4])regs, NULL);
+	/* pending_idx is a u16: its fetch says so, as the planner's does. */
+	k.fetch[k.bind[3].first_fetch + 1].size = 2;
+	k.fetch[k.bind[4].first_fetch + 1].size = 2;
 	static const struct want_layout l61[] = {
 		{ "xennet_gnttab_make_txreq", "skb", PTR8(8) },  { "xennet_gnttab_make_txreq", "tx", PTR8(24) },
 		{ "xen_netif_tx_request", "gref", { .offset = 0, .size = 4 } },
 		{ "xen_netif_tx_request", "id", { .offset = 8, .size = 2 } },
 		{ "xenvif_queue", "vif", PTR8(32) },             { "xenvif", "domid", { .offset = 0, .size = 2 } },
+		{ "xenvif_queue", "pending_tx_info[].req", { .offset = 3096, .size = 12, .nelems = 256, .stride = 64 } },
 	};
 	struct xflow_plan_field fields[16];
 	struct xflow_plan_layout lay[16];
@@ -547,26 +553,139 @@ Test(klower, the_shipped_network_flow_lowers_against_6_1)
 	cr_expect_eq(out->from.arg, 3, "data, the 4th argument");
 	cr_assert_eq(out->from.n, 1);
 	cr_expect_eq(out->from.off[0], 8, "info->skb");
+	cr_expect_eq(out->from.iarg, XK_ARG_NONE, "no array on netfront's side");
 	cr_assert_eq(out->to.n, 1);
 	cr_expect_eq(out->to.off[0], 24, "info->tx");
+	cr_expect_eq(out->to.iarg, XK_ARG_NONE);
 	cr_assert_eq(out->nparts, 2);
 	cr_expect(out->part[0].off == 0 && out->part[0].size == 4 && out->part[0].bits == 32 && out->part[0].shift == 16,
 		  "gref over id");
 	cr_expect(out->part[1].off == 8 && out->part[1].size == 2 && out->part[1].bits == 16 && out->part[1].shift == 0);
+	cr_expect_eq(si->kind, XK_SLOT_ENTRY, "xenvif_idx_release's entry");
 	cr_expect_eq(in->kind, XK_OP_HAND_IN);
-	cr_expect_eq(in->from.arg, 1, "txp keys itself");
-	cr_expect_eq(in->from.n, 0);
-	cr_expect_eq(in->to.arg, 1);
-	cr_expect_eq(in->to.n, 0);
+	/* The request keys itself: queue + 3096 + pending_idx * 64, no load,
+	 * pending_idx's low 16 bits below 256. */
+	const struct xk_path *paths[2] = { &in->from, &in->to };
+	for (int i = 0; i < 2; i++) {
+		const struct xk_path *p = paths[i];
+		cr_expect_eq(p->arg, 0, "queue");
+		cr_expect_eq(p->n, 0, "no load: the element is embedded");
+		cr_expect_eq(p->iarg, 1, "pending_idx, the 2nd argument");
+		cr_expect_eq(p->isize, 2, "a u16");
+		cr_expect_eq(p->imask, 0xffff, "its low 16 bits of the register");
+		cr_expect_eq(p->tadd, 3096, "pending_tx_info[0].req, after no load");
+		cr_expect_eq(p->tstride, 64, "sizeof(struct pending_tx_info)");
+		cr_expect_eq(p->nelems, 256, "MAX_PENDING_REQS");
+		for (int j = 0; j < XK_MAX_DEREF; j++)
+			cr_expect(p->add[j] == 0 && p->stride[j] == 0, "step %d", j);
+	}
 	cr_assert_eq(in->nparts, 2);
-	cr_expect_eq(in->part[0].shift, 16);
+	cr_expect(in->part[0].off == 0 && in->part[0].size == 4 && in->part[0].shift == 16, "req.gref");
+	cr_expect(in->part[1].off == 8 && in->part[1].size == 2 && in->part[1].shift == 0, "req.id");
 	cr_expect_eq(in->peer.arg, 0, "queue");
+	cr_expect(in->peer.iarg == XK_ARG_NONE && in->peer.nelems == 1 && in->peer.tstride == 0 &&
+		  in->peer.imask == 0, "the sender is not indexed: index 0, below 1");
 	cr_assert_eq(in->peer.n, 2, "queue->vif->domid");
 	cr_expect(in->peer.off[0] == 32 && in->peer.size[0] == 8 && in->peer.off[1] == 0 && in->peer.size[1] == 2);
 	const struct xk_slot_info *sq = &l.slots[l.slot_of_site[4]];
 	cr_expect_eq(sq->kind, XK_SLOT_EXIT);
 	cr_expect_eq(sq->site.ops[0].kind, XK_OP_END);
-	cr_expect_eq(sq->site.ops[0].from.arg, 1, "the request's id removed at the return");
+	const struct xk_path *q = &sq->site.ops[0].from;
+	cr_expect(q->arg == 0 && q->n == 0 && q->iarg == 1 && q->isize == 2 && q->tadd == 3096 && q->tstride == 64 &&
+		  q->nelems == 256, "the request's id removed at the return");
 	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+/* An indexed request with a load before the array: the request
+ * q->ring->pend[i].req, the sender q->ring->pend[i].req->vif->domid (two
+ * loads after the element), at a function (q %rdi, i %rsi); and, refused,
+ * where the index is not an integer argument, where the kernel has no
+ * such array, and at a tracepoint past arg0. */
+static const char *const indexed2 =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a)</pointcut><cast var='d' struct='req'/>"
+	"<xin_copy name='k' from='skb' to='d'><key member='gref' bits='32'/></xin_copy></transit>"
+	"<transit><pointcut>call(b)</pointcut><cast var='q' struct='vq'/><cast var='q->ring' struct='ring'/>"
+	"<cast var='q->ring->pend[i].req' struct='req'/><cast var='q->ring->pend[i].req->vif' struct='vif'/>"
+	"<xout_copy name='k' from='q->ring->pend[i].req' to='q->ring->pend[i].req'>"
+	"<sender domid='q->ring->pend[i].req->vif->domid'/></xout_copy></transit>"
+	"</xflow></flows>";
+
+static const struct want_layout indexed2_layouts[] = {
+	{ "req", "gref", { .offset = 0, .size = 4 } },       { "vq", "ring", PTR8(40) },
+	{ "ring", "pend[].req", { .offset = 100, .size = 24, .nelems = 8, .stride = 48 } },
+	{ "req", "vif", PTR8(16) },                           { "vif", "domid", { .offset = 2, .size = 2 } },
+};
+
+static void indexed2_plan(struct kp *k, const char *kinds, const uint8_t regs[][4], uint8_t isize,
+			  struct xflow_plan_field *fields, struct xflow_plan_layout *lay, size_t nlay)
+{
+	kp_build(k, indexed2, kinds, regs, NULL);
+	k->fetch[k->bind[1].first_fetch + 1].size = isize;
+	kp_layouts(k, indexed2_layouts, nlay, fields, lay);
+}
+
+Test(klower, an_element_step_between_loads)
+{
+	const uint8_t regs[][4] = { { RDI, RSI }, { RDI, RSI } };
+	struct kp k;
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	indexed2_plan(&k, "ee", regs, 4, fields, lay, 5);
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_assert_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), 0, "%s", why);
+	const struct xk_op *in = &l.slots[l.slot_of_site[1]].site.ops[0];
+	cr_expect_eq(in->kind, XK_OP_HAND_IN);
+	/* The request: q->ring (a load), then + 100 + i * 48, no load. */
+	cr_assert_eq(in->to.n, 1);
+	cr_expect_eq(in->to.off[0], 40);
+	cr_expect(in->to.iarg == 1 && in->to.isize == 4 && in->to.imask == 0xffffffffu && in->to.nelems == 8,
+		  "i, a u32 below 8");
+	cr_expect(in->to.tadd == 100 && in->to.tstride == 48, "after the load");
+	cr_expect(in->to.add[0] == 0 && in->to.stride[0] == 0);
+	/* The sender: q->ring, the element, then ->vif, ->domid: the element
+	 * step before load 1. */
+	cr_assert_eq(in->peer.n, 3);
+	cr_expect(in->peer.off[0] == 40 && in->peer.off[1] == 16 && in->peer.off[2] == 2);
+	cr_expect(in->peer.add[1] == 100 && in->peer.stride[1] == 48, "before ->vif");
+	cr_expect(in->peer.add[0] == 0 && in->peer.stride[0] == 0 && in->peer.tadd == 0 && in->peer.tstride == 0);
+	cr_expect(in->peer.iarg == 1 && in->peer.nelems == 8);
+	xk_lowered_fini(&l);
+	kp_free(&k);
+}
+
+Test(klower, element_steps_refused)
+{
+	const uint8_t regs[][4] = { { RDI, RSI }, { RDI, RSI } };
+	struct kp k;
+	struct xflow_plan_field fields[16];
+	struct xflow_plan_layout lay[16];
+	struct xk_lowered l;
+	char why[512] = "";
+	/* A fetch of no integer width: not an integer argument. */
+	indexed2_plan(&k, "ee", regs, 3, fields, lay, 5);
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "an array's index is not an integer argument") != NULL, "%s", why);
+	cr_expect(strncmp(why, "t.xml:1:", 8) == 0, "%s", why);
+	kp_free(&k);
+	/* The index is the return value. */
+	const uint8_t ret[][4] = { { RDI, RSI }, { RDI, RAX } };
+	indexed2_plan(&k, "er", ret, 8, fields, lay, 5);
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "an array's index is not an integer argument") != NULL, "%s", why);
+	kp_free(&k);
+	/* No such array in this kernel (the planner said so already). */
+	indexed2_plan(&k, "ee", regs, 2, fields, lay, 2);
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "ring.pend[].req is not an element of an array embedded in its struct") != NULL, "%s",
+		  why);
+	kp_free(&k);
+	/* A tracepoint reads only arg0: an index in arg1 cannot be read. */
+	indexed2_plan(&k, "et", regs, 8, fields, lay, 5);
+	k.fetch[k.bind[1].first_fetch].reg = RDI;
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "only the first argument can be read") != NULL, "%s", why);
 	kp_free(&k);
 }

@@ -170,3 +170,30 @@ Test(bytecode_verify, handoff_side_two_takes_the_sender)
 						    I(DROP, 0, 0, 0), I(RET, 0, 0, 0) };
 	EXPECT_BAD(one, "underflow");
 }
+
+/* ELEM takes a pointer and an integer and gives a pointer, which LDF and
+ * FLOW_GET take; its field is in range. */
+Test(bytecode_verify, elem_takes_a_pointer_and_an_index)
+{
+	static const struct xflow_bc_insn ok[] = { I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 3), I(ELEM, 0, 0, 0),
+						   I(DUP, 0, 0, 0), I(LDF, 0, 0, 0), I(DROP, 0, 0, 0),
+						   I(FLOW_GET, 0, 0, 0), I(DROP, 0, 0, 0), I(RET, 0, 0, 0) };
+	const char *okwhy = NULL;
+	cr_expect_eq(verify(ok, sizeof(ok) / sizeof(ok[0]), &okwhy), 0, "%s", okwhy);
+	static const struct xflow_bc_insn intbase[] = { I(PUSHI, 0, 0, 64), I(PUSHI, 0, 0, 3), I(ELEM, 0, 0, 0),
+							I(DROP, 0, 0, 0), I(RET, 0, 0, 0) };
+	EXPECT_BAD(intbase, "ELEM needs a pointer and an integer");
+	static const struct xflow_bc_insn ptridx[] = { I(LDIN, 0, 0, 0), I(LDIN, 0, 0, 0), I(ELEM, 0, 0, 0),
+						       I(DROP, 0, 0, 0), I(RET, 0, 0, 0) };
+	EXPECT_BAD(ptridx, "ELEM needs a pointer and an integer");
+	static const struct xflow_bc_insn one[] = { I(LDIN, 0, 0, 0), I(ELEM, 0, 0, 0), I(DROP, 0, 0, 0),
+						    I(RET, 0, 0, 0) };
+	EXPECT_BAD(one, "ELEM needs a pointer and an integer");
+	static const struct xflow_bc_insn field[] = { I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 3), I(ELEM, 0, 1, 0),
+						      I(DROP, 0, 0, 0), I(RET, 0, 0, 0) };
+	EXPECT_BAD(field, "field index");
+	/* What it gives is a pointer: an integer local cannot hold it. */
+	static const struct xflow_bc_insn stl[] = { I(LDIN, 0, 0, 0), I(PUSHI, 0, 0, 3), I(ELEM, 0, 0, 0),
+						    I(STL, 0, 0, 0), I(RET, 0, 0, 0) };
+	EXPECT_BAD(stl, "local's");
+}

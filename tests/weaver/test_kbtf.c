@@ -118,6 +118,7 @@ Test(kbtf, a_missing_btf_file_is_said)
 struct seen {
 	char msg[MAXD][1024];
 	char sev[MAXD][16];
+	char where[MAXD][128];
 	size_t n;
 };
 
@@ -128,6 +129,7 @@ static void on_diag(void *ctx, const struct jp_plan_diag *d)
 		return;
 	snprintf(s->msg[s->n], sizeof(s->msg[0]), "%s", d->msg);
 	snprintf(s->sev[s->n], sizeof(s->sev[0]), "%s", d->sev);
+	snprintf(s->where[s->n], sizeof(s->where[0]), "%s", d->where ? d->where : "");
 	s->n++;
 }
 
@@ -604,4 +606,176 @@ Test(kbtf, loaded_modules_of_the_running_kernel)
 	jp_kbtf_free(k);
 	btf__free(mb);
 	btf__free(vm);
+}
+
+/* A kernel with netback's shape, written with libbpf: struct queue embeds
+ * pend, 256 struct pinfo of 64 bytes at 3096, each a struct req at 0
+ * (gref at 0, id at 8); and members that are no such array: a pointer, an
+ * integer, a flexible array.  idx_release(queue, u16 pending_idx, u8
+ * status) and bad_idx(queue, struct req *pending_idx). */
+static void netback_like(char *path, size_t len)
+{
+	snprintf(path, len, "/tmp/xflow-kbtf-idx-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	struct btf *b = btf__new_empty();
+	cr_assert(b);
+	int u32 = btf__add_int(b, "unsigned int", 4, 0), u16 = btf__add_int(b, "unsigned short", 2, 0);
+	int u8 = btf__add_int(b, "unsigned char", 1, 0);
+	int req = btf__add_struct(b, "req", 12);
+	cr_assert_eq(btf__add_field(b, "gref", u32, 0, 0), 0);
+	cr_assert_eq(btf__add_field(b, "id", u16, 64, 0), 0);
+	int pinfo = btf__add_struct(b, "pinfo", 64);
+	cr_assert_eq(btf__add_field(b, "req", req, 0, 0), 0);
+	cr_assert_eq(btf__add_field(b, "extra", u32, 96, 0), 0);
+	int vif = btf__add_struct(b, "vif", 4);
+	cr_assert_eq(btf__add_field(b, "domid", u16, 0, 0), 0);
+	int pvif = btf__add_ptr(b, vif), preq = btf__add_ptr(b, req);
+	int pend = btf__add_array(b, u32, pinfo, 256), flex = btf__add_array(b, u32, pinfo, 0);
+	int q = btf__add_struct(b, "queue", 3096 + 16384 + 16);
+	cr_assert_eq(btf__add_field(b, "vif", pvif, 256, 0), 0);
+	cr_assert_eq(btf__add_field(b, "pend", pend, 3096 * 8, 0), 0);
+	cr_assert_eq(btf__add_field(b, "rp", preq, (3096 + 16384) * 8, 0), 0);
+	cr_assert_eq(btf__add_field(b, "narr", u32, (3096 + 16384 + 8) * 8, 0), 0);
+	cr_assert_eq(btf__add_field(b, "flex", flex, (3096 + 16384 + 16) * 8, 0), 0);
+	int pq = btf__add_ptr(b, q);
+	int proto = btf__add_func_proto(b, 0);
+	cr_assert_eq(btf__add_func_param(b, "queue", pq), 0);
+	cr_assert_eq(btf__add_func_param(b, "pending_idx", u16), 0);
+	cr_assert_eq(btf__add_func_param(b, "status", u8), 0);
+	cr_assert_gt(btf__add_func(b, "idx_release", BTF_FUNC_GLOBAL, proto), 0);
+	proto = btf__add_func_proto(b, 0);
+	cr_assert_eq(btf__add_func_param(b, "queue", pq), 0);
+	cr_assert_eq(btf__add_func_param(b, "pending_idx", preq), 0);
+	cr_assert_gt(btf__add_func(b, "bad_idx", BTF_FUNC_GLOBAL, proto), 0);
+	write_btf(b, path);
+	btf__free(b);
+}
+
+/* A keyed handoff at idx_release whose request is @req (an indexed
+ * chain), quit at its return by the same chain, at @fn. */
+static struct xflow_unit *indexed_unit(const char *fn, const char *req)
+{
+	char xml[2048];
+	snprintf(xml, sizeof(xml),
+		 "<flows><xflow name='f'>\n"
+		 "<transit><pointcut>call(%s)</pointcut><cast var='queue' struct='queue'/>\n"
+		 "<cast var='%s' struct='req'/>\n"
+		 "<xin_copy name='k' from='queue' to='%s'><key member='gref' bits='32'/><key member='id' bits='16'/>"
+		 "</xin_copy></transit>\n"
+		 "<transit><pointcut>call(%s)</pointcut><cast var='queue' struct='queue'/>"
+		 "<cast var='queue->vif' struct='vif'/><cast var='%s' struct='req'/>\n"
+		 "<xout_copy name='k' from='%s' to='%s'><sender domid='queue->vif->domid'/></xout_copy></transit>\n"
+		 "<quit><pointcut>return(%s)</pointcut><cast var='queue' struct='queue'/>\n"
+		 "<select local_var='%s'/></quit>\n"
+		 "</xflow></flows>",
+		 fn, req, req, fn, req, req, req, fn, req);
+	return unit_of(xml);
+}
+
+Test(kbtf, an_indexed_request_is_laid_out_from_btf)
+{
+	char path[64], bin[80];
+	netback_like(path, sizeof(path));
+	snprintf(bin, sizeof(bin), "kernel:%s", path);
+	struct xflow_unit *u = indexed_unit("idx_release", "queue->pend[pending_idx].req");
+	const char *bins[] = { bin };
+	struct seen seen;
+	struct xflow_plan *p;
+	cr_assert_eq(plan_of(u, bins, 1, &seen, &p), 0, "%s", seen.n ? seen.msg[0] : "");
+	struct xflow_plan_domain *d = &p->domains[0];
+	bool found = false;
+	for (uint32_t f = 0; f < p->nfields; f++) {
+		if (strcmp(p->fields[f].member, "pend[].req"))
+			continue;
+		found = true;
+		cr_expect_str_eq(p->fields[f].sname, "queue");
+		cr_expect_eq(d->layouts[f].offset, 3096);
+		cr_expect_eq(d->layouts[f].size, 12, "the req in the element");
+		cr_expect_eq(d->layouts[f].nelems, 256);
+		cr_expect_eq(d->layouts[f].stride, 64);
+	}
+	cr_expect(found, "the element's field is in the plan");
+	/* Every binding fetches pending_idx (%rsi) as a 2-byte integer. */
+	unsigned idx_fetches = 0;
+	for (uint32_t b = 0; b < d->nbindings; b++) {
+		const struct xflow_bc_prog *prog = &p->advice[d->bindings[b].advice].prog;
+		for (uint32_t i = 0; i < prog->ninputs; i++)
+			if (prog->inputs[i].local && !strcmp(prog->inputs[i].local, "pending_idx")) {
+				const struct xflow_plan_fetch *f = &d->fetches[d->bindings[b].first_fetch + i];
+				cr_expect_eq(f->reg, 4, "rsi");
+				cr_expect_eq(f->size, 2);
+				idx_fetches++;
+			}
+	}
+	cr_expect_eq(idx_fetches, 3, "xin, xout and quit");
+	/* The plan as a file: the element's layout read back. */
+	void *buf = NULL;
+	size_t len = 0;
+	char why[256];
+	cr_assert_eq(xflow_plan_write(p, &buf, &len, why, sizeof(why)), 0, "%s", why);
+	struct xflow_plan *r;
+	cr_assert_eq(xflow_plan_read(buf, len, &r, why, sizeof(why)), 0, "%s", why);
+	for (uint32_t f = 0; f < r->nfields; f++)
+		cr_expect(r->domains[0].layouts[f].nelems == d->layouts[f].nelems &&
+			  r->domains[0].layouts[f].stride == d->layouts[f].stride, "field %u", f);
+	xflow_plan_free(r);
+	free(buf);
+	/* What a reader refuses of an element's layout: a count without a
+	 * stride, an array past what an offset says. */
+	for (uint32_t f = 0; f < p->nfields; f++) {
+		if (!d->layouts[f].nelems)
+			continue;
+		struct xflow_plan_layout l0 = d->layouts[f];
+		d->layouts[f].stride = 0;
+		cr_expect_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+		cr_expect(strstr(why, "is invalid") != NULL, "%s", why);
+		d->layouts[f] = l0;
+		d->layouts[f].nelems = 0x10000;
+		d->layouts[f].stride = 0x10000;
+		cr_expect_eq(xflow_plan_check(p, why, sizeof(why)), -EINVAL);
+		d->layouts[f] = l0;
+		cr_expect_eq(xflow_plan_check(p, why, sizeof(why)), 0, "%s", why);
+	}
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+	unlink(path);
+}
+
+Test(kbtf, what_cannot_be_indexed_is_refused_at_the_flow_s_line)
+{
+	char path[64], bin[80];
+	netback_like(path, sizeof(path));
+	snprintf(bin, sizeof(bin), "kernel:%s", path);
+	static const char *const bad[][3] = {
+		{ "idx_release", "queue->narr[pending_idx]", "queue.narr is not an array in the kernel's BTF" },
+		{ "idx_release", "queue->rp[pending_idx]", "queue.rp is a pointer in the kernel's BTF" },
+		{ "idx_release", "queue->flex[pending_idx].req", "queue.flex has no fixed length" },
+		{ "idx_release", "queue->pend[pending_idx].nosuch", "queue.pend[] has no member nosuch" },
+		{ "idx_release", "queue->nosuch[pending_idx].req", "has no member nosuch" },
+		{ "idx_release", "queue->pend[nosuch].req", "idx_release has no argument nosuch" },
+		{ "bad_idx", "queue->pend[pending_idx].req",
+		  "pending_idx indexes an array, but is not an integer argument of function bad_idx" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct xflow_unit *u = indexed_unit(bad[i][0], bad[i][1]);
+		const char *bins[] = { bin };
+		struct seen seen;
+		struct xflow_plan *p;
+		cr_expect_neq(plan_of(u, bins, 1, &seen, &p), 0, "%s planned", bad[i][1]);
+		bool hit = false;
+		for (size_t j = 0; j < seen.n; j++)
+			if (!strcmp(seen.sev[j], "error") && strstr(seen.msg[j], bad[i][2])) {
+				hit = true;
+				/* The line of the element that names the chain: the xin (4), the
+				 * xout (6) or the select (8). */
+				cr_expect(strstr(seen.where[j], "t.xml:4:") || strstr(seen.where[j], "t.xml:6:") ||
+					  strstr(seen.where[j], "t.xml:8:"), "where: %s", seen.where[j]);
+			}
+		cr_expect(hit, "%s: want \"%s\", got \"%s\"", bad[i][1], bad[i][2], seen.n ? seen.msg[0] : "nothing");
+		xflow_plan_free(p);
+		xflow_unit_free(u);
+	}
+	unlink(path);
 }

@@ -209,3 +209,106 @@ Test(kernel_lang, a_lone_key_of_plain_variables_keeps_the_plain_form)
 	free(t);
 	xflow_unit_free(u);
 }
+
+/* netback's copy of a request at xenvif_idx_release (flows/kernel/
+ * xen_net.xml): an element of an array embedded in the queue, indexed by
+ * an argument, then a member embedded in the element; keyed as itself,
+ * and quit by the same chain in a <select>. */
+static const char *const indexed =
+	"<flows><xflow name='f'>"
+	"<transit><pointcut>call(a)</pointcut>"
+	"<cast var='data' struct='info'/><cast var='data->tx' struct='req'/>"
+	"<xin_copy name='k' from='data->skb' to='data->tx'>"
+	"<key member='gref' bits='32'/><key member='id' bits='16'/></xin_copy></transit>"
+	"<transit><pointcut>call(b)</pointcut>"
+	"<cast var='q' struct='queue'/><cast var='q->vif' struct='vif'/>"
+	"<cast var='q->pend[i].req' struct='req'/>"
+	"<xout_copy name='k' from='q->pend[i].req' to='q->pend[i].req'><sender domid='q->vif->domid'/></xout_copy>"
+	"</transit>"
+	"<quit><pointcut>return(b)</pointcut><cast var='q' struct='queue'/><select local_var='q->pend[i].req'/></quit>"
+	"</xflow></flows>";
+
+Test(kernel_lang, an_indexed_chain_takes_the_element_s_address)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(indexed, &rc);
+	char *d = wt_diags(u);
+	cr_assert_eq(rc, 0, "%s", d);
+	free(d);
+	char *t = dump_of(u, false);
+	cr_expect(strstr(t, "call(b) AND local_var(q, ") != NULL, "%s", t);
+	cr_expect(strstr(t, "AND local_var(i, ") != NULL, "the index bound by its name: %s", t);
+	cr_expect(strstr(t, "unsigned long i = *(unsigned long *)") != NULL, "read whole: %s", t);
+	cr_expect(strstr(t, "&amp;((struct queue *)q)-&gt;pend[i].req") != NULL, "%s", t);
+	cr_expect(strstr(t, "remove_flowid(f, xf_obj") != NULL, "the quit keys the same chain: %s", t);
+	free(t);
+	/* The receiving side: two ELEMs (object and request) of the one
+	 * field "pend[].req", no load for them. */
+	const struct xflow_bc_prog *p = wt_prog(u, 1);
+	unsigned elem = 0;
+	uint16_t f = 0;
+	for (uint32_t i = 0; i < p->ninsns; i++)
+		if (p->insns[i].op == XFLOW_OP_ELEM) {
+			elem++;
+			f = p->insns[i].b;
+		}
+	cr_expect_eq(elem, 2);
+	const char *s, *m;
+	unsigned bits;
+	cr_assert_eq(xflow_unit_field(u, f, &s, &m, &bits), 0);
+	cr_expect_str_eq(s, "queue");
+	cr_expect_str_eq(m, "pend[].req");
+	cr_expect_eq(p->ninputs, 2, "q and i");
+	p = wt_prog(u, 2);
+	elem = 0;
+	for (uint32_t i = 0; i < p->ninsns; i++)
+		elem += p->insns[i].op == XFLOW_OP_ELEM;
+	cr_expect_eq(elem, 1, "the quit's");
+	xflow_unit_free(u);
+}
+
+Test(kernel_lang, indexed_chains_are_refused_with_their_line)
+{
+	static const char head[] = "<flows><xflow name='f'><transit><pointcut>call(a) AND access(r.a)</pointcut>"
+				   "<cast var='q' struct='queue'/><cast var='q->x' struct='s'/>";
+	static const char *const bad[][2] = {
+		{ "<xin_move name='k' from='q->a[i].b->c[j]' to='q'><key member='a'/></xin_move>",
+		  "t.xml:1:161: error: 'q->a[i].b->c[j]' indexes more than one array" },
+		{ "<xin_move name='k' from='q[i]' to='p'><key member='a'/></xin_move>",
+		  "'q[i]' indexes a variable, not a struct's array member" },
+		{ "<xin_move name='k' from='q->a[1]' to='p'><key member='a'/></xin_move>",
+		  "'q->a[1]' is not a variable or member chain" },
+		{ "<xin_move name='k' from='q->a[i+1]' to='p'><key member='a'/></xin_move>",
+		  "is not a variable or member chain" },
+		{ "<xin_move name='k' from='q->a[i]x' to='p'><key member='a'/></xin_move>",
+		  "is not a variable or member chain" },
+		{ "<xin_move name='k' from='q->a[i].' to='p'><key member='a'/></xin_move>",
+		  "is not a variable or member chain" },
+		{ "<xin_move name='k' from='q->a[long]' to='p'><key member='a'/></xin_move>",
+		  "'long' is a keyword of the advice language" },
+		{ "<xin_move name='k' from='q->a[q]' to='p'><key member='a'/></xin_move>",
+		  "'q' indexes an array and is also the start of a chain" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char xml[1024];
+		snprintf(xml, sizeof(xml), "%s%s</transit></xflow></flows>", head, bad[i][0]);
+		wt_expect_error(xml, bad[i][1]);
+	}
+	/* The advice language: '&' takes only an element's address, and
+	 * nothing follows it. */
+	wt_expect_error("<flows><advice><pointcut>call(a) AND local_var(q, v)</pointcut><before>"
+			"void *x = &amp;q;</before></advice></flows>",
+			"'&' (address of) is not supported here");
+	wt_expect_error("<flows><advice><pointcut>call(a) AND local_var(q, v)</pointcut><before>"
+			"struct s *p = *(void**)v; void *x = &amp;p->a[1]->b;</before></advice></flows>",
+			"an element's address ends the expression");
+	wt_expect_error("<flows><advice><pointcut>call(a) AND local_var(q, v)</pointcut><before>"
+			"struct s *p = *(void**)v; void *x = &amp;p->a[p];</before></advice></flows>",
+			"an array index must be an integer");
+	wt_expect_error("<flows><advice><pointcut>call(a) AND local_var(q, v)</pointcut><before>"
+			"void *p = *(void**)v; void *x = &amp;p->a[1];</before></advice></flows>",
+			"needs a struct pointer");
+	wt_expect_error("<flows><advice><pointcut>call(a) AND local_var(q, v)</pointcut><before>"
+			"struct s *p = *(void**)v; long x = p->a[1];</before></advice></flows>",
+			"array subscripts are not supported");
+}
