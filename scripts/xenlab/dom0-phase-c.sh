@@ -316,7 +316,7 @@ phase_c_run() {
 	echo 1 >/proc/sys/kernel/bpf_stats_enabled
 	start_top /tmp/c2.out "$NETF"
 	wait_for 420 placed 2 || note "C2 the agents did not install their placements ($(placements))"
-	bt='kfunc:xen_netback:make_tx_response, kretfunc:xen_netback:make_tx_response, kfunc:xen_netback:xenvif_start_xmit, kfunc:xen_netback:xenvif_rx_queue_tail, kfunc:bridge:br_handle_frame_finish, kfunc:bridge:br_pass_frame_up, kfunc:bridge:br_dev_xmit, kfunc:bridge:br_dev_queue_push_xmit, kfunc:vmlinux:netif_receive_skb, kfunc:vmlinux:__dev_queue_xmit, kfunc:vmlinux:ip_rcv, tracepoint:skb:consume_skb, tracepoint:skb:kfree_skb { @[probe] = count(); }'
+	bt='kfunc:xen_netback:xenvif_idx_release, kretfunc:xen_netback:xenvif_idx_release, kfunc:xen_netback:xenvif_start_xmit, kfunc:xen_netback:xenvif_rx_queue_tail, kfunc:bridge:br_handle_frame_finish, kfunc:bridge:br_pass_frame_up, kfunc:bridge:br_dev_xmit, kfunc:bridge:br_dev_queue_push_xmit, kfunc:vmlinux:netif_receive_skb, kfunc:vmlinux:__dev_queue_xmit, kfunc:vmlinux:ip_rcv, tracepoint:skb:consume_skb, tracepoint:skb:kfree_skb { @[probe] = count(); }'
 	prog_stats | awk '{ print $1 }' >/tmp/ids.before-bt
 	timeout 400 bpftrace -e "$bt" >/tmp/bt.out 2>&1 &
 	btpid=$!
