@@ -1,10 +1,10 @@
 # dom0-phase-c.sh: phase C of xen-check (issue 17), sourced by dom0-run.sh
-# after phases A and B, whose helpers (mark, log, result, note, wait_for)
-# it uses.  The kernel backend in both kernels at once: an agent in the
-# domU weaves flows/kernel/xen_net.xml and xen_blk.xml into netfront and
-# blkfront and sends its records over the transport over Xen, an agent here
-# weaves the same files into netback, blkback and the bridge, and xflowtop
-# here joins the two sides of every ring request into one flow.
+# after phases A and B, whose helpers (mark, log, result, note, wait_for,
+# xl_create) it uses.  The kernel backend in both kernels at once: an
+# agent in the domU weaves flows/kernel/xen_net.xml and xen_blk.xml into
+# netfront and blkfront and sends its records over the transport over Xen,
+# an agent here weaves the same files into netback, blkback and the bridge,
+# and xflowtop here joins the two sides of every ring request into one flow.
 #
 #   C1  pings from the domU to the bridge's address and O_DIRECT writes to
 #       its disk: the monitor joins as many requests as the domU's disk
@@ -207,19 +207,11 @@ phase_c_run() {
 	mark "phase C: creating linuxU with a vif and a disk"
 	ncon=$(cat "$CON" 2>/dev/null | grep -c 'kernel agent started')
 	con_placed=$(cat "$CON" 2>/dev/null | grep -c 'placements installed')
-	# xl itself aborts now and then under TCG (see create_domu): twice more.
-	try=1
-	until timeout 180 xl create /run/linuxK.cfg >/tmp/xl-create.log 2>&1; do
-		cat /tmp/xl-create.log >>"$OUT/dom0.log"
-		note "C xl create failed (try $try): $(grep -m 2 error /tmp/xl-create.log | tr '\n' ' ')"
-		timeout 60 xl destroy linuxU >/dev/null 2>&1
-		if [ $try -ge 3 ]; then
-			dmesg | tail -n 30 >"$OUT/dmesg.txt"
-			result "C FAIL xl create with a vif and a disk failed three times"
-			return
-		fi
-		try=$((try + 1))
-	done
+	if ! xl_create /run/linuxK.cfg; then
+		dmesg | tail -n 30 >"$OUT/dmesg.txt"
+		result "C FAIL xl create with a vif and a disk failed three times"
+		return
+	fi
 	domu_started() { [ "$(grep -c 'kernel agent started' "$CON" 2>/dev/null)" -gt "$ncon" ]; }
 	wait_for 120 domu_started || { result "C FAIL the domU's kernel agent did not start (domu-console.log)"; return; }
 	id=$(timeout 20 xl domid linuxU)

@@ -83,19 +83,23 @@ CFG
 # (a domain created again appends to the same log).
 domu_up() { [ "$(grep -c 'xenlab-domu: xensim running' "$CON" 2>/dev/null)" -ge "$1" ]; }
 domu_settled() { domu_up "$1" || [ "$(grep -c 'xenlab-domu: xensim \(did not start\|exited\)' "$CON" 2>/dev/null)" -ge "$1" ]; }
-# xl itself has been seen to abort under TCG (a glibc mutex assertion in
-# the toolstack, once in a few creates, before the domain exists): such a
-# create is retried, twice at most, and noted in the results.
-create_domu() {
+# xl_create CFG: xl itself has been seen to abort under TCG (a glibc mutex
+# assertion in the toolstack, once in a few creates, before the domain
+# exists): such a create is retried, twice at most, and noted in the
+# results.  Phase C uses it too.
+xl_create() {
 	try=1
-	until timeout 120 xl create /run/linuxU.cfg >/tmp/xl-create.log 2>&1; do
+	until timeout 180 xl create "$1" >/tmp/xl-create.log 2>&1; do
 		cat /tmp/xl-create.log >>"$OUT/dom0.log"
-		note "xl create failed (try $try): $(grep -v '^Parsing config' /tmp/xl-create.log | tail -n 2 | tr '\n' ' ')"
+		note "xl create $1 failed (try $try): $(grep -v '^Parsing config' /tmp/xl-create.log | tail -n 2 | tr '\n' ' ')"
 		timeout 60 xl destroy linuxU >/dev/null 2>&1
 		[ $try -ge 3 ] && return 1
 		try=$((try + 1))
 	done
 	cat /tmp/xl-create.log >>"$OUT/dom0.log"
+}
+create_domu() {
+	xl_create /run/linuxU.cfg || return 1
 	wait_for 120 domu_settled "$1"
 	domu_up "$1" || { log "the domU did not start its workload"; return 1; }
 }
