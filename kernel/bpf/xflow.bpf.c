@@ -257,6 +257,20 @@ static __always_inline void xk_fault(struct xk_count *c)
 		c->faults++;
 }
 
+/* A handoff's key, from the request @op->to reaches: 0, or 1 when there
+ * is nothing to record (no request; a fault, counted). */
+static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_count *c, const struct xk_op *op,
+					  __u64 *key)
+{
+	__u64 req;
+	int r = xk_path_get(ctx, kind, &op->to, &req);
+	if (r == 0 && req && xk_key(req, op, key))
+		r = -1;
+	if (r < 0)
+		xk_fault(c);
+	return r || !req;
+}
+
 static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
 				  const struct xk_op *op)
 {
@@ -284,12 +298,7 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		if (!idp)
 			return;
 		id = *idp;
-		r = xk_path_get(ctx, kind, &op->to, &b);
-		if (r == 0 && b && xk_key(b, op, &key))
-			r = -1;
-		if (r < 0)
-			xk_fault(c);
-		if (r || !b)
+		if (xk_request_key(ctx, kind, c, op, &key))
 			return;
 		if (op->move)
 			bpf_map_delete_elem(&xk_ids, &ka);
@@ -301,12 +310,7 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		/* An object with a live id keeps it, as at a start. */
 		if (idp)
 			return;
-		r = xk_path_get(ctx, kind, &op->to, &b);
-		if (r == 0 && b && xk_key(b, op, &key))
-			r = -1;
-		if (r < 0)
-			xk_fault(c);
-		if (r || !b)
+		if (xk_request_key(ctx, kind, c, op, &key))
 			return;
 		/* The sender's domain id, + 1 so that 0 says "not known":
 		 * a fault there still records the handoff, unattributed. */
