@@ -9,8 +9,8 @@
 #   C1  pings from the domU to the bridge's address and O_DIRECT writes to
 #       its disk: the monitor joins as many requests as the domU's disk
 #       completed and (where the flow's dom0 side sees every request, see
-#       below) its eth0 sent, within 1 %, and the path has hops in both
-#       kernels.
+#       below) its eth0 sent, within 1 % either way, and the path has hops
+#       in both kernels.
 #   C2  netem's 5 ms delay on the vif shows as the p50 of the hop that
 #       ends at netback's xenvif_start_xmit (within 10 %), while bpftrace
 #       counts on the same attach points here: the per-hit cost of both
@@ -247,6 +247,7 @@ phase_c_run() {
 		io0=$(domu_cmd 120 cat /sys/block/xvda/stat) &&
 		traced=$(timed_ping "$NPING") &&
 		dd=$(domu_cmd 400 "dd if=/dev/zero of=/dev/xvda bs=4096 count=$NWRITE oflag=direct 2>&1") &&
+		sleep 6 &&
 		tx1=$(domu_cmd 120 cat /sys/class/net/eth0/statistics/tx_packets) &&
 		io1=$(domu_cmd 120 cat /sys/block/xvda/stat) && num "$tx0" && num "$tx1"
 	rc=$?
@@ -257,7 +258,6 @@ phase_c_run() {
 	fi
 	note "C ping -A from linuxU traced (C1): $(ping_rate "$traced")"
 	log "dd: $dd"
-	sleep 6
 	stop_top /tmp/c1.out
 	last_table /tmp/c1.out >/tmp/c1.tab
 	cp /tmp/c1.tab "$OUT/"
@@ -289,16 +289,20 @@ phase_c_run() {
 		awk -v h="$h" 'BEGIN { split(h, p, " ") } $1 == p[1] && $2 == p[2] && $3 > 0 { f = 1 } END { exit !f }' \
 			/tmp/c1.tab || missing="$missing [$h]"
 	done
-	# The requests joined: what the domU sent and completed, less at most
-	# 1 % (2 at least): a block request that found blkfront's ring busy
-	# was keyed by an id it did not get (kernel/NOTES.md); the lab saw one
-	# in 200 at most.  Where a join's hop is recorded or counted negative
-	# is the domains' clocks' business (the NOTE above gives both).
+	# The requests joined: what the domU sent and completed, within 1 %
+	# (2 at least) either way.  Fewer: a block request that found
+	# blkfront's ring busy was keyed by an id it did not get
+	# (kernel/NOTES.md); the lab saw one in 200 at most.  More: the
+	# counters are read around the traffic, the monitor runs a little
+	# longer, and an ARP the test does not send can fall outside the
+	# counters' window and inside the monitor's (402 joined for 200 + 200
+	# once).  Where a join's hop is recorded or counted negative is the
+	# domains' clocks' business (the NOTE above gives both).
 	want=$((netexp + ios))
 	slack=$((want / 100))
 	[ $slack -lt 2 ] && slack=2
 	c1ok=1
-	num "$joined" && [ "$ios" -ge "$NWRITE" ] && [ "$joined" -le "$want" ] && [ "$joined" -ge $((want - slack)) ] ||
+	num "$joined" && [ "$ios" -ge "$NWRITE" ] && [ "$joined" -le $((want + slack)) ] && [ "$joined" -ge $((want - slack)) ] ||
 		c1ok=0
 	[ -z "$missing" ] || c1ok=0
 
