@@ -30,6 +30,8 @@ PLAN_MS=400000
 # BPF programs loaded now: their count, and one line per program with its
 # name and, when the kernel counts them, its run time and run count.
 nprogs() { bpftool prog show 2>/dev/null | grep -c '^[0-9]*:'; }
+# Of them, the agent's (its programs are all named xk_*).
+nours() { bpftool prog show 2>/dev/null | grep -c '^[0-9]*: .* name xk_'; }
 prog_stats() {
 	bpftool prog show 2>/dev/null | awk '/^[0-9]+:/ {
 		id = $1; n = t = c = ""
@@ -281,6 +283,9 @@ phase_c_run() {
 	neg=$(echo "$keyed" | sed -n 's/.*negative hops \([0-9]*\).*/\1/p')
 	c1="linuxU sent $sent packets and completed $ios disk requests; $netin joins expected $netexp; handoffs $keyed; cross-domain hops recorded: xennet_tx_setup_grant -> $netin $netj (p50 ${netp50} us), blkif_queue_rq -> end_block_io_op $blkj (p50 ${blkp50} us)"
 	note "C1 $c1"
+	# How linuxU's clock was placed on dom0's decides the cross-domain
+	# hops' times (xflowtop(1), DOMAINS).
+	note "C1 linuxU's clock: $(grep 'linuxU .* via vchan' /tmp/c1.out | tail -1 | sed 's/.*via vchan from domain [0-9]*, //')"
 	[ "$netexp" = 0 ] && note "C1 no network join expected: the flow's dom0 side is make_tx_response, which this kernel calls for failed requests only"
 	missing=
 	for h in "linuxU:__dev_queue_xmit linuxU:xennet_start_xmit" "linuxU:xennet_start_xmit linuxU:xennet_tx_setup_grant" \
@@ -314,7 +319,10 @@ phase_c_run() {
 	wait_for 420 placed 2 || note "C2 the agents did not install their placements ($(placements))"
 	bt='kfunc:xen_netback:xenvif_idx_release, kretfunc:xen_netback:xenvif_idx_release, kfunc:xen_netback:xenvif_start_xmit, kfunc:xen_netback:xenvif_rx_queue_tail, kfunc:bridge:br_handle_frame_finish, kfunc:bridge:br_pass_frame_up, kfunc:bridge:br_dev_xmit, kfunc:bridge:br_dev_queue_push_xmit, kfunc:vmlinux:netif_receive_skb, kfunc:vmlinux:__dev_queue_xmit, kfunc:vmlinux:ip_rcv, tracepoint:skb:consume_skb, tracepoint:skb:kfree_skb { @[probe] = count(); }'
 	prog_stats | awk '{ print $1 }' >/tmp/ids.before-bt
-	timeout 400 bpftrace -e "$bt" >/tmp/bt.out 2>&1 &
+	# bpftrace itself, not under timeout(1): a KILL after a slow exit
+	# must reach the process that holds the programs (phase_c's cleanup
+	# and the dom0 watchdog bound its life).
+	bpftrace -e "$bt" >/tmp/bt.out 2>&1 &
 	btpid=$!
 	# bpftrace compiles with LLVM, slow under TCG: attached when its
 	# programs appear.
@@ -326,8 +334,16 @@ phase_c_run() {
 	prog_stats >/tmp/stats1
 	note "C2 ping -A with netem 5ms on $vif: $netem"
 	sleep 5
+	# bpftrace prints its counts, then detaches 13 programs: under TCG
+	# that has taken more than 20 s.
+	btstop=$(cut -d' ' -f1 /proc/uptime)
 	kill -INT $btpid 2>/dev/null
-	wait_for 20 eval '! kill -0 $btpid 2>/dev/null' || kill -KILL $btpid 2>/dev/null
+	if wait_for 180 eval '! kill -0 $btpid 2>/dev/null'; then
+		note "C2 bpftrace left $(awk -v a="$btstop" '{ printf "%.1f", $1 - a }' /proc/uptime) s after its SIGINT"
+	else
+		note "C2 bpftrace still there 180 s after its SIGINT: killed"
+		kill -KILL $btpid 2>/dev/null
+	fi
 	echo 0 >/proc/sys/kernel/bpf_stats_enabled
 	stop_top /tmp/c2.out
 	tc qdisc del dev "$vif" root 2>/dev/null
@@ -355,15 +371,18 @@ phase_c_run() {
 
 	# C3: everything unloaded.  The monitor has left: the agents took
 	# their programs out; then they are stopped.
-	sleep 2
-	left0=$(nprogs)
+	# A program goes from the list when its last reference does, which
+	# for a process that exits is soon after; a leak stays.
+	wait_for 30 eval '[ "$(nprogs)" -le "$bpf0" ]'
+	left0=$(nprogs) ours0=$(nours)
 	leftu=$(domu_cmd 120 "bpftool prog show | grep -c '^[0-9]*:'")
 	kill -INT "$kpid" 2>/dev/null
 	wait_for 20 eval '! kill -0 $kpid 2>/dev/null' || kill -KILL "$kpid" 2>/dev/null
 	domu_cmd 120 "kill -INT \$AGENT_PID; n=0; while kill -0 \$AGENT_PID 2>/dev/null && [ \$n -lt 150 ]; do sleep 0.2; n=\$((n+1)); done; kill -0 \$AGENT_PID 2>/dev/null && echo still running" >/tmp/c3.out
 	end0=$(nprogs)
 	endu=$(domu_cmd 120 "bpftool prog show | grep -c '^[0-9]*:'")
-	c3="BPF programs dom0 $bpf0 before, $left0 after the monitor left, $end0 after the agent stopped; linuxU ${bpfu0:-?} / ${leftu:-?} / ${endu:-?} $(cat /tmp/c3.out)"
+	c3="BPF programs dom0 $bpf0 before, $left0 after the monitor left ($ours0 of them the agent's), $end0 after the agent stopped; linuxU ${bpfu0:-?} / ${leftu:-?} / ${endu:-?} $(cat /tmp/c3.out)"
+	[ "$left0" = "$bpf0" ] || c3="$c3; dom0's list: $(bpftool prog show 2>/dev/null | awk '/^[0-9]+:/ { printf "%s %s %s, ", $1, $2, $4 }')"
 	note "C3 $c3"
 	c3ok=0
 	[ "$left0" = "$bpf0" ] && [ "$end0" = "$bpf0" ] && [ "$leftu" = "$bpfu0" ] && [ "$endu" = "$bpfu0" ] && c3ok=1
