@@ -37,6 +37,7 @@
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
 #include "collectors/guest_clock.h"
+#include "xflow/xen_time.h"
 #include "collectors/xen_discover.h"
 #include "weaver/joinpoint.h"
 #include "weaver/kbtf.h"
@@ -94,6 +95,11 @@ struct peer {
 	char clock_how[48];      /* over Xen: how offset_ns was found, for its source */
 	uint64_t clock_bound_ns; /* over Xen, placed by round trips: how far off
 	                          * offset_ns may be (0: not by round trips) */
+	/* Xen's system time minus its CLOCK_MONOTONIC, when it said it
+	 * (xflow/control.h); xtime_refused once it disagreed with what the
+	 * round trips proved. */
+	bool xtime, xtime_refused;
+	int64_t xtime_d;
 	bool connected;   /* the control socket is up */
 	bool ring_ok;     /* the ring is mapped and readable */
 	bool gone;
@@ -167,6 +173,13 @@ struct acoll {
 	} failed[MAX_PEERS];
 	unsigned nfailed;
 	char err[1024];
+	/* Over Xen: Xen's system time minus our own CLOCK_MONOTONIC, read
+	 * from our kernel (xflow/xen_time.h) at most every
+	 * XFLOW_XEN_TIME_EVERY_NS; xtime_never when it cannot be, and why. */
+	bool xtime, xtime_never, xtime_why_said;
+	int64_t xtime_d;
+	uint64_t xtime_at;
+	char xtime_why[240];
 	struct xflow_record buf[POP_CHUNK];
 };
 
@@ -514,6 +527,78 @@ static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
 		xen_peer_source(p);
 }
 
+#define XTIME_HOW "clock by Xen system time"
+
+/* Every guest that said Xen's system time against its clock is placed on
+ * ours by it, once ours is known: both clocks are Xen's time less a
+ * constant, so the difference of the constants is exact, where a round
+ * trip leaves half of itself unknown.  A guest's word is checked against
+ * what its round trips proved: outside their bound (with a millisecond to
+ * spare) it is refused, said once, and the round trips keep the clock. */
+static void xtime_place(struct acoll *c)
+{
+	if (!c->xtime)
+		return;
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (!p->xen || !p->xtime || p->xtime_refused || p->gone || !strcmp(p->clock_how, "clock by TSC anchor"))
+			continue;
+		int64_t off = p->xtime_d - c->xtime_d;
+		uint64_t dist = off > p->offset_ns ? (uint64_t)(off - p->offset_ns) : (uint64_t)(p->offset_ns - off);
+		bool placed = !strcmp(p->clock_how, XTIME_HOW);
+		if (!placed && p->clock_bound_ns && dist > p->clock_bound_ns + 1000000) {
+			p->xtime_refused = true;
+			set_err(c,
+				"agent of %s/%u: its Xen system time puts its clock %.3f ms from where its round trips "
+				"put it (within %.3f ms): not believed",
+				p->domain, (unsigned)p->domid, (double)dist / 1e6, (double)p->clock_bound_ns / 1e6);
+			continue;
+		}
+		p->offset_ns = off;
+		p->clock_bound_ns = 0; /* no round trip places it again */
+		if (!placed) {
+			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW);
+			if (p->state == PEER_LIVE)
+				xen_peer_source(p);
+		}
+	}
+}
+
+/* Our own side, read again when due. */
+static void xtime_ours(struct acoll *c, uint64_t now)
+{
+	if (c->xtime_never || (c->xtime && now - c->xtime_at < XFLOW_XEN_TIME_EVERY_NS))
+		return;
+	c->xtime_at = now;
+	int64_t d;
+	int rc = xen_time_read(&d, c->xtime_why, sizeof(c->xtime_why));
+	if (rc == 0) {
+		c->xtime = true;
+		c->xtime_d = d;
+		xtime_place(c);
+	} else if (rc != -EINVAL && !c->xtime) {
+		/* No BPF, no kallsyms, not root: for good.  Another
+		 * clocksource (-EINVAL) may yet become Xen's. */
+		c->xtime_never = true;
+	}
+}
+
+/* A guest's HELLO or STATS reply said Xen's system time (or not). */
+static void xtime_heard(struct acoll *c, struct peer *p, bool said, int64_t d)
+{
+	if (!said || !p->xen)
+		return;
+	p->xtime = true;
+	p->xtime_d = d;
+	if (!c->xtime && c->xtime_why[0] && !c->xtime_why_said) {
+		c->xtime_why_said = true;
+		set_err(c, "agent: the guests say Xen's system time, but ours cannot be read (%s): their clocks are "
+			   "placed by round trips",
+			c->xtime_why);
+	}
+	xtime_place(c);
+}
+
 /* Take one message from @p's control socket.  1: one handled, 0: none
  * ready, < 0: the agent is gone or broke the protocol.  *reply_seq gets a
  * REPLY's req_seq (PLAN_LOAD replies are returned in *plan_reply). */
@@ -530,6 +615,7 @@ static int peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct 
 			if (m->u.reply.status == 0) {
 				handle_stats(p, &m->u.reply.u.stats);
 				peer_clock_refine(p, &m->u.reply.u.stats);
+				xtime_heard(c, p, m->u.reply.u.stats.xen_time, m->u.reply.u.stats.xen_minus_mono);
 			}
 		} else if (m->u.reply.req_type == XFLOW_CTL_PLAN_LOAD && plan_reply &&
 			   m->u.reply.req_seq == p->plan_seq) {
@@ -721,6 +807,7 @@ static void xen_found(void *ctx, const struct xen_offer *o)
  * agents that withdrew. */
 static void xen_tick(struct acoll *c, uint64_t now)
 {
+	xtime_ours(c, now);
 	if (!xen_discover_due(c->xd, now))
 		return;
 	for (unsigned i = 0; i < c->npeers; i++) {
@@ -792,6 +879,7 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 				 (double)(in.now_ns - in.since_ns) / 2e6);
 		}
 	}
+	xtime_heard(c, p, h->xen_time, h->xen_minus_mono);
 	xflow_ctl_msg_free(m);
 	m = NULL;
 	char path[128];

@@ -151,6 +151,8 @@ static void w_reply(struct wbuf *w, const struct xflow_ctl_reply *r)
 		}
 		w_targets(w, s->ntargets, s->targets);
 		w_u64(w, s->clock_now);
+		w_u8(w, s->xen_time ? 1 : 0);
+		w_u64(w, s->xen_time ? (uint64_t)s->xen_minus_mono : 0);
 		break;
 	}
 	default:
@@ -199,6 +201,8 @@ int xflow_ctl_encode(const struct xflow_ctl_msg *m, void **out, size_t *len)
 		}
 		if (h->kernel_release && !xflow_ctl_release_ok(h->kernel_release))
 			w.err = w.err ? w.err : -EINVAL;
+		w_u8(&w, h->xen_time ? 1 : 0);
+		w_u64(&w, h->xen_time ? (uint64_t)h->xen_minus_mono : 0);
 		break;
 	}
 	case XFLOW_CTL_PLAN_LOAD:
@@ -411,6 +415,20 @@ static const char *const *r_modules(struct rbuf *r, uint32_t *nout)
 	return v;
 }
 
+/* The xen_time pair (version 4): said or not, and the value only when
+ * said, so that a frame has one encoding. */
+static bool r_xen_time(struct rbuf *r, int64_t *v, bool hello)
+{
+	uint8_t said = r_u8(r, hello ? "hello xen_time" : "stats xen_time");
+	*v = (int64_t)r_u64(r, hello ? "hello xen_minus_mono" : "stats xen_minus_mono");
+	if (r->why)
+		return false;
+	if (said > 1 || (!said && *v))
+		r->why = hello ? "hello xen_time is not 0 or 1, or a value not said"
+			       : "stats xen_time is not 0 or 1, or a value not said";
+	return said == 1;
+}
+
 static void r_reply(struct rbuf *r, struct xflow_ctl_reply *rp)
 {
 	rp->req_seq = r_u32(r, "reply req_seq");
@@ -479,6 +497,7 @@ static void r_reply(struct rbuf *r, struct xflow_ctl_reply *rp)
 		}
 		s->targets = r_targets(r, &s->ntargets);
 		s->clock_now = r_u64(r, "stats clock");
+		s->xen_time = r_xen_time(r, &s->xen_minus_mono, false);
 		break;
 	}
 	case XFLOW_CTL_HELLO:
@@ -573,6 +592,7 @@ int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 		h->targets = r_targets(&r, &h->ntargets);
 		h->kernel_release = r_str(&r, "hello kernel release");
 		h->modules = r_modules(&r, &h->nmodules);
+		h->xen_time = r_xen_time(&r, &h->xen_minus_mono, true);
 		if (r.why)
 			break;
 		if (!xflow_ctl_release_ok(h->kernel_release))

@@ -20,6 +20,7 @@
 #include "guestrt/hook.h"
 #include "guestrt/interp.h"
 #include "guestrt/kernel_name.h"
+#include "xflow/xen_time.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 #include "xflow/flowid.h"
@@ -82,6 +83,12 @@ struct agent {
 	/* A CLOCK_MONOTONIC ring's TSC anchor: the TSC's rate, or 0 when
 	 * there is no usable TSC (or XFLOW_CLOCK=monotonic). */
 	uint64_t anchor_hz;
+	/* Xen's system time minus our CLOCK_MONOTONIC (xflow/xen_time.h),
+	 * for the HELLO and STATS replies: xtime_said once read, xtime_never
+	 * when the first read said it cannot be (no Xen clocksource, no BPF). */
+	bool xtime_said, xtime_never, xtime_logged;
+	int64_t xtime_d;
+	uint64_t xtime_at;
 	struct xflow_shm shm;
 	struct xflow_eventfd_notifier notifier;
 	struct xflow_ring_producer prod;
@@ -127,6 +134,35 @@ static void logf_(struct agent *a, int level, const char *fmt, ...)
 	fputc('\n', a->log);
 	fflush(a->log);
 	va_end(ap);
+}
+
+/* Xen's system time minus our CLOCK_MONOTONIC, as of at most
+ * XFLOW_XEN_TIME_EVERY_NS ago; false when it cannot be read here. */
+static bool xtime_now(struct agent *a, int64_t *d)
+{
+	uint64_t now = xflow_monotonic_ns();
+	if (!a->xtime_never && (!a->xtime_said || now - a->xtime_at >= XFLOW_XEN_TIME_EVERY_NS)) {
+		char why[240];
+		int64_t v;
+		a->xtime_at = now;
+		int rc = xen_time_read(&v, why, sizeof(why));
+		if (rc == 0) {
+			if (!a->xtime_said)
+				logf_(a, 1, "Xen system time: CLOCK_MONOTONIC + %.9f s", (double)v / 1e9);
+			a->xtime_said = true;
+			a->xtime_d = v;
+		} else if (!a->xtime_said && !a->xtime_logged) {
+			logf_(a, 1, "Xen system time: not said: %s", why);
+			a->xtime_logged = true;
+		}
+		/* No BPF, no kallsyms, not root: that will not change.  The
+		 * clocksource may (a kernel leaves an unstable TSC for Xen's
+		 * clock when its watchdog notices, seconds after boot). */
+		if (rc && rc != -EINVAL && !a->xtime_said)
+			a->xtime_never = true;
+	}
+	*d = a->xtime_d;
+	return a->xtime_said;
 }
 
 /* ---- the hit path: no allocation, no lock ----------------------------------- */
@@ -932,6 +968,7 @@ static int stats_reply(struct agent *a, const struct xflow_ctl_msg *req)
 	s->targets = tv;
 	/* Read last, just before sending: a monitor over Xen places our
 	 * clock by it (collectors/guest_clock.h). */
+	s->xen_time = xtime_now(a, &s->xen_minus_mono);
 	s->clock_now = xflow_clock_ticks(&a->clock);
 	rc = xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
 out:
@@ -1155,6 +1192,7 @@ static void monitor_greet(struct agent *a)
 		if (kn.left_out)
 			logf_(a, 0, "%u module name(s) of /sys/kernel/btf left out of the HELLO", kn.left_out);
 	}
+	h->xen_time = xtime_now(a, &h->xen_minus_mono);
 	if (a->clock.kind != XFLOW_CLOCK_TSC) {
 		/* Our clock now, last thing before sending (the Xen monitor
 		 * takes its arrival for our offset); with a TSC, the TSC read

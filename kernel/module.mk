@@ -43,3 +43,24 @@ $(KBPF_DIR)/xflow.bpf.o: kernel/bpf/xflow.bpf.c kernel/kabi.h $(KBPF_DIR)/vmlinu
 $(KBPF_DIR)/xflow_kern.skel.h: $(KBPF_DIR)/xflow.bpf.o
 	@$(if $(Q),echo "  SKEL    $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name xflow_kern > $@.tmp && mv $@.tmp $@
+
+# The timekeeper's reader (xflow/xen_time.h): a second, tiny object, read
+# by common/xen_time_bpf.c where the BPF objects can be built and else
+# answered by common/xen_time_none.c (common/module.mk leaves both out).
+ifeq ($(KERNEL_BPF),1)
+XEN_TIME_SRC := common/xen_time_bpf.c
+$(OBJDIR)/common/xen_time_bpf.o: XCFLAGS += -I$(KBPF_DIR) $(call pc_cflags,libbpf)
+$(OBJDIR)/common/xen_time_bpf.o: $(KBPF_DIR)/xflow_xtime.skel.h
+else
+XEN_TIME_SRC := common/xen_time_none.c
+endif
+ALL_OBJS += $(call objs_of,$(XEN_TIME_SRC))
+$(call folder_lib,common): $(call objs_of,$(XEN_TIME_SRC))
+
+$(KBPF_DIR)/xen_time.bpf.o: kernel/bpf/xen_time.bpf.c kernel/xtime_abi.h $(KBPF_DIR)/vmlinux.h
+	@$(if $(Q),echo "  BPF     $@")
+	$(Q)$(BPF_CLANG) -target bpf -O2 -g -mcpu=v3 -Wall -Werror -I$(KBPF_DIR) -I. -c $< -o $@
+
+$(KBPF_DIR)/xflow_xtime.skel.h: $(KBPF_DIR)/xen_time.bpf.o
+	@$(if $(Q),echo "  SKEL    $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name xflow_xtime > $@.tmp && mv $@.tmp $@

@@ -52,6 +52,10 @@
  *                       its /sys/kernel/btf but vmlinux: 1 to
  *                       XFLOW_CTL_MAX_MODNAME bytes of [A-Za-z0-9_-]; none
  *                       from a process agent)
+ *     u8 xen_time, i64 xen_minus_mono   (version 4: with xen_time 1, Xen's
+ *                       system time minus the agent's CLOCK_MONOTONIC, in
+ *                       ns, read from its kernel's timekeeper when its
+ *                       clocksource is Xen's; xen_time 0 and 0: not said)
  *     With ring_offer LOCAL the frame carries two descriptors: [0] the
  *     ring's sealed memfd, [1] its eventfd.  With VCHAN it carries none
  *     and base_ns of a CLOCK_MONOTONIC agent is its clock at sending
@@ -87,7 +91,10 @@
  *                  u64 clock_now (the agent's record clock just before
  *                  sending: TSC ticks or CLOCK_MONOTONIC ns, as its
  *                  HELLO's clock; 0: not said), from which the monitor
- *                  places a guest's clock to within half the round trip
+ *                  places a guest's clock to within half the round trip,
+ *                  u8 xen_time, i64 xen_minus_mono (version 4: as in the
+ *                  HELLO, read again; two domains' differ by how far
+ *                  apart their CLOCK_MONOTONICs are, exactly)
  *       others:    nothing
  *   EVENT (agent -> monitor): u16 kind (enum xflow_ctl_event_kind),
  *     u32 pid, i32 status, u32 sites (retired), str message
@@ -95,7 +102,7 @@
  * Compatibility: a new version changes XFLOW_CTL_VERSION; a peer refuses
  * frames of a version it does not know (-EPROTO) and says so in a REPLY
  * when it can.  Version 3 added the HELLO's kernel_release and modules,
- * and the STATS reply's clock_now.
+ * and the STATS reply's clock_now; version 4 the xen_time pair of both.
  */
 #ifndef XFLOW_CONTROL_H
 #define XFLOW_CONTROL_H
@@ -106,7 +113,7 @@
 #include <sys/types.h>
 
 #define XFLOW_CTL_MAGIC 0x54434658u /* "XFCT" little-endian */
-#define XFLOW_CTL_VERSION 3
+#define XFLOW_CTL_VERSION 4
 #define XFLOW_CTL_HDR_SIZE 24
 /* Limits a receiver enforces. */
 #define XFLOW_CTL_MAX_PAYLOAD (64u << 20) /* plans of large binaries fit */
@@ -180,6 +187,8 @@ struct xflow_ctl_hello {
 	const char *kernel_release;  /* NULL or "": not said */
 	uint32_t nmodules;
 	const char *const *modules;
+	bool xen_time;               /* xen_minus_mono is said */
+	int64_t xen_minus_mono;      /* Xen system time - CLOCK_MONOTONIC, ns */
 };
 
 struct xflow_ctl_plan_load {
@@ -218,6 +227,8 @@ struct xflow_ctl_stats {
 	uint32_t ntargets;
 	const struct xflow_ctl_target *targets;
 	uint64_t clock_now;  /* the agent's record clock when it answered; 0: not said */
+	bool xen_time;       /* xen_minus_mono is said */
+	int64_t xen_minus_mono; /* Xen system time - CLOCK_MONOTONIC, ns */
 };
 
 struct xflow_ctl_reply {

@@ -76,7 +76,8 @@ static unsigned sample(unsigned i, struct xflow_ctl_msg *m, int *nfds)
 		m->u.reply.u.stats = (struct xflow_ctl_stats){ .records = 100, .ring_dropped = 3, .faults_total = 2,
 							       .nadvice = 2, .advice = advice,
 							       .ntargets = 1, .targets = targets,
-							       .clock_now = 0x123456789abcull };
+							       .clock_now = 0x123456789abcull,
+							       .xen_time = true, .xen_minus_mono = -5 };
 		break;
 	case 7:
 		m->type = XFLOW_CTL_REPLY;
@@ -97,7 +98,8 @@ static unsigned sample(unsigned i, struct xflow_ctl_msg *m, int *nfds)
 						       .slot_size = 88, .nslots = 2048, .region_size = 180224,
 						       .ntargets = 1, .targets = kernel_target,
 						       .kernel_release = "6.1.0-50-amd64", .nmodules = 2,
-						       .modules = kernel_mods };
+						       .modules = kernel_mods, .xen_time = true,
+						       .xen_minus_mono = 7012345678901ll };
 		break;
 	default:
 		return 0;
@@ -138,8 +140,13 @@ Test(control, round_trip)
 		cr_assert_eq(xflow_ctl_encode(d, &back, &blen), 0);
 		cr_expect_eq(blen, len);
 		cr_expect_eq(memcmp(back, buf, len), 0, "sample %u re-encodes differently", i);
-		if (i == 6)
+		if (i == 6) {
 			cr_expect_eq(d->u.reply.u.stats.clock_now, 0x123456789abcull, "the STATS reply's clock");
+			cr_expect(d->u.reply.u.stats.xen_time);
+			cr_expect_eq(d->u.reply.u.stats.xen_minus_mono, -5, "a negative Xen time offset");
+		}
+		if (i == 0)
+			cr_expect_not(d->u.hello.xen_time, "a HELLO that says no Xen time");
 		if (i == 0) {
 			cr_expect_str_eq(d->u.hello.domain, "linuxU");
 			cr_expect_eq(d->u.hello.ntargets, 2);
@@ -150,6 +157,8 @@ Test(control, round_trip)
 			cr_assert_eq(d->u.hello.nmodules, 2);
 			cr_expect_str_eq(d->u.hello.modules[1], "xen_netfront");
 			cr_expect_eq(d->u.hello.base_tick, 123456789);
+			cr_expect(d->u.hello.xen_time);
+			cr_expect_eq(d->u.hello.xen_minus_mono, 7012345678901ll);
 		}
 		if (i == 5)
 			cr_expect_str_eq(d->u.reply.u.plan.failed[0].why, "address 0x1234 is not mapped");
@@ -230,6 +239,35 @@ Test(control, lies)
 	m.u.event.message = big;
 	cr_expect_eq(xflow_ctl_encode(&m, &buf, &len), -EINVAL);
 	free(big);
+}
+
+/* The xen_time pair has one encoding: said 0 or 1, a value only when
+ * said.  It ends both the HELLO and the STATS reply. */
+Test(control, xen_time_is_checked)
+{
+	struct xflow_ctl_msg m, *d;
+	int nfds;
+	void *buf;
+	size_t len;
+	const char *why;
+	for (unsigned i = 6; i <= 9; i += 3) {
+		sample(i, &m, &nfds);
+		cr_assert_eq(xflow_ctl_encode(&m, &buf, &len), 0);
+		unsigned char *b = buf;
+		int fds[2] = { -1, -1 };
+		b[len - 9] = 2;
+		why = NULL;
+		cr_expect_eq(xflow_ctl_decode(b, len, fds, nfds, &d, &why), -EBADMSG, "sample %u", i);
+		cr_expect(why && strstr(why, "xen_time is not 0 or 1"), "sample %u: %s", i, why ? why : "no reason");
+		b[len - 9] = 0;
+		why = NULL;
+		cr_expect_eq(xflow_ctl_decode(b, len, fds, nfds, &d, &why), -EBADMSG, "sample %u: a value not said", i);
+		memset(b + len - 8, 0, 8);
+		cr_assert_eq(xflow_ctl_decode(b, len, fds, nfds, &d, &why), 0, "sample %u: %s", i, why);
+		cr_expect_not(i == 6 ? d->u.reply.u.stats.xen_time : d->u.hello.xen_time);
+		xflow_ctl_msg_free(d);
+		free(buf);
+	}
 }
 
 /* Module names become items of the monitor's kernel:... spec: one that

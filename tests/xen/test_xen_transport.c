@@ -106,7 +106,14 @@ enum kind {
 	WILD_INDEXES, /* greets, then scribbles the record ring's indexes */
 	STORM,        /* greets, then notifies without pause */
 	LIAR,         /* records for another domain and sites the plan lacks */
+	XEN_TIMED,    /* as GOOD, and says Xen's system time against its clock */
+	TIME_LIAR,    /* as XEN_TIMED, but its Xen time is 5 s off */
 };
+
+/* The simulated hypervisor's time less our CLOCK_MONOTONIC (the
+ * monitor's D, xflow/xen_time.h); a guest's is that plus how far its
+ * clock is behind ours. */
+#define SIM_XEN_D_NS 7000000000123ll
 
 static void put(const char *path, const char *value)
 {
@@ -198,10 +205,14 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 					      .base_ns = guest_clock(), .ring_offer = XFLOW_CTL_RING_VCHAN,
 					      .slot_size = XFLOW_RECORD_SIZE, .nslots = 1,
 					      .region_size = XFLOW_XEN_REC_RING, .ntargets = 1, .targets = &t };
+	bool timed = k == XEN_TIMED || k == TIME_LIAR;
+	int64_t xen_d = SIM_XEN_D_NS + (int64_t)GUEST_BEHIND_NS + (k == TIME_LIAR ? 5000000000ll : 0);
+	m.u.hello.xen_time = timed;
+	m.u.hello.xen_minus_mono = timed ? xen_d : 0;
 	/* A slow greeting, as under Xen: the clock read 60 ms before it
 	 * leaves, so its round trip alone places the clock 30 ms or more
 	 * late; the STATS round trips that follow must do better. */
-	if (k == GOOD)
+	if (k == GOOD || timed)
 		usleep(60000);
 	if (xflow_ctl_send(&c, &m, NULL, 0, 5000))
 		_exit(13);
@@ -220,9 +231,11 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 		struct xflow_record batch[16];
 		switch (k) {
 		case GOOD:
+		case XEN_TIMED:
+		case TIME_LIAR:
 		case LIAR:
 			for (unsigned i = 0; i < 16; i++)
-				batch[i] = k == GOOD ? rec_for(domid, ++n, 0)
+				batch[i] = k != LIAR ? rec_for(domid, ++n, 0)
 						     : rec_for(i & 1 ? domid + 100 : domid, ++n, i & 1 ? 0 : 5000);
 			xflow_xen_rstream_write(x.rec, batch, 16);
 			break;
@@ -259,6 +272,8 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 				sr.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq,
 								       .req_type = XFLOW_CTL_STATS,
 								       .message = "" };
+				sr.u.reply.u.stats.xen_time = timed;
+				sr.u.reply.u.stats.xen_minus_mono = timed ? xen_d : 0;
 				sr.u.reply.u.stats.clock_now = guest_clock();
 				xflow_ctl_send(&c, &sr, NULL, 0, 1000);
 			} else {
@@ -318,9 +333,9 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	char flows[160], opts[400], err[1024];
 	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
 	static const enum kind kinds[] = { GOOD, BAD_NODE, BAD_REFS, SILENT, BIG_FRAME,
-					   GARBAGE, WILD_INDEXES, STORM, LIAR };
+					   GARBAGE, WILD_INDEXES, STORM, LIAR, XEN_TIMED, TIME_LIAR };
 	static const char *const names[] = { "good", "badnode", "badrefs", "silent", "bigframe",
-					     "garbage", "wild", "storm", "liar" };
+					     "garbage", "wild", "storm", "liar", "xentimed", "timeliar" };
 	enum { N = sizeof(kinds) / sizeof(kinds[0]) };
 	pid_t pids[N];
 	for (unsigned i = 0; i < N; i++) {
@@ -330,6 +345,10 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	/* Greeting and plan deadlines of 4 s: the silent ones are given up
 	 * within the run, a loaded machine does not fail the good one. */
 	snprintf(opts, sizeof(opts), "xen,flows=%s,timeout=4000", flows);
+	/* The simulated hypervisor's time, as the monitor reads it. */
+	char d0[32];
+	snprintf(d0, sizeof(d0), "%lld", SIM_XEN_D_NS);
+	setenv("XFLOW_SIMXEN_XEN_TIME_NS", d0, 1);
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
 	struct xflow_collector *c;
 	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
@@ -367,6 +386,20 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	cr_expect(strstr(di.source, "clock by round trip, within"), "%s", di.source);
 	cr_expect(y.clock_err[3] > -20 * 1000000ll && y.clock_err[3] < 20 * 1000000ll,
 		  "the good guest's records are %.3f ms off: %s", y.clock_err[3] / 1e6, di.source);
+	/* A guest that says Xen's system time is placed by it, exactly; one
+	 * whose word contradicts its round trips keeps their placement. */
+	struct xflow_domain_info ti;
+	cr_assert_eq(find_domain(ops, c, 3 + 9, &ti), 0);
+	cr_log_info("xentimed guest: %s; its last record off by %lld ns", ti.source, (long long)y.clock_err[3 + 9]);
+	cr_expect(strstr(ti.source, "clock by Xen system time"), "%s", ti.source);
+	cr_expect_gt(y.by_dom[3 + 9], 100, "the xentimed guest's records did not arrive");
+	cr_expect_eq(y.clock_err[3 + 9], 0, "placed by Xen's time, its records are %lld ns off",
+		     (long long)y.clock_err[3 + 9]);
+	cr_assert_eq(find_domain(ops, c, 3 + 10, &ti), 0);
+	cr_log_info("timeliar guest: %s; its last record off by %.3f ms", ti.source, y.clock_err[3 + 10] / 1e6);
+	cr_expect(strstr(ti.source, "clock by round trip, within"), "%s", ti.source);
+	cr_expect(y.clock_err[3 + 10] > -20 * 1000000ll && y.clock_err[3 + 10] < 20 * 1000000ll,
+		  "the time liar's records are %.3f ms off", y.clock_err[3 + 10] / 1e6);
 	/* The liar's records name another domain or a site its plan lacks. */
 	cr_expect_gt(st.bad, 0, "lies and garbage were not counted");
 	/* Garbage and silence end their peers; each says why. */
@@ -387,6 +420,7 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	cr_expect_neq(find_domain(ops, c, 3 + 1, &di), 0);
 	cr_expect_neq(find_domain(ops, c, 3 + 2, &di), 0);
 	ops->close(c);
+	unsetenv("XFLOW_SIMXEN_XEN_TIME_NS");
 	for (unsigned i = 0; i < N; i++) {
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);

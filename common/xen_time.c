@@ -1,0 +1,93 @@
+/*
+ * Xen's system time against CLOCK_MONOTONIC: the arithmetic and the
+ * timekeeper's address (the BPF read is common/xen_time_bpf.c).  See
+ * xflow/xen_time.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xflow/xen_time.h"
+
+/* An update older than this is not the running kernel's timekeeper: it
+ * updates at every tick, and at the latest when a CPU leaves idle. */
+#define XEN_TIME_MAX_AGE_NS (60ull * 1000 * 1000 * 1000)
+
+int xen_time_offset(const struct xen_time_sample *s, uint64_t mono_now_ns, int64_t *xen_minus_mono,
+		    char *why, size_t whylen)
+{
+	char cs[sizeof(s->clocksource) + 1];
+	memcpy(cs, s->clocksource, sizeof(s->clocksource));
+	cs[sizeof(s->clocksource)] = 0;
+	for (char *c = cs; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
+	if (strcmp(cs, "xen") != 0) {
+		snprintf(why, whylen, "the clocksource is %s, not xen: no Xen system time", cs[0] ? cs : "unnamed");
+		return -EINVAL;
+	}
+	if (s->shift > 63 || s->mult == 0) {
+		snprintf(why, whylen, "the timekeeper read has mult %" PRIu32 ", shift %" PRIu32 ": not a timekeeper",
+			 s->mult, s->shift);
+		return -EINVAL;
+	}
+	uint64_t mono = (uint64_t)s->base + (s->xtime_nsec >> s->shift);
+	if (s->base < 0 || mono > mono_now_ns || mono_now_ns - mono > XEN_TIME_MAX_AGE_NS) {
+		snprintf(why, whylen,
+			 "the timekeeper read says CLOCK_MONOTONIC was %" PRIu64 " ns at its update, and it is %" PRIu64
+			 " ns now: not a timekeeper",
+			 mono, mono_now_ns);
+		return -EINVAL;
+	}
+	/* The xen clocksource counts nanoseconds: its count is Xen's time. */
+	*xen_minus_mono = (int64_t)(s->cycle_last - mono);
+	return 0;
+}
+
+int xen_time_core_addr(const char *kallsyms, uint64_t *addr)
+{
+	FILE *f = fopen(kallsyms ? kallsyms : "/proc/kallsyms", "re");
+	if (!f)
+		return -errno;
+	char line[512];
+	uint64_t found = 0;
+	int listed = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char type, name[256];
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+			continue;
+		/* Static data, so a local symbol ('d', 'b'), in vmlinux (a
+		 * module's symbol ends in its [name]). */
+		if (type != 'd' && type != 'D' && type != 'b' && type != 'B')
+			continue;
+		if (strcmp(name, "tk_core") != 0 && strcmp(name, "timekeeper_data") != 0)
+			continue;
+		listed = 1;
+		found = a;
+		break;
+	}
+	fclose(f);
+	if (!listed || !found)
+		return -ENOENT;
+	*addr = found;
+	return 0;
+}
+
+int xen_time_read(int64_t *xen_minus_mono, char *why, size_t whylen)
+{
+	const char *sim = getenv("XFLOW_SIMXEN_XEN_TIME_NS");
+	if (!sim || !*sim)
+		return xen_time_read_kernel(xen_minus_mono, why, whylen);
+	char *end;
+	errno = 0;
+	long long v = strtoll(sim, &end, 10);
+	if (errno || *end) {
+		snprintf(why, whylen, "XFLOW_SIMXEN_XEN_TIME_NS is not a decimal number of ns: '%.40s'", sim);
+		return -EINVAL;
+	}
+	*xen_minus_mono = v;
+	return 0;
+}

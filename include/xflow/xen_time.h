@@ -1,0 +1,84 @@
+/*
+ * xflow/xen_time.h — where Xen's system time stands against this
+ * kernel's CLOCK_MONOTONIC, said in an agent's HELLO and STATS replies
+ * (xflow/control.h) so that the monitor can place a guest's clock on its
+ * own exactly.
+ *
+ * Every domain of a Xen host can read one clock, Xen's system time
+ * (nanoseconds since the hypervisor started), and a PV kernel keeps its
+ * time by it: its clocksource "xen" counts those nanoseconds, and
+ * CLOCK_MONOTONIC is that count less a constant set at the kernel's boot
+ * (changing slowly only while NTP slews the clock).  The timekeeper holds
+ * both at its last update: cycle_last, the count, and base + (xtime_nsec
+ * >> shift), CLOCK_MONOTONIC then.  Their difference, D, is the constant.
+ * Two domains' D differ by how far apart their CLOCK_MONOTONICs are, to
+ * the nanosecond, where a round trip between domains places them only to
+ * within half of it (milliseconds under nested virtualization).
+ *
+ * The timekeeper is read by a BPF program run once per read
+ * (kernel/bpf/xen_time.bpf.c): that needs root, a kernel that lists
+ * tk_core (or timekeeper_data) in /proc/kallsyms (CONFIG_KALLSYMS_ALL,
+ * as Debian's) and an agent built with the kernel backend.  Where any is
+ * missing, or the clocksource is not "xen", nothing is said and the
+ * monitor falls back on round trips.
+ */
+#ifndef XFLOW_XEN_TIME_H
+#define XFLOW_XEN_TIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* D moves only while NTP slews a clock: read again at most this often. */
+#define XFLOW_XEN_TIME_EVERY_NS (2ull * 1000 * 1000 * 1000)
+
+/* One read of the timekeeper's monotonic side. */
+struct xen_time_sample {
+	uint64_t cycle_last;
+	uint64_t xtime_nsec;
+	int64_t base;
+	uint32_t mult, shift;
+	char clocksource[32];
+};
+
+/*
+ * Xen's system time minus CLOCK_MONOTONIC from @s, read when
+ * CLOCK_MONOTONIC was @mono_now_ns.  0, or -EINVAL with @why (naming
+ * what) when @s is not Xen's time (another clocksource) or makes no sense
+ * (a shift past 63, an update in the future or more than a minute old:
+ * the address read was not the timekeeper).
+ */
+int xen_time_offset(const struct xen_time_sample *s, uint64_t mono_now_ns, int64_t *xen_minus_mono,
+		    char *why, size_t whylen);
+
+/*
+ * The address of the timekeeper's container in @kallsyms (NULL:
+ * /proc/kallsyms): tk_core, or timekeeper_data on kernels with auxiliary
+ * clocks (6.17 on).  0, -ENOENT when neither is listed or its address is
+ * hidden (0), or the errno of opening the file.
+ */
+int xen_time_core_addr(const char *kallsyms, uint64_t *addr);
+
+/*
+ * Read D now.  0 and *xen_minus_mono, or a negative errno and @why.
+ *
+ * On the simulated Xen host (sim/), whose domains are processes of one
+ * kernel, D is the simulated hypervisor's: XFLOW_SIMXEN_XEN_TIME_NS, set
+ * for each simulated domain, is taken as it is (a decimal, possibly
+ * negative).  Otherwise the kernel's timekeeper is read
+ * (xen_time_read_kernel).
+ */
+int xen_time_read(int64_t *xen_minus_mono, char *why, size_t whylen);
+
+/*
+ * The timekeeper's read by BPF, where the build had the kernel backend
+ * (else -ENOTSUP and why): loads its program, runs it once and unloads
+ * it, so nothing stays loaded between reads.
+ */
+int xen_time_read_kernel(int64_t *xen_minus_mono, char *why, size_t whylen);
+
+/* The same, the container at @core (its seqcount first) rather than
+ * where /proc/kallsyms says: for tests, which give an address whose
+ * contents are known not to be a timekeeper. */
+int xen_time_read_at(uint64_t core, int64_t *xen_minus_mono, char *why, size_t whylen);
+
+#endif
