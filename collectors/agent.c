@@ -78,6 +78,15 @@ enum peer_state {
 	PEER_PLAN,     /* over Xen: plan sent, waiting for the answer */
 };
 
+/* How a guest's clock was placed on ours. */
+enum peer_clock {
+	PEER_CLOCK_NONE = 0,   /* not yet: its times as it gave them */
+	PEER_CLOCK_TSC,        /* its TSC anchor, on a TSC we share */
+	PEER_CLOCK_RT,         /* round trips */
+	PEER_CLOCK_XTIME,      /* Xen's system time */
+	PEER_CLOCK_FIRST,      /* moved onto ours by its first record */
+};
+
 struct peer {
 	char path[108];
 	struct xflow_ctl_conn conn;
@@ -93,8 +102,12 @@ struct peer {
 	bool offset_checked;
 	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
 	char clock_how[48];      /* over Xen: how offset_ns was found, for its source */
-	uint64_t clock_bound_ns; /* over Xen, placed by round trips: how far off
-	                          * offset_ns may be (0: not by round trips) */
+	enum peer_clock clk;     /* over Xen: the same, for its bound */
+	/* Over Xen without a TSC anchor: where the round trips place its
+	 * clock, and within how much (the greeting's, then each shorter STATS
+	 * one's); whatever else places it is checked against them. */
+	int64_t rt_offset_ns;
+	uint64_t rt_bound_ns;
 	/* Xen's system time minus its CLOCK_MONOTONIC, when it said it
 	 * (xflow/control.h); xtime_refused once it disagreed with what the
 	 * round trips proved. */
@@ -516,15 +529,43 @@ static void xen_peer_source(struct peer *p)
  * milliseconds where the hops across domains are tens of microseconds. */
 static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
 {
-	if (!p->xen || !p->clock_bound_ns || !s->clock_now)
+	if (!p->xen || !p->rt_bound_ns || !s->clock_now)
 		return;
 	uint64_t agent_ns = xflow_clock_to_ns(p->conv, s->clock_now);
-	if (!guest_clock_refine(&p->offset_ns, &p->clock_bound_ns, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns))
+	if (!guest_clock_refine(&p->rt_offset_ns, &p->rt_bound_ns, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns))
 		return;
+	if (p->clk != PEER_CLOCK_RT)
+		return; /* they only check what placed it */
+	p->offset_ns = p->rt_offset_ns;
 	snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
-		 (double)p->clock_bound_ns / 1e6);
+		 (double)p->rt_bound_ns / 1e6);
 	if (p->state == PEER_LIVE)
 		xen_peer_source(p);
+}
+
+/* How far @p's record times may be from ours (xflow_domain_info's
+ * clock_bound_ns): what its placement proves.  A TSC anchor is checked
+ * against its greeting's latency to microseconds; Xen's time is exact
+ * where Xen keeps one time (its hosts), but what is proven is only that
+ * it agrees with the round trips, so their bound and the distance. */
+static uint64_t peer_clock_bound(const struct peer *p)
+{
+	if (!p->xen)
+		return 0; /* on our own clock */
+	switch (p->clk) {
+	case PEER_CLOCK_TSC:
+		return 10000;
+	case PEER_CLOCK_RT:
+		return p->rt_bound_ns;
+	case PEER_CLOCK_XTIME: {
+		if (!p->rt_bound_ns)
+			return UINT64_MAX;
+		int64_t d = p->offset_ns - p->rt_offset_ns;
+		return (uint64_t)(d < 0 ? -d : d) + p->rt_bound_ns;
+	}
+	default:
+		return UINT64_MAX;
+	}
 }
 
 #define XTIME_HOW "clock by Xen system time"
@@ -541,21 +582,31 @@ static void xtime_place(struct acoll *c)
 		return;
 	for (unsigned i = 0; i < c->npeers; i++) {
 		struct peer *p = c->peers[i];
-		if (!p->xen || !p->xtime || p->xtime_refused || p->gone || !strcmp(p->clock_how, "clock by TSC anchor"))
+		if (!p->xen || !p->xtime || p->xtime_refused || p->gone || p->clk == PEER_CLOCK_TSC)
 			continue;
 		int64_t off = p->xtime_d - c->xtime_d;
-		uint64_t dist = off > p->offset_ns ? (uint64_t)(off - p->offset_ns) : (uint64_t)(p->offset_ns - off);
-		bool placed = !strcmp(p->clock_how, XTIME_HOW);
-		if (!placed && p->clock_bound_ns && dist > p->clock_bound_ns + 1000000) {
+		uint64_t dist = off > p->rt_offset_ns ? (uint64_t)(off - p->rt_offset_ns)
+						      : (uint64_t)(p->rt_offset_ns - off);
+		if (p->rt_bound_ns && dist > p->rt_bound_ns + 1000000) {
 			p->xtime_refused = true;
 			set_err(c,
 				"agent of %s/%u: its Xen system time puts its clock %.3f ms from where its round trips "
 				"put it (within %.3f ms): not believed",
-				p->domain, (unsigned)p->domid, (double)dist / 1e6, (double)p->clock_bound_ns / 1e6);
+				p->domain, (unsigned)p->domid, (double)dist / 1e6, (double)p->rt_bound_ns / 1e6);
+			if (p->clk == PEER_CLOCK_XTIME) {
+				/* It said otherwise before: back to the round trips. */
+				p->clk = PEER_CLOCK_RT;
+				p->offset_ns = p->rt_offset_ns;
+				snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
+					 (double)p->rt_bound_ns / 1e6);
+				if (p->state == PEER_LIVE)
+					xen_peer_source(p);
+			}
 			continue;
 		}
 		p->offset_ns = off;
-		p->clock_bound_ns = 0; /* no round trip places it again */
+		bool placed = p->clk == PEER_CLOCK_XTIME;
+		p->clk = PEER_CLOCK_XTIME;
 		if (!placed) {
 			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW);
 			if (p->state == PEER_LIVE)
@@ -871,10 +922,13 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 		if (how == GUEST_CLOCK_TSC_REFUSED)
 			set_err(c, "agent of %s/%u: %s", p->domain, (unsigned)p->domid, cwhy);
 		if (how == GUEST_CLOCK_TSC) {
+			p->clk = PEER_CLOCK_TSC;
 			snprintf(p->clock_how, sizeof(p->clock_how), "clock by TSC anchor");
 		} else {
 			/* Tightened by the STATS round trips that follow. */
-			p->clock_bound_ns = (in.now_ns - in.since_ns) / 2 + 1;
+			p->clk = PEER_CLOCK_RT;
+			p->rt_offset_ns = p->offset_ns;
+			p->rt_bound_ns = (in.now_ns - in.since_ns) / 2 + 1;
 			snprintf(p->clock_how, sizeof(p->clock_how), "clock by HELLO round trip, within %.1fms",
 				 (double)(in.now_ns - in.since_ns) / 2e6);
 		}
@@ -1193,6 +1247,7 @@ static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record
 		if (skew > XEN_CLOCK_SKEW_NS || skew < -XEN_CLOCK_SKEW_NS) {
 			p->offset_ns += skew;
 			t += (uint64_t)skew;
+			p->clk = PEER_CLOCK_FIRST;
 		}
 		p->offset_checked = true;
 	}
@@ -1359,7 +1414,8 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = p->xen ? p->ring_dropped
 						   : p->shm.base ? xflow_ring_dropped(&p->cons) : 0,
-					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad };
+					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,
+					   .clock_bound_ns = peer_clock_bound(p) };
 	return 0;
 }
 

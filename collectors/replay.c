@@ -282,6 +282,9 @@ static int replay_domain_info(struct xflow_collector *c, uint32_t i, struct xflo
 	out->name = x->dom[i].name;
 	out->source = "replay";
 	out->records = x->dom[i].records;
+	/* The times were placed when they were recorded, how well is not
+	 * in the session. */
+	out->clock_bound_ns = XFLOW_CLOCK_BOUND_UNKNOWN;
 	out->gone = x->done;
 	return 0;
 }

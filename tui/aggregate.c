@@ -605,7 +605,7 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 	struct xft_kj_side in = { .domain = dom,
 				  .sender = r->data[2] <= 0x10000 ? (uint32_t)r->data[2] : UINT32_MAX };
 	struct xft_kj_side out;
-	int m = xft_kj_in_take(&a->kj, kind, key, &in, &out);
+	int m = xft_kj_in_take(&a->kj, kind, key, &in, t, &out);
 	if (m == 1) {
 		fi = out.flow;
 		flow_add_key(a, fi, dom, kind, r->flow_id);
@@ -779,6 +779,11 @@ size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **
 	qsort(a->sorted, a->ntop, sizeof(*a->sorted), summary_slower);
 	*out = a->sorted;
 	return a->ntop < max ? a->ntop : max;
+}
+
+void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_ns)
+{
+	xft_kj_set_bound(&a->kj, domain, bound_ns);
 }
 
 void xft_agg_reset(struct xft_agg *a)

@@ -165,7 +165,13 @@ const struct xft_hop *xft_agg_hops(const struct xft_agg *a, size_t *n);
 /* The slowest finished flows, slowest first; *n is set. */
 size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **out, size_t max);
 
-/* Forget hops, flows and statistics; keep the limits. */
+/* Forget hops, flows and statistics; keep the limits and clock bounds. */
 void xft_agg_reset(struct xft_agg *a);
+
+/* How far the times of @domain's records may be from the truth, in ns (a
+ * collector's xflow_domain_info.clock_bound_ns): 0 on the monitor's own
+ * clock, UINT64_MAX unknown (the default).  Keyed joins decide by time
+ * only what the bounds make certain (tui/keyed_join.h). */
+void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_ns);
 
 #endif

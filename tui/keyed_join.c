@@ -119,17 +119,39 @@ static int in_accepts(const struct xft_kj_side *in, uint16_t out_domain)
 	return out_domain != in->domain && (in->sender == 0 || in->sender == (uint32_t)out_domain + 1);
 }
 
+/* Did side @e certainly come before a side of @dom at @t?  Only when both
+ * clocks' bounds are known and @e is older by more than the two. */
+static int certainly_before(const struct xft_kj *j, const struct xft_kj_entry *e, uint16_t dom, uint64_t t)
+{
+	uint32_t b1 = j->bound_us[e->s.domain], b2 = j->bound_us[dom];
+	if (b1 == XFT_KJ_BOUND_UNKNOWN || b2 == XFT_KJ_BOUND_UNKNOWN)
+		return 0;
+	return e->t + ((uint64_t)b1 + b2) * 1000 < t;
+}
+
+/* Entry @i will never join: take it off, counted as its side's loss. */
+static void entry_lost(struct xft_kj *j, uint32_t i)
+{
+	struct xft_kj_side s = j->e[i].s;
+	int in = j->e[i].side == KJ_IN;
+	entry_remove(j, i);
+	if (in) {
+		j->st.unmatched_in++;
+		j->expired(j->opaque, &s);
+	} else {
+		j->st.unmatched_out++;
+	}
+}
+
 int xft_kj_out(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *out,
 	       uint64_t now, struct xft_kj_side *peer)
 {
-	uint32_t same = NIL, other = NIL, in = NIL;
+	uint32_t in = NIL;
 	uint32_t i = j->bucket[bucket_of(j, kind, key)];
 	for (uint32_t at; (at = next_of_key(j, &i, kind, key)) != NIL;) {
 		struct xft_kj_entry *e = &j->e[at];
-		if (e->side == KJ_TOMB) {
-			j->st.conflicts++;
-			return -EEXIST;
-		}
+		if (e->side == KJ_TOMB)
+			continue; /* it holds back sender-less INs only */
 		if (!j->alive(j->opaque, &e->s)) {
 			/* Its flow is gone: it can never join. */
 			if (e->side == KJ_OUT)
@@ -139,33 +161,16 @@ int xft_kj_out(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_k
 			entry_remove(j, at);
 			continue;
 		}
-		if (e->side == KJ_OUT && e->s.domain == out->domain)
-			same = at;
-		else if (e->side == KJ_OUT)
-			other = at;
-		else if (in_accepts(&e->s, out->domain) && (in == NIL || e->seq < j->e[in].seq))
-			in = at;
-	}
-	if (other != NIL) {
-		/* Two domains claim one request: believe neither, and keep the
-		 * key from joining until the grace has passed. */
-		j->st.conflicts += 2;
-		if (same != NIL) {
-			j->st.unmatched_out++;
-			entry_remove(j, same);
+		if (e->side != KJ_IN || !in_accepts(&e->s, out->domain))
+			continue;
+		if (certainly_before(j, e, out->domain, now)) {
+			/* Taken before this request was sent: its own OUT
+			 * was lost. */
+			entry_lost(j, at);
+			continue;
 		}
-		struct xft_kj_entry *e = &j->e[other];
-		j->per_domain[e->s.domain]--;
-		e->side = KJ_TOMB;
-		e->t = now;
-		age_unlink(j, other);
-		age_append(j, other);
-		return -EEXIST;
-	}
-	if (same != NIL) {
-		/* The slot was reused before the first request was seen taken. */
-		j->st.unmatched_out++;
-		entry_remove(j, same);
+		if (in == NIL || e->seq < j->e[in].seq)
+			in = at;
 	}
 	if (in != NIL) {
 		*peer = j->e[in].s;
@@ -184,16 +189,51 @@ int xft_kj_out(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_k
 	return 0;
 }
 
-int xft_kj_in_take(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *in,
-		   struct xft_kj_side *peer)
+/* An IN naming no sender found OUTs of @key from two domains: it cannot
+ * tell which is true, so none joins, and the key is held back from
+ * sender-less INs for the grace, a tombstone in the first one's slot. */
+static int in_ambiguous(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *in,
+			uint64_t now)
 {
-	uint32_t best = NIL;
+	uint32_t tomb = NIL;
+	uint32_t i = j->bucket[bucket_of(j, kind, key)];
+	for (uint32_t at; (at = next_of_key(j, &i, kind, key)) != NIL;) {
+		struct xft_kj_entry *e = &j->e[at];
+		if (e->side != KJ_OUT || !in_accepts(in, e->s.domain))
+			continue;
+		j->st.conflicts++;
+		if (tomb == NIL) {
+			tomb = at;
+			j->per_domain[e->s.domain]--;
+			e->side = KJ_TOMB;
+			e->t = now;
+			age_unlink(j, at);
+			age_append(j, at);
+		} else {
+			entry_remove(j, at);
+		}
+	}
+	j->st.unmatched_in++;
+	return -EEXIST;
+}
+
+int xft_kj_in_take(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *in,
+		   uint64_t now, struct xft_kj_side *peer)
+{
+	/* First pass: the OUTs it may join, their domains, and the last of
+	 * them that certainly came before it. */
+	uint32_t n = 0, last_before = NIL;
+	int32_t dom = -1;
+	int two_domains = 0;
 	uint32_t i = j->bucket[bucket_of(j, kind, key)];
 	for (uint32_t at; (at = next_of_key(j, &i, kind, key)) != NIL;) {
 		struct xft_kj_entry *e = &j->e[at];
 		if (e->side == KJ_TOMB) {
-			j->st.unmatched_in++;
-			return -EEXIST;
+			if (in->sender == 0) {
+				j->st.unmatched_in++;
+				return -EEXIST;
+			}
+			continue;
 		}
 		if (e->side != KJ_OUT || !in_accepts(in, e->s.domain))
 			continue;
@@ -202,11 +242,33 @@ int xft_kj_in_take(struct xft_kj *j, uint16_t kind, uint64_t key, const struct x
 			entry_remove(j, at);
 			continue;
 		}
+		n++;
+		if (dom >= 0 && dom != e->s.domain)
+			two_domains = 1;
+		dom = e->s.domain;
+		if (certainly_before(j, e, in->domain, now) && (last_before == NIL || e->seq > j->e[last_before].seq))
+			last_before = at;
+	}
+	if (n == 0)
+		return 0;
+	if (two_domains)
+		return in_ambiguous(j, kind, key, in, now);
+	/* One sender: its OUTs before the last one that certainly came
+	 * before this IN lost their INs; the oldest left is this IN's. */
+	uint64_t floor = last_before == NIL ? 0 : j->e[last_before].seq;
+	uint32_t best = NIL;
+	i = j->bucket[bucket_of(j, kind, key)];
+	for (uint32_t at; (at = next_of_key(j, &i, kind, key)) != NIL;) {
+		struct xft_kj_entry *e = &j->e[at];
+		if (e->side != KJ_OUT || !in_accepts(in, e->s.domain))
+			continue;
+		if (e->seq < floor) {
+			entry_lost(j, at);
+			continue;
+		}
 		if (best == NIL || e->seq < j->e[best].seq)
 			best = at;
 	}
-	if (best == NIL)
-		return 0;
 	*peer = j->e[best].s;
 	entry_remove(j, best);
 	j->st.joined++;
@@ -276,18 +338,33 @@ int xft_kj_init(struct xft_kj *j, uint32_t capacity, uint64_t grace_ns, xft_kj_a
 	j->e = calloc(capacity ? capacity : 1, sizeof(*j->e));
 	j->bucket = calloc(nb, sizeof(*j->bucket));
 	j->per_domain = calloc(NDOMAINS, sizeof(*j->per_domain));
-	if (!j->e || !j->bucket || !j->per_domain) {
+	j->bound_us = malloc(NDOMAINS * sizeof(*j->bound_us));
+	if (!j->e || !j->bucket || !j->per_domain || !j->bound_us) {
 		xft_kj_fini(j);
 		return -ENOMEM;
 	}
+	for (uint32_t d = 0; d < NDOMAINS; d++)
+		j->bound_us[d] = XFT_KJ_BOUND_UNKNOWN;
 	xft_kj_reset(j);
 	return 0;
+}
+
+void xft_kj_set_bound(struct xft_kj *j, uint16_t domain, uint64_t bound_ns)
+{
+	if (bound_ns == UINT64_MAX) {
+		j->bound_us[domain] = XFT_KJ_BOUND_UNKNOWN;
+		return;
+	}
+	/* Whole microseconds, rounded up: a bound is never shrunk. */
+	uint64_t us = bound_ns / 1000 + (bound_ns % 1000 != 0);
+	j->bound_us[domain] = us < XFT_KJ_BOUND_UNKNOWN ? (uint32_t)us : XFT_KJ_BOUND_UNKNOWN - 1;
 }
 
 uint64_t xft_kj_bytes(const struct xft_kj *j)
 {
 	return (uint64_t)(j->cap ? j->cap : 1) * sizeof(*j->e) +
-	       (uint64_t)j->nbuckets * sizeof(*j->bucket) + NDOMAINS * sizeof(*j->per_domain);
+	       (uint64_t)j->nbuckets * sizeof(*j->bucket) + NDOMAINS * sizeof(*j->per_domain) +
+	       NDOMAINS * sizeof(*j->bound_us);
 }
 
 void xft_kj_fini(struct xft_kj *j)
@@ -295,6 +372,8 @@ void xft_kj_fini(struct xft_kj *j)
 	free(j->e);
 	free(j->bucket);
 	free(j->per_domain);
+	free(j->bound_us);
+	j->bound_us = NULL;
 	j->e = NULL;
 	j->bucket = NULL;
 	j->per_domain = NULL;

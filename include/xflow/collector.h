@@ -28,8 +28,9 @@
  * 3: struct xflow_domain_info.bad, and struct xflow_hv_vcpu.wake_ns and
  *    .wake_hist at its end (which changes its size: the array stride).
  * 4: struct xflow_aspect_info.trap_sites and .trap_why (in its middle) and
- *    .note; struct xflow_hv_summary.skipped_* and .damage. */
-#define XFLOW_COLLECTOR_ABI 4
+ *    .note; struct xflow_hv_summary.skipped_* and .damage.
+ * 5: struct xflow_domain_info.clock_bound_ns. */
+#define XFLOW_COLLECTOR_ABI 5
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -57,7 +58,13 @@ struct xflow_domain_info {
 	uint64_t drops;       /* records its producers dropped */
 	int gone;             /* the domain or its agent went away */
 	uint64_t bad;         /* ABI 3: records from it rejected as malformed */
+	/* ABI 5: how far the times emit() gives its records may be from
+	 * the monitor's clock, at most: 0 on the monitor's own clock (the
+	 * same kernel), XFLOW_CLOCK_BOUND_UNKNOWN when not known.  The model
+	 * decides by time across domains only what the bounds make certain. */
+	uint64_t clock_bound_ns;
 };
+#define XFLOW_CLOCK_BOUND_UNKNOWN UINT64_MAX
 
 /* One aspect (advice or xflow) the collector can report on and toggle.
  * Strings are owned by the collector, valid until its next aspect_info()

@@ -156,6 +156,7 @@ Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
 	struct xflow_domain_info di;
 	cr_assert_eq(ops->domain_info(c, 0, &di), 0);
 	cr_expect_eq(di.gone, 0);
+	cr_expect_eq(di.clock_bound_ns, 0, "a local agent's records are on our own clock");
 	uint64_t bad = di.bad;
 	cr_assert_eq(ops->domain_info(c, 1, &di), 0);
 	cr_expect_eq(di.gone, 1, "the corrupt ring's agent was not dropped");
