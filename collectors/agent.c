@@ -101,7 +101,7 @@ struct peer {
 	int64_t offset_ns;       /* added to its times: its clock onto ours */
 	bool offset_checked;
 	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
-	char clock_how[48];      /* over Xen: how offset_ns was found, for its source */
+	char clock_how[96];      /* over Xen: how offset_ns was found, for its source */
 	enum peer_clock clk;     /* over Xen: the same, for its bound */
 	/* Over Xen without a TSC anchor: where the round trips place its
 	 * clock, and within how much (the greeting's, then each shorter STATS
@@ -193,6 +193,7 @@ struct acoll {
 	int64_t xtime_d;
 	uint64_t xtime_at;
 	char xtime_why[240];
+	struct xen_time_reader xtime_r;
 	struct xflow_record buf[POP_CHUNK];
 };
 
@@ -605,13 +606,15 @@ static void xtime_place(struct acoll *c)
 			continue;
 		}
 		p->offset_ns = off;
-		bool placed = p->clk == PEER_CLOCK_XTIME;
 		p->clk = PEER_CLOCK_XTIME;
-		if (!placed) {
+		/* With what the round trips say of it: the evidence. */
+		if (p->rt_bound_ns)
+			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW "; round trips %+.3fms, within %.3fms",
+				 (double)(p->rt_offset_ns - off) / 1e6, (double)p->rt_bound_ns / 1e6);
+		else
 			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW);
-			if (p->state == PEER_LIVE)
-				xen_peer_source(p);
-		}
+		if (p->state == PEER_LIVE)
+			xen_peer_source(p);
 	}
 }
 
@@ -622,7 +625,11 @@ static void xtime_ours(struct acoll *c, uint64_t now)
 		return;
 	c->xtime_at = now;
 	int64_t d;
-	int rc = xen_time_read(&d, c->xtime_why, sizeof(c->xtime_why));
+	int rc = 0;
+	if (!c->xtime_r.bpf && !c->xtime_r.simulated)
+		rc = xen_time_reader_open(&c->xtime_r, c->xtime_why, sizeof(c->xtime_why));
+	if (rc == 0)
+		rc = xen_time_reader_read(&c->xtime_r, &d, c->xtime_why, sizeof(c->xtime_why));
 	if (rc == 0) {
 		c->xtime = true;
 		c->xtime_d = d;
@@ -1523,6 +1530,7 @@ static void agent_close(struct xflow_collector *xc)
 	struct acoll *c = (struct acoll *)xc;
 	if (!c)
 		return;
+	xen_time_reader_close(&c->xtime_r);
 	/* Ask every agent to detach, then wait for each answer (it comes
 	 * once the agent has read everything before it), so that the agents
 	 * restore their targets now rather than when they notice the hangup. */

@@ -76,11 +76,17 @@ int xen_time_core_addr(const char *kallsyms, uint64_t *addr)
 	return 0;
 }
 
-int xen_time_read(int64_t *xen_minus_mono, char *why, size_t whylen)
+int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen)
 {
+	return xen_time_reader_open_at(r, 0, why, whylen);
+}
+
+int xen_time_reader_open_at(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen)
+{
+	memset(r, 0, sizeof(*r));
 	const char *sim = getenv("XFLOW_SIMXEN_XEN_TIME_NS");
 	if (!sim || !*sim)
-		return xen_time_read_kernel(xen_minus_mono, why, whylen);
+		return xen_time_bpf_open(r, core, why, whylen);
 	char *end;
 	errno = 0;
 	long long v = strtoll(sim, &end, 10);
@@ -88,6 +94,28 @@ int xen_time_read(int64_t *xen_minus_mono, char *why, size_t whylen)
 		snprintf(why, whylen, "XFLOW_SIMXEN_XEN_TIME_NS is not a decimal number of ns: '%.40s'", sim);
 		return -EINVAL;
 	}
-	*xen_minus_mono = v;
+	r->simulated = true;
+	r->sim_d = v;
 	return 0;
+}
+
+int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen)
+{
+	if (r->simulated) {
+		*xen_minus_mono = r->sim_d;
+		return 0;
+	}
+	return xen_time_bpf_read(r, xen_minus_mono, why, whylen);
+}
+
+void xen_time_reader_close(struct xen_time_reader *r)
+{
+	if (!r->simulated && r->bpf)
+		xen_time_bpf_close(r);
+	memset(r, 0, sizeof(*r));
+}
+
+uint32_t xen_time_reader_prog_id(const struct xen_time_reader *r)
+{
+	return r->bpf ? xen_time_bpf_prog_id(r) : 0;
 }

@@ -1,21 +1,35 @@
 /*
- * Where the agent was built without the kernel backend
- * (guestrt/kernel.mk): no BPF, so no timekeeper's read.
+ * Where the build had no BPF objects (kernel/module.mk): no timekeeper's
+ * read, only the simulated host's (common/xen_time.c).
  */
 #include <errno.h>
 #include <stdio.h>
 
 #include "xflow/xen_time.h"
 
-int xen_time_read_kernel(int64_t *xen_minus_mono, char *why, size_t whylen)
+int xen_time_bpf_open(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen)
 {
-	(void)xen_minus_mono;
-	snprintf(why, whylen, "the agent was built without the kernel backend (no BPF to read the timekeeper)");
+	(void)r;
+	(void)core;
+	snprintf(why, whylen, "built without the kernel backend (no BPF to read the timekeeper)");
 	return -ENOTSUP;
 }
 
-int xen_time_read_at(uint64_t core, int64_t *xen_minus_mono, char *why, size_t whylen)
+int xen_time_bpf_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen)
 {
-	(void)core;
-	return xen_time_read_kernel(xen_minus_mono, why, whylen);
+	(void)r;
+	(void)xen_minus_mono;
+	snprintf(why, whylen, "built without the kernel backend");
+	return -ENOTSUP;
+}
+
+void xen_time_bpf_close(struct xen_time_reader *r)
+{
+	(void)r;
+}
+
+uint32_t xen_time_bpf_prog_id(const struct xen_time_reader *r)
+{
+	(void)r;
+	return 0;
 }

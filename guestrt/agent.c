@@ -89,6 +89,7 @@ struct agent {
 	bool xtime_said, xtime_never, xtime_logged;
 	int64_t xtime_d;
 	uint64_t xtime_at;
+	struct xen_time_reader xtime_r; /* open while a monitor is served */
 	struct xflow_shm shm;
 	struct xflow_eventfd_notifier notifier;
 	struct xflow_ring_producer prod;
@@ -145,7 +146,11 @@ static bool xtime_now(struct agent *a, int64_t *d)
 		char why[240];
 		int64_t v;
 		a->xtime_at = now;
-		int rc = xen_time_read(&v, why, sizeof(why));
+		int rc = 0;
+		if (!a->xtime_r.bpf && !a->xtime_r.simulated)
+			rc = xen_time_reader_open(&a->xtime_r, why, sizeof(why));
+		if (rc == 0)
+			rc = xen_time_reader_read(&a->xtime_r, &v, why, sizeof(why));
 		if (rc == 0) {
 			if (!a->xtime_said)
 				logf_(a, 1, "Xen system time: CLOCK_MONOTONIC + %.9f s", (double)v / 1e9);
@@ -1095,6 +1100,7 @@ static void xen_reoffer(struct agent *a)
 static void monitor_gone(struct agent *a, const char *why)
 {
 	logf_(a, 0, "the monitor went away (%s)%s", why, a->o.stay ? "; waiting for the next one" : "");
+	xen_time_reader_close(&a->xtime_r);
 	xflow_hook_control_fd(a->hook, -1);
 	xflow_ctl_conn_close(&a->conn);
 	a->connected = false;
@@ -1249,6 +1255,7 @@ static void monitor_serve(struct agent *a)
 			rc = xflow_ctl_reply_simple(&a->conn, m, 0, "detaching");
 			xflow_ctl_msg_free(m);
 			logf_(a, 0, "detach asked by the monitor");
+			xen_time_reader_close(&a->xtime_r);
 			xflow_hook_control_fd(a->hook, -1);
 			if (a->o.stay) {
 				plan_unload(a);
@@ -1601,6 +1608,7 @@ void xflow_agent_free(struct xflow_agent *xa)
 		xflow_hook_free(a->hook);
 	}
 	plan_unload(a);
+	xen_time_reader_close(&a->xtime_r);
 	for (unsigned i = 0; i < a->ntargets; i++)
 		target_free(a->targets[i]);
 	if (a->connected)

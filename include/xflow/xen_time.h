@@ -15,8 +15,8 @@
  * the nanosecond, where a round trip between domains places them only to
  * within half of it (milliseconds under nested virtualization).
  *
- * The timekeeper is read by a BPF program run once per read
- * (kernel/bpf/xen_time.bpf.c): that needs root, a kernel that lists
+ * The timekeeper is read by a BPF program (kernel/bpf/xen_time.bpf.c):
+ * that needs root, a kernel that lists
  * tk_core (or timekeeper_data) in /proc/kallsyms (CONFIG_KALLSYMS_ALL,
  * as Debian's) and an agent built with the kernel backend.  Where any is
  * missing, or the clocksource is not "xen", nothing is said and the
@@ -25,6 +25,7 @@
 #ifndef XFLOW_XEN_TIME_H
 #define XFLOW_XEN_TIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,26 +60,44 @@ int xen_time_offset(const struct xen_time_sample *s, uint64_t mono_now_ns, int64
 int xen_time_core_addr(const char *kallsyms, uint64_t *addr);
 
 /*
- * Read D now.  0 and *xen_minus_mono, or a negative errno and @why.
+ * A reader of D.  Opening loads a BPF program (kernel/bpf/xen_time.bpf.c)
+ * relocated against the kernel's BTF, which libbpf parses whole: tens of
+ * milliseconds, seconds under emulation, so a reader is opened once and
+ * read many times (each read is one BPF_PROG_TEST_RUN).  Its program
+ * stays loaded while it is open: close it when the monitor it serves is
+ * gone.  The kernel unloads it if the process dies.
  *
  * On the simulated Xen host (sim/), whose domains are processes of one
  * kernel, D is the simulated hypervisor's: XFLOW_SIMXEN_XEN_TIME_NS, set
  * for each simulated domain, is taken as it is (a decimal, possibly
- * negative).  Otherwise the kernel's timekeeper is read
- * (xen_time_read_kernel).
+ * negative), and nothing is loaded.
  */
-int xen_time_read(int64_t *xen_minus_mono, char *why, size_t whylen);
+struct xen_time_reader {
+	void *bpf;          /* the loaded object, NULL when closed */
+	bool simulated;
+	int64_t sim_d;
+};
 
-/*
- * The timekeeper's read by BPF, where the build had the kernel backend
- * (else -ENOTSUP and why): loads its program, runs it once and unloads
- * it, so nothing stays loaded between reads.
- */
-int xen_time_read_kernel(int64_t *xen_minus_mono, char *why, size_t whylen);
+/* 0, or a negative errno and @why (no BPF in this build, no root, no
+ * timekeeper in /proc/kallsyms). */
+int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen);
+/* The same, the container at @core (its seqcount first; 0: where
+ * /proc/kallsyms says): for tests, which give an address whose contents
+ * are known not to be a timekeeper. */
+int xen_time_reader_open_at(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen);
+/* D now: 0 and *xen_minus_mono, or a negative errno and @why; -EINVAL
+ * when the clocksource is not Xen's (which a kernel may yet change). */
+int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen);
+/* Unload; @r may be closed already. */
+void xen_time_reader_close(struct xen_time_reader *r);
+/* The id of the program @r holds loaded (bpftool's), 0 when none. */
+uint32_t xen_time_reader_prog_id(const struct xen_time_reader *r);
 
-/* The same, the container at @core (its seqcount first) rather than
- * where /proc/kallsyms says: for tests, which give an address whose
- * contents are known not to be a timekeeper. */
-int xen_time_read_at(uint64_t core, int64_t *xen_minus_mono, char *why, size_t whylen);
+/* The BPF side of a reader (common/xen_time_bpf.c, or
+ * common/xen_time_none.c where the build had no BPF). */
+int xen_time_bpf_open(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen);
+int xen_time_bpf_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen);
+void xen_time_bpf_close(struct xen_time_reader *r);
+uint32_t xen_time_bpf_prog_id(const struct xen_time_reader *r);
 
 #endif

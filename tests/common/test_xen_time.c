@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "xflow/xen_time.h"
 
 /* A PV kernel's timekeeper, 100 s after its boot, 4000.5 s into Xen's
@@ -118,32 +120,54 @@ Test(xen_time, the_timekeeper_in_kallsyms)
 
 Test(xen_time, the_simulated_host_gives_its_own)
 {
+	struct xen_time_reader r;
 	int64_t d = 0;
 	char why[200];
 	setenv("XFLOW_SIMXEN_XEN_TIME_NS", "-1234567", 1);
-	cr_expect_eq(xen_time_read(&d, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(xen_time_reader_open(&r, why, sizeof(why)), 0, "%s", why);
+	cr_expect_null(r.bpf, "nothing loaded for the simulated host");
+	cr_expect_eq(xen_time_reader_read(&r, &d, why, sizeof(why)), 0, "%s", why);
 	cr_expect_eq(d, -1234567);
+	xen_time_reader_close(&r);
 	setenv("XFLOW_SIMXEN_XEN_TIME_NS", "12x", 1);
-	cr_expect_eq(xen_time_read(&d, why, sizeof(why)), -EINVAL);
+	cr_expect_eq(xen_time_reader_open(&r, why, sizeof(why)), -EINVAL);
 	cr_expect(strstr(why, "'12x'"), "%s", why);
 	unsetenv("XFLOW_SIMXEN_XEN_TIME_NS");
 }
 
+/* Is program @id loaded? */
+static int loaded(uint32_t id)
+{
+	int fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 /* On this machine: either its kernel keeps Xen's time (a PV domain), or
- * the read says why not. */
+ * opening or reading says why not; a closed reader leaves nothing loaded. */
 Test(xen_time, the_kernel_read_answers_or_says_why)
 {
+	struct xen_time_reader r;
 	int64_t d = 0;
 	char why[240] = "";
-	int rc = xen_time_read_kernel(&d, why, sizeof(why));
-	cr_log_info("xen_time_read_kernel: %d, %s", rc, rc ? why : "read");
+	int rc = xen_time_reader_open(&r, why, sizeof(why));
+	uint32_t id = xen_time_reader_prog_id(&r);
+	if (rc == 0)
+		rc = xen_time_reader_read(&r, &d, why, sizeof(why));
+	cr_log_info("Xen time here: %d, %s", rc, rc ? why : "read");
 	if (rc)
 		cr_expect_neq(why[0], 0, "a refusal without a reason");
+	xen_time_reader_close(&r);
+	xen_time_reader_close(&r);
+	cr_expect(!id || !loaded(id), "the reader left program %u loaded", id);
 }
 
 /* The BPF reader loads and runs on this kernel (the verifier takes it,
  * the CO-RE relocations resolve): pointed at the kernel's text, it reads
- * what is there and finds no timekeeper in it. */
+ * what is there, again and again, and finds no timekeeper in it; closed,
+ * it leaves nothing loaded. */
 Test(xen_time, the_bpf_reader_runs_and_refuses_what_is_not_a_timekeeper)
 {
 	if (geteuid() != 0)
@@ -158,15 +182,24 @@ Test(xen_time, the_bpf_reader_runs_and_refuses_what_is_not_a_timekeeper)
 	fclose(f);
 	if (!text)
 		cr_skip_test("no _stext address in /proc/kallsyms");
+	struct xen_time_reader r;
 	int64_t d = 0;
 	char why[240] = "";
-	int rc = xen_time_read_at(text, &d, why, sizeof(why));
-	cr_log_info("read at _stext: %d, %s", rc, why);
+	int rc = xen_time_reader_open_at(&r, text, why, sizeof(why));
 	if (rc == -ENOTSUP)
 		cr_skip_test("%s", why);
-	cr_expect_neq(rc, 0, "the kernel's text read as a timekeeper");
-	cr_expect_null(strstr(why, "refused"), "the kernel did not take the reader: %s", why);
-	cr_expect_null(strstr(why, "cannot"), "%s", why);
-	cr_expect(strstr(why, "not xen") || strstr(why, "not a timekeeper") || strstr(why, "could not be read"),
-		  "%s", why);
+	cr_assert_eq(rc, 0, "the kernel did not take the reader: %s", why);
+	uint32_t id = xen_time_reader_prog_id(&r);
+	cr_assert_neq(id, 0);
+	cr_expect(loaded(id));
+	for (int i = 0; i < 3; i++) {
+		rc = xen_time_reader_read(&r, &d, why, sizeof(why));
+		cr_log_info("read at _stext: %d, %s", rc, why);
+		cr_expect_neq(rc, 0, "the kernel's text read as a timekeeper");
+		cr_expect_null(strstr(why, "cannot"), "%s", why);
+		cr_expect(strstr(why, "not xen") || strstr(why, "not a timekeeper") || strstr(why, "could not be read"),
+			  "%s", why);
+	}
+	xen_time_reader_close(&r);
+	cr_expect_not(loaded(id), "the reader left program %u loaded", id);
 }
