@@ -107,8 +107,10 @@ start_top() {
 	for f in "$@"; do _fl="$_fl,flows=$f"; done
 	# The agents answer a plan once the verifier has passed every program,
 	# which under TCG takes minutes, not the default 30 s.
+	# The session too, for the postmortem: xflowtop --replay and
+	# tests/e2e/session_keyed read it back.
 	xflowtop -b -d 2 -n 100000 --collector "agent:socket=$KSOCK$_fl,timeout=$PLAN_MS" \
-		--collector "agent:xen$_fl,timeout=$PLAN_MS" \
+		--collector "agent:xen$_fl,timeout=$PLAN_MS" --save-session "$_out.session" \
 		>"$_out" 2>"$_out.err" &
 	toppid=$!
 }
@@ -409,5 +411,5 @@ phase_c() {
 	echo 0 >/proc/sys/kernel/bpf_stats_enabled
 	cp /tmp/k0.log "$OUT/kagent0.log" 2>/dev/null
 	cp "$CON" "$OUT/domu-console.log" 2>/dev/null
-	cp /tmp/c1.out /tmp/c1.out.err /tmp/c2.out /tmp/c2.out.err /tmp/bt.out "$OUT/" 2>/dev/null
+	cp /tmp/c1.out /tmp/c1.out.err /tmp/c1.out.session /tmp/c2.out /tmp/c2.out.err /tmp/bt.out "$OUT/" 2>/dev/null
 }
