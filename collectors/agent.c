@@ -1198,6 +1198,11 @@ static int agent_open(const char *options, struct xflow_collector **out, char *e
 	c->xen_step_ms = c->timeout_ms < XEN_STEP_MS ? c->timeout_ms : XEN_STEP_MS;
 	if (c->xen && (rc = xen_discover_open(&c->xd, c->err, sizeof(c->err))))
 		goto fail;
+	/* Our side of Xen's time: its slow part (the kernel's BTF) now,
+	 * before any guest's greeting is timed. */
+	if (c->xen && xen_time_reader_prepare(&c->xtime_r, c->xtime_why, sizeof(c->xtime_why)) &&
+	    !c->xtime_r.simulated)
+		c->xtime_never = true;
 	/* Greet everyone, then weave, then wait for all the plans: agents
 	 * install their probes in parallel. */
 	for (unsigned i = 0; i < c->npeers; i++)

@@ -76,17 +76,12 @@ int xen_time_core_addr(const char *kallsyms, uint64_t *addr)
 	return 0;
 }
 
-int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen)
+/* The simulated host's D, when this is one: 1, 0 when not, or -EINVAL. */
+static int simulated(struct xen_time_reader *r, char *why, size_t whylen)
 {
-	return xen_time_reader_open_at(r, 0, why, whylen);
-}
-
-int xen_time_reader_open_at(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen)
-{
-	memset(r, 0, sizeof(*r));
 	const char *sim = getenv("XFLOW_SIMXEN_XEN_TIME_NS");
 	if (!sim || !*sim)
-		return xen_time_bpf_open(r, core, why, whylen);
+		return 0;
 	char *end;
 	errno = 0;
 	long long v = strtoll(sim, &end, 10);
@@ -96,7 +91,44 @@ int xen_time_reader_open_at(struct xen_time_reader *r, uint64_t core, char *why,
 	}
 	r->simulated = true;
 	r->sim_d = v;
+	return 1;
+}
+
+int xen_time_reader_prepare_at(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen)
+{
+	memset(r, 0, sizeof(*r));
+	int rc = simulated(r, why, whylen);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (!core && (rc = xen_time_core_addr(NULL, &core))) {
+		snprintf(why, whylen, "%s",
+			 rc == -ENOENT ? "/proc/kallsyms lists no tk_core (a kernel without CONFIG_KALLSYMS_ALL, "
+					 "or addresses hidden from us)"
+				       : "cannot read /proc/kallsyms");
+		return rc;
+	}
+	if ((rc = xen_time_bpf_layout(&r->at, why, whylen)))
+		return rc;
+	r->core = core;
+	r->prepared = true;
 	return 0;
+}
+
+int xen_time_reader_prepare(struct xen_time_reader *r, char *why, size_t whylen)
+{
+	return xen_time_reader_prepare_at(r, 0, why, whylen);
+}
+
+int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen)
+{
+	if (r->simulated || r->bpf)
+		return 0;
+	int rc;
+	if (!r->prepared && (rc = xen_time_reader_prepare(r, why, whylen)))
+		return rc;
+	if (r->simulated)
+		return 0;
+	return xen_time_bpf_open(r, why, whylen);
 }
 
 int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen)
@@ -112,7 +144,6 @@ void xen_time_reader_close(struct xen_time_reader *r)
 {
 	if (!r->simulated && r->bpf)
 		xen_time_bpf_close(r);
-	memset(r, 0, sizeof(*r));
 }
 
 uint32_t xen_time_reader_prog_id(const struct xen_time_reader *r)

@@ -7,10 +7,16 @@
 
 #include "xflow/xen_time.h"
 
-int xen_time_bpf_open(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen)
+int xen_time_bpf_layout(struct xen_time_layout *at, char *why, size_t whylen)
+{
+	(void)at;
+	snprintf(why, whylen, "built without the kernel backend (no BPF to read the timekeeper)");
+	return -ENOTSUP;
+}
+
+int xen_time_bpf_open(struct xen_time_reader *r, char *why, size_t whylen)
 {
 	(void)r;
-	(void)core;
 	snprintf(why, whylen, "built without the kernel backend (no BPF to read the timekeeper)");
 	return -ENOTSUP;
 }

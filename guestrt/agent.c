@@ -141,6 +141,9 @@ static void logf_(struct agent *a, int level, const char *fmt, ...)
  * XFLOW_XEN_TIME_EVERY_NS ago; false when it cannot be read here. */
 static bool xtime_now(struct agent *a, int64_t *d)
 {
+	/* Only a monitor across domains places a clock by it. */
+	if (!a->xen)
+		return false;
 	uint64_t now = xflow_monotonic_ns();
 	if (!a->xtime_never && (!a->xtime_said || now - a->xtime_at >= XFLOW_XEN_TIME_EVERY_NS)) {
 		char why[240];
@@ -1393,6 +1396,15 @@ int xflow_agent_new(const struct xflow_agent_opts *o, struct xflow_agent **out, 
 	/* BPF programs stamp records with bpf_ktime_get_ns(): the ring then
 	 * counts CLOCK_MONOTONIC, whatever the TSC could do. */
 	xflow_clock_init(&a->clock, o->backend == XFLOW_AGENT_KERNEL ? XFLOW_CLOCK_FORCE_MONOTONIC : 0);
+	if (a->xen) {
+		/* The slow part of reading Xen's time (the kernel's BTF), done
+		 * now rather than in a greeting the monitor waits for. */
+		char why[240];
+		if (xen_time_reader_prepare(&a->xtime_r, why, sizeof(why))) {
+			logf_(a, 1, "Xen system time: not said: %s", why);
+			a->xtime_never = a->xtime_logged = true;
+		}
+	}
 	if (a->clock.kind == XFLOW_CLOCK_MONOTONIC) {
 		/* Still, a TSC shared with the monitor (other domains under
 		 * Xen) places our clock on its own to a microsecond, where the

@@ -10,6 +10,15 @@
 #include <linux/types.h>
 #endif
 
+/* Where the fields are, in bytes, from the running kernel's BTF: the
+ * timekeeper in its container, its tkr_mono members in it, the name in a
+ * clocksource. */
+struct xt_layout {
+	__u32 tk;
+	__u32 cycle_last, xtime_nsec, base, mult, shift, clock;
+	__u32 cs_name;
+};
+
 struct xt_out {
 	__u64 cycle_last;   /* the clocksource's count at the last update */
 	__u64 xtime_nsec;   /* CLOCK_MONOTONIC's nanoseconds past base then, << shift */

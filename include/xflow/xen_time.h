@@ -60,42 +60,62 @@ int xen_time_offset(const struct xen_time_sample *s, uint64_t mono_now_ns, int64
 int xen_time_core_addr(const char *kallsyms, uint64_t *addr);
 
 /*
- * A reader of D.  Opening loads a BPF program (kernel/bpf/xen_time.bpf.c)
- * relocated against the kernel's BTF, which libbpf parses whole: tens of
- * milliseconds, seconds under emulation, so a reader is opened once and
- * read many times (each read is one BPF_PROG_TEST_RUN).  Its program
- * stays loaded while it is open: close it when the monitor it serves is
- * gone.  The kernel unloads it if the process dies.
+ * A reader of D.  Preparing it parses the kernel's BTF (tens of
+ * milliseconds, seconds under emulation); opening it loads a small BPF
+ * program (kernel/bpf/xen_time.bpf.c) given the fields' offsets, which
+ * is quick; each read is one BPF_PROG_TEST_RUN.  Its program stays loaded
+ * while it is open: close it when the monitor it serves is gone.  The
+ * kernel unloads it if the process dies.
  *
  * On the simulated Xen host (sim/), whose domains are processes of one
  * kernel, D is the simulated hypervisor's: XFLOW_SIMXEN_XEN_TIME_NS, set
  * for each simulated domain, is taken as it is (a decimal, possibly
  * negative), and nothing is loaded.
  */
+/* Where the timekeeper's fields are, in bytes: the timekeeper in its
+ * container, the members of its tkr_mono in it, the name in a
+ * clocksource. */
+struct xen_time_layout {
+	uint32_t tk;
+	uint32_t cycle_last, xtime_nsec, base, mult, shift, clock;
+	uint32_t cs_name;
+};
+
 struct xen_time_reader {
 	void *bpf;          /* the loaded object, NULL when closed */
 	bool simulated;
 	int64_t sim_d;
+	bool prepared;      /* core and layout found */
+	uint64_t core;      /* the timekeeper's container */
+	struct xen_time_layout at;
 };
 
-/* 0, or a negative errno and @why (no BPF in this build, no root, no
- * timekeeper in /proc/kallsyms). */
+/*
+ * Find the timekeeper (/proc/kallsyms) and its layout (the kernel's BTF,
+ * parsed whole: the slow part), loading nothing: done once, before any
+ * monitor is served, so that opening is quick.  0, or a negative errno
+ * and @why (no root, no timekeeper in /proc/kallsyms, no BTF).
+ */
+int xen_time_reader_prepare(struct xen_time_reader *r, char *why, size_t whylen);
+/* The same, the container at @core rather than where /proc/kallsyms says:
+ * for tests, which give an address known not to be a timekeeper. */
+int xen_time_reader_prepare_at(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen);
+/* Load the reader's program, preparing first if that was not done (@r
+ * zeroed, or prepared).  0, or a negative errno and @why (no BPF in this
+ * build, refused). */
 int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen);
-/* The same, the container at @core (its seqcount first; 0: where
- * /proc/kallsyms says): for tests, which give an address whose contents
- * are known not to be a timekeeper. */
-int xen_time_reader_open_at(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen);
 /* D now: 0 and *xen_minus_mono, or a negative errno and @why; -EINVAL
  * when the clocksource is not Xen's (which a kernel may yet change). */
 int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen);
-/* Unload; @r may be closed already. */
+/* Unload (what prepare found is kept); @r may be closed already. */
 void xen_time_reader_close(struct xen_time_reader *r);
 /* The id of the program @r holds loaded (bpftool's), 0 when none. */
 uint32_t xen_time_reader_prog_id(const struct xen_time_reader *r);
 
 /* The BPF side of a reader (common/xen_time_bpf.c, or
  * common/xen_time_none.c where the build had no BPF). */
-int xen_time_bpf_open(struct xen_time_reader *r, uint64_t core, char *why, size_t whylen);
+int xen_time_bpf_layout(struct xen_time_layout *at, char *why, size_t whylen);
+int xen_time_bpf_open(struct xen_time_reader *r, char *why, size_t whylen);
 int xen_time_bpf_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen);
 void xen_time_bpf_close(struct xen_time_reader *r);
 uint32_t xen_time_bpf_prog_id(const struct xen_time_reader *r);

@@ -120,7 +120,7 @@ Test(xen_time, the_timekeeper_in_kallsyms)
 
 Test(xen_time, the_simulated_host_gives_its_own)
 {
-	struct xen_time_reader r;
+	struct xen_time_reader r = { 0 };
 	int64_t d = 0;
 	char why[200];
 	setenv("XFLOW_SIMXEN_XEN_TIME_NS", "-1234567", 1);
@@ -130,6 +130,7 @@ Test(xen_time, the_simulated_host_gives_its_own)
 	cr_expect_eq(d, -1234567);
 	xen_time_reader_close(&r);
 	setenv("XFLOW_SIMXEN_XEN_TIME_NS", "12x", 1);
+	r = (struct xen_time_reader){ 0 };
 	cr_expect_eq(xen_time_reader_open(&r, why, sizeof(why)), -EINVAL);
 	cr_expect(strstr(why, "'12x'"), "%s", why);
 	unsetenv("XFLOW_SIMXEN_XEN_TIME_NS");
@@ -149,7 +150,7 @@ static int loaded(uint32_t id)
  * opening or reading says why not; a closed reader leaves nothing loaded. */
 Test(xen_time, the_kernel_read_answers_or_says_why)
 {
-	struct xen_time_reader r;
+	struct xen_time_reader r = { 0 };
 	int64_t d = 0;
 	char why[240] = "";
 	int rc = xen_time_reader_open(&r, why, sizeof(why));
@@ -185,9 +186,13 @@ Test(xen_time, the_bpf_reader_runs_and_refuses_what_is_not_a_timekeeper)
 	struct xen_time_reader r;
 	int64_t d = 0;
 	char why[240] = "";
-	int rc = xen_time_reader_open_at(&r, text, why, sizeof(why));
+	int rc = xen_time_reader_prepare_at(&r, text, why, sizeof(why));
 	if (rc == -ENOTSUP)
 		cr_skip_test("%s", why);
+	cr_assert_eq(rc, 0, "no layout from this kernel's BTF: %s", why);
+	cr_expect_neq(r.at.cycle_last, r.at.base);
+	cr_expect_geq(r.at.tk, 4, "the timekeeper follows its seqcount");
+	rc = xen_time_reader_open(&r, why, sizeof(why));
 	cr_assert_eq(rc, 0, "the kernel did not take the reader: %s", why);
 	uint32_t id = xen_time_reader_prog_id(&r);
 	cr_assert_neq(id, 0);
