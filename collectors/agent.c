@@ -108,6 +108,10 @@ struct peer {
 	 * one's); whatever else places it is checked against them. */
 	int64_t rt_offset_ns;
 	uint64_t rt_bound_ns;
+	/* The bound reported (peer_clock_bound): a lower one only once the
+	 * records placed under the higher one are old (bound_next from
+	 * bound_until on). */
+	uint64_t bound_held, bound_next, bound_until;
 	/* Xen's system time minus its CLOCK_MONOTONIC, when it said it
 	 * (xflow/control.h); xtime_refused once it disagreed with what the
 	 * round trips proved. */
@@ -528,6 +532,8 @@ static void xen_peer_source(struct peer *p)
 /* A guest's clock placed by its greeting's round trip is placed again by
  * each shorter STATS round trip: under Xen the greeting's takes tens of
  * milliseconds where the hops across domains are tens of microseconds. */
+static void bound_note(struct peer *p);
+
 static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
 {
 	if (!p->xen || !p->rt_bound_ns || !s->clock_now)
@@ -535,6 +541,7 @@ static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
 	uint64_t agent_ns = xflow_clock_to_ns(p->conv, s->clock_now);
 	if (!guest_clock_refine(&p->rt_offset_ns, &p->rt_bound_ns, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns))
 		return;
+	bound_note(p);
 	if (p->clk != PEER_CLOCK_RT)
 		return; /* they only check what placed it */
 	p->offset_ns = p->rt_offset_ns;
@@ -549,7 +556,7 @@ static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
  * against its greeting's latency to microseconds; Xen's time is exact
  * where Xen keeps one time (its hosts), but what is proven is only that
  * it agrees with the round trips, so their bound and the distance. */
-static uint64_t peer_clock_bound(const struct peer *p)
+static uint64_t clock_bound_now(const struct peer *p)
 {
 	if (!p->xen)
 		return 0; /* on our own clock */
@@ -567,6 +574,38 @@ static uint64_t peer_clock_bound(const struct peer *p)
 	default:
 		return UINT64_MAX;
 	}
+}
+
+/* A record keeps the error of the placement it got: the model may still
+ * hold it, waiting for its other side, this long after a better placement
+ * came (its join grace, 2 s by default, and its reorder window). */
+#define BOUND_HOLD_NS (10ull * 1000 * 1000 * 1000)
+
+/* The placement of @p's clock changed, or may have: a higher bound is
+ * reported at once, a lower one once BOUND_HOLD_NS have passed since the
+ * last change, for records placed before it. */
+static void bound_note(struct peer *p)
+{
+	uint64_t b = clock_bound_now(p);
+	if (b >= p->bound_held || !p->records) {
+		p->bound_held = p->bound_next = b;
+		p->bound_until = 0;
+	} else if (b != p->bound_next) {
+		p->bound_next = b;
+		p->bound_until = xflow_monotonic_ns() + BOUND_HOLD_NS;
+	}
+}
+
+/* What xflow_domain_info says: what @p's records still waiting in the
+ * model may be off by. */
+static uint64_t peer_clock_bound(struct peer *p)
+{
+	bound_note(p);
+	if (p->bound_until && xflow_monotonic_ns() >= p->bound_until) {
+		p->bound_held = p->bound_next;
+		p->bound_until = 0;
+	}
+	return p->bound_held;
 }
 
 #define XTIME_HOW "clock by Xen system time"
@@ -598,6 +637,7 @@ static void xtime_place(struct acoll *c)
 				/* It said otherwise before: back to the round trips. */
 				p->clk = PEER_CLOCK_RT;
 				p->offset_ns = p->rt_offset_ns;
+				bound_note(p);
 				snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
 					 (double)p->rt_bound_ns / 1e6);
 				if (p->state == PEER_LIVE)
@@ -607,6 +647,7 @@ static void xtime_place(struct acoll *c)
 		}
 		p->offset_ns = off;
 		p->clk = PEER_CLOCK_XTIME;
+		bound_note(p);
 		/* With what the round trips say of it: the evidence. */
 		if (p->rt_bound_ns)
 			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW "; round trips %+.3fms, within %.3fms",
@@ -936,6 +977,7 @@ static void xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 			p->clk = PEER_CLOCK_RT;
 			p->rt_offset_ns = p->offset_ns;
 			p->rt_bound_ns = (in.now_ns - in.since_ns) / 2 + 1;
+			bound_note(p);
 			snprintf(p->clock_how, sizeof(p->clock_how), "clock by HELLO round trip, within %.1fms",
 				 (double)(in.now_ns - in.since_ns) / 2e6);
 		}
@@ -1260,6 +1302,7 @@ static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record
 			p->offset_ns += skew;
 			t += (uint64_t)skew;
 			p->clk = PEER_CLOCK_FIRST;
+			bound_note(p);
 		}
 		p->offset_checked = true;
 	}
