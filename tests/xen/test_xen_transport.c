@@ -384,12 +384,14 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	 * within that round trip's half of the truth. */
 	cr_log_info("good guest: %s; its last record off by %.3f ms", di.source, y.clock_err[3] / 1e6);
 	cr_expect(strstr(di.source, "clock by round trip, within"), "%s", di.source);
-	/* The bound the model gets is the one the source says. */
-	cr_expect(di.clock_bound_ns > 0 && di.clock_bound_ns < 20 * 1000000ull, "bound %llu ns",
-		  (unsigned long long)di.clock_bound_ns);
-	char said[32];
-	snprintf(said, sizeof(said), "within %.3fms", di.clock_bound_ns / 1e6);
-	cr_expect(strstr(di.source, said), "%s, bound %llu ns", di.source, (unsigned long long)di.clock_bound_ns);
+	/* The bound the model gets covers the records still waiting in it:
+	 * the one the source says or, for 10 s after a better placement,
+	 * the greeting's (under 10 s: the greeting waited at most that). */
+	const char *w = strstr(di.source, "within ");
+	double said_ms = w ? strtod(w + 7, NULL) : -1;
+	cr_expect(said_ms > 0 && di.clock_bound_ns >= (uint64_t)(said_ms * 1e6) &&
+			  di.clock_bound_ns <= 10000000000ull,
+		  "%s, bound %llu ns", di.source, (unsigned long long)di.clock_bound_ns);
 	cr_expect(y.clock_err[3] > -20 * 1000000ll && y.clock_err[3] < 20 * 1000000ll,
 		  "the good guest's records are %.3f ms off: %s", y.clock_err[3] / 1e6, di.source);
 	/* A guest that says Xen's system time is placed by it, exactly; one
@@ -402,7 +404,7 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	cr_expect_eq(y.clock_err[3 + 9], 0, "placed by Xen's time, its records are %lld ns off",
 		     (long long)y.clock_err[3 + 9]);
 	/* What is proven of it: its round trips agree, within their bound. */
-	cr_expect(ti.clock_bound_ns > 0 && ti.clock_bound_ns < 40 * 1000000ull, "bound %llu ns",
+	cr_expect(ti.clock_bound_ns > 0 && ti.clock_bound_ns <= 10000000000ull, "bound %llu ns",
 		  (unsigned long long)ti.clock_bound_ns);
 	cr_assert_eq(find_domain(ops, c, 3 + 10, &ti), 0);
 	cr_log_info("timeliar guest: %s; its last record off by %.3f ms", ti.source, y.clock_err[3 + 10] / 1e6);
