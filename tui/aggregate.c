@@ -43,7 +43,9 @@ struct flow {
 	int live;
 	int partial;         /* its beginning was not seen: never ranked */
 	int awaiting;        /* begun by a keyed IN whose OUT has not come yet */
-	int held;            /* awaiting, and its QUIT seen: kept for the join */
+	int sending;         /* its keyed OUTs no IN has taken yet */
+	int held;            /* awaiting or sending, and its QUIT seen: kept
+	                      * for the join */
 	uint64_t gen;        /* which use of the slot this is */
 };
 
@@ -459,23 +461,29 @@ static void flow_make_partial(struct xft_agg *a, uint32_t i)
 	a->st.flows_partial++;
 }
 
-static void join_expired(void *opaque, const struct xft_kj_side *s)
+static void join_expired(void *opaque, const struct xft_kj_side *s, int in)
 {
 	struct xft_agg *a = opaque;
 	if (!join_alive(a, s))
 		return;
 	struct flow *f = &a->flows[s->flow];
-	f->awaiting = 0;
+	if (in)
+		f->awaiting = 0;
+	else if (f->sending)
+		f->sending--;
+	/* It lost a part on the way: whatever else it has, it is partial. */
 	flow_make_partial(a, s->flow);
-	if (f->held) {
+	if (f->held && !f->awaiting && !f->sending) {
 		/* Its QUIT was seen long ago; partial, it is not ranked. */
 		f->held = 0;
 		flow_end(a, s->flow, 0);
 	}
 }
 
-/* A waiting flow whose QUIT comes before its sender: keep the slot (its
- * path is needed for the join) but let its ids go, as a QUIT does. */
+/* A waiting flow whose QUIT comes before the other side of its handoff
+ * (its sender, or the receiver of what it sent: the two domains' clocks
+ * apart put one before the other): keep the slot (its path is needed for
+ * the join) but let its ids go, as a QUIT does. */
 static void flow_hold(struct xft_agg *a, uint32_t i)
 {
 	struct flow *f = &a->flows[i];
@@ -489,7 +497,7 @@ static void flow_hold(struct xft_agg *a, uint32_t i)
 /* Flow @i reached its QUIT record. */
 static void flow_quit(struct xft_agg *a, uint32_t i)
 {
-	if (a->flows[i].awaiting) {
+	if (a->flows[i].awaiting || a->flows[i].sending) {
 		flow_hold(a, i);
 		return;
 	}
@@ -588,8 +596,11 @@ static void keyed_out(struct xft_agg *a, const struct xflow_record *r, uint64_t 
 	uint64_t gen = f->gen;
 	struct xft_kj_side out = { .domain = dom, .flow = fi, .flow_gen = gen, .point = f->last }, in;
 	a->st.handoffs_sent++;
-	if (xft_kj_out(&a->kj, kind, r->data[0], &out, t, &in) == 1)
+	int m = xft_kj_out(&a->kj, kind, r->data[0], &out, t, &in);
+	if (m == 1)
 		flow_merge(a, fi, &in);
+	else if (m == 0)
+		f->sending++;
 	/* A late join may have ended the flow already (its receiver quit). */
 	if ((r->flags & XFLOW_REC_QUIT) && f->live && f->gen == gen)
 		flow_quit(a, fi);
@@ -608,8 +619,18 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 	int m = xft_kj_in_take(&a->kj, kind, key, &in, t, &out);
 	if (m == 1) {
 		fi = out.flow;
+		struct flow *o = &a->flows[fi];
+		if (o->sending)
+			o->sending--;
+		/* Its QUIT was applied first: it goes on here now. */
+		if (!o->awaiting)
+			o->held = 0;
+		/* The hop across is from the sending point, whatever of the
+		 * sender the clocks let through before this side. */
+		o->last = out.point;
+		o->has_last = 1;
 		flow_add_key(a, fi, dom, kind, r->flow_id);
-		a->st.join_negative_hops += a->flows[fi].has_last && t < a->flows[fi].last.t_ns;
+		a->st.join_negative_hops += t < out.point.t_ns;
 	} else {
 		if (fi != NIL) { /* a recycled local id with no sender */
 			a->st.flows_expired++;

@@ -135,12 +135,11 @@ static void entry_lost(struct xft_kj *j, uint32_t i)
 	struct xft_kj_side s = j->e[i].s;
 	int in = j->e[i].side == KJ_IN;
 	entry_remove(j, i);
-	if (in) {
+	if (in)
 		j->st.unmatched_in++;
-		j->expired(j->opaque, &s);
-	} else {
+	else
 		j->st.unmatched_out++;
-	}
+	j->expired(j->opaque, &s, in);
 }
 
 int xft_kj_out(struct xft_kj *j, uint16_t kind, uint64_t key, const struct xft_kj_side *out,
@@ -202,6 +201,7 @@ static int in_ambiguous(struct xft_kj *j, uint16_t kind, uint64_t key, const str
 		if (e->side != KJ_OUT || !in_accepts(in, e->s.domain))
 			continue;
 		j->st.conflicts++;
+		struct xft_kj_side lost = e->s;
 		if (tomb == NIL) {
 			tomb = at;
 			j->per_domain[e->s.domain]--;
@@ -212,6 +212,7 @@ static int in_ambiguous(struct xft_kj *j, uint16_t kind, uint64_t key, const str
 		} else {
 			entry_remove(j, at);
 		}
+		j->expired(j->opaque, &lost, 0);
 	}
 	j->st.unmatched_in++;
 	return -EEXIST;
@@ -301,9 +302,10 @@ void xft_kj_expire(struct xft_kj *j, uint64_t now)
 		entry_remove(j, i);
 		if (side == KJ_OUT) {
 			j->st.unmatched_out++;
+			j->expired(j->opaque, &s, 0);
 		} else if (side == KJ_IN) {
 			j->st.unmatched_in++;
-			j->expired(j->opaque, &s);
+			j->expired(j->opaque, &s, 1);
 		}
 	}
 }

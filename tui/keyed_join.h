@@ -72,10 +72,11 @@ struct xft_kj_stats {
 /* Does the flow @s points to still exist?  Called while matching, so that a
  * side whose flow was evicted or expired never joins. */
 typedef int (*xft_kj_alive_fn)(void *opaque, const struct xft_kj_side *s);
-/* An IN will never join: it waited the whole grace for its OUT, or an OUT
- * passed over it.  Already counted unmatched_in; the model decides what
- * becomes of its flow (alive or not). */
-typedef void (*xft_kj_expired_fn)(void *opaque, const struct xft_kj_side *s);
+/* A side that waited will never join (@in: an IN, else an OUT): it
+ * waited the whole grace, was passed over, or (an OUT) was in conflict.
+ * Already counted; the model decides what becomes of its flow (alive or
+ * not), which may have been kept for the join. */
+typedef void (*xft_kj_expired_fn)(void *opaque, const struct xft_kj_side *s, int in);
 
 struct xft_kj_entry;
 

@@ -159,6 +159,52 @@ Test(keyed_join, receiver_that_quit_before_the_out_is_finished_by_the_join)
 	xft_agg_free(a);
 }
 
+/* The guest's clock placed early: its QUIT (the skb freed once dom0
+ * answered) is applied before dom0's IN.  The sender is kept for the
+ * join, then goes on in dom0; nothing is lost. */
+Test(keyed_join, a_sender_that_quit_before_the_in_is_kept_for_the_join)
+{
+	struct xft_agg *a = make(4096);
+	guest_send(a, 3, 77, 0xabc, 1 * MS);
+	feed(a, rec(3, 3, 77, XFLOW_REC_QUIT), 3 * MS);
+	const struct xft_flow_summary *top;
+	cr_assert_eq(xft_agg_slowest(a, &top, 5), 0, "not finished while its OUT waits");
+	cr_assert_eq(xft_agg_stats(a)->flows_live, 1, "kept for the join");
+	feed(a, side(0, 5, 1000, 0xabc, IN, 3 + 1), 4 * MS);
+	feed(a, rec(0, 6, 1000, XFLOW_REC_QUIT), 5 * MS);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->join_joined, 1);
+	cr_assert_eq(st->join_unmatched_out + st->join_unmatched_in, 0);
+	cr_assert_eq(st->flows_finished, 1);
+	cr_assert_eq(st->flows_partial, 0);
+	cr_assert_eq(st->flows_live, 0);
+	cr_assert_eq(xft_agg_slowest(a, &top, 5), 1);
+	cr_assert_eq(top[0].id, 77);
+	cr_assert_eq(top[0].npoints, 5, "the guest's points and dom0's");
+	cr_assert_not_null(find_hop(a, 3, 2, 0, 5));
+	xft_agg_free(a);
+}
+
+/* A kept sender whose OUT no IN ever takes ends at the grace, partial. */
+Test(keyed_join, a_kept_sender_whose_out_expires_ends_partial)
+{
+	struct xft_agg *a = make(4096);
+	guest_send(a, 3, 77, 0xabc, 1 * MS);
+	feed(a, rec(3, 3, 77, XFLOW_REC_QUIT), 3 * MS);
+	xft_agg_drain(a);
+	cr_assert_eq(xft_agg_stats(a)->flows_live, 1);
+	xft_agg_tick(a, 3 * SEC);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->join_unmatched_out, 1);
+	cr_assert_eq(st->flows_live, 0);
+	cr_assert_eq(st->flows_partial, 1);
+	cr_assert_eq(st->flows_finished, 0);
+	const struct xft_flow_summary *top;
+	cr_assert_eq(xft_agg_slowest(a, &top, 5), 0, "a partial flow is not ranked");
+	xft_agg_free(a);
+}
+
 /* Guest clock ahead of dom0's: the OUT is stamped after its IN. */
 Test(keyed_join, a_negative_join_hop_is_counted_not_recorded)
 {
