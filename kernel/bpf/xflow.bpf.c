@@ -173,13 +173,12 @@ static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
 
 /* An operand's member chain (kernel/kabi.h, struct xk_path) from the
  * argument's value in *@v, with @idx the index of its array element (0
- * without one).  A subprogram, not inlined: four operations of three
- * operands each would otherwise repeat its loads twelve times in every
- * slot's program, for the verifier to walk each.  It takes no ctx: which
- * helpers may read the arguments depends on the program type, which only
- * the inlined caller knows as a constant.  0; 1 if a pointer on the way
- * is NULL (no object here, not a fault); -1 on a fault. */
-static __noinline int xk_chain(const volatile struct xk_path *p, __u64 *v, __u64 idx)
+ * without one).  Inlined: the verifier walks only the operands its
+ * slot's operations have (xk_plan is constant to it), so a copy per
+ * operand costs it little, and a run saves a call per operand.  0; 1 if
+ * a pointer on the way is NULL (no object here, not a fault); -1 on a
+ * fault. */
+static __always_inline int xk_chain(const volatile struct xk_path *p, __u64 *v, __u64 idx)
 {
 	/* The register holds the argument's C type; above it, bits the ABI
 	 * leaves undefined.  Bounded before any address is made of it: a
@@ -225,7 +224,7 @@ static __always_inline int xk_path_get(void *ctx, const int kind, const volatile
 
 /* The key of a keyed handoff: the request's members, each masked to its
  * bits and shifted to its place (xflow(5): the first <key> highest). */
-static __noinline int xk_key(__u64 req, const volatile struct xk_op *op, __u64 *key)
+static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __u64 *key)
 {
 	*key = 0;
 	for (int i = 0; i < XK_MAX_KEYS; i++) {
