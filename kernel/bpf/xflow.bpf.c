@@ -46,8 +46,11 @@ const volatile struct xk_site xk_plan[XK_SLOTS] = {};
 
 /* Per slot, which of it runs (XK_ON_*): written by the loader while the
  * programs are attached, so outside the frozen table.  One aligned word,
- * read once a run: a run sees an update whole or not at all. */
-__u32 xk_on[XK_SLOTS] = {};
+ * read once a run: a run sees an update whole or not at all.  On cache
+ * lines of its own (the section's mapping starts on a page): every run
+ * reads it, and xk_next_id beside it takes an atomic add at every start
+ * on any CPU. */
+__u32 xk_on[XK_SLOTS] __attribute__((aligned(64))) = {};
 
 /* Preallocated (the default for a hash): an update from a tracing program
  * never allocates, and a full map fails the update, which is counted. */
