@@ -198,6 +198,12 @@ static int object_load(struct kengine *ke, const struct xflow_hook_prog *prog, b
 		return xflow_hook_fail(h, rc, "cannot open the embedded BPF object: %s", strerror(-rc));
 	}
 	ke->skel->rodata->xk_domain_id = prog->domain_id;
+	/* Each used slot's operations, frozen with the object: the verifier
+	 * specialises every program to its own (kernel/kabi.h).  Switching
+	 * them on and off is xk_on's, in slot_sync. */
+	for (uint32_t s = 0; s < XK_SLOTS; s++)
+		if (ke->low.slots[s].used)
+			ke->skel->rodata->xk_plan[s] = ke->low.slots[s].site;
 	uint32_t cap = prog->flowtab_capacity ? prog->flowtab_capacity : 65536;
 	bpf_map__set_max_entries(ke->skel->maps.xk_ids, cap);
 	for (uint32_t s = 0; s < XK_SLOTS; s++) {
@@ -292,16 +298,6 @@ static int kn_prog_load(struct xflow_hook_target *t, const struct xflow_hook_pro
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0)
 			ke->slots[s].insns = info.verified_insns;
 	}
-	int fd = bpf_map__fd(ke->skel->maps.xk_sites);
-	for (uint32_t s = 0; s < XK_SLOTS; s++) {
-		if (!ke->low.slots[s].used)
-			continue;
-		if (bpf_map_update_elem(fd, &s, &ke->low.slots[s].site, BPF_ANY) != 0) {
-			rc = -errno;
-			unload(ke);
-			return xflow_hook_fail(h, rc, "cannot fill the site table: %s", strerror(-rc));
-		}
-	}
 	ke->rb = ring_buffer__new(bpf_map__fd(ke->skel->maps.xk_rb), on_rec, ke, NULL);
 	if (!ke->rb) {
 		rc = -errno;
@@ -311,20 +307,22 @@ static int kn_prog_load(struct xflow_hook_target *t, const struct xflow_hook_pro
 	return 0;
 }
 
-/* Put slot @s's operations in the kernel's table as its placements' and
- * its advice's switches say: a switched-off advice's operation is left
- * out, a slot with no placement on returns at once. */
+/* Tell slot @s's program what runs, as its placements' and its advice's
+ * switches say: a switched-off advice's operation is skipped, a slot with
+ * no placement on returns at once.  The operations themselves are frozen
+ * in the object (object_load). */
 static int slot_sync(struct kengine *ke, uint32_t s)
 {
-	const struct xk_site *all = &ke->low.slots[s].site;
-	struct xk_site site = *all;
-	site.nops = 0;
-	for (uint32_t k = 0; k < all->nops; k++)
-		if (!ke->adv_off || all->ops[k].advice >= ke->nadvice || !ke->adv_off[all->ops[k].advice])
-			site.ops[site.nops++] = all->ops[k];
-	site.enabled = ke->slots[s].on != 0;
-	int fd = bpf_map__fd(ke->skel->maps.xk_sites);
-	return bpf_map_update_elem(fd, &s, &site, BPF_ANY) ? -errno : 0;
+	const struct xk_site *site = &ke->low.slots[s].site;
+	uint32_t on = ke->slots[s].on ? XK_ON_SLOT : 0;
+	for (uint32_t k = 0; k < site->nops; k++)
+		if (!ke->adv_off || site->ops[k].advice >= ke->nadvice || !ke->adv_off[site->ops[k].advice])
+			on |= 1u << k;
+	/* Through the mapping of the program's .bss: one aligned word, which
+	 * a run reads once.  Relaxed: it publishes nothing else (the
+	 * operations it selects were frozen before the programs loaded). */
+	__atomic_store_n(&ke->skel->bss->xk_on[s], on, __ATOMIC_RELAXED);
+	return 0;
 }
 
 static int kn_site_add(struct xflow_hook_target *t, uint64_t addr, enum xflow_hook_when when,

@@ -8,9 +8,10 @@
  * and XK_NTP raw tracepoint slots.  A slot is bound to one plan site (a
  * function's entry or return, or a tracepoint) before the object is loaded;
  * its program knows its slot number as a constant and reads what to do
- * there from xk_sites[slot]: up to XK_MAX_OPS flow operations, in weave
- * order.  One generic program body, interpreted from a small table, keeps
- * the verifier's work per program small and fixed (see xflow-agent(8)).
+ * there from xk_plan[slot]: up to XK_MAX_OPS flow operations, in weave
+ * order.  One generic program body, written as an interpreter of a small
+ * table; the table is read-only data fixed at load time, so the verifier
+ * specialises each program to its own operations (see xflow-agent(8)).
  */
 #ifndef XFLOW_KERNEL_KABI_H
 #define XFLOW_KERNEL_KABI_H
@@ -97,13 +98,20 @@ struct xk_op {
 	struct xk_keypart part[XK_MAX_KEYS];
 };
 
+/* A slot's site: set before the object is loaded and frozen there (the
+ * BPF program's xk_plan), so that the verifier sees each slot's operations
+ * as constants and keeps only the code they take. */
 struct xk_site {
 	__u32 plan_site;    /* the records' site_id */
 	__u32 nops;
-	__u32 enabled;      /* 0: the program returns at once */
-	__u32 pad;
 	struct xk_op ops[XK_MAX_OPS];
 };
+
+/* What of a slot runs, the part that changes while its program is
+ * attached (the BPF program's xk_on[slot], writable): XK_ON_SLOT when one
+ * of its placements is enabled, else the program returns at once and
+ * counts nothing; bit i when its operation i runs (its advice is on). */
+#define XK_ON_SLOT (1u << 31)
 
 struct xk_key {
 	__u64 addr;         /* the object's kernel address */

@@ -703,7 +703,6 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 				si->used = 1;
 				si->target = ps->func;
 				si->site.plan_site = s;
-				si->site.enabled = 1;
 				out->nused++;
 			}
 			if (si->site.nops == XK_MAX_OPS) {

@@ -34,11 +34,11 @@ struct xk_slot_info {
 	uint8_t kind;            /* enum xk_slot_kind */
 	uint8_t used;
 	const char *target;      /* function name, or "category:name" */
-	struct xk_site site;     /* what xk_sites[slot] holds */
+	struct xk_site site;     /* what xk_plan[slot] holds */
 };
 
 struct xk_lowered {
-	struct xk_slot_info slots[XK_SLOTS];  /* indexed like xk_sites */
+	struct xk_slot_info slots[XK_SLOTS];  /* indexed like xk_plan */
 	uint32_t nused;
 	int32_t *slot_of_site;   /* per plan site: its slot, or -1 (no binding) */
 	uint32_t nsites;

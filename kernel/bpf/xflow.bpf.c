@@ -1,6 +1,6 @@
 /*
  * The kernel backend's BPF program: one generic body, instantiated once
- * per slot, that runs the flow operations the loader put in xk_sites[slot]
+ * per slot, that runs the flow operations the loader put in xk_plan[slot]
  * (kernel/kabi.h) and writes struct xflow_record-shaped records into a BPF
  * ring buffer.  Built with clang -target bpf against the running kernel's
  * vmlinux.h; CO-RE relocations are not needed: the program reads no kernel
@@ -34,12 +34,23 @@ const volatile __u16 xk_domain_id = 0;
 /* Flow ids: one space for every CPU and flow kind. */
 __u64 xk_next_id = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, XK_SLOTS);
-	__type(key, __u32);
-	__type(value, struct xk_site);
-} xk_sites SEC(".maps");
+/* The site table, set by the loader before the object is loaded.  In
+ * .rodata, which libbpf freezes: the verifier then reads every operation's
+ * kind, operands and key parts as constants, hard-wires the branches they
+ * decide and drops the code no path reaches, so each slot's program keeps
+ * only its own operations' code (a privileged loader's: the agent is root).
+ * Volatile so that clang does not fold its zeros in.  Every pointer into
+ * it below is volatile too: a load through a plain one would let clang
+ * assume the initial zeros. */
+const volatile struct xk_site xk_plan[XK_SLOTS] = {};
+
+/* Per slot, which of it runs (XK_ON_*): written by the loader while the
+ * programs are attached, so outside the frozen table.  One aligned word,
+ * read once a run: a run sees an update whole or not at all.  On cache
+ * lines of its own (the section's mapping starts on a page): every run
+ * reads it, and xk_next_id beside it takes an atomic add at every start
+ * on any CPU. */
+__u32 xk_on[XK_SLOTS] __attribute__((aligned(64))) = {};
 
 /* Preallocated (the default for a hash): an update from a tracing program
  * never allocates, and a full map fails the update, which is counted. */
@@ -87,8 +98,8 @@ static __always_inline int xk_get(void *ctx, const int kind, __u8 which, __u64 *
 	return bpf_get_func_arg(ctx, which, v);
 }
 
-static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id,
-				     __u16 flags, __u64 d0, __u64 d1, __u64 d2, __u8 ndata)
+static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const volatile struct xk_op *op,
+				     __u64 id, __u16 flags, __u64 d0, __u64 d1, __u64 d2, __u8 ndata)
 {
 	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
 	if (!r) {
@@ -123,7 +134,7 @@ static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const struc
 		c->records++;
 }
 
-static __always_inline void xk_emit(struct xk_count *c, __u32 site, const struct xk_op *op, __u64 id)
+static __always_inline void xk_emit(struct xk_count *c, __u32 site, const volatile struct xk_op *op, __u64 id)
 {
 	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0, 0);
 }
@@ -165,13 +176,12 @@ static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
 
 /* An operand's member chain (kernel/kabi.h, struct xk_path) from the
  * argument's value in *@v, with @idx the index of its array element (0
- * without one).  A subprogram, not inlined: four operations of three
- * operands each would otherwise repeat its loads twelve times in every
- * slot's program, for the verifier to walk each.  It takes no ctx: which
- * helpers may read the arguments depends on the program type, which only
- * the inlined caller knows as a constant.  0; 1 if a pointer on the way
- * is NULL (no object here, not a fault); -1 on a fault. */
-static __noinline int xk_chain(const struct xk_path *p, __u64 *v, __u64 idx)
+ * without one).  Inlined: the verifier walks only the operands its
+ * slot's operations have (xk_plan is constant to it), so a copy per
+ * operand costs it little, and a run saves a call per operand.  0; 1 if
+ * a pointer on the way is NULL (no object here, not a fault); -1 on a
+ * fault. */
+static __always_inline int xk_chain(const volatile struct xk_path *p, __u64 *v, __u64 idx)
 {
 	/* The register holds the argument's C type; above it, bits the ABI
 	 * leaves undefined.  Bounded before any address is made of it: a
@@ -207,7 +217,7 @@ static __always_inline __u64 xk_index(void *ctx, const int kind, __u8 which)
 	return v;
 }
 
-static __always_inline int xk_path_get(void *ctx, const int kind, const struct xk_path *p, __u64 *v)
+static __always_inline int xk_path_get(void *ctx, const int kind, const volatile struct xk_path *p, __u64 *v)
 {
 	*v = 0;
 	if (xk_get(ctx, kind, p->arg, v))
@@ -217,14 +227,14 @@ static __always_inline int xk_path_get(void *ctx, const int kind, const struct x
 
 /* The key of a keyed handoff: the request's members, each masked to its
  * bits and shifted to its place (xflow(5): the first <key> highest). */
-static __noinline int xk_key(__u64 req, const struct xk_op *op, __u64 *key)
+static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __u64 *key)
 {
 	*key = 0;
 	for (int i = 0; i < XK_MAX_KEYS; i++) {
 		__u64 x;
 		if (i >= op->nparts)
 			break;
-		const struct xk_keypart *kp = &op->part[i];
+		const volatile struct xk_keypart *kp = &op->part[i];
 		if (xk_read(req + kp->off, kp->size, &x))
 			return -1;
 		if (kp->bits && kp->bits < 64)
@@ -259,8 +269,8 @@ static __always_inline void xk_fault(struct xk_count *c)
 
 /* A handoff's key, from the request @op->to reaches: 0, or 1 when there
  * is nothing to record (no request; a fault, counted). */
-static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_count *c, const struct xk_op *op,
-					  __u64 *key)
+static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_count *c,
+					  const volatile struct xk_op *op, __u64 *key)
 {
 	__u64 req;
 	int r = xk_path_get(ctx, kind, &op->to, &req);
@@ -272,7 +282,7 @@ static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_c
 }
 
 static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
-				  const struct xk_op *op)
+				  const volatile struct xk_op *op)
 {
 	__u64 a = 0, b = 0, id;
 	int r = xk_path_get(ctx, kind, &op->from, &a);
@@ -369,20 +379,22 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 
 static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
 {
-	__u32 k = slot;
-	struct xk_site *s = bpf_map_lookup_elem(&xk_sites, &k);
-	if (!s || !s->enabled)
+	const volatile struct xk_site *s = &xk_plan[slot];
+	__u32 on = xk_on[slot];
+	if (!(on & XK_ON_SLOT))
 		return 0;
+	__u32 k = slot;
 	struct xk_count *c = bpf_map_lookup_elem(&xk_counts, &k);
 	if (c)
 		c->hits++;
-	__u32 n = s->nops;
 	for (int i = 0; i < XK_MAX_OPS; i++) {
-		if ((__u32)i >= n)
+		if ((__u32)i >= s->nops)
 			break;
-		/* In the map value, not copied: an operation is larger than
-		 * the stack can hold four times. */
-		xk_do(ctx, kind, c, s->plan_site, &s->ops[i]);
+		/* Read in place, not copied: an operation is larger than the
+		 * stack can hold four times, and a copy would hide from the
+		 * verifier that its fields are constants. */
+		if (on & (1u << i))
+			xk_do(ctx, kind, c, s->plan_site, &s->ops[i]);
 	}
 	return 0;
 }
