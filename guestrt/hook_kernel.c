@@ -86,7 +86,8 @@ static struct bpf_program *slot_prog(struct kengine *ke, uint32_t slot)
 
 /* libbpf's own messages go to standard error only with -v (warnings are
  * kept: a refused program's verifier log is what says why). */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+								va_list ap)
 {
 	if (level == LIBBPF_DEBUG)
 		return 0;
