@@ -23,3 +23,11 @@ $(SESSION_KEYED): $(OBJDIR)/tests/e2e/session_keyed.o $(LINK_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
+# And its aspects switched off and on under traffic.
+KERNEL_TOGGLE := $(TESTDIR)/kernel_toggle
+TEST_PROGS += $(KERNEL_TOGGLE)
+ALL_OBJS += $(OBJDIR)/tests/e2e/kernel_toggle.o
+$(KERNEL_TOGGLE): $(OBJDIR)/tests/e2e/kernel_toggle.o $(LINK_LIBS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)

@@ -9,7 +9,8 @@
 # must count exactly 2N, less only what the monitor's drop counter says.
 # The rest of the host's traffic (loopback, the NIC) passes other hops.
 # Run 4 does the same with a keyed handoff through member chains
-# (tests/e2e/kernel_keyed.xml), which the BPF program follows in the kernel.
+# (tests/e2e/kernel_keyed.xml), which the BPF program follows in the kernel;
+# run 5 switches the aspects off and on under pings (tests/e2e/kernel_toggle.c).
 # Then: every BPF program the agent loaded is gone once the monitor leaves,
 # and again when the agent is stopped by SIGTERM (bpftool, by program id).
 # Root, BTF, bpftool, ip, ping and ethtool are needed; otherwise it skips
@@ -239,6 +240,23 @@ while kill -0 "$APID" 2>/dev/null; do
 	sleep 0.1
 done
 wait "$APID" || fail "the agent of the keyed run exited $?"
+APID=
+
+# ---- run 5: the aspects switched off and on under traffic -------------------------------
+# What xflowtop's space key does: off, the programs stay attached but write
+# no record; on again, records come back.
+agent_start "$D/agent5.log"
+"$BUILD/tests/kernel_toggle" "$D/agent.sock" "$FLOW" \
+	"ip netns exec $NA ping -c $N -i 0.005 -q 10.177.0.2 >/dev/null" >"$D/top5.out" 2>&1 ||
+	fail "aspects switched off and on: $(tail -3 "$D/top5.out")"
+cat "$D/top5.out"
+i=0
+while kill -0 "$APID" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && fail "the agent did not end after the monitor left (toggle run)"
+	sleep 0.1
+done
+wait "$APID" || fail "the agent of the toggle run exited $?"
 APID=
 
 # ---- run 2: SIGTERM while loaded -----------------------------------------------------
