@@ -37,7 +37,6 @@
 #include "collectors/agent.h"
 #include "collectors/builtin.h"
 #include "collectors/guest_clock.h"
-#include "xflow/xen_time.h"
 #include "collectors/xen_discover.h"
 #include "weaver/joinpoint.h"
 #include "weaver/kbtf.h"
@@ -49,6 +48,7 @@
 #include "xflow/ring.h"
 #include "xflow/shm.h"
 #include "xflow/xen.h"
+#include "xflow/xen_time.h"
 #include <libxenvchan.h>
 
 #define MAX_PEERS 256 /* agents seen in a run, gone ones included */
@@ -529,11 +529,12 @@ static void xen_peer_source(struct peer *p)
 		 (unsigned)p->domid, p->clock_how[0] ? ", " : "", p->clock_how);
 }
 
-/* A guest's clock placed by its greeting's round trip is placed again by
- * each shorter STATS round trip: under Xen the greeting's takes tens of
- * milliseconds where the hops across domains are tens of microseconds. */
 static void bound_note(struct peer *p);
 
+/* A guest's clock placed by its greeting's round trip is placed again by
+ * each shorter STATS round trip: under Xen the greeting's takes tens of
+ * milliseconds where the hops across domains are tens of microseconds.
+ * Placed otherwise, the round trips go on, to check and bound it. */
 static void peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
 {
 	if (!p->xen || !p->rt_bound_ns || !s->clock_now)

@@ -137,6 +137,10 @@ int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, cha
 		*xen_minus_mono = r->sim_d;
 		return 0;
 	}
+	if (!r->bpf) {
+		snprintf(why, whylen, "the timekeeper's reader is not open");
+		return -EBADF;
+	}
 	return xen_time_bpf_read(r, xen_minus_mono, why, whylen);
 }
 
