@@ -9,11 +9,11 @@
  * went wrong.
  */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "collectors/agent.h"
+#include "tests/e2e/collector_pump.h"
 #include "xflow/clock.h"
 #include "xflow/collector.h"
 
@@ -32,17 +32,7 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t)
 /* Read for @ms: what the agent drains reaches us within 10 ms. */
 static void pump(int ms)
 {
-	uint64_t end = xflow_monotonic_ns() + (uint64_t)ms * 1000000u;
-	while (xflow_monotonic_ns() < end) {
-		int fds[64];
-		int n = ops->pollfds(coll, fds, 64);
-		struct pollfd p[64];
-		for (int i = 0; i < n; i++)
-			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		poll(p, (nfds_t)n, 20);
-		while (ops->read(coll, xflow_monotonic_ns(), emit, NULL, 4096) > 0)
-			;
-	}
+	e2e_pump(ops, coll, emit, NULL, ms);
 }
 
 /* Switch every aspect; how many there are. */

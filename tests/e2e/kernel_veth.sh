@@ -113,6 +113,20 @@ plan_wait() {
 		fail "no site could be installed"
 	fi
 }
+# The monitor is gone: the agent (pid $APID) unloads everything and ends,
+# within 10 s, with status 0; $1 names the run.
+agent_ends() {
+	i=0
+	while kill -0 "$APID" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && fail "the agent did not end after the monitor left ($1)"
+		sleep 0.1
+	done
+	wait "$APID"
+	st=$?
+	APID=
+	[ "$st" -eq 0 ] || fail "the agent exited $st after the monitor left ($1; a sanitizer's report is in its log)"
+}
 # The ids of the BPF programs the agent holds, from its fds' fdinfo
 # (bpftool's pid column needs a BPF iterator this kernel may not allow).
 our_progs() {
@@ -169,17 +183,7 @@ attempt() {
 	done
 	ends=$(awk '$1 == "linuxK:net:netif_receive_skb" && ($2 == "linuxK:skb:consume_skb" || $2 == "linuxK:skb:kfree_skb") { n += $3 } END { print n + 0 }' "$D/top1.out")
 	[ "$ends" -ge $((want - drops)) ] || fail "only $ends flows ended after the receive path, for $want packets"
-	# The monitor is gone: the agent unloads everything and ends.
-	i=0
-	while kill -0 "$APID" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 100 ] && fail "the agent did not end after the monitor left"
-		sleep 0.1
-	done
-	wait "$APID"
-	st=$?
-	APID=
-	[ "$st" -eq 0 ] || fail "the agent exited $st after the monitor left (a sanitizer's report is in its log)"
+	agent_ends "run 1"
 	progs_gone "$IDS" "after the monitor left"
 	return $over
 }
@@ -233,14 +237,7 @@ ins=$(awk -v a="$ka" -v b="$kb" -v da="$da" -v db="$db" \
 echo "keyed: records with the devices' packed keys: sending $outs, receiving $ins (with the sender)"
 [ "$outs" -ge $((want - drops)) ] && [ "$ins" -ge $((want - drops)) ] ||
 	fail "the kernel's keys are not (ifindex << 32 | mtu) of the veth devices: $(sort "$D/keys4" | uniq -c | sort -rn | head -5)"
-i=0
-while kill -0 "$APID" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt 100 ] && fail "the agent did not end after the monitor left (keyed run)"
-	sleep 0.1
-done
-wait "$APID" || fail "the agent of the keyed run exited $?"
-APID=
+agent_ends "keyed run"
 
 # ---- run 5: the aspects switched off and on under traffic -------------------------------
 # What xflowtop's space key does: off, the programs stay attached but write
@@ -250,14 +247,7 @@ agent_start "$D/agent5.log"
 	"ip netns exec $NA ping -c $N -i 0.005 -q 10.177.0.2 >/dev/null" >"$D/top5.out" 2>&1 ||
 	fail "aspects switched off and on: $(tail -3 "$D/top5.out")"
 cat "$D/top5.out"
-i=0
-while kill -0 "$APID" 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -gt 100 ] && fail "the agent did not end after the monitor left (toggle run)"
-	sleep 0.1
-done
-wait "$APID" || fail "the agent of the toggle run exited $?"
-APID=
+agent_ends "toggle run"
 
 # ---- run 2: SIGTERM while loaded -----------------------------------------------------
 agent_start "$D/agent2.log"

@@ -65,6 +65,7 @@
 
 #include "collectors/agent.h"
 #include "collectors/demo_host.h"
+#include "tests/e2e/collector_pump.h"
 #include "tests/tui/jsonlite.h"
 #include "xflow/clock.h"
 #include "xflow/collector.h"
@@ -112,17 +113,7 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 /* Read what is ready for @ms milliseconds. */
 static void pump(int ms)
 {
-	uint64_t end = xflow_monotonic_ns() + (uint64_t)ms * 1000000u;
-	while (xflow_monotonic_ns() < end) {
-		int fds[64];
-		int n = ops->pollfds(coll, fds, 64);
-		struct pollfd p[64];
-		for (int i = 0; i < n; i++)
-			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		poll(p, (nfds_t)n, 20);
-		while (ops->read(coll, xflow_monotonic_ns(), emit, NULL, 4096) > 0)
-			;
-	}
+	e2e_pump(ops, coll, emit, NULL, ms);
 }
 
 static void skip_if_no_ptrace(void)
