@@ -577,9 +577,11 @@ static uint64_t clock_bound_now(const struct peer *p)
 	}
 }
 
-/* A record keeps the error of the placement it got: the model may still
- * hold it, waiting for its other side, this long after a better placement
- * came (its join grace, 2 s by default, and its reorder window). */
+/* A record keeps the error of the placement it got.  The model keeps, with
+ * each side waiting in its join, the bound it had when it applied the
+ * side; what the hold covers is the time a record takes to be applied
+ * after it was placed (the model's reorder window, its refresh of the
+ * bounds once a second), with room to spare. */
 #define BOUND_HOLD_NS (10ull * 1000 * 1000 * 1000)
 
 /* The placement of @p's clock changed, or may have: a higher bound is

@@ -20,6 +20,7 @@ struct xft_kj_entry {
 	uint64_t seq;    /* arrival order: the oldest waiting side matches first */
 	uint16_t kind;
 	uint8_t side;
+	uint32_t bound_us; /* its domain's clock bound when it was applied */
 	uint32_t chain;  /* next in the bucket, or next free */
 	uint32_t prev, next; /* arrival list */
 	struct xft_kj_side s;
@@ -93,6 +94,7 @@ static uint32_t entry_add(struct xft_kj *j, uint16_t kind, uint64_t key, enum si
 	e->t = now;
 	e->seq = j->seq++;
 	e->s = *s;
+	e->bound_us = j->bound_us[s->domain];
 	uint32_t *head = &j->bucket[bucket_of(j, kind, key)];
 	e->chain = *head;
 	*head = i + 1;
@@ -120,10 +122,14 @@ static int in_accepts(const struct xft_kj_side *in, uint16_t out_domain)
 }
 
 /* Did side @e certainly come before a side of @dom at @t?  Only when both
- * clocks' bounds are known and @e is older by more than the two. */
+ * clocks' bounds are known and @e is older by more than the two: @e's the
+ * larger of its domain's now and when it was applied (a record keeps the
+ * error of the placement it got), the new side's its domain's now. */
 static int certainly_before(const struct xft_kj *j, const struct xft_kj_entry *e, uint16_t dom, uint64_t t)
 {
 	uint32_t b1 = j->bound_us[e->s.domain], b2 = j->bound_us[dom];
+	if (e->bound_us > b1)
+		b1 = e->bound_us;
 	if (b1 == XFT_KJ_BOUND_UNKNOWN || b2 == XFT_KJ_BOUND_UNKNOWN)
 		return 0;
 	return e->t + ((uint64_t)b1 + b2) * 1000 < t;

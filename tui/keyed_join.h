@@ -16,7 +16,9 @@
  * IN of the last one.  So one domain's OUTs of a key wait in order, and
  * an IN takes the oldest.  Time settles what order cannot: with each
  * domain's clock bound known (xft_kj_set_bound), a side older than the
- * other side by more than the two bounds certainly came first:
+ * other side by more than the two bounds (a waiting side's being the
+ * larger of its domain's now and when it was applied) certainly came
+ * first:
  *   - an IN passes over the OUTs before the last one that certainly came
  *     before it (their INs were lost; counted unmatched);
  *   - an OUT passes over the INs that certainly came before it (their

@@ -392,6 +392,29 @@ Test(keyed_join, an_out_certainly_before_the_ins_own_is_passed_over)
 	}
 }
 
+/* A side keeps the bound its domain had when it was applied: a better
+ * placement later does not make its time more exact. */
+Test(keyed_join, a_waiting_side_keeps_the_bound_it_was_applied_with)
+{
+	struct xft_agg *a = make(4096);
+	xft_agg_set_clock_bound(a, 0, 0);
+	xft_agg_set_clock_bound(a, 3, 5 * MS);
+	guest_send(a, 3, 10, 0xabc, 1 * MS);
+	guest_send(a, 3, 11, 0xabc, 2 * MS);
+	xft_agg_drain(a);
+	xft_agg_set_clock_bound(a, 3, 100 * US);
+	feed(a, side(0, 5, 1000, 0xabc, IN, 3 + 1), 4 * MS);
+	feed(a, rec(0, 6, 1000, XFLOW_REC_QUIT), 5 * MS);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->join_joined, 1);
+	cr_assert_eq(st->join_unmatched_out, 0, "11 was applied within 5 ms of the IN: not certainly before it");
+	const struct xft_flow_summary *top;
+	cr_assert_eq(xft_agg_slowest(a, &top, 5), 1);
+	cr_assert_eq(top[0].id, 10, "in order");
+	xft_agg_free(a);
+}
+
 /* And an IN that certainly came before an OUT of its key lost its own OUT:
  * passed over (partial), the OUT waits for its own IN. */
 Test(keyed_join, an_in_certainly_before_the_out_is_passed_over)
