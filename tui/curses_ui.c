@@ -245,8 +245,12 @@ static unsigned curses_input(struct xft_app *app)
 		rx |= XFT_RX_REDRAW;
 		if (rc == KEY_CODE_YES && ch == KEY_RESIZE) {
 			/* resizeterm() queued this: curses already knows the size.
-			 * Calling it again would queue another, forever. */
+			 * Calling it again would queue another, forever.  Whoever
+			 * called it (curses_resize, or curses itself noticing the
+			 * size in get_wch), what the terminal kept of the old
+			 * screen is not what curses thinks: paint it all again. */
 			fit_canvas(app);
+			clearok(curscr, TRUE);
 			rx |= XFT_RX_REDRAW;
 			continue;
 		}

@@ -188,8 +188,17 @@ wait_for "P90"
 [ "$(wc -l <"$screen")" -ge 59 ] || fail "the screen did not grow"
 awk 'length($0) > 100 { found = 1 } END { exit !found }' "$screen" || fail "no line wider than 100 at 200 columns"
 $T resize-window -t xft -x 80 -y 24
-wait_gone "P90"
-tail -1 "$screen" | grep -q "F10Quit" || { sed -n 24p "$screen" | grep -q F10Quit || fail "the key bar is not at the bottom after shrinking"; }
+# tmux crops the old screen at once (P90 goes with it), before xflowtop
+# has painted the new one: wait for the repaint, the title on the top
+# line and the key bar on the bottom one.
+i=0
+until cap; [ "$(wc -l <"$screen")" -le 24 ] && head -1 "$screen" | grep -q "^xflowtop" &&
+	sed -n 24p "$screen" | grep -q "F10Quit"; do
+	i=$((i + 1))
+	[ $i -ge 50 ] && fail "the key bar is not at the bottom after shrinking"
+	sleep 0.1
+done
+grep -qF "P90" "$screen" && fail "the 200-column layout is still shown at 80 columns"
 
 step "quit"
 keys q
