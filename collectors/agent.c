@@ -669,11 +669,7 @@ static void xtime_ours(struct acoll *c, uint64_t now)
 		return;
 	c->xtime_at = now;
 	int64_t d;
-	int rc = 0;
-	if (!c->xtime_r.bpf && !c->xtime_r.simulated)
-		rc = xen_time_reader_open(&c->xtime_r, c->xtime_why, sizeof(c->xtime_why));
-	if (rc == 0)
-		rc = xen_time_reader_read(&c->xtime_r, &d, c->xtime_why, sizeof(c->xtime_why));
+	int rc = xen_time_reader_read(&c->xtime_r, &d, c->xtime_why, sizeof(c->xtime_why));
 	if (rc == 0) {
 		c->xtime = true;
 		c->xtime_d = d;

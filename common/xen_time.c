@@ -133,13 +133,12 @@ int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen)
 
 int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen)
 {
+	int rc;
+	if (!r->simulated && !r->bpf && (rc = xen_time_reader_open(r, why, whylen)))
+		return rc;
 	if (r->simulated) {
 		*xen_minus_mono = r->sim_d;
 		return 0;
-	}
-	if (!r->bpf) {
-		snprintf(why, whylen, "the timekeeper's reader is not open");
-		return -EBADF;
 	}
 	return xen_time_bpf_read(r, xen_minus_mono, why, whylen);
 }

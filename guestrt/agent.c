@@ -149,11 +149,7 @@ static bool xtime_now(struct agent *a, int64_t *d)
 		char why[240];
 		int64_t v;
 		a->xtime_at = now;
-		int rc = 0;
-		if (!a->xtime_r.bpf && !a->xtime_r.simulated)
-			rc = xen_time_reader_open(&a->xtime_r, why, sizeof(why));
-		if (rc == 0)
-			rc = xen_time_reader_read(&a->xtime_r, &v, why, sizeof(why));
+		int rc = xen_time_reader_read(&a->xtime_r, &v, why, sizeof(why));
 		if (rc == 0) {
 			if (!a->xtime_said)
 				logf_(a, 1, "Xen system time: CLOCK_MONOTONIC + %.9f s", (double)v / 1e9);

@@ -104,8 +104,9 @@ int xen_time_reader_prepare_at(struct xen_time_reader *r, uint64_t core, char *w
  * zeroed, or prepared).  0, or a negative errno and @why (no BPF in this
  * build, refused). */
 int xen_time_reader_open(struct xen_time_reader *r, char *why, size_t whylen);
-/* D now: 0 and *xen_minus_mono, or a negative errno and @why; -EINVAL
- * when the clocksource is not Xen's (which a kernel may yet change). */
+/* D now, opening @r first when it is not open: 0 and *xen_minus_mono, or
+ * a negative errno and @why (open's, or -EINVAL when the clocksource is
+ * not Xen's, which a kernel may yet change). */
 int xen_time_reader_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen);
 /* Unload (what prepare found is kept); @r may be closed already. */
 void xen_time_reader_close(struct xen_time_reader *r);
