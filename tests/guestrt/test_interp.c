@@ -297,6 +297,16 @@ Test(interp, arithmetic_never_traps)
 
 /* A flow with a split and a keyed handoff, compiled and verified: advice
  * 0 start, 1 split, 2 keyed xin, 3 keyed xout, 4 quit. */
+/* The flow file @xml, named @name in messages, compiled: it must be. */
+static struct xflow_unit *compile_ok(const char *name, const char *xml)
+{
+	struct xflow_unit *u;
+	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
+	cr_assert_eq(xflow_unit_add_buffer(u, name, xml, strlen(xml)), 0);
+	cr_assert_eq(xflow_unit_compile(u), 0, "%s does not compile", name);
+	return u;
+}
+
 static struct xflow_unit *split_keyed_flow(void)
 {
 	static const char xml[] =
@@ -309,10 +319,7 @@ static struct xflow_unit *split_keyed_flow(void)
 		"<xout_move name='kin' from='txp' to='skb'/></transit>"
 		"<quit><pointcut>access(sk_buff.len)</pointcut></quit>"
 		"</xflow></flows>";
-	struct xflow_unit *u;
-	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
-	cr_assert_eq(xflow_unit_add_buffer(u, "sk.xml", xml, strlen(xml)), 0);
-	cr_assert_eq(xflow_unit_compile(u), 0);
+	struct xflow_unit *u = compile_ok("sk.xml", xml);
 	static const enum xflow_advice_origin want[] = { XFLOW_ADVICE_START, XFLOW_ADVICE_TRANSIT,
 							 XFLOW_ADVICE_TRANSIT, XFLOW_ADVICE_TRANSIT,
 							 XFLOW_ADVICE_QUIT };
@@ -461,10 +468,7 @@ Test(interp, chained_packed_keys_and_the_sender)
 		"<cast var='txp' struct='req'/><cast var='q' struct='queue'/><cast var='q->vif' struct='vif'/>"
 		"<xout_copy name='k' from='txp' to='skb'><sender domid='q->vif->domid'/></xout_copy></transit>"
 		"</xflow></flows>";
-	struct xflow_unit *u;
-	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
-	cr_assert_eq(xflow_unit_add_buffer(u, "ck.xml", xml, strlen(xml)), 0);
-	cr_assert_eq(xflow_unit_compile(u), 0);
+	struct xflow_unit *u = compile_ok("ck.xml", xml);
 	/* info { skb @0, tx @8 }; req { gref @0 (4), id @4 (2) };
 	 * queue { vif @16 }; vif { domid @2 (2) }. */
 	static const struct { const char *s, *m; uint32_t off, size; } lay[] = {
@@ -562,10 +566,7 @@ Test(interp, an_indexed_request_is_keyed_and_its_index_bounded)
 		"<quit><pointcut>return(b)</pointcut><cast var='q' struct='queue'/>"
 		"<select local_var='q->pend[i].req'/></quit>"
 		"</xflow></flows>";
-	struct xflow_unit *u;
-	cr_assert_eq(xflow_unit_new(&u, NULL), 0);
-	cr_assert_eq(xflow_unit_add_buffer(u, "ix.xml", xml, strlen(xml)), 0);
-	cr_assert_eq(xflow_unit_compile(u), 0);
+	struct xflow_unit *u = compile_ok("ix.xml", xml);
 	size_t nf = xflow_unit_field_count(u);
 	for (size_t i = 0; i < nf; i++) {
 		const char *s, *m;
