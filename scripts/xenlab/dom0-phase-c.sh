@@ -384,7 +384,7 @@ phase_c_run() {
 	end0=$(nprogs)
 	endu=$(domu_cmd 120 "bpftool prog show | grep -c '^[0-9]*:'")
 	c3="BPF programs dom0 $bpf0 before, $left0 after the monitor left ($ours0 of them the agent's), $end0 after the agent stopped; linuxU ${bpfu0:-?} / ${leftu:-?} / ${endu:-?} $(cat /tmp/c3.out)"
-	[ "$left0" = "$bpf0" ] || c3="$c3; dom0's list: $(bpftool prog show 2>/dev/null | awk '/^[0-9]+:/ { printf "%s %s %s, ", $1, $2, $4 }')"
+	[ "$left0" = "$bpf0" ] || c3="$c3; dom0's list: $(prog_stats | awk '{ printf "%s %s, ", $1, $2 }')"
 	note "C3 $c3"
 	c3ok=0
 	[ "$left0" = "$bpf0" ] && [ "$end0" = "$bpf0" ] && [ "$leftu" = "$bpfu0" ] && [ "$endu" = "$bpfu0" ] && c3ok=1
