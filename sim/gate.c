@@ -8,14 +8,12 @@ static struct delayline *gate_lines[ST_COUNT];
 int sim_gate_init(const struct sim_knobs *k, bool dom0, uint32_t domid)
 {
 	for (int i = 0; i < ST_COUNT; i++) {
-		char name[16];
 		int rc;
 
 		/* FreeTxDescriptors is delayed by the NIC itself (skge.c). */
 		if (!k->delay_ns[i] || sim_stages[i].dom0 != dom0 || i == ST_FREETXDESCRIPTORS)
 			continue;
-		snprintf(name, sizeof(name), "gate%d", i);
-		rc = delayline_new(&gate_lines[i], name, k->delay_ns[i], k->jitter_pct,
+		rc = delayline_new(&gate_lines[i], sim_stages[i].name, k->delay_ns[i], k->jitter_pct,
 				   k->seed * 1000003u + domid * 101u + (unsigned)i);
 		if (rc < 0)
 			return rc;

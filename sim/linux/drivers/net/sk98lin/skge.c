@@ -126,7 +126,8 @@ int skge_probe(const struct sim_knobs *k, struct net_device **out)
 	spin_lock_init(&pAC->TxPort.TxDesRingLock);
 	pthread_cond_init(&pAC->TxPort.TxdRoom, NULL);
 	pAC->TxExtraDelay = k->delay_ns[ST_FREETXDESCRIPTORS];
-	rc = delayline_new(&pAC->hw, "skge-tx", 0, k->jitter_pct, k->seed ^ 0x736b6765u);
+	/* The wire time is the hop into FreeTxDescriptors (its --delay adds to it). */
+	rc = delayline_new(&pAC->hw, "FreeTxDescriptors", 0, k->jitter_pct, k->seed ^ 0x736b6765u);
 	if (rc < 0)
 		return rc;
 	*out = &pAC->dev;
