@@ -143,10 +143,13 @@ struct peer {
 	uint32_t ntrap;
 	char trap_why[256];
 	uint64_t records, bad;
-	/* The last STATS. */
+	/* The last STATS.  Its ring_dropped counts every record the agent
+	 * lost: to a full ring and, before it, in the targets' lanes. */
 	struct xflow_ctl_advice_stats *adv;
 	uint32_t nadv;
 	uint64_t ring_dropped;
+	/* Of those, the ones lost before the ring (see peer_drops). */
+	uint64_t lost_before_ring;
 	bool stats_pending;
 	uint64_t stats_sent_ns;
 	char source[200];
@@ -516,6 +519,15 @@ static void handle_stats(struct peer *p, const struct xflow_ctl_stats *s)
 	if (p->adv && s->nadvice)
 		memcpy(p->adv, s->advice, s->nadvice * sizeof(*p->adv));
 	p->ring_dropped = s->ring_dropped;
+	if (!p->xen && p->shm.base) {
+		/* The ring's own counter was at most this when the agent
+		 * answered (it only grows), so the rest was lost before it.
+		 * Kept at its highest: a ring drop between the answer and this
+		 * read hides some of the lanes' losses until the next STATS. */
+		uint64_t ring = xflow_ring_dropped(&p->cons);
+		if (s->ring_dropped > ring && s->ring_dropped - ring > p->lost_before_ring)
+			p->lost_before_ring = s->ring_dropped - ring;
+	}
 	uint32_t alive = 0;
 	for (uint32_t i = 0; i < s->ntargets; i++)
 		alive += s->targets[i].state == XFLOW_CTL_TARGET_RUNNING;
@@ -1421,6 +1433,19 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 	return total;
 }
 
+/*
+ * Records a peer's agent lost, wherever: over Xen, what its last STATS
+ * said; on this host, the ring's counter read now (fresher than any STATS)
+ * and what the last STATS said was lost before the ring, in the targets'
+ * lanes (full, a thread without one, a hit inside a hit).
+ */
+static uint64_t peer_drops(const struct peer *p)
+{
+	if (p->xen)
+		return p->ring_dropped;
+	return p->shm.base ? xflow_ring_dropped(&p->cons) + p->lost_before_ring : 0;
+}
+
 static void agent_stats(struct xflow_collector *xc, struct xflow_collector_stats *out)
 {
 	struct acoll *c = (struct acoll *)xc;
@@ -1428,7 +1453,7 @@ static void agent_stats(struct xflow_collector *xc, struct xflow_collector_stats
 	for (unsigned i = 0; i < c->npeers; i++) {
 		struct peer *p = c->peers[i];
 		out->records += p->records;
-		out->drops += p->xen ? p->ring_dropped : p->shm.base ? xflow_ring_dropped(&p->cons) : 0;
+		out->drops += peer_drops(p);
 		out->bad += p->bad + p->cons.bad_records + p->rs.bad;
 	}
 	out->ndomains = c->npeers;
@@ -1466,8 +1491,7 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 	struct peer *p = c->peers[i];
 	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = p->source,
 					   .targets = p->ntargets, .records = p->records,
-					   .drops = p->xen ? p->ring_dropped
-						   : p->shm.base ? xflow_ring_dropped(&p->cons) : 0,
+					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,
 					   .clock_bound_ns = peer_clock_bound(p) };
 	return 0;

@@ -301,13 +301,24 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 	/* One agent per domain. */
 	for (unsigned i = 0; i < h->ndoms; i++) {
 		struct dom *d = &h->doms[i];
-		char id[16], pid[16], sock[160], slots[16];
+		char id[16], pid[16], sock[160], slots[16], lslots[16];
 		snprintf(id, sizeof(id), "%u", d->id);
 		snprintf(pid, sizeof(pid), "%d", (int)d->pid);
 		snprintf(sock, sizeof(sock), "%s/agent-%u.sock", h->sockdir, d->id);
 		snprintf(slots, sizeof(slots), "%u", (unsigned)o->ring_slots);
-		char *av[] = { agent, (char *)"--domain", d->name, (char *)"--domain-id", id, (char *)"--pid", pid,
-			       (char *)"--socket", sock, o->ring_slots ? (char *)"--ring-slots" : NULL, slots, NULL };
+		snprintf(lslots, sizeof(lslots), "%u", (unsigned)o->lane_slots);
+		char *av[12] = { agent, (char *)"--domain", d->name, (char *)"--domain-id", id, (char *)"--pid", pid,
+				 (char *)"--socket", sock };
+		unsigned ac = 9;
+		if (o->ring_slots) {
+			av[ac++] = (char *)"--ring-slots";
+			av[ac++] = slots;
+		}
+		if (o->lane_slots) {
+			av[ac++] = (char *)"--lane-slots";
+			av[ac++] = lslots;
+		}
+		av[ac] = NULL;
 		snprintf(path, sizeof(path), "%s/agent-%u.log", h->dir, d->id);
 		d->agent = spawn(av, path, o->verbose);
 		if (d->agent < 0) {

@@ -41,6 +41,7 @@ struct xflow_demo_opts {
 	const char *flows;         /* NULL: netflow.xml found beside the binary */
 	const char *bindir;        /* where xensim and xflow-agent are; NULL: found */
 	uint32_t ring_slots;       /* agents' --ring-slots; 0: default */
+	uint32_t lane_slots;       /* agents' --lane-slots; 0: default */
 	int verbose;               /* children's messages on stderr, not in logs */
 	int hold;                  /* 1: traffic waits for xflow_demo_host_go() */
 };
