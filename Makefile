@@ -147,8 +147,8 @@ install: all
 	install -m 644 flows/kernel/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel/
 
 # Optional: real Xen in QEMU, images cached (scripts/xenlab/xen-check.sh).
-xen-check: all
-	$(Q)MAKE="$(MAKE)" scripts/xenlab/xen-check.sh
+xen-check: all $(TIMER_LATENESS)
+	$(Q)MAKE="$(MAKE)" BUILD=$(BUILD) scripts/xenlab/xen-check.sh
 
 clean:
 	rm -rf build build-san build-fuzz build-bench

@@ -44,6 +44,17 @@ $(TESTDIR)/replay_$(1): $(OBJDIR)/tests/fuzz/fuzz_$(1).o $(REPLAY_MAIN) $$(LINK_
 endef
 $(foreach f,$(FUZZERS),$(eval $(call replay_prog,$(f))))
 
+# The Xen lab's measure of its timers' lateness (scripts/xenlab, phase C):
+# libc only, so that it runs in dom0 as it is.
+TIMER_LATENESS := $(TESTDIR)/xen/timer-lateness
+ALL_OBJS += $(OBJDIR)/tests/xen/timer_lateness.o
+TEST_PROGS += $(TIMER_LATENESS)
+TEST_SCRIPTS += tests/xen/timer_lateness.sh
+$(TIMER_LATENESS): $(OBJDIR)/tests/xen/timer_lateness.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $^
+
 # Benchmarks.
 BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
 BENCH_LDLIBS := $(call pc_libs,glib-2.0)

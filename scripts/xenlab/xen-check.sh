@@ -110,6 +110,8 @@ elfs=$(find "$x/install" -type f -perm -u+x)
 	die "the project needs libraries the image lacks: add their runtime packages to scripts/xenlab/packages"
 "$XL_DIR/domu-initrd.sh" "$img" "$x/install" "$x/domu.cpio.gz" || die "cannot assemble the domU's initramfs"
 cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/batch.awk" "$x/"
+# Phase C's measure of dom0's timer lateness (tests/xen/timer_lateness.c).
+cp "${BUILD:-build}/tests/xen/timer-lateness" "$x/" || die "no timer-lateness: make builds it for xen-check"
 echo "${XENLAB_PHASES:-ABC}" >"$x/phases"
 T_INSTALL=$(elapsed "$t")
 say "install: this build into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB, $T_INSTALL s"
