@@ -8,6 +8,7 @@
 #                        for FUZZ_TIME seconds (default 60; 600 for a release)
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make xen-check       boot Xen 4.17 in QEMU, test on it (optional; README)
+#   make deb             Debian packages (debian/) in build/deb
 #
 # Knobs: WERROR=1 (default; 0 to keep going on warnings), SAN=address,undefined
 # (sanitized build in its own tree), CC=clang, V=1 (show commands).
@@ -117,7 +118,7 @@ $(LIBDIR)/%.a:
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-.PHONY: all check bench fuzz run install clean help man-lint xen-check
+.PHONY: all check bench fuzz run install clean help man-lint xen-check deb
 all: $(BINS)
 
 check: all $(TEST_SUITES) $(TEST_PROGS)
@@ -145,6 +146,11 @@ install: all
 	install -m 644 flows/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/
 	install -d $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel
 	install -m 644 flows/kernel/*.xml $(DESTDIR)$(PREFIX)/share/xflowtop/flows/kernel/
+
+# Debian packages, built by dpkg-buildpackage in a copy of the tree
+# (scripts/deb.sh): the .deb files land in build/deb.
+deb:
+	$(Q)scripts/deb.sh
 
 # Optional: real Xen in QEMU, images cached (scripts/xenlab/xen-check.sh).
 xen-check: all $(TIMER_LATENESS)

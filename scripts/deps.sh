@@ -4,6 +4,8 @@
 #   scripts/deps.sh ensure   install what is missing when run as root,
 #                            otherwise print the exact apt-get line and fail
 #   scripts/deps.sh list     print the package list
+#   scripts/deps.sh ensure deb, list deb
+#                            the same for the packaging tools (make deb)
 #
 # It checks first and does nothing (quietly, in a few milliseconds) when
 # everything is installed, so the Makefile can call it on every run.
@@ -27,6 +29,13 @@ libglib2.0-dev uthash-dev
 tmux groff-base procps gdb
 libmicrohttpd-dev prometheus curl
 libbpf-dev bpftool iproute2 iputils-ping ethtool"
+
+# `make deb` and its test (tests/deb/lintian.sh) only: debhelper and
+# dpkg-dev build the Debian packages, lintian checks them.  Not installed
+# by every build: lintian alone brings some 60 Perl packages.
+if [ "${2:-}" = deb ]; then
+	PKGS="debhelper dpkg-dev lintian"
+fi
 
 missing() {
 	for p in $PKGS; do
@@ -64,7 +73,7 @@ ensure)
 	fi
 	;;
 *)
-	echo "usage: scripts/deps.sh [ensure|list]" >&2
+	echo "usage: scripts/deps.sh [ensure|list] [deb]" >&2
 	exit 2
 	;;
 esac

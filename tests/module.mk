@@ -11,6 +11,9 @@
 # BENCH_SCRIPTS             benchmarks of whole programs (the simulated host, a
 #                           real server), run by `make bench` after the programs.
 # tests/**/*.sh listed in TEST_SCRIPTS: end-to-end and TUI tests.
+# tests/deb/lintian.sh      the Debian packages (make deb) and lintian on them.
+
+TEST_SCRIPTS += tests/deb/lintian.sh
 
 ALL_LDLIBS := -Wl,--as-needed $(call pc_libs,$(PKGS)) -ldwarf -lpthread -lm
 CRITERION_LIBS := $(call pc_libs,criterion)
