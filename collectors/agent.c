@@ -1,5 +1,5 @@
 /*
- * The agent collector: records from xflow-agents (guestrt/agent.h) through
+ * The agent collector: records from xflow-agents (guestrt/agent/agent.h) through
  * their rings, driven with the control protocol (xflow/control.h).
  *
  * Options (comma-separated key=value, keys repeatable where said):

@@ -510,7 +510,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
  * tracepoint type, unique in that kernel, which keeps the plan's sort and
  * duplicate rules.  Inputs are arguments: the x86-64 argument registers
  * stand for arguments 0..5 and rax at a return for the return value, as
- * kernel/klower.h reads them.  access(S.m) cannot be resolved to
+ * guestrt/hook/kernel/klower.h reads them.  access(S.m) cannot be resolved to
  * instructions without the kernel's DWARF: inside within_function(f) it is
  * approximated by f's entry, with a warning that says so.
  */

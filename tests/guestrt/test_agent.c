@@ -17,7 +17,7 @@
 
 #include "collectors/agent.h"
 #include "gt.h"
-#include "guestrt/agent.h"
+#include "guestrt/agent/agent.h"
 #include "weaver/joinpoint.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"

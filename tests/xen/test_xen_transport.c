@@ -26,7 +26,7 @@
 #include <xenstore.h>
 
 #include "collectors/agent.h"
-#include "guestrt/agent_xen.h"
+#include "guestrt/agent/agent_xen.h"
 #include "tests/guestrt/gt.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
