@@ -3,8 +3,8 @@
  * in a scratch slot with its rip-relative displacement moved (as uprobes and
  * Kerninst do), emulated where that is exact and no slower (relative
  * branches, which cannot run elsewhere; nops and register moves), or refused
- * with a message (traps, syscalls, loops).  The only file that includes
- * capstone.
+ * with a message (traps, syscalls, loops).  The runtime's only file that
+ * includes capstone (the weaver's is weaver/insn_decode.c).
  */
 #include <capstone/capstone.h>
 #include <errno.h>

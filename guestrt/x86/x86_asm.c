@@ -8,30 +8,139 @@
 
 #include "guestrt/x86/x86_asm.h"
 
+/* ---- the code buffer -------------------------------------------------------- */
+
+void xc_init(struct xcode *c, uint8_t *buf, size_t max, uint64_t at)
+{
+	*c = (struct xcode){ .p = buf, .max = max, .at = at };
+}
+
+static void xc_fail(struct xcode *c, int err)
+{
+	if (!c->err)
+		c->err = err;
+}
+
+void xc_bytes(struct xcode *c, const void *b, size_t n)
+{
+	if (c->err)
+		return;
+	if (c->n + n > c->max) {
+		xc_fail(c, -ENOSPC);
+		return;
+	}
+	memcpy(c->p + c->n, b, n);
+	c->n += n;
+}
+
+uint64_t xc_here(const struct xcode *c)
+{
+	return c->at + c->n;
+}
+
+/* The displacement of a rel32 ending at end to to, or -ERANGE. */
+static int rel32_of(uint64_t end, uint64_t to, int32_t *out)
+{
+	int64_t d = (int64_t)(to - end);
+	if (d < INT32_MIN || d > INT32_MAX)
+		return -ERANGE;
+	*out = (int32_t)d;
+	return 0;
+}
+
+void xc_rel32(struct xcode *c, uint64_t to)
+{
+	int32_t r;
+	if (rel32_of(xc_here(c) + 4, to, &r) < 0) {
+		xc_fail(c, -ERANGE);
+		return;
+	}
+	xc_bytes(c, &r, 4);
+}
+
+void xc_jmp(struct xcode *c, uint64_t to)
+{
+	static const uint8_t op = 0xe9;
+	xc_bytes(c, &op, 1);
+	xc_rel32(c, to);
+}
+
+void xc_call(struct xcode *c, uint64_t to)
+{
+	static const uint8_t op = 0xe8;
+	xc_bytes(c, &op, 1);
+	xc_rel32(c, to);
+}
+
+void xc_jcc(struct xcode *c, enum xcc cc, uint64_t to)
+{
+	uint8_t op[2] = { 0x0f, (uint8_t)(0x80 | cc) };
+	xc_bytes(c, op, 2);
+	xc_rel32(c, to);
+}
+
+size_t xc_jcc_fwd(struct xcode *c, enum xcc cc)
+{
+	uint8_t op[2] = { 0x0f, (uint8_t)(0x80 | cc) };
+	static const int32_t zero;
+	xc_bytes(c, op, 2);
+	size_t fix = c->n;
+	xc_bytes(c, &zero, 4);
+	return fix;
+}
+
+size_t xc_jmp_fwd(struct xcode *c)
+{
+	static const uint8_t op = 0xe9;
+	static const int32_t zero;
+	xc_bytes(c, &op, 1);
+	size_t fix = c->n;
+	xc_bytes(c, &zero, 4);
+	return fix;
+}
+
+void xc_land(struct xcode *c, size_t fix)
+{
+	if (c->err)
+		return;
+	int32_t d = (int32_t)(c->n - (fix + 4));
+	memcpy(c->p + fix, &d, 4);
+}
+
+void xc_jmp_far(struct xcode *c, uint64_t to)
+{
+	static const uint8_t op[] = { 0xff, 0x25, 0, 0, 0, 0 }; /* jmp [rip+0] */
+	xc_bytes(c, op, sizeof(op));
+	xc_bytes(c, &to, 8);
+}
+
+int x86_jmp_rel32(uint8_t out[5], uint64_t at, uint64_t to)
+{
+	int32_t r;
+	int rc = rel32_of(at + 5, to, &r);
+	if (rc < 0)
+		return rc;
+	out[0] = 0xe9;
+	memcpy(out + 1, &r, 4);
+	return 0;
+}
+
+/* ---- the assembler ----------------------------------------------------------- */
+
 void xa_init(struct xasm *a, uint8_t *buf, size_t max, uint64_t at)
 {
 	memset(a, 0, sizeof(*a));
-	a->p = buf;
-	a->max = max;
-	a->at = at;
+	xc_init(&a->c, buf, max, at);
 }
 
 static void fail(struct xasm *a, int err)
 {
-	if (!a->err)
-		a->err = err;
+	xc_fail(&a->c, err);
 }
 
 void xa_bytes(struct xasm *a, const void *b, size_t n)
 {
-	if (a->err)
-		return;
-	if (a->n + n > a->max) {
-		fail(a, -ENOSPC);
-		return;
-	}
-	memcpy(a->p + a->n, b, n);
-	a->n += n;
+	xc_bytes(&a->c, b, n);
 }
 
 static void byte(struct xasm *a, uint8_t b)
@@ -84,7 +193,7 @@ uint32_t xa_label(struct xasm *a)
 void xa_bind(struct xasm *a, uint32_t l)
 {
 	if (l < a->nlabels)
-		a->label[l] = (int64_t)a->n;
+		a->label[l] = (int64_t)a->c.n;
 }
 
 static void rel_to(struct xasm *a, uint32_t l)
@@ -93,7 +202,7 @@ static void rel_to(struct xasm *a, uint32_t l)
 		fail(a, -ENOSPC);
 		return;
 	}
-	a->fix[a->nfix].at = (uint32_t)a->n;
+	a->fix[a->nfix].at = (uint32_t)a->c.n;
 	a->fix[a->nfix++].label = l;
 	u32(a, 0);
 }
@@ -113,11 +222,7 @@ void xa_jcc(struct xasm *a, enum xcc cc, uint32_t l)
 
 void xa_jmp_abs(struct xasm *a, uint64_t to)
 {
-	byte(a, 0xe9);
-	int64_t d = (int64_t)(to - (a->at + a->n + 4));
-	if (d < INT32_MIN || d > INT32_MAX)
-		fail(a, -ERANGE);
-	u32(a, (uint32_t)(int32_t)d);
+	xc_jmp(&a->c, to);
 }
 
 void xa_call_abs(struct xasm *a, uint64_t to)
@@ -129,16 +234,16 @@ void xa_call_abs(struct xasm *a, uint64_t to)
 
 int xa_finish(struct xasm *a)
 {
-	for (uint32_t i = 0; i < a->nfix && !a->err; i++) {
+	for (uint32_t i = 0; i < a->nfix && !a->c.err; i++) {
 		int64_t to = a->label[a->fix[i].label];
 		if (to < 0) {
 			fail(a, -EINVAL); /* a label never bound */
 			break;
 		}
 		int32_t d = (int32_t)(to - (int64_t)(a->fix[i].at + 4));
-		memcpy(a->p + a->fix[i].at, &d, 4);
+		memcpy(a->c.p + a->fix[i].at, &d, 4);
 	}
-	return a->err ? a->err : (int)a->n;
+	return a->c.err ? a->c.err : (int)a->c.n;
 }
 
 /* ---- moves ----------------------------------------------------------------- */

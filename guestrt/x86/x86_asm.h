@@ -1,8 +1,13 @@
 /*
- * A small x86-64 encoder: the instructions the advice compiler
- * (inproc_jit.c) and the trampolines need, with labels and rel32 fixups.
+ * The x86-64 encoder every writer of machine code uses, in two layers:
+ *   struct xcode  a buffer of code for a known address, with the branches
+ *                 to absolute addresses (rel32 jmp, call and jcc, and the
+ *                 64-bit indirect jump): what the trampolines, the jump
+ *                 patches and the ptrace backend's scratch slots write;
+ *   struct xasm   an xcode with labels and rel32 fixups and the general
+ *                 instructions the advice compiler (inproc_jit.c) needs.
  * Memory operands are [base + disp] only.  Errors stick: after one, every
- * call does nothing and xa_finish() returns it.
+ * call does nothing and xc_error()/xa_finish() return it.
  */
 #ifndef XFLOW_GUESTRT_X86_ASM_H
 #define XFLOW_GUESTRT_X86_ASM_H
@@ -24,14 +29,40 @@ enum xcc {
 	XC_S, XC_NS, XC_P, XC_NP, XC_L, XC_GE, XC_LE, XC_G,
 };
 
+/* Bytes p[0..n) of at most max, to run at address at. */
+struct xcode {
+	uint8_t *p;
+	size_t n, max;
+	uint64_t at; /* address of p[0] where the code will run */
+	int err;     /* the first error: -ENOSPC, -ERANGE, -EINVAL */
+};
+
+void xc_init(struct xcode *c, uint8_t *buf, size_t max, uint64_t at);
+void xc_bytes(struct xcode *c, const void *b, size_t n);
+/* Where the next byte will run. */
+uint64_t xc_here(const struct xcode *c);
+/* A rel32 operand ending the instruction: to - (here + 4); -ERANGE when
+ * out of reach. */
+void xc_rel32(struct xcode *c, uint64_t to);
+/* jmp rel32 (e9), call rel32 (e8), jcc rel32 (0f 8X) to an address. */
+void xc_jmp(struct xcode *c, uint64_t to);
+void xc_call(struct xcode *c, uint64_t to);
+void xc_jcc(struct xcode *c, enum xcc cc, uint64_t to);
+/* jcc or jmp rel32 forward to a place not yet written: the offset of the
+ * rel32, which xc_land() later points at the next byte written. */
+size_t xc_jcc_fwd(struct xcode *c, enum xcc cc);
+size_t xc_jmp_fwd(struct xcode *c);
+void xc_land(struct xcode *c, size_t fix);
+/* jmp [rip+0] with the 8-byte address after it: reaches anywhere. */
+void xc_jmp_far(struct xcode *c, uint64_t to);
+/* The 5 bytes of a jmp rel32 at address at to address to: 0 or -ERANGE. */
+int x86_jmp_rel32(uint8_t out[5], uint64_t at, uint64_t to);
+
 #define XA_MAX_LABELS 16384
 #define XA_MAX_FIXUPS 16384
 
 struct xasm {
-	uint8_t *p;
-	size_t n, max;
-	uint64_t at;          /* address of p[0] where the code will run */
-	int err;
+	struct xcode c;
 	uint32_t nlabels;
 	int64_t label[XA_MAX_LABELS];     /* offset, -1 unbound */
 	uint32_t nfix;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "guestrt/hook/inproc/inproc_priv.h"
+#include "guestrt/x86/x86_asm.h"
 
 #define JMP_LEN 5
 /* Tries, 1 ms apart, for the threads to leave the bytes a jump would cover. */
@@ -220,13 +221,7 @@ static int patch_bytes(struct ip_patch *p, uint8_t *b)
 	memcpy(b + ours, p->orig + ours, p->len - ours);
 	if (p->kind == IP_TRAP)
 		return 0;
-	int64_t d = (int64_t)(p->entry - (p->addr + JMP_LEN));
-	if (d < INT32_MIN || d > INT32_MAX)
-		return -ERANGE;
-	int32_t r = (int32_t)d;
-	b[0] = 0xe9;
-	memcpy(b + 1, &r, 4);
-	return 0;
+	return x86_jmp_rel32(b, p->addr, p->entry);
 }
 
 static int patch_write(struct ip_target *t, struct ip_patch *p)

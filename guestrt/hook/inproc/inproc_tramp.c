@@ -21,91 +21,45 @@
 #include <string.h>
 
 #include "guestrt/hook/inproc/inproc_priv.h"
-
-struct out {
-	uint8_t *p;
-	size_t n, max;
-	uint64_t at; /* target address of p[0] */
-	int err;
-};
-
-static void put(struct out *o, const void *b, size_t n)
-{
-	if (o->err)
-		return;
-	if (o->n + n > o->max) {
-		o->err = -ENOSPC;
-		return;
-	}
-	memcpy(o->p + o->n, b, n);
-	o->n += n;
-}
-
-static uint64_t here(const struct out *o)
-{
-	return o->at + o->n;
-}
-
-/* A rel32 from the end of an instruction ending at @end to @to. */
-static void put_rel32(struct out *o, uint64_t end, uint64_t to)
-{
-	int64_t d = (int64_t)(to - end);
-	if (d < INT32_MIN || d > INT32_MAX) {
-		o->err = o->err ? o->err : -ERANGE;
-		return;
-	}
-	int32_t r = (int32_t)d;
-	put(o, &r, 4);
-}
-
-static void put_jmp(struct out *o, uint64_t to)
-{
-	static const uint8_t op = 0xe9;
-	put(o, &op, 1);
-	put_rel32(o, here(o) + 4, to);
-}
+#include "guestrt/x86/x86_asm.h"
 
 /* The call into the runtime: compiled code directly (it saves what it
  * uses), else the zone stub with the hook's descriptor. */
-static void put_hook_call(struct out *o, uint64_t desc, uint64_t stub, bool jit)
+static void put_hook_call(struct xcode *o, uint64_t desc, uint64_t stub, bool jit)
 {
 	static const uint8_t skip[] = { 0x48, 0x8d, 0x64, 0x24, 0x80 };                  /* lea -0x80(%rsp), %rsp */
 	static const uint8_t back[] = { 0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0 }; /* lea 0x80(%rsp), %rsp */
 	if (desc && jit) {
-		static const uint8_t call = 0xe8;
-		put(o, skip, sizeof(skip));
-		put(o, &call, 1);
-		put_rel32(o, here(o) + 4, desc);
-		put(o, back, sizeof(back));
+		xc_bytes(o, skip, sizeof(skip));
+		xc_call(o, desc);
+		xc_bytes(o, back, sizeof(back));
 		return;
 	}
 	static const uint8_t pre[] = { 0x48, 0x8d, 0x64, 0x24, 0x80, /* lea -0x80(%rsp), %rsp */
 				       0x50,                         /* push %rax */
 				       0x48, 0xb8 };                 /* movabs $desc, %rax */
-	static const uint8_t call = 0xe8;
 	static const uint8_t post[] = { 0x58,                                     /* pop %rax */
 					0x48, 0x8d, 0xa4, 0x24, 0x80, 0, 0, 0 }; /* lea 0x80(%rsp), %rsp */
 	if (!desc)
 		return;
-	put(o, pre, sizeof(pre));
-	put(o, &desc, 8);
-	put(o, &call, 1);
-	put_rel32(o, here(o) + 4, stub);
-	put(o, post, sizeof(post));
+	xc_bytes(o, pre, sizeof(pre));
+	xc_bytes(o, &desc, 8);
+	xc_call(o, stub);
+	xc_bytes(o, post, sizeof(post));
 }
 
 /* Push @ret without touching the flags. */
-static void put_push_ret(struct out *o, uint64_t ret)
+static void put_push_ret(struct xcode *o, uint64_t ret)
 {
 	static const uint8_t lea[] = { 0x48, 0x8d, 0x64, 0x24, 0xf8 }; /* lea -8(%rsp), %rsp */
 	static const uint8_t lo[] = { 0xc7, 0x04, 0x24 };              /* movl $imm, (%rsp) */
 	static const uint8_t hi[] = { 0xc7, 0x44, 0x24, 0x04 };        /* movl $imm, 4(%rsp) */
 	uint32_t l = (uint32_t)ret, h = (uint32_t)(ret >> 32);
-	put(o, lea, sizeof(lea));
-	put(o, lo, sizeof(lo));
-	put(o, &l, 4);
-	put(o, hi, sizeof(hi));
-	put(o, &h, 4);
+	xc_bytes(o, lea, sizeof(lea));
+	xc_bytes(o, lo, sizeof(lo));
+	xc_bytes(o, &l, 4);
+	xc_bytes(o, hi, sizeof(hi));
+	xc_bytes(o, &h, 4);
 }
 
 /* The hardware number of struct xflow_hook_regs' register @idx. */
@@ -116,7 +70,7 @@ static int hw_reg(unsigned idx)
 }
 
 /* One covered instruction and the hooks around it. */
-static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before, uint64_t after, uint64_t stub,
+static void put_insn(struct xcode *o, const struct xflow_insn *in, uint64_t before, uint64_t after, uint64_t stub,
 		     bool jb, bool ja)
 {
 	uint64_t next = in->addr + in->len;
@@ -126,46 +80,32 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 	switch (in->kind) {
 	case XFLOW_INSN_EMU_NOP:
 	case XFLOW_INSN_EMU_MOVRR:
-		put(o, in->bytes, in->len);
+		xc_bytes(o, in->bytes, in->len);
 		put_hook_call(o, after, stub, ja);
 		return;
 	case XFLOW_INSN_EMU_JMP:
 		put_hook_call(o, after, stub, ja);
-		put_jmp(o, in->target);
+		xc_jmp(o, in->target);
 		return;
 	case XFLOW_INSN_EMU_JCC: {
-		uint8_t op[2] = { 0x0f, (uint8_t)(0x80 | in->cc) };
 		if (!after) {
-			put(o, op, 2);
-			put_rel32(o, here(o) + 4, in->target);
+			xc_jcc(o, (enum xcc)in->cc, in->target);
 			return;
 		}
 		/* jcc taken; <after>; jmp over; taken: <after>; jmp target */
-		put(o, op, 2);
-		size_t fix = o->n;
-		int32_t zero = 0;
-		put(o, &zero, 4);
+		size_t taken = xc_jcc_fwd(o, (enum xcc)in->cc);
 		put_hook_call(o, after, stub, ja);
-		static const uint8_t jmp = 0xe9;
-		put(o, &jmp, 1);
-		size_t over = o->n;
-		put(o, &zero, 4);
-		if (o->err)
-			return;
-		int32_t d = (int32_t)(o->n - (fix + 4));
-		memcpy(o->p + fix, &d, 4);
+		size_t over = xc_jmp_fwd(o);
+		xc_land(o, taken);
 		put_hook_call(o, after, stub, ja);
-		put_jmp(o, in->target);
-		if (o->err)
-			return;
-		d = (int32_t)(o->n - (over + 4));
-		memcpy(o->p + over, &d, 4);
+		xc_jmp(o, in->target);
+		xc_land(o, over);
 		return;
 	}
 	case XFLOW_INSN_EMU_CALL:
 		put_push_ret(o, next);
 		put_hook_call(o, after, stub, ja);
-		put_jmp(o, in->target);
+		xc_jmp(o, in->target);
 		return;
 	case XFLOW_INSN_EMU_CALLR: {
 		int r = hw_reg(in->src);
@@ -176,7 +116,7 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 		put_push_ret(o, next);
 		put_hook_call(o, after, stub, ja);
 		uint8_t j[3] = { 0x41, 0xff, (uint8_t)(0xe0 | (r & 7)) };
-		put(o, r >= 8 ? j : j + 1, r >= 8 ? 3 : 2);
+		xc_bytes(o, r >= 8 ? j : j + 1, r >= 8 ? 3 : 2);
 		return;
 	}
 	case XFLOW_INSN_OOL:
@@ -191,21 +131,21 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 		}
 		put_push_ret(o, next);
 		put_hook_call(o, after, stub, ja);
-		if (xflow_insn_relocate(in, here(o), b) < 0) {
+		if (xflow_insn_relocate(in, xc_here(o), b) < 0) {
 			o->err = -ERANGE;
 			return;
 		}
 		b[in->modrm_off] = (uint8_t)((b[in->modrm_off] & ~0x38) | (4 << 3));
-		put(o, b, in->len);
+		xc_bytes(o, b, in->len);
 		return;
 	}
 	if (in->uncond)
 		put_hook_call(o, after, stub, ja);
-	if (xflow_insn_relocate(in, here(o), b) < 0) {
+	if (xflow_insn_relocate(in, xc_here(o), b) < 0) {
 		o->err = -ERANGE;
 		return;
 	}
-	put(o, b, in->len);
+	xc_bytes(o, b, in->len);
 	if (!in->uncond)
 		put_hook_call(o, after, stub, ja);
 }
@@ -213,7 +153,8 @@ static void put_insn(struct out *o, const struct xflow_insn *in, uint64_t before
 int ip_tramp_build(const struct ip_patch *p, const struct ip_hooks *h, uint64_t at, uint64_t stub, uint8_t *buf,
 		   size_t max, uint64_t *entry)
 {
-	struct out o = { .p = buf, .max = max, .at = at };
+	struct xcode o;
+	xc_init(&o, buf, max, at);
 	*entry = at;
 	for (int i = 0; i < p->ninsns; i++)
 		put_insn(&o, &p->insn[i], h->before[i], h->after[i], stub, h->jit_before[i], h->jit_after[i]);
@@ -221,7 +162,7 @@ int ip_tramp_build(const struct ip_patch *p, const struct ip_hooks *h, uint64_t 
 	bool falls = !last->uncond && last->kind != XFLOW_INSN_EMU_JMP && last->kind != XFLOW_INSN_EMU_CALL &&
 		     last->kind != XFLOW_INSN_EMU_CALLR && !last->call_mem;
 	if (falls)
-		put_jmp(&o, p->addr + p->len);
+		xc_jmp(&o, p->addr + p->len);
 	return o.err ? o.err : (int)o.n;
 }
 

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "guestrt/hook/ptrace/ooline.h"
+#include "guestrt/x86/x86_asm.h"
 
 #define REACH (1ull << 30) /* where to look for a page near a rip-relative site */
 
@@ -190,15 +191,12 @@ int xflow_ooline_slot(struct pt_target *t, struct pt_bp *bp, const struct xflow_
 	if (rc < 0)
 		return xflow_hook_fail(&t->e->pub, rc, "0x%llx: the operand of '%s' is out of reach of its slot",
 				       (unsigned long long)bp->addr, bp->insn.text);
-	uint8_t *p = code + bp->insn.len;
-	*p++ = 0x90;                                /* nop, or int3 for AFTER sites */
-	*p++ = 0xff;                                /* jmp [rip+0] */
-	*p++ = 0x25;
-	memset(p, 0, 4);
-	p += 4;
-	memcpy(p, &next, 8);
-	p += 8;
-	memset(p, 0xcc, (size_t)(code + sizeof(code) - p));
+	struct xcode c;
+	static const uint8_t nop = 0x90; /* nop, or int3 for AFTER sites */
+	xc_init(&c, code + bp->insn.len, sizeof(code) - bp->insn.len, slot + bp->insn.len);
+	xc_bytes(&c, &nop, 1);
+	xc_jmp_far(&c, next);
+	memset(c.p + c.n, 0xcc, c.max - c.n);
 	rc = xflow_tmem_poke(&t->mem, slot, code, sizeof(code));
 	if (rc < 0)
 		return xflow_hook_fail(&t->e->pub, rc, "pid %d: cannot write its scratch page: %s", (int)t->pub.pid,
