@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "collectors/builtin.h"
 #include "collectors/session.h"
 #include "collectors/xentrace_collector.h"

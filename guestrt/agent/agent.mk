@@ -1,4 +1,4 @@
-# xflow-agent: the runtime of one domain (guestrt/agent/agent.c), its end-to-end
+# xflow-agent: the runtime of one domain (guestrt/agent/), its end-to-end
 # tests on the simulated host, and their C driver.
 ALL_OBJS += $(OBJDIR)/guestrt/agent/xflow_agent_main.o
 BINS += $(BINDIR)/xflow-agent

@@ -63,7 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "collectors/demo_host.h"
 #include "tests/e2e/collector_pump.h"
 #include "tests/tui/jsonlite.h"

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "gt.h"
 #include "guestrt/agent/agent.h"
 #include "weaver/joinpoint.h"

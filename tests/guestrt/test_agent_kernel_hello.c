@@ -1,5 +1,5 @@
 /*
- * What xflow-agent --backend kernel says in its HELLO (guestrt/agent/agent.c):
+ * What xflow-agent --backend kernel says in its HELLO (guestrt/agent/agent_monitor.c):
  * its kernel's release and modules with BTF, and a TSC anchor with its
  * CLOCK_MONOTONIC, none when XFLOW_CLOCK=monotonic says there is no TSC.
  * Skips where the kernel backend cannot start (not root, no BTF, no BPF).

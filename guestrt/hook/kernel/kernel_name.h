@@ -2,7 +2,7 @@
  * guestrt/hook/kernel/kernel_name.h — the kernel an agent runs on, as its HELLO names
  * it (xflow/control.h): the release (uname -r) and the modules the kernel
  * has BTF for.  The monitor plans a kernel agent's domain with exactly
- * those modules and refuses another release's offsets (collectors/agent.c).
+ * those modules and refuses another release's offsets (collectors/acoll_plan.c).
  */
 #ifndef GUESTRT_KERNEL_NAME_H
 #define GUESTRT_KERNEL_NAME_H

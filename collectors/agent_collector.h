@@ -1,9 +1,9 @@
 /*
- * collectors/agent.h — the agent collector (collectors/agent.c): records
+ * collectors/agent_collector.h — the agent collector (collectors/acoll*.c): records
  * from xflow-agents through their rings, driven by the control protocol.
  */
-#ifndef XFLOW_COLLECTORS_AGENT_H
-#define XFLOW_COLLECTORS_AGENT_H
+#ifndef XFLOW_COLLECTORS_AGENT_COLLECTOR_H
+#define XFLOW_COLLECTORS_AGENT_COLLECTOR_H
 
 #include "xflow/collector.h"
 
