@@ -121,7 +121,7 @@ else
 KERNEL_BPF ?= 0
 endif
 KBPF_DIR := $(BUILD)/kernel-bpf
-# The weaver reads kernel BTF with libbpf (weaver/kbtf.c) whether or not
+# The weaver reads kernel BTF with libbpf (weaver/jp/kbtf.c) whether or not
 # the BPF objects are built: scripts/deps.sh installs libbpf-dev.
 PKGS += libbpf
 # No sanitizer, no host flags: this is code for the kernel's verifier.

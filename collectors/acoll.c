@@ -38,9 +38,7 @@
 #include "collectors/builtin.h"
 #include "collectors/guest_clock.h"
 #include "collectors/xen_discover.h"
-#include "weaver/joinpoint.h"
-#include "weaver/kbtf.h"
-#include "weaver/unit.h"
+#include "weaver/weave.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 #include "xflow/flowlang.h"
@@ -389,19 +387,7 @@ static int agent_aspect_set(struct xflow_collector *xc, uint32_t i, int enabled)
 static unsigned agent_carried_bits(struct xflow_collector *xc, uint16_t kind)
 {
 	struct acoll *c = (struct acoll *)xc;
-	unsigned bits = 0;
-	for (const struct fl_xflow *f = c->unit ? c->unit->flows : NULL; f; f = f->next) {
-		if (f->index != (int)kind)
-			continue;
-		for (const struct fl_xpoint *pt = f->points; pt; pt = pt->next)
-			for (size_t k = 0; k < pt->nops; k++) {
-				const struct fl_xop *op = pt->ops[k];
-				if ((op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XIN_COPY) && op->has_field && op->size &&
-				    (!bits || op->size < bits))
-					bits = op->size;
-			}
-	}
-	return bits;
+	return xflow_weave_carried_bits(c->unit, (int)kind);
 }
 
 static const char *agent_last_error(struct xflow_collector *xc)

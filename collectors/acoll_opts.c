@@ -19,9 +19,7 @@
 #include "collectors/builtin.h"
 #include "collectors/guest_clock.h"
 #include "collectors/xen_discover.h"
-#include "weaver/joinpoint.h"
-#include "weaver/kbtf.h"
-#include "weaver/unit.h"
+#include "weaver/weave.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 #include "xflow/flowlang.h"
@@ -166,13 +164,9 @@ int acoll_parse_options(struct acoll *c, const char *options)
 
 int acoll_compile_flows(struct acoll *c)
 {
-	int rc = xflow_unit_new(&c->unit, NULL);
-	if (rc)
+	int rc = xflow_weave_compile((const char *const *)c->flows, c->nflows, 0, &c->unit);
+	if (rc && !c->unit)
 		return rc;
-	for (unsigned i = 0; i < c->nflows && !rc; i++)
-		rc = xflow_unit_add_file(c->unit, c->flows[i]);
-	if (!rc)
-		rc = xflow_unit_compile(c->unit);
 	if (rc) {
 		char why[768];
 		if (xflow_unit_first_error(c->unit, why, sizeof(why)) != 0)

@@ -20,6 +20,7 @@
 #include "xflow/clock.h"
 #include "xflow/file.h"
 #include "xflow/flowlang.h"
+#include "weaver/weave.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
@@ -425,15 +426,15 @@ static int check_flow_files(const struct xft_config *cfg, char *err, size_t errl
 	}
 	if (!cfg->nflow_files)
 		return 0;
+	const char *paths[XFT_MAX_LIST];
+	for (unsigned i = 0; i < cfg->nflow_files; i++)
+		paths[i] = cfg->flow_files[i];
 	struct xflow_unit *u;
-	int rc = xflow_unit_new(&u, NULL);
-	if (rc) {
+	int rc = xflow_weave_compile(paths, cfg->nflow_files, XFLOW_WEAVE_EVERY_FILE, &u);
+	if (!u) {
 		snprintf(err, errlen, "flow files: %s", strerror(-rc));
 		return rc;
 	}
-	for (unsigned i = 0; i < cfg->nflow_files; i++)
-		xflow_unit_add_file(u, cfg->flow_files[i]);
-	rc = xflow_unit_compile(u);
 	if (rc) {
 		char *diag = NULL;
 		size_t len = 0;

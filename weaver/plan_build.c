@@ -20,7 +20,7 @@
  * accesses it would select whose base register could not be typed; with
  * strict, a pointcut that matches nothing and a site left out are errors.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,8 +29,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "weaver/kbtf.h"
-#include "weaver/unit.h"
+#include "weaver/jp/kbtf.h"
+#include "weaver/lang/unit.h"
 #include "xflow/plan.h"
 
 struct dom_img {
@@ -809,7 +809,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 	struct pb b = { .u = u, .opts = opts, .arena = arena,
 			.diag = opts && opts->diag ? opts->diag : opts && opts->on_diag ? NULL : stderr };
 	struct xflow_plan *p = fl_arena_alloc(arena, sizeof(*p));
-	p->mem = arena;
+	p->mem = &arena->core;
 	char why[512];
 	if (xflow_plan_limits_check(ndoms, 0, 0, 0, why, sizeof(why)) != 0) {
 		diag_at(&b, NULL, "error", -1, "%s: give fewer --domain options", why);

@@ -13,9 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/arena.h"
+
+/* The core's arena (common/arena.h), with exhaustion made fatal. */
 struct fl_arena {
-	struct fl_chunk *head;
-	size_t used;            /* bytes taken in head */
+	struct xflow_arena core;
 };
 
 void fl_arena_init(struct fl_arena *a);

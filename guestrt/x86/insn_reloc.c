@@ -4,7 +4,7 @@
  * Kerninst do), emulated where that is exact and no slower (relative
  * branches, which cannot run elsewhere; nops and register moves), or refused
  * with a message (traps, syscalls, loops).  The runtime's only file that
- * includes capstone (the weaver's is weaver/insn_decode.c).
+ * includes capstone (the weaver's is weaver/jp/insn_decode.c).
  */
 #include <capstone/capstone.h>
 #include <errno.h>

@@ -18,7 +18,7 @@
 #include "collectors/agent_collector.h"
 #include "gt.h"
 #include "guestrt/agent/agent.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 #include "xflow/clock.h"

@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <xenstore.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "guestrt/agent/agent_xen.h"
 #include "tests/guestrt/gt.h"
 #include "xflow/clock.h"

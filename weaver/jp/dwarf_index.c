@@ -19,7 +19,7 @@
  * aborts), DIE nesting is bounded, and references that point nowhere are
  * dropped rather than followed.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 #include <errno.h>
 #include <gelf.h>

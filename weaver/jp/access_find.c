@@ -30,7 +30,7 @@
  * register untyped and the instruction is not a site: no guessing, so no
  * false sites; what is missed is reported as recall by the tests.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * elem_rules[]; unknown elements, unknown or missing attributes all get a
  * message naming what would be accepted there.
  */
-#include "weaver/advice.h"
+#include "weaver/lang/advice.h"
 
 #include <errno.h>
 #include <limits.h>

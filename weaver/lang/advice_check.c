@@ -9,7 +9,7 @@
  * through a pointer), pointers are addresses, p->m values take their C type
  * from DWARF at plan time and so convert to either.
  */
-#include "weaver/advice.h"
+#include "weaver/lang/advice.h"
 
 #include <stdio.h>
 #include <string.h>

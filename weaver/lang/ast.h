@@ -1,5 +1,5 @@
 /*
- * weaver/ast.h — the front end's syntax trees: pointcuts, advice code, and
+ * weaver/lang/ast.h — the front end's syntax trees: pointcuts, advice code, and
  * xflow definitions.  All nodes live in the unit's arena and carry the
  * location of the token or element they came from.
  */
@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "weaver/diag.h"
-#include "weaver/xml.h"
+#include "weaver/lang/diag.h"
+#include "weaver/lang/xml.h"
 
 /* ---- pointcuts ---------------------------------------------------------- */
 

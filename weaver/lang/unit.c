@@ -1,7 +1,7 @@
 /*
  * A compilation unit and the pass driver (see unit.h for the passes).
  */
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 #include "xflow/plan.h"
 
 #include <errno.h>

@@ -13,7 +13,7 @@
  * Works on the decoded text of a <pointcut> element; every error points
  * into the file with a caret.
  */
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 
 #include <ctype.h>
 #include <stdarg.h>

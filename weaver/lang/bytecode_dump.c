@@ -1,7 +1,7 @@
 /*
  * Readable listings of compiled advice, for `xflowc dump --bytecode`.
  */
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 
 #include <inttypes.h>
 #include <string.h>

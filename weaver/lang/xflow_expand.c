@@ -19,7 +19,7 @@
  * elements it came from.  xflow-derived advice is woven before general
  * advice (the paper's rule), in definition order.
  */
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /*
- * Instruction decoding with capstone 4 (Debian 12: 4.0.2).  The only file
- * that includes capstone: what the rest of the weaver needs of an
+ * Instruction decoding with capstone 4 (Debian 12: 4.0.2).  The weaver's
+ * only file that includes capstone (the runtime's is guestrt/x86/insn_reloc.c):
+ * what the rest of the weaver needs of an
  * instruction is in struct jp_insn, in DWARF register numbers.
  *
  * A function's code is decoded linearly over its address ranges.  Linear
@@ -8,7 +9,7 @@
  * (no data in .text on x86-64 with gcc or clang); if bytes do not decode,
  * the rest of that range is dropped and the code is marked truncated.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 #include <capstone/capstone.h>
 #include <errno.h>

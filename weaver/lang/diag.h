@@ -1,5 +1,5 @@
 /*
- * weaver/diag.h — source locations and gcc-style diagnostics.
+ * weaver/lang/diag.h — source locations and gcc-style diagnostics.
  *
  * Every AST node carries a struct fl_loc: the source it came from and a byte
  * offset into that source's raw text.  Line and column are computed only when

@@ -1,5 +1,5 @@
 /*
- * weaver/unit.h — one compilation: the files given together, their
+ * weaver/lang/unit.h — one compilation: the files given together, their
  * includes, and the tables the passes fill.  Passes, in order:
  *
  *   flow_build.c     XML tree → flows and advice (elements, attributes)
@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "weaver/ast.h"
-#include "weaver/diag.h"
+#include "weaver/lang/ast.h"
+#include "weaver/lang/diag.h"
 #include "weaver/util.h"
 #include "xflow/bytecode.h"
 #include "xflow/flowlang.h"

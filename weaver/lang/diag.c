@@ -6,7 +6,7 @@
  *      |                  ^
  *   file:line:col: note: hint
  */
-#include "weaver/diag.h"
+#include "weaver/lang/diag.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /*
- * Kernel join points from BTF (weaver/kbtf.h).
+ * Kernel join points from BTF (weaver/jp/kbtf.h).
  */
-#include "weaver/kbtf.h"
+#include "weaver/jp/kbtf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -190,7 +190,7 @@ static void scan_loaded(struct jp_kbtf *k)
 	closedir(d);
 }
 
-/* One ITEM of kernel:[BTF][+ITEM]... (weaver/kbtf.h). */
+/* One ITEM of kernel:[BTF][+ITEM]... (weaver/jp/kbtf.h). */
 static int open_item(struct jp_kbtf *k, const char *it, struct jp_err *err)
 {
 	struct stat st;

@@ -1,13 +1,14 @@
 /*
- * weaver/joinpoint.h — join points from a binary's own ELF symbols, DWARF
+ * weaver/jp/joinpoint.h — join points from a binary's own ELF symbols, DWARF
  * and machine code (DESIGN.md §2; KLASY's source-based binary-level weaving
  * without a modified compiler).
  *
  * One struct jp_image per binary: the ELF file (elf_image.c), its debug
  * info index (dwarf_index.c, the only file that includes libdwarf), and its
  * functions decoded on demand (insn_decode.c, the only file that includes
- * capstone).  Queries (access_find.c, jp_query.c) turn pointcut primitives
- * into sites; jp_pointcut.c evaluates a whole pointcut of the front end.
+ * capstone).  Queries (access_find.c) turn pointcut primitives into
+ * sites; weaver/plan_build.c tests each against a whole pointcut of the
+ * front end.
  *
  * Addresses are link-time virtual addresses as the ELF file says; for PIE
  * executables and shared objects (ET_DYN) they are relative to the load
@@ -31,6 +32,7 @@
 #include <stdio.h>
 
 #include "weaver/util.h"
+#include "weaver/weave.h"
 
 #define JP_REG_NONE 0xff
 #define JP_REG_RIP 16
@@ -422,57 +424,7 @@ unsigned jp_edit_distance(const char *a, const char *b, unsigned cap);
 
 void jp_site_print(const struct jp_site *s, FILE *out);
 
-/* ---- plans (plan_build.c) ------------------------------------------------- */
-
-struct xflow_unit;
-struct xflow_plan;
-
-/* A domain: its name as pointcuts write it (within_function(f@NAME)) and
- * the binaries of the software it runs. */
-struct jp_domain_spec {
-	const char *name;
-	const char *const *binaries;
-	size_t nbinaries;
-};
-
-/* One diagnostic of the resolve pass, as jp_plan_opts.on_diag gets it:
- * @sev "error" or "warning"; @advice the index of the advice it is about
- * (xflow_unit_advice), or -1; @where "file:line:col" (or "xflowc"); @msg
- * the message.  Valid during the call only. */
-struct jp_plan_diag {
-	const char *sev;
-	long advice;
-	const char *where;
-	const char *msg;
-};
-
-struct jp_plan_opts {
-	const char *debug_root;  /* NULL: /usr/lib/debug */
-	bool strict;             /* a pointcut matching nothing, or a site whose
-	                          * inputs cannot be fetched, is an error */
-	FILE *diag;              /* where diagnostics go, gcc-style; NULL:
-	                          * stderr, or nowhere with on_diag */
-	/* Called for each diagnostic too, when not NULL (a monitor shows
-	 * warnings by the aspect they concern). */
-	void (*on_diag)(void *ctx, const struct jp_plan_diag *d);
-	void *diag_ctx;
-	unsigned errors, warnings;   /* out: how many were printed */
-};
-
-/*
- * The resolve pass: each advice of the compiled unit @u (xflow_unit_compile
- * returned 0) against each domain's binaries → a weave plan.  *out is set
- * even when errors were reported (so a caller can still dump what was
- * resolved); free it with xflow_plan_free, before @u, whose programs and
- * names it shares.  Returns 0, -EINVAL if any error was reported, or
- * -ENOMEM.
- *
- * xflowc plan is then: xflow_unit_new, _add_file for each FILE,
- * _compile, _print_diags; jp_plan_build; xflow_plan_dump to stdout;
- * xflow_plan_write_file for -o; xflow_plan_free; xflow_unit_free.
- */
-int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_t ndoms,
-		  struct jp_plan_opts *opts, struct xflow_plan **out);
+/* ---- plans (plan_build.c): weaver/weave.h ---------------------------------- */
 
 /*
  * `xflowc plan` (plan_cmd.c): @argv is xflowc's own (argv[1] == "plan";

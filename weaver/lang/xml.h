@@ -1,5 +1,5 @@
 /*
- * weaver/xml.h — a flow file as a plain element tree with exact locations.
+ * weaver/lang/xml.h — a flow file as a plain element tree with exact locations.
  *
  * xml_load.c is the only file that includes libxml2; it checks
  * well-formedness and hands back this tree, in which every element and
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "weaver/diag.h"
+#include "weaver/lang/diag.h"
 
 /* Elements nested deeper than this are refused (no unbounded recursion in
  * any later pass). */

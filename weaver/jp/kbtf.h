@@ -1,5 +1,5 @@
 /*
- * weaver/kbtf.h — join points of a kernel domain from the kernel's BTF
+ * weaver/jp/kbtf.h — join points of a kernel domain from the kernel's BTF
  * (the only file of the weaver that includes libbpf): which functions and
  * tracepoints exist, and what their arguments are called and typed, so that
  * call(f), return(f), tracepoint(c:n), target(v) and local_var(name, v)
@@ -31,16 +31,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
-#define JP_KBTF_PREFIX "kernel:"
-#define JP_KBTF_DEFAULT "/sys/kernel/btf/vmlinux"
 #define JP_KBTF_MAX_ARGS 6   /* what fentry/fexit pass in registers */
 
 struct jp_kbtf;
 
-/* Is @binary a kernel ("kernel:" or "kernel:PATH")? */
-bool jp_kbtf_is_kernel(const char *binary);
 /* Open the BTF @binary names. */
 int jp_kbtf_open(struct jp_kbtf **out, const char *binary, struct jp_err *err);
 void jp_kbtf_free(struct jp_kbtf *k);

@@ -3,7 +3,7 @@
  * separate debug file found by build id or .gnu_debuglink), the index, and
  * decoded functions cached per function.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 #include <errno.h>
 #include <libgen.h>

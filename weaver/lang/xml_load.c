@@ -14,7 +14,7 @@
  * limited to FL_XML_MAX_DEPTH, and the document is taken as UTF-8 whatever
  * its declaration says, so byte offsets match the raw buffer.
  */
-#include "weaver/xml.h"
+#include "weaver/lang/xml.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /*
  * Lexer of the advice language: C tokens, C and C++ comments, $pc$.
  */
-#include "weaver/advice.h"
+#include "weaver/lang/advice.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -15,7 +15,7 @@
  * a body is reported with a caret; the rest of that body is skipped (what
  * follows a syntax error is mostly noise), and the other bodies go on.
  */
-#include "weaver/advice.h"
+#include "weaver/lang/advice.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

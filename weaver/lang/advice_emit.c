@@ -6,7 +6,7 @@
  * Inputs and locals keep the slots the checker gave them; fields and flows
  * are the unit's table indices.
  */
-#include "weaver/advice.h"
+#include "weaver/lang/advice.h"
 
 #include <errno.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * fuzz target can feed a buffer.  libelf trusts header offsets; every
  * section that the rest of the weaver reads is bounds-checked here first.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 #include <errno.h>
 #include <gelf.h>

@@ -1,5 +1,5 @@
 /*
- * weaver/advice.h — tokens of the advice language (a C subset), shared by
+ * weaver/lang/advice.h — tokens of the advice language (a C subset), shared by
  * advice_lex.c and advice_parse.c.
  */
 #ifndef WEAVER_ADVICE_H
@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 
 enum fl_tok_kind {
 	/* Single-character punctuators are their own character code. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weaver/util.h"
+#include "common/arena.h"
 #include "xflow/file.h"
 #include "xflow/flowlang.h"
 #include "xflow/record.h"
@@ -201,8 +201,8 @@ struct rd {
 	size_t len, off;
 	const char *strtab;
 	size_t strsize;
-	struct fl_arena *arena;
-	bool err;
+	struct xflow_arena *arena;
+	bool err, enomem;
 	char *why;
 	size_t whylen;
 };
@@ -264,7 +264,12 @@ static void *arr(struct rd *r, uint64_t n, size_t min, size_t elem)
 		r->err = true;
 		return NULL;
 	}
-	return n ? fl_arena_alloc(r->arena, (size_t)n * elem) : NULL;
+	void *m = n ? xflow_arena_alloc(r->arena, (size_t)n * elem) : NULL;
+	if (n && !m) {
+		bad(r->why, r->whylen, "plan: out of memory");
+		r->err = r->enomem = true;
+	}
+	return m;
 }
 
 static void fetch(struct rd *r, struct xflow_plan_fetch *f)
@@ -283,8 +288,8 @@ void xflow_plan_free(struct xflow_plan *p)
 {
 	if (!p || !p->mem)
 		return;
-	struct fl_arena *a = p->mem;
-	fl_arena_fini(a);
+	struct xflow_arena *a = p->mem;
+	xflow_arena_fini(a);
 	free(a);
 }
 
@@ -322,19 +327,25 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 		return bad(why, whylen, "plan: bad string table (offset %u, %u bytes)", stroff, strsize);
 	if (xflow_plan_limits_check(ndomains, nadvice, nfields, nflows, why, whylen) != 0)
 		return -EINVAL;
-	struct fl_arena *m = malloc(sizeof(*m));
+	struct xflow_arena *m = malloc(sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	fl_arena_init(m);
+	xflow_arena_init(m);
 	r.arena = m;
 	r.len = stroff;          /* records end where the strings start */
 	/* The plan owns its memory: its strings are a copy, not pointers into
 	 * @buf, which the caller frees (a control message, a file's bytes). */
-	char *strtab = fl_arena_alloc(m, strsize);
+	char *strtab = xflow_arena_alloc(m, strsize);
+	struct xflow_plan *p = strtab ? xflow_arena_alloc(m, sizeof(*p)) : NULL;
+	if (!p) {
+		xflow_arena_fini(m);
+		free(m);
+		bad(why, whylen, "plan: out of memory");
+		return -ENOMEM;
+	}
 	memcpy(strtab, b + stroff, strsize);
 	r.strtab = strtab;
 	r.strsize = strsize;
-	struct xflow_plan *p = fl_arena_alloc(m, sizeof(*p));
 	p->mem = m;
 	p->nflows = nflows;
 	p->flows = arr(&r, nflows, 4, sizeof(*p->flows));
@@ -459,7 +470,7 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 		bad(why, whylen, "plan: %zu stray bytes before the string table", r.len - r.off);
 		r.err = true;
 	}
-	int rc = r.err ? -EINVAL : xflow_plan_check(p, why, whylen);
+	int rc = r.enomem ? -ENOMEM : r.err ? -EINVAL : xflow_plan_check(p, why, whylen);
 	if (rc) {
 		xflow_plan_free(p);
 		return rc;
