@@ -87,13 +87,20 @@ MAN_PAGES :=
 
 # Library of one folder: $(call folder_lib,common) -> build/lib/libxflow-common.a
 folder_lib = $(LIBDIR)/libxflow-$(1).a
+# The folders a folder may use (F_USES in its module.mk, checked by
+# tests/layout_check.sh), and theirs in turn.
+uses_closure = $(sort $(1) $(foreach u,$($(1)_USES),$(call uses_closure,$(u))))
+# What a program of folder F links: the libraries of F and of the folders
+# it may use, users first, and nothing else.
+libs_of = $(filter $(foreach u,$(call uses_closure,$(1)),$(call folder_lib,$(u))),$(FOLDER_LIBS))
 objs_of = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
 # Folders in data-path order.  A folder's module.mk comes first; any other
 # *.mk in the folder or in its sub-folders (its parts) adds rules to it.
 FOLDERS := common weaver guestrt collectors export tui sim
-# Every program links every folder library, users first.  The list is
-# complete before any module.mk is read, because a rule's prerequisites are
+# Every folder library, users first.  The tests link all of them; each
+# program links those of its folder (libs_of).  The list is complete
+# before any module.mk is read, because a rule's prerequisites are
 # expanded when the rule is read: built up folder by folder, a binary of an
 # early folder would link libraries it did not wait for (a -j race).
 FOLDER_LIBS := $(foreach f,tui export collectors guestrt weaver common,\

@@ -9,6 +9,9 @@
 #   interp/         the advice interpreter every backend shares;
 #   agent/          xflow-agent and its transports (agent.mk).
 # The rt/ image and the kernel engine are built by their own .mk files.
+# The agent reads plans and writes sessions with the core's code; it
+# carries nothing of the weaver or the monitor.
+guestrt_USES := common
 guestrt_SRCS := $(filter-out %_main.c guestrt/hook/kernel/hook_kernel%,\
 	$(wildcard guestrt/*/*.c guestrt/hook/*/*.c))
 ALL_OBJS += $(call objs_of,$(guestrt_SRCS))

@@ -12,6 +12,9 @@
 #                           real server), run by `make bench` after the programs.
 # tests/**/*.sh listed in TEST_SCRIPTS: end-to-end and TUI tests.
 
+# The folder rule (practice 15): every include within its folder's USES.
+TEST_SCRIPTS += tests/layout_check.sh
+
 ALL_LDLIBS := -Wl,--as-needed $(call pc_libs,$(PKGS)) -ldwarf -lpthread -lm
 CRITERION_LIBS := $(call pc_libs,criterion)
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "collectors/demo_host.h"
-#include "collectors/session.h"
+#include "tui/demo_host.h"
+#include "xflow/session.h"
 #include "tui/app.h"
 #include "tui/metrics.h"
 #include "tui/report.h"

@@ -8,6 +8,8 @@
 #   plan_build.c joins the two into weave plans; weave.h is the one header
 #   other folders include: compile these flow files, and plan them.
 # Reading, writing and verifying plans is the core's (common/plan/).
+weaver_USES := common
+weaver_PUBLIC := weaver/weave.h
 weaver_SRCS := $(filter-out %_main.c,$(wildcard weaver/*.c weaver/lang/*.c weaver/jp/*.c))
 ALL_OBJS += $(call objs_of,$(weaver_SRCS)) $(OBJDIR)/weaver/xflowc_main.o
 $(call folder_lib,weaver): $(call objs_of,$(weaver_SRCS))
@@ -19,10 +21,10 @@ $(OBJDIR)/weaver/lang/xml_load.o: XCFLAGS += $(call pc_cflags,libxml-2.0)
 $(OBJDIR)/weaver/jp/kbtf.o: XCFLAGS += $(call pc_cflags,libbpf)
 
 BINS += $(BINDIR)/xflowc
-$(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(LINK_LIBS)
+$(BINDIR)/xflowc: $(OBJDIR)/weaver/xflowc_main.o $(call libs_of,weaver)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(call libs_of,weaver) $(ALL_LDLIBS)
 
 MAN_PAGES += man/man1/xflowc.1 man/man5/xflow.5
 TEST_SCRIPTS += tests/weaver/bad_flows.sh tests/weaver/big_unit.sh

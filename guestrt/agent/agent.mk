@@ -2,10 +2,10 @@
 # tests on the simulated host, and their C driver.
 ALL_OBJS += $(OBJDIR)/guestrt/agent/xflow_agent_main.o
 BINS += $(BINDIR)/xflow-agent
-$(BINDIR)/xflow-agent: $(OBJDIR)/guestrt/agent/xflow_agent_main.o $(LINK_LIBS)
+$(BINDIR)/xflow-agent: $(OBJDIR)/guestrt/agent/xflow_agent_main.o $(call libs_of,guestrt)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(call libs_of,guestrt) $(ALL_LDLIBS)
 
 MAN_PAGES += man/man8/xflow-agent.8
 

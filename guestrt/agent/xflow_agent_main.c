@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/session.h"
+#include "xflow/session.h"
 #include "guestrt/agent/agent.h"
 #include "guestrt/hook/hook.h"
 

@@ -1,6 +1,6 @@
 /*
  * End-to-end driver on the simulated Xen host: the demo host
- * (collectors/demo_host.h), one xflow-agent per domain, and the agent
+ * (tui/demo_host.h), one xflow-agent per domain, and the agent
  * collector opened here directly, as xflowtop opens it.
  *
  *   xflow-e2e flows [--rate N] [--duration S]
@@ -64,7 +64,7 @@
 #include <unistd.h>
 
 #include "collectors/agent_collector.h"
-#include "collectors/demo_host.h"
+#include "tui/demo_host.h"
 #include "tests/e2e/collector_pump.h"
 #include "tests/tui/jsonlite.h"
 #include "xflow/clock.h"

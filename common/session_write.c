@@ -1,5 +1,5 @@
 /*
- * Writing a session file (format in collectors/session.h).  stdio buffers
+ * Writing a session file (format in xflow/session.h).  stdio buffers
  * the writes: a record is one 104-byte fwrite into a buffer, so saving
  * costs the monitoring loop a copy, not a system call.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collectors/session.h"
+#include "xflow/session.h"
 #include "xflow/plan.h"
 
 #define SESSION_BUF (1u << 20)

@@ -1,5 +1,5 @@
 /*
- * collectors/demo_host.h — the live demo: the simulated Xen host (sim/,
+ * tui/demo_host.h — the live demo: the simulated Xen host (sim/,
  * xensim) with one xflow-agent per simulated domain, ready for the agent
  * collector.  `xflowtop --demo` and the end-to-end tests use it.
  *
@@ -20,8 +20,8 @@
  * still running, and removes the sockets and the scratch directory.  Shared
  * memory is memfds, which vanish with their last holder.
  */
-#ifndef XFLOW_COLLECTORS_DEMO_HOST_H
-#define XFLOW_COLLECTORS_DEMO_HOST_H
+#ifndef XFLOW_TUI_DEMO_HOST_H
+#define XFLOW_TUI_DEMO_HOST_H
 
 #include <stdint.h>
 #include <sys/types.h>

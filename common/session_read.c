@@ -1,5 +1,5 @@
 /*
- * Reading a session file (format in collectors/session.h).  The file is
+ * Reading a session file (format in xflow/session.h).  The file is
  * hostile input: every length is checked against its type before a byte
  * of payload is read, every record goes through xflow_record_decode(),
  * and every error names the offset of the chunk and the field.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/session.h"
+#include "xflow/session.h"
 
 struct xflow_session_reader {
 	FILE *f;

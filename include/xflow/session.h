@@ -1,5 +1,5 @@
 /*
- * collectors/session.h — a saved session: what xflowtop fed into its model,
+ * xflow/session.h — a saved session: what xflowtop fed into its model,
  * written by --save-session and played back by the replay collector.
  *
  * The file, version 2.  Every integer is little-endian.
@@ -43,8 +43,8 @@
  *   XFLOW_SESSION_END (4), 8 bytes: the number of records in the file.
  *   Last; nothing follows it.  A file without it was cut short.
  */
-#ifndef XFLOW_COLLECTORS_SESSION_H
-#define XFLOW_COLLECTORS_SESSION_H
+#ifndef XFLOW_SESSION_H
+#define XFLOW_SESSION_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * The live demo host (collectors/demo_host.h): xensim held at boot, one
+ * The live demo host (tui/demo_host.h): xensim held at boot, one
  * xflow-agent per domain process, torn down agents first.
  */
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collectors/demo_host.h"
+#include "tui/demo_host.h"
 
 #define MAX_DOMAINS 65
 
