@@ -12,17 +12,17 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "tui/demo_host.h"
-#include "xflow/session.h"
+#include "common/mem.h"
 #include "tui/app.h"
+#include "tui/demo_host.h"
 #include "tui/metrics.h"
 #include "tui/report.h"
+#include "weaver/weave.h"
 #include "xflow/clock.h"
 #include "xflow/file.h"
 #include "xflow/flowlang.h"
-#include "weaver/weave.h"
+#include "xflow/session.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* Records one read() call may deliver, and the most one refresh takes
  * from one collector before drawing (so a flood cannot freeze the screen). */
@@ -642,7 +642,7 @@ static void after(struct xft_app *app, unsigned rx)
 
 static void on_refresh(uv_timer_t *t)
 {
-	struct xft_app_loop *l = container_of(t, struct xft_app_loop, refresh);
+	struct xft_app_loop *l = xflow_container_of(t, struct xft_app_loop, refresh);
 	struct xft_app *app = l->app;
 	xft_app_refresh(app, xflow_monotonic_ns());
 	if (app->renderer->frame)
@@ -661,7 +661,7 @@ static void on_refresh(uv_timer_t *t)
 
 static void on_collect(uv_timer_t *t)
 {
-	struct xft_app_loop *l = container_of(t, struct xft_app_loop, collect);
+	struct xft_app_loop *l = xflow_container_of(t, struct xft_app_loop, collect);
 	struct xft_app *app = l->app;
 	uint64_t now = xflow_monotonic_ns();
 	for (unsigned s = 0; s < app->nsrc; s++)
@@ -692,7 +692,7 @@ static void on_signal(uv_signal_t *h, int signum)
 
 static void on_input(uv_poll_t *h, int status, int events)
 {
-	struct xft_app_loop *l = container_of(h, struct xft_app_loop, input);
+	struct xft_app_loop *l = xflow_container_of(h, struct xft_app_loop, input);
 	struct xft_app *app = l->app;
 	if (status < 0 || (events & UV_DISCONNECT)) {
 		after(app, XFT_RX_QUIT);

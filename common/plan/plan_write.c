@@ -1,7 +1,7 @@
 /*
- * Weave plan writer: the in-memory plan → the version 1 file format of
- * xflow/plan.h.  Strings are interned in order of first use, so the bytes
- * depend only on the plan's contents.
+ * Weave plan writer: the in-memory plan → the file format of xflow/plan.h
+ * (XFLOW_PLAN_VERSION).  Strings are interned in order of first use, so
+ * the bytes depend only on the plan's contents.
  */
 #include "xflow/plan.h"
 

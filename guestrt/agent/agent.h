@@ -25,10 +25,10 @@
  * never reach the program, as xflow/plan.h says.
  *
  * One thread does everything (ptrace ties the tracees to it).  Errors are 0
- * or a negative errno, with a sentence in xflow_agent_last_error().
+ * or a negative errno; xflow_agent_new() also says why in its @err.
  */
-#ifndef XFLOW_GUESTRT_AGENT_H
-#define XFLOW_GUESTRT_AGENT_H
+#ifndef XFLOW_GUESTRT_AGENT_AGENT_H
+#define XFLOW_GUESTRT_AGENT_AGENT_H
 
 #include <stdbool.h>
 #include <stdint.h>

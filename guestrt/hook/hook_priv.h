@@ -2,18 +2,17 @@
  * Interfaces between the hook core (guestrt/hook/) and its backends'
  * files (not for other folders).
  */
-#ifndef XFLOW_GUESTRT_HOOK_PRIV_H
-#define XFLOW_GUESTRT_HOOK_PRIV_H
+#ifndef XFLOW_GUESTRT_HOOK_HOOK_PRIV_H
+#define XFLOW_GUESTRT_HOOK_HOOK_PRIV_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/mem.h"
 #include "guestrt/hook/hook.h"
 #include "guestrt/x86/x86_insn.h"
-
-#define xflow_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Fill h->errbuf (printf-style) and return err, so that a failing path can
  * say `return hook_fail(h, -EINVAL, "...")`. */

@@ -83,17 +83,11 @@ void pt_tid_remove(struct pt_engine *e, struct pt_thread *th)
 
 int pt_grow(void **arr, int *cap, int need, size_t elem)
 {
-	if (need <= *cap)
-		return 0;
-	int ncap = *cap ? *cap * 2 : 8;
-	while (ncap < need)
-		ncap *= 2;
-	void *p = realloc(*arr, (size_t)ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
+	size_t c = (size_t)*cap;
+	int rc = xflow_grow(arr, &c, (size_t)need, elem);
+	if (rc == 0)
+		*cap = (int)c;
+	return rc;
 }
 
 struct pt_thread *pt_thread_add(struct pt_target *t, pid_t tid, enum pt_thr_state st)

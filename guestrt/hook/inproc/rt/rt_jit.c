@@ -140,7 +140,7 @@ void rt_jit_unlock(struct xflow_rt_lane *l)
 }
 
 /* A fault-safe access of len (1, 2, 4, 8) bytes, or of a scratch cell of
- * the hit (xflow/interp.h: a local_var() without an address); the value
+ * the hit (guestrt/interp/interp.h: a local_var() without an address); the value
  * read is zero-extended into *out. */
 int rt_jit_read(uint64_t addr, uint64_t *out, uint64_t len, uint64_t *scratch);
 int rt_jit_read(uint64_t addr, uint64_t *out, uint64_t len, uint64_t *scratch)
