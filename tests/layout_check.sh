@@ -8,7 +8,8 @@
 #                       folders may include (its other headers are F's own).
 # Every #include "G/..." in F's .c, .h and .S files, sub-folders included,
 # must name F itself, or a G in F_USES (and a header in G_PUBLIC when G has
-# one).  tests/ may include anything.  Each violation is printed with the
+# one).  tests/ may include anything.  Headers keep one include-guard
+# style (below).  Each violation is printed with the
 # file, the line, the include and the rule it breaks; the exit status is 1
 # when there is any.
 #
@@ -64,6 +65,21 @@ check() {
 		done <<EOT
 $out
 EOT
+	done
+	# One include-guard style: XFLOW_ and the header's path below the
+	# root (include/'s below include/), e.g. guestrt/hook/hook.h:
+	# XFLOW_GUESTRT_HOOK_HOOK_H, include/xflow/plan.h: XFLOW_PLAN_H.
+	hdrs=$(cd "$root" && { for f in $folders; do [ "$f" = sim ] || find "$f" -name '*.h'; done
+		[ -d include ] && find include -name '*.h'; } | sort)
+	for h in $hdrs; do
+		want=$(echo "${h#include/}" | sed 's/\.h$//; s/[^A-Za-z0-9]/_/g' | tr a-z A-Z)
+		case $want in XFLOW_*) ;; *) want=XFLOW_$want ;; esac
+		want=${want}_H
+		got=$(sed -n 's/^#ifndef[[:space:]]*\([A-Za-z0-9_]*\).*/\1/p' "$root/$h" | head -1)
+		if [ "$got" != "$want" ]; then
+			echo "$h: include guard ${got:-missing}, not $want (HACKING.md: one include-guard style)"
+			bad=1
+		fi
 	done
 	return $bad
 }

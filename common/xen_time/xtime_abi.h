@@ -3,8 +3,8 @@
  * answers, shared with its loader (common/xen_time/xen_time_bpf.c).  BPF C and host
  * C both include it, so it uses the kernel's __u* types only.
  */
-#ifndef XFLOW_KERNEL_XTIME_ABI_H
-#define XFLOW_KERNEL_XTIME_ABI_H
+#ifndef XFLOW_COMMON_XEN_TIME_XTIME_ABI_H
+#define XFLOW_COMMON_XEN_TIME_XTIME_ABI_H
 
 #ifndef __bpf__
 #include <linux/types.h>

@@ -4,8 +4,8 @@
  * (agent_targets.c), the plan (agent_plan.c) and the monitor
  * (agent_monitor.c).
  */
-#ifndef XFLOW_GUESTRT_AGENT_PRIV_H
-#define XFLOW_GUESTRT_AGENT_PRIV_H
+#ifndef XFLOW_GUESTRT_AGENT_AGENT_PRIV_H
+#define XFLOW_GUESTRT_AGENT_AGENT_PRIV_H
 
 #include <limits.h>
 #include <stdbool.h>

@@ -8,8 +8,8 @@
  * vchan has room for.  When the vchan is full records wait in the ring,
  * and when the ring is full the producer drops and counts them as usual.
  */
-#ifndef XFLOW_GUESTRT_AGENT_XEN_H
-#define XFLOW_GUESTRT_AGENT_XEN_H
+#ifndef XFLOW_GUESTRT_AGENT_AGENT_XEN_H
+#define XFLOW_GUESTRT_AGENT_AGENT_XEN_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -31,8 +31,8 @@
  * than an errno (an instruction that cannot be relocated, an address that is
  * not mapped), xflow_hook_last_error() has the full sentence.
  */
-#ifndef XFLOW_GUESTRT_HOOK_H
-#define XFLOW_GUESTRT_HOOK_H
+#ifndef XFLOW_GUESTRT_HOOK_HOOK_H
+#define XFLOW_GUESTRT_HOOK_HOOK_H
 
 #include <signal.h>
 #include <stdbool.h>

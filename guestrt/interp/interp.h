@@ -11,8 +11,8 @@
  *
  * Allocation: none.  Locking: none; one hit at a time per flow-id table.
  */
-#ifndef XFLOW_GUESTRT_INTERP_H
-#define XFLOW_GUESTRT_INTERP_H
+#ifndef XFLOW_GUESTRT_INTERP_INTERP_H
+#define XFLOW_GUESTRT_INTERP_INTERP_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -9,8 +9,8 @@
  * Memory operands are [base + disp] only.  Errors stick: after one, every
  * call does nothing and xc_error()/xa_finish() return it.
  */
-#ifndef XFLOW_GUESTRT_X86_ASM_H
-#define XFLOW_GUESTRT_X86_ASM_H
+#ifndef XFLOW_GUESTRT_X86_X86_ASM_H
+#define XFLOW_GUESTRT_X86_X86_ASM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * (insn_reloc.c), and a sweep of a function's code for where control can
  * go.  The encoder that writes machine code is x86_asm.h.
  */
-#ifndef XFLOW_GUESTRT_X86_INSN_H
-#define XFLOW_GUESTRT_X86_INSN_H
+#ifndef XFLOW_GUESTRT_X86_X86_INSN_H
+#define XFLOW_GUESTRT_X86_X86_INSN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -282,4 +282,4 @@ struct xflow_rt_proc {
 };
 
 #endif /* __ASSEMBLER__ */
-#endif /* XFLOW_INPROC_H */
+#endif

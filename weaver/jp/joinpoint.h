@@ -23,8 +23,8 @@
  * with one line that names the binary and what went wrong, with a "did you
  * mean" for a near name where one exists.
  */
-#ifndef WEAVER_JOINPOINT_H
-#define WEAVER_JOINPOINT_H
+#ifndef XFLOW_WEAVER_JP_JOINPOINT_H
+#define XFLOW_WEAVER_JP_JOINPOINT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -439,4 +439,4 @@ int xflowc_plan_main(int argc, char **argv);
 extern const char xflowc_plan_options[];
 void jp_recipe_print(const struct jp_recipe *r, FILE *out);
 
-#endif /* WEAVER_JOINPOINT_H */
+#endif

@@ -25,8 +25,8 @@
  * agent named in its HELLO.  Errors fill a struct jp_err with one line
  * naming the kernel and what is missing.
  */
-#ifndef WEAVER_KBTF_H
-#define WEAVER_KBTF_H
+#ifndef XFLOW_WEAVER_JP_KBTF_H
+#define XFLOW_WEAVER_JP_KBTF_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * weaver/lang/advice.h — tokens of the advice language (a C subset), shared by
  * advice_lex.c and advice_parse.c.
  */
-#ifndef WEAVER_ADVICE_H
-#define WEAVER_ADVICE_H
+#ifndef XFLOW_WEAVER_LANG_ADVICE_H
+#define XFLOW_WEAVER_LANG_ADVICE_H
 
 #include <stdint.h>
 
@@ -50,4 +50,4 @@ struct fl_tok fl_lex_next(struct fl_lexer *lx);
 const char *fl_tok_describe(struct fl_arena *a, const struct fl_code *code,
 			    const struct fl_tok *t);
 
-#endif /* WEAVER_ADVICE_H */
+#endif

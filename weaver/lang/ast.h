@@ -3,8 +3,8 @@
  * xflow definitions.  All nodes live in the unit's arena and carry the
  * location of the token or element they came from.
  */
-#ifndef WEAVER_AST_H
-#define WEAVER_AST_H
+#ifndef XFLOW_WEAVER_LANG_AST_H
+#define XFLOW_WEAVER_LANG_AST_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -240,4 +240,4 @@ struct fl_advice {
 	struct xflow_bc_prog *prog;    /* emitted */
 };
 
-#endif /* WEAVER_AST_H */
+#endif

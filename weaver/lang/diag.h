@@ -7,8 +7,8 @@
  * Columns are 1-based byte columns in the file as written (gcc's
  * -fdiagnostics-column-unit=byte), never within an element's decoded text.
  */
-#ifndef WEAVER_DIAG_H
-#define WEAVER_DIAG_H
+#ifndef XFLOW_WEAVER_LANG_DIAG_H
+#define XFLOW_WEAVER_LANG_DIAG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -97,4 +97,4 @@ int fl_diag_first_error(const struct fl_diag *d, char *buf, size_t len);
 /* Parse a -W option body ("all", "error", "no-unused-binding", ...). */
 int fl_diag_set_option(struct fl_diag *d, const char *opt);
 
-#endif /* WEAVER_DIAG_H */
+#endif

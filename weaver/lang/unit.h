@@ -9,8 +9,8 @@
  *   advice_check.c   names, bindings, types
  *   advice_emit.c    statements → bytecode, then bytecode_verify.c
  */
-#ifndef WEAVER_UNIT_H
-#define WEAVER_UNIT_H
+#ifndef XFLOW_WEAVER_LANG_UNIT_H
+#define XFLOW_WEAVER_LANG_UNIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,4 +92,4 @@ struct fl_loc fl_code_loc(const struct fl_code *c, size_t i, size_t len);
 void fl_pc_print(struct fl_buf *b, const struct fl_pc *pc);
 bool fl_ident_ok(const char *s);
 
-#endif /* WEAVER_UNIT_H */
+#endif

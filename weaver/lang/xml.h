@@ -7,8 +7,8 @@
  * decoded (&lt; → <) with a map from each decoded byte back to the raw byte
  * it came from, so later passes can point a caret into the file itself.
  */
-#ifndef WEAVER_XML_H
-#define WEAVER_XML_H
+#ifndef XFLOW_WEAVER_LANG_XML_H
+#define XFLOW_WEAVER_LANG_XML_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,4 +68,4 @@ const struct fl_xattr *fl_xnode_attr(const struct fl_xnode *n, const char *name)
 /* Location of byte @i of @n's decoded text. */
 struct fl_loc fl_xnode_text_loc(const struct fl_xnode *n, size_t i, size_t len);
 
-#endif /* WEAVER_XML_H */
+#endif

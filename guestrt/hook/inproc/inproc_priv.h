@@ -10,8 +10,8 @@
  * serve the few sites a jump cannot take), but a hit at a jump site never
  * stops anything.
  */
-#ifndef XFLOW_GUESTRT_INPROC_PRIV_H
-#define XFLOW_GUESTRT_INPROC_PRIV_H
+#ifndef XFLOW_GUESTRT_HOOK_INPROC_INPROC_PRIV_H
+#define XFLOW_GUESTRT_HOOK_INPROC_INPROC_PRIV_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -13,8 +13,8 @@
  * table; the table is read-only data fixed at load time, so the verifier
  * specialises each program to its own operations (see xflow-agent(8)).
  */
-#ifndef XFLOW_KERNEL_KABI_H
-#define XFLOW_KERNEL_KABI_H
+#ifndef XFLOW_GUESTRT_HOOK_KERNEL_KABI_H
+#define XFLOW_GUESTRT_HOOK_KERNEL_KABI_H
 
 #ifndef __bpf__
 #include <linux/types.h>

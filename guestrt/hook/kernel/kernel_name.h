@@ -4,8 +4,8 @@
  * has BTF for.  The monitor plans a kernel agent's domain with exactly
  * those modules and refuses another release's offsets (collectors/acoll_plan.c).
  */
-#ifndef GUESTRT_KERNEL_NAME_H
-#define GUESTRT_KERNEL_NAME_H
+#ifndef XFLOW_GUESTRT_HOOK_KERNEL_KERNEL_NAME_H
+#define XFLOW_GUESTRT_HOOK_KERNEL_KERNEL_NAME_H
 
 #include <stdint.h>
 

@@ -17,8 +17,8 @@
  * rdx, rcx, r8, r9 (DWARF 5, 4, 1, 2, 8, 9) are the function's arguments
  * 0..5, rax at a return site is the return value.
  */
-#ifndef XFLOW_KERNEL_KLOWER_H
-#define XFLOW_KERNEL_KLOWER_H
+#ifndef XFLOW_GUESTRT_HOOK_KERNEL_KLOWER_H
+#define XFLOW_GUESTRT_HOOK_KERNEL_KLOWER_H
 
 #include <stddef.h>
 #include <stdint.h>

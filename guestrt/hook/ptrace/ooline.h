@@ -2,8 +2,8 @@
  * Out-of-line execution for the ptrace backend: scratch pages mapped into
  * the target by an injected mmap, one slot per displaced instruction.
  */
-#ifndef XFLOW_GUESTRT_OOLINE_H
-#define XFLOW_GUESTRT_OOLINE_H
+#ifndef XFLOW_GUESTRT_HOOK_PTRACE_OOLINE_H
+#define XFLOW_GUESTRT_HOOK_PTRACE_OOLINE_H
 
 #include "guestrt/hook/ptrace/ptrace_priv.h"
 

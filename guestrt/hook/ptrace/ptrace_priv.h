@@ -1,8 +1,8 @@
 /*
  * State of the ptrace hook backend, shared by its files.
  */
-#ifndef XFLOW_GUESTRT_PTRACE_PRIV_H
-#define XFLOW_GUESTRT_PTRACE_PRIV_H
+#ifndef XFLOW_GUESTRT_HOOK_PTRACE_PTRACE_PRIV_H
+#define XFLOW_GUESTRT_HOOK_PTRACE_PTRACE_PRIV_H
 
 #include <stdbool.h>
 #include <stdint.h>

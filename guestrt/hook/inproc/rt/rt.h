@@ -8,8 +8,8 @@
  * holds no mutable state of its own but rt_globals (wiped in a forked
  * child) and the shared regions the agent gave it (xflow/inproc.h).
  */
-#ifndef XFLOW_GUESTRT_RT_H
-#define XFLOW_GUESTRT_RT_H
+#ifndef XFLOW_GUESTRT_HOOK_INPROC_RT_RT_H
+#define XFLOW_GUESTRT_HOOK_INPROC_RT_RT_H
 
 #include <stddef.h>
 #include <stdint.h>
