@@ -88,20 +88,61 @@ MAN_PAGES :=
 
 # Library of one folder: $(call folder_lib,common) -> build/lib/libxflow-common.a
 folder_lib = $(LIBDIR)/libxflow-$(1).a
+# The folders a folder may use (F_USES in its module.mk, checked by
+# tests/layout_check.sh), and theirs in turn.
+uses_closure = $(sort $(1) $(foreach u,$($(1)_USES),$(call uses_closure,$(u))))
+# What a program of folder F links: the libraries of F and of the folders
+# it may use, users first, and nothing else.
+libs_of = $(filter $(foreach u,$(call uses_closure,$(1)),$(call folder_lib,$(u))),$(FOLDER_LIBS))
 objs_of = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
 # Folders in data-path order.  A folder's module.mk comes first; any other
-# *.mk in the folder adds rules to it.
-FOLDERS := common weaver kernel guestrt collectors export tui sim
-# Every program links every folder library, users first.  The list is
-# complete before any module.mk is read, because a rule's prerequisites are
+# *.mk in the folder or in its sub-folders (its parts) adds rules to it.
+FOLDERS := common weaver guestrt collectors export tui sim
+# Every folder library, users first.  The tests link all of them; each
+# program links those of its folder (libs_of).  The list is complete
+# before any module.mk is read, because a rule's prerequisites are
 # expanded when the rule is read: built up folder by folder, a binary of an
 # early folder would link libraries it did not wait for (a -j race).
-FOLDER_LIBS := $(foreach f,tui export collectors guestrt kernel weaver common,\
+FOLDER_LIBS := $(foreach f,tui export collectors guestrt weaver common,\
 	$(if $(wildcard $(f)/module.mk),$(call folder_lib,$(f))))
 LINK_LIBS := $(FOLDER_LIBS)
+
+# BPF objects (the kernel hook engine's program, guestrt/hook/kernel/, and
+# the reader of Xen's time, common/xen_time/) are built with clang's BPF
+# target against vmlinux.h, which bpftool writes from the build machine's
+# BTF; bpftool then wraps each object in a skeleton header that embeds it in
+# its loader.  Without BTF, bpftool, clang or libbpf they are not built
+# (KERNEL_BPF=0): xflow-agent --backend kernel then says why, and the kernel
+# tests skip with the reason.
+KERNEL_BTF ?= /sys/kernel/btf/vmlinux
+BPFTOOL ?= $(firstword $(wildcard /usr/sbin/bpftool /sbin/bpftool /usr/bin/bpftool) bpftool)
+BPF_CLANG ?= clang
+KERNEL_BPF_WHY := $(strip \
+	$(if $(wildcard $(KERNEL_BTF)),,no kernel BTF at $(KERNEL_BTF)) \
+	$(if $(shell command -v $(BPFTOOL) 2>/dev/null),,no bpftool) \
+	$(if $(shell command -v $(BPF_CLANG) 2>/dev/null),,no clang) \
+	$(if $(shell pkg-config --exists libbpf 2>/dev/null && echo y),,no libbpf (libbpf-dev)))
+ifeq ($(KERNEL_BPF_WHY),)
+KERNEL_BPF ?= 1
+else
+KERNEL_BPF ?= 0
+endif
+KBPF_DIR := $(BUILD)/kernel-bpf
+# The weaver reads kernel BTF with libbpf (weaver/jp/kbtf.c) whether or not
+# the BPF objects are built: scripts/deps.sh installs libbpf-dev.
+PKGS += libbpf
+# No sanitizer, no host flags: this is code for the kernel's verifier.
+BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Werror -I$(KBPF_DIR) -I.
+
+$(KBPF_DIR)/vmlinux.h:
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  BTF     $@")
+	$(Q)$(BPFTOOL) btf dump file $(KERNEL_BTF) format c > $@.tmp && mv $@.tmp $@
+
 $(foreach f,$(FOLDERS),$(eval -include $(f)/module.mk))
-$(foreach f,$(FOLDERS),$(eval -include $(filter-out $(f)/module.mk,$(sort $(wildcard $(f)/*.mk)))))
+$(foreach f,$(FOLDERS),$(eval -include $(filter-out $(f)/module.mk,\
+	$(sort $(wildcard $(f)/*.mk $(f)/*/*.mk $(f)/*/*/*.mk)))))
 # The module files prepend their own library as well; link each once.
 LINK_LIBS := $(FOLDER_LIBS)
 include tests/module.mk

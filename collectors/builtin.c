@@ -3,9 +3,9 @@
  */
 #include <string.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "collectors/builtin.h"
-#include "collectors/session.h"
+#include "xflow/session.h"
 #include "collectors/xentrace_collector.h"
 
 const struct xflow_collector_ops *const xflow_collectors_builtin[] = {

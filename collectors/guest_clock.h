@@ -15,8 +15,8 @@
  * middle of the round trip (from our connecting to its HELLO's arrival),
  * off by at most half of it.
  */
-#ifndef COLLECTORS_GUEST_CLOCK_H
-#define COLLECTORS_GUEST_CLOCK_H
+#ifndef XFLOW_COLLECTORS_GUEST_CLOCK_H
+#define XFLOW_COLLECTORS_GUEST_CLOCK_H
 
 #include <stdbool.h>
 #include <stddef.h>

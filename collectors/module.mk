@@ -1,5 +1,7 @@
 # collectors/: record sources for the monitor, one library (agent rings,
 # xentrace files and pipes, ...); every collectors/*.c but the mains.
+# The agent collector compiles and plans flows (weaver/weave.h only).
+collectors_USES := common weaver
 collectors_SRCS := $(filter-out %_main.c,$(wildcard collectors/*.c))
 ALL_OBJS += $(call objs_of,$(collectors_SRCS))
 $(call folder_lib,collectors): $(call objs_of,$(collectors_SRCS))
@@ -9,8 +11,8 @@ LINK_LIBS := $(call folder_lib,collectors) $(LINK_LIBS)
 # into xflowtop's --xentrace batch mode).
 ALL_OBJS += $(OBJDIR)/collectors/xflow_xentrace_main.o
 BINS += $(BINDIR)/xflow-xentrace
-$(BINDIR)/xflow-xentrace: $(OBJDIR)/collectors/xflow_xentrace_main.o $(LINK_LIBS)
+$(BINDIR)/xflow-xentrace: $(OBJDIR)/collectors/xflow_xentrace_main.o $(call libs_of,collectors)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(call libs_of,collectors) $(ALL_LDLIBS)
 TEST_SCRIPTS += tests/collectors/xentrace_cli.sh

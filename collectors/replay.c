@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "collectors/builtin.h"
-#include "collectors/session.h"
+#include "xflow/session.h"
 #include "xflow/file.h"
 
 #define MAX_BATCH 4096

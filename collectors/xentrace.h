@@ -332,4 +332,4 @@ int xentrace_writer_vmentry(struct xentrace_writer *w, unsigned cpu, uint64_t ts
 /* A PV hypercall (the v2 record, no arguments). */
 int xentrace_writer_hypercall(struct xentrace_writer *w, unsigned cpu, uint64_t tsc, unsigned op);
 
-#endif /* XFLOW_COLLECTORS_XENTRACE_H */
+#endif

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "collectors/xentrace_collector.h"
+#include "common/mem.h"
 #include "collectors/xentrace.h"
 #include "xflow/histogram.h"
 
@@ -359,21 +360,6 @@ static int end_verdict(struct xentrace_col *x)
 	return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static uint64_t cyc_ns(const struct xentrace_col *x, uint64_t cycles)
 {
 	return (uint64_t)((double)cycles * 1e9 / (double)x->hz + 0.5);
@@ -383,7 +369,7 @@ static int add_event(struct xentrace_col *x, size_t *n, uint32_t dom, enum xflow
 		     uint32_t code, const char *name, uint64_t count, uint64_t cycles, const struct xflow_hist *h,
 		     uint64_t total_cycles)
 {
-	if (grow((void **)&x->events, &x->events_cap, *n + 1, sizeof(*x->events)))
+	if (xflow_grow((void **)&x->events, &x->events_cap, *n + 1, sizeof(*x->events)))
 		return -ENOMEM;
 	struct xflow_hv_event *e = &x->events[(*n)++];
 	memset(e, 0, sizeof(*e));
@@ -427,7 +413,7 @@ static int build(struct xentrace_col *x)
 				ex[r].count += c.count;
 				ex[r].cycles += c.cycles;
 			}
-			if (grow((void **)&x->vcpus, &x->vcpus_cap, nv + 1, sizeof(*x->vcpus)))
+			if (xflow_grow((void **)&x->vcpus, &x->vcpus_cap, nv + 1, sizeof(*x->vcpus)))
 				return -ENOMEM;
 			struct xflow_hv_vcpu *o = &x->vcpus[nv++];
 			memset(o, 0, sizeof(*o));
@@ -479,7 +465,7 @@ static int build(struct xentrace_col *x)
 		uint64_t n = x->ids[i] ? xentrace_state_unknown_count(s, x->ids[i]) : 0;
 		if (!n)
 			continue;
-		if (grow((void **)&x->unknown, &x->unknown_cap, nu + 1, sizeof(*x->unknown)))
+		if (xflow_grow((void **)&x->unknown, &x->unknown_cap, nu + 1, sizeof(*x->unknown)))
 			return -ENOMEM;
 		x->unknown[nu].event = x->ids[i];
 		x->unknown[nu].count = n;

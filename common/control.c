@@ -376,7 +376,7 @@ static const struct xflow_ctl_target *r_targets(struct rbuf *r, uint32_t *nout)
 	return t;
 }
 
-/* Module names end up in the monitor's kernel:... BTF spec (weaver/kbtf.h),
+/* Module names end up in the monitor's kernel:... BTF spec (weaver/jp/kbtf.h),
  * where '+', '/' and '?' mean something: only what the kernel's names use. */
 bool xflow_ctl_module_name_ok(const char *s)
 {

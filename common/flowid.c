@@ -1,7 +1,7 @@
 /*
  * The flow-id table's operations.  See xflow/flowid.h for the contract.
  * Allocation is in flowid_alloc.c: this file uses no library call but
- * memset, so the in-process runtime (guestrt/rt/) compiles it as it is.
+ * memset, so the in-process runtime (guestrt/hook/inproc/rt/) compiles it as it is.
  */
 #include <errno.h>
 #include <string.h>

@@ -11,13 +11,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/mem.h"
 #include "xflow/ring.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 static struct xflow_eventfd_notifier *to_efd(struct xflow_notifier *n)
 {
-	return container_of(n, struct xflow_eventfd_notifier, base);
+	return xflow_container_of(n, struct xflow_eventfd_notifier, base);
 }
 
 static int efd_notify(struct xflow_notifier *n)

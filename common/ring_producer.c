@@ -1,7 +1,7 @@
 /*
  * The ring's geometry and the producer's slow paths (the fast path is
  * inline in xflow/ring.h).  No library call but memset: the in-process
- * runtime (guestrt/rt/) compiles this file too, for the rings it fills
+ * runtime (guestrt/hook/inproc/rt/) compiles this file too, for the rings it fills
  * inside a traced program.
  */
 #include <errno.h>

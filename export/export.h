@@ -16,8 +16,8 @@
  * Errors: 0 or a negative errno; functions that can fail for a reason a
  * person must read also write it to @err.
  */
-#ifndef XFLOW_EXPORT_H
-#define XFLOW_EXPORT_H
+#ifndef XFLOW_EXPORT_EXPORT_H
+#define XFLOW_EXPORT_EXPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -214,4 +214,4 @@ void xfx_server_snap_publish(struct xfx_server *s, struct xfx_snap *snap);
 void xfx_server_stats(struct xfx_server *s, struct xfx_server_stats *out);
 const char *xfx_server_address(const struct xfx_server *s);
 
-#endif /* XFLOW_EXPORT_H */
+#endif

@@ -8,23 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mem.h"
 #include "export/export.h"
 #include "export/snap_priv.h"
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 int xfx_snap_new(struct xfx_snap **out)
 {
@@ -130,7 +116,7 @@ int xfx_snap_family(struct xfx_snap *s, const struct xfx_family *f)
 	for (size_t i = 0; i < s->nfams; i++)
 		if (s->fams[i].f == f || !strcmp(s->fams[i].f->name, f->name))
 			return -EEXIST;
-	if (grow((void **)&s->fams, &s->capfams, s->nfams + 1, sizeof(*s->fams)))
+	if (xflow_grow((void **)&s->fams, &s->capfams, s->nfams + 1, sizeof(*s->fams)))
 		return -ENOMEM;
 	s->fams[s->nfams++] = (struct xfx_snap_fam){ .f = f, .first = s->nsamples, .n = 0 };
 	/* Labels given before the family started belong to no sample. */
@@ -141,7 +127,7 @@ int xfx_snap_family(struct xfx_snap *s, const struct xfx_family *f)
 int xfx_snap_label(struct xfx_snap *s, const char *name, const char *value)
 {
 	size_t nl = strlen(name);
-	if (grow((void **)&s->labels, &s->caplabels, s->nlabels + nl + XFX_ESCAPED_MAX + 5, 1))
+	if (xflow_grow((void **)&s->labels, &s->caplabels, s->nlabels + nl + XFX_ESCAPED_MAX + 5, 1))
 		return -ENOMEM;
 	char *o = s->labels + s->nlabels;
 	*o++ = ',';
@@ -157,7 +143,7 @@ int xfx_snap_label(struct xfx_snap *s, const char *name, const char *value)
 
 static struct xfx_snap_sample *add_sample(struct xfx_snap *s, enum xfx_snap_kind kind)
 {
-	if (!s->nfams || grow((void **)&s->samples, &s->capsamples, s->nsamples + 1, sizeof(*s->samples)))
+	if (!s->nfams || xflow_grow((void **)&s->samples, &s->capsamples, s->nsamples + 1, sizeof(*s->samples)))
 		return NULL;
 	struct xfx_snap_sample *x = &s->samples[s->nsamples++];
 	x->kind = kind;
@@ -198,7 +184,7 @@ int xfx_snap_double(struct xfx_snap *s, double v)
 int xfx_snap_hist(struct xfx_snap *s, const uint64_t buckets[XFX_NBUCKETS + 1], uint64_t count,
 		  uint64_t sum_ns)
 {
-	if (grow((void **)&s->u64, &s->capu64, s->nu64 + XFX_SNAP_HIST_U64, sizeof(*s->u64)))
+	if (xflow_grow((void **)&s->u64, &s->capu64, s->nu64 + XFX_SNAP_HIST_U64, sizeof(*s->u64)))
 		return -ENOMEM;
 	struct xfx_snap_sample *x = add_sample(s, XFX_SNAP_HIST);
 	if (!x)

@@ -5,6 +5,9 @@
 # libraries.  Their sources mirror Linux's paths under sim/linux/ so that
 # within_file() pointcuts name them as they would name the real kernel's.
 
+# The simulated host stands for the platform: it uses no project folder.
+sim_USES :=
+
 SIM_CFLAGS := -O2 -g -iquote sim/linux/include -pthread
 SIM_LDLIBS := -pthread -lm
 

@@ -12,16 +12,17 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "collectors/demo_host.h"
-#include "collectors/session.h"
+#include "common/mem.h"
 #include "tui/app.h"
+#include "tui/demo_host.h"
 #include "tui/metrics.h"
 #include "tui/report.h"
+#include "weaver/weave.h"
 #include "xflow/clock.h"
 #include "xflow/file.h"
 #include "xflow/flowlang.h"
+#include "xflow/session.h"
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* Records one read() call may deliver, and the most one refresh takes
  * from one collector before drawing (so a flood cannot freeze the screen). */
@@ -425,15 +426,15 @@ static int check_flow_files(const struct xft_config *cfg, char *err, size_t errl
 	}
 	if (!cfg->nflow_files)
 		return 0;
+	const char *paths[XFT_MAX_LIST];
+	for (unsigned i = 0; i < cfg->nflow_files; i++)
+		paths[i] = cfg->flow_files[i];
 	struct xflow_unit *u;
-	int rc = xflow_unit_new(&u, NULL);
-	if (rc) {
+	int rc = xflow_weave_compile(paths, cfg->nflow_files, XFLOW_WEAVE_EVERY_FILE, &u);
+	if (!u) {
 		snprintf(err, errlen, "flow files: %s", strerror(-rc));
 		return rc;
 	}
-	for (unsigned i = 0; i < cfg->nflow_files; i++)
-		xflow_unit_add_file(u, cfg->flow_files[i]);
-	rc = xflow_unit_compile(u);
 	if (rc) {
 		char *diag = NULL;
 		size_t len = 0;
@@ -641,7 +642,7 @@ static void after(struct xft_app *app, unsigned rx)
 
 static void on_refresh(uv_timer_t *t)
 {
-	struct xft_app_loop *l = container_of(t, struct xft_app_loop, refresh);
+	struct xft_app_loop *l = xflow_container_of(t, struct xft_app_loop, refresh);
 	struct xft_app *app = l->app;
 	xft_app_refresh(app, xflow_monotonic_ns());
 	if (app->renderer->frame)
@@ -660,7 +661,7 @@ static void on_refresh(uv_timer_t *t)
 
 static void on_collect(uv_timer_t *t)
 {
-	struct xft_app_loop *l = container_of(t, struct xft_app_loop, collect);
+	struct xft_app_loop *l = xflow_container_of(t, struct xft_app_loop, collect);
 	struct xft_app *app = l->app;
 	uint64_t now = xflow_monotonic_ns();
 	for (unsigned s = 0; s < app->nsrc; s++)
@@ -691,7 +692,7 @@ static void on_signal(uv_signal_t *h, int signum)
 
 static void on_input(uv_poll_t *h, int status, int events)
 {
-	struct xft_app_loop *l = container_of(h, struct xft_app_loop, input);
+	struct xft_app_loop *l = xflow_container_of(h, struct xft_app_loop, input);
 	struct xft_app *app = l->app;
 	if (status < 0 || (events & UV_DISCONNECT)) {
 		after(app, XFT_RX_QUIT);

@@ -1,4 +1,5 @@
 # tui/: xflowtop — aggregation model, views, batch renderer, snapshots.
+tui_USES := common weaver collectors export
 tui_SRCS := $(filter-out %_main.c,$(wildcard tui/*.c))
 ALL_OBJS += $(call objs_of,$(tui_SRCS))
 $(call folder_lib,tui): $(call objs_of,$(tui_SRCS))

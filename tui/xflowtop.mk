@@ -2,10 +2,10 @@
 # TUI test under tmux.  (tui/module.mk builds libxflow-tui from tui/*.c.)
 ALL_OBJS += $(OBJDIR)/tui/xflowtop_main.o
 BINS += $(BINDIR)/xflowtop
-$(BINDIR)/xflowtop: $(OBJDIR)/tui/xflowtop_main.o $(LINK_LIBS)
+$(BINDIR)/xflowtop: $(OBJDIR)/tui/xflowtop_main.o $(call libs_of,tui)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS) -ldl
+	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(call libs_of,tui) $(ALL_LDLIBS) -ldl
 
 MAN_PAGES += man/man1/xflowtop.1 man/man5/xflowtop.conf.5
 

@@ -20,7 +20,7 @@
  * accesses it would select whose base register could not be typed; with
  * strict, a pointcut that matches nothing and a site left out are errors.
  */
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,8 +29,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "weaver/kbtf.h"
-#include "weaver/unit.h"
+#include "weaver/jp/kbtf.h"
+#include "weaver/lang/unit.h"
 #include "xflow/plan.h"
 
 struct dom_img {
@@ -510,7 +510,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
  * tracepoint type, unique in that kernel, which keeps the plan's sort and
  * duplicate rules.  Inputs are arguments: the x86-64 argument registers
  * stand for arguments 0..5 and rax at a return for the return value, as
- * kernel/klower.h reads them.  access(S.m) cannot be resolved to
+ * guestrt/hook/kernel/klower.h reads them.  access(S.m) cannot be resolved to
  * instructions without the kernel's DWARF: inside within_function(f) it is
  * approximated by f's entry, with a warning that says so.
  */
@@ -809,7 +809,7 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 	struct pb b = { .u = u, .opts = opts, .arena = arena,
 			.diag = opts && opts->diag ? opts->diag : opts && opts->on_diag ? NULL : stderr };
 	struct xflow_plan *p = fl_arena_alloc(arena, sizeof(*p));
-	p->mem = arena;
+	p->mem = &arena->core;
 	char why[512];
 	if (xflow_plan_limits_check(ndoms, 0, 0, 0, why, sizeof(why)) != 0) {
 		diag_at(&b, NULL, "error", -1, "%s: give fewer --domain options", why);

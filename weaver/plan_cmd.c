@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 

@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_MIN 16384
-#define ALIGN 16
-
-struct fl_chunk {
-	struct fl_chunk *next;
-	size_t size;
-	_Alignas(ALIGN) unsigned char mem[];
-};
-
 _Noreturn void fl_oom(void)
 {
 	fputs("xflowc: out of memory\n", stderr);
@@ -26,48 +17,19 @@ _Noreturn void fl_oom(void)
 
 void fl_arena_init(struct fl_arena *a)
 {
-	a->head = NULL;
-	a->used = 0;
+	xflow_arena_init(&a->core);
 }
 
 void fl_arena_fini(struct fl_arena *a)
 {
-	struct fl_chunk *c = a->head;
-	while (c) {
-		struct fl_chunk *next = c->next;
-		free(c);
-		c = next;
-	}
-	a->head = NULL;
-	a->used = 0;
+	xflow_arena_fini(&a->core);
 }
 
 void *fl_arena_alloc(struct fl_arena *a, size_t size)
 {
-	size = (size + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-	if (size == 0)
-		size = ALIGN;
-	if (!a->head || a->head->size - a->used < size) {
-		size_t csize = size > CHUNK_MIN ? size : CHUNK_MIN;
-		struct fl_chunk *c = malloc(sizeof(*c) + csize);
-		if (!c)
-			fl_oom();
-		c->size = csize;
-		/* A big block gets its own chunk behind the current one, so the
-		 * space left in the current chunk is not thrown away. */
-		if (a->head && size > CHUNK_MIN) {
-			c->next = a->head->next;
-			a->head->next = c;
-			memset(c->mem, 0, size);
-			return c->mem;
-		}
-		c->next = a->head;
-		a->head = c;
-		a->used = 0;
-	}
-	void *p = a->head->mem + a->used;
-	a->used += size;
-	memset(p, 0, size);
+	void *p = xflow_arena_alloc(&a->core, size);
+	if (!p)
+		fl_oom();
 	return p;
 }
 

@@ -6,16 +6,18 @@
  * exhaustion is fatal in the front end, as it is in gcc: the arena prints a
  * message and aborts rather than threading ENOMEM through every parser rule.
  */
-#ifndef WEAVER_UTIL_H
-#define WEAVER_UTIL_H
+#ifndef XFLOW_WEAVER_UTIL_H
+#define XFLOW_WEAVER_UTIL_H
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/arena.h"
+
+/* The core's arena (common/arena.h), with exhaustion made fatal. */
 struct fl_arena {
-	struct fl_chunk *head;
-	size_t used;            /* bytes taken in head */
+	struct xflow_arena core;
 };
 
 void fl_arena_init(struct fl_arena *a);
@@ -71,4 +73,4 @@ void *fl_map_put(struct fl_arena *a, struct fl_map *m, const char *key, size_t k
 
 _Noreturn void fl_oom(void);
 
-#endif /* WEAVER_UTIL_H */
+#endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 
 static const char usage[] =

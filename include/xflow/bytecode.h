@@ -188,4 +188,4 @@ int xflow_bc_verify(struct xflow_bc_prog *p, const char **why, uint32_t *at);
 /* The mnemonic of @op, or NULL. */
 const char *xflow_bc_op_name(unsigned op);
 
-#endif /* XFLOW_BYTECODE_H */
+#endif

@@ -77,4 +77,4 @@ static inline uint64_t xflow_clock_to_ns(const struct xflow_clock *c, uint64_t t
 	return c->base_ns + (uint64_t)(int64_t)ns;
 }
 
-#endif /* XFLOW_CLOCK_H */
+#endif

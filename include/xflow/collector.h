@@ -244,4 +244,4 @@ struct xflow_collector_ops {
 typedef const struct xflow_collector_ops *(*xflow_collector_plugin_fn)(void);
 #define XFLOW_COLLECTOR_PLUGIN_SYMBOL "xflow_collector_plugin"
 
-#endif /* XFLOW_COLLECTOR_H */
+#endif

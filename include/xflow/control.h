@@ -403,4 +403,4 @@ int xflow_ctl_listen(const char *path);
 /* Connect to @path; the fd or a negative errno. */
 int xflow_ctl_connect(const char *path);
 
-#endif /* XFLOW_CONTROL_H */
+#endif

@@ -36,4 +36,4 @@ const char *xflow_file_strerror(int rc, const struct stat *st);
  */
 int xflow_file_read(const char *path, size_t max, char **out, size_t *len, char *why, size_t whylen);
 
-#endif /* XFLOW_FILE_H */
+#endif

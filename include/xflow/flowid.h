@@ -217,4 +217,4 @@ static inline int xflow_flowtab_remove(struct xflow_flowtab *t, uint16_t kind, u
 	}
 }
 
-#endif /* XFLOW_FLOWID_H */
+#endif

@@ -102,4 +102,4 @@ bool xflow_path_match(const char *pattern, const char *path);
 /* The whole `xflowc` command, for the thin main and the tests. */
 int xflowc_run(int argc, char **argv, FILE *out, FILE *err);
 
-#endif /* XFLOW_FLOWLANG_H */
+#endif

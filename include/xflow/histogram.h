@@ -91,4 +91,4 @@ static inline void xflow_hist_record(struct xflow_hist *h, uint64_t v)
 		h->overflow++;
 }
 
-#endif /* XFLOW_HISTOGRAM_H */
+#endif

@@ -1,7 +1,7 @@
 /*
  * xflow/inproc.h — the memory the agent shares with the runtime it maps
- * into each traced process (the in-process hook backend, guestrt/hook_inproc.c
- * and guestrt/rt/).
+ * into each traced process (the in-process hook backend, guestrt/hook/inproc/hook_inproc.c
+ * and guestrt/hook/inproc/rt/).
  *
  * Both sides are built from one tree (the runtime is a blob embedded in
  * xflow-agent), but they are two processes, and the traced one is not
@@ -64,7 +64,7 @@ struct xflow_rt_ksigaction {
 };
 
 /* Functions of the runtime that advice compiled to machine code calls,
- * with the System V calling convention (guestrt/rt/rt_jit.c says what each
+ * with the System V calling convention (guestrt/hook/inproc/rt/rt_jit.c says what each
  * does). */
 enum xflow_rt_jit_fn {
 	XFLOW_RT_JIT_BEGIN = 0, /* struct xflow_rt_lane *(void) */
@@ -83,7 +83,7 @@ enum xflow_rt_jit_fn {
 
 /*
  * The head of the runtime image, at its offset 0.  Offsets are from the
- * image's start; the linker computes them (guestrt/rt/rt.lds).
+ * image's start; the linker computes them (guestrt/hook/inproc/rt/rt.lds).
  */
 struct xflow_rt_head {
 	uint32_t magic;          /* XFLOW_RT_MAGIC */
@@ -213,7 +213,7 @@ struct xflow_rt_ctl {
 	uint64_t off_sites;          /* struct xflow_rt_site[nsites] */
 	uint64_t off_bindings;       /* struct xflow_rt_binding[nbindings] */
 	uint64_t off_fetches;        /* struct xflow_rt_fetch[nfetches] */
-	uint64_t off_fields;         /* struct xflow_field_rt[nfields] (guestrt/interp.h) */
+	uint64_t off_fields;         /* struct xflow_field_rt[nfields] (guestrt/interp/interp.h) */
 	uint64_t off_bases;          /* uint64_t[nbases]: load base of each plan binary */
 	uint8_t pad0[64];
 	_Atomic uint64_t next_id;    /* flow ids: lanes take blocks of XFLOW_RT_ID_BLOCK */
@@ -282,4 +282,4 @@ struct xflow_rt_proc {
 };
 
 #endif /* __ASSEMBLER__ */
-#endif /* XFLOW_INPROC_H */
+#endif

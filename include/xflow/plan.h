@@ -268,4 +268,4 @@ void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode);
 const char *xflow_plan_site_kind_name(unsigned kind);
 void xflow_plan_fetch_print(const struct xflow_plan_fetch *f, FILE *out);
 
-#endif /* XFLOW_PLAN_H */
+#endif

@@ -111,4 +111,4 @@ void xflow_record_encode(const struct xflow_record *r, void *out);
 int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 			const char **why);
 
-#endif /* XFLOW_RECORD_H */
+#endif

@@ -349,4 +349,4 @@ static inline int xflow_ring_push_record(struct xflow_ring_producer *p,
 	return xflow_ring_push_n(p, r, XFLOW_RECORD_SIZE);
 }
 
-#endif /* XFLOW_RING_H */
+#endif

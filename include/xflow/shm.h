@@ -31,4 +31,4 @@ int xflow_shm_map(int fd, size_t expect_size, struct xflow_shm *out);
 /* Unmap and close; safe on a zeroed or already released region. */
 void xflow_shm_release(struct xflow_shm *shm);
 
-#endif /* XFLOW_SHM_H */
+#endif

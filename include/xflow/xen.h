@@ -129,4 +129,4 @@ struct xflow_ctl_conn;
  * The connection's fd is the vchan's event channel, to poll. */
 int xflow_ctl_conn_init_vchan(struct xflow_ctl_conn *c, struct libxenvchan *v);
 
-#endif /* XFLOW_XEN_H */
+#endif

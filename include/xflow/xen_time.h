@@ -15,7 +15,7 @@
  * the nanosecond, where a round trip between domains places them only to
  * within half of it (milliseconds under nested virtualization).
  *
- * The timekeeper is read by a BPF program (kernel/bpf/xen_time.bpf.c):
+ * The timekeeper is read by a BPF program (common/xen_time/xen_time.bpf.c):
  * that needs root, a kernel that lists
  * tk_core (or timekeeper_data) in /proc/kallsyms (CONFIG_KALLSYMS_ALL,
  * as Debian's) and an agent built with the kernel backend.  Where any is
@@ -62,7 +62,7 @@ int xen_time_core_addr(const char *kallsyms, uint64_t *addr);
 /*
  * A reader of D.  Preparing it parses the kernel's BTF (tens of
  * milliseconds, seconds under emulation); opening it loads a small BPF
- * program (kernel/bpf/xen_time.bpf.c) given the fields' offsets, which
+ * program (common/xen_time/xen_time.bpf.c) given the fields' offsets, which
  * is quick; each read is one BPF_PROG_TEST_RUN.  Its program stays loaded
  * while it is open: close it when the monitor it serves is gone.  The
  * kernel unloads it if the process dies.
@@ -113,8 +113,8 @@ void xen_time_reader_close(struct xen_time_reader *r);
 /* The id of the program @r holds loaded (bpftool's), 0 when none. */
 uint32_t xen_time_reader_prog_id(const struct xen_time_reader *r);
 
-/* The BPF side of a reader (common/xen_time_bpf.c, or
- * common/xen_time_none.c where the build had no BPF). */
+/* The BPF side of a reader (common/xen_time/xen_time_bpf.c, or
+ * common/xen_time/xen_time_none.c where the build had no BPF). */
 int xen_time_bpf_layout(struct xen_time_layout *at, char *why, size_t whylen);
 int xen_time_bpf_open(struct xen_time_reader *r, char *why, size_t whylen);
 int xen_time_bpf_read(struct xen_time_reader *r, int64_t *xen_minus_mono, char *why, size_t whylen);

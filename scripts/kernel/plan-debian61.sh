@@ -3,7 +3,7 @@
 # 6.1.0-50-amd64 as the Xen lab runs it, on any machine: vmlinux and
 # dom0's modules from the lab's cached image, the domU's netfront and
 # blkfront (trimmed from that image) from the kernel package, which this
-# downloads (apt-get download) the first time.  kernel/NOTES.md says what
+# downloads (apt-get download) the first time.  guestrt/hook/kernel/NOTES.md says what
 # it printed.  Usage: scripts/kernel/plan-debian61.sh [WORKDIR]
 set -eu
 KV=6.1.0-50-amd64

@@ -316,7 +316,7 @@ phase_c_run() {
 	# The requests joined: what the domU sent and completed, within 1 %
 	# (2 at least) either way.  Fewer: a block request that found
 	# blkfront's ring busy was keyed by an id it did not get
-	# (kernel/NOTES.md); the lab saw one in 200 at most.  More: the
+	# (guestrt/hook/kernel/NOTES.md); the lab saw one in 200 at most.  More: the
 	# counters are read around the traffic, the monitor runs a little
 	# longer, and an ARP the test does not send can fall outside the
 	# counters' window and inside the monitor's (402 joined for 200 + 200

@@ -27,8 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "guestrt/hook.h"
-#include "guestrt/interp.h"
+#include "guestrt/hook/hook.h"
+#include "guestrt/interp/interp.h"
 #include "xflow/clock.h"
 #include "xflow/flowlang.h"
 #include "xflow/ring.h"

@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "guestrt/hook.h"
+#include "guestrt/hook/hook.h"
 #include "tests/bench/bench_util.h"
 #include "tests/guestrt/handplan.h"
 #include "xflow/clock.h"

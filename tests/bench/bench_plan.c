@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "tests/bench/bench_util.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 static long peak_rss_kb(void)
 {

@@ -6,7 +6,7 @@
 # the agent and its monitor, and traced by bpftrace.  Root; bpftrace is
 # optional (Debian's 0.17 needs tracefs, mounted in a private mount
 # namespace here so that the host is left as it is).  Not part of make
-# check: kernel/NOTES.md has its figures.
+# check: guestrt/hook/kernel/NOTES.md has its figures.
 #   tests/bench/kernel_cost.sh [BUILD [SECONDS]]
 cd "$(dirname "$0")/../.." || exit 1
 B=${1:-build}; T=${2:-3}

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "tests/guestrt/gt.h"
 #include "tests/weaver/fixtures/jp_fixture.h"
 #include "xflow/clock.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "collectors/builtin.h"
-#include "collectors/session.h"
+#include "xflow/session.h"
 
 static char dir[] = "/tmp/xflow-replay-test.XXXXXX";
 static char path[256], opts[400];

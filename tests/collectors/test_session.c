@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collectors/session.h"
+#include "xflow/session.h"
 
 static char dir[] = "/tmp/xflow-session-test.XXXXXX";
 static char path[256];

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "tests/e2e/collector_pump.h"
 #include "xflow/clock.h"
 #include "xflow/collector.h"

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#include "collectors/session.h"
+#include "xflow/session.h"
 #include "xflow/record.h"
 
 int main(int argc, char **argv)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

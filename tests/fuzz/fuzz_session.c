@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/session.h"
+#include "xflow/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

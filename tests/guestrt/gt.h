@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guestrt/hook.h"
+#include "guestrt/hook/hook.h"
 
 /* Skip (with the reason) where this process may not trace a child. */
 static inline void gt_need_ptrace(void)

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guestrt/hook.h"
-#include "guestrt/interp.h"
+#include "guestrt/hook/hook.h"
+#include "guestrt/interp/interp.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 

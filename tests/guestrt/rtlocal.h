@@ -19,7 +19,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
-#include "guestrt/inproc_priv.h"
+#include "guestrt/hook/inproc/inproc_priv.h"
 
 extern const uint8_t xflow_rt_blob[], xflow_rt_blob_end[];
 

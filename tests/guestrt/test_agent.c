@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collectors/agent.h"
+#include "collectors/agent_collector.h"
 #include "gt.h"
-#include "guestrt/agent.h"
-#include "weaver/joinpoint.h"
+#include "guestrt/agent/agent.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 #include "xflow/clock.h"

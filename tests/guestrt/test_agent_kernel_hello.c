@@ -1,5 +1,5 @@
 /*
- * What xflow-agent --backend kernel says in its HELLO (guestrt/agent.c):
+ * What xflow-agent --backend kernel says in its HELLO (guestrt/agent/agent_monitor.c):
  * its kernel's release and modules with BTF, and a TSC anchor with its
  * CLOCK_MONOTONIC, none when XFLOW_CLOCK=monotonic says there is no TSC.
  * Skips where the kernel backend cannot start (not root, no BTF, no BPF).
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "guestrt/agent.h"
+#include "guestrt/agent/agent.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"
 

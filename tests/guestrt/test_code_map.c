@@ -1,11 +1,11 @@
 /*
- * Where branches land in a binary (guestrt/code_map.c, with the sweep of
- * guestrt/insn_reloc.c): jump tables as GCC -O2 lays out a switch in a loop
+ * Where branches land in a binary (guestrt/hook/code_map.c, with the sweep of
+ * guestrt/x86/insn_reloc.c): jump tables as GCC -O2 lays out a switch in a loop
  * (fixtures/cm_switch.c).
  */
 #include <criterion/criterion.h>
 
-#include "guestrt/guestrt_priv.h"
+#include "guestrt/hook/hook_priv.h"
 #include "tests/guestrt/gt.h"
 
 static struct xflow_code_map *open_map(const char *bin)

@@ -1,6 +1,6 @@
 /*
- * Advice compiled to machine code (guestrt/inproc_jit.c) against the
- * interpreter (guestrt/interp.c), run on the real runtime image inside this
+ * Advice compiled to machine code (guestrt/hook/inproc/inproc_jit.c) against the
+ * interpreter (guestrt/interp/interp.c), run on the real runtime image inside this
  * process (rtlocal.h): every opcode, on hand-written programs and on a few
  * thousand random ones the verifier accepts, must give the same records,
  * the same memory writes, the same flow-id table and the same counted
@@ -14,7 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "guestrt/interp.h"
+#include "guestrt/interp/interp.h"
 #include "tests/guestrt/handplan.h"
 #include "tests/guestrt/rtlocal.h"
 

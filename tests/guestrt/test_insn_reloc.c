@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "guestrt/guestrt_priv.h"
+#include "guestrt/hook/hook_priv.h"
 
 static struct xflow_insn dec(const void *bytes, size_t n, uint64_t addr, int want_rc, char *err)
 {

@@ -13,7 +13,7 @@
 /* Xen's public headers expect the integer types to be declared already. */
 #include <xen/io/netif.h>
 
-#include "guestrt/interp.h"
+#include "guestrt/interp/interp.h"
 #include "xflow/flowlang.h"
 
 /* Simulated memory of one domain: MEM_SIZE bytes at MEM_BASE. */

@@ -1,5 +1,5 @@
 /*
- * What a kernel agent's HELLO says of its kernel (guestrt/kernel_name.c):
+ * What a kernel agent's HELLO says of its kernel (guestrt/hook/kernel/kernel_name.c):
  * the release, and the modules with BTF, sorted, vmlinux left out, and
  * names the HELLO may not carry counted rather than sent.
  */
@@ -11,7 +11,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "guestrt/kernel_name.h"
+#include "guestrt/hook/kernel/kernel_name.h"
 
 static void touch(const char *dir, const char *name)
 {

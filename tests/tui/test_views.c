@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "collectors/builtin.h"
-#include "collectors/session.h"
+#include "xflow/session.h"
 #include "tests/lib/testlib.h"
 #include "tests/tui/apptest.h"
 #include "tui/report.h"

@@ -2,7 +2,7 @@
  * The advice lexer: tokens, comments, numbers.
  */
 #include "wtest.h"
-#include "weaver/advice.h"
+#include "weaver/lang/advice.h"
 
 static int kinds(const char *text, int *out, size_t max)
 {

@@ -2,7 +2,7 @@
  * Diagnostics: locations, order, limits, -W options.
  */
 #include "wtest.h"
-#include "weaver/diag.h"
+#include "weaver/lang/diag.h"
 
 __attribute__((noinline)) static char *print(struct fl_diag *d)
 {

@@ -1,5 +1,5 @@
 /*
- * Instruction decoding (weaver/insn_decode.c): whether a memory operand is
+ * Instruction decoding (weaver/jp/insn_decode.c): whether a memory operand is
  * read, written or both, for the instructions whose direction Capstone 4
  * gets wrong.  Each line of the table is assembled now into a function of
  * a small executable and decoded back.
@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 
 #include "tests/weaver/fixtures/jp_fixture.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 struct want {
 	const char *asm_text;

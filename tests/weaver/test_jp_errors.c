@@ -11,7 +11,7 @@
 
 #include "tests/weaver/fixtures/jp_fixture.h"
 #include "tests/lib/testlib.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 static char *dir;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 

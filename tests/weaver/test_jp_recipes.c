@@ -12,7 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "tests/weaver/fixtures/jp_fixture.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 struct argname {
 	char func[64], name[32];

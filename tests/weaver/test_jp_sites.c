@@ -24,7 +24,7 @@
 #include <ctype.h>
 
 #include "tests/weaver/fixtures/jp_fixture.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 
 static const char *const fixtures[] = { "jp_shapes", "jp_netlike", "jp_ring" };
 #define NFIX (sizeof(fixtures) / sizeof(fixtures[0]))

@@ -1,5 +1,5 @@
 /*
- * Kernel domains (weaver/kbtf.c, the kernel branch of plan_build.c): join
+ * Kernel domains (weaver/jp/kbtf.c, the kernel branch of plan_build.c): join
  * points resolved against the running kernel's BTF.  They need
  * /sys/kernel/btf/vmlinux and skip, saying so, where the kernel has none.
  * The functions and tracepoints named exist from Linux 5.x to 6.18.
@@ -16,8 +16,8 @@
 
 #include <bpf/btf.h>
 
-#include "weaver/joinpoint.h"
-#include "weaver/kbtf.h"
+#include "weaver/jp/joinpoint.h"
+#include "weaver/jp/kbtf.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 

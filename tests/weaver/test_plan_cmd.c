@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "tests/weaver/fixtures/jp_fixture.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/plan.h"
 
 static char *dir, *bin, xml[512];

@@ -8,7 +8,7 @@
 
 #include "tests/lib/testlib.h"
 #include "tests/weaver/fixtures/jp_fixture.h"
-#include "weaver/joinpoint.h"
+#include "weaver/jp/joinpoint.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 

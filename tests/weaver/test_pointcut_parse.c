@@ -2,7 +2,7 @@
  * The pointcut language: grammar, printing, and carets at the exact column.
  */
 #include "wtest.h"
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 
 static char *parse_print(const char *text, char **diags)
 {

@@ -2,7 +2,7 @@
  * The XML layer: well-formedness, exact positions, decoded text.
  */
 #include "wtest.h"
-#include "weaver/unit.h"
+#include "weaver/lang/unit.h"
 
 struct loaded {
 	struct xflow_unit *u;

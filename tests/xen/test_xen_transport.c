@@ -25,8 +25,8 @@
 #include <unistd.h>
 #include <xenstore.h>
 
-#include "collectors/agent.h"
-#include "guestrt/agent_xen.h"
+#include "collectors/agent_collector.h"
+#include "guestrt/agent/agent_xen.h"
 #include "tests/guestrt/gt.h"
 #include "xflow/clock.h"
 #include "xflow/control.h"

@@ -1,0 +1,235 @@
+/*
+ * The agent collector's clock placement (collectors/acoll_priv.h): a peer's
+ * statistics, its clock placed and bounded by round trips, and Xen's system
+ * time read here and heard from guests.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "collectors/agent_collector.h"
+#include "collectors/builtin.h"
+#include "collectors/guest_clock.h"
+#include "collectors/xen_discover.h"
+#include "weaver/weave.h"
+#include "xflow/clock.h"
+#include "xflow/control.h"
+#include "xflow/flowlang.h"
+#include "xflow/plan.h"
+#include "xflow/ring.h"
+#include "xflow/shm.h"
+#include "xflow/xen.h"
+#include "xflow/xen_time.h"
+#include "collectors/acoll_priv.h"
+
+void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s)
+{
+	if (s->nadvice != p->nadv) {
+		free(p->adv);
+		p->adv = calloc(s->nadvice + 1, sizeof(*p->adv));
+		p->nadv = p->adv ? s->nadvice : 0;
+	}
+	if (p->adv && s->nadvice)
+		memcpy(p->adv, s->advice, s->nadvice * sizeof(*p->adv));
+	p->ring_dropped = s->ring_dropped;
+	if (!p->xen && p->shm.base) {
+		/* The ring's own counter was at most this when the agent
+		 * answered (it only grows), so the rest was lost before it.
+		 * Kept at its highest: a ring drop between the answer and this
+		 * read hides some of the lanes' losses until the next STATS. */
+		uint64_t ring = xflow_ring_dropped(&p->cons);
+		if (s->ring_dropped > ring && s->ring_dropped - ring > p->lost_before_ring)
+			p->lost_before_ring = s->ring_dropped - ring;
+	}
+	uint32_t alive = 0;
+	for (uint32_t i = 0; i < s->ntargets; i++)
+		alive += s->targets[i].state == XFLOW_CTL_TARGET_RUNNING;
+	p->ntargets = alive;
+}
+
+/* A live Xen peer's source line: where from, and how its clock is placed. */
+void acoll_xen_peer_source(struct peer *p)
+{
+	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via vchan from domain %u%s%s", p->agent_pid,
+		 (unsigned)p->domid, p->clock_how[0] ? ", " : "", p->clock_how);
+}
+
+
+/* A guest's clock placed by its greeting's round trip is placed again by
+ * each shorter STATS round trip: under Xen the greeting's takes tens of
+ * milliseconds where the hops across domains are tens of microseconds.
+ * Placed otherwise, the round trips go on, to check and bound it. */
+void acoll_peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
+{
+	if (!p->xen || !p->rt_bound_ns || !s->clock_now)
+		return;
+	uint64_t agent_ns = xflow_clock_to_ns(p->conv, s->clock_now);
+	if (!guest_clock_refine(&p->rt_offset_ns, &p->rt_bound_ns, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns))
+		return;
+	acoll_bound_note(p);
+	if (p->clk != PEER_CLOCK_RT)
+		return; /* they only check what placed it */
+	p->offset_ns = p->rt_offset_ns;
+	snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
+		 (double)p->rt_bound_ns / 1e6);
+	if (p->state == PEER_LIVE)
+		acoll_xen_peer_source(p);
+}
+
+/* How far @p's record times may be from ours (xflow_domain_info's
+ * clock_bound_ns): what its placement proves.  A TSC anchor is checked
+ * against its greeting's latency to microseconds; Xen's time is exact
+ * where Xen keeps one time (its hosts), but what is proven is only that
+ * it agrees with the round trips, so their bound and the distance. */
+static uint64_t clock_bound_now(const struct peer *p)
+{
+	if (!p->xen)
+		return 0; /* on our own clock */
+	switch (p->clk) {
+	case PEER_CLOCK_TSC:
+		return 10000;
+	case PEER_CLOCK_RT:
+		return p->rt_bound_ns;
+	case PEER_CLOCK_XTIME: {
+		if (!p->rt_bound_ns)
+			return UINT64_MAX;
+		int64_t d = p->offset_ns - p->rt_offset_ns;
+		return (uint64_t)(d < 0 ? -d : d) + p->rt_bound_ns;
+	}
+	default:
+		return UINT64_MAX;
+	}
+}
+
+/* A record keeps the error of the placement it got.  The model keeps, with
+ * each side waiting in its join, the bound it had when it applied the
+ * side; what the hold covers is the time a record takes to be applied
+ * after it was placed (the model's reorder window, its refresh of the
+ * bounds once a second), with room to spare. */
+#define BOUND_HOLD_NS (10ull * 1000 * 1000 * 1000)
+
+/* The placement of @p's clock changed, or may have: a higher bound is
+ * reported at once, a lower one once BOUND_HOLD_NS have passed since the
+ * last change, for records placed before it. */
+void acoll_bound_note(struct peer *p)
+{
+	uint64_t b = clock_bound_now(p);
+	if (b >= p->bound_held || !p->records) {
+		p->bound_held = p->bound_next = b;
+		p->bound_until = 0;
+	} else if (b != p->bound_next) {
+		p->bound_next = b;
+		p->bound_until = xflow_monotonic_ns() + BOUND_HOLD_NS;
+	}
+}
+
+/* What xflow_domain_info says: what @p's records still waiting in the
+ * model may be off by. */
+uint64_t acoll_peer_clock_bound(struct peer *p)
+{
+	acoll_bound_note(p);
+	if (p->bound_until && xflow_monotonic_ns() >= p->bound_until) {
+		p->bound_held = p->bound_next;
+		p->bound_until = 0;
+	}
+	return p->bound_held;
+}
+
+#define XTIME_HOW "clock by Xen system time"
+
+/* Every guest that said Xen's system time against its clock is placed on
+ * ours by it, once ours is known: both clocks are Xen's time less a
+ * constant, so the difference of the constants is exact, where a round
+ * trip leaves half of itself unknown.  A guest's word is checked against
+ * what its round trips proved: outside their bound (with a millisecond to
+ * spare) it is refused, said once, and the round trips keep the clock. */
+static void xtime_place(struct acoll *c)
+{
+	if (!c->xtime)
+		return;
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (!p->xen || !p->xtime || p->xtime_refused || p->gone || p->clk == PEER_CLOCK_TSC)
+			continue;
+		int64_t off = p->xtime_d - c->xtime_d;
+		uint64_t dist = off > p->rt_offset_ns ? (uint64_t)(off - p->rt_offset_ns)
+						      : (uint64_t)(p->rt_offset_ns - off);
+		if (p->rt_bound_ns && dist > p->rt_bound_ns + 1000000) {
+			p->xtime_refused = true;
+			acoll_set_err(c,
+				"agent of %s/%u: its Xen system time puts its clock %.3f ms from where its round trips "
+				"put it (within %.3f ms): not believed",
+				p->domain, (unsigned)p->domid, (double)dist / 1e6, (double)p->rt_bound_ns / 1e6);
+			if (p->clk == PEER_CLOCK_XTIME) {
+				/* It said otherwise before: back to the round trips. */
+				p->clk = PEER_CLOCK_RT;
+				p->offset_ns = p->rt_offset_ns;
+				acoll_bound_note(p);
+				snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
+					 (double)p->rt_bound_ns / 1e6);
+				if (p->state == PEER_LIVE)
+					acoll_xen_peer_source(p);
+			}
+			continue;
+		}
+		p->offset_ns = off;
+		p->clk = PEER_CLOCK_XTIME;
+		acoll_bound_note(p);
+		/* With what the round trips say of it: the evidence. */
+		if (p->rt_bound_ns)
+			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW "; round trips %+.3fms, within %.3fms",
+				 (double)(p->rt_offset_ns - off) / 1e6, (double)p->rt_bound_ns / 1e6);
+		else
+			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW);
+		if (p->state == PEER_LIVE)
+			acoll_xen_peer_source(p);
+	}
+}
+
+/* Our own side, read again when due. */
+void acoll_xtime_ours(struct acoll *c, uint64_t now)
+{
+	if (c->xtime_never || (c->xtime && now - c->xtime_at < XFLOW_XEN_TIME_EVERY_NS))
+		return;
+	c->xtime_at = now;
+	int64_t d;
+	int rc = xen_time_reader_read(&c->xtime_r, &d, c->xtime_why, sizeof(c->xtime_why));
+	if (rc == 0) {
+		c->xtime = true;
+		c->xtime_d = d;
+		xtime_place(c);
+	} else if (rc != -EINVAL && !c->xtime) {
+		/* No BPF, no kallsyms, not root: for good.  Another
+		 * clocksource (-EINVAL) may yet become Xen's. */
+		c->xtime_never = true;
+	}
+}
+
+/* A guest's HELLO or STATS reply said Xen's system time (or not). */
+void acoll_xtime_heard(struct acoll *c, struct peer *p, bool said, int64_t d)
+{
+	if (!said || !p->xen)
+		return;
+	p->xtime = true;
+	p->xtime_d = d;
+	if (!c->xtime && c->xtime_why[0] && !c->xtime_why_said) {
+		c->xtime_why_said = true;
+		acoll_set_err(c, "agent: the guests say Xen's system time, but ours cannot be read (%s): their clocks are "
+			   "placed by round trips",
+			c->xtime_why);
+	}
+	xtime_place(c);
+}
+
+/* Take one message from @p's control socket.  1: one handled, 0: none
+ * ready, < 0: the agent is gone or broke the protocol.  *reply_seq gets a
+ * REPLY's req_seq (PLAN_LOAD replies are returned in *plan_reply). */

@@ -1,0 +1,214 @@
+/*
+ * State of the agent collector shared by its files (not for other
+ * folders): the collector's hooks (acoll.c), peers (acoll_peer.c), plans
+ * (acoll_plan.c), clock placement (acoll_clock.c), peers over Xen
+ * (acoll_xen.c) and options (acoll_opts.c).
+ */
+#ifndef XFLOW_COLLECTORS_ACOLL_PRIV_H
+#define XFLOW_COLLECTORS_ACOLL_PRIV_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <limits.h>
+
+#include "collectors/agent_collector.h"
+#include "collectors/guest_clock.h"
+#include "collectors/xen_discover.h"
+#include "weaver/weave.h"
+#include "xflow/clock.h"
+#include "xflow/control.h"
+#include "xflow/plan.h"
+#include "xflow/ring.h"
+#include "xflow/shm.h"
+#include "xflow/xen.h"
+#include "xflow/xen_time.h"
+#include <libxenvchan.h>
+
+#define MAX_PEERS 256 /* agents seen in a run, gone ones included */
+#define MAX_LIST 64
+#define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
+#define POP_CHUNK 256
+/* An agent over Xen gets this long to greet (its plan, timeout= whole:
+ * a kernel agent answers once the verifier has passed every program, and
+ * waiting costs nothing here, as no read waits on a guest); a domain whose
+ * offer failed is not tried again for XEN_RETRY_NS. */
+#define XEN_STEP_MS 10000
+#define XEN_RETRY_NS 30000000000ull
+/* A guest's clock further than this from ours is moved onto ours. */
+#define XEN_CLOCK_SKEW_NS 1000000000ll
+
+struct plan_cache {
+	char *domain, *exe;
+	struct xflow_plan *plan;
+	void *buf;        /* the plan's bytes, as sent */
+	size_t len;
+	char (*what)[96]; /* per site, for site_info */
+};
+
+enum peer_state {
+	PEER_LIVE = 0, /* greeted, planned: records flow */
+	PEER_HELLO,    /* over Xen: connected, waiting for the HELLO */
+	PEER_PLAN,     /* over Xen: plan sent, waiting for the answer */
+};
+
+/* How a guest's clock was placed on ours. */
+enum peer_clock {
+	PEER_CLOCK_NONE = 0,   /* not yet: its times as it gave them */
+	PEER_CLOCK_TSC,        /* its TSC anchor, on a TSC we share */
+	PEER_CLOCK_RT,         /* round trips */
+	PEER_CLOCK_XTIME,      /* Xen's system time */
+	PEER_CLOCK_FIRST,      /* moved onto ours by its first record */
+};
+
+struct peer {
+	char path[108];
+	struct xflow_ctl_conn conn;
+	/* Over Xen (xen option): the state of a peer found at run time, its
+	 * record vchan and stream, and its offer's tag in xenstore. */
+	bool xen;
+	enum peer_state state;
+	uint64_t deadline_ns;
+	struct libxenvchan *rec;
+	struct xflow_xen_rstream rs;
+	char tag[64];
+	int64_t offset_ns;       /* added to its times: its clock onto ours */
+	bool offset_checked;
+	uint64_t since_ns;       /* over Xen: when we connected (before its HELLO) */
+	char clock_how[96];      /* over Xen: how offset_ns was found, for its source */
+	enum peer_clock clk;     /* over Xen: the same, for its bound */
+	/* Over Xen without a TSC anchor: where the round trips place its
+	 * clock, and within how much (the greeting's, then each shorter STATS
+	 * one's); whatever else places it is checked against them. */
+	int64_t rt_offset_ns;
+	uint64_t rt_bound_ns;
+	/* The bound reported (peer_clock_bound): a lower one only once the
+	 * records placed under the higher one are old (bound_next from
+	 * bound_until on). */
+	uint64_t bound_held, bound_next, bound_until;
+	/* Xen's system time minus its CLOCK_MONOTONIC, when it said it
+	 * (xflow/control.h); xtime_refused once it disagreed with what the
+	 * round trips proved. */
+	bool xtime, xtime_refused;
+	int64_t xtime_d;
+	bool connected;   /* the control socket is up */
+	bool ring_ok;     /* the ring is mapped and readable */
+	bool gone;
+	uint16_t domid;
+	char domain[64];
+	uint32_t agent_pid;
+	char exe[PATH_MAX];
+	/* A kernel agent's kernel, from its HELLO: its release ("" when it
+	 * did not say) and its modules as kernel:...+?NAME items. */
+	char krelease[65];
+	char *kmods;
+	uint32_t ntargets;
+	struct xflow_shm shm;
+	struct xflow_eventfd_notifier nt;
+	struct xflow_ring_consumer cons;
+	struct xflow_clock agent_clock;
+	const struct xflow_clock *conv;
+	struct plan_cache *pc;
+	uint32_t plan_seq;
+	uint32_t installed, sites;
+	/* Plan sites the agent serves with a breakpoint (its in-process
+	 * backend could not put a jump there), and the first reason. */
+	uint8_t *trap;
+	uint32_t ntrap;
+	char trap_why[256];
+	uint64_t records, bad;
+	/* The last STATS.  Its ring_dropped counts every record the agent
+	 * lost: to a full ring and, before it, in the targets' lanes. */
+	struct xflow_ctl_advice_stats *adv;
+	uint32_t nadv;
+	uint64_t ring_dropped;
+	/* Of those, the ones lost before the ring (see peer_drops). */
+	uint64_t lost_before_ring;
+	bool stats_pending;
+	uint64_t stats_sent_ns;
+	char source[200];
+};
+
+struct acoll {
+	struct peer *peers[MAX_PEERS];
+	unsigned npeers;
+	unsigned next_peer;          /* read() starts there */
+	const char *flows[MAX_LIST];
+	unsigned nflows;
+	const char *bins[MAX_LIST];  /* "DOM:PATH" */
+	unsigned nbins;
+	int timeout_ms;
+	char *opts;                  /* the options string, split in place */
+	struct xflow_unit *unit;
+	struct plan_cache cache[MAX_PEERS];
+	unsigned ncache;
+	struct xflow_clock clock;
+	/* Aspects: the unit's flows, then its user advice. */
+	uint32_t naspects;
+	struct aspect {
+		int kind;        /* XFLOW_CTL_ASPECT_FLOW or _ADVICE */
+		uint32_t index;
+		char name[96];
+		int enabled;
+		/* What weaving it warned: how many, the first, and both
+		 * together as aspect_info() shows them. */
+		unsigned warnings;
+		char first_warning[256];
+		char note[320];
+	} *aspects;
+	uint64_t bad, bad_offers;
+	int xen_step_ms;             /* the greeting's: timeout=, at most XEN_STEP_MS */
+	/* Over Xen: discovery, and the domains whose offer failed lately. */
+	bool xen;
+	struct xen_discover *xd;
+	struct failed_offer {
+		uint32_t domid;
+		uint64_t until_ns;
+	} failed[MAX_PEERS];
+	unsigned nfailed;
+	char err[1024];
+	/* Over Xen: Xen's system time minus our own CLOCK_MONOTONIC, read
+	 * from our kernel (xflow/xen_time.h) at most every
+	 * XFLOW_XEN_TIME_EVERY_NS; xtime_never when it cannot be, and why. */
+	bool xtime, xtime_never, xtime_why_said;
+	int64_t xtime_d;
+	uint64_t xtime_at;
+	char xtime_why[240];
+	struct xen_time_reader xtime_r;
+	struct xflow_record buf[POP_CHUNK];
+};
+
+/* acoll.c */
+bool acoll_in_aspect(const struct acoll *c, const struct aspect *a, uint32_t i);
+void acoll_set_err(struct acoll *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* acoll_peer.c */
+void acoll_agent_clock_from_hello(struct xflow_clock *k, const struct xflow_ctl_hello *h);
+int acoll_peer_connect(struct acoll *c, struct peer *p);
+int acoll_peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct xflow_ctl_msg **plan_reply);
+void acoll_peer_drop(struct acoll *c, struct peer *p, const char *why);
+void acoll_peer_free(struct peer *p);
+int acoll_peer_send_plan(struct acoll *c, struct peer *p);
+void acoll_peer_take_hello(struct peer *p, const struct xflow_ctl_hello *h);
+int acoll_peer_wait_plan(struct acoll *c, struct peer *p);
+struct xflow_ctl_msg acoll_plan_load_msg(const struct peer *p);
+int acoll_take_plan_reply(struct acoll *c, struct peer *p, struct xflow_ctl_msg *r, char *why, size_t whylen);
+/* acoll_plan.c */
+struct plan_cache *acoll_plan_for(struct acoll *c, struct peer *p);
+/* acoll_clock.c */
+void acoll_bound_note(struct peer *p);
+void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s);
+uint64_t acoll_peer_clock_bound(struct peer *p);
+void acoll_peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s);
+void acoll_xen_peer_source(struct peer *p);
+void acoll_xtime_heard(struct acoll *c, struct peer *p, bool said, int64_t d);
+void acoll_xtime_ours(struct acoll *c, uint64_t now);
+/* acoll_xen.c */
+void acoll_xen_peer_fail(struct acoll *c, struct peer *p, const char *why);
+void acoll_xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now);
+void acoll_xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now);
+void acoll_xen_tick(struct acoll *c, uint64_t now);
+/* acoll_opts.c */
+int acoll_compile_flows(struct acoll *c);
+int acoll_parse_options(struct acoll *c, const char *options);
+
+#endif

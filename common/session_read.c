@@ -1,0 +1,264 @@
+/*
+ * Reading a session file (format in xflow/session.h).  The file is
+ * hostile input: every length is checked against its type before a byte
+ * of payload is read, every record goes through xflow_record_decode(),
+ * and every error names the offset of the chunk and the field.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xflow/session.h"
+
+struct xflow_session_reader {
+	FILE *f;
+	char name[256];
+	uint64_t offset;       /* of the next byte to read */
+	uint64_t nrecords;
+	uint64_t first, last;     /* the header's span */
+	uint64_t min_t, max_t;    /* the records' */
+	int ended, carried_seen;
+	unsigned char buf[XFLOW_SESSION_MAX_CHUNK];
+	char strings[XFLOW_SESSION_MAX_DOMAIN + 2 * XFLOW_SESSION_MAX_NAME + 3];
+};
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 6, 7)))
+#endif
+static int bad(const struct xflow_session_reader *r, int rc, uint64_t at, char *err, size_t errlen,
+	       const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(err, errlen, "%s: offset %" PRIu64 ": %s", r->name, at, what);
+	return rc;
+}
+
+/* Read exactly @n bytes; -EPIPE (with @what in the message) when the file
+ * ends first. */
+static int take(struct xflow_session_reader *r, void *p, size_t n, uint64_t at, const char *what,
+		char *err, size_t errlen)
+{
+	size_t got = fread(p, 1, n, r->f);
+	r->offset += got;
+	if (got == n)
+		return 0;
+	if (ferror(r->f))
+		return bad(r, -EIO, r->offset, err, errlen, "read error");
+	return bad(r, -EPIPE, at, err, errlen, "the file ends inside %s (%zu of %zu bytes)", what, got, n);
+}
+
+int xflow_session_reader_new(FILE *f, const char *name, struct xflow_session_reader **out,
+			     char *err, size_t errlen)
+{
+	struct xflow_session_reader *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "%s: %s", name, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	r->f = f;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	unsigned char h[XFLOW_SESSION_HEADER_SIZE];
+	int rc = take(r, h, sizeof(h), 0, "the header", err, errlen);
+	if (rc)
+		goto fail;
+	rc = -EBADMSG;
+	if (memcmp(h, XFLOW_SESSION_MAGIC, 8)) {
+		bad(r, rc, 0, err, errlen, "not a saved xflowtop session (no XFLOWSES magic)");
+		goto fail;
+	}
+	if (get16(h + 8) != XFLOW_SESSION_VERSION) {
+		bad(r, -EPROTO, 8, err, errlen, "session version %u (this xflowtop reads version %d)",
+		    get16(h + 8), XFLOW_SESSION_VERSION);
+		rc = -EPROTO;
+		goto fail;
+	}
+	if (get16(h + 10) || get32(h + 12)) {
+		bad(r, rc, 10, err, errlen, "reserved header bytes are not zero");
+		goto fail;
+	}
+	r->first = get64(h + 16);
+	r->last = get64(h + 24);
+	if (r->first > r->last) {
+		bad(r, rc, 16, err, errlen, "the session's span ends (%" PRIu64 " ns) before it starts (%" PRIu64 " ns)",
+		    r->last, r->first);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	free(r);
+	return rc;
+}
+
+/* A name of @n bytes at @p copied to @dst, NUL-terminated. */
+static int name_ok(const struct xflow_session_reader *r, uint64_t at, const char *field,
+		   const unsigned char *p, size_t n, char *dst, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] == 0x7f)
+			return bad(r, -EBADMSG, at, err, errlen,
+				   "site: the %s has a control byte 0x%02x at its byte %zu", field, p[i], i);
+	memcpy(dst, p, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+static int parse_site(struct xflow_session_reader *r, uint64_t at, uint32_t len,
+		      struct xflow_session_chunk *c, char *err, size_t errlen)
+{
+	const unsigned char *p = r->buf;
+	if (len < 20)
+		return bad(r, -EBADMSG, at, err, errlen, "site: length %" PRIu32 " is below 20", len);
+	size_t nd = get16(p + 12), nf = get16(p + 14), nfn = get16(p + 16);
+	if (get16(p + 2) || get16(p + 18))
+		return bad(r, -EBADMSG, at, err, errlen, "site: reserved bytes are not zero");
+	if (nd == 0 || nd > XFLOW_SESSION_MAX_DOMAIN)
+		return bad(r, -EBADMSG, at, err, errlen, "site: domain name length %zu (1 to %d)", nd,
+			   XFLOW_SESSION_MAX_DOMAIN);
+	if (nf > XFLOW_SESSION_MAX_NAME || nfn > XFLOW_SESSION_MAX_NAME)
+		return bad(r, -EBADMSG, at, err, errlen,
+			   "site: file or function name length %zu/%zu (at most %d)", nf, nfn,
+			   XFLOW_SESSION_MAX_NAME);
+	if (20 + nd + nf + nfn != len)
+		return bad(r, -EBADMSG, at, err, errlen,
+			   "site: length %" PRIu32 " does not match its names' lengths (20 + %zu + %zu + %zu)",
+			   len, nd, nf, nfn);
+	char *d = r->strings, *f = d + nd + 1, *fn = f + nf + 1;
+	int rc;
+	if ((rc = name_ok(r, at, "domain name", p + 20, nd, d, err, errlen)) ||
+	    (rc = name_ok(r, at, "file name", p + 20 + nd, nf, f, err, errlen)) ||
+	    (rc = name_ok(r, at, "function name", p + 20 + nd + nf, nfn, fn, err, errlen)))
+		return rc;
+	c->domain = get16(p);
+	c->site = get32(p + 4);
+	c->line = get32(p + 8);
+	c->domain_name = d;
+	c->file = f;
+	c->function = fn;
+	return 0;
+}
+
+int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_session_chunk *c,
+			      char *err, size_t errlen)
+{
+	uint64_t at = r->offset;
+	unsigned char head[XFLOW_SESSION_CHUNK_HEAD];
+	int rc;
+	if (r->ended) {
+		/* Nothing may follow the end: a file with more is not one
+		 * we wrote. */
+		if (fread(head, 1, 1, r->f) == 1)
+			return bad(r, -EBADMSG, at, err, errlen, "data after the end marker");
+		return 0;
+	}
+	size_t got = fread(head, 1, sizeof(head), r->f);
+	r->offset += got;
+	if (got == 0 && !ferror(r->f))
+		return bad(r, -EPIPE, at, err, errlen,
+			   "the file ends without its end marker (cut short: %" PRIu64 " records read)",
+			   r->nrecords);
+	if (got != sizeof(head)) {
+		if (ferror(r->f))
+			return bad(r, -EIO, r->offset, err, errlen, "read error");
+		return bad(r, -EPIPE, at, err, errlen, "the file ends inside a chunk head (%zu of 8 bytes)", got);
+	}
+	uint32_t type = get32(head), len = get32(head + 4), want;
+	switch (type) {
+	case XFLOW_SESSION_RECORD: want = 8 + XFLOW_RECORD_SIZE; break;
+	case XFLOW_SESSION_CARRIED: want = XFLOW_SESSION_KINDS; break;
+	case XFLOW_SESSION_END: want = 8; break;
+	case XFLOW_SESSION_SITE: want = 0; break;
+	default:
+		return bad(r, -EBADMSG, at, err, errlen, "unknown chunk type %" PRIu32, type);
+	}
+	if ((want && len != want) || len > XFLOW_SESSION_MAX_CHUNK)
+		return bad(r, -EBADMSG, at, err, errlen, "chunk type %" PRIu32 " with length %" PRIu32
+			   " (expected %" PRIu32 ")", type, len, want ? want : (uint32_t)XFLOW_SESSION_MAX_CHUNK);
+	if ((rc = take(r, r->buf, len, at, "a chunk's payload", err, errlen)))
+		return rc;
+	memset(c, 0, sizeof(*c));
+	c->type = (enum xflow_session_chunk_type)type;
+	c->offset = at;
+	switch (type) {
+	case XFLOW_SESSION_RECORD: {
+		const char *why = NULL;
+		c->t_ns = get64(r->buf);
+		/* A time outside the span would hold a replay back for as long
+		 * as it says: refused here, where its offset is known. */
+		if (c->t_ns < r->first || c->t_ns > r->last)
+			return bad(r, -EBADMSG, at, err, errlen,
+				   "record time %" PRIu64 " ns is outside the session's span (%" PRIu64 " to %" PRIu64
+				   " ns, in the header)", c->t_ns, r->first, r->last);
+		if ((rc = xflow_record_decode(r->buf + 8, XFLOW_RECORD_SIZE, &c->record, &why)))
+			return bad(r, -EBADMSG, at, err, errlen, "bad record: %s", why ? why : strerror(-rc));
+		if (!r->nrecords || c->t_ns < r->min_t)
+			r->min_t = c->t_ns;
+		if (!r->nrecords || c->t_ns > r->max_t)
+			r->max_t = c->t_ns;
+		r->nrecords++;
+		break;
+	}
+	case XFLOW_SESSION_SITE:
+		if ((rc = parse_site(r, at, len, c, err, errlen)))
+			return rc;
+		break;
+	case XFLOW_SESSION_CARRIED:
+		if (r->carried_seen || r->nrecords)
+			return bad(r, -EBADMSG, at, err, errlen,
+				   "carried bits again or after a record (once, before the records)");
+		r->carried_seen = 1;
+		for (int k = 0; k < XFLOW_SESSION_KINDS; k++)
+			if ((c->carried[k] = r->buf[k]) >= XFLOW_FLOWID_BITS)
+				return bad(r, -EBADMSG, at, err, errlen,
+					   "carried bits %u for flow kind %d (0 to %d)", r->buf[k], k,
+					   XFLOW_FLOWID_BITS - 1);
+		break;
+	case XFLOW_SESSION_END:
+		c->nrecords = get64(r->buf);
+		if (c->nrecords != r->nrecords)
+			return bad(r, -EBADMSG, at, err, errlen,
+				   "the end marker counts %" PRIu64 " records, the file has %" PRIu64,
+				   c->nrecords, r->nrecords);
+		/* The span is the records' own, not a wider one. */
+		if (r->min_t != r->first || r->max_t != r->last)
+			return bad(r, -EBADMSG, 16, err, errlen,
+				   "the header's span, %" PRIu64 " to %" PRIu64 " ns, is not the records' (%" PRIu64
+				   " to %" PRIu64 " ns)", r->first, r->last, r->min_t, r->max_t);
+		r->ended = 1;
+		break;
+	}
+	return 1;
+}
+
+void xflow_session_reader_span(const struct xflow_session_reader *r, uint64_t *first, uint64_t *last)
+{
+	*first = r->first;
+	*last = r->last;
+}
+
+void xflow_session_reader_free(struct xflow_session_reader *r)
+{
+	free(r);
+}

@@ -1,0 +1,235 @@
+/*
+ * xflow-agent: the command line (guestrt/agent/agent.h does the work).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xflow/session.h"
+#include "guestrt/agent/agent.h"
+#include "guestrt/hook/hook.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: xflow-agent [--domain NAME] [--domain-id N] (--pid PID... | --exe PATH | -- COMMAND...)\n"
+	      "                   [--transport auto|local|xen] [--socket PATH] [--ring-slots N]\n"
+	      "                   [--batch N] [--backend inproc|ptrace] [--lanes N] [--lane-slots N]\n"
+	      "                   [--stay] [-v]\n"
+	      "       xflow-agent --backend kernel [--domain NAME] [--domain-id N] [--socket PATH] [--stay] [-v]\n"
+	      "       xflow-agent --domain NAME [--domain-id N] --plan PLAN --save-session FILE\n"
+	      "                   (--pid PID... | --exe PATH | -- COMMAND...) [--ring-slots N]\n"
+	      "                   [--backend inproc|ptrace] [-v]\n"
+	      "Attach to the processes of one domain, load the weave plans the monitor sends,\n"
+	      "and ship the advice's records through a shared ring: a Unix socket and shared\n"
+	      "memory (local), or libxenvchan offered in xenstore (xen; the default in a domU,\n"
+	      "where xenstore names the domain).  --domain is required with the local transport.\n"
+	      "With --plan, load PLAN (written by xflowc plan -o) and save the records to FILE\n"
+	      "for xflowtop --replay, without a monitor.\n"
+	      "See xflow-agent(8).\n",
+	      f);
+}
+
+static int parse_u(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --plan: the records go to a saved session, with the plan's site names. */
+struct recording {
+	struct xflow_session_writer *w;
+	struct xflow_agent *a;
+	const char *domain;
+};
+
+static int record_one(void *ctx, const struct xflow_record *r, uint64_t t_ns)
+{
+	struct recording *rec = ctx;
+	return xflow_session_write_plan_record(rec->w, xflow_agent_plan_domain(rec->a), rec->domain, r, t_ns);
+}
+
+/* --plan and --save-session go together, and leave out what serves a
+ * monitor.  0, or a usage message in @err. */
+static int plan_mode_check(const struct xflow_agent_opts *o, const char *session, bool transport_set,
+			   char *err, size_t errlen)
+{
+	if (!o->plan_path != !session)
+		snprintf(err, errlen, "%s needs %s", o->plan_path ? "--plan" : "--save-session",
+			 o->plan_path ? "--save-session FILE, where the records go" : "--plan PLAN");
+	else if (o->plan_path && (o->socket_path || o->stay || (transport_set && o->transport != XFLOW_AGENT_LOCAL)))
+		snprintf(err, errlen, "--plan serves no monitor: leave out --socket, --stay and --transport");
+	else if (o->plan_path && (!o->domain || !o->domain[0]))
+		snprintf(err, errlen, "--plan needs --domain: the name its records and the plan's domain go by");
+	else if (o->backend == XFLOW_AGENT_KERNEL && (o->npids || o->exe || (o->argv && o->argv[0])))
+		snprintf(err, errlen, "--backend kernel traces this domain's kernel: leave out --pid, --exe and the command");
+	else
+		return 0;
+	return -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY, OPT_TRANSPORT,
+	       OPT_BACKEND, OPT_LANES, OPT_LANE_SLOTS, OPT_PLAN, OPT_SESSION };
+	static const struct option longopts[] = {
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "domain-id", required_argument, NULL, OPT_DOMID },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "ring-slots", required_argument, NULL, OPT_SLOTS },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "stay", no_argument, NULL, OPT_STAY },
+		{ "transport", required_argument, NULL, OPT_TRANSPORT },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "lanes", required_argument, NULL, OPT_LANES },
+		{ "lane-slots", required_argument, NULL, OPT_LANE_SLOTS },
+		{ "plan", required_argument, NULL, OPT_PLAN },
+		{ "save-session", required_argument, NULL, OPT_SESSION },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct xflow_agent_opts o = { 0 };
+	const char *session = NULL;
+	bool transport_set = false;
+	pid_t *pids = calloc((size_t)argc + 1, sizeof(*pids));
+	unsigned long v;
+	int c;
+	if (!pids)
+		return 1;
+	while ((c = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DOMAIN: o.domain = optarg; break;
+		case OPT_DOMID:
+			if (parse_u(optarg, 0x7fef, &v)) {
+				fprintf(stderr, "xflow-agent: --domain-id: '%s' is not a domain id (0..32751)\n", optarg);
+				return 2;
+			}
+			o.domain_id = (uint16_t)v;
+			break;
+		case OPT_PID:
+			if (parse_u(optarg, 0x7fffffff, &v) || v == 0) {
+				fprintf(stderr, "xflow-agent: --pid: '%s' is not a process id\n", optarg);
+				return 2;
+			}
+			pids[o.npids++] = (pid_t)v;
+			break;
+		case OPT_EXE: o.exe = optarg; break;
+		case OPT_SOCKET: o.socket_path = optarg; break;
+		case OPT_SLOTS:
+			if (parse_u(optarg, 1u << 24, &v) || v < 2 || (v & (v - 1))) {
+				fprintf(stderr, "xflow-agent: --ring-slots: '%s' is not a power of two from 2 to 16777216\n",
+					optarg);
+				return 2;
+			}
+			o.ring_slots = (uint32_t)v;
+			break;
+		case OPT_BATCH:
+			if (parse_u(optarg, 1u << 20, &v) || v == 0) {
+				fprintf(stderr, "xflow-agent: --batch: '%s' is not a count from 1 to 1048576\n", optarg);
+				return 2;
+			}
+			o.batch = (uint32_t)v;
+			break;
+		case OPT_STAY: o.stay = true; break;
+		case OPT_PLAN: o.plan_path = optarg; break;
+		case OPT_SESSION: session = optarg; break;
+		case OPT_TRANSPORT:
+			transport_set = true;
+			if (!strcmp(optarg, "auto"))
+				o.transport = XFLOW_AGENT_AUTO;
+			else if (!strcmp(optarg, "local"))
+				o.transport = XFLOW_AGENT_LOCAL;
+			else if (!strcmp(optarg, "xen"))
+				o.transport = XFLOW_AGENT_XEN;
+			else {
+				fprintf(stderr, "xflow-agent: --transport: '%s' is not auto, local or xen\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_BACKEND:
+			if (!strcmp(optarg, "inproc"))
+				o.backend = XFLOW_AGENT_INPROC;
+			else if (!strcmp(optarg, "ptrace"))
+				o.backend = XFLOW_AGENT_PTRACE;
+			else if (!strcmp(optarg, "kernel"))
+				o.backend = XFLOW_AGENT_KERNEL;
+			else {
+				fprintf(stderr, "xflow-agent: --backend: '%s' is not inproc, ptrace or kernel\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_LANES:
+		case OPT_LANE_SLOTS:
+			if (parse_u(optarg, c == OPT_LANES ? 4096 : 1u << 20, &v) || v < 2 || (v & (v - 1))) {
+				fprintf(stderr, "xflow-agent: --%s: '%s' is not a power of two from 2 to %u\n",
+					c == OPT_LANES ? "lanes" : "lane-slots", optarg, c == OPT_LANES ? 4096 : 1u << 20);
+				return 2;
+			}
+			if (c == OPT_LANES)
+				o.lanes = (uint32_t)v;
+			else
+				o.lane_slots = (uint32_t)v;
+			break;
+		case 'v': o.verbose++; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	o.pids = pids;
+	if (optind < argc)
+		o.argv = argv + optind;
+	char err[512] = "";
+	if (plan_mode_check(&o, session, transport_set, err, sizeof(err))) {
+		fprintf(stderr, "xflow-agent: %s\n", err);
+		usage(stderr);
+		free(pids);
+		return 2;
+	}
+	struct recording rec = { .domain = o.domain };
+	if (session) {
+		/* No monitor here: the records go to a session for xflowtop
+		 * --replay, written whole or not at all. */
+		o.transport = XFLOW_AGENT_LOCAL;
+		o.record = record_one;
+		o.record_ctx = &rec;
+		if (xflow_session_writer_new(session, &rec.w, err, sizeof(err))) {
+			fprintf(stderr, "xflow-agent: --save-session: %s\n", err);
+			free(pids);
+			return 1;
+		}
+	}
+	int rc = xflow_agent_new(&o, &rec.a, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "xflow-agent: %s\n", err);
+		xflow_session_writer_free(rec.w, 0, NULL, 0);
+		free(pids);
+		return 1;
+	}
+	int sig = 0;
+	rc = xflow_agent_run(rec.a, &sig);
+	xflow_agent_free(rec.a);
+	free(pids);
+	/* Committed only when the run ended well: a session cut short by an
+	 * error is not left under its name. */
+	if (rec.w) {
+		err[0] = '\0';
+		int wrc = xflow_session_writer_free(rec.w, rc == 0, err, sizeof(err));
+		if (rc || wrc)
+			fprintf(stderr, "xflow-agent: --save-session %s: the session was not saved%s%s\n", session,
+				 wrc ? ": " : "", err);
+		rc = rc ? rc : wrc;
+	}
+	/* Every target was let go: now die of the signal as asked. */
+	if (sig > 0)
+		xflow_hook_signals_reraise(sig);
+	return rc ? 1 : 0;
+}

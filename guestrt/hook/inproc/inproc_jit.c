@@ -1,0 +1,792 @@
+/*
+ * Advice compiled to machine code: one function per hook (an address and a
+ * placement, with the plan sites there), called by the trampoline instead
+ * of the runtime's interpreter.  The bytecode is verified (equal stack
+ * depth on every path into an instruction, jumps only forward), so each
+ * stack cell, local and input gets a fixed slot of the frame and every
+ * operation compiles to a few instructions on them; the flow-id table and
+ * fault-safe accesses are calls into the runtime (rt_jit.c), records are
+ * written straight into the lane's ring.  The program's semantics are the
+ * interpreter's (guestrt/interp/interp.c), operation for operation: the tests run
+ * both on the same programs.
+ *
+ * The function (entered by `call` from a trampoline that stepped over the
+ * red zone):
+ *
+ *   pushfq; push rax rcx rdx rsi rdi r8 r9 r10 r11 rbx rbp
+ *   rbp = rsp (the saved registers: DWARF's registers are read there, and
+ *   r12-r15 where they are, untouched); rsp aligned, the frame below it
+ *   rbx = rt_jit_begin() (the lane), or straight out
+ *   per binding: its advice's flag, a hit counted, inputs fetched, the
+ *   program (under the flow-id table's lock if it changes the table; one
+ *   that only looks ids up takes none), its marker record; a fault ends
+ *   that binding (counted)
+ *   the lane let go; everything restored.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestrt/hook/inproc/inproc_priv.h"
+#include "guestrt/interp/interp.h"
+#include "guestrt/x86/x86_asm.h"
+#include "xflow/plan.h"
+
+/* The frame, from the aligned rsp. */
+#define F_CELL(i) (8 * (i))
+#define F_LOCAL(i) (8 * XFLOW_BC_MAX_STACK + 8 * (i))
+#define F_INPUT(i) (F_LOCAL(XFLOW_BC_MAX_LOCALS) + 8 * (i))
+#define F_SCRATCH(i) (F_INPUT(XFLOW_BC_MAX_INPUTS) + 8 * (i))
+#define F_LAST_ID F_SCRATCH(XFLOW_BC_MAX_INPUTS)
+#define F_LAST_KIND (F_LAST_ID + 8)
+#define F_TMP (F_LAST_ID + 16)
+#define F_LAST_REG (F_LAST_ID + 24)  /* the last flow operation registered the id */
+#define F_OP_REC (F_LAST_ID + 32)    /* the run wrote its operation's own record */
+#define F_SIZE ((F_LAST_ID + 48 + 15) & ~15)
+
+/* Where the program's registers are, by DWARF number: offsets from rbp of
+ * the pushes above, -1 for a register left where it is, -2 for rsp. */
+static const int16_t reg_at[16] = { 80, 64, 72, 8, 56, 48, 0, -2, 40, 32, 24, 16, -1, -1, -1, -1 };
+static const enum xreg reg_live[16] = { [12] = XR_R12, [13] = XR_R13, [14] = XR_R14, [15] = XR_R15 };
+/* The program's rsp: past the pushes (96), the return address and the red zone. */
+#define PROGRAM_RSP (96 + 8 + 128)
+
+struct jit {
+	struct xasm a;
+	const struct ip_jit_env *env;
+	const struct xflow_rt_ctl *c; /* our view */
+	uint64_t addr;                /* the site */
+	uint32_t site;                /* plan site of the binding being compiled */
+	const struct xflow_rt_advice *adv;
+	uint32_t adv_index;
+	uint32_t l_fault, l_end;      /* this binding's labels */
+};
+
+#define LANE(field) ((int32_t)offsetof(struct xflow_rt_lane, field))
+#define PROD(field) ((int32_t)(offsetof(struct xflow_rt_lane, prod) + offsetof(struct xflow_ring_producer, field)))
+
+static int32_t counter(const struct jit *j, unsigned which)
+{
+	return (int32_t)(sizeof(struct xflow_rt_lane) +
+			 (which * XFLOW_RT_NCOUNTERS + j->adv->counter) * sizeof(uint64_t));
+}
+
+static void call_rt(struct jit *j, enum xflow_rt_jit_fn fn)
+{
+	xa_call_abs(&j->a, j->env->image + j->env->head->off_jit[fn]);
+}
+
+static const void *at_ctl(const struct jit *j, uint64_t target_addr)
+{
+	return (const char *)j->c + (target_addr - j->env->ctl_addr);
+}
+
+/* The program's DWARF register @reg into @r. */
+static void get_reg(struct jit *j, enum xreg r, unsigned reg)
+{
+	if (reg == 16)
+		xa_mov_ri(&j->a, r, j->addr);
+	else if (reg_at[reg] >= 0)
+		xa_load(&j->a, r, XR_RBP, reg_at[reg], 8);
+	else if (reg_at[reg] == -2)
+		xa_lea(&j->a, r, XR_RBP, PROGRAM_RSP);
+	else
+		xa_mov_rr(&j->a, r, reg_live[reg]);
+}
+
+/* Input @i as the recipe says (guestrt/hook/inproc/rt/rt_hit.c's fetch, compiled). */
+static int fetch(struct jit *j, const struct xflow_rt_fetch *f, unsigned i)
+{
+	struct xasm *a = &j->a;
+	if (f->reg > 16 || (f->scale && f->index > 16))
+		return -EINVAL;
+	switch (f->kind) {
+	case XFLOW_FETCH_REG:
+		get_reg(j, XR_RAX, f->reg);
+		break;
+	case XFLOW_FETCH_MEM:
+		get_reg(j, XR_RAX, f->reg);
+		if (f->off)
+			xa_mov_ri(a, XR_RCX, (uint64_t)f->off), xa_alu_rr(a, XA_ADD, XR_RAX, XR_RCX);
+		xa_store(a, XR_RSP, F_INPUT(i), XR_RAX, 8);
+		return 0;
+	case XFLOW_FETCH_STATIC: {
+		const struct xflow_rt_site *s = (const struct xflow_rt_site *)((const char *)j->c + j->c->off_sites) + j->site;
+		const uint64_t *base = (const uint64_t *)((const char *)j->c + j->c->off_bases);
+		xa_mov_ri(a, XR_RAX, (s->binary < j->c->nbases ? base[s->binary] : 0) + (uint64_t)f->off);
+		xa_store(a, XR_RSP, F_INPUT(i), XR_RAX, 8);
+		return 0;
+	}
+	case XFLOW_FETCH_VALUE:
+		get_reg(j, XR_RAX, f->reg);
+		if (f->scale) {
+			get_reg(j, XR_RCX, f->index);
+			xa_imul_rri(a, XR_RCX, XR_RCX, f->scale);
+			xa_alu_rr(a, XA_ADD, XR_RAX, XR_RCX);
+		}
+		if (f->off)
+			xa_mov_ri(a, XR_RCX, (uint64_t)f->off), xa_alu_rr(a, XA_ADD, XR_RAX, XR_RCX);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (f->local) {
+		/* No address of its own: a scratch cell the accessors serve. */
+		xa_store(a, XR_RSP, F_SCRATCH(i), XR_RAX, 8);
+		xa_mov_ri(a, XR_RAX, XFLOW_INTERP_SCRATCH_BASE + 8u * i);
+	}
+	xa_store(a, XR_RSP, F_INPUT(i), XR_RAX, 8);
+	return 0;
+}
+
+/*
+ * A record into the lane's ring, as the interpreter's emit() fills it: the
+ * hit's time, the id in @id_reg (r8; 0: none) of flow kind @kind (or the
+ * kind in F_LAST_KIND when kind < 0), @flags, @n values from the cells at
+ * @cell.  A full ring drops it and counts it, for the ring and the advice.
+ */
+static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int cell)
+{
+	struct xasm *a = &j->a;
+	uint32_t room = xa_label(a), drop = xa_label(a), done = xa_label(a);
+	/* rax = prod; room if prod - cons_cache < mask + 1 */
+	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
+	xa_mov_rr(a, XR_RCX, XR_RAX);
+	xa_alu_rm(a, XA_SUB, XR_RCX, XR_RBX, PROD(cons_cache));
+	xa_load(a, XR_RDX, XR_RBX, PROD(mask), 4);
+	xa_alu_ri(a, XA_ADD, XR_RDX, 1);
+	xa_alu_rr(a, XA_CMP, XR_RCX, XR_RDX);
+	xa_jcc(a, XC_B, room);
+	xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
+	xa_push(a, XR_R8);
+	xa_mov_rr(a, XR_RDI, XR_RBX);
+	call_rt(j, XFLOW_RT_JIT_ROOM);
+	xa_pop(a, XR_R8);
+	xa_pop(a, XR_R8);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, drop);
+	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
+	xa_bind(a, room);
+	/* rcx = slots + (prod & mask) * XFLOW_RECORD_SIZE */
+	xa_load(a, XR_RCX, XR_RBX, PROD(mask), 4);
+	xa_alu_rr(a, XA_AND, XR_RCX, XR_RAX);
+	xa_imul_rri(a, XR_RCX, XR_RCX, XFLOW_RECORD_SIZE);
+	xa_alu_rm(a, XA_ADD, XR_RCX, XR_RBX, PROD(slots));
+	/* timestamp */
+	xa_load(a, XR_RDX, XR_RBX, LANE(now), 8);
+	xa_store(a, XR_RCX, 0, XR_RDX, 8);
+	/* flow_id: the id cut to 48 bits */
+	xa_mov_rr(a, XR_RDX, XR_R8);
+	xa_shift_i(a, 4, XR_RDX, 16);
+	xa_shift_i(a, 5, XR_RDX, 16);
+	xa_store(a, XR_RCX, 8, XR_RDX, 8);
+	/* site_id | flow_kind << 32 | domain_id << 48; the kind is "none"
+	 * without an id */
+	xa_mov_ri(a, XR_RDX, XFLOW_FLOW_KIND_NONE);
+	if (kind >= 0)
+		xa_mov_ri(a, XR_RSI, (uint64_t)kind);
+	else
+		xa_load(a, XR_RSI, XR_RSP, F_LAST_KIND, 8);
+	xa_test_rr(a, XR_R8, XR_R8);
+	xa_cmov(a, XC_NE, XR_RDX, XR_RSI);
+	xa_shift_i(a, 4, XR_RDX, 32);
+	xa_mov_ri(a, XR_RSI, (uint64_t)j->site | (uint64_t)j->c->domain_id << 48);
+	xa_alu_rr(a, XA_OR, XR_RDX, XR_RSI);
+	xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	/* flags | version << 16 | ndata << 24 | thread_id << 32 */
+	xa_load(a, XR_RDX, XR_RBX, LANE(tid), 4);
+	xa_shift_i(a, 4, XR_RDX, 32);
+	xa_alu_ri(a, XA_OR, XR_RDX, (int32_t)(flags | (uint32_t)XFLOW_RECORD_VERSION << 16 | n << 24));
+	xa_store(a, XR_RCX, 24, XR_RDX, 8);
+	/* thread_seq, reserved 0 */
+	xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
+	xa_lea(a, XR_RSI, XR_RDX, 1);
+	xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
+	xa_store(a, XR_RCX, 32, XR_RDX, 8);
+	for (unsigned i = 0; i < XFLOW_RECORD_MAX_DATA; i++) {
+		if (i < n) {
+			xa_load(a, XR_RDX, XR_RSP, F_CELL(cell + (int)i), 8);
+			xa_store(a, XR_RCX, 40 + 8 * (int32_t)i, XR_RDX, 8);
+		} else {
+			xa_store_i(a, XR_RCX, 40 + 8 * (int32_t)i, 0, 8);
+		}
+	}
+	/* Publish: the slot's stores are before the index's (x86 keeps
+	 * stores in order; this is the release of xflow_ring_push_n). */
+	xa_alu_ri(a, XA_ADD, XR_RAX, 1);
+	xa_store(a, XR_RBX, PROD(prod), XR_RAX, 8);
+	xa_load(a, XR_RDX, XR_RBX, PROD(hdr), 8);
+	xa_store(a, XR_RDX, (int32_t)offsetof(struct xflow_ring_hdr, prod), XR_RAX, 8);
+	xa_jmp(a, done);
+	xa_bind(a, drop);
+	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_DROPS), 1);
+	xa_bind(a, done);
+}
+
+/* The flow of the records of this run: the last lookup, creation or
+ * removal that gave an id (rax) of kind @kind, and whether it registered
+ * the id. */
+static void set_last(struct jit *j, unsigned kind, int registered)
+{
+	struct xasm *a = &j->a;
+	uint32_t skip = xa_label(a);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, skip);
+	xa_store(a, XR_RSP, F_LAST_ID, XR_RAX, 8);
+	xa_store_i(a, XR_RSP, F_LAST_KIND, (int32_t)kind, 8);
+	xa_store_i(a, XR_RSP, F_LAST_REG, registered, 8);
+	xa_bind(a, skip);
+}
+
+/* rt_jit_read/_write of @size bytes at the address in rdi, through
+ * F_TMP; a fault ends the binding. */
+static void mem_access(struct jit *j, unsigned size, int write)
+{
+	struct xasm *a = &j->a;
+	xa_lea(a, XR_RSI, XR_RSP, F_TMP);
+	xa_mov_ri(a, XR_RDX, size);
+	xa_lea(a, XR_RCX, XR_RSP, F_SCRATCH(0));
+	call_rt(j, write ? XFLOW_RT_JIT_WRITE : XFLOW_RT_JIT_READ);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_NE, j->l_fault);
+}
+
+/* rax (the raw bytes of field @f, zero-extended) to its value. */
+static void field_value(struct jit *j, const struct xflow_field_rt *f)
+{
+	struct xasm *a = &j->a;
+	unsigned bits = f->size * 8u;
+	if (f->bit_size) {
+		if (f->bit_offset)
+			xa_shift_i(a, 5, XR_RAX, f->bit_offset);
+		bits = f->bit_size;
+		if (bits < 64) {
+			xa_shift_i(a, 4, XR_RAX, (uint8_t)(64 - bits));
+			xa_shift_i(a, 5, XR_RAX, (uint8_t)(64 - bits));
+		}
+	}
+	if (f->is_signed && bits < 64) {
+		xa_shift_i(a, 4, XR_RAX, (uint8_t)(64 - bits));
+		xa_shift_i(a, 7, XR_RAX, (uint8_t)(64 - bits));
+	}
+}
+
+static const struct xflow_field_rt *field(const struct jit *j, unsigned b)
+{
+	return b < j->c->nfields ? (const struct xflow_field_rt *)((const char *)j->c + j->c->off_fields) + b : NULL;
+}
+
+/* One binary operation on cells d-2 (x) and d-1 (y) into d-2. */
+static int binop(struct jit *j, unsigned op, int d)
+{
+	struct xasm *a = &j->a;
+	uint32_t l1, l2;
+	xa_load(a, XR_RAX, XR_RSP, F_CELL(d - 2), 8);
+	xa_load(a, XR_RCX, XR_RSP, F_CELL(d - 1), 8);
+	switch (op) {
+	case XFLOW_OP_ADD: xa_alu_rr(a, XA_ADD, XR_RAX, XR_RCX); break;
+	case XFLOW_OP_SUB: xa_alu_rr(a, XA_SUB, XR_RAX, XR_RCX); break;
+	case XFLOW_OP_MUL: xa_imul_rr(a, XR_RAX, XR_RCX); break;
+	case XFLOW_OP_AND: xa_alu_rr(a, XA_AND, XR_RAX, XR_RCX); break;
+	case XFLOW_OP_OR: xa_alu_rr(a, XA_OR, XR_RAX, XR_RCX); break;
+	case XFLOW_OP_XOR: xa_alu_rr(a, XA_XOR, XR_RAX, XR_RCX); break;
+	case XFLOW_OP_SHL: xa_shift_cl(a, 4, XR_RAX); break; /* the count is masked to 63 */
+	case XFLOW_OP_SHR: xa_shift_cl(a, 5, XR_RAX); break;
+	case XFLOW_OP_SAR: xa_shift_cl(a, 7, XR_RAX); break;
+	case XFLOW_OP_DIV:
+	case XFLOW_OP_MOD:
+	case XFLOW_OP_DIVU:
+	case XFLOW_OP_MODU: {
+		/* Never a trap: y == 0 gives 0 (x for the remainder), and
+		 * INT64_MIN / -1 gives INT64_MIN (0 for the remainder). */
+		bool sgn = op == XFLOW_OP_DIV || op == XFLOW_OP_MOD, rem = op == XFLOW_OP_MOD || op == XFLOW_OP_MODU;
+		l1 = xa_label(a);
+		l2 = xa_label(a);
+		xa_test_rr(a, XR_RCX, XR_RCX);
+		if (!rem) {
+			uint32_t nz = xa_label(a);
+			xa_jcc(a, XC_NE, nz);
+			xa_mov_ri(a, XR_RAX, 0);
+			xa_jmp(a, l2);
+			xa_bind(a, nz);
+		} else {
+			xa_jcc(a, XC_E, l2); /* x % 0 is x: rax holds it */
+		}
+		if (sgn) {
+			uint32_t go = xa_label(a);
+			xa_alu_ri(a, XA_CMP, XR_RCX, -1);
+			xa_jcc(a, XC_NE, go);
+			if (rem)
+				xa_mov_ri(a, XR_RAX, 0);
+			else
+				xa_neg(a, XR_RAX); /* -x, and INT64_MIN stays */
+			xa_jmp(a, l2);
+			xa_bind(a, go);
+			xa_cqo(a);
+		} else {
+			xa_mov_ri(a, XR_RDX, 0);
+		}
+		xa_div(a, XR_RCX, sgn);
+		if (rem)
+			xa_mov_rr(a, XR_RAX, XR_RDX);
+		xa_bind(a, l1);
+		xa_bind(a, l2);
+		break;
+	}
+	default: {
+		static const struct { unsigned op; enum xcc cc; } cmp[] = {
+			{ XFLOW_OP_EQ, XC_E }, { XFLOW_OP_NE, XC_NE }, { XFLOW_OP_LT, XC_L }, { XFLOW_OP_LE, XC_LE },
+			{ XFLOW_OP_GT, XC_G }, { XFLOW_OP_GE, XC_GE }, { XFLOW_OP_LTU, XC_B }, { XFLOW_OP_LEU, XC_BE },
+			{ XFLOW_OP_GTU, XC_A }, { XFLOW_OP_GEU, XC_AE },
+		};
+		size_t k;
+		for (k = 0; k < sizeof(cmp) / sizeof(cmp[0]) && cmp[k].op != op; k++)
+			;
+		if (k == sizeof(cmp) / sizeof(cmp[0]))
+			return -ENOTSUP;
+		xa_alu_rr(a, XA_CMP, XR_RAX, XR_RCX);
+		xa_setcc(a, cmp[k].cc, XR_RAX);
+	}
+	}
+	xa_store(a, XR_RSP, F_CELL(d - 2), XR_RAX, 8);
+	return 0;
+}
+
+/* The stack depth before each instruction, from a program the verifier
+ * passed: equal on every path, so one forward walk finds it.  -1 for an
+ * instruction nothing reaches. */
+static int depths(const struct xflow_bc_prog *p, int *d)
+{
+	for (uint32_t i = 0; i < p->ninsns; i++)
+		d[i] = -1;
+	int cur = 0;
+	bool live = true;
+	for (uint32_t pc = 0; pc < p->ninsns; pc++) {
+		const struct xflow_bc_insn *in = &p->insns[pc];
+		if (d[pc] >= 0)
+			cur = d[pc], live = true;
+		if (!live)
+			continue;
+		d[pc] = cur;
+		int eff;
+		switch ((enum xflow_bc_op)in->op) {
+		case XFLOW_OP_PUSHI: case XFLOW_OP_PUSHK: case XFLOW_OP_LDIN: case XFLOW_OP_LDL:
+		case XFLOW_OP_DUP: case XFLOW_OP_RDTSC: case XFLOW_OP_PC: case XFLOW_OP_FLOW_NEW:
+			eff = 1;
+			break;
+		case XFLOW_OP_STL: case XFLOW_OP_DROP: case XFLOW_OP_JZ: case XFLOW_OP_JNZ: case XFLOW_OP_FLOW_DEL:
+		case XFLOW_OP_ADD: case XFLOW_OP_SUB: case XFLOW_OP_MUL: case XFLOW_OP_DIV: case XFLOW_OP_DIVU:
+		case XFLOW_OP_MOD: case XFLOW_OP_MODU: case XFLOW_OP_AND: case XFLOW_OP_OR: case XFLOW_OP_XOR:
+		case XFLOW_OP_SHL: case XFLOW_OP_SHR: case XFLOW_OP_SAR: case XFLOW_OP_EQ: case XFLOW_OP_NE:
+		case XFLOW_OP_LT: case XFLOW_OP_LE: case XFLOW_OP_GT: case XFLOW_OP_GE: case XFLOW_OP_LTU:
+		case XFLOW_OP_LEU: case XFLOW_OP_GTU: case XFLOW_OP_GEU: case XFLOW_OP_ELEM:
+			eff = -1;
+			break;
+		case XFLOW_OP_STF: case XFLOW_OP_FLOW_REG: case XFLOW_OP_SPLIT:
+			eff = -2;
+			break;
+		case XFLOW_OP_HANDOFF:
+			eff = in->a == 2 ? -3 : -2;
+			break;
+		case XFLOW_OP_STORE:
+			eff = -(int)in->a;
+			break;
+		default:
+			eff = 0;
+			break;
+		}
+		if (in->op == XFLOW_OP_JMP || in->op == XFLOW_OP_JZ || in->op == XFLOW_OP_JNZ) {
+			uint32_t to = pc + 1 + (uint32_t)in->k;
+			if (to > p->ninsns)
+				return -EINVAL;
+			if (to < p->ninsns)
+				d[to] = cur + eff;
+		}
+		cur += eff;
+		if (cur < 0 || cur > XFLOW_BC_MAX_STACK)
+			return -EINVAL;
+		if (in->op == XFLOW_OP_JMP || in->op == XFLOW_OP_RET)
+			live = false;
+	}
+	return 0;
+}
+
+/* The program of one binding. */
+static int body(struct jit *j, const struct xflow_bc_prog *p)
+{
+	struct xasm *a = &j->a;
+	int d[XFLOW_BC_MAX_INSNS];
+	uint32_t lab[XFLOW_BC_MAX_INSNS + 1];
+	const struct xflow_bc_insn *insns = at_ctl(j, (uint64_t)(uintptr_t)p->insns);
+	const uint64_t *consts = at_ctl(j, (uint64_t)(uintptr_t)p->consts);
+	struct xflow_bc_prog q = *p;
+	q.insns = insns;
+	if (p->ninsns > XFLOW_BC_MAX_INSNS || depths(&q, d) < 0)
+		return -EINVAL;
+	for (uint32_t i = 0; i <= p->ninsns; i++)
+		lab[i] = xa_label(a);
+	for (uint32_t pc = 0; pc < p->ninsns; pc++) {
+		const struct xflow_bc_insn *in = &insns[pc];
+		int s = d[pc];
+		xa_bind(a, lab[pc]);
+		if (s < 0)
+			continue;
+		const struct xflow_field_rt *f;
+		switch ((enum xflow_bc_op)in->op) {
+		case XFLOW_OP_NOP: case XFLOW_OP_TOPTR: case XFLOW_OP_TOINT: case XFLOW_OP_DROP:
+			break;
+		case XFLOW_OP_PUSHI:
+			xa_mov_ri(a, XR_RAX, (uint64_t)(int64_t)in->k);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_PUSHK:
+			if (in->b >= p->nconsts)
+				return -EINVAL;
+			xa_mov_ri(a, XR_RAX, consts[in->b]);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_LDIN:
+			xa_load(a, XR_RAX, XR_RSP, F_INPUT(in->a), 8);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_LDL:
+			xa_load(a, XR_RAX, XR_RSP, F_LOCAL(in->a), 8);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_STL:
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			xa_store(a, XR_RSP, F_LOCAL(in->a), XR_RAX, 8);
+			break;
+		case XFLOW_OP_DUP:
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_LDF:
+			f = field(j, in->b);
+			if (!f || f->size == 0) {
+				xa_jmp(a, j->l_fault); /* not in this domain: every access faults */
+				break;
+			}
+			xa_load(a, XR_RDI, XR_RSP, F_CELL(s - 1), 8);
+			if (f->offset)
+				xa_alu_ri(a, XA_ADD, XR_RDI, (int32_t)f->offset);
+			mem_access(j, f->size, 0);
+			xa_load(a, XR_RAX, XR_RSP, F_TMP, 8);
+			field_value(j, f);
+			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+			break;
+		case XFLOW_OP_ELEM:
+			/* [p i -- p + offset + i * stride], i below the count. */
+			f = field(j, in->b);
+			if (!f || !f->nelems) {
+				xa_jmp(a, j->l_fault); /* no such array here: fault */
+				break;
+			}
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			xa_mov_ri(a, XR_RCX, f->nelems);
+			xa_alu_rr(a, XA_CMP, XR_RAX, XR_RCX);
+			xa_jcc(a, XC_AE, j->l_fault);
+			xa_mov_ri(a, XR_RCX, f->stride);
+			xa_imul_rr(a, XR_RAX, XR_RCX);
+			xa_mov_ri(a, XR_RCX, f->offset);
+			xa_alu_rr(a, XA_ADD, XR_RAX, XR_RCX);
+			xa_alu_rm(a, XA_ADD, XR_RAX, XR_RSP, F_CELL(s - 2));
+			xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
+			break;
+		case XFLOW_OP_STF:
+			f = field(j, in->b);
+			if (!f || f->size == 0) {
+				xa_jmp(a, j->l_fault);
+				break;
+			}
+			if (f->bit_size) {
+				/* Read-modify-write of the bytes holding the bitfield. */
+				uint64_t m = (f->bit_size >= 64 ? UINT64_MAX : (UINT64_C(1) << f->bit_size) - 1)
+					     << f->bit_offset;
+				xa_load(a, XR_RDI, XR_RSP, F_CELL(s - 2), 8);
+				if (f->offset)
+					xa_alu_ri(a, XA_ADD, XR_RDI, (int32_t)f->offset);
+				mem_access(j, f->size, 0);
+				xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+				if (f->bit_offset)
+					xa_shift_i(a, 4, XR_RAX, f->bit_offset);
+				xa_mov_ri(a, XR_RCX, m);
+				xa_alu_rr(a, XA_AND, XR_RAX, XR_RCX);
+				xa_not(a, XR_RCX);
+				xa_alu_rm(a, XA_AND, XR_RCX, XR_RSP, F_TMP);
+				xa_alu_rr(a, XA_OR, XR_RAX, XR_RCX);
+				xa_store(a, XR_RSP, F_TMP, XR_RAX, 8);
+			} else {
+				xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+				xa_store(a, XR_RSP, F_TMP, XR_RAX, 8);
+			}
+			xa_load(a, XR_RDI, XR_RSP, F_CELL(s - 2), 8);
+			if (f->offset)
+				xa_alu_ri(a, XA_ADD, XR_RDI, (int32_t)f->offset);
+			mem_access(j, f->size, 1);
+			break;
+		case XFLOW_OP_LDM:
+			if (in->a != 1 && in->a != 2 && in->a != 4 && in->a != 8)
+				return -EINVAL;
+			xa_load(a, XR_RDI, XR_RSP, F_CELL(s - 1), 8);
+			mem_access(j, in->a, 0);
+			if (in->b & XFLOW_LDM_SIGNED)
+				xa_loads(a, XR_RAX, XR_RSP, F_TMP, in->a);
+			else
+				xa_load(a, XR_RAX, XR_RSP, F_TMP, 8);
+			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+			break;
+		case XFLOW_OP_NEG: case XFLOW_OP_NOT: case XFLOW_OP_LNOT:
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			if (in->op == XFLOW_OP_NEG)
+				xa_neg(a, XR_RAX);
+			else if (in->op == XFLOW_OP_NOT)
+				xa_not(a, XR_RAX);
+			else
+				xa_test_rr(a, XR_RAX, XR_RAX), xa_setcc(a, XC_E, XR_RAX);
+			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+			break;
+		case XFLOW_OP_JMP:
+			xa_jmp(a, lab[pc + 1 + (uint32_t)in->k]);
+			break;
+		case XFLOW_OP_JZ:
+		case XFLOW_OP_JNZ:
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			xa_test_rr(a, XR_RAX, XR_RAX);
+			xa_jcc(a, in->op == XFLOW_OP_JZ ? XC_E : XC_NE, lab[pc + 1 + (uint32_t)in->k]);
+			break;
+		case XFLOW_OP_RET:
+			xa_jmp(a, j->l_end);
+			break;
+		case XFLOW_OP_RDTSC:
+			xa_load(a, XR_RAX, XR_RBX, LANE(now), 8);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_PC:
+			xa_mov_ri(a, XR_RAX, j->addr);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_FLOW_NEW:
+			xa_mov_rr(a, XR_RDI, XR_RBX);
+			call_rt(j, XFLOW_RT_JIT_NEW_ID);
+			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			break;
+		case XFLOW_OP_FLOW_GET:
+			xa_mov_rr(a, XR_RDI, XR_RBX);
+			xa_mov_ri(a, XR_RSI, in->b);
+			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
+			call_rt(j, j->adv->uses_flows == 2 ? XFLOW_RT_JIT_FLOW_PEEK : XFLOW_RT_JIT_FLOW_GET);
+			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+			set_last(j, in->b, 0);
+			break;
+		case XFLOW_OP_FLOW_REG:
+			xa_mov_rr(a, XR_RDI, XR_RBX);
+			xa_mov_ri(a, XR_RSI, in->b);
+			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 2), 8);
+			xa_load(a, XR_RCX, XR_RSP, F_CELL(s - 1), 8);
+			call_rt(j, XFLOW_RT_JIT_FLOW_REG);
+			set_last(j, in->b, 1);
+			break;
+		case XFLOW_OP_FLOW_DEL:
+			xa_mov_rr(a, XR_RDI, XR_RBX);
+			xa_mov_ri(a, XR_RSI, in->b);
+			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
+			call_rt(j, XFLOW_RT_JIT_FLOW_DEL);
+			set_last(j, in->b, 0);
+			break;
+		case XFLOW_OP_STORE:
+			if (in->a < 1 || in->a > XFLOW_RECORD_MAX_DATA)
+				return -EINVAL;
+			xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
+			emit_record(j, -1, in->b, in->a, s - in->a);
+			break;
+		case XFLOW_OP_HANDOFF:
+			if (in->a == 2) {
+				/* [key id dom --]: data = key, 1, dom + 1 */
+				xa_load(a, XR_R8, XR_RSP, F_CELL(s - 2), 8);
+				xa_mov_ri(a, XR_RAX, 1);
+				xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
+				xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+				xa_alu_ri(a, XA_ADD, XR_RAX, 1);
+				xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+				emit_record(j, in->b,
+					    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_START,
+					    3, s - 3);
+				xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
+				break;
+			}
+			/* [key id --]: data = key, the side */
+			xa_load(a, XR_R8, XR_RSP, F_CELL(s - 1), 8);
+			xa_mov_ri(a, XR_RAX, in->a);
+			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
+			emit_record(j, in->b,
+				    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED |
+					    (in->a ? XFLOW_REC_START : 0),
+				    2, s - 2);
+			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
+			break;
+		case XFLOW_OP_SPLIT:
+			/* [child parent --]: id child, data = parent */
+			xa_load(a, XR_R8, XR_RSP, F_CELL(s - 2), 8);
+			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
+			xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
+			emit_record(j, in->b, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, 1, s - 2);
+			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
+			break;
+		default:
+			if (binop(j, in->op, s) < 0)
+				return -ENOTSUP;
+			break;
+		}
+	}
+	xa_bind(a, lab[p->ninsns]);
+	return 0;
+}
+
+/* One binding: its flag, a hit, its inputs, its program. */
+static int binding(struct jit *j, const struct xflow_rt_binding *b)
+{
+	struct xasm *a = &j->a;
+	const struct xflow_rt_advice *adv = (const struct xflow_rt_advice *)((const char *)j->c + j->c->off_advice);
+	const struct xflow_rt_fetch *fetches = (const struct xflow_rt_fetch *)((const char *)j->c + j->c->off_fetches);
+	if (b->advice >= j->c->nadvice || b->ninputs > XFLOW_BC_MAX_INPUTS || b->first_fetch + b->ninputs > j->c->nfetches)
+		return -EINVAL;
+	j->adv = &adv[b->advice];
+	j->adv_index = b->advice;
+	uint32_t next = xa_label(a);
+	j->l_fault = xa_label(a);
+	j->l_end = xa_label(a);
+	/* Relaxed, as the interpreter: a toggle takes effect at the next hit. */
+	xa_mov_ri(a, XR_RAX, j->env->ctl_addr + j->c->off_enabled + b->advice);
+	xa_load(a, XR_RAX, XR_RAX, 0, 1);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, next);
+	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_HITS), 1);
+	for (unsigned i = 0; i < b->ninputs; i++) {
+		int rc = fetch(j, &fetches[b->first_fetch + i], i);
+		if (rc < 0)
+			return rc;
+	}
+	xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
+	xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
+	xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
+	xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
+	/* Locals start at 0. */
+	for (uint32_t i = 0; i < j->adv->prog.nlocals && i < XFLOW_BC_MAX_LOCALS; i++)
+		xa_store_i(a, XR_RSP, F_LOCAL(i), 0, 8);
+	if (j->adv->uses_flows == 1) {
+		xa_mov_rr(a, XR_RDI, XR_RBX);
+		call_rt(j, XFLOW_RT_JIT_LOCK);
+	}
+	int rc = body(j, &j->adv->prog);
+	if (rc < 0)
+		return rc;
+	xa_bind(a, j->l_end);
+	if (j->adv->marker_flags) {
+		/* An xflow operation that acted on a flow says so, unless its
+		 * operation wrote its own record (split, handoff), or it is a
+		 * start that kept an id in place (guestrt/interp/interp.c's
+		 * marker_due). */
+		uint32_t none = xa_label(a);
+		xa_load(a, XR_RAX, XR_RSP, F_OP_REC, 8);
+		xa_test_rr(a, XR_RAX, XR_RAX);
+		xa_jcc(a, XC_NE, none);
+		if (j->adv->marker_flags & XFLOW_REC_START) {
+			xa_load(a, XR_RAX, XR_RSP, F_LAST_REG, 8);
+			xa_test_rr(a, XR_RAX, XR_RAX);
+			xa_jcc(a, XC_E, none);
+		}
+		xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
+		xa_test_rr(a, XR_R8, XR_R8);
+		xa_jcc(a, XC_E, none);
+		emit_record(j, -1, j->adv->marker_flags, 0, 0);
+		xa_bind(a, none);
+	}
+	if (j->adv->uses_flows == 1) {
+		xa_mov_rr(a, XR_RDI, XR_RBX);
+		call_rt(j, XFLOW_RT_JIT_UNLOCK);
+	}
+	xa_jmp(a, next);
+	xa_bind(a, j->l_fault);
+	if (j->adv->uses_flows == 1) {
+		xa_mov_rr(a, XR_RDI, XR_RBX);
+		call_rt(j, XFLOW_RT_JIT_UNLOCK);
+	}
+	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_FAULTS), 1);
+	xa_bind(a, next);
+	return 0;
+}
+
+int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, const uint32_t *sites, uint32_t n,
+		uint64_t at, uint8_t *out, size_t max)
+{
+	static const enum xreg saved[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_RDI, XR_R8,
+					   XR_R9,  XR_R10, XR_R11, XR_RBX, XR_RBP };
+	struct jit *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	struct xasm *a = &j->a;
+	xa_init(a, out, max, at);
+	j->env = env;
+	j->c = env->ctl;
+	j->addr = addr;
+	uint32_t out_l = xa_label(a);
+	xa_op(a, 0x9c); /* pushfq */
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+		xa_push(a, saved[i]);
+	xa_mov_rr(a, XR_RBP, XR_RSP);
+	xa_alu_ri(a, XA_AND, XR_RSP, -16);
+	xa_alu_ri(a, XA_SUB, XR_RSP, F_SIZE);
+	xa_op(a, 0xfc); /* cld: the runtime's calls assume it */
+	call_rt(j, XFLOW_RT_JIT_BEGIN);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, out_l);
+	xa_mov_rr(a, XR_RBX, XR_RAX);
+	const struct xflow_rt_site *sv = (const struct xflow_rt_site *)((const char *)j->c + j->c->off_sites);
+	const struct xflow_rt_binding *bv = (const struct xflow_rt_binding *)((const char *)j->c + j->c->off_bindings);
+	int rc = 0;
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		if (sites[i] >= j->c->nsites)
+			continue;
+		j->site = sites[i];
+		const struct xflow_rt_site *s = &sv[sites[i]];
+		for (uint32_t k = 0; k < s->nbindings && rc == 0; k++) {
+			uint32_t bi = s->first_binding + k;
+			if (bi < j->c->nbindings && bv[bi].when == when)
+				rc = binding(j, &bv[bi]);
+		}
+	}
+	xa_store_i(a, XR_RBX, LANE(busy), 0, 4);
+	xa_bind(a, out_l);
+	xa_mov_rr(a, XR_RSP, XR_RBP);
+	/* The flags as the zone stub restores them: sahf and an add for OF
+	 * (a quarter of popfq's cost), popfq when DF or AC was set. */
+	uint32_t slow = xa_label(a);
+	xa_load(a, XR_RAX, XR_RSP, 88, 8);
+	static const uint8_t test_df_ac[] = { 0xa9, 0x00, 0x04, 0x04, 0x00 }; /* test $0x40400, %eax */
+	xa_bytes(a, test_df_ac, sizeof(test_df_ac));
+	xa_jcc(a, XC_NE, slow);
+	static const uint8_t fast[] = {
+		0x89, 0xc2,             /* mov %eax, %edx */
+		0xc1, 0xea, 0x0b,       /* shr $11, %edx */
+		0x83, 0xe2, 0x01,       /* and $1, %edx: OF */
+		0x88, 0xc4,             /* mov %al, %ah: SF ZF AF PF CF */
+		0x88, 0xd0,             /* mov %dl, %al */
+		0x04, 0x7f,             /* add $0x7f, %al: OF = (al == 1) */
+		0x9e,                   /* sahf */
+	};
+	xa_bytes(a, fast, sizeof(fast));
+	for (size_t i = sizeof(saved) / sizeof(saved[0]); i-- > 0;)
+		xa_pop(a, saved[i]);
+	xa_lea(a, XR_RSP, XR_RSP, 8); /* over the flags, which are restored */
+	xa_op(a, 0xc3);
+	xa_bind(a, slow);
+	for (size_t i = sizeof(saved) / sizeof(saved[0]); i-- > 0;)
+		xa_pop(a, saved[i]);
+	xa_op(a, 0x9d); /* popfq */
+	xa_op(a, 0xc3);
+	int len = rc < 0 ? rc : xa_finish(a);
+	free(j);
+	return len;
+}

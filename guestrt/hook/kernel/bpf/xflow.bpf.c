@@ -1,0 +1,429 @@
+/*
+ * The kernel backend's BPF program: one generic body, instantiated once
+ * per slot, that runs the flow operations the loader put in xk_plan[slot]
+ * (guestrt/hook/kernel/kabi.h) and writes struct xflow_record-shaped records into a BPF
+ * ring buffer.  Built with clang -target bpf against the running kernel's
+ * vmlinux.h; CO-RE relocations are not needed: the program reads no kernel
+ * struct by its C type, only the traced function's arguments, through
+ * helpers that check the argument index at run time, and the member
+ * chains the loader gives as (offset, size) loads from the plan's BTF
+ * layouts, each with bpf_probe_read_kernel.
+ *
+ * Nothing here writes kernel memory: the only stores are to this program's
+ * maps.  A kernel advice that would write (an xin_* with a <field>) is
+ * refused by the loader before anything is loaded.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "guestrt/hook/kernel/kabi.h"
+
+#define FLOWID_MAX ((1ULL << 48) - 1)
+/* enum xflow_record_flag (xflow/record.h, which is host C). */
+#define XK_REC_START 1
+#define XK_REC_TRANSIT 2
+#define XK_REC_CROSS_DOMAIN 8
+#define XK_REC_KEYED 64
+#define XK_RB_SIZE (1 << 22) /* 4 MiB: 47662 records */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before the object is loaded. */
+const volatile __u16 xk_domain_id = 0;
+
+/* Flow ids: one space for every CPU and flow kind. */
+__u64 xk_next_id = 0;
+
+/* The site table, set by the loader before the object is loaded.  In
+ * .rodata, which libbpf freezes: the verifier then reads every operation's
+ * kind, operands and key parts as constants, hard-wires the branches they
+ * decide and drops the code no path reaches, so each slot's program keeps
+ * only its own operations' code (a privileged loader's: the agent is root).
+ * Volatile so that clang does not fold its zeros in.  Every pointer into
+ * it below is volatile too: a load through a plain one would let clang
+ * assume the initial zeros. */
+const volatile struct xk_site xk_plan[XK_SLOTS] = {};
+
+/* Per slot, which of it runs (XK_ON_*): written by the loader while the
+ * programs are attached, so outside the frozen table.  One aligned word,
+ * read once a run: a run sees an update whole or not at all.  On cache
+ * lines of its own (the section's mapping starts on a page): every run
+ * reads it, and xk_next_id beside it takes an atomic add at every start
+ * on any CPU. */
+__u32 xk_on[XK_SLOTS] __attribute__((aligned(64))) = {};
+
+/* Preallocated (the default for a hash): an update from a tracing program
+ * never allocates, and a full map fails the update, which is counted. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct xk_key);
+	__type(value, __u64);
+} xk_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, XK_RB_SIZE);
+} xk_rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct xk_count);
+} xk_counts SEC(".maps");
+
+enum { KIND_ENTRY = 0, KIND_EXIT = 1, KIND_TP = 2 };
+
+/* An operand: argument @which of the traced function, or its return value.
+ * @kind is a constant in every caller, so a helper a program type may not
+ * call (bpf_get_func_ret in fentry) is never in its code. */
+static __always_inline int xk_get(void *ctx, const int kind, __u8 which, __u64 *v)
+{
+	if (which == XK_ARG_RET) {
+		if (kind != KIND_EXIT)
+			return -1;
+		return bpf_get_func_ret(ctx, v);
+	}
+	if (kind == KIND_TP) {
+		/* A raw tracepoint's arguments are the u64 array at ctx; the
+		 * kernel checks at attach time that what the program reads is
+		 * within the tracepoint's arguments, so only the first (an
+		 * skb, a bio, a request in the tracepoints flows name) is read. */
+		if (which != 0)
+			return -1;
+		*v = ((__u64 *)ctx)[0];
+		return 0;
+	}
+	return bpf_get_func_arg(ctx, which, v);
+}
+
+static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const volatile struct xk_op *op,
+				     __u64 id, __u16 flags, __u64 d0, __u64 d1, __u64 d2, __u8 ndata)
+{
+	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
+	if (!r) {
+		if (c)
+			c->drops++;
+		return;
+	}
+	r->timestamp = bpf_ktime_get_ns();
+	r->flow_id = id;
+	r->site_id = site;
+	r->flow_kind = op->flow;
+	r->domain_id = xk_domain_id;
+	r->flags = flags;
+	r->version = 1;
+	r->ndata = ndata;
+	r->thread_id = (__u32)bpf_get_current_pid_tgid();
+	r->thread_seq = 0;
+	r->reserved = 0;
+	r->data[0] = d0;
+	r->data[1] = d1;
+	r->data[2] = d2;
+#pragma unroll
+	for (int i = 3; i < 6; i++)
+		r->data[i] = 0;
+	/* A wake-up per record (the default when the reader has caught up)
+	 * costs an irq_work and an epoll wake-up per hit, several times the
+	 * rest of the program: the agent drains between slices of at most
+	 * 10 ms anyway, so it is woken only when the buffer is a quarter full. */
+	__u64 avail = bpf_ringbuf_query(&xk_rb, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(r, avail > XK_RB_SIZE / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	if (c)
+		c->records++;
+}
+
+static __always_inline void xk_emit(struct xk_count *c, __u32 site, const volatile struct xk_op *op, __u64 id)
+{
+	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0, 0);
+}
+
+/* @size bytes at @at, zero-extended, with the fault-safe helper: a bad
+ * pointer gives -1, and the caller writes no record. */
+static __always_inline int xk_read(__u64 at, __u8 size, __u64 *v)
+{
+	const void *p = (const void *)at;
+	*v = 0;
+	switch (size) {
+	case 1: {
+		__u8 x;
+		if (bpf_probe_read_kernel(&x, 1, p))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 2: {
+		__u16 x;
+		if (bpf_probe_read_kernel(&x, 2, p))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 4: {
+		__u32 x;
+		if (bpf_probe_read_kernel(&x, 4, p))
+			return -1;
+		*v = x;
+		return 0;
+	}
+	case 8:
+		return bpf_probe_read_kernel(v, 8, p) ? -1 : 0;
+	default:
+		return -1;
+	}
+}
+
+/* An operand's member chain (guestrt/hook/kernel/kabi.h, struct xk_path) from the
+ * argument's value in *@v, with @idx the index of its array element (0
+ * without one).  Inlined: the verifier walks only the operands its
+ * slot's operations have (xk_plan is constant to it), so a copy per
+ * operand costs it little, and a run saves a call per operand.  0; 1 if
+ * a pointer on the way is NULL (no object here, not a fault); -1 on a
+ * fault. */
+static __always_inline int xk_chain(const volatile struct xk_path *p, __u64 *v, __u64 idx)
+{
+	/* The register holds the argument's C type; above it, bits the ABI
+	 * leaves undefined.  Bounded before any address is made of it: a
+	 * guest's index never takes a read outside the array. */
+	idx &= p->imask;
+	if (idx >= p->nelems)
+		return -1;
+	for (int i = 0; i < XK_MAX_DEREF; i++) {
+		if (i >= p->n)
+			break;
+		if (!*v)
+			return 1;
+		*v += p->add[i] + idx * p->stride[i];
+		if (xk_read(*v + p->off[i], p->size[i], v))
+			return -1;
+	}
+	if (*v)
+		*v += p->tadd + idx * p->tstride;
+	return 0;
+}
+
+/* The value of an element's index: argument @which, whatever it is (the
+ * chain masks it to 0 when there is no index), without a branch. */
+static __always_inline __u64 xk_index(void *ctx, const int kind, __u8 which)
+{
+	__u64 v = 0;
+	if (kind == KIND_TP)
+		/* Only arg0 (see xk_get), which every operand reads anyway. */
+		v = ((__u64 *)ctx)[0];
+	else
+		/* XK_ARG_NONE is no argument: v stays 0. */
+		bpf_get_func_arg(ctx, which, &v);
+	return v;
+}
+
+static __always_inline int xk_path_get(void *ctx, const int kind, const volatile struct xk_path *p, __u64 *v)
+{
+	*v = 0;
+	if (xk_get(ctx, kind, p->arg, v))
+		return 1;
+	return xk_chain(p, v, xk_index(ctx, kind, p->iarg));
+}
+
+/* The key of a keyed handoff: the request's members, each masked to its
+ * bits and shifted to its place (xflow(5): the first <key> highest). */
+static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __u64 *key)
+{
+	*key = 0;
+	for (int i = 0; i < XK_MAX_KEYS; i++) {
+		__u64 x;
+		if (i >= op->nparts)
+			break;
+		const volatile struct xk_keypart *kp = &op->part[i];
+		if (xk_read(req + kp->off, kp->size, &x))
+			return -1;
+		if (kp->bits && kp->bits < 64)
+			x &= (1ULL << kp->bits) - 1;
+		*key |= x << (kp->shift & 63);
+	}
+	return 0;
+}
+
+/* A new id for the object of @ka, registered; 0 when the table is full
+ * (counted).  Odd, as every agent's (xflow/flowid.h): never all zero in
+ * the bits a ring header could carry. */
+static __always_inline __u64 xk_new_id(struct xk_count *c, struct xk_key *ka)
+{
+	__u64 id = ((__sync_fetch_and_add(&xk_next_id, 1) << 1) | 1) & FLOWID_MAX;
+	if (bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST)) {
+		if (c)
+			c->full++;
+		return 0;
+	}
+	return id;
+}
+
+/* The records of xflow/bytecode.h's HANDOFF. */
+#define HAND_FLAGS (XK_REC_TRANSIT | XK_REC_CROSS_DOMAIN | XK_REC_KEYED)
+
+static __always_inline void xk_fault(struct xk_count *c)
+{
+	if (c)
+		c->faults++;
+}
+
+/* A handoff's key, from the request @op->to reaches: 0, or 1 when there
+ * is nothing to record (no request; a fault, counted). */
+static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_count *c,
+					  const volatile struct xk_op *op, __u64 *key)
+{
+	__u64 req;
+	int r = xk_path_get(ctx, kind, &op->to, &req);
+	if (r == 0 && req && xk_key(req, op, key))
+		r = -1;
+	if (r < 0)
+		xk_fault(c);
+	return r || !req;
+}
+
+static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
+				  const volatile struct xk_op *op)
+{
+	__u64 a = 0, b = 0, id;
+	int r = xk_path_get(ctx, kind, &op->from, &a);
+	if (r < 0)
+		xk_fault(c);
+	if (r || !a)
+		return;
+	struct xk_key ka = { .addr = a, .flow = op->flow };
+	__u64 *idp = bpf_map_lookup_elem(&xk_ids, &ka);
+	switch (op->kind) {
+	case XK_OP_START:
+		/* A live object keeps its id (xflow(5), A START ON A LIVE
+		 * OBJECT), and then writes no record. */
+		if (idp)
+			return;
+		id = xk_new_id(c, &ka);
+		if (!id)
+			return;
+		xk_emit(c, site, op, id);
+		return;
+	case XK_OP_HAND_OUT: {
+		__u64 key;
+		if (!idp)
+			return;
+		id = *idp;
+		if (xk_request_key(ctx, kind, c, op, &key))
+			return;
+		if (op->move)
+			bpf_map_delete_elem(&xk_ids, &ka);
+		xk_emit2(c, site, op, id, HAND_FLAGS, key, 0, 0, 2);
+		return;
+	}
+	case XK_OP_HAND_IN: {
+		__u64 key, dom = 0;
+		/* An object with a live id keeps it, as at a start. */
+		if (idp)
+			return;
+		if (xk_request_key(ctx, kind, c, op, &key))
+			return;
+		/* The sender's domain id, + 1 so that 0 says "not known":
+		 * a fault there still records the handoff, unattributed. */
+		if (op->peer.arg != XK_ARG_NONE) {
+			int pr = xk_path_get(ctx, kind, &op->peer, &dom);
+			if (pr < 0)
+				xk_fault(c);
+			dom = pr == 0 ? dom + 1 : 0;
+		}
+		id = xk_new_id(c, &ka);
+		if (!id)
+			return;
+		/* ndata as the interpreter writes it: 3 when the receiver
+		 * names its sender (HANDOFF side 2), else 2. */
+		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, dom,
+			 op->peer.arg != XK_ARG_NONE ? 3 : 2);
+		return;
+	}
+	case XK_OP_PASS:
+		if (idp)
+			xk_emit(c, site, op, *idp);
+		return;
+	case XK_OP_END:
+		if (!idp)
+			return;
+		id = *idp;
+		bpf_map_delete_elem(&xk_ids, &ka);
+		xk_emit(c, site, op, id);
+		return;
+	case XK_OP_MOVE:
+	case XK_OP_COPY:
+		if (!idp)
+			return;
+		id = *idp;
+		r = xk_path_get(ctx, kind, &op->to, &b);
+		if (r < 0)
+			xk_fault(c);
+		if (r || !b)
+			return;
+		if (b != a) {
+			struct xk_key kb = { .addr = b, .flow = op->flow };
+			if (bpf_map_update_elem(&xk_ids, &kb, &id, BPF_ANY)) {
+				if (c)
+					c->full++;
+				return;
+			}
+			if (op->kind == XK_OP_MOVE)
+				bpf_map_delete_elem(&xk_ids, &ka);
+		}
+		xk_emit(c, site, op, id);
+		return;
+	default:
+		return;
+	}
+}
+
+static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
+{
+	const volatile struct xk_site *s = &xk_plan[slot];
+	__u32 on = xk_on[slot];
+	if (!(on & XK_ON_SLOT))
+		return 0;
+	__u32 k = slot;
+	struct xk_count *c = bpf_map_lookup_elem(&xk_counts, &k);
+	if (c)
+		c->hits++;
+	for (int i = 0; i < XK_MAX_OPS; i++) {
+		if ((__u32)i >= s->nops)
+			break;
+		/* Read in place, not copied: an operation is larger than the
+		 * stack can hold four times, and a copy would hide from the
+		 * verifier that its fields are constants. */
+		if (on & (1u << i))
+			xk_do(ctx, kind, c, s->plan_site, &s->ops[i]);
+	}
+	return 0;
+}
+
+/* The slots.  Their attach targets are set by the loader (fentry, fexit)
+ * or given when attaching (raw tracepoints); slots a plan does not use are
+ * not loaded. */
+#define ENTRY_SLOT(n)                                                     \
+	SEC("fentry") int xk_entry_##n(void *ctx)                         \
+	{                                                                 \
+		return xk_hit(ctx, n, KIND_ENTRY);                        \
+	}
+#define EXIT_SLOT(n)                                                      \
+	SEC("fexit") int xk_exit_##n(void *ctx)                           \
+	{                                                                 \
+		return xk_hit(ctx, XK_NSLOTS + (n), KIND_EXIT);             \
+	}
+#define TP_SLOT(n)                                                        \
+	SEC("raw_tp") int xk_tp_##n(void *ctx)                            \
+	{                                                                 \
+		return xk_hit(ctx, 2 * XK_NSLOTS + (n), KIND_TP);           \
+	}
+ENTRY_SLOT(0) ENTRY_SLOT(1) ENTRY_SLOT(2) ENTRY_SLOT(3) ENTRY_SLOT(4) ENTRY_SLOT(5)
+ENTRY_SLOT(6) ENTRY_SLOT(7) ENTRY_SLOT(8) ENTRY_SLOT(9) ENTRY_SLOT(10) ENTRY_SLOT(11)
+ENTRY_SLOT(12) ENTRY_SLOT(13) ENTRY_SLOT(14) ENTRY_SLOT(15) ENTRY_SLOT(16) ENTRY_SLOT(17)
+ENTRY_SLOT(18) ENTRY_SLOT(19) ENTRY_SLOT(20) ENTRY_SLOT(21) ENTRY_SLOT(22) ENTRY_SLOT(23)
+EXIT_SLOT(0) EXIT_SLOT(1) EXIT_SLOT(2) EXIT_SLOT(3) EXIT_SLOT(4) EXIT_SLOT(5)
+EXIT_SLOT(6) EXIT_SLOT(7) EXIT_SLOT(8) EXIT_SLOT(9) EXIT_SLOT(10) EXIT_SLOT(11)
+EXIT_SLOT(12) EXIT_SLOT(13) EXIT_SLOT(14) EXIT_SLOT(15) EXIT_SLOT(16) EXIT_SLOT(17)
+EXIT_SLOT(18) EXIT_SLOT(19) EXIT_SLOT(20) EXIT_SLOT(21) EXIT_SLOT(22) EXIT_SLOT(23)
+TP_SLOT(0) TP_SLOT(1) TP_SLOT(2) TP_SLOT(3) TP_SLOT(4) TP_SLOT(5)
+TP_SLOT(6) TP_SLOT(7)

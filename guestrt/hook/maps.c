@@ -1,0 +1,177 @@
+/*
+ * /proc/PID/maps: where an address lives, where a scratch page can go, and
+ * the runtime address of a location in an object (PIE executables and shared
+ * libraries load anywhere).  Read only when sites are added, never per hit.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "guestrt/hook/hook_priv.h"
+
+static FILE *maps_open(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	return fopen(path, "re");
+}
+
+/* One line: start-end perms offset dev inode [path].  path points into line. */
+static int maps_parse(char *line, struct xflow_map *m, char **path)
+{
+	int n = 0;
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %n", &m->start, &m->end, m->perms,
+		   &m->offset, &n) < 4)
+		return -1;
+	if (path) {
+		char *p = line + n;
+		p[strcspn(p, "\n")] = 0;
+		*path = p;
+	}
+	return 0;
+}
+
+int xflow_maps_find(pid_t pid, uint64_t addr, struct xflow_map *out)
+{
+	char line[4096 + 128];
+	FILE *f = maps_open(pid);
+	int rc = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct xflow_map m;
+		if (maps_parse(line, &m, NULL) == 0 && addr >= m.start && addr < m.end) {
+			*out = m;
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+int xflow_maps_gap_near(pid_t pid, uint64_t addr, uint64_t size, uint64_t reach, uint64_t *out)
+{
+	char line[4096 + 128];
+	FILE *f = maps_open(pid);
+	/* Stay off the lowest pages (mmap_min_addr) and below the 47-bit top. */
+	uint64_t prev_end = 0x10000, best = 0, best_dist = UINT64_MAX;
+	const uint64_t top = (1ull << 47) - 0x10000;
+
+	if (!f)
+		return -errno;
+	for (;;) {
+		struct xflow_map m;
+		int more = fgets(line, sizeof(line), f) != NULL;
+		if (more && maps_parse(line, &m, NULL) != 0)
+			continue;
+		uint64_t lo = prev_end, hi = more ? m.start : top;
+		/* Leave a page of distance from the neighbours. */
+		if (hi > lo + size + 2 * 4096) {
+			lo += 4096;
+			hi -= 4096;
+			uint64_t cand = addr < lo ? lo : (addr + size > hi ? hi - size : addr);
+			cand &= ~(uint64_t)4095;
+			uint64_t dist = cand > addr ? cand - addr : addr - cand;
+			if (cand >= lo && cand + size <= hi && dist < best_dist) {
+				best = cand;
+				best_dist = dist;
+			}
+		}
+		if (!more)
+			break;
+		if (m.end > prev_end)
+			prev_end = m.end;
+	}
+	fclose(f);
+	if (best == 0 || best_dist > reach)
+		return -ENOSPC;
+	*out = best;
+	return 0;
+}
+
+/* The PT_LOAD program header of the ELF file at path holding @where: a
+ * link-time address when by_vaddr, else a file offset. */
+static int load_segment(const char *path, uint64_t where, bool by_vaddr, Elf64_Phdr *out)
+{
+	Elf64_Ehdr eh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int rc = -ENOENT;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph)) {
+			rc = -ENOEXEC;
+			goto out;
+		}
+		uint64_t start = by_vaddr ? ph.p_vaddr : ph.p_offset;
+		if (ph.p_type == PT_LOAD && where >= start && where < start + ph.p_filesz) {
+			*out = ph;
+			rc = 0;
+			goto out;
+		}
+	}
+out:
+	close(fd);
+	return rc;
+}
+
+int xflow_maps_vaddr_of(const char *path, uint64_t off, uint64_t *vaddr)
+{
+	Elf64_Phdr ph;
+	int rc = load_segment(path, off, false, &ph);
+	if (rc == 0)
+		*vaddr = off - ph.p_offset + ph.p_vaddr;
+	return rc;
+}
+
+int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kind, uint64_t where, uint64_t *addr)
+{
+	char line[4096 + 128];
+	char real[4096];
+	uint64_t off = where;
+	FILE *f;
+	int rc = -ENOENT;
+
+	/* maps names objects by their canonical path. */
+	if (!realpath(path, real))
+		return -errno;
+	if (kind == XFLOW_HOOK_LOC_VADDR) {
+		Elf64_Phdr ph;
+		rc = load_segment(real, where, true, &ph);
+		if (rc < 0)
+			return rc;
+		off = where - ph.p_vaddr + ph.p_offset;
+		rc = -ENOENT;
+	}
+	f = maps_open(pid);
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct xflow_map m;
+		char *p;
+		if (maps_parse(line, &m, &p) != 0 || strcmp(p, real) != 0)
+			continue;
+		if (off >= m.offset && off < m.offset + (m.end - m.start)) {
+			*addr = m.start + (off - m.offset);
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}

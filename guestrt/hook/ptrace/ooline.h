@@ -1,0 +1,20 @@
+/*
+ * Out-of-line execution for the ptrace backend: scratch pages mapped into
+ * the target by an injected mmap, one slot per displaced instruction.
+ */
+#ifndef XFLOW_GUESTRT_HOOK_PTRACE_OOLINE_H
+#define XFLOW_GUESTRT_HOOK_PTRACE_OOLINE_H
+
+#include "guestrt/hook/ptrace/ptrace_priv.h"
+
+/* Give bp (an OOL instruction in the mapping map) a slot and write it;
+ * maps a new scratch page when none in reach has room.  World stopped. */
+int xflow_ooline_slot(struct pt_target *t, struct pt_bp *bp, const struct xflow_map *map);
+/* Replace our int3 bytes in buf (target memory at addr) by the originals. */
+void xflow_ooline_shadow(struct pt_target *mm, uint64_t addr, void *buf, size_t len);
+/* Run syscall nr with args in the target on one of its stopped threads,
+ * stub: 3 bytes of executable memory to borrow when no scratch page exists.
+ * *ret is the raw return (a negative errno in the kernel's way). */
+int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], uint64_t stub, int64_t *ret);
+
+#endif

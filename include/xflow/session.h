@@ -1,0 +1,152 @@
+/*
+ * xflow/session.h — a saved session: what xflowtop fed into its model,
+ * written by --save-session and played back by the replay collector.
+ *
+ * The file, version 2.  Every integer is little-endian.
+ *
+ *   Header, 32 bytes:
+ *     0   8  magic "XFLOWSES"
+ *     8   2  version, 2
+ *     10  2  zero
+ *     12  4  zero (flags; none defined)
+ *     16  8  the session's span: the earliest record time,
+ *     24  8  and the latest (both 0 without records).  Filled in when the
+ *            writer commits; every record's time lies within, and the
+ *            earliest and the latest record hold the two ends, so a
+ *            replay at speed N lasts (latest - earliest) / N.
+ *
+ *   Then chunks, each an 8-byte head and a payload:
+ *     0   4  type (below)
+ *     4   4  payload length in bytes, exactly the type's (at most 4096)
+ *
+ *   XFLOW_SESSION_RECORD (1), 96 bytes: a record as the model saw it.
+ *     0   8  its time, CLOCK_MONOTONIC ns of the saving host
+ *     8  88  the record (xflow/record.h), valid under xflow_record_decode()
+ *
+ *   XFLOW_SESSION_SITE (2), 20 bytes and the strings: a site's names,
+ *   written before the first record that needs them.
+ *     0   2  domain id
+ *     2   2  zero
+ *     4   4  site id
+ *     8   4  line
+ *     12  2  length of the domain name   (1 .. 255)
+ *     14  2  length of the file name     (0 .. 1024)
+ *     16  2  length of the function name (0 .. 1024)
+ *     18  2  zero
+ *     20  .. the three strings, in that order, without terminators; bytes
+ *            0x20 .. 0x7e and 0x80 .. 0xff only
+ *
+ *   XFLOW_SESSION_CARRIED (3), 16 bytes: for flow kinds 0 .. 15, the bits of
+ *   a flow id that survive a domain crossing (0: all, else 1 .. 47), as
+ *   the saving run's model used them.  At most once, before any record.
+ *
+ *   XFLOW_SESSION_END (4), 8 bytes: the number of records in the file.
+ *   Last; nothing follows it.  A file without it was cut short.
+ */
+#ifndef XFLOW_SESSION_H
+#define XFLOW_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "xflow/record.h"
+
+#define XFLOW_SESSION_MAGIC "XFLOWSES"
+#define XFLOW_SESSION_VERSION 2
+#define XFLOW_SESSION_HEADER_SIZE 32
+#define XFLOW_SESSION_CHUNK_HEAD 8
+#define XFLOW_SESSION_MAX_CHUNK 4096
+#define XFLOW_SESSION_MAX_DOMAIN 255
+#define XFLOW_SESSION_MAX_NAME 1024
+#define XFLOW_SESSION_KINDS 16
+
+enum xflow_session_chunk_type {
+	XFLOW_SESSION_RECORD = 1,
+	XFLOW_SESSION_SITE = 2,
+	XFLOW_SESSION_CARRIED = 3,
+	XFLOW_SESSION_END = 4,
+};
+
+/* The replay collector (collectors/replay.c): file=PATH, speed=N|max. */
+struct xflow_collector_ops;
+extern const struct xflow_collector_ops xflow_collector_replay;
+
+/* --- writing ---------------------------------------------------------------- */
+
+struct xflow_session_writer;
+
+/* Start writing @path: the bytes go to "@path.tmp", renamed to @path by a
+ * committing close, so @path is never a partial file.  0 or -errno, with
+ * the reason in @err. */
+int xflow_session_writer_new(const char *path, struct xflow_session_writer **out, char *err,
+			     size_t errlen);
+
+/* Each returns 0 or -errno; after the first error every call returns it
+ * again without writing (see xflow_session_writer_error()). */
+int xflow_session_write_record(struct xflow_session_writer *w, const struct xflow_record *r,
+			       uint64_t t_ns);
+int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, uint32_t site,
+			     const char *domain_name, const char *file, uint32_t line,
+			     const char *function);
+int xflow_session_write_carried(struct xflow_session_writer *w,
+				const uint8_t bits[XFLOW_SESSION_KINDS]);
+
+/* A record of a site of the weave plan domain @d (xflow/plan.h), named
+ * @domain_name: the site's names are written first, once.  A site the
+ * plan does not have is -EINVAL. */
+struct xflow_plan_domain;
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
+				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns);
+
+/* 1 once (domain, site) has been passed to xflow_session_write_site(). */
+int xflow_session_writer_has_site(const struct xflow_session_writer *w, uint16_t domain,
+				  uint32_t site);
+
+/* The first error as "PATH.tmp: reason", or NULL. */
+const char *xflow_session_writer_error(const struct xflow_session_writer *w);
+
+/* With @commit and no error: write the end, flush, sync and rename to the
+ * final name.  Otherwise remove the temporary file.  Frees @w; 0 or the
+ * error, described in @err (may be NULL).  NULL @w: 0. */
+int xflow_session_writer_free(struct xflow_session_writer *w, int commit, char *err,
+			      size_t errlen);
+
+/* --- reading ---------------------------------------------------------------- */
+
+struct xflow_session_reader;
+
+/* One chunk.  Strings are NUL-terminated and valid until the next call. */
+struct xflow_session_chunk {
+	enum xflow_session_chunk_type type;
+	uint64_t offset;              /* where the chunk began in the file */
+	uint64_t t_ns;                /* RECORD */
+	struct xflow_record record;   /* RECORD, decoded and validated */
+	uint16_t domain;              /* SITE */
+	uint32_t site, line;
+	const char *domain_name, *file, *function;
+	uint8_t carried[XFLOW_SESSION_KINDS]; /* CARRIED */
+	uint64_t nrecords;            /* END */
+};
+
+/* Read from @f (not closed by the reader), named @name in messages; the
+ * header is checked here.  0, or -errno with "NAME: offset N: what" in
+ * @err. */
+int xflow_session_reader_new(FILE *f, const char *name, struct xflow_session_reader **out,
+			     char *err, size_t errlen);
+
+/* The next chunk: 1 and *@out (the END chunk included), 0 once END has
+ * been returned and nothing follows it (the file ended properly), or
+ * -errno with "NAME: offset N: what" in @err: -EBADMSG for bytes that are
+ * not a valid session (including data after END, and a record time
+ * outside the header's span), -EPIPE when the file ends before END, -EIO
+ * for a read error. */
+int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_session_chunk *out,
+			      char *err, size_t errlen);
+
+/* The span the header gives: the earliest and the latest record time. */
+void xflow_session_reader_span(const struct xflow_session_reader *r, uint64_t *first, uint64_t *last);
+
+void xflow_session_reader_free(struct xflow_session_reader *r);
+
+#endif
