@@ -241,9 +241,12 @@ agent_ends "keyed run"
 
 # ---- run 5: the aspects switched off and on under traffic -------------------------------
 # What xflowtop's space key does: off, the programs stay attached but write
-# no record; on again, records come back.
+# no record; on again, records come back: for each of the 2N crossings of
+# the pair, one at each of the five points on its way (net_dev_queue,
+# net_dev_start_xmit, napi_gro_receive_entry, netif_receive_skb, and the
+# skb's free), so that a single site left off shows.
 agent_start "$D/agent5.log"
-"$BUILD/tests/kernel_toggle" "$D/agent.sock" "$FLOW" \
+"$BUILD/tests/kernel_toggle" "$D/agent.sock" "$FLOW" $((2 * N * 5)) \
 	"ip netns exec $NA ping -c $N -i 0.005 -q 10.177.0.2 >/dev/null" >"$D/top5.out" 2>&1 ||
 	fail "aspects switched off and on: $(tail -3 "$D/top5.out")"
 cat "$D/top5.out"
