@@ -9,7 +9,7 @@ SIM_CFLAGS := -O2 -g -iquote sim/linux/include -pthread
 SIM_LDLIBS := -pthread -lm
 
 SIM_INFRA := sim/evtchn.c sim/hostmem.c sim/knobs.c sim/stage.c sim/truth.c \
-	sim/delayline.c sim/gate.c sim/arch/boot.c
+	sim/delayline.c sim/gate.c sim/late.c sim/arch/boot.c
 SIM_KERNEL := sim/linux/mm/page_alloc.c sim/linux/net/core/skbuff.c \
 	sim/linux/net/core/dev.c sim/linux/drivers/xen/core/gnttab.c \
 	sim/linux/fs/bio.c sim/linux/block/ll_rw_blk.c
