@@ -9,7 +9,8 @@
 
 const char *const sim_knob_names[] = {
 	"rate", "size", "guests", "delay", "jitter", "seed", "duration",
-	"block-rate", "block-service", "truth", "hold", NULL,
+	"block-rate", "block-service", "truth", "hold", "xentrace", "pcpus",
+	"wake-delay", "notify-delay", NULL,
 };
 
 void sim_knobs_init(struct sim_knobs *k)
@@ -124,6 +125,56 @@ static int set_delay(struct sim_knobs *k, const char *value, FILE *err)
 	return 0;
 }
 
+/* --wake-delay DOM=DURATION */
+static int set_wake_delay(struct sim_knobs *k, const char *value, FILE *err)
+{
+	const char *eq = strchr(value, '=');
+	char dom[16];
+	uint64_t d;
+	int64_t ns;
+
+	if (!eq || eq == value || (size_t)(eq - value) >= sizeof(dom)) {
+		fprintf(err, "xensim: --wake-delay: '%s' is not DOM=DURATION (e.g. 0=1ms)\n", value);
+		return -1;
+	}
+	memcpy(dom, value, (size_t)(eq - value));
+	dom[eq - value] = '\0';
+	if (parse_u64(dom, &d) < 0 || d > KNOBS_MAX_GUESTS) {
+		fprintf(err, "xensim: --wake-delay: '%s' is not a domain id between 0 and %d\n", dom,
+			KNOBS_MAX_GUESTS);
+		return -1;
+	}
+	if (sim_parse_duration(eq + 1, &ns) < 0 || ns > (int64_t)1e9) {
+		fprintf(err, "xensim: --wake-delay: bad duration '%s' for domain %s (write e.g. 1ms, 150us; at most 1s)\n",
+			eq + 1, dom);
+		return -1;
+	}
+	k->wake_delay_ns[d] = ns;
+	return 0;
+}
+
+bool sim_knobs_sched(const struct sim_knobs *k)
+{
+	if (k->xentrace || k->pcpus || k->notify_delay_ns)
+		return true;
+	for (int i = 0; i <= KNOBS_MAX_GUESTS; i++)
+		if (k->wake_delay_ns[i])
+			return true;
+	return false;
+}
+
+int sim_knobs_check(const struct sim_knobs *k, FILE *err)
+{
+	for (uint32_t i = k->guests + 1; i <= KNOBS_MAX_GUESTS; i++) {
+		if (k->wake_delay_ns[i]) {
+			fprintf(err, "xensim: --wake-delay: no domain %u (the host has domains 0..%u)\n", i,
+				k->guests);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE *err)
 {
 	uint64_t u;
@@ -192,6 +243,30 @@ int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE
 			return -1;
 		}
 		k->hold = value[0] == '1';
+	} else if (strcmp(name, "xentrace") == 0) {
+		if (!*value) {
+			fprintf(err, "xensim: --xentrace: empty file name\n");
+			return -1;
+		}
+		k->xentrace = value;
+	} else if (strcmp(name, "pcpus") == 0) {
+		if (parse_u64(value, &u) < 0 || u < 1 || u > KNOBS_MAX_PCPUS) {
+			fprintf(err, "xensim: --pcpus: '%s' is not a number of physical CPUs between 1 and %d\n",
+				value, KNOBS_MAX_PCPUS);
+			return -1;
+		}
+		k->pcpus = (uint32_t)u;
+	} else if (strcmp(name, "wake-delay") == 0) {
+		return set_wake_delay(k, value, err);
+	} else if (strcmp(name, "notify-delay") == 0) {
+		int64_t ns;
+
+		if (sim_parse_duration(value, &ns) < 0 || ns > (int64_t)1e9) {
+			fprintf(err, "xensim: --notify-delay: bad duration '%s' (write e.g. 500us, 2ms; at most 1s)\n",
+				value);
+			return -1;
+		}
+		k->notify_delay_ns = ns;
 	} else if (strcmp(name, "truth") == 0) {
 		if (!*value) {
 			fprintf(err, "xensim: --truth: empty file name\n");
@@ -230,6 +305,16 @@ void sim_knobs_to_argv(const struct sim_knobs *k, char **argv, int *argc, int ma
 		PUSH("--truth=%s", k->truth);
 	if (k->hold)
 		PUSH("--hold=1");
+	/* --xentrace is the launcher's; the domains learn the rest of the
+	 * model from its shared memory, and get its knobs only to check them
+	 * alike. */
+	if (k->pcpus)
+		PUSH("--pcpus=%" PRIu32, k->pcpus);
+	for (int i = 0; i <= KNOBS_MAX_GUESTS; i++)
+		if (k->wake_delay_ns[i])
+			PUSH("--wake-delay=%d=%" PRId64 "ns", i, k->wake_delay_ns[i]);
+	if (k->notify_delay_ns)
+		PUSH("--notify-delay=%" PRId64 "ns", k->notify_delay_ns);
 #undef PUSH
 }
 
@@ -248,6 +333,13 @@ void sim_knobs_usage(FILE *out)
 	      "  --block-service DUR   the disk's service time per request (default 200us)\n"
 	      "  --truth FILE          write when each message passed each stage to FILE\n"
 	      "  --hold                boot, then wait for SIGUSR1 to xensim before sending\n"
-	      "                        (time to attach tracers); --duration counts from then\n",
+	      "                        (time to attach tracers); --duration counts from then\n"
+	      "  --xentrace FILE       model Xen's scheduler and write its records to FILE as\n"
+	      "                        xentrace does (TSC at 2.4 GHz); see sim/README\n"
+	      "  --pcpus N             physical CPUs of the scheduler model (default 2)\n"
+	      "  --wake-delay DOM=DUR  after each wake, domain DOM's vCPU waits DUR for a\n"
+	      "                        pCPU that a CPU hog holds (repeatable)\n"
+	      "  --notify-delay DUR    an event channel notification wakes its receiver DUR\n"
+	      "                        after the sender's hypercall\n",
 	      out);
 }
