@@ -300,13 +300,15 @@ static void switch_to(unsigned p, int next, int prev_state)
 	S->p[p].cur = next;
 }
 
-/* Blocked @vi becomes runnable, logged on pCPU @wp (the waker's). */
-static void wake_record(int vi, unsigned wp)
+/* Blocked @vi becomes runnable, logged on pCPU @wp (the waker's); @waker
+ * is the ident of the notifier, or -1 for a timer or the domain's own
+ * thread. */
+static void wake_record(int vi, unsigned wp, int32_t waker)
 {
 	uint32_t id = ident(vi, wp);
 
 	emit2(wp, TRC_SCHED_WAKE, id >> 16, id & 0xffff);
-	change(vi, RS_RUNNABLE, runstate(wp, vi, RS_BLOCKED, RS_RUNNABLE), -1, -1);
+	change(vi, RS_RUNNABLE, runstate(wp, vi, RS_BLOCKED, RS_RUNNABLE), -1, waker);
 }
 
 /* pCPU @p, whose current goes to @prev_state, is given to runnable @vi; with
@@ -316,7 +318,7 @@ static void give(unsigned p, int vi, int prev_state)
 	struct sched_vcpu *v = vi == IDLE ? NULL : &S->v[vi];
 
 	if (v && v->delay_tsc && S->last_tsc < v->since + v->delay_tsc) {
-		wake_record(HOG(vi), p);
+		wake_record(HOG(vi), p, -1);
 		switch_to(p, HOG(vi), prev_state);
 		v->hog_due = v->since + v->delay_tsc;
 		v->pcpu = (int32_t)p;
@@ -356,9 +358,9 @@ static void place(int vi)
 	give((unsigned)p, vi, RS_RUNNABLE);
 }
 
-static void wake(int vi, unsigned wp)
+static void wake(int vi, unsigned wp, int32_t waker)
 {
-	wake_record(vi, wp);
+	wake_record(vi, wp, waker);
 	place(vi);
 }
 
@@ -401,10 +403,11 @@ static void run_expired(void)
 
 /*
  * The calling thread has work for my vCPU: counts it, wakes the vCPU if it
- * is blocked (logged on @wp, or where it last ran for a timer or an
- * interrupt), and returns, with the lock held, once the vCPU runs.
+ * is blocked (logged on @wp for @waker's notification, or where it last ran
+ * for a timer or an interrupt), and returns, with the lock held, once the
+ * vCPU runs.
  */
-static void enter_locked(bool arrival, int wp)
+static void enter_locked(bool arrival, int wp, int32_t waker)
 {
 	struct sched_vcpu *v = &S->v[my_vi];
 
@@ -414,7 +417,7 @@ static void enter_locked(bool arrival, int wp)
 	if (arrival && v->arrivals)
 		v->arrivals--;
 	if (v->state == RS_BLOCKED)
-		wake(my_vi, (unsigned)(wp >= 0 ? wp : v->last_pcpu));
+		wake(my_vi, (unsigned)(wp >= 0 ? wp : v->last_pcpu), wp >= 0 ? waker : -1);
 	while (v->state == RS_RUNNABLE) {
 		unsigned seq = atomic_load(&v->seq);
 		int64_t due = v->hog_due ? (int64_t)tsc_to_ns(v->hog_due) : mono_ns() + 50000000;
@@ -446,7 +449,7 @@ static void on_notify_begin(struct evtchn *ch)
 	uint32_t op = HYPERCALL_EVTCHN_OP;
 
 	(void)ch;
-	enter_locked(false, -1);
+	enter_locked(false, -1, -1);
 	if (S->v[my_vi].state == RS_RUNNING)
 		emit((unsigned)S->v[my_vi].pcpu, TRC_PV_HYPERCALL_V2, 1, &op);
 	unlock();
@@ -470,7 +473,7 @@ static void on_notify_raised(struct evtchn *ch)
 
 		t->arrivals++;
 		if (t->state == RS_BLOCKED && wp >= 0)
-			wake((int)dom, (unsigned)wp);
+			wake((int)dom, (unsigned)wp, (int32_t)ident(my_vi, 0));
 	}
 	unlock();
 }
@@ -518,7 +521,7 @@ static void on_wait_end(struct evtchn *ch, const struct pollfd *pfd, nfds_t nfds
 			late = mono_ns() - due;
 			wp = atomic_load(&ch->sh->sent_pcpu[ch->end]);
 			atomic_store(&ch->sh->sent_ns[ch->end], 0);
-			enter_locked(true, wp);
+			enter_locked(true, wp, (int32_t)(ch->sh->domid[!ch->end] << 16));
 			sim_late_note(&S->notify_late[my_vi], late);
 			unlock();
 			entered = true;
@@ -526,7 +529,7 @@ static void on_wait_end(struct evtchn *ch, const struct pollfd *pfd, nfds_t nfds
 		}
 	}
 	/* A timeout is a timer's wake; an upcall's wake was the sender's. */
-	enter_locked(event, wp);
+	enter_locked(event, wp, -1);
 	unlock();
 	entered = true;
 }
