@@ -71,6 +71,7 @@ struct sched_interval {
 	uint64_t start, end; /* TSC */
 	uint32_t ident;      /* dom << 16 | vcpu */
 	int32_t culprit;     /* ident of who held the pCPU before it ran, or -1 */
+	uint64_t sent;       /* TSC of the evtchn_op whose notification ended it; 0 */
 	uint8_t state;
 	int8_t pcpu;
 };
@@ -96,6 +97,7 @@ static size_t S_size;
 static int my_vi = -1;                /* this domain's vCPU */
 static _Thread_local bool entered;    /* this thread counts in my vCPU's busy */
 static _Thread_local bool slack_set;
+static _Thread_local uint64_t op_tsc; /* this thread's last evtchn_op */
 
 /* --- clocks and locking -------------------------------------------------- */
 
@@ -242,7 +244,7 @@ static uint64_t runstate(unsigned p, int vi, int from, int to)
 
 /* --- state --------------------------------------------------------------- */
 
-static void log_interval(int vi, uint64_t start, uint64_t end, int pcpu, int32_t culprit)
+static void log_interval(int vi, uint64_t start, uint64_t end, int pcpu, int32_t culprit, uint64_t sent)
 {
 	uint64_t prod = atomic_load_explicit(&S->iprod, memory_order_relaxed);
 	struct sched_interval *iv;
@@ -255,17 +257,18 @@ static void log_interval(int vi, uint64_t start, uint64_t end, int pcpu, int32_t
 	}
 	iv = &S->iv[prod % SCHED_INTERVALS];
 	*iv = (struct sched_interval){ .start = start, .end = end, .ident = ident(vi, 0), .culprit = culprit,
-				       .state = S->v[vi].state, .pcpu = (int8_t)pcpu };
+				       .sent = sent, .state = S->v[vi].state, .pcpu = (int8_t)pcpu };
 	atomic_store_explicit(&S->iprod, prod + 1, memory_order_release);
 }
 
 /* @vi enters @state at TSC @t; the interval it leaves ran on @pcpu (or -1)
- * and, when it was a wait, ended because @culprit gave up the pCPU. */
-static void change(int vi, int state, uint64_t t, int pcpu, int32_t culprit)
+ * and ended because @culprit gave up the pCPU (a wait) or notified it with
+ * the evtchn_op at TSC @sent (a block). */
+static void change(int vi, int state, uint64_t t, int pcpu, int32_t culprit, uint64_t sent)
 {
 	struct sched_vcpu *v = &S->v[vi];
 
-	log_interval(vi, v->since, t, pcpu, culprit);
+	log_interval(vi, v->since, t, pcpu, culprit, sent);
 	v->state = (uint8_t)state;
 	v->since = t;
 	atomic_fetch_add(&v->seq, 1);
@@ -286,14 +289,14 @@ static void switch_to(unsigned p, int next, int prev_state)
 		runstate(p, IDLE, RS_RUNNING, RS_RUNNABLE);
 	} else {
 		t = runstate(p, prev, RS_RUNNING, prev_state);
-		change(prev, prev_state, t, (int)p, -1);
+		change(prev, prev_state, t, (int)p, -1, 0);
 		S->v[prev].pcpu = -1;
 	}
 	if (next == IDLE) {
 		runstate(p, IDLE, RS_RUNNABLE, RS_RUNNING);
 	} else {
 		t = runstate(p, next, RS_RUNNABLE, RS_RUNNING);
-		change(next, RS_RUNNING, t, (int)p, prev == IDLE ? -1 : (int32_t)a);
+		change(next, RS_RUNNING, t, (int)p, prev == IDLE ? -1 : (int32_t)a, 0);
 		S->v[next].pcpu = (int32_t)p;
 		S->v[next].last_pcpu = (int32_t)p;
 	}
@@ -301,14 +304,14 @@ static void switch_to(unsigned p, int next, int prev_state)
 }
 
 /* Blocked @vi becomes runnable, logged on pCPU @wp (the waker's); @waker
- * is the ident of the notifier, or -1 for a timer or the domain's own
- * thread. */
-static void wake_record(int vi, unsigned wp, int32_t waker)
+ * is the ident of the notifier and @sent the TSC of its evtchn_op, or -1
+ * and 0 for a timer or the domain's own thread. */
+static void wake_record(int vi, unsigned wp, int32_t waker, uint64_t sent)
 {
 	uint32_t id = ident(vi, wp);
 
 	emit2(wp, TRC_SCHED_WAKE, id >> 16, id & 0xffff);
-	change(vi, RS_RUNNABLE, runstate(wp, vi, RS_BLOCKED, RS_RUNNABLE), -1, waker);
+	change(vi, RS_RUNNABLE, runstate(wp, vi, RS_BLOCKED, RS_RUNNABLE), -1, waker, sent);
 }
 
 /* pCPU @p, whose current goes to @prev_state, is given to runnable @vi; with
@@ -318,7 +321,7 @@ static void give(unsigned p, int vi, int prev_state)
 	struct sched_vcpu *v = vi == IDLE ? NULL : &S->v[vi];
 
 	if (v && v->delay_tsc && S->last_tsc < v->since + v->delay_tsc) {
-		wake_record(HOG(vi), p, -1);
+		wake_record(HOG(vi), p, -1, 0);
 		switch_to(p, HOG(vi), prev_state);
 		v->hog_due = v->since + v->delay_tsc;
 		v->pcpu = (int32_t)p;
@@ -358,9 +361,9 @@ static void place(int vi)
 	give((unsigned)p, vi, RS_RUNNABLE);
 }
 
-static void wake(int vi, unsigned wp, int32_t waker)
+static void wake(int vi, unsigned wp, int32_t waker, uint64_t sent)
 {
-	wake_record(vi, wp, waker);
+	wake_record(vi, wp, waker, sent);
 	place(vi);
 }
 
@@ -407,7 +410,7 @@ static void run_expired(void)
  * for a timer or an interrupt), and returns, with the lock held, once the
  * vCPU runs.
  */
-static void enter_locked(bool arrival, int wp, int32_t waker)
+static void enter_locked(bool arrival, int wp, int32_t waker, uint64_t sent)
 {
 	struct sched_vcpu *v = &S->v[my_vi];
 
@@ -417,7 +420,7 @@ static void enter_locked(bool arrival, int wp, int32_t waker)
 	if (arrival && v->arrivals)
 		v->arrivals--;
 	if (v->state == RS_BLOCKED)
-		wake(my_vi, (unsigned)(wp >= 0 ? wp : v->last_pcpu), wp >= 0 ? waker : -1);
+		wake(my_vi, (unsigned)(wp >= 0 ? wp : v->last_pcpu), wp >= 0 ? waker : -1, wp >= 0 ? sent : 0);
 	while (v->state == RS_RUNNABLE) {
 		unsigned seq = atomic_load(&v->seq);
 		int64_t due = v->hog_due ? (int64_t)tsc_to_ns(v->hog_due) : mono_ns() + 50000000;
@@ -449,9 +452,9 @@ static void on_notify_begin(struct evtchn *ch)
 	uint32_t op = HYPERCALL_EVTCHN_OP;
 
 	(void)ch;
-	enter_locked(false, -1, -1);
+	enter_locked(false, -1, -1, 0);
 	if (S->v[my_vi].state == RS_RUNNING)
-		emit((unsigned)S->v[my_vi].pcpu, TRC_PV_HYPERCALL_V2, 1, &op);
+		op_tsc = emit((unsigned)S->v[my_vi].pcpu, TRC_PV_HYPERCALL_V2, 1, &op);
 	unlock();
 }
 
@@ -467,13 +470,13 @@ static void on_notify_raised(struct evtchn *ch)
 	if (S->notify_delay_ns) {
 		/* The receiver wakes itself when the delay is over (on_wait_end). */
 		atomic_store(&ch->sh->sent_pcpu[remote], wp);
-		atomic_store(&ch->sh->sent_ns[remote], (int64_t)tsc_to_ns(tick()));
+		atomic_store(&ch->sh->sent_ns[remote], (int64_t)tsc_to_ns(op_tsc));
 	} else {
 		struct sched_vcpu *t = &S->v[dom];
 
 		t->arrivals++;
 		if (t->state == RS_BLOCKED && wp >= 0)
-			wake((int)dom, (unsigned)wp, (int32_t)ident(my_vi, 0));
+			wake((int)dom, (unsigned)wp, (int32_t)ident(my_vi, 0), op_tsc);
 	}
 	unlock();
 }
@@ -521,7 +524,7 @@ static void on_wait_end(struct evtchn *ch, const struct pollfd *pfd, nfds_t nfds
 			late = mono_ns() - due;
 			wp = atomic_load(&ch->sh->sent_pcpu[ch->end]);
 			atomic_store(&ch->sh->sent_ns[ch->end], 0);
-			enter_locked(true, wp, (int32_t)(ch->sh->domid[!ch->end] << 16));
+			enter_locked(true, wp, (int32_t)(ch->sh->domid[!ch->end] << 16), ns_to_tsc((uint64_t)sent));
 			sim_late_note(&S->notify_late[my_vi], late);
 			unlock();
 			entered = true;
@@ -529,7 +532,7 @@ static void on_wait_end(struct evtchn *ch, const struct pollfd *pfd, nfds_t nfds
 		}
 	}
 	/* A timeout is a timer's wake; an upcall's wake was the sender's. */
-	enter_locked(event, wp, -1);
+	enter_locked(event, wp, -1, 0);
 	unlock();
 	entered = true;
 }
@@ -641,7 +644,7 @@ void sched_domain_gone(uint32_t domid)
 			give(p, pick_next(), RS_BLOCKED);
 			v->pcpu = -1;
 		}
-		change((int)domid, RS_OFFLINE, runstate(lp, (int)domid, v->state, RS_OFFLINE), -1, -1);
+		change((int)domid, RS_OFFLINE, runstate(lp, (int)domid, v->state, RS_OFFLINE), -1, -1, 0);
 	}
 	unlock();
 }
@@ -685,12 +688,16 @@ static int drain_intervals(FILE *truth)
 
 	for (; cons != prod; cons++) {
 		const struct sched_interval *iv = &S->iv[cons % SCHED_INTERVALS];
-		char culprit[24];
+		char culprit[24], sent[24];
 
 		culprit_name(culprit, sizeof(culprit), iv->culprit);
-		if (truth && fprintf(truth, "#sched\t%u\t%u\t%s\t%" PRIu64 "\t%" PRIu64 "\t%s\t%d\n", iv->ident >> 16,
+		if (iv->sent)
+			snprintf(sent, sizeof(sent), "%" PRIu64, tsc_to_ns(iv->sent));
+		else
+			snprintf(sent, sizeof(sent), "-");
+		if (truth && fprintf(truth, "#sched\t%u\t%u\t%s\t%" PRIu64 "\t%" PRIu64 "\t%s\t%d\t%s\n", iv->ident >> 16,
 				     iv->ident & 0xffff, rs_name[iv->state & 3], tsc_to_ns(iv->start),
-				     tsc_to_ns(iv->end), culprit, iv->pcpu) < 0)
+				     tsc_to_ns(iv->end), culprit, iv->pcpu, sent) < 0)
 			rc = -EIO;
 	}
 	atomic_store_explicit(&S->icons, prod, memory_order_release);
@@ -726,7 +733,7 @@ int sched_finish(FILE *trace, FILE *truth)
 		struct sched_vcpu *v = &S->v[i];
 
 		if (v->used)
-			log_interval(i, v->since, end, v->state == RS_RUNNING ? v->pcpu : -1, -1);
+			log_interval(i, v->since, end, v->state == RS_RUNNING ? v->pcpu : -1, -1, 0);
 	}
 	unlock();
 	rc = sched_drain(trace, truth);
