@@ -68,7 +68,7 @@ $(eval $(call sim_link,$(BINDIR)/xensim,$(SIM_XENSIM_SRCS)))
 sim: $(SIM_BINS)
 
 
-# End-to-end tests of the host (about 30 s in all).
+# End-to-end tests of the host (about 45 s in all).
 TEST_SCRIPTS += tests/sim/sim_options.sh tests/sim/sim_symbols.sh tests/sim/sim_run.sh \
 	tests/sim/sim_delay.sh tests/sim/sim_kill.sh tests/sim/sim_stop.sh tests/sim/sim_flagbits.sh tests/sim/sim_hold.sh \
 	tests/sim/sim_dwarf.sh tests/sim/sim_sched_wake.sh tests/sim/sim_sched_notify.sh \
