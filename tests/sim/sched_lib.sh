@@ -82,3 +82,43 @@ late_p90_any() {
 	awk -F'\t' -v what="$2" '$1 == "#late" && $3 == what { if ($6 > m) m = $6; n++ }
 		END { print n ? m : "none" }' "$1"
 }
+
+# Runs the host 2 s at 200 messages and 20 block requests a second with the
+# knobs "$@", writing $TMP/x.trace and $TMP/truth; checks that the guest
+# finished and the trace reads; leaves its records in $TMP/ev.
+sched_run() {
+	"$XENSIM" --duration 2 --rate 200 --block-rate 20 "$@" \
+		--xentrace "$TMP/x.trace" --truth "$TMP/truth" > "$TMP/log" 2>&1 || { cat "$TMP/log"; fail "xensim $*"; }
+	grep -q '400 messages (400 segments) sent, 400 acknowledged; 40 block requests, 40 done' "$TMP/log" ||
+		{ cat "$TMP/log"; fail "the guest did not finish its work"; }
+	check_trace "$TMP/x.trace"
+	trace_events "$TMP/x.trace" "$TMP/truth" "$TMP/ev"
+}
+
+# The p50 of domain $2's waits for a pCPU (blocked -> runnable -> running)
+# in the records $1 (from trace_events), in ns.
+wake_to_run_p50() {
+	awk -v d="$2" '$3 == "rs" && $4 == d && $6 == 2 && $7 == 1 { s = $1 }
+		$3 == "rs" && $4 == d && $6 == 1 && $7 == 0 && s { print $1 - s; s = 0 }' "$1" | percentile 50
+}
+
+# The p50 (ns) of hop $2 in truth $1, from truth-check (which must pass with
+# at least $3 messages).
+hop_p50() {
+	"$TRUTH_CHECK" --tsv --guests 1 --min-msgs "$3" "$1" > "$1.hops" || { cat "$1.hops"; fail "truth-check $1"; }
+	awk -F'\t' -v h="$2" '$3 == h { print $5 }' "$1.hops"
+}
+
+# Bounds the waits in column $2 of file $1 (ns), which an injected delay of
+# $3 ns made: at least $5 of them, none shorter than the delay (it is never
+# released early), p50 at most the delay + 10% + $4 (this run's measured
+# lateness at p90).  $6 names them in the messages.
+check_waits() {
+	n=$(wc -l < "$1")
+	[ "$n" -ge "$5" ] || fail "only $n $6"
+	min=$(awk -v c="$2" '{ print $c }' "$1" | percentile 0)
+	p50=$(awk -v c="$2" '{ print $c }' "$1" | percentile 50)
+	echo "$n $6: min $min ns, p50 $p50 ns for $3 injected; late by $4 ns at p90"
+	[ "$min" -ge $(($3 - 1000)) ] || fail "one of the $6 took $min ns, less than the delay"
+	[ "$p50" -le $(($3 + $3 / 10 + $4)) ] || fail "the $6 took $p50 ns at p50: above the delay + 10% + lateness"
+}

@@ -55,12 +55,10 @@ check_cover "$TMP/two"
 check_trace "$TMP/d.trace"
 check_cover "$TMP/d"
 trace_events "$TMP/d.trace" "$TMP/d" "$TMP/dev"
-w=$(awk '$3 == "rs" && $4 == 0 && $6 == 2 && $7 == 1 { s = $1 }
-	$3 == "rs" && $4 == 0 && $6 == 1 && $7 == 0 && s { print $1 - s; s = 0 }' "$TMP/dev" | percentile 50)
+w=$(wake_to_run_p50 "$TMP/dev" 0)
 echo "with --delay netif_receive_skb=2ms: dom0 wake-to-run p50 $w ns"
 [ "$w" != none ] && [ "$w" -lt 100000 ] || fail "dom0 waited $w ns for a pCPU at p50 under a stage delay"
-"$TRUTH_CHECK" --tsv --guests 1 --min-msgs 500 "$TMP/d" > "$TMP/hops" || fail "truth-check under --delay"
-hop=$(awk -F'\t' '$3 == "0:netif_rx->0:netif_receive_skb" { print $5 }' "$TMP/hops")
+hop=$(hop_p50 "$TMP/d" "0:netif_rx->0:netif_receive_skb" 500)
 [ -n "$hop" ] && [ "$hop" -ge 2000000 ] || fail "the delayed hop took $hop ns"
 echo "netif_rx->netif_receive_skb: p50 $hop ns, while dom0 was blocked or running"
 

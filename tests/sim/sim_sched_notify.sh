@@ -14,12 +14,7 @@ need_binaries
 need_xentrace_reader
 D=1000000
 
-"$XENSIM" --duration 2 --rate 200 --block-rate 20 --notify-delay 1ms \
-	--xentrace "$TMP/x.trace" --truth "$TMP/truth" > "$TMP/log" 2>&1 || { cat "$TMP/log"; fail "xensim"; }
-grep -q '400 messages (400 segments) sent, 400 acknowledged; 40 block requests, 40 done' "$TMP/log" ||
-	{ cat "$TMP/log"; fail "the guest did not finish its work"; }
-check_trace "$TMP/x.trace"
-trace_events "$TMP/x.trace" "$TMP/truth" "$TMP/ev"
+sched_run --notify-delay 1ms
 late=$(late_p90_any "$TMP/truth" notify-delay)
 [ "$late" != none ] || fail "no #late line for the notification delay"
 
@@ -53,27 +48,19 @@ awk 'FNR == NR {
 	END { if (nomatch) print nomatch " notification wakes whose evtchn_op is not in the trace" > "/dev/stderr"
 		exit nomatch > 0 }' \
 	"$TMP/ev" "$TMP/nwakes" > "$TMP/gaps" || fail "the truth's notifications are not the trace's"
-n=$(wc -l < "$TMP/gaps")
-[ "$n" -ge 200 ] || fail "only $n notification wakes"
-min=$(awk '{ print $1 }' "$TMP/gaps" | percentile 0)
-p50=$(awk '{ print $1 }' "$TMP/gaps" | percentile 50)
-echo "$n notification wakes: evtchn_op to WAKE min $min ns, p50 $p50 ns for $D injected; sleeps late by $late ns at p90"
-[ "$min" -ge $((D - 1000)) ] || fail "a wake came $min ns after its notification, before the delay"
-[ "$p50" -le $((D + D / 10 + late)) ] || fail "p50 $p50 ns is above the delay + 10% + lateness"
+check_waits "$TMP/gaps" 1 $D "$late" 200 "notifications' evtchn_op to WAKE"
 other=$(awk '$2 != "same"' "$TMP/gaps" | wc -l)
 [ "$other" -eq 0 ] || fail "$other wakes not logged on the notifier's pCPU"
 echo "each WAKE is logged on the pCPU of the notifier's evtchn_op"
 
 # Waiting for the notification is blocked time, not runnable time.
 for d in 0 1; do
-	w=$(awk -v d=$d '$3 == "rs" && $4 == d && $6 == 2 && $7 == 1 { s = $1 }
-		$3 == "rs" && $4 == d && $6 == 1 && $7 == 0 && s { print $1 - s; s = 0 }' "$TMP/ev" | percentile 50)
+	w=$(wake_to_run_p50 "$TMP/ev" $d)
 	echo "d${d}v0: wake-to-run p50 $w ns"
 	[ "$w" != none ] && [ "$w" -lt $((D / 10)) ] || fail "d${d}v0 waited $w ns for a pCPU at p50"
 done
 
-"$TRUTH_CHECK" --tsv --guests 1 --min-msgs 400 "$TMP/truth" > "$TMP/hops" || { cat "$TMP/hops"; fail "truth-check"; }
-hop=$(awk -F'\t' '$3 == "U:network_start_xmit->0:netbk_fill_frags" { print $5 }' "$TMP/hops")
+hop=$(hop_p50 "$TMP/truth" "U:network_start_xmit->0:netbk_fill_frags" 400)
 echo "network_start_xmit->netbk_fill_frags: p50 $hop ns"
 [ -n "$hop" ] && [ "$hop" -ge "$D" ] && [ "$hop" -le $((D + D / 10 + late + 100000)) ] ||
 	fail "the hop into dom0 does not carry the notification delay"

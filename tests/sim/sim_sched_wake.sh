@@ -17,12 +17,7 @@ need_binaries
 need_xentrace_reader
 D=2000000
 
-"$XENSIM" --duration 2 --rate 200 --block-rate 20 --wake-delay 0=2ms \
-	--xentrace "$TMP/x.trace" --truth "$TMP/truth" > "$TMP/log" 2>&1 || { cat "$TMP/log"; fail "xensim"; }
-grep -q '400 messages (400 segments) sent, 400 acknowledged; 40 block requests, 40 done' "$TMP/log" ||
-	{ cat "$TMP/log"; fail "the guest did not finish its work"; }
-check_trace "$TMP/x.trace"
-trace_events "$TMP/x.trace" "$TMP/truth" "$TMP/ev"
+sched_run --wake-delay 0=2ms
 late=$(late_p90_any "$TMP/truth" wake-delay)
 [ "$late" != none ] || fail "no #late line for the wake delay"
 hog=$(awk -F'\t' '$1 == "#xentrace" { print $6 }' "$TMP/truth")
@@ -34,20 +29,13 @@ awk '$3 == "switch" { sw[$2] = $4 "." $5 " " $6 "." $7 }
 	$3 == "rs" && $4 == 0 && $5 == 0 && $6 == 2 && $7 == 1 { s = $1 }
 	$3 == "rs" && $4 == 0 && $5 == 0 && $6 == 1 && $7 == 0 && s { print s, $1 - s, sw[$2]; s = 0 }' \
 	"$TMP/ev" > "$TMP/waits"
-n=$(wc -l < "$TMP/waits")
-[ "$n" -ge 200 ] || fail "only $n waits of dom0 in the trace"
-p50=$(awk '{ print $2 }' "$TMP/waits" | percentile 50)
-min=$(awk '{ print $2 }' "$TMP/waits" | percentile 0)
-echo "dom0: $n wake-to-run waits, min $min ns, p50 $p50 ns for $D injected; releases late by $late ns at p90"
-[ "$min" -ge $((D - 1000)) ] || fail "a wait of $min ns is shorter than the delay"
-[ "$p50" -le $((D + D / 10 + late)) ] || fail "p50 $p50 ns is above the delay + 10% + lateness"
+check_waits "$TMP/waits" 2 $D "$late" 200 "wake-to-run waits of dom0"
 bad=$(awk -v h="$hog" '$3 != h ".0" || $4 != "0.0" { n++ } END { print n + 0 }' "$TMP/waits")
 [ "$bad" -eq 0 ] || { head -3 "$TMP/waits"; fail "$bad of dom0's waits not ended by a switch from the hog d${hog}v0"; }
 echo "each wait ended with a switch from d${hog}v0 to d0v0"
 
 # The guest is not delayed: its waits are the model's own few microseconds.
-g50=$(awk '$3 == "rs" && $4 == 1 && $6 == 2 && $7 == 1 { s = $1 }
-	$3 == "rs" && $4 == 1 && $6 == 1 && $7 == 0 && s { print $1 - s; s = 0 }' "$TMP/ev" | percentile 50)
+g50=$(wake_to_run_p50 "$TMP/ev" 1)
 echo "d1v0: wake-to-run p50 $g50 ns"
 [ "$g50" != none ] && [ "$g50" -lt $((D / 10)) ] || fail "the guest waited $g50 ns at p50"
 
@@ -63,8 +51,7 @@ paste -d' ' "$TMP/waits" "$TMP/twaits" | awk -v h="$hog" '
 echo "the truth's $n waits of dom0 are the trace's, each charged to d${hog}v0"
 
 # The hop into dom0 carries the wait: the vCPU's threads really waited.
-"$TRUTH_CHECK" --tsv --guests 1 --min-msgs 400 "$TMP/truth" > "$TMP/hops" || { cat "$TMP/hops"; fail "truth-check"; }
-hop=$(awk -F'\t' '$3 == "U:network_start_xmit->0:netbk_fill_frags" { print $5 }' "$TMP/hops")
+hop=$(hop_p50 "$TMP/truth" "U:network_start_xmit->0:netbk_fill_frags" 400)
 echo "network_start_xmit->netbk_fill_frags: p50 $hop ns"
 [ -n "$hop" ] && [ "$hop" -ge "$D" ] && [ "$hop" -le $((D + D / 10 + late + 100000)) ] ||
 	fail "the hop into dom0 does not carry the wait"
