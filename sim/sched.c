@@ -462,11 +462,14 @@ static void on_notify_raised(struct evtchn *ch)
 {
 	int remote = !ch->end;
 	uint32_t dom = ch->sh->domid[remote];
-	int wp = S->v[my_vi].pcpu;
+	int wp;
 
 	if (dom >= SCHED_NDOMS)
 		return;
 	lock();
+	/* Where the sender runs: it cannot change while it notifies (its busy
+	 * count holds it running), but it is read under the lock all the same. */
+	wp = S->v[my_vi].pcpu;
 	if (S->notify_delay_ns) {
 		/* The receiver wakes itself when the delay is over (on_wait_end). */
 		atomic_store(&ch->sh->sent_pcpu[remote], wp);
