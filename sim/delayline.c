@@ -10,22 +10,9 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "sim/late.h"
 #include "sim/prng.h"
 #include "sim/truth.h"
-
-/*
- * Release lateness in 1 us steps up to LATE_STEPS us, beyond that counted
- * together (with the largest seen kept apart).  The simulated domains link
- * none of xflowtop's code, so not its histogram either.
- */
-#define LATE_STEPS 8192
-
-struct dl_lateness {
-	uint64_t count;
-	int64_t max_ns;
-	uint32_t over; /* later than LATE_STEPS us */
-	uint32_t us[LATE_STEPS];
-};
 
 struct dl_item {
 	int64_t due;
@@ -44,7 +31,7 @@ struct delayline {
 	struct sim_prng rng;
 	bool stop;
 	char name[40];
-	struct dl_lateness late;
+	struct sim_late late;
 };
 
 int64_t sim_now_ns(void)
@@ -53,35 +40,6 @@ int64_t sim_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void late_note(struct dl_lateness *l, int64_t late_ns)
-{
-	int64_t us = late_ns > 0 ? late_ns / 1000 : 0;
-
-	l->count++;
-	if (late_ns > l->max_ns)
-		l->max_ns = late_ns;
-	if (us < LATE_STEPS)
-		l->us[us]++;
-	else
-		l->over++;
-}
-
-/* The lateness below which a share @q of the releases came, rounded up to
- * the next microsecond (the largest seen, past the last step). */
-static int64_t late_quantile(const struct dl_lateness *l, double q)
-{
-	uint64_t want = (uint64_t)((double)l->count * q + 0.5), seen = 0;
-
-	if (want == 0)
-		want = 1;
-	for (unsigned i = 0; i < LATE_STEPS; i++) {
-		seen += l->us[i];
-		if (seen >= want)
-			return ((int64_t)i + 1) * 1000;
-	}
-	return l->max_ns;
 }
 
 static void *dl_thread(void *p)
@@ -121,7 +79,7 @@ static void *dl_thread(void *p)
 		dl->count--;
 		/* Items run at stop are not late, only flushed. */
 		if (!dl->stop)
-			late_note(&dl->late, sim_now_ns() - it.due);
+			sim_late_note(&dl->late, sim_now_ns() - it.due);
 		pthread_mutex_unlock(&dl->lock);
 		it.fn(it.arg);
 		pthread_mutex_lock(&dl->lock);
@@ -212,9 +170,7 @@ void delayline_free(struct delayline *dl)
 	pthread_mutex_unlock(&dl->lock);
 	pthread_join(dl->thread, NULL);
 	if (dl->late.count)
-		truth_note_lateness(dl->name, dl->late.count, late_quantile(&dl->late, 0.5),
-				    late_quantile(&dl->late, 0.9), late_quantile(&dl->late, 0.99),
-				    dl->late.max_ns);
+		truth_note_lateness(dl->name, &dl->late);
 	pthread_cond_destroy(&dl->cond);
 	pthread_mutex_destroy(&dl->lock);
 	free(dl->items);

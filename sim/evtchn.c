@@ -30,7 +30,15 @@ static void upcall(int fd)
 		;
 }
 
-void notify_remote_via_evtchn(struct evtchn *ch)
+static const struct evtchn_hooks *evtchn_hooks;
+
+void evtchn_set_hooks(const struct evtchn_hooks *hooks)
+{
+	evtchn_hooks = hooks;
+}
+
+/* Sets the remote pending bit; true when the upcall is to be raised. */
+static bool set_remote_pending(struct evtchn *ch)
 {
 	int remote = !ch->end;
 
@@ -41,10 +49,43 @@ void notify_remote_via_evtchn(struct evtchn *ch)
 	 * the bit or we see the mask cleared.
 	 */
 	if (atomic_exchange(&ch->sh->pending[remote], 1))
-		return; /* already pending: the receiver has not run yet */
+		return false; /* already pending: the receiver has not run yet */
 	if (atomic_load(&ch->sh->mask[remote]))
-		return; /* delivered on unmask */
-	upcall(ch->remote_fd);
+		return false; /* delivered on unmask */
+	return true;
+}
+
+void notify_remote_via_evtchn(struct evtchn *ch)
+{
+	const struct evtchn_hooks *h = evtchn_hooks;
+
+	if (!h) {
+		if (set_remote_pending(ch))
+			upcall(ch->remote_fd);
+		return;
+	}
+	if (h->notify_begin)
+		h->notify_begin(ch);
+	if (set_remote_pending(ch)) {
+		if (h->notify_raised)
+			h->notify_raised(ch);
+		upcall(ch->remote_fd);
+	}
+	if (h->notify_end)
+		h->notify_end(ch);
+}
+
+int evtchn_wait(struct evtchn *ch, struct pollfd *pfd, nfds_t nfds, int timeout_ms)
+{
+	const struct evtchn_hooks *h = evtchn_hooks;
+	int n;
+
+	if (h && h->wait_begin)
+		h->wait_begin(ch);
+	n = poll(pfd, nfds, timeout_ms);
+	if (h && h->wait_end)
+		h->wait_end(ch, pfd, nfds, n);
+	return n;
 }
 
 bool evtchn_ack(struct evtchn *ch)

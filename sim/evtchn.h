@@ -27,13 +27,20 @@
 #ifndef SIM_EVTCHN_H
 #define SIM_EVTCHN_H
 
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* One channel's state, shared by both domains. */
 struct evtchn_shared {
 	atomic_uint pending[2];
 	atomic_uint mask[2];
+	uint32_t domid[2];          /* the domain at each end (set by the launcher) */
+	/* For the scheduler model (sim/sched.h): when and from which pCPU the
+	 * notification that raised an end's pending bit was sent. */
+	_Atomic int64_t sent_ns[2];
+	atomic_int sent_pcpu[2];
 };
 
 /* One end of a channel, private to the process that owns that end. */
@@ -62,6 +69,35 @@ void evtchn_mask(struct evtchn *ch);
 
 /* Unmasks our port; raises an upcall at once if a notification is pending. */
 void evtchn_unmask(struct evtchn *ch);
+
+/*
+ * Waits for upcalls as poll(2) does on @pfd, one of which is this channel's
+ * fd: the event-processing thread's wait.  Without hooks it is poll().
+ */
+int evtchn_wait(struct evtchn *ch, struct pollfd *pfd, nfds_t nfds, int timeout_ms);
+
+/*
+ * What a scheduler model is told about notifications and waits (sim/sched.c
+ * provides them; NULL: not provided).  Hooks are called in the thread that
+ * notifies or waits, outside any lock of the channel.
+ */
+struct evtchn_hooks {
+	/* Before a notification's pending bit is set: the sender is about to
+	 * make its hypercall. */
+	void (*notify_begin)(struct evtchn *ch);
+	/* The notification raised the remote end's upcall (the 0 -> 1
+	 * transition of an unmasked port), which is not yet written. */
+	void (*notify_raised)(struct evtchn *ch);
+	/* After the notification, raised or not. */
+	void (*notify_end)(struct evtchn *ch);
+	/* Before and after the wait in evtchn_wait(); @n is poll's result. */
+	void (*wait_begin)(struct evtchn *ch);
+	void (*wait_end)(struct evtchn *ch, const struct pollfd *pfd, nfds_t nfds, int n);
+};
+
+/* Installs @hooks (static, or NULL to remove them) for every channel of
+ * this process; call before any thread uses a channel. */
+void evtchn_set_hooks(const struct evtchn_hooks *hooks);
 
 /* The file descriptor to poll() for upcalls (readable when one is raised). */
 static inline int evtchn_fd(const struct evtchn *ch)

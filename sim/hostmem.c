@@ -31,6 +31,10 @@ int hostmem_create(uint32_t domid)
 	/* The file is zero-filled: rings, grants and channels start empty. */
 	hostmem_info(&hm)->domid = domid;
 	hostmem_info(&hm)->ram_pages = HOSTMEM_RAM_PAGES;
+	for (int i = 0; i < HOSTMEM_NR_EVTCHN; i++) {
+		hostmem_info(&hm)->evtchn[i].domid[0] = domid; /* the frontend */
+		hostmem_info(&hm)->evtchn[i].domid[1] = 0;     /* the backend, in dom0 */
+	}
 	hostmem_info(&hm)->magic = HOSTMEM_MAGIC;
 	munmap(hm.base, hm.size);
 	return fd;

@@ -9,7 +9,8 @@
 
 const char *const sim_knob_names[] = {
 	"rate", "size", "guests", "delay", "jitter", "seed", "duration",
-	"block-rate", "block-service", "truth", "hold", NULL,
+	"block-rate", "block-service", "truth", "hold", "xentrace", "pcpus",
+	"wake-delay", "notify-delay", NULL,
 };
 
 void sim_knobs_init(struct sim_knobs *k)
@@ -82,20 +83,33 @@ static void list_delayable(FILE *err)
 	fprintf(err, "\n");
 }
 
-static int set_delay(struct sim_knobs *k, const char *value, FILE *err)
+/* Splits --@name's "KEY=VALUE": copies KEY to @key and returns VALUE, or
+ * says that @value is not @form and returns NULL when there is no '=' or
+ * no key, or the key does not fit. */
+static const char *split_key(const char *name, const char *value, const char *form, char *key, size_t size,
+			     FILE *err)
 {
 	const char *eq = strchr(value, '=');
+
+	if (!eq || eq == value || (size_t)(eq - value) >= size) {
+		fprintf(err, "xensim: --%s: '%s' is not %s\n", name, value, form);
+		return NULL;
+	}
+	memcpy(key, value, (size_t)(eq - value));
+	key[eq - value] = '\0';
+	return eq + 1;
+}
+
+static int set_delay(struct sim_knobs *k, const char *value, FILE *err)
+{
 	char stage[64];
+	const char *dur = split_key("delay", value, "STAGE=DURATION (e.g. netif_receive_skb=2ms)", stage,
+				    sizeof(stage), err);
 	int64_t ns;
 	int st;
 
-	if (!eq || eq == value || (size_t)(eq - value) >= sizeof(stage)) {
-		fprintf(err, "xensim: --delay: '%s' is not STAGE=DURATION (e.g. netif_receive_skb=2ms)\n",
-			value);
+	if (!dur)
 		return -1;
-	}
-	memcpy(stage, value, (size_t)(eq - value));
-	stage[eq - value] = '\0';
 	st = sim_stage_by_delay_name(stage);
 	if (st == -2) {
 		fprintf(err, "xensim: --delay: stage '%s' runs in both domains; write domU:%s or dom0:%s\n",
@@ -115,12 +129,84 @@ static int set_delay(struct sim_knobs *k, const char *value, FILE *err)
 		list_delayable(err);
 		return -1;
 	}
-	if (sim_parse_duration(eq + 1, &ns) < 0) {
+	if (sim_parse_duration(dur, &ns) < 0) {
 		fprintf(err, "xensim: --delay: bad duration '%s' for %s (write e.g. 2ms, 150us, 1s; at most 3600s)\n",
-			eq + 1, stage);
+			dur, stage);
 		return -1;
 	}
 	k->delay_ns[st] = ns;
+	return 0;
+}
+
+/* --wake-delay DOM=DURATION */
+static int set_wake_delay(struct sim_knobs *k, const char *value, FILE *err)
+{
+	char dom[16];
+	const char *dur = split_key("wake-delay", value, "DOM=DURATION (e.g. 0=1ms)", dom, sizeof(dom), err);
+	uint64_t d;
+	int64_t ns;
+
+	if (!dur)
+		return -1;
+	if (parse_u64(dom, &d) < 0 || d > KNOBS_MAX_GUESTS) {
+		fprintf(err, "xensim: --wake-delay: '%s' is not a domain id between 0 and %d\n", dom,
+			KNOBS_MAX_GUESTS);
+		return -1;
+	}
+	if (sim_parse_duration(dur, &ns) < 0 || ns > (int64_t)1e9) {
+		fprintf(err, "xensim: --wake-delay: bad duration '%s' for domain %s (write e.g. 1ms, 150us; at most 1s)\n",
+			dur, dom);
+		return -1;
+	}
+	k->wake_delay_ns[d] = ns;
+	return 0;
+}
+
+/* A count between @lo and @hi for --@name, described as @what (and @unit). */
+static int set_count(const char *name, const char *value, uint64_t lo, uint64_t hi, const char *what,
+		     const char *unit, uint32_t *out, FILE *err)
+{
+	uint64_t u;
+
+	if (parse_u64(value, &u) < 0 || u < lo || u > hi) {
+		fprintf(err, "xensim: --%s: '%s' is not %s between %" PRIu64 " and %" PRIu64 "%s\n", name, value,
+			what, lo, hi, unit);
+		return -1;
+	}
+	*out = (uint32_t)u;
+	return 0;
+}
+
+/* A file name for --@name. */
+static int set_path(const char *name, const char *value, const char **out, FILE *err)
+{
+	if (!*value) {
+		fprintf(err, "xensim: --%s: empty file name\n", name);
+		return -1;
+	}
+	*out = value;
+	return 0;
+}
+
+bool sim_knobs_sched(const struct sim_knobs *k)
+{
+	if (k->xentrace || k->pcpus || k->notify_delay_ns)
+		return true;
+	for (int i = 0; i <= KNOBS_MAX_GUESTS; i++)
+		if (k->wake_delay_ns[i])
+			return true;
+	return false;
+}
+
+int sim_knobs_check(const struct sim_knobs *k, FILE *err)
+{
+	for (uint32_t i = k->guests + 1; i <= KNOBS_MAX_GUESTS; i++) {
+		if (k->wake_delay_ns[i]) {
+			fprintf(err, "xensim: --wake-delay: no domain %u (the host has domains 0..%u)\n", i,
+				k->guests);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -137,19 +223,9 @@ int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE
 		}
 		*(name[0] == 'r' ? &k->rate : &k->block_rate) = d;
 	} else if (strcmp(name, "size") == 0) {
-		if (parse_u64(value, &u) < 0 || u < 1 || u > KNOBS_MAX_SIZE) {
-			fprintf(err, "xensim: --size: '%s' is not a message size between 1 and %u bytes\n",
-				value, KNOBS_MAX_SIZE);
-			return -1;
-		}
-		k->size = (uint32_t)u;
+		return set_count(name, value, 1, KNOBS_MAX_SIZE, "a message size", " bytes", &k->size, err);
 	} else if (strcmp(name, "guests") == 0) {
-		if (parse_u64(value, &u) < 0 || u < 1 || u > KNOBS_MAX_GUESTS) {
-			fprintf(err, "xensim: --guests: '%s' is not a number of guests between 1 and %d\n",
-				value, KNOBS_MAX_GUESTS);
-			return -1;
-		}
-		k->guests = (uint32_t)u;
+		return set_count(name, value, 1, KNOBS_MAX_GUESTS, "a number of guests", "", &k->guests, err);
 	} else if (strcmp(name, "delay") == 0) {
 		return set_delay(k, value, err);
 	} else if (strcmp(name, "jitter") == 0) {
@@ -192,12 +268,23 @@ int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE
 			return -1;
 		}
 		k->hold = value[0] == '1';
-	} else if (strcmp(name, "truth") == 0) {
-		if (!*value) {
-			fprintf(err, "xensim: --truth: empty file name\n");
+	} else if (strcmp(name, "xentrace") == 0) {
+		return set_path(name, value, &k->xentrace, err);
+	} else if (strcmp(name, "pcpus") == 0) {
+		return set_count(name, value, 1, KNOBS_MAX_PCPUS, "a number of physical CPUs", "", &k->pcpus, err);
+	} else if (strcmp(name, "wake-delay") == 0) {
+		return set_wake_delay(k, value, err);
+	} else if (strcmp(name, "notify-delay") == 0) {
+		int64_t ns;
+
+		if (sim_parse_duration(value, &ns) < 0 || ns > (int64_t)1e9) {
+			fprintf(err, "xensim: --notify-delay: bad duration '%s' (write e.g. 500us, 2ms; at most 1s)\n",
+				value);
 			return -1;
 		}
-		k->truth = value;
+		k->notify_delay_ns = ns;
+	} else if (strcmp(name, "truth") == 0) {
+		return set_path(name, value, &k->truth, err);
 	} else {
 		return 1;
 	}
@@ -230,6 +317,16 @@ void sim_knobs_to_argv(const struct sim_knobs *k, char **argv, int *argc, int ma
 		PUSH("--truth=%s", k->truth);
 	if (k->hold)
 		PUSH("--hold=1");
+	/* --xentrace is the launcher's; the domains learn the rest of the
+	 * model from its shared memory, and get its knobs only to check them
+	 * alike. */
+	if (k->pcpus)
+		PUSH("--pcpus=%" PRIu32, k->pcpus);
+	for (int i = 0; i <= KNOBS_MAX_GUESTS; i++)
+		if (k->wake_delay_ns[i])
+			PUSH("--wake-delay=%d=%" PRId64 "ns", i, k->wake_delay_ns[i]);
+	if (k->notify_delay_ns)
+		PUSH("--notify-delay=%" PRId64 "ns", k->notify_delay_ns);
 #undef PUSH
 }
 
@@ -248,6 +345,13 @@ void sim_knobs_usage(FILE *out)
 	      "  --block-service DUR   the disk's service time per request (default 200us)\n"
 	      "  --truth FILE          write when each message passed each stage to FILE\n"
 	      "  --hold                boot, then wait for SIGUSR1 to xensim before sending\n"
-	      "                        (time to attach tracers); --duration counts from then\n",
+	      "                        (time to attach tracers); --duration counts from then\n"
+	      "  --xentrace FILE       model Xen's scheduler and write its records to FILE as\n"
+	      "                        xentrace does (TSC at 2.4 GHz); see sim/README\n"
+	      "  --pcpus N             physical CPUs of the scheduler model (default 2)\n"
+	      "  --wake-delay DOM=DUR  after each wake, domain DOM's vCPU waits DUR for a\n"
+	      "                        pCPU that a CPU hog holds (repeatable)\n"
+	      "  --notify-delay DUR    an event channel notification wakes its receiver DUR\n"
+	      "                        after the sender's hypercall\n",
 	      out);
 }

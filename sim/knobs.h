@@ -28,7 +28,25 @@ struct sim_knobs {
 	int64_t block_service_ns; /* the disk's service time per request */
 	const char *truth;        /* truth file, or NULL */
 	bool hold;                /* guests wait for SIGUSR1 before sending */
+	/* The scheduler model (sim/sched.h): */
+	const char *xentrace;     /* xentrace file the launcher writes, or NULL */
+	uint32_t pcpus;           /* physical CPUs; 0: not given (KNOBS_PCPUS) */
+	int64_t wake_delay_ns[KNOBS_MAX_GUESTS + 1]; /* per domain id */
+	int64_t notify_delay_ns;  /* evtchn_op to the receiver's wake */
 };
+
+#define KNOBS_PCPUS 2
+#define KNOBS_MAX_PCPUS 16
+
+/* Whether the scheduler model runs: any of its knobs was given. */
+bool sim_knobs_sched(const struct sim_knobs *k);
+
+/*
+ * Checks what single options cannot: a --wake-delay for a domain that the
+ * host does not have.  Returns 0, or -1 after writing a message naming the
+ * option to @err.
+ */
+int sim_knobs_check(const struct sim_knobs *k, FILE *err);
 
 void sim_knobs_init(struct sim_knobs *k);
 

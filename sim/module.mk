@@ -12,7 +12,7 @@ SIM_CFLAGS := -O2 -g -iquote sim/linux/include -pthread
 SIM_LDLIBS := -pthread -lm
 
 SIM_INFRA := sim/evtchn.c sim/hostmem.c sim/knobs.c sim/stage.c sim/truth.c \
-	sim/delayline.c sim/gate.c sim/arch/boot.c
+	sim/delayline.c sim/gate.c sim/late.c sim/sched.c sim/arch/boot.c
 SIM_KERNEL := sim/linux/mm/page_alloc.c sim/linux/net/core/skbuff.c \
 	sim/linux/net/core/dev.c sim/linux/drivers/xen/core/gnttab.c \
 	sim/linux/fs/bio.c sim/linux/block/ll_rw_blk.c
@@ -27,7 +27,8 @@ SIM_0_SRCS := $(SIM_INFRA) $(SIM_KERNEL) sim/arch/linux0.c \
 	sim/linux/net/bridge/br_if.c sim/linux/net/bridge/br_input.c \
 	sim/linux/net/bridge/br_forward.c sim/linux/net/bridge/br_netfilter.c \
 	sim/linux/drivers/net/sk98lin/skge.c sim/linux/drivers/block/simdisk.c
-SIM_XENSIM_SRCS := sim/xensim.c sim/hostmem.c sim/evtchn.c sim/knobs.c sim/stage.c
+SIM_XENSIM_SRCS := sim/xensim.c sim/hostmem.c sim/evtchn.c sim/knobs.c sim/stage.c sim/late.c \
+	sim/sched.c
 SIM_CHECK_SRCS := sim/truth_check.c sim/knobs.c sim/stage.c
 
 SIM_ALL_SRCS := $(sort $(SIM_U_SRCS) $(SIM_0_SRCS) $(SIM_XENSIM_SRCS) $(SIM_CHECK_SRCS))
@@ -70,7 +71,8 @@ $(eval $(call sim_link,$(BINDIR)/xensim,$(SIM_XENSIM_SRCS)))
 sim: $(SIM_BINS)
 
 
-# End-to-end tests of the host (about 30 s in all).
+# End-to-end tests of the host (about 45 s in all).
 TEST_SCRIPTS += tests/sim/sim_options.sh tests/sim/sim_symbols.sh tests/sim/sim_run.sh \
 	tests/sim/sim_delay.sh tests/sim/sim_kill.sh tests/sim/sim_stop.sh tests/sim/sim_flagbits.sh tests/sim/sim_hold.sh \
-	tests/sim/sim_dwarf.sh
+	tests/sim/sim_dwarf.sh tests/sim/sim_sched_wake.sh tests/sim/sim_sched_notify.sh \
+	tests/sim/sim_sched_cover.sh

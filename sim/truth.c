@@ -96,18 +96,16 @@ void truth_note_at(enum sim_stage st, const struct truth_tag *tag, const void *a
 		b->len += (size_t)n;
 }
 
-void truth_note_lateness(const char *what, uint64_t releases, int64_t p50, int64_t p90,
-			 int64_t p99, int64_t max)
+void truth_note_lateness(const char *what, const struct sim_late *late)
 {
 	char line[TRUTH_LINE_MAX];
 	int n;
 
 	if (truth_fd < 0)
 		return;
-	n = snprintf(line, sizeof(line), "#late\t%u\t%s\t%" PRIu64 "\t%" PRId64 "\t%" PRId64 "\t%" PRId64
-		     "\t%" PRId64 "\n", truth_domid, what, releases, p50, p90, p99, max);
+	n = sim_late_line(line, sizeof(line), truth_domid, what, late);
 	/* One write of a whole line: O_APPEND keeps it from interleaving. */
-	if (n > 0 && n < (int)sizeof(line) && write(truth_fd, line, (size_t)n) < 0)
+	if (n > 0 && write(truth_fd, line, (size_t)n) < 0)
 		return; /* a full disk loses truth, never the simulation */
 }
 

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "sim/late.h"
 #include "sim/stage.h"
 
 #define TRUTH_HEADER "#time_ns\tdom\tguest\tpath\tmsg\tseg\tnseg\tstage\taddr\n"
@@ -35,13 +36,12 @@ void truth_note_at(enum sim_stage st, const struct truth_tag *tag, const void *a
 		   int64_t time_ns);
 
 /*
- * Records how late a delay line released its items over the run, in ns
- * (see delayline.h): one comment line "#late <TAB> dom <TAB> what <TAB>
- * releases <TAB> p50 <TAB> p90 <TAB> p99 <TAB> max", which readers of the
- * records skip with every other '#' line.
+ * Records how late something released its items over the run (see late.h):
+ * one comment line "#late <TAB> dom <TAB> what <TAB> releases <TAB> p50
+ * <TAB> p90 <TAB> p99 <TAB> max", which readers of the records skip with
+ * every other '#' line.
  */
-void truth_note_lateness(const char *what, uint64_t releases, int64_t p50, int64_t p90,
-			 int64_t p99, int64_t max);
+void truth_note_lateness(const char *what, const struct sim_late *late);
 
 /* Writes out the calling thread's buffer (call before a thread exits). */
 void truth_thread_flush(void);

@@ -30,6 +30,7 @@
 
 #include "sim/hostmem.h"
 #include "sim/knobs.h"
+#include "sim/sched.h"
 #include "sim/truth.h"
 
 #define STOP_GRACE_MS 5000
@@ -52,6 +53,11 @@ struct xensim {
 	pid_t pgid;
 	bool verbose;
 	const char *domains_file;
+	/* The scheduler model (sim/sched.h), when one of its knobs is given. */
+	int sched_fd;
+	FILE *trace;       /* --xentrace */
+	FILE *sched_truth; /* its part of the truth: FILE.sched */
+	bool trace_failed;
 };
 
 static void usage(FILE *out)
@@ -201,7 +207,11 @@ static int build_argv(struct xensim *xs, char **argv, const char *prog, uint32_t
 	argv[argc++] = xstrdup(path);
 	snprintf(buf, sizeof(buf), "--domid=%u", domid);
 	argv[argc++] = xstrdup(buf);
-	sim_knobs_to_argv(&xs->knobs, argv, &argc, MAX_ARGS - KNOBS_MAX_GUESTS - 2);
+	sim_knobs_to_argv(&xs->knobs, argv, &argc, MAX_ARGS - KNOBS_MAX_GUESTS - 3);
+	if (xs->sched_fd >= 0) {
+		snprintf(buf, sizeof(buf), "--sched=%d", xs->sched_fd);
+		argv[argc++] = xstrdup(buf);
+	}
 	return argc;
 }
 
@@ -225,7 +235,7 @@ static void free_argv(char **argv, int argc)
 static int start_host(struct xensim *xs, sigset_t *oldmask)
 {
 	char *argv[MAX_ARGS];
-	int fds[KNOBS_MAX_GUESTS * 7], nfds = 0, argc;
+	int fds[KNOBS_MAX_GUESTS * 7 + 1], nfds = 0, argc;
 	uint32_t n = xs->knobs.guests;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -255,6 +265,8 @@ static int start_host(struct xensim *xs, sigset_t *oldmask)
 		fds[nfds++] = g->blk_back;
 		fds[nfds++] = g->xb_read;
 	}
+	if (xs->sched_fd >= 0)
+		fds[nfds++] = xs->sched_fd;
 	argv[argc] = NULL;
 	xs->dom0 = (struct dom){ .domid = 0 };
 	xs->dom0.pid = spawn(xs, argv, fds, nfds, oldmask);
@@ -265,13 +277,13 @@ static int start_host(struct xensim *xs, sigset_t *oldmask)
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct dom *g = &xs->guests[i];
-		int gfds[6] = { g->memfd, g->net_front, g->net_back, g->blk_front, g->blk_back,
-				g->xb_write };
+		int gfds[7] = { g->memfd, g->net_front, g->net_back, g->blk_front, g->blk_back,
+				g->xb_write, xs->sched_fd };
 
 		argc = build_argv(xs, argv, "linuxU", g->domid);
 		argv[argc++] = guest_arg(g, false);
 		argv[argc] = NULL;
-		g->pid = spawn(xs, argv, gfds, 6, oldmask);
+		g->pid = spawn(xs, argv, gfds, xs->sched_fd >= 0 ? 7 : 6, oldmask);
 		free_argv(argv, argc);
 		if (g->pid < 0) {
 			perror("xensim: fork");
@@ -352,6 +364,7 @@ static int reap(struct xensim *xs)
 		d->exited = true;
 		d->status = status;
 		reaped++;
+		sched_domain_gone(d->domid);
 		report_exit(d);
 	}
 	return reaped;
@@ -371,11 +384,12 @@ static bool all_exited(const struct xensim *xs)
 }
 
 /* Concatenates FILE.<domid> into FILE under one header, removing the parts. */
-static int merge_truth(const struct xensim *xs)
+static int merge_truth(struct xensim *xs)
 {
 	const char *path = xs->knobs.truth;
 	char part[PATH_MAX + 16], buf[65536];
 	FILE *out = fopen(path, "w");
+	size_t n;
 	int rc = 0;
 
 	if (!out) {
@@ -385,7 +399,6 @@ static int merge_truth(const struct xensim *xs)
 	fputs(TRUTH_HEADER, out);
 	for (uint32_t d = 0; d <= xs->knobs.guests; d++) {
 		FILE *in;
-		size_t n;
 
 		snprintf(part, sizeof(part), "%s.%u", path, d);
 		in = fopen(part, "r");
@@ -397,8 +410,70 @@ static int merge_truth(const struct xensim *xs)
 		fclose(in);
 		unlink(part);
 	}
+	if (xs->sched_truth) {
+		/* The scheduler model's intervals, from the launcher. */
+		rewind(xs->sched_truth);
+		while ((n = fread(buf, 1, sizeof(buf), xs->sched_truth)) > 0)
+			if (fwrite(buf, 1, n, out) != n)
+				rc = -1;
+		fclose(xs->sched_truth);
+		xs->sched_truth = NULL;
+	}
 	if (fclose(out) != 0 || rc < 0) {
 		fprintf(stderr, "xensim: --truth: error writing %s\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The scheduler model: its shared memory for the domains, the xentrace file
+ * and the truth's part.  Returns 0, or -1 with sched_fd -2 for a bad
+ * option value (exit 2) and -1 for anything else.
+ */
+static int open_sched(struct xensim *xs)
+{
+	char part[PATH_MAX + 16];
+
+	if (!sim_knobs_sched(&xs->knobs))
+		return 0;
+	if (xs->knobs.xentrace && !(xs->trace = fopen(xs->knobs.xentrace, "we"))) {
+		fprintf(stderr, "xensim: --xentrace: cannot write %s: %s\n", xs->knobs.xentrace, strerror(errno));
+		xs->sched_fd = -2;
+		return -1;
+	}
+	if (xs->knobs.truth) {
+		snprintf(part, sizeof(part), "%s.sched", xs->knobs.truth);
+		xs->sched_truth = fopen(part, "w+e");
+		if (!xs->sched_truth) {
+			fprintf(stderr, "xensim: --truth: cannot write %s: %s\n", part, strerror(errno));
+			return -1;
+		}
+		unlink(part); /* only ours, merged into the truth at the end */
+	}
+	xs->sched_fd = sched_create(&xs->knobs);
+	if (xs->sched_fd < 0) {
+		fprintf(stderr, "xensim: cannot create the scheduler model: %s\n", strerror(-xs->sched_fd));
+		xs->sched_fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/* The host has stopped: the model's last records and intervals. */
+static int close_sched(struct xensim *xs)
+{
+	int rc = 0;
+
+	if (xs->sched_fd < 0)
+		return 0;
+	if (sched_finish(xs->trace, xs->sched_truth) < 0)
+		rc = -1;
+	if (xs->trace && fclose(xs->trace) != 0)
+		rc = -1;
+	xs->trace = NULL;
+	if (rc < 0 || xs->trace_failed) {
+		fprintf(stderr, "xensim: --xentrace: error writing %s\n", xs->knobs.xentrace);
 		return -1;
 	}
 	return 0;
@@ -421,7 +496,12 @@ static int run(struct xensim *xs, int sfd)
 		struct pollfd pfd = { .fd = sfd, .events = POLLIN };
 		struct signalfd_siginfo si;
 
-		poll(&pfd, 1, 100);
+		/* The scheduler model's buffers are drained as xentrace does, often. */
+		poll(&pfd, 1, xs->sched_fd >= 0 ? 20 : 100);
+		if (sched_drain(xs->trace, xs->sched_truth) < 0 && !xs->trace_failed) {
+			fprintf(stderr, "xensim: --xentrace: error writing %s\n", xs->knobs.xentrace);
+			xs->trace_failed = true;
+		}
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGUSR1) {
 				/* --hold: the go signal, for every guest still there. */
@@ -469,7 +549,7 @@ static int run(struct xensim *xs, int sfd)
 int main(int argc, char **argv)
 {
 	struct option opts[32];
-	struct xensim xs = { 0 };
+	struct xensim xs = { .sched_fd = -1 };
 	sigset_t mask, oldmask;
 	int n = 0, c, idx, sfd, rc;
 
@@ -510,6 +590,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xensim: unexpected argument '%s'\nTry 'xensim --help'.\n", argv[optind]);
 		return 2;
 	}
+	if (sim_knobs_check(&xs.knobs, stderr) < 0)
+		return 2;
+	if (open_sched(&xs) < 0)
+		return xs.sched_fd == -2 ? 2 : 1;
 	if (find_sim_dir(&xs) < 0) {
 		fprintf(stderr, "xensim: cannot find linux0 and linuxU in ../sim/ or beside xensim; "
 			"set XENSIM_DIR to their directory\n");
@@ -547,6 +631,8 @@ int main(int argc, char **argv)
 	rc = run(&xs, sfd);
 	if (xs.domains_file)
 		unlink(xs.domains_file);
+	if (close_sched(&xs) < 0)
+		rc = 1;
 	if (xs.knobs.truth && merge_truth(&xs) < 0)
 		rc = 1;
 	if (xs.verbose)

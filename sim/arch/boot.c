@@ -10,6 +10,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "sim/sched.h"
+
 static volatile sig_atomic_t stopping, go;
 static int stop_fd = -1, go_fd = -1;
 
@@ -31,17 +33,19 @@ static int parse_fds(const char *s, int *out, int n)
 
 int boot_parse(struct boot_info *bi, int argc, char **argv, const char *prog, int dom0)
 {
-	enum { OPT_DOMID = 256, OPT_GUEST, OPT_KNOB };
+	enum { OPT_DOMID = 256, OPT_GUEST, OPT_KNOB, OPT_SCHED };
 	struct option opts[32];
 	int n = 0, c, idx;
 
 	memset(bi, 0, sizeof(*bi));
 	sim_knobs_init(&bi->knobs);
 	bi->stop_fd = -1;
+	bi->sched_fd = -1;
 	for (int i = 0; sim_knob_names[i]; i++)
 		opts[n++] = (struct option){ sim_knob_names[i], required_argument, NULL, OPT_KNOB };
 	opts[n++] = (struct option){ "domid", required_argument, NULL, OPT_DOMID };
 	opts[n++] = (struct option){ "guest", required_argument, NULL, OPT_GUEST };
+	opts[n++] = (struct option){ "sched", required_argument, NULL, OPT_SCHED };
 	opts[n] = (struct option){ NULL, 0, NULL, 0 };
 
 	bi->domid = UINT32_MAX;
@@ -55,6 +59,12 @@ int boot_parse(struct boot_info *bi, int argc, char **argv, const char *prog, in
 			break;
 		case OPT_DOMID:
 			bi->domid = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case OPT_SCHED:
+			if (parse_fds(optarg, &bi->sched_fd, 1) < 0) {
+				fprintf(stderr, "%s: --sched: bad descriptor '%s'\n", prog, optarg);
+				return -1;
+			}
 			break;
 		case OPT_GUEST:
 			/* DOMID:MEMFD:NETLOCAL:NETREMOTE:BLKLOCAL:BLKREMOTE:XENBUSFD */
@@ -74,6 +84,21 @@ int boot_parse(struct boot_info *bi, int argc, char **argv, const char *prog, in
 	if (optind != argc || bi->domid == UINT32_MAX || (dom0 ? bi->domid != 0 : bi->domid == 0) ||
 	    (!dom0 && bi->nguests != 1)) {
 		fprintf(stderr, "%s: a simulated domain; start it with xensim(1)\n", prog);
+		return -1;
+	}
+	return 0;
+}
+
+int boot_sched(struct boot_info *bi, const char *prog)
+{
+	int rc;
+
+	if (bi->sched_fd < 0)
+		return 0;
+	rc = sched_attach(bi->sched_fd, bi->domid);
+	bi->sched_fd = -1;
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot join the scheduler model: %s\n", prog, strerror(-rc));
 		return -1;
 	}
 	return 0;

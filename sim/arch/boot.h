@@ -25,7 +25,12 @@ struct boot_info {
 	uint32_t nguests;
 	struct boot_guest guests[KNOBS_MAX_GUESTS]; /* a guest has one: dom0 */
 	int stop_fd;  /* an eventfd the signal handler writes: readable = shut down */
+	int sched_fd; /* the scheduler model's memfd (sim/sched.h), or -1 */
 };
+
+/* Joins the scheduler model when xensim runs one (before any thread starts).
+ * Returns 0, or -1 after printing why. */
+int boot_sched(struct boot_info *bi, const char *prog);
 
 /*
  * Parses the command line a domain gets from xensim.  Returns 0, or -1 after

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	if (boot_parse(&dom0.bi, argc, argv, "linux0", 1) < 0)
 		return 2;
 	xen_domid = 0;
-	if (boot_signals(&dom0.bi) < 0)
+	if (boot_signals(&dom0.bi) < 0 || boot_sched(&dom0.bi, "linux0") < 0)
 		return 1;
 	if (dom0.bi.knobs.truth && truth_open(dom0.bi.knobs.truth, 0) < 0) {
 		fprintf(stderr, "linux0: cannot write %s.0: %s\n", dom0.bi.knobs.truth, strerror(errno));

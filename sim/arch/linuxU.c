@@ -170,6 +170,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	close(bg->memfd);
+	if (boot_sched(&g->bi, "linuxU") < 0)
+		return 1;
 	if (g->bi.knobs.truth && truth_open(g->bi.knobs.truth, xen_domid) < 0) {
 		fprintf(stderr, "linuxU[%u]: cannot write %s.%u: %s\n", xen_domid,
 			g->bi.knobs.truth, xen_domid, strerror(errno));

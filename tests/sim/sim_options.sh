@@ -35,10 +35,28 @@ bad --block-rate --block-rate many
 bad --block-service --block-service 5
 bad --truth --truth ""
 bad --domains --domains ""
+bad --xentrace --xentrace ""
+bad --xentrace --xentrace /nonexistent/dir/x.trace --duration 0.1
+bad --pcpus --pcpus 0
+bad --pcpus --pcpus 17
+bad --pcpus --pcpus two
+bad --wake-delay --wake-delay 2ms
+bad --wake-delay --wake-delay =2ms
+bad --wake-delay --wake-delay x=2ms
+bad --wake-delay --wake-delay 0=2
+bad --wake-delay --wake-delay 0=-1ms
+bad --wake-delay --wake-delay 0=2s
+bad --wake-delay --wake-delay 65=1ms
+bad --wake-delay --wake-delay 2=1ms --guests 1
+bad --notify-delay --notify-delay 1
+bad --notify-delay --notify-delay soon
 bad unexpected --rate 10 extra
 out=$("$XENSIM" --no-such-option 2>&1); [ $? -eq 2 ] || fail "an unknown option is not exit 2"
 
 "$XENSIM" --help | grep -q -- '--delay STAGE=DUR' || fail "--help does not describe --delay"
+for o in '--xentrace FILE' '--pcpus N' '--wake-delay DOM=DUR' '--notify-delay DUR'; do
+	"$XENSIM" --help | grep -q -- "$o" || fail "--help does not describe $o"
+done
 # The accepted spellings.
 "$XENSIM" --duration 0.3 --rate 100 --size 3000 --delay dom0:dev_queue_xmit=100us \
 	--delay domU:dev_queue_xmit=50us --delay FreeTxDescriptors=1ms --jitter 10 \

@@ -220,7 +220,7 @@ static void *blkif_schedule(void *arg)
 	snprintf(name, sizeof(name), "blkback%u", blkif->domid);
 	pthread_setname_np(pthread_self(), name);
 	for (;;) {
-		int n = poll(pfd, 3, 100);
+		int n = evtchn_wait(&blkif->xbdev->evtchn, pfd, 3, 100);
 
 		if (n > 0 && (pfd[1].revents & POLLIN))
 			break;

@@ -221,7 +221,7 @@ static void *blkif_int(void *arg)
 
 	pthread_setname_np(pthread_self(), "blkfront-irq");
 	for (;;) {
-		int n = poll(pfd, 2, 100);
+		int n = evtchn_wait(&info->xbdev->evtchn, pfd, 2, 100);
 
 		if (n > 0 && (pfd[1].revents & POLLIN))
 			break;

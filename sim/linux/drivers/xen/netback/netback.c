@@ -315,7 +315,7 @@ static void *netif_be_int(void *arg)
 	snprintf(name, sizeof(name), "netback%u", netif->domid);
 	pthread_setname_np(pthread_self(), name);
 	for (;;) {
-		int n = poll(pfd, 3, 100);
+		int n = evtchn_wait(&netif->xbdev->evtchn, pfd, 3, 100);
 
 		if (n > 0 && (pfd[1].revents & POLLIN))
 			break;

@@ -320,7 +320,7 @@ static void *netif_int(void *arg)
 
 	pthread_setname_np(pthread_self(), "netfront-irq");
 	for (;;) {
-		int n = poll(pfd, 2, 100);
+		int n = evtchn_wait(&np->xbdev->evtchn, pfd, 2, 100);
 
 		if (n > 0 && (pfd[1].revents & POLLIN))
 			break;
