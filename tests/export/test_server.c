@@ -1,8 +1,9 @@
 /*
  * The /metrics server (export/server.c) over real loopback sockets: what
  * each request gets, one formatting per published snapshot, bounded
- * connections and request heads, and snapshots never torn while the loop
- * publishes and scrapers read at once.
+ * connections and request heads, room for a newcomer however the others
+ * hold theirs, a deadline for requests that trickle in, and snapshots never
+ * torn while the loop publishes and scrapers read at once.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -16,14 +17,18 @@
 static const struct xfx_family f_gen = { "t_generation_total", XFX_COUNTER, "Publishes." };
 static const struct xfx_family f_hist = { "t_latency_seconds", XFX_HISTOGRAM, "Latency." };
 
-static struct xfx_server *start(unsigned max_conn, unsigned timeout_s)
+static struct xfx_server *start_opts(struct xfx_server_opts o)
 {
-	struct xfx_server_opts o = { .max_connections = max_conn, .timeout_s = timeout_s };
 	char err[512];
 	cr_assert_eq(xfx_listen_parse("127.0.0.1:0", &o.addr, err, sizeof(err)), 0);
 	struct xfx_server *s;
 	cr_assert_eq(xfx_server_start(&o, &s, err, sizeof(err)), 0, "%s", err);
 	return s;
+}
+
+static struct xfx_server *start(unsigned max_conn, unsigned timeout_s)
+{
+	return start_opts((struct xfx_server_opts){ .max_connections = max_conn, .timeout_s = timeout_s });
 }
 
 /* A snapshot whose every figure is @gen: a torn read would mix two. */
@@ -174,24 +179,90 @@ static int closed_within(int fd, int ms)
 	return recv(fd, &c, 1, 0) <= 0;
 }
 
-Test(server, connections_past_the_limit_are_closed_at_once)
+/* Issue 30 item 4: connections that never finish their request cannot
+ * keep a scraper out.  The server is full of them; the newcomer takes the
+ * place of the one waiting longest, and is answered. */
+Test(server, a_full_server_makes_room_for_a_newcomer)
 {
 	struct xfx_server *s = start(4, 30);
 	publish(s, 4);
 	int fds[4];
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		cr_assert_geq(fds[i] = http_connect(xfx_server_address(s)), 0);
-	wait_connections(s, 4);
-	int extra = http_connect(xfx_server_address(s));
-	cr_assert_geq(extra, 0, "the kernel accepts; the server closes");
-	cr_assert(closed_within(extra, 3000), "the fifth connection was not closed");
-	close(extra);
+		cr_assert_eq(send(fds[i], "GET /me", 7, MSG_NOSIGNAL), 7);
+		wait_connections(s, (uint64_t)i + 1);
+	}
+	struct http_resp r;
+	cr_assert_eq(http_get(xfx_server_address(s), "GET", "/metrics", &r), 0);
+	cr_assert_eq(r.status, 200, "the newcomer was not answered: %s", r.raw);
+	http_resp_free(&r);
+	cr_assert(closed_within(fds[0], 3000), "the oldest half request was not closed");
+	for (int i = 1; i < 4; i++)
+		cr_assert_not(closed_within(fds[i], 0), "connection %d was closed too", i);
 	struct xfx_server_stats st;
 	xfx_server_stats(s, &st);
-	cr_assert_eq(st.refused, 1);
+	cr_assert_eq(st.shed, 1);
+	cr_assert_eq(st.refused, 0);
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
-	wait_connections(s, 0);
+	xfx_server_stop(s);
+}
+
+/* One address holds at most max_per_address connections: its next one
+ * replaces its own oldest waiting one, and other addresses keep theirs. */
+Test(server, an_address_past_its_limit_gives_way_to_itself)
+{
+	struct xfx_server *s = start_opts((struct xfx_server_opts){ .max_connections = 8, .max_per_address = 2,
+								    .timeout_s = 30 });
+	publish(s, 5);
+	int a = http_connect(xfx_server_address(s));
+	cr_assert_geq(a, 0);
+	wait_connections(s, 1);
+	int b = http_connect(xfx_server_address(s));
+	cr_assert_geq(b, 0);
+	wait_connections(s, 2);
+	int c = http_connect(xfx_server_address(s));
+	cr_assert_geq(c, 0);
+	cr_assert(closed_within(a, 3000), "three connections from one address with a limit of two");
+	cr_assert_not(closed_within(b, 200));
+	cr_assert_not(closed_within(c, 0));
+	struct xfx_server_stats st;
+	xfx_server_stats(s, &st);
+	cr_assert_eq(st.shed, 1);
+	close(a);
+	close(b);
+	close(c);
+	xfx_server_stop(s);
+}
+
+/* libmicrohttpd's idle timeout starts again at every byte: a request
+ * head sent one byte at a time, faster than that, is closed at the
+ * request deadline all the same. */
+Test(server, a_trickling_request_is_closed_at_its_deadline)
+{
+	struct xfx_server *s = start_opts((struct xfx_server_opts){ .max_connections = 4, .request_timeout_ms = 700,
+								    .timeout_s = 30 });
+	publish(s, 6);
+	int fd = http_connect(xfx_server_address(s));
+	cr_assert_geq(fd, 0);
+	const char head[] = "GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int closed = 0;
+	for (size_t i = 0; i < sizeof(head) - 1 && !closed; i++) {
+		if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+		closed = closed_within(fd, 100);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	cr_assert(closed || closed_within(fd, 1000), "a request trickling for %ld ms was not closed", ms);
+	cr_assert_geq(ms, 600, "closed after %ld ms, before its deadline", ms);
+	struct xfx_server_stats st;
+	xfx_server_stats(s, &st);
+	cr_assert_eq(st.timed_out, 1);
+	close(fd);
+	/* A whole request is answered at once, as before. */
 	struct http_resp r;
 	cr_assert_eq(http_get(xfx_server_address(s), "GET", "/metrics", &r), 0);
 	cr_assert_eq(r.status, 200);
