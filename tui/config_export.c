@@ -1,6 +1,7 @@
 /*
- * The exporter's configuration keys: listen, host, metrics-max-hops and
- * metrics-max-connections (xflowtop.conf(5)); headless is a plain boolean
+ * The exporter's configuration keys: listen, host, metrics-max-hops,
+ * metrics-max-connections, metrics-max-connections-per-address and
+ * metrics-request-timeout (xflowtop.conf(5)); headless is a plain boolean
  * in config.c.  config.c routes them here so that the file and --set
  * accept the same words.
  */
@@ -16,11 +17,18 @@
 /* Defaults: 64 hops of 123 series each is about 7,900 series and 850 KiB
  * a scrape per host; at most 1,024 (126,000 series, 13 MiB a scrape, which
  * is already more than a fleet's Prometheus wants from one host).
- * Prometheus itself needs one connection per target. */
+ * Prometheus itself needs one connection per target, so an address needs
+ * few: a few Prometheus servers behind one address still fit in 8, and
+ * four addresses are needed to fill the server.  A scraper sends its
+ * request at once; 5 seconds is more than any needs on a working network.
+ */
 #define DEFAULT_MAX_HOPS 64
 #define MAX_MAX_HOPS 1024
 #define DEFAULT_MAX_CONNECTIONS 32
 #define MAX_MAX_CONNECTIONS 1024
+#define DEFAULT_MAX_PER_ADDRESS 8
+#define DEFAULT_REQUEST_TIMEOUT_S 5
+#define MAX_REQUEST_TIMEOUT_S 300
 
 /* Every error is -EINVAL with what was expected in @err. */
 #define BAD(...) (snprintf(err, errlen, __VA_ARGS__), -EINVAL)
@@ -31,6 +39,8 @@ void xft_config_export_defaults(struct xft_config *c)
 	c->host[0] = '\0';
 	c->metrics_max_hops = DEFAULT_MAX_HOPS;
 	c->metrics_max_connections = DEFAULT_MAX_CONNECTIONS;
+	c->metrics_max_per_address = DEFAULT_MAX_PER_ADDRESS;
+	c->metrics_request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S;
 	c->headless = 0;
 }
 
@@ -78,6 +88,18 @@ int xft_config_export_set(struct xft_config *c, const char *key, const char *v, 
 		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_connections))
 			return BAD("bad value '%s' for 'metrics-max-connections': expected "
 						 "1 to %d", v, MAX_MAX_CONNECTIONS);
+		return 0;
+	}
+	if (!strcmp(key, "metrics-max-connections-per-address")) {
+		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_per_address))
+			return BAD("bad value '%s' for 'metrics-max-connections-per-address': expected "
+						 "1 to %d", v, MAX_MAX_CONNECTIONS);
+		return 0;
+	}
+	if (!strcmp(key, "metrics-request-timeout")) {
+		if (parse_u32(v, 1, MAX_REQUEST_TIMEOUT_S, &c->metrics_request_timeout_s))
+			return BAD("bad value '%s' for 'metrics-request-timeout': expected whole seconds, "
+						 "1 to %d", v, MAX_REQUEST_TIMEOUT_S);
 		return 0;
 	}
 	return BAD("unknown key '%s'", key);
