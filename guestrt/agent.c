@@ -1236,6 +1236,7 @@ static void monitor_serve(struct agent *a)
 		if (rc == 0)
 			return;
 		if (rc < 0) {
+			xflow_ctl_refuse(&a->conn); /* a refused frame: say why, then close */
 			monitor_gone(a, rc == -ECONNRESET ? "closed" : a->conn.why ? a->conn.why : strerror(-rc));
 			return;
 		}

@@ -1,15 +1,20 @@
 /*
  * Issue 30 item 6: every bad control frame is refused with a REPLY that
  * names what was wrong, and the connection then ends (common/control_io.c,
- * xflow_ctl_refuse(); the rules are in xflow/control.h, "Refusals"), over
- * a socket pair.
+ * xflow_ctl_refuse(); the rules are in xflow/control.h, "Refusals").  Each
+ * bad frame is sent twice: to a connection of this process over a socket
+ * pair, and to a running xflow-agent, which must answer it the same way,
+ * close, and serve the next monitor.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "xflow/control.h"
@@ -197,4 +202,78 @@ Test(control_refuse, a_reply_to_what_is_not_a_request_can_be_read)
 	xflow_ctl_msg_free(m);
 	xflow_ctl_conn_close(&srv);
 	xflow_ctl_conn_close(&cli);
+}
+
+/* ---- the same, told by xflow-agent -------------------------------------- */
+
+static pid_t agent_pid = -1, target_pid = -1;
+
+static void stop_agent(void)
+{
+	if (target_pid > 0)
+		kill(target_pid, SIGKILL);
+	if (agent_pid > 0) {
+		kill(agent_pid, SIGKILL);
+		waitpid(agent_pid, NULL, 0);
+	}
+}
+
+/* A monitor's connection to the agent at @sock, its HELLO taken. */
+static void connect_monitor(const char *sock, struct xflow_ctl_conn *cli)
+{
+	int fd = -1;
+	for (int i = 0; i < 500 && (fd = xflow_ctl_connect(sock)) < 0; i++) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent died");
+		usleep(10000);
+	}
+	cr_assert_geq(fd, 0, "cannot connect to %s: %s", sock, strerror(-fd));
+	cr_assert_eq(xflow_ctl_conn_init_unix(cli, fd), 0);
+	struct xflow_ctl_msg *m = NULL;
+	cr_assert_eq(xflow_ctl_recv(cli, &m, 5000), 1, "no HELLO: %s", cli->why ? cli->why : "timed out");
+	cr_assert_eq(m->type, XFLOW_CTL_HELLO);
+	if (m->u.hello.ntargets)
+		target_pid = (pid_t)m->u.hello.targets[0].pid;
+	xflow_ctl_msg_free(m);
+}
+
+Test(control_refuse, the_agent_says_why_then_closes, .timeout = 120, .fini = stop_agent)
+{
+	const char *build = getenv("BUILD");
+	char agent[256], dir[] = "/tmp/xflow-refuse.XXXXXX", sock[160];
+	snprintf(agent, sizeof(agent), "%s/bin/xflow-agent", build && *build ? build : "build");
+	if (access(agent, X_OK) != 0)
+		cr_skip_test("%s is not built", agent);
+	cr_assert(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
+	agent_pid = fork();
+	cr_assert_geq(agent_pid, 0);
+	if (agent_pid == 0) {
+		/* Its target is held until a plan comes, which none will. */
+		execl(agent, agent, "--domain", "refuse", "--socket", sock, "--stay", "--", "/bin/sleep", "60",
+		      (char *)NULL);
+		_exit(127);
+	}
+	build_cases();
+	for (unsigned i = 0; i < ncases; i++) {
+		struct xflow_ctl_conn cli;
+		connect_monitor(sock, &cli);
+		send_bad(&cli, &cases[i]);
+		expect_refusal(&cli, &cases[i]);
+		xflow_ctl_conn_close(&cli);
+	}
+	/* And it serves the next monitor as if nothing had happened. */
+	struct xflow_ctl_conn cli;
+	connect_monitor(sock, &cli);
+	struct xflow_ctl_msg st = { .type = XFLOW_CTL_STATS };
+	cr_assert_eq(xflow_ctl_send(&cli, &st, NULL, 0, 2000), 0);
+	struct xflow_ctl_msg *m = NULL;
+	cr_assert_eq(xflow_ctl_recv(&cli, &m, 5000), 1);
+	cr_assert_eq(m->type, XFLOW_CTL_REPLY);
+	cr_assert_eq(m->u.reply.req_type, XFLOW_CTL_STATS);
+	xflow_ctl_msg_free(m);
+	xflow_ctl_conn_close(&cli);
+	stop_agent();
+	agent_pid = -1;
+	unlink(sock);
+	rmdir(dir);
 }
