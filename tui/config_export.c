@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,22 @@ static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
 	return 0;
 }
 
+/* The keys that are a number from 1 to a maximum. */
+static const struct count_key {
+	const char *key;
+	uint32_t max;
+	size_t offset; /* of its field in struct xft_config */
+	const char *what; /* before "1 to max" in the error */
+} counts[] = {
+	{ "metrics-max-hops", MAX_MAX_HOPS, offsetof(struct xft_config, metrics_max_hops),
+	  "hops with series of their own, " },
+	{ "metrics-max-connections", MAX_MAX_CONNECTIONS, offsetof(struct xft_config, metrics_max_connections), "" },
+	{ "metrics-max-connections-per-address", MAX_MAX_CONNECTIONS,
+	  offsetof(struct xft_config, metrics_max_per_address), "" },
+	{ "metrics-request-timeout", MAX_REQUEST_TIMEOUT_S, offsetof(struct xft_config, metrics_request_timeout_s),
+	  "whole seconds, " },
+};
+
 int xft_config_export_set(struct xft_config *c, const char *key, const char *v, char *err, size_t errlen)
 {
 	if (!strcmp(key, "listen")) {
@@ -78,28 +95,12 @@ int xft_config_export_set(struct xft_config *c, const char *key, const char *v, 
 		memcpy(c->host, v, n + 1);
 		return 0;
 	}
-	if (!strcmp(key, "metrics-max-hops")) {
-		if (parse_u32(v, 1, MAX_MAX_HOPS, &c->metrics_max_hops))
-			return BAD("bad value '%s' for 'metrics-max-hops': expected hops with "
-						 "series of their own, 1 to %d", v, MAX_MAX_HOPS);
-		return 0;
-	}
-	if (!strcmp(key, "metrics-max-connections")) {
-		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_connections))
-			return BAD("bad value '%s' for 'metrics-max-connections': expected "
-						 "1 to %d", v, MAX_MAX_CONNECTIONS);
-		return 0;
-	}
-	if (!strcmp(key, "metrics-max-connections-per-address")) {
-		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_per_address))
-			return BAD("bad value '%s' for 'metrics-max-connections-per-address': expected "
-						 "1 to %d", v, MAX_MAX_CONNECTIONS);
-		return 0;
-	}
-	if (!strcmp(key, "metrics-request-timeout")) {
-		if (parse_u32(v, 1, MAX_REQUEST_TIMEOUT_S, &c->metrics_request_timeout_s))
-			return BAD("bad value '%s' for 'metrics-request-timeout': expected whole seconds, "
-						 "1 to %d", v, MAX_REQUEST_TIMEOUT_S);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		const struct count_key *k = &counts[i];
+		if (strcmp(key, k->key))
+			continue;
+		if (parse_u32(v, 1, k->max, (uint32_t *)((char *)c + k->offset)))
+			return BAD("bad value '%s' for '%s': expected %s1 to %u", v, key, k->what, (unsigned)k->max);
 		return 0;
 	}
 	return BAD("unknown key '%s'", key);

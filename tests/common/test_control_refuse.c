@@ -58,6 +58,15 @@ static struct bad *add(const char *name, int status, uint16_t req_type, uint32_t
 	return b;
 }
 
+/* @b's bytes: a good header of @type, @seq and payload length @len, then
+ * the @n bytes of @payload. */
+static void frame(struct bad *b, uint16_t type, uint32_t seq, uint32_t len, const char *payload, size_t n)
+{
+	b->n = header(b->bytes, M, V, type, seq, len, 0);
+	memcpy(b->bytes + b->n, payload, n);
+	b->n += n;
+}
+
 static void build_cases(void)
 {
 	struct bad *b;
@@ -82,27 +91,19 @@ static void build_cases(void)
 	b->n = header(b->bytes, M, V, XFLOW_CTL_DETACH, 78, 0, 0x100);
 	b = add("truncated field", -EBADMSG, XFLOW_CTL_ASPECT_SET, 79,
 		"truncated: the 3-byte payload of an ASPECT_SET ends inside its aspect index", NULL, NULL);
-	b->n = header(b->bytes, M, V, XFLOW_CTL_ASPECT_SET, 79, 3, 0);
-	memcpy(b->bytes + b->n, "\0\1\0", 3);
-	b->n += 3;
+	frame(b, XFLOW_CTL_ASPECT_SET, 79, 3, "\0\1\0", 3);
 	b = add("truncated plan", -EBADMSG, XFLOW_CTL_PLAN_LOAD, 80,
 		"truncated: the 4-byte payload of a PLAN_LOAD ends inside its plan length", NULL, NULL);
-	b->n = header(b->bytes, M, V, XFLOW_CTL_PLAN_LOAD, 80, 4, 0);
-	memset(b->bytes + b->n, 0, 4);
-	b->n += 4;
+	frame(b, XFLOW_CTL_PLAN_LOAD, 80, 4, "\0\0\0\0", 4);
 	b = add("bad field", -EBADMSG, XFLOW_CTL_ASPECT_SET, 81, "bad field: an ASPECT_SET: aspect kind or state unknown",
 		NULL, NULL);
-	b->n = header(b->bytes, M, V, XFLOW_CTL_ASPECT_SET, 81, 6, 0);
-	memcpy(b->bytes + b->n, "\7\1\0\0\0\0", 6);
-	b->n += 6;
+	frame(b, XFLOW_CTL_ASPECT_SET, 81, 6, "\7\1\0\0\0\0", 6);
 	b = add("trailing bytes", -EBADMSG, XFLOW_CTL_STATS, 82, "trailing bytes: a STATS has bytes after its last field",
 		NULL, NULL);
-	b->n = header(b->bytes, M, V, XFLOW_CTL_STATS, 82, 2, 0);
-	memcpy(b->bytes + b->n, "ab", 2);
-	b->n += 2;
+	frame(b, XFLOW_CTL_STATS, 82, 2, "ab", 2);
 	b = add("a descriptor", -EBADMSG, XFLOW_CTL_STATS, 83,
 		"bad descriptors: a STATS came with descriptors it may not carry", NULL, NULL);
-	b->n = header(b->bytes, M, V, XFLOW_CTL_STATS, 83, 0, 0);
+	frame(b, XFLOW_CTL_STATS, 83, 0, "", 0);
 	b->with_fd = true;
 	b = add("cut in the header", -EBADMSG, XFLOW_CTL_HELLO, 0,
 		"truncated: the stream ended 10 bytes into a 24-byte frame header", NULL, NULL);
@@ -110,9 +111,7 @@ static void build_cases(void)
 	b->shut = true;
 	b = add("cut in the payload", -EBADMSG, XFLOW_CTL_PLAN_LOAD, 85,
 		"truncated: the stream ended 27 bytes into a PLAN_LOAD of 124 bytes", NULL, NULL);
-	b->n = header(b->bytes, M, V, XFLOW_CTL_PLAN_LOAD, 85, 100, 0);
-	memset(b->bytes + b->n, 0, 3);
-	b->n += 3;
+	frame(b, XFLOW_CTL_PLAN_LOAD, 85, 100, "\0\0\0", 3);
 	b->shut = true;
 }
 

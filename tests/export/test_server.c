@@ -6,6 +6,7 @@
  * torn while the loop publishes and scrapers read at once.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -169,6 +170,23 @@ Test(server, a_huge_request_head_is_refused_and_the_server_goes_on)
 	xfx_server_stop(s);
 }
 
+/* A connection to @s from @from (NULL: the address the kernel picks),
+ * once the server counts @n open. */
+static int hold(struct xfx_server *s, const char *from, uint64_t n)
+{
+	struct sockaddr_in to, src = { .sin_family = AF_INET };
+	cr_assert_eq(http_addr(xfx_server_address(s), &to), 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	if (from) {
+		cr_assert_eq(inet_pton(AF_INET, from, &src.sin_addr), 1);
+		cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0, "bind %s: %s", from, strerror(errno));
+	}
+	cr_assert_eq(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0, "%s", strerror(errno));
+	wait_connections(s, n);
+	return fd;
+}
+
 /* Does the server close @fd within @ms? */
 static int closed_within(int fd, int ms)
 {
@@ -188,9 +206,8 @@ Test(server, a_full_server_makes_room_for_a_newcomer)
 	publish(s, 4);
 	int fds[4];
 	for (int i = 0; i < 4; i++) {
-		cr_assert_geq(fds[i] = http_connect(xfx_server_address(s)), 0);
+		fds[i] = hold(s, NULL, (uint64_t)i + 1);
 		cr_assert_eq(send(fds[i], "GET /me", 7, MSG_NOSIGNAL), 7);
-		wait_connections(s, (uint64_t)i + 1);
 	}
 	struct http_resp r;
 	cr_assert_eq(http_get(xfx_server_address(s), "GET", "/metrics", &r), 0);
@@ -215,23 +232,20 @@ Test(server, an_address_past_its_limit_gives_way_to_itself)
 	struct xfx_server *s = start_opts((struct xfx_server_opts){ .max_connections = 8, .max_per_address = 2,
 								    .timeout_s = 30 });
 	publish(s, 5);
-	int a = http_connect(xfx_server_address(s));
-	cr_assert_geq(a, 0);
-	wait_connections(s, 1);
-	int b = http_connect(xfx_server_address(s));
-	cr_assert_geq(b, 0);
-	wait_connections(s, 2);
+	int other = hold(s, "127.0.0.2", 1);
+	int a = hold(s, NULL, 2), b = hold(s, NULL, 3);
 	int c = http_connect(xfx_server_address(s));
 	cr_assert_geq(c, 0);
 	cr_assert(closed_within(a, 3000), "three connections from one address with a limit of two");
 	cr_assert_not(closed_within(b, 200));
 	cr_assert_not(closed_within(c, 0));
+	cr_assert_not(closed_within(other, 0), "another address gave way");
 	struct xfx_server_stats st;
 	xfx_server_stats(s, &st);
 	cr_assert_eq(st.shed, 1);
-	close(a);
-	close(b);
-	close(c);
+	int fds[] = { other, a, b, c };
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
 	xfx_server_stop(s);
 }
 
@@ -243,8 +257,7 @@ Test(server, a_trickling_request_is_closed_at_its_deadline)
 	struct xfx_server *s = start_opts((struct xfx_server_opts){ .max_connections = 4, .request_timeout_ms = 700,
 								    .timeout_s = 30 });
 	publish(s, 6);
-	int fd = http_connect(xfx_server_address(s));
-	cr_assert_geq(fd, 0);
+	int fd = hold(s, NULL, 1);
 	const char head[] = "GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
