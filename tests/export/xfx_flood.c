@@ -22,8 +22,12 @@
  *       its next byte is due, as slowloris does.  Meanwhile, from the address the kernel picks, a GET
  *       /metrics every --scrape ms (default 500), each given --limit ms
  *       (default 2000) to be answered in full.  Prints
- *           slowloris N for S s: reopened R; scrapes K: ok O, late or failed F;
- *           latency ms p50 A p90 B max C
+ *           slowloris N for S s: reopened R, open errors E; scrapes K: ok O,
+ *           late or failed F; latency ms p50 A p90 B max C
+ *       (R: connections the server closed; E: connections that could not
+ *       be opened, e.g. from a source address this host does not have)
+ *   xfx-flood ADDR:PORT get PATH
+ *       One GET of PATH; prints the body (exit 1 unless the answer is 200).
  *
  * Exit 0 when it could run, 1 on a usage or system error.
  */
@@ -253,7 +257,7 @@ struct loris_run {
 	int nfrom;
 	int n, every_ms;
 	uint64_t end_ms;
-	unsigned reopened;
+	unsigned reopened, open_errors;
 };
 
 static void *loris_loop(void *arg)
@@ -274,6 +278,11 @@ static void *loris_loop(void *arg)
 			if (c[i].fd < 0 && c[i].next_ms <= t) {
 				c[i].fd = open_from(&r->to, r->nfrom ? &r->from[i % r->nfrom] : NULL);
 				c[i].sent = 0;
+				if (c[i].fd < 0) {
+					/* A source address this host does not have: no attack. */
+					r->open_errors++;
+					c[i].next_ms = t + (uint64_t)r->every_ms;
+				}
 			}
 			/* A byte when it is due; the first one as soon as the
 			 * connection is up (send fails until then). */
@@ -408,9 +417,9 @@ static int slowloris(int argc, char **argv)
 	}
 	pthread_join(t, NULL);
 	qsort(lat, k, sizeof(lat[0]), cmp_u64);
-	printf("slowloris %d for %.0f s: reopened %u; scrapes %u: ok %u, late or failed %u; "
+	printf("slowloris %d for %.0f s: reopened %u, open errors %u; scrapes %u: ok %u, late or failed %u; "
 	       "latency ms p50 %llu p90 %llu max %llu\n",
-	       r.n, secs, r.reopened, k, ok, k - ok, k ? (unsigned long long)lat[k / 2] : 0ULL,
+	       r.n, secs, r.reopened, r.open_errors, k, ok, k - ok, k ? (unsigned long long)lat[k / 2] : 0ULL,
 	       k ? (unsigned long long)lat[(k * 9) / 10 < k ? (k * 9) / 10 : k - 1] : 0ULL,
 	       k ? (unsigned long long)lat[k - 1] : 0ULL);
 	return 0;
@@ -433,9 +442,18 @@ int main(int argc, char **argv)
 		return scrape(argv[1], atoi(argv[3]), atof(argv[4]), argc == 6 ? atof(argv[5]) : 0);
 	if (argc >= 5 && !strcmp(argv[2], "slowloris"))
 		return slowloris(argc, argv);
+	if (argc == 4 && !strcmp(argv[2], "get")) {
+		struct http_resp r;
+		int ok = http_get(argv[1], "GET", argv[3], &r) == 0 && r.status == 200;
+		if (ok)
+			fwrite(r.body, 1, r.body_len, stdout);
+		http_resp_free(&r);
+		return ok ? 0 : 1;
+	}
 	fprintf(stderr, "usage: xfx-flood ADDR:PORT conns N [--get] [--hold MS]\n"
 			"       xfx-flood ADDR:PORT scrape THREADS SECONDS [PER_SECOND]\n"
 			"       xfx-flood ADDR:PORT slowloris N SECONDS [--from A.B.C.D,...] [--every MS]\n"
-			"                 [--scrape MS] [--limit MS]\n");
+			"                 [--scrape MS] [--limit MS]\n"
+			"       xfx-flood ADDR:PORT get PATH\n");
 	return 1;
 }
