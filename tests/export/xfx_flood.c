@@ -7,9 +7,11 @@
  *       with --get each sends GET /metrics as soon as it is connected.
  *       Wait up to MS ms (default 3000) and sort them: served (a complete
  *       200 response), refused (refused, reset or closed before any
- *       answer), held (still open, nothing received: an idle connection
- *       the server keeps), failed (anything else).  Prints one line:
- *           conns N: served S, refused R, held H, failed F
+ *       answer), held (connected, nothing received: an idle connection
+ *       the server keeps), failed (anything else), pending (never
+ *       connected: the server's backlog was full and the kernel is still
+ *       retrying its SYN).  Prints one line:
+ *           conns N: served S, refused R, held H, failed F, pending P
  *   xfx-flood ADDR:PORT scrape THREADS SECONDS [PER_SECOND]
  *       THREADS loops of GET /metrics for SECONDS, as fast as they can or
  *       PER_SECOND in all; prints
@@ -153,16 +155,18 @@ static int flood(const char *addr, int n, int get, int hold_ms)
 			if (p[i].revents)
 				step(&c[i], p[i].revents);
 	}
-	int served = 0, refused = 0, held = 0, failed = 0;
+	int served = 0, refused = 0, held = 0, failed = 0, pending = 0;
 	for (int i = 0; i < n; i++) {
 		served += c[i].st == SERVED;
 		refused += c[i].st == REFUSED;
-		held += c[i].st == SENT || c[i].st == CONNECTING;
+		held += c[i].st == SENT;
+		pending += c[i].st == CONNECTING;
 		failed += c[i].st == FAILED || c[i].st == READING;
 		if (c[i].fd >= 0)
 			close(c[i].fd);
 	}
-	printf("conns %d: served %d, refused %d, held %d, failed %d\n", n, served, refused, held, failed);
+	printf("conns %d: served %d, refused %d, held %d, failed %d, pending %d\n", n, served, refused, held, failed,
+	       pending);
 	free(c);
 	free(p);
 	return 0;
