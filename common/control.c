@@ -255,22 +255,34 @@ int xflow_ctl_encode(const struct xflow_ctl_msg *m, void **out, size_t *len)
 
 /* ---- decoding ------------------------------------------------------------ */
 
+/* A refusal's reason is a static string: the field cut short, for a
+ * TRUNCATED fault, else the rule broken (FIELD unless said otherwise). */
 struct rbuf {
 	const unsigned char *p;
 	size_t left;
 	unsigned char *arena;
 	size_t arena_left;
 	const char *why;
+	enum xflow_ctl_fault_kind kind;
 };
 
-#define FAIL(r, msg) do { if (!(r)->why) (r)->why = (msg); return 0; } while (0)
+/* The payload ends before @what's @n bytes. */
+static void r_cut(struct rbuf *r, const char *what)
+{
+	if (!r->why) {
+		r->why = what;
+		r->kind = XFLOW_CTL_FAULT_TRUNCATED;
+	}
+}
 
 static int r_take(struct rbuf *r, void *dst, size_t n, const char *what)
 {
 	if (r->why)
 		return 0;
-	if (n > r->left)
-		FAIL(r, what);
+	if (n > r->left) {
+		r_cut(r, what);
+		return 0;
+	}
 	memcpy(dst, r->p, n);
 	r->p += n;
 	r->left -= n;
@@ -324,7 +336,11 @@ static const char *r_str(struct rbuf *r, const char *what)
 	uint16_t n = r_u16(r, what);
 	if (r->why)
 		return NULL;
-	if (n > XFLOW_CTL_MAX_STR || n > r->left) {
+	if (n <= XFLOW_CTL_MAX_STR && n > r->left) {
+		r_cut(r, what);
+		return NULL;
+	}
+	if (n > XFLOW_CTL_MAX_STR) {
 		r->why = what;
 		return NULL;
 	}
@@ -348,7 +364,11 @@ static uint32_t r_count(struct rbuf *r, uint32_t max, size_t min_wire, const cha
 	uint32_t n = r_u32(r, what);
 	if (r->why)
 		return 0;
-	if (n > max || (size_t)n * min_wire > r->left) {
+	if (n <= max && (size_t)n * min_wire > r->left) {
+		r_cut(r, what);
+		return 0;
+	}
+	if (n > max) {
 		r->why = what;
 		return 0;
 	}
@@ -508,65 +528,73 @@ static void r_reply(struct rbuf *r, struct xflow_ctl_reply *rp)
 	}
 }
 
-int xflow_ctl_header_check(const void *hdr, uint32_t *payload_len, const char **why)
+/* Refuse with @rc: @kind, @why in *@f. */
+static int refuse(struct xflow_ctl_fault *f, int rc, enum xflow_ctl_fault_kind kind, const char *why)
+{
+	f->kind = kind;
+	f->why = why;
+	return rc;
+}
+
+int xflow_ctl_header_fault(const void *hdr, uint32_t *payload_len, struct xflow_ctl_fault *f)
 {
 	struct rbuf r = { .p = hdr, .left = XFLOW_CTL_HDR_SIZE };
 	uint32_t magic = r_u32(&r, "");
 	uint16_t version = r_u16(&r, ""), type = r_u16(&r, "");
 	(void)r_u32(&r, "");
 	uint32_t len = r_u32(&r, ""), flags = r_u32(&r, ""), reserved = r_u32(&r, "");
-	const char *w = NULL;
-	int rc = 0;
-	if (magic != XFLOW_CTL_MAGIC)
-		w = "bad magic", rc = -EPROTO;
-	else if (version != XFLOW_CTL_VERSION)
-		w = "unknown protocol version", rc = -EPROTO;
-	else if (type < 1 || type > XFLOW_CTL_TYPE_MAX)
-		w = "unknown message type", rc = -EBADMSG;
-	else if (len > XFLOW_CTL_MAX_PAYLOAD)
-		w = "payload length over the maximum", rc = -EBADMSG;
-	else if (flags || reserved)
-		w = "reserved header bits set", rc = -EBADMSG;
-	if (why)
-		*why = w;
 	if (payload_len)
 		*payload_len = len;
+	if (magic != XFLOW_CTL_MAGIC)
+		return refuse(f, -EPROTO, XFLOW_CTL_FAULT_MAGIC, "bad magic");
+	if (version != XFLOW_CTL_VERSION)
+		return refuse(f, -EPROTO, XFLOW_CTL_FAULT_VERSION, "unknown protocol version");
+	if (type < 1 || type > XFLOW_CTL_TYPE_MAX)
+		return refuse(f, -EBADMSG, XFLOW_CTL_FAULT_TYPE, "unknown message type");
+	if (len > XFLOW_CTL_MAX_PAYLOAD)
+		return refuse(f, -EBADMSG, XFLOW_CTL_FAULT_LENGTH, "payload length over the maximum");
+	if (flags || reserved)
+		return refuse(f, -EBADMSG, XFLOW_CTL_FAULT_RESERVED, "reserved header bits set");
+	return refuse(f, 0, XFLOW_CTL_FAULT_NONE, NULL);
+}
+
+int xflow_ctl_header_check(const void *hdr, uint32_t *payload_len, const char **why)
+{
+	struct xflow_ctl_fault f;
+	int rc = xflow_ctl_header_fault(hdr, payload_len, &f);
+	if (why)
+		*why = f.why;
 	return rc;
 }
 
 int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 		     struct xflow_ctl_msg **out, const char **why)
 {
-	const char *w = NULL;
+	struct xflow_ctl_fault f;
+	int rc = xflow_ctl_decode_fault(frame, len, fds, nfds, out, &f);
+	if (why)
+		*why = f.why;
+	return rc;
+}
+
+int xflow_ctl_decode_fault(const void *frame, size_t len, const int *fds, int nfds,
+			   struct xflow_ctl_msg **out, struct xflow_ctl_fault *f)
+{
 	uint32_t plen;
 	*out = NULL;
-	if (why)
-		*why = NULL;
-	if (len < XFLOW_CTL_HDR_SIZE) {
-		if (why)
-			*why = "frame shorter than its header";
-		return -EBADMSG;
-	}
-	int rc = xflow_ctl_header_check(frame, &plen, &w);
-	if (rc) {
-		if (why)
-			*why = w;
+	if (len < XFLOW_CTL_HDR_SIZE)
+		return refuse(f, -EBADMSG, XFLOW_CTL_FAULT_TRUNCATED, "frame shorter than its header");
+	int rc = xflow_ctl_header_fault(frame, &plen, f);
+	if (rc)
 		return rc;
-	}
-	if ((size_t)plen != len - XFLOW_CTL_HDR_SIZE) {
-		if (why)
-			*why = "payload length does not match the frame";
-		return -EBADMSG;
-	}
-	if (nfds < 0 || nfds > XFLOW_CTL_MAX_FDS) {
-		if (why)
-			*why = "too many descriptors";
-		return -EBADMSG;
-	}
+	if ((size_t)plen != len - XFLOW_CTL_HDR_SIZE)
+		return refuse(f, -EBADMSG, XFLOW_CTL_FAULT_LENGTH, "payload length does not match the frame");
+	if (nfds < 0 || nfds > XFLOW_CTL_MAX_FDS)
+		return refuse(f, -EBADMSG, XFLOW_CTL_FAULT_FDS, "too many descriptors");
 	size_t arena = (size_t)plen * 4 + 256;
 	struct xflow_ctl_msg *m = calloc(1, sizeof(*m) + arena);
 	if (!m)
-		return -ENOMEM;
+		return refuse(f, -ENOMEM, XFLOW_CTL_FAULT_NONE, NULL);
 	for (int i = 0; i < XFLOW_CTL_MAX_FDS; i++)
 		m->fds[i] = -1;
 	const unsigned char *b = frame;
@@ -653,21 +681,23 @@ int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 			r.why = "event kind unknown";
 		break;
 	}
-	if (!r.why && r.left)
+	if (!r.why && r.left) {
 		r.why = "bytes after the last field";
-	if (!r.why && nfds != want_fds)
+		r.kind = XFLOW_CTL_FAULT_TRAILING;
+	}
+	if (!r.why && nfds != want_fds) {
 		r.why = nfds < want_fds ? "ring descriptors missing" : "unexpected descriptors";
+		r.kind = XFLOW_CTL_FAULT_FDS;
+	}
 	if (r.why) {
-		if (why)
-			*why = r.why;
 		free(m);
-		return -EBADMSG;
+		return refuse(f, -EBADMSG, r.kind ? r.kind : XFLOW_CTL_FAULT_FIELD, r.why);
 	}
 	for (int i = 0; i < nfds; i++)
 		m->fds[i] = fds[i];
 	m->nfds = nfds;
 	*out = m;
-	return 0;
+	return refuse(f, 0, XFLOW_CTL_FAULT_NONE, NULL);
 }
 
 void xflow_ctl_msg_free(struct xflow_ctl_msg *m)

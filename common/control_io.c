@@ -257,7 +257,8 @@ static int fill(struct xflow_ctl_conn *c)
 		ssize_t n = c->ops->read(c, dst, want, c->fds, XFLOW_CTL_MAX_FDS, &nfds);
 		if (nfds > XFLOW_CTL_MAX_FDS) {
 			c->nfds = XFLOW_CTL_MAX_FDS;
-			c->why = "too many descriptors";
+			c->fault = (struct xflow_ctl_fault){ XFLOW_CTL_FAULT_FDS, "too many descriptors" };
+			c->why = c->fault.why;
 			return -EBADMSG;
 		}
 		c->nfds = nfds;
@@ -265,11 +266,19 @@ static int fill(struct xflow_ctl_conn *c)
 			return 0;
 		if (n < 0)
 			return (int)n;
-		if (n == 0)
+		if (n == 0) {
+			if (c->got) {
+				c->fault = (struct xflow_ctl_fault){ XFLOW_CTL_FAULT_CUT,
+								     "the stream ended inside a frame" };
+				c->why = c->fault.why;
+				c->cut_at = c->got;
+			}
 			return -ECONNRESET;
+		}
 		c->got += (size_t)n;
 		if (c->got == XFLOW_CTL_HDR_SIZE) {
-			int rc = xflow_ctl_header_check(c->hdr, &c->plen, &c->why);
+			int rc = xflow_ctl_header_fault(c->hdr, &c->plen, &c->fault);
+			c->why = c->fault.why;
 			if (rc)
 				return rc;
 			/* The header is checked before anything of this size
@@ -307,7 +316,8 @@ int xflow_ctl_recv(struct xflow_ctl_conn *c, struct xflow_ctl_msg **out, int tim
 			return -errno;
 	}
 	size_t len = XFLOW_CTL_HDR_SIZE + (size_t)c->plen;
-	int rc = xflow_ctl_decode(c->frame, len, c->fds, c->nfds, out, &c->why);
+	int rc = xflow_ctl_decode_fault(c->frame, len, c->fds, c->nfds, out, &c->fault);
+	c->why = c->fault.why;
 	free(c->frame);
 	c->frame = NULL;
 	c->got = 0;
@@ -320,6 +330,13 @@ int xflow_ctl_recv(struct xflow_ctl_conn *c, struct xflow_ctl_msg **out, int tim
 	return 1;
 }
 
+/* The types a monitor sends and a REPLY answers. */
+static bool is_request(unsigned type)
+{
+	return type == XFLOW_CTL_PLAN_LOAD || type == XFLOW_CTL_ASPECT_SET || type == XFLOW_CTL_STATS ||
+	       type == XFLOW_CTL_DETACH;
+}
+
 int xflow_ctl_reply_simple(struct xflow_ctl_conn *c, const struct xflow_ctl_msg *req, int status,
 			   const char *fmt, ...)
 {
@@ -330,11 +347,96 @@ int xflow_ctl_reply_simple(struct xflow_ctl_conn *c, const struct xflow_ctl_msg 
 	va_end(ap);
 	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
 	m.u.reply.req_seq = req->seq;
-	m.u.reply.req_type = req->type;
+	m.u.reply.req_type = is_request(req->type) ? req->type : XFLOW_CTL_HELLO;
 	m.u.reply.status = status;
 	m.u.reply.message = text;
 	/* The bodies of PLAN_LOAD, ASPECT_SET and STATS replies are zeros. */
 	return xflow_ctl_send(c, &m, NULL, 0, 2000);
+}
+
+/* "a PLAN_LOAD", "an ASPECT_SET", "a frame" (type unknown). */
+static const char *a_frame(unsigned type)
+{
+	static const char *const names[] = { "a frame", "a HELLO", "a PLAN_LOAD", "an ASPECT_SET", "a STATS",
+					     "a DETACH", "a REPLY", "an EVENT" };
+	return type <= XFLOW_CTL_TYPE_MAX ? names[type] : names[0];
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int xflow_ctl_refuse(struct xflow_ctl_conn *c)
+{
+	const struct xflow_ctl_fault *f = &c->fault;
+	if (f->kind == XFLOW_CTL_FAULT_NONE)
+		return -ENOENT;
+	/* What of the header is there: all of it unless the stream was cut
+	 * inside it.  Its seq and type are the sender's own only when its
+	 * magic and version are ours. */
+	const unsigned char *h = c->hdr;
+	bool whole = f->kind != XFLOW_CTL_FAULT_CUT || c->cut_at >= XFLOW_CTL_HDR_SIZE;
+	bool ours = whole && f->kind != XFLOW_CTL_FAULT_MAGIC && f->kind != XFLOW_CTL_FAULT_VERSION;
+	unsigned type = ours ? (unsigned)(h[6] | h[7] << 8) : 0;
+	const char *what = a_frame(f->kind == XFLOW_CTL_FAULT_TYPE ? 0 : type);
+	/* The sentence stays in the connection: c->why, for the caller's log. */
+	char *text = c->refusal;
+	const size_t tlen = sizeof(c->refusal);
+	switch (f->kind) {
+	case XFLOW_CTL_FAULT_MAGIC:
+		snprintf(text, tlen, "bad magic: 0x%08x is not a control frame's 0x%08x (\"XFCT\")",
+			 (unsigned)le32(h), (unsigned)XFLOW_CTL_MAGIC);
+		break;
+	case XFLOW_CTL_FAULT_VERSION:
+		snprintf(text, tlen, "unknown version: the frame is of protocol version %u, this peer speaks %u",
+			 (unsigned)(h[4] | h[5] << 8), (unsigned)XFLOW_CTL_VERSION);
+		break;
+	case XFLOW_CTL_FAULT_TYPE:
+		snprintf(text, tlen, "unknown type: message type %u (version %u has types 1 to %u)",
+			 (unsigned)(h[6] | h[7] << 8), (unsigned)XFLOW_CTL_VERSION, (unsigned)XFLOW_CTL_TYPE_MAX);
+		break;
+	case XFLOW_CTL_FAULT_LENGTH:
+		snprintf(text, tlen, "absurd length: %s with a payload of %u bytes (at most %u)", what,
+			 (unsigned)le32(h + 12), (unsigned)XFLOW_CTL_MAX_PAYLOAD);
+		break;
+	case XFLOW_CTL_FAULT_RESERVED:
+		snprintf(text, tlen, "reserved bits: %s with flags 0x%x and reserved 0x%x (both must be 0)",
+			 what, (unsigned)le32(h + 16), (unsigned)le32(h + 20));
+		break;
+	case XFLOW_CTL_FAULT_TRUNCATED:
+		snprintf(text, tlen, "truncated: the %u-byte payload of %s ends inside its %s", (unsigned)c->plen,
+			 what, f->why);
+		break;
+	case XFLOW_CTL_FAULT_CUT:
+		if (whole)
+			snprintf(text, tlen, "truncated: the stream ended %zu bytes into %s of %zu bytes",
+				 c->cut_at, what, (size_t)XFLOW_CTL_HDR_SIZE + c->plen);
+		else
+			snprintf(text, tlen, "truncated: the stream ended %zu bytes into a %d-byte frame header",
+				 c->cut_at, XFLOW_CTL_HDR_SIZE);
+		break;
+	case XFLOW_CTL_FAULT_TRAILING:
+		snprintf(text, tlen, "trailing bytes: %s has bytes after its last field", what);
+		break;
+	case XFLOW_CTL_FAULT_FDS:
+		snprintf(text, tlen, "bad descriptors: %s came with %s", what,
+			 !strcmp(f->why, "ring descriptors missing") ? "too few (a HELLO offering a local ring has 2)"
+			 : !strcmp(f->why, "unexpected descriptors") ? "descriptors it may not carry"
+								       : "more descriptors than a frame may carry");
+		break;
+	default:
+		snprintf(text, tlen, "bad field: %s: %s", what, f->why);
+		break;
+	}
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
+	m.u.reply.req_seq = ours && is_request(type) ? le32(h + 8) : 0;
+	m.u.reply.req_type = ours && is_request(type) ? (uint16_t)type : XFLOW_CTL_HELLO;
+	m.u.reply.status = f->kind == XFLOW_CTL_FAULT_MAGIC || f->kind == XFLOW_CTL_FAULT_VERSION ? -EPROTO
+												: -EBADMSG;
+	m.u.reply.message = text;
+	c->why = text;
+	return xflow_ctl_send_async(c, &m);
 }
 
 /* ---- the local socket -------------------------------------------------------- */

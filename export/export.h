@@ -181,10 +181,22 @@ enum xfx_route xfx_route(const char *method, const char *url);
 
 /* --- the server (server.c) ------------------------------------------------ */
 
+/*
+ * The limits on what clients hold (server.c says why each is there).  A
+ * connection past max_connections, or past max_per_address of one client
+ * address, takes the place of the connection waiting longest for its
+ * request (of the same address; when the server is full, of the address
+ * holding the most); it is closed at once only when every connection is
+ * being answered.  A request not complete request_timeout_ms after its
+ * connection opened or the previous answer ended is closed, however it
+ * trickles in.
+ */
 struct xfx_server_opts {
 	struct xfx_listen addr;
-	unsigned max_connections; /* more are accepted and closed at once, counted */
-	unsigned timeout_s;       /* an idle connection is closed after this */
+	unsigned max_connections;    /* open at once */
+	unsigned max_per_address;    /* of one client address; 0: max_connections */
+	unsigned request_timeout_ms; /* 0: 5000 */
+	unsigned timeout_s;          /* an idle connection is closed after this */
 };
 
 struct xfx_server_stats {
@@ -192,7 +204,9 @@ struct xfx_server_stats {
 	uint64_t requests;    /* every request answered, errors included */
 	uint64_t formats;     /* snapshots formatted (once each, however many scrapes) */
 	uint64_t connections; /* open now */
-	uint64_t refused;     /* closed at once: max_connections were open */
+	uint64_t refused;     /* closed at once: the limits were reached, none could give way */
+	uint64_t shed;        /* closed, waiting for a request, to make room for a newcomer */
+	uint64_t timed_out;   /* closed, their request late (request_timeout_ms) */
 	uint64_t last_format_ns; /* how long the last formatting took */
 	uint64_t last_bytes;  /* size of the last /metrics body */
 };

@@ -142,6 +142,8 @@ static const struct key_desc keys[] = {
 	{ "host", K_EXPORT, 0, 0, "" },
 	{ "metrics-max-hops", K_EXPORT, 0, 0, "" },
 	{ "metrics-max-connections", K_EXPORT, 0, 0, "" },
+	{ "metrics-max-connections-per-address", K_EXPORT, 0, 0, "" },
+	{ "metrics-request-timeout", K_EXPORT, 0, 0, "" },
 	{ "headless", K_BOOL, 0, 0, "yes or no" },
 };
 

@@ -55,6 +55,8 @@ struct xft_config {
 	char host[256];              /* the host label; "" = the host name */
 	uint32_t metrics_max_hops;   /* hops with series of their own */
 	uint32_t metrics_max_connections;
+	uint32_t metrics_max_per_address; /* connections of one client address */
+	uint32_t metrics_request_timeout_s; /* a request's head must be in by then */
 	int headless;                /* --headless: serve /metrics, show nothing */
 };
 
@@ -85,7 +87,8 @@ void xft_config_usage(FILE *f);
 /* --- config_export.c: the exporter's keys --------------------------------- */
 
 void xft_config_export_defaults(struct xft_config *c);
-/* listen, host, metrics-max-hops, metrics-max-connections: 0, or -EINVAL
+/* listen, host, metrics-max-hops, metrics-max-connections,
+ * metrics-max-connections-per-address, metrics-request-timeout: 0, or -EINVAL
  * with "expected ..." in @err. */
 int xft_config_export_set(struct xft_config *c, const char *key, const char *value, char *err,
 			  size_t errlen);

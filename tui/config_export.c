@@ -1,11 +1,13 @@
 /*
- * The exporter's configuration keys: listen, host, metrics-max-hops and
- * metrics-max-connections (xflowtop.conf(5)); headless is a plain boolean
+ * The exporter's configuration keys: listen, host, metrics-max-hops,
+ * metrics-max-connections, metrics-max-connections-per-address and
+ * metrics-request-timeout (xflowtop.conf(5)); headless is a plain boolean
  * in config.c.  config.c routes them here so that the file and --set
  * accept the same words.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +18,18 @@
 /* Defaults: 64 hops of 123 series each is about 7,900 series and 850 KiB
  * a scrape per host; at most 1,024 (126,000 series, 13 MiB a scrape, which
  * is already more than a fleet's Prometheus wants from one host).
- * Prometheus itself needs one connection per target. */
+ * Prometheus itself needs one connection per target, so an address needs
+ * few: a few Prometheus servers behind one address still fit in 8, and
+ * four addresses are needed to fill the server.  A scraper sends its
+ * request at once; 5 seconds is more than any needs on a working network.
+ */
 #define DEFAULT_MAX_HOPS 64
 #define MAX_MAX_HOPS 1024
 #define DEFAULT_MAX_CONNECTIONS 32
 #define MAX_MAX_CONNECTIONS 1024
+#define DEFAULT_MAX_PER_ADDRESS 8
+#define DEFAULT_REQUEST_TIMEOUT_S 5
+#define MAX_REQUEST_TIMEOUT_S 300
 
 /* Every error is -EINVAL with what was expected in @err. */
 #define BAD(...) (snprintf(err, errlen, __VA_ARGS__), -EINVAL)
@@ -31,6 +40,8 @@ void xft_config_export_defaults(struct xft_config *c)
 	c->host[0] = '\0';
 	c->metrics_max_hops = DEFAULT_MAX_HOPS;
 	c->metrics_max_connections = DEFAULT_MAX_CONNECTIONS;
+	c->metrics_max_per_address = DEFAULT_MAX_PER_ADDRESS;
+	c->metrics_request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S;
 	c->headless = 0;
 }
 
@@ -46,6 +57,22 @@ static int parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
 	*out = (uint32_t)x;
 	return 0;
 }
+
+/* The keys that are a number from 1 to a maximum. */
+static const struct count_key {
+	const char *key;
+	uint32_t max;
+	size_t offset; /* of its field in struct xft_config */
+	const char *what; /* before "1 to max" in the error */
+} counts[] = {
+	{ "metrics-max-hops", MAX_MAX_HOPS, offsetof(struct xft_config, metrics_max_hops),
+	  "hops with series of their own, " },
+	{ "metrics-max-connections", MAX_MAX_CONNECTIONS, offsetof(struct xft_config, metrics_max_connections), "" },
+	{ "metrics-max-connections-per-address", MAX_MAX_CONNECTIONS,
+	  offsetof(struct xft_config, metrics_max_per_address), "" },
+	{ "metrics-request-timeout", MAX_REQUEST_TIMEOUT_S, offsetof(struct xft_config, metrics_request_timeout_s),
+	  "whole seconds, " },
+};
 
 int xft_config_export_set(struct xft_config *c, const char *key, const char *v, char *err, size_t errlen)
 {
@@ -68,16 +95,12 @@ int xft_config_export_set(struct xft_config *c, const char *key, const char *v, 
 		memcpy(c->host, v, n + 1);
 		return 0;
 	}
-	if (!strcmp(key, "metrics-max-hops")) {
-		if (parse_u32(v, 1, MAX_MAX_HOPS, &c->metrics_max_hops))
-			return BAD("bad value '%s' for 'metrics-max-hops': expected hops with "
-						 "series of their own, 1 to %d", v, MAX_MAX_HOPS);
-		return 0;
-	}
-	if (!strcmp(key, "metrics-max-connections")) {
-		if (parse_u32(v, 1, MAX_MAX_CONNECTIONS, &c->metrics_max_connections))
-			return BAD("bad value '%s' for 'metrics-max-connections': expected "
-						 "1 to %d", v, MAX_MAX_CONNECTIONS);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		const struct count_key *k = &counts[i];
+		if (strcmp(key, k->key))
+			continue;
+		if (parse_u32(v, 1, k->max, (uint32_t *)((char *)c + k->offset)))
+			return BAD("bad value '%s' for '%s': expected %s1 to %u", v, key, k->what, (unsigned)k->max);
 		return 0;
 	}
 	return BAD("unknown key '%s'", key);

@@ -87,7 +87,10 @@ FAMILY(f_bytes, "xflowtop_exporter_response_bytes", XFX_GAUGE, "Size of the prev
 FAMILY(f_scrapes, "xflowtop_exporter_scrapes_total", XFX_COUNTER, "Requests for /metrics answered.");
 FAMILY(f_conns, "xflowtop_exporter_connections", XFX_GAUGE, "HTTP connections open.");
 FAMILY(f_refused, "xflowtop_exporter_connections_refused_total", XFX_COUNTER,
-       "HTTP connections closed at once because metrics-max-connections were open.");
+       "HTTP connections closed at once: the connection limits were reached and every connection was being answered.");
+FAMILY(f_closed, "xflowtop_exporter_connections_closed_total", XFX_COUNTER,
+       "HTTP connections the exporter closed, by reason: shed (waiting longest for a request when a newcomer "
+       "needed room), request_timeout (the request was not in within metrics-request-timeout).");
 
 /* --- state ------------------------------------------------------------------ */
 
@@ -500,6 +503,11 @@ static void put_exporter(struct xft_metrics *m, struct xfx_snap *s)
 	one(s, &f_scrapes, st.scrapes);
 	one(s, &f_conns, st.connections);
 	one(s, &f_refused, st.refused);
+	xfx_snap_family(s, &f_closed);
+	xfx_snap_label(s, "reason", "shed");
+	xfx_snap_u64(s, st.shed);
+	xfx_snap_label(s, "reason", "request_timeout");
+	xfx_snap_u64(s, st.timed_out);
 }
 
 /* --- the interface -------------------------------------------------------------- */
@@ -547,7 +555,10 @@ int xft_metrics_start(struct xft_app *app, char *err, size_t errlen)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	struct xfx_server_opts o = { .max_connections = cfg->metrics_max_connections, .timeout_s = 10 };
+	struct xfx_server_opts o = { .max_connections = cfg->metrics_max_connections,
+				     .max_per_address = cfg->metrics_max_per_address,
+				     .request_timeout_ms = cfg->metrics_request_timeout_s * 1000,
+				     .timeout_s = 10 };
 	char why[512];
 	if ((rc = xfx_listen_parse(cfg->listen, &o.addr, why, sizeof(why))) ||
 	    (rc = xfx_server_start(&o, &m->srv, why, sizeof(why)))) {

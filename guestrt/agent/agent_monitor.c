@@ -237,6 +237,7 @@ void agent_monitor_serve(struct agent *a)
 		if (rc == 0)
 			return;
 		if (rc < 0) {
+			xflow_ctl_refuse(&a->conn); /* a refused frame: say why, then close */
 			agent_monitor_gone(a, rc == -ECONNRESET ? "closed" : a->conn.why ? a->conn.why : strerror(-rc));
 			return;
 		}

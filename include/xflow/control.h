@@ -99,6 +99,29 @@
  *   EVENT (agent -> monitor): u16 kind (enum xflow_ctl_event_kind),
  *     u32 pid, i32 status, u32 sites (retired), str message
  *
+ * Refusals.  A frame that breaks a rule above is refused, and the
+ * connection ends: framing cannot resynchronise.  The agent says why first
+ * (xflow_ctl_refuse()), in a REPLY of this version with status -EPROTO
+ * (magic, version) or -EBADMSG (anything else) and a message that begins
+ * with what was wrong, then the details:
+ *     "bad magic"        not a control frame
+ *     "unknown version"  another protocol version
+ *     "unknown type"     a type this version does not have
+ *     "absurd length"    a payload over XFLOW_CTL_MAX_PAYLOAD
+ *     "reserved bits"    flags or reserved not zero
+ *     "truncated"        the payload ends inside a field, a count says
+ *                        more than the payload holds, or the stream ended
+ *                        inside the frame
+ *     "bad field"        a field's value breaks its rule (named)
+ *     "trailing bytes"   bytes after the last field
+ *     "bad descriptors"  descriptors missing, unexpected or too many
+ * Its req_seq and req_type are the frame's when its header was read and
+ * its type is a request (PLAN_LOAD, ASPECT_SET, STATS, DETACH), so that
+ * the monitor's wait for that answer ends with the reason; else req_seq
+ * 0 and req_type HELLO, which speaks of the connection as a whole, as the
+ * agent's refusal of a second monitor does.  Every refusal is a REPLY
+ * that version 4 already had: no peer needs a new version to read it.
+ *
  * Compatibility: a new version changes XFLOW_CTL_VERSION; a peer refuses
  * frames of a version it does not know (-EPROTO) and says so in a REPLY
  * when it can.  Version 3 added the HELLO's kernel_release and modules,
@@ -270,6 +293,26 @@ struct xflow_ctl_msg {
 	void *mem_;      /* private */
 };
 
+/* What was wrong with a refused frame (see "Refusals" above). */
+enum xflow_ctl_fault_kind {
+	XFLOW_CTL_FAULT_NONE = 0,
+	XFLOW_CTL_FAULT_MAGIC,     /* not a control frame */
+	XFLOW_CTL_FAULT_VERSION,   /* another protocol version */
+	XFLOW_CTL_FAULT_TYPE,      /* a type this version does not have */
+	XFLOW_CTL_FAULT_LENGTH,    /* payload length over the maximum, or not the frame's */
+	XFLOW_CTL_FAULT_RESERVED,  /* reserved header fields not zero */
+	XFLOW_CTL_FAULT_TRUNCATED, /* the payload ends inside a field */
+	XFLOW_CTL_FAULT_FIELD,     /* a field breaks its rule */
+	XFLOW_CTL_FAULT_TRAILING,  /* bytes after the last field */
+	XFLOW_CTL_FAULT_FDS,       /* descriptors missing, unexpected or too many */
+	XFLOW_CTL_FAULT_CUT,       /* the stream ended inside the frame */
+};
+
+struct xflow_ctl_fault {
+	enum xflow_ctl_fault_kind kind;
+	const char *why; /* static: the rule broken, or the field cut short */
+};
+
 /*
  * Serialise @m into a malloc'd frame (*out, *len: header + payload).
  * Returns 0, -EINVAL when a field breaks a rule above (a string too long,
@@ -282,6 +325,8 @@ int xflow_ctl_encode(const struct xflow_ctl_msg *m, void **out, size_t *len);
  * the payload length.  0, -EPROTO (magic or version), or -EBADMSG.
  */
 int xflow_ctl_header_check(const void *hdr, uint32_t *payload_len, const char **why);
+/* The same, saying what kind of fault it is in *@fault (NONE when 0). */
+int xflow_ctl_header_fault(const void *hdr, uint32_t *payload_len, struct xflow_ctl_fault *fault);
 
 /*
  * Decode a whole frame of @len bytes (private memory).  @nfds descriptors
@@ -292,6 +337,9 @@ int xflow_ctl_header_check(const void *hdr, uint32_t *payload_len, const char **
  */
 int xflow_ctl_decode(const void *frame, size_t len, const int *fds, int nfds,
 		     struct xflow_ctl_msg **out, const char **why);
+/* The same, saying what kind of fault it is in *@fault (NONE when 0). */
+int xflow_ctl_decode_fault(const void *frame, size_t len, const int *fds, int nfds,
+			   struct xflow_ctl_msg **out, struct xflow_ctl_fault *fault);
 
 /* The HELLO's rules for a module name and a kernel release (the sender
  * checks what it sends, the receiver what it gets). */
@@ -348,6 +396,9 @@ struct xflow_ctl_conn {
 	size_t out_len, out_off;
 	int broken;        /* 0, or the negative errno that ended the stream */
 	const char *why;   /* why it broke, if a frame was refused */
+	struct xflow_ctl_fault fault; /* the refused frame's fault (header in hdr) */
+	size_t cut_at;     /* CUT: bytes of the frame that came before the end */
+	char refusal[384]; /* what xflow_ctl_refuse() told the peer; c->why then */
 };
 
 /* A connection over the connected Unix stream socket @fd (taken over:
@@ -379,14 +430,28 @@ int xflow_ctl_flush(struct xflow_ctl_conn *c);
  * Receive one frame without blocking (@timeout_ms 0), or waiting up to
  * @timeout_ms (-1: forever).  Returns 1 with *out set, 0 when no whole
  * frame is there yet, or a negative errno: -ECONNRESET at the end of the
- * stream, -EPROTO/-EBADMSG for a refused frame (the connection is then
- * broken for good: framing cannot resynchronise; c->why says why).
+ * stream (with c->fault CUT when it ended inside a frame), -EPROTO/-EBADMSG
+ * for a refused frame (the connection is then broken for good: framing
+ * cannot resynchronise; c->why and c->fault say why).
  */
 int xflow_ctl_recv(struct xflow_ctl_conn *c, struct xflow_ctl_msg **out, int timeout_ms);
 
-/* Send a REPLY to request @req with @status and a printf-style message. */
+/* Send a REPLY to request @req with @status and a printf-style message.
+ * To a frame that is not a request (HELLO, REPLY, EVENT) it answers as
+ * to the connection: req_type HELLO, which every peer can read. */
 int xflow_ctl_reply_simple(struct xflow_ctl_conn *c, const struct xflow_ctl_msg *req, int status,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/*
+ * After xflow_ctl_recv() refused a frame, or the stream ended inside one
+ * (c->fault says which), tell the peer what was wrong: a REPLY as
+ * "Refusals" above describes, queued without waiting (a peer that does
+ * not read is owed nothing); c->why becomes the same sentence, for the
+ * caller's log.  The caller closes the connection next.
+ * 0 when it was handed to the transport or queued, -ENOENT when no frame
+ * was refused, or a negative errno from the transport.
+ */
+int xflow_ctl_refuse(struct xflow_ctl_conn *c);
 
 /* ---- the local socket -------------------------------------------------------
  *

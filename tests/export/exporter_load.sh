@@ -20,7 +20,28 @@ FLOOD=$BUILD/tests/export/xfx-flood
 need "$XFT" "$FLOOD"
 MAX_CONN=32
 GROWTH_KIB=4096
-[ "$BUILD" != build ] && GROWTH_KIB=8192
+# Under ASan every freed block waits in its quarantine (256 MB by default)
+# before it is reused: a thousand connections each given a slot, even for
+# a moment, would count there as growth.  A small quarantine keeps the
+# measure about the exporter.
+# The idle connections are held 4 s (under the 5 s request deadline, so
+# that those the server keeps are still there) before they are sorted,
+# and those still waiting for the kernel to take their SYN then (pending:
+# the backlog overflowed, its SYN is retried after 1, 3, 7 s) must be
+# none.  Each one past the limits now displaces the longest-waiting
+# connection, set up and torn down, where it was closed before anything
+# was allocated: on a loaded machine (load 8 on 2 cores) up to 143 of the
+# thousand were still in the accept queue after 2 s, taken for held.
+# Sanitized, from 8 to 380 after 2 to 8 s: there the counts are printed,
+# not checked.  The sanitized run is about memory errors under this load;
+# the plain one checks the limits.
+HOLD_MS=4000
+STRICT=1
+if [ "$BUILD" != build ]; then
+	GROWTH_KIB=8192
+	STRICT=0
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+fi
 
 # start NAME ARGS...: xflowtop in the background; sets ADDR from the line
 # it prints when it listens.
@@ -44,7 +65,7 @@ start mem --headless -d 0.2
 sleep 1 # the model's pages touched, the first publishes done
 "$FLOOD" "$ADDR" scrape 1 0.5 >/dev/null # and a scrape's buffers
 before=$(rss_kib "$PID")
-"$FLOOD" "$ADDR" conns 1000 --hold 2000 >"$TMP/idle.txt" &
+"$FLOOD" "$ADDR" conns 1000 --hold $HOLD_MS >"$TMP/idle.txt" &
 FL=$!
 sleep 1
 during=$(rss_kib "$PID")
@@ -58,9 +79,11 @@ echo "GET:  $get"
 echo "resident memory: ${before} KiB before, ${during} KiB with 1,000 idle connections, ${after} KiB after 1,000 GETs"
 fail=0
 held=$(echo "$idle" | sed -n 's/.*held \([0-9]*\).*/\1/p')
-[ "$held" -le $MAX_CONN ] || { echo "FAIL: $held idle connections held, more than $MAX_CONN"; fail=1; }
+[ "$held" -le $MAX_CONN ] || [ $STRICT = 0 ] || { echo "FAIL: $held idle connections held, more than $MAX_CONN"; fail=1; }
 for r in "$idle" "$get"; do
-	case $r in *", failed 0") ;; *) echo "FAIL: connections neither served nor refused: $r"; fail=1 ;; esac
+	case $r in *", failed 0,"*) ;; *) echo "FAIL: connections neither served nor refused: $r"; fail=1 ;; esac
+	[ $STRICT = 0 ] && continue
+	case $r in *", pending 0") ;; *) echo "FAIL: connections never taken from the backlog: $r"; fail=1 ;; esac
 done
 case $get in *"held 0,"*) ;; *) echo "FAIL: GETs left hanging: $get"; fail=1 ;; esac
 served=$(echo "$get" | sed -n 's/.*served \([0-9]*\),.*/\1/p')

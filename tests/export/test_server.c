@@ -1,10 +1,12 @@
 /*
  * The /metrics server (export/server.c) over real loopback sockets: what
  * each request gets, one formatting per published snapshot, bounded
- * connections and request heads, and snapshots never torn while the loop
- * publishes and scrapers read at once.
+ * connections and request heads, room for a newcomer however the others
+ * hold theirs, a deadline for requests that trickle in, and snapshots never
+ * torn while the loop publishes and scrapers read at once.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -16,14 +18,18 @@
 static const struct xfx_family f_gen = { "t_generation_total", XFX_COUNTER, "Publishes." };
 static const struct xfx_family f_hist = { "t_latency_seconds", XFX_HISTOGRAM, "Latency." };
 
-static struct xfx_server *start(unsigned max_conn, unsigned timeout_s)
+static struct xfx_server *start_opts(struct xfx_server_opts o)
 {
-	struct xfx_server_opts o = { .max_connections = max_conn, .timeout_s = timeout_s };
 	char err[512];
 	cr_assert_eq(xfx_listen_parse("127.0.0.1:0", &o.addr, err, sizeof(err)), 0);
 	struct xfx_server *s;
 	cr_assert_eq(xfx_server_start(&o, &s, err, sizeof(err)), 0, "%s", err);
 	return s;
+}
+
+static struct xfx_server *start(unsigned max_conn, unsigned timeout_s)
+{
+	return start_opts((struct xfx_server_opts){ .max_connections = max_conn, .timeout_s = timeout_s });
 }
 
 /* A snapshot whose every figure is @gen: a torn read would mix two. */
@@ -164,6 +170,23 @@ Test(server, a_huge_request_head_is_refused_and_the_server_goes_on)
 	xfx_server_stop(s);
 }
 
+/* A connection to @s from @from (NULL: the address the kernel picks),
+ * once the server counts @n open. */
+static int hold(struct xfx_server *s, const char *from, uint64_t n)
+{
+	struct sockaddr_in to, src = { .sin_family = AF_INET };
+	cr_assert_eq(http_addr(xfx_server_address(s), &to), 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	if (from) {
+		cr_assert_eq(inet_pton(AF_INET, from, &src.sin_addr), 1);
+		cr_assert_eq(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0, "bind %s: %s", from, strerror(errno));
+	}
+	cr_assert_eq(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0, "%s", strerror(errno));
+	wait_connections(s, n);
+	return fd;
+}
+
 /* Does the server close @fd within @ms? */
 static int closed_within(int fd, int ms)
 {
@@ -174,24 +197,85 @@ static int closed_within(int fd, int ms)
 	return recv(fd, &c, 1, 0) <= 0;
 }
 
-Test(server, connections_past_the_limit_are_closed_at_once)
+/* Issue 30 item 4: connections that never finish their request cannot
+ * keep a scraper out.  The server is full of them; the newcomer takes the
+ * place of the one waiting longest, and is answered. */
+Test(server, a_full_server_makes_room_for_a_newcomer)
 {
 	struct xfx_server *s = start(4, 30);
 	publish(s, 4);
 	int fds[4];
-	for (int i = 0; i < 4; i++)
-		cr_assert_geq(fds[i] = http_connect(xfx_server_address(s)), 0);
-	wait_connections(s, 4);
-	int extra = http_connect(xfx_server_address(s));
-	cr_assert_geq(extra, 0, "the kernel accepts; the server closes");
-	cr_assert(closed_within(extra, 3000), "the fifth connection was not closed");
-	close(extra);
+	for (int i = 0; i < 4; i++) {
+		fds[i] = hold(s, NULL, (uint64_t)i + 1);
+		cr_assert_eq(send(fds[i], "GET /me", 7, MSG_NOSIGNAL), 7);
+	}
+	struct http_resp r;
+	cr_assert_eq(http_get(xfx_server_address(s), "GET", "/metrics", &r), 0);
+	cr_assert_eq(r.status, 200, "the newcomer was not answered: %s", r.raw);
+	http_resp_free(&r);
+	cr_assert(closed_within(fds[0], 3000), "the oldest half request was not closed");
+	for (int i = 1; i < 4; i++)
+		cr_assert_not(closed_within(fds[i], 0), "connection %d was closed too", i);
 	struct xfx_server_stats st;
 	xfx_server_stats(s, &st);
-	cr_assert_eq(st.refused, 1);
+	cr_assert_eq(st.shed, 1);
+	cr_assert_eq(st.refused, 0);
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
-	wait_connections(s, 0);
+	xfx_server_stop(s);
+}
+
+/* One address holds at most max_per_address connections: its next one
+ * replaces its own oldest waiting one, and other addresses keep theirs. */
+Test(server, an_address_past_its_limit_gives_way_to_itself)
+{
+	struct xfx_server *s = start_opts((struct xfx_server_opts){ .max_connections = 8, .max_per_address = 2,
+								    .timeout_s = 30 });
+	publish(s, 5);
+	int other = hold(s, "127.0.0.2", 1);
+	int a = hold(s, NULL, 2), b = hold(s, NULL, 3);
+	int c = http_connect(xfx_server_address(s));
+	cr_assert_geq(c, 0);
+	cr_assert(closed_within(a, 3000), "three connections from one address with a limit of two");
+	cr_assert_not(closed_within(b, 200));
+	cr_assert_not(closed_within(c, 0));
+	cr_assert_not(closed_within(other, 0), "another address gave way");
+	struct xfx_server_stats st;
+	xfx_server_stats(s, &st);
+	cr_assert_eq(st.shed, 1);
+	int fds[] = { other, a, b, c };
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	xfx_server_stop(s);
+}
+
+/* libmicrohttpd's idle timeout starts again at every byte: a request
+ * head sent one byte at a time, faster than that, is closed at the
+ * request deadline all the same. */
+Test(server, a_trickling_request_is_closed_at_its_deadline)
+{
+	struct xfx_server *s = start_opts((struct xfx_server_opts){ .max_connections = 4, .request_timeout_ms = 700,
+								    .timeout_s = 30 });
+	publish(s, 6);
+	int fd = hold(s, NULL, 1);
+	const char head[] = "GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int closed = 0;
+	for (size_t i = 0; i < sizeof(head) - 1 && !closed; i++) {
+		if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+		closed = closed_within(fd, 100);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	cr_assert(closed || closed_within(fd, 1000), "a request trickling for %ld ms was not closed", ms);
+	cr_assert_geq(ms, 600, "closed after %ld ms, before its deadline", ms);
+	struct xfx_server_stats st;
+	xfx_server_stats(s, &st);
+	cr_assert_eq(st.timed_out, 1);
+	close(fd);
+	/* A whole request is answered at once, as before. */
 	struct http_resp r;
 	cr_assert_eq(http_get(xfx_server_address(s), "GET", "/metrics", &r), 0);
 	cr_assert_eq(r.status, 200);

@@ -1,6 +1,7 @@
 /*
  * The exporter's configuration (tui/config_export.c): --listen, --headless
- * and the keys listen, host, metrics-max-hops, metrics-max-connections and
+ * and the keys listen, host, metrics-max-hops, metrics-max-connections,
+ * metrics-max-connections-per-address, metrics-request-timeout and
  * headless, from the file and the command line, with errors that say what
  * to write.
  */
@@ -35,6 +36,8 @@ Test(config_export, defaults)
 	cr_assert_str_eq(c.host, "");
 	cr_assert_eq(c.metrics_max_hops, 64);
 	cr_assert_eq(c.metrics_max_connections, 32);
+	cr_assert_eq(c.metrics_max_per_address, 8);
+	cr_assert_eq(c.metrics_request_timeout_s, 5);
 	cr_assert_eq(c.headless, 0);
 }
 
@@ -45,11 +48,15 @@ Test(config_export, the_file_and_the_command_line)
 	xft_config_defaults(&c);
 	cr_assert_eq(xft_config_parse(&c, "t.conf",
 				      "listen = 0.0.0.0:9464\nhost = dom0-rack7\nmetrics-max-hops = 500\n"
-				      "metrics-max-connections = 4\nheadless = yes\n", err, sizeof(err)), 0, "%s", err);
+				      "metrics-max-connections = 4\nheadless = yes\n"
+				      "metrics-max-connections-per-address = 2\nmetrics-request-timeout = 30\n",
+				      err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(c.listen, "0.0.0.0:9464");
 	cr_assert_str_eq(c.host, "dom0-rack7");
 	cr_assert_eq(c.metrics_max_hops, 500);
 	cr_assert_eq(c.metrics_max_connections, 4);
+	cr_assert_eq(c.metrics_max_per_address, 2);
+	cr_assert_eq(c.metrics_request_timeout_s, 30);
 	cr_assert_eq(c.headless, 1);
 
 	cr_assert_eq(cmdline(&c, err, ARGV("--listen", "9464", "--set", "host=a b", "--headless")), 0, "%s", err);
@@ -75,6 +82,8 @@ Test(config_export, errors_say_what_to_write)
 	refused(ARGV("--set", "metrics-max-hops=0"), "expected hops with series of their own, 1 to 1024");
 	refused(ARGV("--set", "metrics-max-hops=1025"), "1 to 1024");
 	refused(ARGV("--set", "metrics-max-connections=x"), "'metrics-max-connections': expected 1 to 1024");
+	refused(ARGV("--set", "metrics-max-connections-per-address=0"), "expected 1 to 1024");
+	refused(ARGV("--set", "metrics-request-timeout=0.5"), "expected whole seconds, 1 to 300");
 	refused(ARGV("--set", "host="), "expected the host label, 1 to 255 printable characters");
 	refused(ARGV("--set", "host=a\tb"), "printable");
 	refused(ARGV("--set", "headless=maybe"), "expected yes or no");
