@@ -69,6 +69,13 @@ before=$(rss_kib "$PID")
 FL=$!
 sleep 1
 during=$(rss_kib "$PID")
+# The connections the kernel has set up but the server has not yet taken
+# (its listening socket's accept queue): open for the flood, yet held by
+# no one but the kernel.  Read just before the flood sorts its
+# connections: the queue only shrinks meanwhile (every connection was
+# opened at the start; those whose SYN is retried are "pending").
+sleep "$(awk -v h=$HOLD_MS 'BEGIN { printf "%.1f", h / 1000 - 1.3 }')"
+queued=$(ss -ltnH "sport = :${ADDR##*:}" 2>/dev/null | awk '{ q += $2 } END { print q + 0 }')
 wait "$FL"
 idle=$(cat "$TMP/idle.txt")
 "$FLOOD" "$ADDR" conns 1000 --get --hold 5000 >"$TMP/get.txt"
@@ -79,7 +86,9 @@ echo "GET:  $get"
 echo "resident memory: ${before} KiB before, ${during} KiB with 1,000 idle connections, ${after} KiB after 1,000 GETs"
 fail=0
 held=$(echo "$idle" | sed -n 's/.*held \([0-9]*\).*/\1/p')
-[ "$held" -le $MAX_CONN ] || [ $STRICT = 0 ] || { echo "FAIL: $held idle connections held, more than $MAX_CONN"; fail=1; }
+echo "accept queue 0.3 s before the flood sorted its connections: $queued"
+[ "$held" -le $((MAX_CONN + queued)) ] || [ $STRICT = 0 ] ||
+	{ echo "FAIL: $held idle connections held, more than $MAX_CONN and the $queued still in the accept queue"; fail=1; }
 for r in "$idle" "$get"; do
 	case $r in *", failed 0,"*) ;; *) echo "FAIL: connections neither served nor refused: $r"; fail=1 ;; esac
 	[ $STRICT = 0 ] && continue
