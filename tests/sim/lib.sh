@@ -63,3 +63,12 @@ assert_nothing_left() {
 shm_snapshot() {
 	ls /dev/shm > "$1" 2>/dev/null || : > "$1"
 }
+
+# The lateness p90 (ns) a delay the truth $1 calls WHAT ($3) was released
+# with, in domain $2, or the largest over domains with "any"; "none" when
+# the truth has no such "#late" line (sim/README).
+late_p90() {
+	awk -F'\t' -v dom="$2" -v what="$3" '$1 == "#late" && (dom == "any" || $2 == dom) && $3 == what {
+		if (!n || $6 > m) m = $6; n++ }
+		END { print n ? m : "none" }' "$1"
+}

@@ -77,12 +77,6 @@ percentile() {
 		i = int(NR * p / 100 + 0.5); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
 }
 
-# The lateness p90 (ns) the truth $1 gives for WHAT ($2), the largest over domains.
-late_p90_any() {
-	awk -F'\t' -v what="$2" '$1 == "#late" && $3 == what { if ($6 > m) m = $6; n++ }
-		END { print n ? m : "none" }' "$1"
-}
-
 # Runs the host 2 s at 200 messages and 20 block requests a second with the
 # knobs "$@", writing $TMP/x.trace and $TMP/truth; checks that the guest
 # finished and the trace reads; leaves its records in $TMP/ev.

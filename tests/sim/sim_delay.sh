@@ -17,12 +17,6 @@
 . "$(dirname "$0")/lib.sh"
 need_binaries
 
-# The lateness a domain's delay line wrote for WHAT (a stage), at p90, in ns.
-late_p90() {
-	awk -F'\t' -v dom="$2" -v what="$3" '$1 == "#late" && $2 == dom && $3 == what { print $6; n++ }
-		END { if (!n) print "none" }' "$1"
-}
-
 "$XENSIM" --duration 3 --rate 2000 --block-rate 0 --delay netif_receive_skb=2ms \
 	--truth "$TMP/truth" > "$TMP/log" 2>&1 || { cat "$TMP/log"; fail "xensim"; }
 cat "$TMP/log"

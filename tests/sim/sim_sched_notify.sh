@@ -15,7 +15,7 @@ need_xentrace_reader
 D=1000000
 
 sched_run --notify-delay 1ms
-late=$(late_p90_any "$TMP/truth" notify-delay)
+late=$(late_p90 "$TMP/truth" any notify-delay)
 [ "$late" != none ] || fail "no #late line for the notification delay"
 
 # Blocked intervals ended by a notification: end, receiver, sender, and

@@ -18,7 +18,7 @@ need_xentrace_reader
 D=2000000
 
 sched_run --wake-delay 0=2ms
-late=$(late_p90_any "$TMP/truth" wake-delay)
+late=$(late_p90 "$TMP/truth" any wake-delay)
 [ "$late" != none ] || fail "no #late line for the wake delay"
 hog=$(awk -F'\t' '$1 == "#xentrace" { print $6 }' "$TMP/truth")
 [ "$hog" = 2 ] || fail "the hog domain is '$hog', not 2 (guests + 1)"
