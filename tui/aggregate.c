@@ -63,6 +63,7 @@ struct xft_agg {
 	xft_group_fn group;
 	void *opaque;
 	struct xft_agg_stats st;
+	struct xft_sched_status sched;
 
 	struct pending *heap;
 	uint32_t npending;
@@ -314,7 +315,7 @@ static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 			if (a->nhops == a->lim.max_hops)
 				return NULL;
 			struct xft_hop *h = &a->hops[a->nhops];
-			memset(h, 0, offsetof(struct xft_hop, hist));
+			memset(h, 0, sizeof(*h));
 			xflow_hist_init(&h->hist);
 			h->key = *k;
 			h->from_site = from_site;
@@ -779,6 +780,11 @@ void xft_agg_drain(struct xft_agg *a)
 const struct xft_agg_stats *xft_agg_stats(const struct xft_agg *a)
 {
 	return &a->st;
+}
+
+const struct xft_sched_status *xft_agg_sched_status(const struct xft_agg *a)
+{
+	return &a->sched;
 }
 
 const struct xft_hop *xft_agg_hops(const struct xft_agg *a, size_t *n)

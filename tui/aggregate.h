@@ -54,6 +54,7 @@
 
 #include "xflow/histogram.h"
 #include "xflow/record.h"
+#include "tui/hop_split.h"
 
 struct xft_agg_limits {
 	uint64_t window_ns;     /* reorder window */
@@ -97,6 +98,8 @@ struct xft_hop {
 	uint64_t count;
 	uint64_t total_ns;
 	struct xflow_hist hist;
+	struct xft_hop_split split; /* where the time went (tui/hop_split.h);
+	                             * all zero while no trace is joined */
 };
 
 /* A finished flow kept among the slowest. */
@@ -109,6 +112,9 @@ struct xft_flow_summary {
 	uint32_t points_lost; /* points past max_path */
 	int expired;          /* ended by expiry, not by a QUIT record */
 	struct xft_point *path;
+	/* npoints - 1 gaps (path[i] -> path[i + 1]) split by state; NULL while
+	 * no scheduler trace is joined. */
+	struct xft_gap_split *gaps;
 };
 
 struct xft_agg_stats {
@@ -158,6 +164,9 @@ void xft_agg_tick(struct xft_agg *a, uint64_t now_ns);
 void xft_agg_drain(struct xft_agg *a);
 
 const struct xft_agg_stats *xft_agg_stats(const struct xft_agg *a);
+
+/* Whether a scheduler trace is joined, and how well (tui/hop_split.h). */
+const struct xft_sched_status *xft_agg_sched_status(const struct xft_agg *a);
 
 /* Hops, in no particular order: *n is set to their number. */
 const struct xft_hop *xft_agg_hops(const struct xft_agg *a, size_t *n);

@@ -1,0 +1,81 @@
+/*
+ * tui/hop_split.h — where a hop's time went: the states a hop's latency is
+ * split into once Xen's scheduler trace is joined with the flows (issue 24).
+ *
+ * This header is the contract between the model that computes the split
+ * (tui/aggregate.c with the per-vCPU timeline beside it) and everything that
+ * shows it (views, batch, JSON, snapshots, Prometheus).  It holds plain data
+ * only: the model fills it, the renderers read it.
+ *
+ * Every nanosecond of a hop lands in exactly one state, so for every flow
+ * the states of a hop add up to that hop's latency; a nanosecond the trace
+ * cannot account for (no trace, records lost, a state change closer to a
+ * hop boundary than the clock error) is XFT_ST_UNKNOWN: shown, never
+ * guessed.
+ */
+#ifndef XFLOW_TUI_HOP_SPLIT_H
+#define XFLOW_TUI_HOP_SPLIT_H
+
+#include <stdint.h>
+
+enum xft_state {
+	XFT_ST_RUN,     /* the vCPU carrying the flow is running */
+	XFT_ST_WAIT,    /* that vCPU is runnable, waiting for a physical CPU */
+	XFT_ST_NOTIFY,  /* the receiver blocked until its first wake after the
+	                 * sender's notification (ring and event channel) */
+	XFT_ST_BACKEND, /* the receiver runs until the hop ends */
+	XFT_ST_BLOCKED, /* blocked after it was woken (timers, disk, netem) */
+	XFT_ST_OFFLINE, /* paused, or parked by a cap */
+	XFT_ST_XEN,     /* time Xen's trace accounts to Xen itself */
+	XFT_ST_UNKNOWN, /* not attributable: shown as '?' */
+	XFT_NSTATES
+};
+
+/* Short names as shown and exported: "run", "wait", "notify", "backend",
+ * "blocked", "offline", "xen", "?" (Prometheus label: "unknown"). */
+const char *xft_state_name(enum xft_state s);
+const char *xft_state_label(enum xft_state s);
+
+/* Nanoseconds spent in each state; sum(ns) is the latency split. */
+struct xft_split {
+	uint64_t ns[XFT_NSTATES];
+};
+
+/* Who held the physical CPU while the flow's vCPU waited for it (from
+ * Xen's switch records): the biggest such holder over the split. */
+struct xft_culprit {
+	uint64_t wait_ns;  /* the flow's wait while this vCPU held the pCPU;
+	                    * 0: no culprit (no wait, or no switch seen) */
+	uint16_t domain;   /* the holder: domain and vCPU */
+	uint16_t vcpu;
+	uint16_t pcpu;     /* the physical CPU waited for */
+};
+
+/* The split of one hop over all its flows (time-weighted: the sums of
+ * every flow's split), and over the flows in its slowest 1 %. */
+struct xft_hop_split {
+	struct xft_split all;
+	uint64_t tail_count;     /* flows counted in .tail */
+	struct xft_split tail;
+	struct xft_culprit culprit_all, culprit_tail;
+};
+
+/* The split of one gap of one flow's path (path[i] -> path[i + 1]). */
+struct xft_gap_split {
+	struct xft_split split;
+	struct xft_culprit culprit;
+};
+
+/* Whether and how well the scheduler trace is joined (the header). */
+struct xft_sched_status {
+	int joined;               /* a scheduler trace is being joined */
+	uint64_t clock_error_ns;  /* measured error between the flows' time and
+	                           * the trace's; UINT64_MAX: not yet measured */
+	uint64_t trace_records;   /* scheduler records taken into the timeline */
+	uint64_t trace_lost;      /* records Xen or the timeline lost (counted,
+	                           * their intervals become '?') */
+	uint64_t hops_split;      /* hop samples split */
+	uint64_t hops_pending;    /* waiting for every pCPU's trace to pass them */
+};
+
+#endif
