@@ -65,24 +65,44 @@ void acoll_xen_peer_source(struct peer *p)
 
 
 /* A guest's clock placed by its greeting's round trip is placed again by
- * each shorter STATS round trip: under Xen the greeting's takes tens of
+ * the STATS round trips: under Xen the greeting's takes tens of
  * milliseconds where the hops across domains are tens of microseconds.
- * Placed otherwise, the round trips go on, to check and bound it. */
-void acoll_peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s)
+ * Placed otherwise, the round trips go on, to check and bound it.  One
+ * that contradicts the others (the clocks parted: collectors/guest_clock.h)
+ * is said once, and counted in the Domains row from then on. */
+void acoll_peer_clock_refine(struct acoll *c, struct peer *p, const struct xflow_ctl_stats *s)
 {
-	if (!p->xen || !p->rt_bound_ns || !s->clock_now)
+	if (!p->xen || !p->rt.at_ns || !s->clock_now)
 		return;
 	uint64_t agent_ns = xflow_clock_to_ns(p->conv, s->clock_now);
-	if (!guest_clock_refine(&p->rt_offset_ns, &p->rt_bound_ns, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns))
+	enum guest_clock_take t = guest_clock_rt_take(&p->rt, p->stats_sent_ns, xflow_monotonic_ns(), agent_ns);
+	if (t == GUEST_CLOCK_SAME)
 		return;
+	if (t == GUEST_CLOCK_CONTRADICTED && !p->rt_said) {
+		p->rt_said = true;
+		acoll_set_err(c,
+			"agent of %s/%u: a round trip put its clock %.3f ms from where the earlier ones had proved it: "
+			"the two clocks part (NTP, or Xen's time under emulation); its bound now widens by %.0f ppm "
+			"between round trips",
+			p->domain, (unsigned)p->domid, (double)p->rt.worst_jump_ns / 1e6, (double)p->rt.drift_ppb / 1e3);
+	}
 	acoll_bound_note(p);
 	if (p->clk != PEER_CLOCK_RT)
 		return; /* they only check what placed it */
-	p->offset_ns = p->rt_offset_ns;
-	snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
-		 (double)p->rt_bound_ns / 1e6);
+	p->offset_ns = guest_clock_rt_offset(&p->rt);
+	acoll_rt_how(p);
 	if (p->state == PEER_LIVE)
 		acoll_xen_peer_source(p);
+}
+
+/* The Domains row's words for a clock placed by round trips. */
+void acoll_rt_how(struct peer *p)
+{
+	int n = snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
+			 (double)guest_clock_rt_bound(&p->rt, xflow_monotonic_ns()) / 1e6);
+	if (p->rt.contradictions && n > 0 && (size_t)n < sizeof(p->clock_how))
+		snprintf(p->clock_how + n, sizeof(p->clock_how) - (size_t)n, " (moved %" PRIu64 "x, up to %.3fms)",
+			 p->rt.contradictions, (double)p->rt.worst_jump_ns / 1e6);
 }
 
 /* How far @p's record times may be from ours (xflow_domain_info's
@@ -98,12 +118,12 @@ static uint64_t clock_bound_now(const struct peer *p)
 	case PEER_CLOCK_TSC:
 		return 10000;
 	case PEER_CLOCK_RT:
-		return p->rt_bound_ns;
+		return guest_clock_rt_bound(&p->rt, xflow_monotonic_ns());
 	case PEER_CLOCK_XTIME: {
-		if (!p->rt_bound_ns)
+		if (!p->rt.at_ns)
 			return UINT64_MAX;
-		int64_t d = p->offset_ns - p->rt_offset_ns;
-		return (uint64_t)(d < 0 ? -d : d) + p->rt_bound_ns;
+		int64_t d = p->offset_ns - guest_clock_rt_offset(&p->rt);
+		return (uint64_t)(d < 0 ? -d : d) + guest_clock_rt_bound(&p->rt, xflow_monotonic_ns());
 	}
 	default:
 		return UINT64_MAX;
@@ -161,21 +181,21 @@ static void xtime_place(struct acoll *c)
 		if (!p->xen || !p->xtime || p->xtime_refused || p->gone || p->clk == PEER_CLOCK_TSC)
 			continue;
 		int64_t off = p->xtime_d - c->xtime_d;
-		uint64_t dist = off > p->rt_offset_ns ? (uint64_t)(off - p->rt_offset_ns)
-						      : (uint64_t)(p->rt_offset_ns - off);
-		if (p->rt_bound_ns && dist > p->rt_bound_ns + 1000000) {
+		int64_t rt_off = guest_clock_rt_offset(&p->rt);
+		uint64_t rt_bound = guest_clock_rt_bound(&p->rt, xflow_monotonic_ns());
+		uint64_t dist = off > rt_off ? (uint64_t)(off - rt_off) : (uint64_t)(rt_off - off);
+		if (p->rt.at_ns && dist > rt_bound + 1000000) {
 			p->xtime_refused = true;
 			acoll_set_err(c,
 				"agent of %s/%u: its Xen system time puts its clock %.3f ms from where its round trips "
 				"put it (within %.3f ms): not believed",
-				p->domain, (unsigned)p->domid, (double)dist / 1e6, (double)p->rt_bound_ns / 1e6);
+				p->domain, (unsigned)p->domid, (double)dist / 1e6, (double)rt_bound / 1e6);
 			if (p->clk == PEER_CLOCK_XTIME) {
 				/* It said otherwise before: back to the round trips. */
 				p->clk = PEER_CLOCK_RT;
-				p->offset_ns = p->rt_offset_ns;
+				p->offset_ns = rt_off;
 				acoll_bound_note(p);
-				snprintf(p->clock_how, sizeof(p->clock_how), "clock by round trip, within %.3fms",
-					 (double)p->rt_bound_ns / 1e6);
+				acoll_rt_how(p);
 				if (p->state == PEER_LIVE)
 					acoll_xen_peer_source(p);
 			}
@@ -185,9 +205,9 @@ static void xtime_place(struct acoll *c)
 		p->clk = PEER_CLOCK_XTIME;
 		acoll_bound_note(p);
 		/* With what the round trips say of it: the evidence. */
-		if (p->rt_bound_ns)
+		if (p->rt.at_ns)
 			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW "; round trips %+.3fms, within %.3fms",
-				 (double)(p->rt_offset_ns - off) / 1e6, (double)p->rt_bound_ns / 1e6);
+				 (double)(rt_off - off) / 1e6, (double)rt_bound / 1e6);
 		else
 			snprintf(p->clock_how, sizeof(p->clock_how), XTIME_HOW);
 		if (p->state == PEER_LIVE)

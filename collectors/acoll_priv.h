@@ -78,10 +78,11 @@ struct peer {
 	char clock_how[96];      /* over Xen: how offset_ns was found, for its source */
 	enum peer_clock clk;     /* over Xen: the same, for its bound */
 	/* Over Xen without a TSC anchor: where the round trips place its
-	 * clock, and within how much (the greeting's, then each shorter STATS
-	 * one's); whatever else places it is checked against them. */
-	int64_t rt_offset_ns;
-	uint64_t rt_bound_ns;
+	 * clock (the greeting's, then the STATS ones'), and within how much;
+	 * whatever else places it is checked against them.  rt.at_ns 0: no
+	 * round trip places it. */
+	struct guest_clock_rt rt;
+	bool rt_said; /* its round trips' contradictions were said */
 	/* The bound reported (peer_clock_bound): a lower one only once the
 	 * records placed under the higher one are old (bound_next from
 	 * bound_until on). */
@@ -198,7 +199,8 @@ struct plan_cache *acoll_plan_for(struct acoll *c, struct peer *p);
 void acoll_bound_note(struct peer *p);
 void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s);
 uint64_t acoll_peer_clock_bound(struct peer *p);
-void acoll_peer_clock_refine(struct peer *p, const struct xflow_ctl_stats *s);
+void acoll_peer_clock_refine(struct acoll *c, struct peer *p, const struct xflow_ctl_stats *s);
+void acoll_rt_how(struct peer *p);
 void acoll_xen_peer_source(struct peer *p);
 void acoll_xtime_heard(struct acoll *c, struct peer *p, bool said, int64_t d);
 void acoll_xtime_ours(struct acoll *c, uint64_t now);

@@ -186,8 +186,7 @@ void acoll_xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 		} else {
 			/* Tightened by the STATS round trips that follow. */
 			p->clk = PEER_CLOCK_RT;
-			p->rt_offset_ns = p->offset_ns;
-			p->rt_bound_ns = (in.now_ns - in.since_ns) / 2 + 1;
+			guest_clock_rt_init(&p->rt, p->offset_ns, (in.now_ns - in.since_ns) / 2 + 1, in.now_ns);
 			acoll_bound_note(p);
 			snprintf(p->clock_how, sizeof(p->clock_how), "clock by HELLO round trip, within %.1fms",
 				 (double)(in.now_ns - in.since_ns) / 2e6);

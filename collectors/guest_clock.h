@@ -46,14 +46,55 @@ enum guest_clock_how {
 enum guest_clock_how guest_clock_offset(const struct guest_clock_in *in, int64_t *offset, char *why, size_t len);
 
 /*
- * A later round trip (a STATS request sent at our @sent_ns, its answer
- * taken at our @recv_ns, the agent's clock reading @agent_ns, in ns, just
- * before it answered): when half of it is under *bound_ns, its middle
- * becomes *offset and half of it *bound_ns, and true is returned.  So the
- * placement tightens to half the shortest round trip seen, however slow
- * the greeting was.  A round trip that runs backwards or an agent that
- * said nothing (0) changes nothing.
+ * What the round trips prove about an agent's clock against ours.
+ *
+ * A round trip (a request sent at our @sent_ns, its answer taken at our
+ * @recv_ns, the agent's clock reading @agent_ns just before it answered)
+ * proves that the offset to add to the agent's times lies in
+ * [sent - agent, recv - agent]: the agent read its clock between the two.
+ * Every round trip taken narrows the offsets still possible to the
+ * intersection with its own, so the placement is as good as the best
+ * round trips together, however slow the greeting was.
+ *
+ * That holds only while the two clocks run at one rate.  Two domains'
+ * CLOCK_MONOTONICs part when NTP slews one, and under emulation Xen's time
+ * itself differs between physical CPUs by milliseconds: an interval proved
+ * minutes ago may no longer hold the offset, and a bound kept from it
+ * would be a lie.  So a round trip that excludes every offset left is a
+ * contradiction: counted, the placement starts again from that round trip
+ * alone, and the rate at which the clocks were seen to part (twice the one
+ * that would have explained it) widens the bound from then on, as time
+ * passes since the last round trip.  Where the clocks keep one rate, as on
+ * a Xen host's domains without NTP, no contradiction comes and the bound
+ * is the round trips'.
  */
-bool guest_clock_refine(int64_t *offset, uint64_t *bound_ns, uint64_t sent_ns, uint64_t recv_ns, uint64_t agent_ns);
+struct guest_clock_rt {
+	int64_t lo, hi;          /* the offsets still possible, as of at_ns */
+	uint64_t at_ns;          /* our clock when they were (0: nothing yet) */
+	uint64_t drift_ppb;      /* the rate the clocks were seen to part at */
+	uint64_t contradictions; /* round trips that excluded every offset left */
+	uint64_t worst_jump_ns;  /* the farthest a contradiction moved it */
+};
+
+/* The widest drift assumed, 1 %: a round trip further off than that is
+ * a clock stepped, not drifting, and the next round trips place it. */
+#define GUEST_CLOCK_DRIFT_MAX_PPB 10000000ull
+
+/* Start from an offset known within @bound_ns at our @at_ns. */
+void guest_clock_rt_init(struct guest_clock_rt *rt, int64_t offset, uint64_t bound_ns, uint64_t at_ns);
+
+enum guest_clock_take {
+	GUEST_CLOCK_SAME = 0,       /* nothing changed (or a round trip that
+	                             * runs backwards, or an agent that said 0) */
+	GUEST_CLOCK_AGREED = 1,     /* it agreed: the offsets possible changed */
+	GUEST_CLOCK_CONTRADICTED = 2, /* placed again from this round trip */
+};
+enum guest_clock_take guest_clock_rt_take(struct guest_clock_rt *rt, uint64_t sent_ns, uint64_t recv_ns,
+					  uint64_t agent_ns);
+
+/* The placement: the middle of the offsets possible, and how far the
+ * offset may be from it as of our @now_ns (UINT64_MAX before any). */
+int64_t guest_clock_rt_offset(const struct guest_clock_rt *rt);
+uint64_t guest_clock_rt_bound(const struct guest_clock_rt *rt, uint64_t now_ns);
 
 #endif

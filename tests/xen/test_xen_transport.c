@@ -108,6 +108,9 @@ enum kind {
 	LIAR,         /* records for another domain and sites the plan lacks */
 	XEN_TIMED,    /* as GOOD, and says Xen's system time against its clock */
 	TIME_LIAR,    /* as XEN_TIMED, but its Xen time is 5 s off */
+	DRIFTER,      /* as GOOD, but its clock falls 25 ms behind after its
+	               * third STATS answer (as two domains' clocks part under
+	               * emulation or NTP) */
 };
 
 /* The simulated hypervisor's time less our CLOCK_MONOTONIC (the
@@ -126,9 +129,11 @@ static void put(const char *path, const char *value)
 /* The guests' CLOCK_MONOTONIC: they booted later than we did.  Under the
  * second past which the first record would move it. */
 #define GUEST_BEHIND_NS (300 * 1000000ull)
+#define DRIFT_STEP_NS (25 * 1000000ull)
+static uint64_t guest_stepped_ns; /* in a DRIFTER's process, once it fell behind */
 static uint64_t guest_clock(void)
 {
-	return xflow_monotonic_ns() - GUEST_BEHIND_NS;
+	return xflow_monotonic_ns() - GUEST_BEHIND_NS - guest_stepped_ns;
 }
 
 static struct xflow_record rec_for(uint32_t domid, uint64_t id, uint32_t site)
@@ -212,7 +217,7 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 	/* A slow greeting, as under Xen: the clock read 60 ms before it
 	 * leaves, so its round trip alone places the clock 30 ms or more
 	 * late; the STATS round trips that follow must do better. */
-	if (k == GOOD || timed)
+	if (k == GOOD || k == DRIFTER || timed)
 		usleep(60000);
 	if (xflow_ctl_send(&c, &m, NULL, 0, 5000))
 		_exit(13);
@@ -226,6 +231,7 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 	if (xflow_ctl_send(&c, &r, NULL, 0, 5000))
 		_exit(15);
 	uint64_t n = 0;
+	unsigned answered = 0;
 	unsigned seed = domid;
 	while (xflow_monotonic_ns() < end) {
 		struct xflow_record batch[16];
@@ -233,6 +239,7 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 		case GOOD:
 		case XEN_TIMED:
 		case TIME_LIAR:
+		case DRIFTER:
 		case LIAR:
 			for (unsigned i = 0; i < 16; i++)
 				batch[i] = k != LIAR ? rec_for(domid, ++n, 0)
@@ -276,6 +283,8 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 				sr.u.reply.u.stats.xen_minus_mono = timed ? xen_d : 0;
 				sr.u.reply.u.stats.clock_now = guest_clock();
 				xflow_ctl_send(&c, &sr, NULL, 0, 1000);
+				if (k == DRIFTER && ++answered == 3)
+					guest_stepped_ns = DRIFT_STEP_NS;
 			} else {
 				xflow_ctl_reply_simple(&c, req, 0, "ok");
 			}
@@ -285,6 +294,10 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 	}
 	_exit(0);
 }
+
+/* The drifter's domain, whose records after its step are that much later
+ * than their times say. */
+#define DRIFTER_DOM (3 + 11)
 
 struct tally {
 	unsigned long by_dom[32];
@@ -298,6 +311,8 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t)
 	if (r->domain_id < 32) {
 		y->by_dom[r->domain_id]++;
 		y->clock_err[r->domain_id] = (int64_t)(t - (r->timestamp + GUEST_BEHIND_NS));
+		if (r->domain_id == DRIFTER_DOM)
+			y->clock_err[r->domain_id] -= (int64_t)DRIFT_STEP_NS;
 	} else {
 		y->other++;
 	}
@@ -333,9 +348,9 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	char flows[160], opts[400], err[1024];
 	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
 	static const enum kind kinds[] = { GOOD, BAD_NODE, BAD_REFS, SILENT, BIG_FRAME,
-					   GARBAGE, WILD_INDEXES, STORM, LIAR, XEN_TIMED, TIME_LIAR };
+					   GARBAGE, WILD_INDEXES, STORM, LIAR, XEN_TIMED, TIME_LIAR, DRIFTER };
 	static const char *const names[] = { "good", "badnode", "badrefs", "silent", "bigframe",
-					     "garbage", "wild", "storm", "liar", "xentimed", "timeliar" };
+					     "garbage", "wild", "storm", "liar", "xentimed", "timeliar", "drifter" };
 	enum { N = sizeof(kinds) / sizeof(kinds[0]) };
 	pid_t pids[N];
 	for (unsigned i = 0; i < N; i++) {
@@ -416,6 +431,20 @@ Test(xen_transport, hostile_guests_cannot_stall_the_good_one, .timeout = 120)
 	cr_expect(strstr(ti.source, "clock by round trip, within"), "%s", ti.source);
 	cr_expect(y.clock_err[3 + 10] > -20 * 1000000ll && y.clock_err[3 + 10] < 20 * 1000000ll,
 		  "the time liar's records are %.3f ms off", y.clock_err[3 + 10] / 1e6);
+	/* A clock that parts from ours: the round trip after the step
+	 * contradicts the ones before; the placement moves with it and says
+	 * so, and the records placed after it are within the bound claimed
+	 * (before this, the first placement was kept, 25 ms off, claiming
+	 * a fraction of a millisecond). */
+	cr_assert_eq(find_domain(ops, c, DRIFTER_DOM, &ti), 0);
+	int64_t derr = y.clock_err[DRIFTER_DOM];
+	cr_log_info("drifter: %s; its last record off by %.3f ms, bound %.3f ms", ti.source, derr / 1e6,
+		    ti.clock_bound_ns / 1e6);
+	cr_expect(strstr(ti.source, "moved"), "the drifter's clock moved 25 ms unsaid: %s", ti.source);
+	cr_expect_gt(y.by_dom[DRIFTER_DOM], 100, "the drifter's records did not arrive");
+	cr_expect((uint64_t)(derr < 0 ? -derr : derr) <= ti.clock_bound_ns,
+		  "the drifter's records are %.3f ms off, beyond the %.3f ms its bound says: %s", derr / 1e6,
+		  ti.clock_bound_ns / 1e6, ti.source);
 	/* The liar's records name another domain or a site its plan lacks. */
 	cr_expect_gt(st.bad, 0, "lies and garbage were not counted");
 	/* Garbage and silence end their peers; each says why. */
