@@ -486,26 +486,6 @@ static unsigned count_char(const char *s, char c)
 	return n;
 }
 
-/* The selected hop of the hops view gets a split: 60 % wait, 30 % run,
- * 10 % unknown over all its flows; its tail all wait but 5 % blocked.
- * The model's hops are not touched: the frame is what the view draws. */
-static struct xft_hop_row *join_selected_hop(struct xft_app *app)
-{
-	app->frame.sched = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 3100, .trace_records = 1000 };
-	struct xft_hop_row *r = &app->frame.hops[app->frame.hop_order[app->ui.list[XFT_VIEW_HOPS].sel]];
-	struct xft_hop_split *sp = &r->split;
-	memset(sp, 0, sizeof(*sp));
-	sp->all.ns[XFT_ST_WAIT] = 6000000;
-	sp->all.ns[XFT_ST_RUN] = 3000000;
-	sp->all.ns[XFT_ST_UNKNOWN] = 1000000;
-	sp->tail_count = 12;
-	sp->tail.ns[XFT_ST_WAIT] = 950000;
-	sp->tail.ns[XFT_ST_BLOCKED] = 50000;
-	sp->culprit_all = (struct xft_culprit){ .wait_ns = 4800000, .domain = 0, .vcpu = 1, .pcpu = 1 };
-	sp->culprit_tail = (struct xft_culprit){ .wait_ns = 950000, .domain = 0, .vcpu = 2, .pcpu = 1 };
-	return r;
-}
-
 Test(views, hops_say_once_that_no_trace_is_joined)
 {
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
@@ -529,7 +509,7 @@ Test(views, hops_say_once_that_no_trace_is_joined)
 Test(views, hops_show_where_the_selected_hop_s_time_went)
 {
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
-	join_selected_hop(app);
+	apptest_split_hop(app);
 	apptest_draw(app, 24, 80);
 	char line[1024];
 	xft_canvas_row(&app->canvas, 0, line, sizeof(line));
@@ -570,7 +550,7 @@ Test(views, hops_show_where_the_selected_hop_s_time_went)
 Test(views, hops_wide_screens_get_a_bar_per_hop)
 {
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
-	struct xft_hop_row *r = join_selected_hop(app);
+	struct xft_hop_row *r = apptest_split_hop(app);
 	apptest_draw(app, 30, 140);
 	char line[2048];
 	int y = row_starting(app, "FROM", line, sizeof(line));
@@ -594,7 +574,7 @@ Test(views, hops_wide_screens_get_a_bar_per_hop)
 Test(views, hops_split_fits_narrow_terminals)
 {
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
-	join_selected_hop(app);
+	apptest_split_hop(app);
 	static const int widths[] = { 60, 40, 30, 20 };
 	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
 		apptest_draw(app, 24, widths[i]);
@@ -620,33 +600,6 @@ Test(views, hops_split_fits_narrow_terminals)
 	apptest_free(app);
 }
 
-/* The slowest flow (shown first) gets a split of every gap: a third run,
- * the rest backend, but its longest gap waits 60 % of its time for pCPU1,
- * which ran d0v1, and is blocked the rest.  Returns that gap's index. */
-static uint32_t split_slowest_flow(struct xft_app *app, struct xft_gap_split *gaps)
-{
-	struct xft_flow_row *f = &app->frame.flows[app->frame.flow_order[0]];
-	cr_assert_gt(f->s.npoints, 3);
-	uint32_t big = 0;
-	for (uint32_t g = 0; g + 1 < f->s.npoints; g++) {
-		uint64_t ns = f->s.path[g + 1].t_ns - f->s.path[g].t_ns;
-		memset(&gaps[g], 0, sizeof(gaps[g]));
-		gaps[g].split.ns[XFT_ST_RUN] = ns / 3;
-		gaps[g].split.ns[XFT_ST_BACKEND] = ns - ns / 3;
-		if (ns > f->s.path[big + 1].t_ns - f->s.path[big].t_ns)
-			big = g;
-	}
-	uint64_t ns = f->s.path[big + 1].t_ns - f->s.path[big].t_ns;
-	memset(&gaps[big], 0, sizeof(gaps[big]));
-	gaps[big].split.ns[XFT_ST_WAIT] = ns * 6 / 10;
-	gaps[big].split.ns[XFT_ST_BLOCKED] = ns - ns * 6 / 10;
-	gaps[big].culprit = (struct xft_culprit){ .wait_ns = ns * 6 / 10, .domain = 0, .vcpu = 1, .pcpu = 1 };
-	f->s.gaps = gaps;
-	app->frame.sched.joined = 1;
-	app->frame.sched.clock_error_ns = UINT64_MAX;
-	return big;
-}
-
 Test(views, slowest_flows_name_the_selected_flow_s_biggest_cause)
 {
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
@@ -654,7 +607,7 @@ Test(views, slowest_flows_name_the_selected_flow_s_biggest_cause)
 	apptest_draw(app, 24, 100);
 	cr_assert(!apptest_screen_has(app, "cause "), "no split (gaps NULL): nothing extra");
 	struct xft_gap_split gaps[64];
-	uint32_t big = split_slowest_flow(app, gaps);
+	uint32_t big = apptest_split_flow(app, gaps);
 	apptest_draw(app, 24, 100);
 	char line[1024], want[128];
 	cr_assert(apptest_screen_has(app, "sched: joined, clock not yet measured"));
@@ -675,7 +628,7 @@ Test(views, path_gaps_are_split_and_the_selected_gap_named)
 	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
 	struct xft_gap_split gaps[64];
 	key(app, '2');
-	uint32_t big = split_slowest_flow(app, gaps);
+	uint32_t big = apptest_split_flow(app, gaps);
 	key(app, XFT_KEY_ENTER);
 	cr_assert_eq(app->ui.view, XFT_VIEW_PATH);
 	/* The path view keeps its own copy: the frame's may go. */
