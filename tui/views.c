@@ -255,7 +255,7 @@ static void hops_pane(struct xft_app *app, struct xft_canvas *cv, int y, int row
 	const struct xft_sched_status *sch = &app->frame.sched;
 	if (!sch->joined) {
 		put_cut(cv, y, 1, XFT_A_DIM,
-			"Where the time went: not split, no scheduler trace is joined (xflowtop(1), THE SPLIT).");
+			"Not split by state: no scheduler trace is joined (xflowtop(1), THE SPLIT).");
 		return;
 	}
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_HOPS];
