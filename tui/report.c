@@ -221,7 +221,7 @@ void xft_report_split_text(struct xft_app *app, FILE *f, int width)
 	for (size_t r = 0; r < app->frame.nhop_shown; r++) {
 		const struct xft_hop_row *h = &app->frame.hops[app->frame.hop_order[r]];
 		const struct xft_hop_split *sp = &h->split;
-		char a[256], b[256];
+		char culprits[512];
 		fprintf(f, "  %s:%s -> %s:%s\n", h->from_dom, h->from->function, h->to_dom, h->to->function);
 		split_line_text(f, "all", &sp->all, width);
 		if (xft_split_total(&sp->all))
@@ -230,10 +230,8 @@ void xft_report_split_text(struct xft_app *app, FILE *f, int width)
 			split_line_text(f, "p99+", &sp->tail, width);
 			fprintf(f, " (%" PRIu64 " flows)\n", sp->tail_count);
 		}
-		xft_culprit_text(&sp->culprit_all, sp->all.ns[XFT_ST_WAIT], a, sizeof(a));
-		xft_culprit_text(&sp->culprit_tail, sp->tail.ns[XFT_ST_WAIT], b, sizeof(b));
-		if (a[0] || b[0])
-			fprintf(f, "    waited for %s%s%s\n", a[0] ? a : "-", b[0] ? "; p99+: " : "", b);
+		if (xft_hop_culprits_text(sp, culprits, sizeof(culprits)))
+			fprintf(f, "    %s\n", culprits);
 	}
 }
 
@@ -260,14 +258,10 @@ void xft_report_gaps_text(struct xft_app *app, FILE *f, const struct xft_flow_ro
 		xft_split_percent_text(s, -1, pct, sizeof(pct));
 		fprintf(f, "  [%s] %s\n", bar, pct);
 	}
-	uint32_t g;
-	int st;
-	if (xft_flow_biggest_gap(&r->s, &g, &st) == 0) {
-		char why[256];
-		xft_split_state_text(&r->s.gaps[g].split, &r->s.gaps[g].culprit, (enum xft_state)st,
-				     xft_sites_domain(&app->sites, r->s.path[g + 1].domain), why, sizeof(why));
-		fprintf(f, "  cause: %s (gap %" PRIu32 ")\n", why, g + 1);
-	}
+	char why[256];
+	int g = xft_flow_cause_text(&r->s, &app->sites, why, sizeof(why));
+	if (g >= 0)
+		fprintf(f, "  cause: %s (gap %d)\n", why, g + 1);
 }
 
 void xft_report_domains_text(struct xft_app *app, FILE *f)
@@ -647,17 +641,12 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		xft_json_key(j, "expired");
 		xft_json_bool(j, fl->s.expired);
 		JU("points_lost", fl->s.points_lost);
-		uint32_t big;
-		int state;
+		char why[256];
 		xft_json_key(j, "cause");
-		if (xft_flow_biggest_gap(&fl->s, &big, &state) == 0) {
-			char why[256];
-			xft_split_state_text(&fl->s.gaps[big].split, &fl->s.gaps[big].culprit, (enum xft_state)state,
-					     xft_sites_domain(&app->sites, fl->s.path[big + 1].domain), why, sizeof(why));
+		if (xft_flow_cause_text(&fl->s, &app->sites, why, sizeof(why)) >= 0)
 			xft_json_string(j, why);
-		} else {
+		else
 			xft_json_null(j);
-		}
 		xft_json_key(j, "path");
 		xft_json_array_begin(j);
 		uint64_t t0 = fl->s.npoints ? fl->s.path[0].t_ns : 0;

@@ -253,6 +253,19 @@ int xft_flow_biggest_gap(const struct xft_flow_summary *f, uint32_t *gap, int *s
 	return found;
 }
 
+int xft_flow_cause_text(const struct xft_flow_summary *f, struct xft_sites *sites, char *buf, size_t len)
+{
+	uint32_t g;
+	int st;
+	if (len)
+		buf[0] = '\0';
+	if (xft_flow_biggest_gap(f, &g, &st) < 0)
+		return -1;
+	xft_split_state_text(&f->gaps[g].split, &f->gaps[g].culprit, (enum xft_state)st,
+			     xft_sites_domain(sites, f->path[g + 1].domain), buf, len);
+	return (int)g;
+}
+
 size_t xft_culprit_text(const struct xft_culprit *c, uint64_t wait_ns, char *buf, size_t len)
 {
 	if (!len)
@@ -261,11 +274,25 @@ size_t xft_culprit_text(const struct xft_culprit *c, uint64_t wait_ns, char *buf
 	if (!wait_ns)
 		return 0;
 	if (!c || !c->wait_ns)
-		return written(snprintf(buf, len, "no switch record names the holder"), len);
+		return written(snprintf(buf, len, "waited, but no switch record names the holder"), len);
 	char who[24];
 	xft_vcpu_name(c->domain, c->vcpu, who, sizeof(who));
 	double share = c->wait_ns >= wait_ns ? 100.0 : 100.0 * (double)c->wait_ns / (double)wait_ns;
-	return written(snprintf(buf, len, "pCPU%u, which ran %s (%.0f%% of the wait)", c->pcpu, who, share), len);
+	return written(snprintf(buf, len, "waited for pCPU%u, which ran %s (%.0f%% of the wait)", c->pcpu, who, share),
+		       len);
+}
+
+size_t xft_hop_culprits_text(const struct xft_hop_split *sp, char *buf, size_t len)
+{
+	char a[128], b[128];
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	xft_culprit_text(&sp->culprit_all, sp->all.ns[XFT_ST_WAIT], a, sizeof(a));
+	xft_culprit_text(&sp->culprit_tail, sp->tail.ns[XFT_ST_WAIT], b, sizeof(b));
+	if (!a[0] && !b[0])
+		return 0;
+	return written(snprintf(buf, len, "%s%s%s", a, a[0] && b[0] ? "; p99+: " : b[0] ? "p99+: " : "", b), len);
 }
 
 size_t xft_sched_status_text(const struct xft_sched_status *st, char *buf, size_t len)

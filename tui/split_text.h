@@ -16,6 +16,7 @@
 
 #include "tui/aggregate.h"
 #include "tui/hop_split.h"
+#include "tui/sites.h"
 
 /* The sum of the states, UINT64_MAX when it would not fit. */
 uint64_t xft_split_total(const struct xft_split *s);
@@ -75,11 +76,21 @@ int xft_split_cause_text(const struct xft_split *s, const struct xft_culprit *c,
  * (gaps NULL, or every gap empty). */
 int xft_flow_biggest_gap(const struct xft_flow_summary *f, uint32_t *gap, int *state);
 
+/* The sentence of the flow's biggest cause (xft_flow_biggest_gap()), the
+ * receiver named by its domain in @sites; returns the gap's index, -1
+ * (and "") when the flow has no split. */
+int xft_flow_cause_text(const struct xft_flow_summary *f, struct xft_sites *sites, char *buf, size_t len);
+
 /* Who held the physical CPU a hop waited for, with its share of the wait
- * @wait_ns: "pCPU1, which ran d0v1 (80% of the wait)"; "no switch record
- * names the holder" when the split has a wait but no culprit; "" with no
- * wait. */
+ * @wait_ns: "waited for pCPU1, which ran d0v1 (80% of the wait)";
+ * "waited, but no switch record names the holder" when the split has a
+ * wait but no culprit; "" with no wait. */
 size_t xft_culprit_text(const struct xft_culprit *c, uint64_t wait_ns, char *buf, size_t len);
+
+/* The culprits of a hop's waits over all its flows and its tail:
+ * "waited for pCPU1, which ran d0v1 (80% of the wait); p99+: waited for
+ * pCPU1, which ran d0v2 (100% of the wait)"; "" when it did not wait. */
+size_t xft_hop_culprits_text(const struct xft_hop_split *sp, char *buf, size_t len);
 
 /* The header's word on the join: "sched: not joined", "sched: joined,
  * clock not yet measured", "sched clock ±3.10us" (and ", lost N" when

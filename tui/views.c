@@ -263,7 +263,7 @@ static void hops_pane(struct xft_app *app, struct xft_canvas *cv, int y, int row
 		return;
 	const struct xft_hop_row *r = &app->frame.hops[app->frame.hop_order[l->sel]];
 	const struct xft_hop_split *sp = &r->split;
-	char line[640], tail[96], a[256], b[256];
+	char line[512], tail[96];
 	snprintf(line, sizeof(line), "%s:%s \u2192 %s:%s: where the time went", r->from_dom, r->from->function,
 		 r->to_dom, r->to->function);
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
@@ -284,12 +284,8 @@ static void hops_pane(struct xft_app *app, struct xft_canvas *cv, int y, int row
 		xft_canvas_put(cv, y + 2, 0, XFT_A_TITLE, "p99+", -1);
 		put_cut(cv, y + 2, 5, XFT_A_DIM, "no flow at or above the p99 split yet");
 	}
-	xft_culprit_text(&sp->culprit_all, sp->all.ns[XFT_ST_WAIT], a, sizeof(a));
-	xft_culprit_text(&sp->culprit_tail, sp->tail.ns[XFT_ST_WAIT], b, sizeof(b));
-	if (!a[0] && !b[0])
+	if (!xft_hop_culprits_text(sp, line, sizeof(line)))
 		snprintf(line, sizeof(line), "no wait for a physical CPU");
-	else
-		snprintf(line, sizeof(line), "waited for %s%s%s", a[0] ? a : "-", b[0] ? "; p99+: " : "", b);
 	put_cut(cv, y + 3, 0, XFT_A_NORMAL, line);
 }
 
@@ -379,15 +375,12 @@ static size_t flows_count(struct xft_app *app)
  * 0 when the flow has no split. */
 static int flow_cause(struct xft_app *app, const struct xft_flow_summary *f, char *buf, size_t len)
 {
-	uint32_t g;
-	int st;
-	if (xft_flow_biggest_gap(f, &g, &st) < 0)
+	char why[256];
+	int g = xft_flow_cause_text(f, &app->sites, why, sizeof(why));
+	if (g < 0)
 		return 0;
 	const struct xft_point *a = &f->path[g], *b = &f->path[g + 1];
-	const char *rx = xft_sites_domain(&app->sites, b->domain);
-	char why[256];
-	xft_split_state_text(&f->gaps[g].split, &f->gaps[g].culprit, (enum xft_state)st, rx, why, sizeof(why));
-	snprintf(buf, len, "%s (gap %" PRIu32 ", %s \u2192 %s)", why, g + 1,
+	snprintf(buf, len, "%s (gap %d, %s \u2192 %s)", why, g + 1,
 		 xft_sites_get(&app->sites, a->domain, a->site)->function,
 		 xft_sites_get(&app->sites, b->domain, b->site)->function);
 	return 1;

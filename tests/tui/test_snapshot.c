@@ -417,7 +417,7 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 	cr_assert(strstr(text, "sched clock \u00b13.10us; 1000 scheduler records, 0 lost"));
 	cr_assert(strstr(text, "???] #wait 60% =run 30% ?unknown 10%\n"));
 	cr_assert(strstr(text, "-] #wait 95% -blocked 5% (12 flows)\n"));
-	cr_assert(strstr(text, "    waited for pCPU1, which ran d0v1 (80% of the wait); p99+: pCPU1, which ran d0v2"));
+	cr_assert(strstr(text, "    waited for pCPU1, which ran d0v1 (80% of the wait); p99+: waited for pCPU1, which ran d0v2"));
 	cr_assert(strstr(text, "  gaps by state:\n"));
 	char d[16];
 	xft_format_ns(gaps[big].split.ns[XFT_ST_WAIT], d, sizeof(d));

@@ -289,11 +289,11 @@ Test(split_text, the_culprit_of_a_hop_s_wait)
 	cr_assert_eq(xft_culprit_text(&c, 0, buf, sizeof(buf)), 0, "no wait");
 	cr_assert_str_eq(buf, "");
 	xft_culprit_text(&c, 1000, buf, sizeof(buf));
-	cr_assert_str_eq(buf, "pCPU1, which ran d0v1 (80% of the wait)");
+	cr_assert_str_eq(buf, "waited for pCPU1, which ran d0v1 (80% of the wait)");
 	xft_culprit_text(&c, 500, buf, sizeof(buf));
-	cr_assert_str_eq(buf, "pCPU1, which ran d0v1 (100% of the wait)", "never more than all of it");
+	cr_assert_str_eq(buf, "waited for pCPU1, which ran d0v1 (100% of the wait)", "never more than all of it");
 	xft_culprit_text(NULL, 1000, buf, sizeof(buf));
-	cr_assert_str_eq(buf, "no switch record names the holder");
+	cr_assert_str_eq(buf, "waited, but no switch record names the holder");
 }
 
 Test(split_text, the_header_s_word_on_the_join)
@@ -318,4 +318,27 @@ Test(split_text, the_header_s_word_on_the_join)
 	st.trace_lost = 0;
 	xft_sched_status_text(&st, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "sched clock \u00b10ns", "a measured zero is not 'not measured'");
+}
+
+Test(split_text, a_hop_s_culprits_over_all_and_the_tail)
+{
+	char buf[256];
+	struct xft_hop_split sp = { 0 };
+	cr_assert_eq(xft_hop_culprits_text(&sp, buf, sizeof(buf)), 0, "no wait, no words");
+	cr_assert_str_eq(buf, "");
+	sp.tail.ns[XFT_ST_WAIT] = 100;
+	sp.culprit_tail = (struct xft_culprit){ .wait_ns = 100, .domain = 3, .vcpu = 0, .pcpu = 2 };
+	xft_hop_culprits_text(&sp, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "p99+: waited for pCPU2, which ran d3v0 (100% of the wait)", "only the tail waited");
+	sp.all.ns[XFT_ST_WAIT] = 1000;
+	sp.culprit_all = (struct xft_culprit){ .wait_ns = 250, .domain = 0, .vcpu = 1, .pcpu = 1 };
+	xft_hop_culprits_text(&sp, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "waited for pCPU1, which ran d0v1 (25% of the wait); p99+: waited for pCPU2, which ran d3v0 "
+			      "(100% of the wait)");
+	sp.tail.ns[XFT_ST_WAIT] = 0;
+	xft_hop_culprits_text(&sp, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "waited for pCPU1, which ran d0v1 (25% of the wait)");
+	sp.culprit_all.wait_ns = 0;
+	xft_hop_culprits_text(&sp, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "waited, but no switch record names the holder");
 }
