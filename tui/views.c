@@ -220,7 +220,7 @@ static void draw_split_line(struct xft_canvas *cv, int y, const char *label, int
 	draw_split_bar(cv, y, x, wbar, s);
 	x += wbar + 1;
 	char pct[256];
-	xft_split_percent_text(s, cv->cols - x, pct, sizeof(pct));
+	xft_split_percent_text(s, cv->cols > x ? cv->cols - x : 0, pct, sizeof(pct));
 	x += xft_canvas_put(cv, y, x, XFT_A_NORMAL, pct, -1);
 	if (tail && *tail)
 		put_cut(cv, y, x, XFT_A_DIM, tail);
@@ -1059,8 +1059,9 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 		ns += ((unsigned char)*c & 0xc0) != 0x80; /* cells: UTF-8 lead bytes */
 	int sx = cv->cols - ns;
 	xft_canvas_put(cv, 0, 0, XFT_A_TITLE, "xflowtop", -1);
-	xft_canvas_put(cv, 0, 9, XFT_A_VALUE, app->note ? app->note : "live I/O flows", sx - 11 > 0 ? sx - 11 : 0);
-	if (sx > 20)
+	int room = sx > 20 ? sx - 11 : -1; /* too narrow for both: the note alone */
+	xft_canvas_put(cv, 0, 9, XFT_A_VALUE, app->note ? app->note : "live I/O flows", room);
+	if (room >= 0)
 		xft_canvas_put(cv, 0, sx, !sch->joined ? XFT_A_DIM : sch->trace_lost ? XFT_A_WARN : XFT_A_VALUE, sched, -1);
 
 	/* Domains grouped by the collector that reaches them. */

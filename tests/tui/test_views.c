@@ -594,6 +594,15 @@ Test(views, hops_split_fits_narrow_terminals)
 		cr_assert_geq(y, 0);
 		cr_assert(strstr(line, "\u2026"), "width %d: %s", widths[i], line);
 	}
+	/* The header: the status at the right while there is room beside the
+	 * note, else the note alone. */
+	char top[256];
+	apptest_draw(app, 24, 40);
+	xft_canvas_row(&app->canvas, 0, top, sizeof(top));
+	cr_assert(!strncmp(top, "xflowtop live I/O", 17) && strstr(top, " sched clock \u00b13.10us"), "%s", top);
+	apptest_draw(app, 24, 24);
+	xft_canvas_row(&app->canvas, 0, top, sizeof(top));
+	cr_assert_str_eq(top, "xflowtop live I/O flows ");
 	/* Too few rows for the pane: the table keeps them. */
 	apptest_draw(app, 12, 80);
 	cr_assert(!apptest_screen_has(app, "p99+"));
