@@ -560,9 +560,10 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 	if ((rc = xft_frame_init(&app->frame, &app->cfg.limits)))
 		goto oom;
 	app->ui.path_points = calloc(app->cfg.limits.max_path, sizeof(*app->ui.path_points));
+	app->ui.path_gaps = calloc(app->cfg.limits.max_path, sizeof(*app->ui.path_gaps));
 	app->ui.hist_copy = malloc(sizeof(*app->ui.hist_copy));
 	app->ui.hist_copy_hop = UINT32_MAX;
-	if (!app->ui.path_points || !app->ui.hist_copy) {
+	if (!app->ui.path_points || !app->ui.path_gaps || !app->ui.hist_copy) {
 		rc = -ENOMEM;
 		goto oom;
 	}
@@ -609,6 +610,8 @@ void xft_app_fini(struct xft_app *app)
 	xft_sites_fini(&app->sites);
 	free(app->ui.path_points);
 	app->ui.path_points = NULL;
+	free(app->ui.path_gaps);
+	app->ui.path_gaps = NULL;
 	free(app->ui.hist_copy);
 	app->ui.hist_copy = NULL;
 	free(app->hv_vcpu_order);

@@ -120,6 +120,7 @@ struct xft_ui {
 	/* The flow the path view shows: a copy, so it stays while the top-K moves. */
 	struct xft_flow_row path;
 	struct xft_point *path_points;
+	struct xft_gap_split *path_gaps; /* its gaps' split, when it has one */
 	int have_path;
 	/* The hop the histogram view shows (index in the model), and its
 	 * histogram as of the last refresh, so a paused screen stays still. */

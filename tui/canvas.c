@@ -65,6 +65,7 @@ static uint32_t ascii_of(uint32_t cp)
 	case 0x25bc: return 'v';
 	case 0x25b2: return '^';
 	case 0x00b7: case 0x2026: return '.';
+	case 0x00b1: return '~'; /* a clock error's plus-or-minus */
 	default: return '?';
 	}
 }

@@ -26,7 +26,11 @@ enum xft_attr {
 	XFT_A_KEYTEXT,  /* function-key labels */
 	XFT_A_WARN,
 	XFT_A_TAB,      /* the current view's tab */
-	XFT_A_COUNT
+	/* The cells of split bars, XFT_A_STATE + enum xft_state
+	 * (tui/hop_split.h): each state has its colour, and its glyph too,
+	 * so that a bar reads without colour. */
+	XFT_A_STATE,
+	XFT_A_COUNT = XFT_A_STATE + 8
 };
 
 struct xft_canvas {

@@ -70,6 +70,15 @@ static void set_attrs(struct curses_state *st, int color)
 		a[XFT_A_KEYTEXT] = COLOR_PAIR(2);
 		a[XFT_A_WARN] = COLOR_PAIR(6) | A_BOLD;
 		a[XFT_A_TAB] = COLOR_PAIR(1) | A_BOLD;
+		/* Split bars: run green, wait red, notify yellow, backend
+		 * blue, blocked magenta, offline and Xen cyan and white, '?'
+		 * dim; their glyphs tell them apart without colour. */
+		static const short state_fg[] = { COLOR_GREEN, COLOR_RED,  COLOR_YELLOW, COLOR_BLUE,
+						  COLOR_MAGENTA, COLOR_CYAN, COLOR_WHITE, -1 };
+		for (int i = 0; i < XFT_A_COUNT - XFT_A_STATE; i++) {
+			init_pair((short)(7 + i), state_fg[i], -1);
+			a[XFT_A_STATE + i] = COLOR_PAIR(7 + i) | (i == 1 ? A_BOLD : 0);
+		}
 		return;
 	}
 	/* No colours: reverse video and bold carry the structure. */
@@ -85,6 +94,8 @@ static void set_attrs(struct curses_state *st, int color)
 	a[XFT_A_KEYTEXT] = A_REVERSE;
 	a[XFT_A_WARN] = A_BOLD;
 	a[XFT_A_TAB] = A_REVERSE | A_BOLD;
+	for (int i = XFT_A_STATE; i < XFT_A_COUNT; i++)
+		a[i] = A_NORMAL; /* the glyphs carry the states */
 }
 
 static void fit_canvas(struct xft_app *app)

@@ -390,8 +390,9 @@ int xft_frame_init(struct xft_frame *f, const struct xft_agg_limits *l)
 	f->flows = calloc(f->flows_cap, sizeof(*f->flows));
 	f->flow_order = calloc(f->flows_cap, sizeof(*f->flow_order));
 	f->points = calloc((size_t)f->flows_cap * f->max_path, sizeof(*f->points));
+	f->gaps = calloc((size_t)f->flows_cap * f->max_path, sizeof(*f->gaps));
 	if (!f->hops || !f->cache || !f->row_count || !f->hop_order || !f->flows ||
-	    !f->flow_order || !f->points) {
+	    !f->flow_order || !f->points || !f->gaps) {
 		xft_frame_fini(f);
 		return -ENOMEM;
 	}
@@ -407,6 +408,7 @@ void xft_frame_fini(struct xft_frame *f)
 	free(f->flows);
 	free(f->flow_order);
 	free(f->points);
+	free(f->gaps);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -417,6 +419,7 @@ void xft_frame_build(struct xft_frame *f, const struct xft_agg *a, struct xft_si
 	if (n > f->hops_cap)
 		n = f->hops_cap;
 	f->st = *xft_agg_stats(a);
+	f->sched = *xft_agg_sched_status(a);
 	f->total_ns = 0;
 	for (size_t i = 0; i < n; i++)
 		f->total_ns += hops[i].total_ns;
@@ -446,6 +449,9 @@ void xft_frame_build(struct xft_frame *f, const struct xft_agg *a, struct xft_si
 		c->from_dom = xft_sites_domain(sites, c->from_domain);
 		c->to_dom = xft_sites_domain(sites, c->to_domain);
 		c->share = f->total_ns ? (double)c->total_ns / (double)f->total_ns : 0;
+		/* A hop's samples are split once every pCPU's trace has
+		 * passed them, after they were counted: copied each time. */
+		c->split = h->split;
 		f->hops[i] = *c;
 	}
 	f->nhops = n;
@@ -460,6 +466,11 @@ void xft_frame_build(struct xft_frame *f, const struct xft_agg *a, struct xft_si
 		r->s.path = &f->points[i * f->max_path];
 		if (np)
 			memcpy(r->s.path, top[i].path, np * sizeof(*r->s.path));
+		r->s.gaps = NULL;
+		if (top[i].gaps && np > 1) {
+			r->s.gaps = &f->gaps[i * f->max_path];
+			memcpy(r->s.gaps, top[i].gaps, (np - 1) * sizeof(*r->s.gaps));
+		}
 		r->duration_ns = top[i].end_ns - top[i].start_ns;
 		r->origin_dom = xft_sites_domain(sites, top[i].origin_domain);
 		r->first = np ? xft_sites_get(sites, r->s.path[0].domain, r->s.path[0].site) : &sites->other;

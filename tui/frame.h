@@ -25,10 +25,11 @@ struct xft_hop_row {
 	uint16_t from_domain, to_domain;
 	uint64_t count, total_ns, min, p50, p90, p99, p999, max, mean;
 	double share; /* of the total time of all hops, 0..1 */
+	struct xft_hop_split split; /* where its time went, as of this frame */
 };
 
 struct xft_flow_row {
-	struct xft_flow_summary s; /* s.path points into the frame */
+	struct xft_flow_summary s; /* s.path and s.gaps point into the frame */
 	uint64_t duration_ns;
 	const char *origin_dom;
 	const struct xft_site *first, *last;
@@ -143,9 +144,11 @@ struct xft_frame {
 	uint32_t *flow_order;
 	size_t nflow_shown;
 	struct xft_point *points;
+	struct xft_gap_split *gaps; /* max_path per flow, as points */
 	uint32_t max_path;
 	uint64_t total_ns;
 	struct xft_agg_stats st;
+	struct xft_sched_status sched;
 };
 
 int xft_frame_init(struct xft_frame *f, const struct xft_agg_limits *l);

@@ -18,6 +18,7 @@
 #include "export/export.h"
 #include "tui/app.h"
 #include "tui/metrics.h"
+#include "tui/split_text.h"
 #include "xflow/clock.h"
 
 #define OTHER "(other)"
@@ -46,6 +47,19 @@ FAMILY(f_hop_drops, "xflowtop_hop_samples_dropped_total", XFX_COUNTER,
        "Hop latencies not recorded because the model's hop table (max-hops) was full.");
 FAMILY(f_hop, "xflowtop_hop_latency_seconds", XFX_HISTOGRAM,
        "Time from one point of a flow to the next, by hop (from and to: domain:function).");
+FAMILY(f_hop_state, "xflowtop_hop_state_seconds_total", XFX_COUNTER,
+       "Time of the hops by where it went once Xen's scheduler trace is joined (state: run, wait, notify, backend, "
+       "blocked, offline, xen, unknown), summed over their flows; hops as in xflowtop_hop_latency_seconds.");
+FAMILY(f_sched_joined, "xflowtop_sched_joined", XFX_GAUGE, "1 while Xen's scheduler trace is joined to the flows.");
+FAMILY(f_sched_error, "xflowtop_sched_clock_error_seconds", XFX_GAUGE,
+       "Measured error between the flows' time and the scheduler trace's (absent until measured).");
+FAMILY(f_sched_records, "xflowtop_sched_trace_records_total", XFX_COUNTER,
+       "Scheduler records taken into the per-vCPU timeline.");
+FAMILY(f_sched_lost, "xflowtop_sched_trace_lost_total", XFX_COUNTER,
+       "Scheduler records Xen or the timeline lost: the time they cover is split as unknown.");
+FAMILY(f_sched_split, "xflowtop_sched_hops_split_total", XFX_COUNTER, "Hop samples split by state.");
+FAMILY(f_sched_pending, "xflowtop_sched_hops_pending", XFX_GAUGE,
+       "Hop samples waiting for every physical CPU's trace to pass their end before they are split.");
 FAMILY(f_keyed, "xflowtop_keyed_handoffs_total", XFX_COUNTER,
        "Sides of keyed cross-domain handoffs by outcome: joined (pairs), unmatched_out, unmatched_in, conflict, "
        "refused (a domain past half of max-handoffs), full.");
@@ -140,6 +154,7 @@ struct xft_metrics {
 	size_t ncache, nhops;     /* allocated; model hops in the series */
 	uint32_t names_fp;        /* the domain names when the series were named */
 	struct hist_acc *hop_acc; /* per hop slot, then one for the folded */
+	struct xft_split *state_acc; /* per hop slot as hop_acc: the hops' split */
 	/* Per name slot, the last one for the folded names. */
 	struct dom_acc dom_acc[MAX_NAMES + 1];
 	struct asp_acc asp_acc[MAX_NAMES + 1];
@@ -302,6 +317,16 @@ static uint64_t update_hops(struct xft_app *app, struct xft_metrics *m)
 	return (nh - known) + m->hop_acc[max].n;
 }
 
+/* A hop slot's key, "from\0to", back into its two labels. */
+static void hop_key_split(const char *key, size_t n, char *from, char *to)
+{
+	size_t fl = strnlen(key, n);
+	memcpy(from, key, fl);
+	from[fl] = '\0';
+	memcpy(to, key + fl + 1, n - fl - 1);
+	to[n - fl - 1] = '\0';
+}
+
 static void put_hops(struct xft_app *app, struct xft_metrics *m, struct xfx_snap *s)
 {
 	uint64_t folded = update_hops(app, m);
@@ -318,17 +343,56 @@ static void put_hops(struct xft_app *app, struct xft_metrics *m, struct xfx_snap
 		size_t n;
 		const char *key = slot < max ? xfx_fold_key(m->hops, slot, &n) : NULL;
 		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
-		if (key) {
-			size_t fl = strnlen(key, n);
-			memcpy(from, key, fl);
-			from[fl] = '\0';
-			memcpy(to, key + fl + 1, n - fl - 1);
-			to[n - fl - 1] = '\0';
-		}
+		if (key)
+			hop_key_split(key, n, from, to);
 		xfx_snap_label(s, "from", key ? from : OTHER);
 		xfx_snap_label(s, "to", key ? to : OTHER);
 		xfx_snap_hist(s, a->buckets, a->count, a->sum_ns);
 	}
+}
+
+/* Where the hops' time went, by the hop series' slots (so bounded and
+ * folded as they are).  Summed again at each publish: a hop's split grows
+ * after its samples were counted, when the trace has passed them.  A
+ * slot's states appear once some of its time was split, and stay. */
+static void put_hop_states(struct xft_app *app, struct xft_metrics *m, struct xfx_snap *s)
+{
+	size_t nh;
+	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
+	uint32_t max = xfx_fold_max(m->hops);
+	memset(m->state_acc, 0, (max + 1) * sizeof(*m->state_acc));
+	for (size_t i = 0; i < m->nhops && i < nh; i++)
+		xft_split_add(&m->state_acc[m->cache[i].slot], &hops[i].split.all);
+	xfx_snap_family(s, &f_hop_state);
+	for (uint32_t slot = 0; slot <= max; slot++) {
+		if (!m->hop_acc[slot].n || !xft_split_total(&m->state_acc[slot]))
+			continue;
+		size_t n;
+		const char *key = slot < max ? xfx_fold_key(m->hops, slot, &n) : NULL;
+		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
+		if (key)
+			hop_key_split(key, n, from, to);
+		for (int st = 0; st < XFT_NSTATES; st++) {
+			xfx_snap_label(s, "from", key ? from : OTHER);
+			xfx_snap_label(s, "to", key ? to : OTHER);
+			xfx_snap_label(s, "state", xft_state_label((enum xft_state)st));
+			xfx_snap_seconds(s, m->state_acc[slot].ns[st]);
+		}
+	}
+}
+
+static void put_sched(struct xft_app *app, struct xfx_snap *s)
+{
+	const struct xft_sched_status *st = xft_agg_sched_status(app->agg);
+	one(s, &f_sched_joined, st->joined != 0);
+	if (st->joined && st->clock_error_ns != UINT64_MAX) {
+		xfx_snap_family(s, &f_sched_error);
+		xfx_snap_seconds(s, st->clock_error_ns);
+	}
+	one(s, &f_sched_records, st->trace_records);
+	one(s, &f_sched_lost, st->trace_lost);
+	one(s, &f_sched_split, st->hops_split);
+	one(s, &f_sched_pending, st->hops_pending);
 }
 
 static void put_model(struct xft_app *app, struct xfx_snap *s)
@@ -522,6 +586,8 @@ void xft_metrics_publish(struct xft_app *app)
 	xfx_snap_reset(s, m->host);
 	put_model(app, s);
 	put_hops(app, m, s);
+	put_hop_states(app, m, s);
+	put_sched(app, s);
 	put_collectors(app, s);
 	put_domains(app, m, s);
 	put_aspects(app, m, s);
@@ -550,7 +616,8 @@ int xft_metrics_start(struct xft_app *app, char *err, size_t errlen)
 	uint32_t max = cfg->metrics_max_hops;
 	if ((rc = xfx_fold_new(max, &m->hops)) || (rc = xfx_fold_new(MAX_NAMES, &m->domains)) ||
 	    (rc = xfx_fold_new(MAX_NAMES, &m->aspects)) || (rc = xfx_fold_new(MAX_NAMES, &m->xen_domains)) ||
-	    !(m->hop_acc = calloc(max + 1, sizeof(*m->hop_acc)))) {
+	    !(m->hop_acc = calloc(max + 1, sizeof(*m->hop_acc))) ||
+	    !(m->state_acc = calloc(max + 1, sizeof(*m->state_acc)))) {
 		snprintf(err, errlen, "--listen: out of memory");
 		rc = -ENOMEM;
 		goto fail;
@@ -588,6 +655,7 @@ void xft_metrics_stop(struct xft_app *app)
 	xfx_fold_free(m->xen_domains);
 	free(m->cache);
 	free(m->hop_acc);
+	free(m->state_acc);
 	free(m);
 	app->metrics = NULL;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "tui/report.h"
+#include "tui/split_text.h"
 
 /* --- text ----------------------------------------------------------------- */
 
@@ -192,6 +193,77 @@ void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables)
 		fprintf(f, "unknown event %#010" PRIx32 ": %" PRIu64 "\n", hv->unknown[i].event, hv->unknown[i].count);
 }
 
+/* "[bar] #wait 60% =run 30%", or "not split yet". */
+static void split_line_text(FILE *f, const char *label, const struct xft_split *s, int width)
+{
+	char bar[512], pct[256];
+	if (!xft_split_total(s)) {
+		fprintf(f, "    %-5s not split yet\n", label);
+		return;
+	}
+	xft_split_bar_text(s, width, bar, sizeof(bar));
+	xft_split_percent_text(s, -1, pct, sizeof(pct));
+	fprintf(f, "    %-5s [%s] %s", label, bar, pct);
+}
+
+void xft_report_split_text(struct xft_app *app, FILE *f, int width)
+{
+	const struct xft_sched_status *st = &app->frame.sched;
+	char status[96];
+	xft_sched_status_text(st, status, sizeof(status));
+	if (!st->joined) {
+		fprintf(f, "not split: no scheduler trace is joined (%s)\n", status);
+		return;
+	}
+	fprintf(f, "%s; %" PRIu64 " scheduler records, %" PRIu64 " lost; %" PRIu64 " hop samples split, %" PRIu64
+		   " waiting for the trace\n",
+		status, st->trace_records, st->trace_lost, st->hops_split, st->hops_pending);
+	for (size_t r = 0; r < app->frame.nhop_shown; r++) {
+		const struct xft_hop_row *h = &app->frame.hops[app->frame.hop_order[r]];
+		const struct xft_hop_split *sp = &h->split;
+		char culprits[512];
+		fprintf(f, "  %s:%s -> %s:%s\n", h->from_dom, h->from->function, h->to_dom, h->to->function);
+		split_line_text(f, "all", &sp->all, width);
+		if (xft_split_total(&sp->all))
+			fputc('\n', f);
+		if (sp->tail_count) {
+			split_line_text(f, "p99+", &sp->tail, width);
+			fprintf(f, " (%" PRIu64 " flows)\n", sp->tail_count);
+		}
+		if (xft_hop_culprits_text(sp, culprits, sizeof(culprits)))
+			fprintf(f, "    %s\n", culprits);
+	}
+}
+
+void xft_report_gaps_text(struct xft_app *app, FILE *f, const struct xft_flow_row *r, int width)
+{
+	if (!r->s.gaps || r->s.npoints < 2)
+		return;
+	fprintf(f, "  gaps by state:\n");
+	for (uint32_t g = 0; g + 1 < r->s.npoints; g++) {
+		const struct xft_point *a = &r->s.path[g], *b = &r->s.path[g + 1];
+		char name[160], label[16], gap[16];
+		snprintf(name, sizeof(name), "%s -> %s", xft_sites_get(&app->sites, a->domain, a->site)->function,
+			 xft_sites_get(&app->sites, b->domain, b->site)->function);
+		xft_format_ns(b->t_ns - a->t_ns, gap, sizeof(gap));
+		snprintf(label, sizeof(label), "%" PRIu32, g + 1);
+		fprintf(f, "  %4s %-48.48s %8s", label, name, gap);
+		const struct xft_split *s = &r->s.gaps[g].split;
+		if (!xft_split_total(s)) {
+			fprintf(f, "  not split\n");
+			continue;
+		}
+		char bar[512], pct[256];
+		xft_split_bar_text(s, width, bar, sizeof(bar));
+		xft_split_percent_text(s, -1, pct, sizeof(pct));
+		fprintf(f, "  [%s] %s\n", bar, pct);
+	}
+	char why[256];
+	int g = xft_flow_cause_text(&r->s, &app->sites, why, sizeof(why));
+	if (g >= 0)
+		fprintf(f, "  cause: %s (gap %d)\n", why, g + 1);
+}
+
 void xft_report_domains_text(struct xft_app *app, FILE *f)
 {
 	fprintf(f, "%4s %-11s %-5s %7s %10s %7s %7s %s\n", "ID", "NAME", "STATE", "TARGETS", "RECORDS", "REC/S",
@@ -240,6 +312,9 @@ int xft_report_text(struct xft_app *app, FILE *f)
 		fprintf(f, "  %-44s %9s %9s %9s %9s %9s %9s\n", name, q[0], q[1], q[2], q[3], q[4], q[5]);
 	}
 
+	fprintf(f, "\n== Where the hops' time went (=run #wait ~notify +backend -blocked .offline *xen ?unknown)\n");
+	xft_report_split_text(app, f, 40);
+
 	size_t nh;
 	const struct xft_hop *hops = xft_agg_hops(app->agg, &nh);
 	size_t top = app->frame.nhop_shown < 5 ? app->frame.nhop_shown : 5;
@@ -257,6 +332,7 @@ int xft_report_text(struct xft_app *app, FILE *f)
 	for (size_t r = 0; r < app->frame.nflow_shown; r++) {
 		fprintf(f, "\n#%zu ", r + 1);
 		xft_report_path_text(app, f, &app->frame.flows[app->frame.flow_order[r]]);
+		xft_report_gaps_text(app, f, &app->frame.flows[app->frame.flow_order[r]], 30);
 	}
 	if (app->hv) {
 		fprintf(f, "\n== Hypervisor\n");
@@ -290,6 +366,64 @@ static void json_site(struct xft_json *j, struct xft_app *app, uint16_t dom, con
 	} while (0)
 
 static void json_hv(struct xft_app *app, struct xft_json *j);
+
+/* {"run": ns, "wait": ns, ..., "unknown": ns}: every state, by its label. */
+static void json_split_ns(struct xft_json *j, const struct xft_split *s)
+{
+	xft_json_object_begin(j);
+	for (int i = 0; i < XFT_NSTATES; i++)
+		JU(xft_state_label((enum xft_state)i), s->ns[i]);
+	xft_json_object_end(j);
+}
+
+/* Who held the pCPU waited for, or null when nobody is known to. */
+static void json_culprit(struct xft_json *j, const struct xft_culprit *c)
+{
+	if (!c->wait_ns) {
+		xft_json_null(j);
+		return;
+	}
+	char who[24];
+	xft_vcpu_name(c->domain, c->vcpu, who, sizeof(who));
+	xft_json_object_begin(j);
+	JU("pcpu", c->pcpu);
+	JU("domain_id", c->domain);
+	JU("vcpu", c->vcpu);
+	xft_json_key(j, "holder");
+	xft_json_string(j, who);
+	JU("wait_ns", c->wait_ns);
+	xft_json_object_end(j);
+}
+
+/* {"ns": {...}, "culprit": ...}, and "flows" first when @flows >= 0. */
+static void json_split(struct xft_json *j, const struct xft_split *s, const struct xft_culprit *c, int64_t flows)
+{
+	xft_json_object_begin(j);
+	if (flows >= 0)
+		JU("flows", (uint64_t)flows);
+	xft_json_key(j, "ns");
+	json_split_ns(j, s);
+	xft_json_key(j, "culprit");
+	json_culprit(j, c);
+	xft_json_object_end(j);
+}
+
+static void json_sched(struct xft_json *j, const struct xft_sched_status *st)
+{
+	xft_json_object_begin(j);
+	xft_json_key(j, "joined");
+	xft_json_bool(j, st->joined);
+	xft_json_key(j, "clock_error_ns");
+	if (st->joined && st->clock_error_ns != UINT64_MAX)
+		xft_json_u64(j, st->clock_error_ns);
+	else
+		xft_json_null(j);
+	JU("trace_records", st->trace_records);
+	JU("trace_lost", st->trace_lost);
+	JU("hops_split", st->hops_split);
+	JU("hops_pending", st->hops_pending);
+	xft_json_object_end(j);
+}
 
 void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 {
@@ -427,6 +561,9 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("resident_bytes", app->resident_bytes);
 	xft_json_object_end(j);
 
+	xft_json_key(j, "sched");
+	json_sched(j, &app->frame.sched);
+
 	const struct xft_agg_limits *l = &app->cfg.limits;
 	xft_json_key(j, "limits");
 	xft_json_object_begin(j);
@@ -463,6 +600,13 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		JU("p99_ns", h->p99);
 		JU("p999_ns", h->p999);
 		JU("max_ns", h->max);
+		xft_json_key(j, "split");
+		xft_json_object_begin(j);
+		xft_json_key(j, "all");
+		json_split(j, &h->split.all, &h->split.culprit_all, -1);
+		xft_json_key(j, "tail");
+		json_split(j, &h->split.tail, &h->split.culprit_tail, (int64_t)h->split.tail_count);
+		xft_json_object_end(j);
 		if ((flags & XFT_REPORT_HISTOGRAMS) && h->hop < nh) {
 			xft_json_key(j, "histogram");
 			xft_json_array_begin(j);
@@ -497,6 +641,12 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		xft_json_key(j, "expired");
 		xft_json_bool(j, fl->s.expired);
 		JU("points_lost", fl->s.points_lost);
+		char why[256];
+		xft_json_key(j, "cause");
+		if (xft_flow_cause_text(&fl->s, &app->sites, why, sizeof(why)) >= 0)
+			xft_json_string(j, why);
+		else
+			xft_json_null(j);
 		xft_json_key(j, "path");
 		xft_json_array_begin(j);
 		uint64_t t0 = fl->s.npoints ? fl->s.path[0].t_ns : 0;
@@ -515,6 +665,10 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 			xft_json_key(j, "function");
 			xft_json_string(j, s->function);
 			JU("site", pt->site);
+			if (p && fl->s.gaps) {
+				xft_json_key(j, "split");
+				json_split(j, &fl->s.gaps[p - 1].split, &fl->s.gaps[p - 1].culprit, -1);
+			}
 			xft_json_object_end(j);
 		}
 		xft_json_array_end(j);
@@ -650,7 +804,8 @@ int xft_report_json_file(struct xft_app *app, FILE *f)
 /*
  * One process and one thread per domain (pid = tid = domain id), one
  * complete event ("X") per point lasting until the flow's next point, and a
- * flow arrow ("s" then "f") per hop.  The slowest flows overlap in real
+ * flow arrow ("s" then "f") per hop.  With a split, a point's args say
+ * where the gap to the next point went (state_ns) and its biggest cause.  The slowest flows overlap in real
  * time, and slices on one track must nest, so each flow is laid out after
  * the previous one (its real start is in args.start_ns).
  */
@@ -739,6 +894,20 @@ int xft_report_trace(struct xft_app *app, FILE *f)
 			xft_json_double(&j, (double)(pt->t_ns - t0) / 1e3);
 			xft_json_key(&j, "start_ns");
 			xft_json_u64(&j, pt->t_ns);
+			/* The gap this slice lasts, by state: in its args, not
+			 * as nested slices.  The split holds each state's total,
+			 * not when it happened: slices would draw an order in
+			 * time the data does not have. */
+			const struct xft_gap_split *gs = fl->s.gaps && p + 1 < fl->s.npoints ? &fl->s.gaps[p] : NULL;
+			if (gs && xft_split_total(&gs->split)) {
+				char why[256];
+				xft_json_key(&j, "state_ns");
+				json_split_ns(&j, &gs->split);
+				xft_split_cause_text(&gs->split, &gs->culprit,
+						     xft_sites_domain(&app->sites, fl->s.path[p + 1].domain), why, sizeof(why));
+				xft_json_key(&j, "cause");
+				xft_json_string(&j, why);
+			}
 			xft_json_object_end(&j);
 			xft_json_object_end(&j);
 			if (p + 1 < fl->s.npoints) {

@@ -31,6 +31,15 @@ void xft_report_summary_text(struct xft_app *app, FILE *f);
  * there is none. */
 void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables);
 
+/* Where the shown hops' time went (tui/hop_split.h): per hop, a bar and
+ * the states' shares over all its flows and over its slowest 1 %, and who
+ * held the CPU it waited for; one line instead when no scheduler trace is
+ * joined.  @width: the bars' cells. */
+void xft_report_split_text(struct xft_app *app, FILE *f, int width);
+/* Each gap of @r's path by state, and its biggest cause; nothing when the
+ * flow has no split (gaps NULL). */
+void xft_report_gaps_text(struct xft_app *app, FILE *f, const struct xft_flow_row *r, int width);
+
 /* The whole text report of a snapshot. */
 int xft_report_text(struct xft_app *app, FILE *f);
 

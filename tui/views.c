@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "tui/app.h"
+#include "tui/split_text.h"
 #include "xflow/clock.h"
+
+_Static_assert(XFT_A_COUNT - XFT_A_STATE == XFT_NSTATES, "one bar attribute per state of tui/hop_split.h");
 
 #define XFT_RX_HANDLED (1u << 8) /* internal: a view consumed the key */
 
@@ -181,6 +184,55 @@ static void empty_note(struct xft_canvas *cv, int y, const char *text)
 	xft_canvas_put(cv, y, 1, XFT_A_DIM, text, -1);
 }
 
+/* @text at (y, x) up to the right edge; cut with an ellipsis rather than
+ * in the middle of a word without a sign. */
+static int put_cut(struct xft_canvas *cv, int y, int x, int attr, const char *text)
+{
+	int room = cv->cols - x;
+	if (room <= 0)
+		return 0;
+	int n = xft_canvas_put(cv, y, x, attr, text, room);
+	if (n == room && text[0] && (int)strlen(text) > room) /* ASCII: the sentences are */
+		xft_canvas_fill(cv, y, x + room - 1, 1, attr, 0x2026);
+	return n;
+}
+
+/* A split as a stacked bar of @w cells at (y, x), each cell its state's
+ * glyph in its state's colour.  Returns the cells drawn (0: empty split). */
+static int draw_split_bar(struct xft_canvas *cv, int y, int x, int w, const struct xft_split *s)
+{
+	unsigned char cells[512];
+	if (w > (int)sizeof(cells))
+		w = (int)sizeof(cells);
+	int n = xft_split_cells(s, w, cells);
+	for (int i = 0; i < n; i++)
+		xft_canvas_fill(cv, y, x + i, 1, XFT_A_STATE + cells[i], (unsigned char)xft_state_glyph(cells[i]));
+	return n;
+}
+
+/* One line of a split: @label, a bar of @wbar cells and the states'
+ * percentages as far as the line has room for whole ones, then @tail. */
+static void draw_split_line(struct xft_canvas *cv, int y, const char *label, int wbar, const struct xft_split *s,
+			    const char *tail)
+{
+	int x = xft_canvas_put(cv, y, 0, XFT_A_TITLE, label, -1);
+	x += 1;
+	draw_split_bar(cv, y, x, wbar, s);
+	x += wbar + 1;
+	char pct[256];
+	xft_split_percent_text(s, cv->cols > x ? cv->cols - x : 0, pct, sizeof(pct));
+	x += xft_canvas_put(cv, y, x, XFT_A_NORMAL, pct, -1);
+	if (tail && *tail)
+		put_cut(cv, y, x, XFT_A_DIM, tail);
+}
+
+/* The bar width of split lines: a third of the screen, 4 to 40 cells. */
+static int split_bar_width(const struct xft_canvas *cv)
+{
+	int w = (cv->cols - 6) / 3;
+	return w < 4 ? 4 : w > 40 ? 40 : w;
+}
+
 /* --- hops view ------------------------------------------------------------ */
 
 static size_t hops_count(struct xft_app *app)
@@ -188,24 +240,91 @@ static size_t hops_count(struct xft_app *app)
 	return app->frame.nhop_shown;
 }
 
+/* Rows at the bottom of the hops view for where the selected hop's time
+ * went: a line saying there is no split, or the hop, its two bars and the
+ * culprits of its waits. */
+static int hops_pane_rows(const struct xft_app *app, int h)
+{
+	if (h < 9)
+		return 0;
+	return app->frame.sched.joined ? 4 : 1;
+}
+
+static void hops_pane(struct xft_app *app, struct xft_canvas *cv, int y, int rows)
+{
+	const struct xft_sched_status *sch = &app->frame.sched;
+	if (!sch->joined) {
+		put_cut(cv, y, 1, XFT_A_DIM,
+			"Not split by state: no scheduler trace is joined (xflowtop(1), THE SPLIT).");
+		return;
+	}
+	struct xft_list_state *l = &app->ui.list[XFT_VIEW_HOPS];
+	if (rows < 4 || l->sel >= app->frame.nhop_shown)
+		return;
+	const struct xft_hop_row *r = &app->frame.hops[app->frame.hop_order[l->sel]];
+	const struct xft_hop_split *sp = &r->split;
+	char line[512], tail[96];
+	snprintf(line, sizeof(line), "%s:%s \u2192 %s:%s: where the time went", r->from_dom, r->from->function,
+		 r->to_dom, r->to->function);
+	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
+	put_cut(cv, y, 0, XFT_A_HEADER, line);
+	int wb = split_bar_width(cv);
+	if (!xft_split_total(&sp->all)) {
+		snprintf(line, sizeof(line), "not split yet: %" PRIu64 " hop samples wait for every pCPU's trace",
+			 sch->hops_pending);
+		xft_canvas_put(cv, y + 1, 0, XFT_A_TITLE, "all ", -1);
+		put_cut(cv, y + 1, 5, XFT_A_DIM, line);
+		return;
+	}
+	draw_split_line(cv, y + 1, "all ", wb, &sp->all, NULL);
+	if (sp->tail_count) {
+		snprintf(tail, sizeof(tail), " (%" PRIu64 " flows)", sp->tail_count);
+		draw_split_line(cv, y + 2, "p99+", wb, &sp->tail, tail);
+	} else {
+		xft_canvas_put(cv, y + 2, 0, XFT_A_TITLE, "p99+", -1);
+		put_cut(cv, y + 2, 5, XFT_A_DIM, "no flow at or above the p99 split yet");
+	}
+	if (!xft_hop_culprits_text(sp, line, sizeof(line)))
+		snprintf(line, sizeof(line), "no wait for a physical CPU");
+	put_cut(cv, y + 3, 0, XFT_A_NORMAL, line);
+}
+
+/* The bar beside each hop's figures, on screens wide enough to keep the
+ * table whole beside it. */
+static int hops_bar_width(const struct xft_app *app, const struct xft_canvas *cv)
+{
+	if (!app->frame.sched.joined || cv->cols < 110)
+		return 0;
+	return cv->cols - 90 > 40 ? 40 : cv->cols - 90;
+}
+
 static void hops_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_HOPS];
 	int w[XFT_HCOL_N];
-	xft_table_fit(&xft_hop_table, cv->cols, app->frame.hops, sizeof(*app->frame.hops), app->frame.hop_order,
+	int pane = hops_pane_rows(app, h), wbar = hops_bar_width(app, cv);
+	int tw = cv->cols - (wbar ? wbar + 1 : 0);
+	xft_table_fit(&xft_hop_table, tw, app->frame.hops, sizeof(*app->frame.hops), app->frame.hop_order,
 		      app->frame.nhop_shown, w);
 	draw_table_header(cv, y, &xft_hop_table, w, l->sort, l->desc);
-	list_fix(l, app->frame.nhop_shown, h - 1);
+	if (wbar)
+		xft_canvas_put(cv, y, tw + 1, XFT_A_HEADER, "WHERE THE TIME WENT", wbar);
+	int rows = h - 1 - pane;
+	list_fix(l, app->frame.nhop_shown, rows);
 	if (!app->frame.nhop_shown) {
 		empty_note(cv, y + 1, app->ui.filter.n ? "No hop matches the filter (\\ to change it)."
 						       : "No hops yet: waiting for flows.");
 		return;
 	}
-	for (int i = 0; i < h - 1 && l->top + (size_t)i < app->frame.nhop_shown; i++) {
+	for (int i = 0; i < rows && l->top + (size_t)i < app->frame.nhop_shown; i++) {
 		size_t r = l->top + (size_t)i;
-		draw_table_row(cv, y + 1 + i, &xft_hop_table, w,
-			       &app->frame.hops[app->frame.hop_order[r]], r == l->sel);
+		const struct xft_hop_row *row = &app->frame.hops[app->frame.hop_order[r]];
+		draw_table_row(cv, y + 1 + i, &xft_hop_table, w, row, r == l->sel);
+		if (wbar)
+			draw_split_bar(cv, y + 1 + i, tw + 1, wbar, &row->split.all);
 	}
+	if (pane)
+		hops_pane(app, cv, y + h - pane, pane);
 }
 
 static void open_hist(struct xft_app *app, size_t row)
@@ -252,6 +371,29 @@ static size_t flows_count(struct xft_app *app)
 	return app->frame.nflow_shown;
 }
 
+/* The sentence of a flow's biggest cause with its gap named, into @buf;
+ * 0 when the flow has no split. */
+static int flow_cause(struct xft_app *app, const struct xft_flow_summary *f, char *buf, size_t len)
+{
+	char why[256];
+	int g = xft_flow_cause_text(f, &app->sites, why, sizeof(why));
+	if (g < 0)
+		return 0;
+	const struct xft_point *a = &f->path[g], *b = &f->path[g + 1];
+	snprintf(buf, len, "%s (gap %d, %s \u2192 %s)", why, g + 1,
+		 xft_sites_get(&app->sites, a->domain, a->site)->function,
+		 xft_sites_get(&app->sites, b->domain, b->site)->function);
+	return 1;
+}
+
+/* The split of a whole flow: the sum of its gaps'. */
+static void flow_split(const struct xft_flow_summary *f, struct xft_split *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (uint32_t g = 0; f->gaps && g + 1 < f->npoints; g++)
+		xft_split_add(sum, &f->gaps[g].split);
+}
+
 static void flows_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_FLOWS];
@@ -259,16 +401,40 @@ static void flows_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 	xft_table_fit(&xft_flow_table, cv->cols, app->frame.flows, sizeof(*app->frame.flows), app->frame.flow_order,
 		      app->frame.nflow_shown, w);
 	draw_table_header(cv, y, &xft_flow_table, w, l->sort, l->desc);
-	list_fix(l, app->frame.nflow_shown, h - 1);
+	/* Two lines for the selected flow's split, when it has one. */
+	const struct xft_flow_row *selected = NULL;
+	if (l->sel < app->frame.nflow_shown)
+		selected = &app->frame.flows[app->frame.flow_order[l->sel]];
+	int pane = h >= 8 && selected && selected->s.gaps ? 2 : 0;
+	list_fix(l, app->frame.nflow_shown, h - 1 - pane);
 	if (!app->frame.nflow_shown) {
 		empty_note(cv, y + 1, app->ui.filter.n ? "No flow matches the filter (\\ to change it)."
 						       : "No finished flow yet.");
 		return;
 	}
-	for (int i = 0; i < h - 1 && l->top + (size_t)i < app->frame.nflow_shown; i++) {
+	for (int i = 0; i < h - 1 - pane && l->top + (size_t)i < app->frame.nflow_shown; i++) {
 		size_t r = l->top + (size_t)i;
 		draw_table_row(cv, y + 1 + i, &xft_flow_table, w,
 			       &app->frame.flows[app->frame.flow_order[r]], r == l->sel);
+	}
+	if (!pane)
+		return;
+	/* list_fix may have moved the selection: the pane follows it. */
+	selected = &app->frame.flows[app->frame.flow_order[l->sel]];
+	struct xft_split sum;
+	char label[32], cause[512];
+	flow_split(&selected->s, &sum);
+	snprintf(label, sizeof(label), "flow %" PRIu64, selected->s.id);
+	int yy = y + h - pane;
+	if (!xft_split_total(&sum)) {
+		xft_canvas_put(cv, yy, 0, XFT_A_TITLE, label, -1);
+		put_cut(cv, yy, (int)strlen(label) + 1, XFT_A_DIM, "not split yet");
+		return;
+	}
+	draw_split_line(cv, yy, label, split_bar_width(cv), &sum, NULL);
+	if (flow_cause(app, &selected->s, cause, sizeof(cause))) {
+		xft_canvas_put(cv, yy + 1, 0, XFT_A_TITLE, "cause", -1);
+		put_cut(cv, yy + 1, 6, XFT_A_NORMAL, cause);
 	}
 }
 
@@ -283,6 +449,11 @@ int xft_ui_open_path(struct xft_app *app, size_t row)
 	if (n)
 		memcpy(app->ui.path_points, f->s.path, n * sizeof(*f->s.path));
 	app->ui.path.s.path = app->ui.path_points;
+	app->ui.path.s.gaps = NULL;
+	if (f->s.gaps && n > 1) {
+		memcpy(app->ui.path_gaps, f->s.gaps, (n - 1) * sizeof(*f->s.gaps));
+		app->ui.path.s.gaps = app->ui.path_gaps;
+	}
 	app->ui.have_path = 1;
 	app->ui.list[XFT_VIEW_PATH].sel = app->ui.list[XFT_VIEW_PATH].top = 0;
 	return 0;
@@ -383,14 +554,17 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 	put_cell(cv, yh, x, wg + 1 + wbar, XFT_A_HEADER, "GAP", 0);
 
 	struct xft_list_state *l = &ui->list[XFT_VIEW_PATH];
-	list_fix(l, f->s.npoints, h - 2);
+	/* A last line naming the selected gap's biggest cause (or the
+	 * flow's, on its first point), when the flow has a split. */
+	int foot = f->s.gaps && h >= 5 ? 1 : 0;
+	list_fix(l, f->s.npoints, h - 2 - foot);
 	uint64_t t0 = f->s.npoints ? f->s.path[0].t_ns : 0, maxgap = 1;
 	for (uint32_t p = 1; p < f->s.npoints; p++) {
 		uint64_t g = f->s.path[p].t_ns - f->s.path[p - 1].t_ns;
 		if (g > maxgap)
 			maxgap = g;
 	}
-	for (int i = 0; i < h - 2 && l->top + (size_t)i < f->s.npoints; i++) {
+	for (int i = 0; i < h - 2 - foot && l->top + (size_t)i < f->s.npoints; i++) {
 		size_t p = l->top + (size_t)i;
 		const struct xft_point *pt = &f->s.path[p];
 		const struct xft_site *s = xft_sites_get(&app->sites, pt->domain, pt->site);
@@ -424,8 +598,25 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 			int n = (int)llround((double)g / (double)maxgap * wbar);
 			if (n < 1 && g > 0)
 				n = 1;
-			xft_canvas_fill(cv, yy, x + wg + 1, n, sel ? XFT_A_SELECTED : XFT_A_BAR, 0x2588);
+			/* Split, the bar is the gap's states, as long as the gap. */
+			if (!f->s.gaps || !draw_split_bar(cv, yy, x + wg + 1, n, &f->s.gaps[p - 1].split))
+				xft_canvas_fill(cv, yy, x + wg + 1, n, sel ? XFT_A_SELECTED : XFT_A_BAR, 0x2588);
 		}
+	}
+	if (!foot)
+		return;
+	char why[512];
+	int yy = y + h - 1;
+	if (l->sel > 0 && l->sel < f->s.npoints) {
+		const struct xft_gap_split *gs = &f->s.gaps[l->sel - 1];
+		const char *rx = xft_sites_domain(&app->sites, f->s.path[l->sel].domain);
+		xft_canvas_put(cv, yy, 0, XFT_A_TITLE, "gap", -1);
+		if (xft_split_cause_text(&gs->split, &gs->culprit, rx, why, sizeof(why)) < 0)
+			snprintf(why, sizeof(why), "not split");
+		put_cut(cv, yy, 4, XFT_A_NORMAL, why);
+	} else if (flow_cause(app, &f->s, why, sizeof(why))) {
+		xft_canvas_put(cv, yy, 0, XFT_A_TITLE, "cause", -1);
+		put_cut(cv, yy, 6, XFT_A_NORMAL, why);
 	}
 }
 
@@ -858,8 +1049,20 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	const struct xft_agg_stats *st = &app->frame.st;
 	fmt_uptime(app->now_ns - app->start_ns, up, sizeof(up));
 
+	/* Whether Xen's scheduler trace is joined to the flows, and how well,
+	 * at the right of the first line; the note gives way to it. */
+	char sched[96];
+	const struct xft_sched_status *sch = &app->frame.sched;
+	xft_sched_status_text(sch, sched, sizeof(sched));
+	int ns = 0;
+	for (const char *c = sched; *c; c++)
+		ns += ((unsigned char)*c & 0xc0) != 0x80; /* cells: UTF-8 lead bytes */
+	int sx = cv->cols - ns;
 	xft_canvas_put(cv, 0, 0, XFT_A_TITLE, "xflowtop", -1);
-	xft_canvas_put(cv, 0, 9, XFT_A_VALUE, app->note ? app->note : "live I/O flows", -1);
+	int room = sx > 20 ? sx - 11 : -1; /* too narrow for both: the note alone */
+	xft_canvas_put(cv, 0, 9, XFT_A_VALUE, app->note ? app->note : "live I/O flows", room);
+	if (room >= 0)
+		xft_canvas_put(cv, 0, sx, !sch->joined ? XFT_A_DIM : sch->trace_lost ? XFT_A_WARN : XFT_A_VALUE, sched, -1);
 
 	/* Domains grouped by the collector that reaches them. */
 	o = (size_t)snprintf(line, sizeof(line), "Domains:");
@@ -1003,7 +1206,10 @@ static const char *const help_lines[] = {
 	"",
 	"The header: domains and the collectors that reach them, record rate,",
 	"drops, late records and reorder-window overflows, flows live / done /",
-	"expired / evicted, hops, and the fixed memory bound of the model.",
+	"expired / evicted, hops, and the fixed memory bound of the model;",
+	"top right, whether Xen's scheduler trace is joined and its clock error.",
+	"Split bars: =run #wait ~notify +backend -blocked .offline *xen ?unknown",
+	"(the split: where each hop's time went; xflowtop(1), THE SPLIT).",
 };
 
 static void draw_help(struct xft_canvas *cv)

@@ -58,4 +58,55 @@ static inline int apptest_screen_has(struct xft_app *app, const char *text)
 	return 0;
 }
 
+/* --- splits made by hand (issue 24) ------------------------------------------
+ * Nothing fills the contract of tui/hop_split.h on this side of the model
+ * yet: these write it into the frame, which is what the renderers draw. */
+
+/* The selected hop of the hops view gets a split: 60 % wait, 30 % run,
+ * 10 % unknown over all its flows; its tail all wait but 5 % blocked.
+ * The model's hops are not touched: the frame is what the view draws. */
+static inline struct xft_hop_row *apptest_split_hop(struct xft_app *app)
+{
+	app->frame.sched = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 3100, .trace_records = 1000 };
+	struct xft_hop_row *r = &app->frame.hops[app->frame.hop_order[app->ui.list[XFT_VIEW_HOPS].sel]];
+	struct xft_hop_split *sp = &r->split;
+	memset(sp, 0, sizeof(*sp));
+	sp->all.ns[XFT_ST_WAIT] = 6000000;
+	sp->all.ns[XFT_ST_RUN] = 3000000;
+	sp->all.ns[XFT_ST_UNKNOWN] = 1000000;
+	sp->tail_count = 12;
+	sp->tail.ns[XFT_ST_WAIT] = 950000;
+	sp->tail.ns[XFT_ST_BLOCKED] = 50000;
+	sp->culprit_all = (struct xft_culprit){ .wait_ns = 4800000, .domain = 0, .vcpu = 1, .pcpu = 1 };
+	sp->culprit_tail = (struct xft_culprit){ .wait_ns = 950000, .domain = 0, .vcpu = 2, .pcpu = 1 };
+	return r;
+}
+
+/* The slowest flow (shown first) gets a split of every gap: a third run,
+ * the rest backend, but its longest gap waits 60 % of its time for pCPU1,
+ * which ran d0v1, and is blocked the rest.  Returns that gap's index. */
+static inline uint32_t apptest_split_flow(struct xft_app *app, struct xft_gap_split *gaps)
+{
+	struct xft_flow_row *f = &app->frame.flows[app->frame.flow_order[0]];
+	cr_assert_gt(f->s.npoints, 3);
+	uint32_t big = 0;
+	for (uint32_t g = 0; g + 1 < f->s.npoints; g++) {
+		uint64_t ns = f->s.path[g + 1].t_ns - f->s.path[g].t_ns;
+		memset(&gaps[g], 0, sizeof(gaps[g]));
+		gaps[g].split.ns[XFT_ST_RUN] = ns / 3;
+		gaps[g].split.ns[XFT_ST_BACKEND] = ns - ns / 3;
+		if (ns > f->s.path[big + 1].t_ns - f->s.path[big].t_ns)
+			big = g;
+	}
+	uint64_t ns = f->s.path[big + 1].t_ns - f->s.path[big].t_ns;
+	memset(&gaps[big], 0, sizeof(gaps[big]));
+	gaps[big].split.ns[XFT_ST_WAIT] = ns * 6 / 10;
+	gaps[big].split.ns[XFT_ST_BLOCKED] = ns - ns * 6 / 10;
+	gaps[big].culprit = (struct xft_culprit){ .wait_ns = ns * 6 / 10, .domain = 0, .vcpu = 1, .pcpu = 1 };
+	f->s.gaps = gaps;
+	app->frame.sched.joined = 1;
+	app->frame.sched.clock_error_ns = UINT64_MAX;
+	return big;
+}
+
 #endif

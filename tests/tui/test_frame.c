@@ -186,3 +186,42 @@ Test(frame, an_injected_delay_shows_as_the_top_hop)
 		cr_assert_eq(f->s.path[p].site, p);
 	apptest_free(app);
 }
+
+/* Issue 24: the model's split reaches the frame at every build, even for
+ * a hop whose count did not move (its samples are split after they are
+ * counted), and so does the join's status.  (The slowest flows' gaps are
+ * copied too, but the model's answer is a fresh sorted copy of its top-K
+ * at each call: there is nothing to write them into from here.) */
+Test(frame, the_split_is_copied_at_every_build)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	struct xft_frame *f = &app->frame;
+	size_t nh;
+	struct xft_hop *hops = (struct xft_hop *)xft_agg_hops(app->agg, &nh);
+	struct xft_sched_status *sch = (struct xft_sched_status *)xft_agg_sched_status(app->agg);
+	cr_assert_gt(nh, 1);
+	cr_assert_eq(f->hops[0].split.all.ns[XFT_ST_WAIT], 0);
+	cr_assert_eq(f->sched.joined, 0);
+	for (size_t i = 0; i < f->nflows; i++)
+		cr_assert_null(f->flows[i].s.gaps, "no split, no gaps");
+
+	/* The same counts, a new split: a build must still bring it. */
+	hops[1].split.all.ns[XFT_ST_WAIT] = 777;
+	hops[1].split.tail_count = 3;
+	hops[1].split.culprit_tail.pcpu = 5;
+	sch->joined = 1;
+	sch->clock_error_ns = 1234;
+	xft_frame_build(f, app->agg, &app->sites);
+	const struct xft_hop_row *r = NULL;
+	for (size_t i = 0; i < f->nhops; i++)
+		if (f->hops[i].hop == 1)
+			r = &f->hops[i];
+	cr_assert_not_null(r);
+	cr_assert_eq(r->count, hops[1].count);
+	cr_assert_eq(r->split.all.ns[XFT_ST_WAIT], 777);
+	cr_assert_eq(r->split.tail_count, 3);
+	cr_assert_eq(r->split.culprit_tail.pcpu, 5);
+	cr_assert_eq(f->sched.joined, 1);
+	cr_assert_eq(f->sched.clock_error_ns, 1234);
+	apptest_free(app);
+}

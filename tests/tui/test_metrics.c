@@ -325,3 +325,124 @@ Test(metrics, xentrace_runstates_and_wake_to_run_per_domain)
 	app_free(app);
 	unlink(trace);
 }
+
+/* --- where the hops' time went (issue 24) -------------------------------------
+ * Nothing on this branch fills the split yet: the tests write the
+ * contract's structs into the model's hops and status directly, as the
+ * model will once it joins a trace. */
+
+static struct xft_hop *model_hops(struct xft_app *app, size_t *n)
+{
+	return (struct xft_hop *)xft_agg_hops(app->agg, n);
+}
+
+static struct xft_sched_status *model_sched(struct xft_app *app)
+{
+	return (struct xft_sched_status *)xft_agg_sched_status(app->agg);
+}
+
+static void state_series(struct xft_app *app, const struct xft_hop *h, const char *host, const char *state, char *out,
+			 size_t len)
+{
+	char from[256], to[256];
+	snprintf(from, sizeof(from), "%s:%s", xft_sites_domain(&app->sites, h->key.from_domain),
+		 xft_sites_group_name(&app->sites, h->key.from_group));
+	snprintf(to, sizeof(to), "%s:%s", xft_sites_domain(&app->sites, h->key.to_domain),
+		 xft_sites_group_name(&app->sites, h->key.to_group));
+	snprintf(out, len, "xflowtop_hop_state_seconds_total{host=\"%s\",from=\"%s\",to=\"%s\",state=\"%s\"}", host,
+		 from, to, state);
+}
+
+Test(metrics, hop_states_are_bounded_like_the_hops_and_only_grow)
+{
+	struct xft_app *app = app_new("h", 3);
+	xft_app_refresh(app, xflow_monotonic_ns() + 2000000000u);
+	struct expo_stats st;
+	char *body = scrape(app, &st);
+	cr_assert_eq(count_of(body, "xflowtop_hop_state_seconds_total{"), 0, "nothing split, no series");
+	cr_assert_eq(value(body, "xflowtop_sched_joined{host=\"h\"}"), 0);
+	cr_assert_null(strstr(body, "xflowtop_sched_clock_error_seconds{"), "no error before it is measured");
+	free(body);
+
+	size_t nh;
+	struct xft_hop *hops = model_hops(app, &nh);
+	cr_assert_gt(nh, 4);
+	double other_wait = 0, all_wait = 0;
+	for (size_t i = 0; i < nh; i++) {
+		hops[i].split.all.ns[XFT_ST_WAIT] = (i + 1) * 1000000u;
+		hops[i].split.all.ns[XFT_ST_RUN] = 500000;
+		hops[i].split.all.ns[XFT_ST_UNKNOWN] = 250000;
+		all_wait += (double)(i + 1) * 1e-3;
+		other_wait += i >= 3 ? (double)(i + 1) * 1e-3 : 0;
+	}
+	*model_sched(app) = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 2500, .trace_records = 1234,
+						       .trace_lost = 5, .hops_split = 77, .hops_pending = 3 };
+	xft_metrics_publish(app);
+	body = scrape(app, &st);
+	cr_assert_eq(count_of(body, "xflowtop_hop_state_seconds_total{"), 4 * XFT_NSTATES,
+		     "three hops and (other), every state: %s", body);
+	char series[1024];
+	state_series(app, &hops[1], "h", "wait", series, sizeof(series));
+	cr_assert_float_eq(value(body, series), 2e-3, 1e-12, "%s", series);
+	state_series(app, &hops[0], "h", "unknown", series, sizeof(series));
+	cr_assert_float_eq(value(body, series), 2.5e-4, 1e-12, "'?' is \"unknown\" in a label");
+	cr_assert_null(strstr(body, "state=\"?\""));
+	state_series(app, &hops[2], "h", "notify", series, sizeof(series));
+	cr_assert_eq(value(body, series), 0, "states without time are there, at 0");
+	cr_assert_float_eq(value(body, "xflowtop_hop_state_seconds_total{host=\"h\",from=\"(other)\",to=\"(other)\","
+				       "state=\"wait\"}"),
+			   other_wait, 1e-9, "the hops past the bound are summed into (other)");
+	cr_assert_float_eq(sum_of(body, "xflowtop_hop_state_seconds_total"), all_wait + (double)nh * (5e-4 + 2.5e-4),
+			   1e-9, "nothing lost by folding");
+	cr_assert_eq(value(body, "xflowtop_sched_joined{host=\"h\"}"), 1);
+	cr_assert_float_eq(value(body, "xflowtop_sched_clock_error_seconds{host=\"h\"}"), 2.5e-6, 1e-15);
+	cr_assert_eq(value(body, "xflowtop_sched_trace_records_total{host=\"h\"}"), 1234);
+	cr_assert_eq(value(body, "xflowtop_sched_trace_lost_total{host=\"h\"}"), 5);
+	cr_assert_eq(value(body, "xflowtop_sched_hops_split_total{host=\"h\"}"), 77);
+	cr_assert_eq(value(body, "xflowtop_sched_hops_pending{host=\"h\"}"), 3);
+
+	/* More time split: every counter grows or stays, none goes back. */
+	hops[0].split.all.ns[XFT_ST_WAIT] += 4000000;
+	hops[nh - 1].split.all.ns[XFT_ST_BLOCKED] += 1000000;
+	xft_metrics_publish(app);
+	char *again = scrape(app, &st);
+	for (const char *p = body; (p = strstr(p, "\nxflowtop_hop_state_seconds_total{")); p++) {
+		char name[1024];
+		const char *end = strchr(p + 1, ' ');
+		snprintf(name, sizeof(name), "%.*s", (int)(end - p - 1), p + 1);
+		cr_assert_geq(value(again, name), value(body, name), "%s went back", name);
+	}
+	state_series(app, &hops[0], "h", "wait", series, sizeof(series));
+	cr_assert_float_eq(value(again, series), 5e-3, 1e-12);
+	cr_assert_float_eq(value(again, "xflowtop_hop_state_seconds_total{host=\"h\",from=\"(other)\",to=\"(other)\","
+					"state=\"blocked\"}"),
+			   1e-3, 1e-12);
+	free(again);
+	free(body);
+	app_free(app);
+}
+
+Test(metrics, hop_state_labels_are_escaped)
+{
+	struct xft_app *app = app_new("h", 0);
+	xft_app_refresh(app, xflow_monotonic_ns() + 2000000000u);
+	xft_sites_set_domain(&app->sites, 1, "gu\"est\\7");
+	size_t nh;
+	struct xft_hop *hops = model_hops(app, &nh);
+	size_t k = 0;
+	while (k < nh && hops[k].key.from_domain != 1)
+		k++;
+	cr_assert_lt(k, nh, "no hop from domain 1");
+	hops[k].split.all.ns[XFT_ST_WAIT] = 7000;
+	xft_metrics_publish(app);
+	struct expo_stats st;
+	char *body = scrape(app, &st); /* read back as Prometheus would */
+	char want[512];
+	snprintf(want, sizeof(want), "from=\"gu\\\"est\\\\7:%s\"", xft_sites_group_name(&app->sites, hops[k].key.from_group));
+	cr_assert_not_null(strstr(body, want), "no %s in the state series", want);
+	const char *p = strstr(body, "xflowtop_hop_state_seconds_total{");
+	cr_assert_not_null(p);
+	cr_assert_not_null(strstr(p, "state=\"wait\"} 7e-06"), "%s", p);
+	free(body);
+	app_free(app);
+}

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -369,4 +370,111 @@ Test(snapshot, full_disk_says_enospc, .init = make_dir, .fini = remove_dir)
 		cr_skip_test("cannot mount a tmpfs here (needs root and mount namespaces)");
 	cr_expect_eq(rc, -ENOSPC, "%d: %s", rc, err);
 	cr_expect(strstr(err, "snap.json: not written: No space left on device"), "%s", err);
+}
+
+/* Issue 24: where the time went, in the three files of a snapshot. */
+Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	char base[128], path[160], err[256];
+	struct jl_value schema = load_json("tui/snapshot-schema.json");
+
+	/* No trace joined: said, and nothing made up. */
+	snprintf(base, sizeof(base), "%s/none", dir);
+	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s/none.txt", dir);
+	char *text = slurp(path);
+	cr_assert(strstr(text, "not split: no scheduler trace is joined (sched: not joined)"));
+	cr_assert_null(strstr(text, "gaps by state"));
+	free(text);
+	snprintf(path, sizeof(path), "%s/none.json", dir);
+	struct jl_value snap = load_json(path);
+	cr_assert_eq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "joined")->type, JL_BOOL);
+	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_error_ns")->type, JL_NULL);
+	const struct jl_value *h0 = &jl_get(&snap, "hops")->items[0];
+	cr_assert_eq(jl_get(jl_get(jl_get(jl_get(h0, "split"), "all"), "ns"), "wait")->number, 0);
+	cr_assert_eq(jl_get(jl_get(jl_get(h0, "split"), "all"), "culprit")->type, JL_NULL);
+	const struct jl_value *f0 = &jl_get(&snap, "slowest")->items[0];
+	cr_assert_eq(jl_get(f0, "cause")->type, JL_NULL);
+	cr_assert_null(jl_get(&jl_get(f0, "path")->items[1], "split"), "no gaps, no split on the points");
+	jl_free(&snap);
+
+	/* Joined, with a split hop and a split flow. */
+	struct xft_hop_row *hop = apptest_split_hop(app);
+	struct xft_gap_split gaps[64];
+	uint32_t big = apptest_split_flow(app, gaps);
+	app->frame.sched.clock_error_ns = 3100;
+	snprintf(base, sizeof(base), "%s/split", dir);
+	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
+
+	snprintf(path, sizeof(path), "%s/split.txt", dir);
+	text = slurp(path);
+	char want[256];
+	snprintf(want, sizeof(want), "  %s:%s -> %s:%s\n    all   [", hop->from_dom, hop->from->function, hop->to_dom,
+		 hop->to->function);
+	cr_assert(strstr(text, want), "no split of %s in\n%s", want, text);
+	cr_assert(strstr(text, "sched clock \u00b13.10us; 1000 scheduler records, 0 lost"));
+	cr_assert(strstr(text, "???] #wait 60% =run 30% ?unknown 10%\n"));
+	cr_assert(strstr(text, "-] #wait 95% -blocked 5% (12 flows)\n"));
+	cr_assert(strstr(text, "    waited for pCPU1, which ran d0v1 (80% of the wait); p99+: waited for pCPU1, which ran d0v2"));
+	cr_assert(strstr(text, "  gaps by state:\n"));
+	char d[16];
+	xft_format_ns(gaps[big].split.ns[XFT_ST_WAIT], d, sizeof(d));
+	snprintf(want, sizeof(want), "  cause: waited %s for pCPU1, which ran d0v1 (gap %" PRIu32 ")\n", d, big + 1);
+	cr_assert(strstr(text, want), "no '%s'", want);
+	free(text);
+
+	snprintf(path, sizeof(path), "%s/split.json", dir);
+	snap = load_json(path);
+	cr_assert_eq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_error_ns")->number, 3100);
+	const struct jl_value *hops = jl_get(&snap, "hops"), *sh = NULL;
+	for (size_t i = 0; i < hops->n && !sh; i++)
+		if (jl_get(jl_get(jl_get(jl_get(&hops->items[i], "split"), "all"), "ns"), "wait")->number > 0)
+			sh = jl_get(&hops->items[i], "split");
+	cr_assert_not_null(sh);
+	cr_assert_eq(jl_get(jl_get(jl_get(sh, "all"), "ns"), "unknown")->number, 1000000);
+	cr_assert_str_eq(jl_get(jl_get(jl_get(sh, "all"), "culprit"), "holder")->string, "d0v1");
+	cr_assert_eq(jl_get(jl_get(jl_get(sh, "all"), "culprit"), "wait_ns")->number, 4800000);
+	cr_assert_eq(jl_get(jl_get(sh, "tail"), "flows")->number, 12);
+	cr_assert_eq(jl_get(jl_get(jl_get(sh, "tail"), "ns"), "blocked")->number, 50000);
+	f0 = &jl_get(&snap, "slowest")->items[0];
+	cr_assert(!strncmp(jl_get(f0, "cause")->string, "waited ", 7), "%s", jl_get(f0, "cause")->string);
+	const struct jl_value *pts = jl_get(f0, "path");
+	cr_assert_null(jl_get(&pts->items[0], "split"), "the first point has no gap");
+	const struct jl_value *gsplit = jl_get(&pts->items[big + 1], "split");
+	cr_assert_not_null(gsplit);
+	cr_assert_eq(jl_get(jl_get(gsplit, "ns"), "wait")->number, (double)gaps[big].split.ns[XFT_ST_WAIT]);
+	cr_assert_eq(jl_get(jl_get(gsplit, "culprit"), "pcpu")->number, 1);
+	/* Each gap's states add up to the gap, as the model promises. */
+	for (size_t p = 1; p < pts->n; p++) {
+		double tot = 0;
+		const struct jl_value *ns = jl_get(jl_get(&pts->items[p], "split"), "ns");
+		for (size_t k = 0; k < ns->n; k++)
+			tot += ns->items[k].number;
+		cr_assert_eq(tot, jl_get(&pts->items[p], "gap_ns")->number, "point %zu", p);
+	}
+	jl_free(&snap);
+
+	/* The trace: the slice of the longest gap's start point says where
+	 * the gap went and why. */
+	snprintf(path, sizeof(path), "%s/split.trace.json", dir);
+	struct jl_value tr = load_json(path);
+	const struct jl_value *ev = jl_get(&tr, "traceEvents");
+	const struct xft_flow_row *fl = &app->frame.flows[app->frame.flow_order[0]];
+	int found = 0;
+	for (size_t i = 0; i < ev->n; i++) {
+		const struct jl_value *args = jl_get(&ev->items[i], "args");
+		const struct jl_value *start = args ? jl_get(args, "start_ns") : NULL;
+		if (!start || start->number != (double)fl->s.path[big].t_ns || jl_get(args, "rank")->number != 1)
+			continue;
+		found = 1;
+		cr_assert_eq(jl_get(jl_get(args, "state_ns"), "wait")->number, (double)gaps[big].split.ns[XFT_ST_WAIT]);
+		cr_assert(strstr(jl_get(args, "cause")->string, "which ran d0v1"));
+	}
+	cr_assert(found, "no slice for the longest gap");
+	jl_free(&tr);
+	jl_free(&schema);
+	apptest_free(app);
 }

@@ -4,6 +4,7 @@
  * aspects toggled, and keys that mean nothing are ignored.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -451,5 +452,220 @@ Test(views, header_memory_is_what_is_held_and_the_bound)
 		 (unsigned long long)app->resident_bytes, (unsigned long long)xft_agg_stats(app->agg)->memory_bytes);
 	cr_expect(strstr(txt, want), "want \"%s\" in %s", want, txt);
 	free(txt);
+	apptest_free(app);
+}
+
+/* --- where the time went (issue 24), on splits made by hand ---------------- */
+
+/* Dump the screen when a check fails. */
+static void screen_dump(struct xft_app *app)
+{
+	char line[4096];
+	for (int y = 0; y < app->canvas.rows; y++) {
+		xft_canvas_row(&app->canvas, y, line, sizeof(line));
+		fprintf(stderr, "|%s|\n", line);
+	}
+}
+
+/* The row of the screen that starts with @prefix, or -1. */
+static int row_starting(struct xft_app *app, const char *prefix, char *line, size_t len)
+{
+	for (int y = 0; y < app->canvas.rows; y++) {
+		xft_canvas_row(&app->canvas, y, line, len);
+		if (!strncmp(line, prefix, strlen(prefix)))
+			return y;
+	}
+	return -1;
+}
+
+static unsigned count_char(const char *s, char c)
+{
+	unsigned n = 0;
+	for (; *s; s++)
+		n += *s == c;
+	return n;
+}
+
+Test(views, hops_say_once_that_no_trace_is_joined)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	apptest_draw(app, 24, 80);
+	char line[1024];
+	xft_canvas_row(&app->canvas, 0, line, sizeof(line));
+	cr_assert(strstr(line, "sched: not joined"), "header: %s", line);
+	unsigned said = 0;
+	for (int y = 0; y < app->canvas.rows; y++) {
+		xft_canvas_row(&app->canvas, y, line, sizeof(line));
+		said += strstr(line, "no scheduler trace is joined") != NULL;
+	}
+	cr_assert_eq(said, 1, "said once, not per hop");
+	cr_assert(!apptest_screen_has(app, "WHERE THE TIME WENT"), "no column of empty bars");
+	cr_assert(!apptest_screen_has(app, "p99+"));
+	/* The note gives way only to the status: the title still names it. */
+	cr_assert(apptest_screen_has(app, "xflowtop live I/O flows"));
+	apptest_free(app);
+}
+
+Test(views, hops_show_where_the_selected_hop_s_time_went)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	apptest_split_hop(app);
+	apptest_draw(app, 24, 80);
+	char line[1024];
+	xft_canvas_row(&app->canvas, 0, line, sizeof(line));
+	cr_assert(strstr(line, "sched clock \u00b13.10us"), "header: %s", line);
+	int y = row_starting(app, "all ", line, sizeof(line));
+	if (y < 0)
+		screen_dump(app);
+	cr_assert_geq(y, 0, "no bar for all flows");
+	/* 80 columns: a bar of (80 - 6) / 3 = 24 cells, 60/30/10 of them. */
+	cr_assert_eq(count_char(line, '#'), 14 + 1, "%s", line); /* 14 cells, and the legend's */
+	cr_assert_eq(count_char(line, '='), 7 + 1, "%s", line);
+	cr_assert(strstr(line, "#wait 60% =run 30% ?unknown 10%"), "%s", line);
+	cr_assert(strstr(line, "============") == NULL);
+	char bar[32];
+	memcpy(bar, line + 5, 24);
+	bar[24] = '\0';
+	cr_assert_str_eq(bar, "=======##############???", "state order, in proportion");
+	y = row_starting(app, "p99+", line, sizeof(line));
+	cr_assert_geq(y, 0);
+	cr_assert(strstr(line, "#wait 95% -blocked 5% (12 flows)"), "%s", line);
+	y = row_starting(app, "wait", line, sizeof(line));
+	cr_assert_geq(y, 0);
+	cr_assert(strstr(line, "waited for pCPU1, which ran d0v1 (80% of the wait); p99+: waited for pCPU1, which ran "
+			       "d0v2 (100% of the wait)") ||
+			  strstr(line, "\u2026"),
+		  "%s", line);
+	cr_assert(strstr(line, "waited for pCPU1, which ran d0v1 (80% of the wait)"), "%s", line);
+	cr_assert(apptest_screen_has(app, ": where the time went"));
+	/* The bar's cells have their states' attributes (their colours). */
+	int by = row_starting(app, "all ", line, sizeof(line));
+	size_t at = (size_t)by * (size_t)app->canvas.cols + 5;
+	cr_assert_eq(app->canvas.attr[at], XFT_A_STATE + XFT_ST_RUN);
+	cr_assert_eq(app->canvas.attr[at + 7], XFT_A_STATE + XFT_ST_WAIT);
+	cr_assert_eq(app->canvas.attr[at + 23], XFT_A_STATE + XFT_ST_UNKNOWN);
+	apptest_free(app);
+}
+
+Test(views, hops_wide_screens_get_a_bar_per_hop)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	struct xft_hop_row *r = apptest_split_hop(app);
+	apptest_draw(app, 30, 140);
+	char line[2048];
+	int y = row_starting(app, "FROM", line, sizeof(line));
+	cr_assert_geq(y, 0);
+	cr_assert(strstr(line, "WHERE THE TIME WENT"), "%s", line);
+	/* The selected row (first) ends with its bar: 40 cells at 140 columns. */
+	xft_canvas_row(&app->canvas, y + 1, line, sizeof(line));
+	cr_assert(strstr(line, r->from->function), "%s", line);
+	char want[64];
+	memset(want, '=', 12);
+	memset(want + 12, '#', 24);
+	memset(want + 36, '?', 4);
+	want[40] = '\0';
+	cr_assert(strstr(line, want), "%s", line);
+	/* A hop without a split has no bar, and not an empty one either. */
+	xft_canvas_row(&app->canvas, y + 2, line, sizeof(line));
+	cr_assert_eq(count_char(line, '#') + count_char(line, '?'), 0, "%s", line);
+	apptest_free(app);
+}
+
+Test(views, hops_split_fits_narrow_terminals)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	apptest_split_hop(app);
+	static const int widths[] = { 60, 40, 30, 20 };
+	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+		apptest_draw(app, 24, widths[i]);
+		char line[1024];
+		int y = row_starting(app, "all ", line, sizeof(line));
+		cr_assert_geq(y, 0, "width %d", widths[i]);
+		/* Only whole "state NN%" items after the bar: the line's last
+		 * character shown is a '%', never the middle of an item. */
+		size_t n = strlen(line);
+		cr_assert_eq(n, (size_t)widths[i], "no row is wider than the screen");
+		while (n && line[n - 1] == ' ')
+			n--;
+		cr_assert(n && line[n - 1] == '%', "width %d: '%s'", widths[i], line);
+		cr_assert(strstr(line, "#wait 60%"), "width %d: the biggest state first: '%s'", widths[i], line);
+		/* The culprit line, cut, says so. */
+		y = row_starting(app, "wait", line, sizeof(line));
+		cr_assert_geq(y, 0);
+		cr_assert(strstr(line, "\u2026"), "width %d: %s", widths[i], line);
+	}
+	/* The header: the status at the right while there is room beside the
+	 * note, else the note alone. */
+	char top[256];
+	apptest_draw(app, 24, 40);
+	xft_canvas_row(&app->canvas, 0, top, sizeof(top));
+	cr_assert(!strncmp(top, "xflowtop live I/O", 17) && strstr(top, " sched clock \u00b13.10us"), "%s", top);
+	apptest_draw(app, 24, 24);
+	xft_canvas_row(&app->canvas, 0, top, sizeof(top));
+	cr_assert_str_eq(top, "xflowtop live I/O flows ");
+	/* Too few rows for the pane: the table keeps them. */
+	apptest_draw(app, 12, 80);
+	cr_assert(!apptest_screen_has(app, "p99+"));
+	apptest_free(app);
+}
+
+Test(views, slowest_flows_name_the_selected_flow_s_biggest_cause)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	key(app, '2');
+	apptest_draw(app, 24, 100);
+	cr_assert(!apptest_screen_has(app, "cause "), "no split (gaps NULL): nothing extra");
+	struct xft_gap_split gaps[64];
+	uint32_t big = apptest_split_flow(app, gaps);
+	apptest_draw(app, 24, 100);
+	char line[1024], want[128];
+	cr_assert(apptest_screen_has(app, "sched: joined, clock not yet measured"));
+	const struct xft_flow_row *f = &app->frame.flows[app->frame.flow_order[0]];
+	snprintf(want, sizeof(want), "flow %" PRIu64 " ", f->s.id);
+	cr_assert_geq(row_starting(app, want, line, sizeof(line)), 0, "no split line for the selected flow");
+	cr_assert(strstr(line, "+backend") && strstr(line, "=run") && strstr(line, "#wait"), "%s", line);
+	cr_assert_geq(row_starting(app, "cause ", line, sizeof(line)), 0);
+	char d[16];
+	xft_format_ns(gaps[big].split.ns[XFT_ST_WAIT], d, sizeof(d));
+	snprintf(want, sizeof(want), "cause waited %s for pCPU1, which ran d0v1 (gap %" PRIu32 ", ", d, big + 1);
+	cr_assert(!strncmp(line, want, strlen(want)), "'%s' is not '%s...'", line, want);
+	apptest_free(app);
+}
+
+Test(views, path_gaps_are_split_and_the_selected_gap_named)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	struct xft_gap_split gaps[64];
+	key(app, '2');
+	uint32_t big = apptest_split_flow(app, gaps);
+	key(app, XFT_KEY_ENTER);
+	cr_assert_eq(app->ui.view, XFT_VIEW_PATH);
+	/* The path view keeps its own copy: the frame's may go. */
+	app->frame.flows[app->frame.flow_order[0]].s.gaps = NULL;
+	memset(gaps, 0, sizeof(gaps));
+	apptest_draw(app, 40, 120);
+	const struct xft_flow_row *f = &app->ui.path;
+	const struct xft_site *s = xft_sites_get(&app->sites, f->s.path[big + 1].domain, f->s.path[big + 1].site);
+	char line[2048];
+	int y = -1;
+	for (int k = 0; k < app->canvas.rows && y < 0; k++) {
+		xft_canvas_row(&app->canvas, k, line, sizeof(line));
+		if (strstr(line, s->function) && strstr(line, s->file))
+			y = k;
+	}
+	cr_assert_geq(y, 0);
+	/* The longest gap's bar: wait then blocked, 60/40, no plain cells. */
+	cr_assert(strstr(line, "######-"), "%s", line);
+	cr_assert_eq(count_char(line, '='), 0, "%s", line);
+	cr_assert(!strstr(line, "\u2588"), "%s", line);
+	unsigned w = count_char(line, '#'), b = count_char(line, '-');
+	cr_assert(w * 10 >= (w + b) * 5 && w * 10 <= (w + b) * 7, "%u wait, %u blocked: %s", w, b, line);
+	/* On the first point, the flow's biggest cause; on a gap, its own. */
+	cr_assert_geq(row_starting(app, "cause waited ", line, sizeof(line)), 0);
+	key(app, XFT_KEY_DOWN);
+	apptest_draw(app, 40, 120);
+	cr_assert_geq(row_starting(app, "gap ", line, sizeof(line)), 0);
+	cr_assert(!strncmp(line, "gap backend ", 12), "%s", line);
+	cr_assert(strstr(line, ": linux"), "the receiver named: %s", line);
 	apptest_free(app);
 }

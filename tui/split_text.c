@@ -1,0 +1,311 @@
+/*
+ * The hop split in words and cells.  See tui/split_text.h.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tui/frame.h"
+#include "tui/split_text.h"
+
+uint64_t xft_split_total(const struct xft_split *s)
+{
+	uint64_t t = 0;
+	for (int i = 0; i < XFT_NSTATES; i++) {
+		if (s->ns[i] > UINT64_MAX - t)
+			return UINT64_MAX;
+		t += s->ns[i];
+	}
+	return t;
+}
+
+void xft_split_add(struct xft_split *acc, const struct xft_split *s)
+{
+	for (int i = 0; i < XFT_NSTATES; i++)
+		acc->ns[i] = s->ns[i] > UINT64_MAX - acc->ns[i] ? UINT64_MAX : acc->ns[i] + s->ns[i];
+}
+
+/*
+ * Share @units among the states in proportion to their time, the largest
+ * remainder method: each gets the whole part of its quota, and what is
+ * left goes one by one to the biggest remainders.  The sum is computed in
+ * double, which cannot overflow where the nanoseconds' sum would.  Returns
+ * 0 (and all zero) for an empty split.
+ */
+static int apportion(const struct xft_split *s, int units, int out[XFT_NSTATES])
+{
+	double tot = 0, rem[XFT_NSTATES];
+	memset(out, 0, XFT_NSTATES * sizeof(*out));
+	for (int i = 0; i < XFT_NSTATES; i++)
+		tot += (double)s->ns[i];
+	if (tot <= 0 || units <= 0)
+		return 0;
+	int given = 0;
+	for (int i = 0; i < XFT_NSTATES; i++) {
+		double q = (double)s->ns[i] / tot * units;
+		double f = floor(q);
+		if (f > units)
+			f = units;
+		out[i] = (int)f;
+		rem[i] = s->ns[i] ? q - f : -1; /* a state without time gets nothing */
+		given += out[i];
+	}
+	for (; given < units; given++) {
+		int k = -1;
+		for (int i = 0; i < XFT_NSTATES; i++)
+			if (rem[i] >= 0 && (k < 0 || rem[i] > rem[k]))
+				k = i;
+		if (k < 0)
+			break;
+		out[k]++;
+		rem[k] = -1;
+	}
+	/* More units left than states with a remainder (it cannot happen
+	 * with exact arithmetic): the biggest state takes them. */
+	if (given < units)
+		out[xft_split_biggest(s)] += units - given;
+	return 1;
+}
+
+void xft_split_percent(const struct xft_split *s, int pct[XFT_NSTATES])
+{
+	apportion(s, 100, pct);
+}
+
+char xft_state_glyph(enum xft_state st)
+{
+	static const char glyph[XFT_NSTATES] = {
+		[XFT_ST_RUN] = '=',     [XFT_ST_WAIT] = '#',    [XFT_ST_NOTIFY] = '~', [XFT_ST_BACKEND] = '+',
+		[XFT_ST_BLOCKED] = '-', [XFT_ST_OFFLINE] = '.', [XFT_ST_XEN] = '*',    [XFT_ST_UNKNOWN] = '?',
+	};
+	return (unsigned)st < XFT_NSTATES ? glyph[st] : ' ';
+}
+
+int xft_split_cells(const struct xft_split *s, int width, unsigned char *cells)
+{
+	int n[XFT_NSTATES];
+	if (!apportion(s, width, n))
+		return 0;
+	int k = 0;
+	for (int i = 0; i < XFT_NSTATES; i++)
+		for (int c = 0; c < n[i]; c++)
+			cells[k++] = (unsigned char)i;
+	return k;
+}
+
+size_t xft_split_bar_text(const struct xft_split *s, int width, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	unsigned char cells[512];
+	if (width > (int)sizeof(cells))
+		width = (int)sizeof(cells);
+	if ((size_t)width >= len)
+		width = (int)len - 1;
+	int n = xft_split_cells(s, width, cells);
+	for (int i = 0; i < n; i++)
+		buf[i] = xft_state_glyph(cells[i]);
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+size_t xft_split_percent_text(const struct xft_split *s, int width, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	int pct[XFT_NSTATES], order[XFT_NSTATES], n = 0;
+	if (!apportion(s, 100, pct))
+		return 0;
+	for (int i = 0; i < XFT_NSTATES; i++)
+		if (s->ns[i])
+			order[n++] = i;
+	/* Biggest first (by time, not by rounded share), ties in state order:
+	 * when the line is cut, what is cut is the least. */
+	for (int i = 1; i < n; i++)
+		for (int k = i; k > 0 && s->ns[order[k]] > s->ns[order[k - 1]]; k--) {
+			int t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	size_t o = 0;
+	for (int i = 0; i < n; i++) {
+		char item[48];
+		int st = order[i];
+		if (pct[st])
+			snprintf(item, sizeof(item), "%s%c%s %d%%", o ? " " : "", xft_state_glyph(st),
+				 st == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(st), pct[st]);
+		else
+			snprintf(item, sizeof(item), "%s%c%s <1%%", o ? " " : "", xft_state_glyph(st),
+				 st == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(st));
+		size_t il = strlen(item);
+		if ((width >= 0 && o + il > (size_t)width) || o + il >= len)
+			break;
+		memcpy(buf + o, item, il + 1);
+		o += il;
+	}
+	return o;
+}
+
+void xft_vcpu_name(uint16_t domain, uint16_t vcpu, char *buf, size_t len)
+{
+	if (domain == 32767) /* DOMID_IDLE */
+		snprintf(buf, len, "idlev%u", vcpu);
+	else
+		snprintf(buf, len, "d%uv%u", domain, vcpu);
+}
+
+int xft_split_biggest(const struct xft_split *s)
+{
+	int k = -1;
+	for (int i = 0; i < XFT_NSTATES; i++)
+		if (s->ns[i] && (k < 0 || s->ns[i] > s->ns[k]))
+			k = i;
+	return k;
+}
+
+/* snprintf's length, kept within the buffer it wrote. */
+static size_t written(int n, size_t len)
+{
+	if (n < 0 || !len)
+		return 0;
+	return (size_t)n < len ? (size_t)n : len - 1;
+}
+
+size_t xft_split_state_text(const struct xft_split *s, const struct xft_culprit *c, enum xft_state st,
+			    const char *receiver, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if ((unsigned)st >= XFT_NSTATES || !s->ns[st])
+		return 0;
+	char d[16], who[24], part[16];
+	xft_format_ns(s->ns[st], d, sizeof(d));
+	const char *rx = receiver && *receiver ? receiver : "the receiver";
+	int n = 0;
+	switch (st) {
+	case XFT_ST_RUN:
+		n = snprintf(buf, len, "ran %s on its vCPU", d);
+		break;
+	case XFT_ST_WAIT:
+		if (!c || !c->wait_ns) {
+			n = snprintf(buf, len, "waited %s for a physical CPU", d);
+			break;
+		}
+		xft_vcpu_name(c->domain, c->vcpu, who, sizeof(who));
+		if (c->wait_ns < s->ns[st]) {
+			xft_format_ns(c->wait_ns, part, sizeof(part));
+			n = snprintf(buf, len, "waited %s for pCPU%u, which ran %s for %s of it", d, c->pcpu, who,
+				     part);
+		} else {
+			n = snprintf(buf, len, "waited %s for pCPU%u, which ran %s", d, c->pcpu, who);
+		}
+		break;
+	case XFT_ST_NOTIFY:
+		n = snprintf(buf, len, "notify %s until %s woke", d, rx);
+		break;
+	case XFT_ST_BACKEND:
+		n = snprintf(buf, len, "backend %s: %s ran until the hop ended", d, rx);
+		break;
+	case XFT_ST_BLOCKED:
+		n = snprintf(buf, len, "blocked %s after its wake", d);
+		break;
+	case XFT_ST_OFFLINE:
+		n = snprintf(buf, len, "offline %s (paused, or parked by a cap)", d);
+		break;
+	case XFT_ST_XEN:
+		n = snprintf(buf, len, "%s in Xen itself", d);
+		break;
+	default:
+		n = snprintf(buf, len, "%s not attributable (?)", d);
+		break;
+	}
+	return written(n, len);
+}
+
+int xft_split_cause_text(const struct xft_split *s, const struct xft_culprit *c, const char *receiver,
+			 char *buf, size_t len)
+{
+	int st = xft_split_biggest(s);
+	if (len)
+		buf[0] = '\0';
+	if (st >= 0)
+		xft_split_state_text(s, c, (enum xft_state)st, receiver, buf, len);
+	return st;
+}
+
+int xft_flow_biggest_gap(const struct xft_flow_summary *f, uint32_t *gap, int *state)
+{
+	if (!f->gaps || f->npoints < 2)
+		return -1;
+	uint64_t best = 0;
+	int found = -1;
+	for (uint32_t g = 0; g + 1 < f->npoints; g++)
+		for (int i = 0; i < XFT_NSTATES; i++)
+			if (f->gaps[g].split.ns[i] > best) {
+				best = f->gaps[g].split.ns[i];
+				*gap = g;
+				*state = i;
+				found = 0;
+			}
+	return found;
+}
+
+int xft_flow_cause_text(const struct xft_flow_summary *f, struct xft_sites *sites, char *buf, size_t len)
+{
+	uint32_t g;
+	int st;
+	if (len)
+		buf[0] = '\0';
+	if (xft_flow_biggest_gap(f, &g, &st) < 0)
+		return -1;
+	xft_split_state_text(&f->gaps[g].split, &f->gaps[g].culprit, (enum xft_state)st,
+			     xft_sites_domain(sites, f->path[g + 1].domain), buf, len);
+	return (int)g;
+}
+
+size_t xft_culprit_text(const struct xft_culprit *c, uint64_t wait_ns, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if (!wait_ns)
+		return 0;
+	if (!c || !c->wait_ns)
+		return written(snprintf(buf, len, "waited, but no switch record names the holder"), len);
+	char who[24];
+	xft_vcpu_name(c->domain, c->vcpu, who, sizeof(who));
+	double share = c->wait_ns >= wait_ns ? 100.0 : 100.0 * (double)c->wait_ns / (double)wait_ns;
+	return written(snprintf(buf, len, "waited for pCPU%u, which ran %s (%.0f%% of the wait)", c->pcpu, who, share),
+		       len);
+}
+
+size_t xft_hop_culprits_text(const struct xft_hop_split *sp, char *buf, size_t len)
+{
+	char a[128], b[128];
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	xft_culprit_text(&sp->culprit_all, sp->all.ns[XFT_ST_WAIT], a, sizeof(a));
+	xft_culprit_text(&sp->culprit_tail, sp->tail.ns[XFT_ST_WAIT], b, sizeof(b));
+	if (!a[0] && !b[0])
+		return 0;
+	return written(snprintf(buf, len, "%s%s%s", a, a[0] && b[0] ? "; p99+: " : b[0] ? "p99+: " : "", b), len);
+}
+
+size_t xft_sched_status_text(const struct xft_sched_status *st, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	if (!st || !st->joined)
+		return written(snprintf(buf, len, "sched: not joined"), len);
+	if (st->clock_error_ns == UINT64_MAX)
+		return written(snprintf(buf, len, "sched: joined, clock not yet measured"), len);
+	char e[16];
+	xft_format_ns(st->clock_error_ns, e, sizeof(e));
+	if (st->trace_lost)
+		return written(snprintf(buf, len, "sched clock \u00b1%s, lost %" PRIu64, e, st->trace_lost), len);
+	return written(snprintf(buf, len, "sched clock \u00b1%s", e), len);
+}
