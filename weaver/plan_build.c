@@ -54,7 +54,7 @@ static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, lon
 {
 	if (sev[0] == 'e')
 		b->errors++;
-	else
+	else if (sev[0] == 'w')
 		b->warnings++;
 	char where[PATH_MAX + 32] = "xflowc";
 	if (loc && loc->src) {
@@ -381,6 +381,36 @@ static void report_untyped(struct pb *b, struct jp_image *img, const char *dom, 
 		first->line, first->func ? first->func : "?", first->text);
 }
 
+/* call(f) puts one site on each entry, one per call: a note names each
+ * entry that is in a copy GCC made of f, and each place that looks like an
+ * entry and is not one, so the plan says where every site is and why. */
+static void report_entries(struct pb *b, struct jp_image *img, const char *dom, size_t ai,
+			   const struct jp_sites *cand)
+{
+	const struct fl_advice *adv = b->u->by_index[ai];
+	for (size_t i = 0; i < cand->n; i++) {
+		const struct jp_site *s = &cand->v[i];
+		if (s->kind == JP_SITE_ENTRY && s->clone && pc_eval(img, dom, adv->pc, s, 0))
+			diag_at(b, &adv->pc->loc, "note", (long)ai,
+				"in domain %s: call(%s) is also at the entry of %s, a copy GCC made of %s (%#llx, %s:%u)",
+				dom, s->func, s->clone, s->func, (unsigned long long)s->addr,
+				s->file ? s->file : "?", s->line);
+	}
+	for (size_t i = 0; i < cand->npassed; i++) {
+		const struct jp_site *s = &cand->passed[i];
+		if (!pc_eval(img, dom, adv->pc, s, 0))
+			continue;
+		char where[256];
+		if (s->clone)
+			snprintf(where, sizeof(where), "%s", s->clone);
+		else
+			snprintf(where, sizeof(where), "in %s", s->inlined_into ? s->inlined_into : "?");
+		diag_at(b, &adv->pc->loc, "note", (long)ai,
+			"in domain %s: call(%s) has no site at %#llx (%s:%u, %s): %s", dom, s->func,
+			(unsigned long long)s->addr, s->file ? s->file : "?", s->line, where, s->why);
+	}
+}
+
 /* Advice @ai, its program and the scope its pointcut gives in domain @dom:
  * false when it has no pointcut or program, or cannot match in @dom. */
 static bool advice_in(struct pb *b, const struct xflow_plan *p, size_t ai, const char *dom,
@@ -497,6 +527,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 			*matched = true;
 		}
 		report_untyped(b, img, dom, ai, &cand);
+		report_entries(b, img, dom, ai, &cand);
 		jp_sites_free(&cand);
 	}
 	return 0;
