@@ -229,6 +229,30 @@ static void monitor_greet(struct agent *a)
 	agent_logf(a, 0, "monitor connected%s", a->xen ? " over vchan" : "");
 }
 
+/*
+ * Every target is gone, their last records moved: before the agent goes,
+ * its monitor must hear what was lost in their last moments (a program
+ * that wrote a lane's worth in one burst and exited), which only an
+ * answer to STATS tells it.  The monitor asks five times a second; its
+ * next question is awaited, 2 s at most, the records still moving out.
+ */
+void agent_monitor_last_stats(struct agent *a)
+{
+	uint64_t seen = a->stats_answered;
+	uint64_t end = xflow_monotonic_ns() + 2000000000ull;
+	while (a->connected && a->stats_answered == seen) {
+		agent_ring_flush_out(a);
+		if (a->connected)
+			agent_monitor_serve(a);
+		uint64_t now = xflow_monotonic_ns();
+		if (!a->connected || a->stats_answered != seen || now >= end)
+			break;
+		struct pollfd pf = { .fd = a->conn.fd, .events = POLLIN };
+		int ms = (int)((end - now) / 1000000) + 1;
+		poll(&pf, 1, ms < 20 ? ms : 20);
+	}
+}
+
 void agent_monitor_serve(struct agent *a)
 {
 	for (;;) {

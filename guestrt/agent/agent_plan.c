@@ -509,6 +509,8 @@ int agent_stats_reply(struct agent *a, const struct xflow_ctl_msg *req)
 	s->xen_time = agent_xtime_now(a, &s->xen_minus_mono);
 	s->clock_now = xflow_clock_ticks(&a->clock);
 	rc = xflow_ctl_send(&a->conn, &m, NULL, 0, 2000);
+	if (rc == 0)
+		a->stats_answered++;
 out:
 	free(v);
 	free(tv);
