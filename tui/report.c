@@ -212,6 +212,8 @@ int xft_report_text(struct xft_app *app, FILE *f)
 	fprintf(f, "xflowtop snapshot, %s\n", now);
 	if (app->note)
 		fprintf(f, "%s\n", app->note);
+	if (app->nothing_woven)
+		fprintf(f, "%s\n", XFT_NOTHING_WOVEN);
 	fprintf(f, "\n== Summary\n");
 	for (unsigned s = 0; s < app->nsrc; s++)
 		fprintf(f, "source %s: %" PRIu64 " records, %" PRIu64 " drops, %" PRIu64 " bad%s%s\n",
@@ -306,7 +308,12 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	xft_json_key(j, "uptime_s");
 	xft_json_double(j, (double)(app->now_ns - app->start_ns) / 1e9);
 	xft_json_key(j, "note");
-	if ((flags & XFT_REPORT_BATCH) && app->pending_note[0]) {
+	if (app->nothing_woven) {
+		char note[sizeof(XFT_NOTHING_WOVEN) + 256];
+		snprintf(note, sizeof(note), "%s%s%s", app->note ? app->note : "", app->note ? "; " : "",
+			 XFT_NOTHING_WOVEN);
+		xft_json_string(j, note);
+	} else if ((flags & XFT_REPORT_BATCH) && app->pending_note[0]) {
 		char note[sizeof(app->pending_note) + 256];
 		snprintf(note, sizeof(note), "%s%s%s", app->note ? app->note : "", app->note ? "; " : "",
 			 app->pending_note);

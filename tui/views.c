@@ -859,7 +859,8 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	fmt_uptime(app->now_ns - app->start_ns, up, sizeof(up));
 
 	xft_canvas_put(cv, 0, 0, XFT_A_TITLE, "xflowtop", -1);
-	xft_canvas_put(cv, 0, 9, XFT_A_VALUE, app->note ? app->note : "live I/O flows", -1);
+	xft_canvas_put(cv, 0, 9, XFT_A_VALUE,
+		       app->nothing_woven ? XFT_NOTHING_WOVEN : app->note ? app->note : "live I/O flows", -1);
 
 	/* Domains grouped by the collector that reaches them. */
 	o = (size_t)snprintf(line, sizeof(line), "Domains:");

@@ -60,6 +60,7 @@ rc=$?
 TOP=""
 [ $rc -eq 0 ] || { cat "$T/top.err"; fail "xflowtop exited with $rc"; }
 
+! grep -q "match nothing" "$T/top.out" "$T/top.err" || fail "a weave with sites said it matches nothing"
 head=$(grep '^uptime' "$T/top.out" | tail -1)
 echo "$head"
 records=$(echo "$head" | sed -n 's/.* records \([0-9]*\) .*/\1/p')
