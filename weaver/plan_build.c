@@ -96,6 +96,18 @@ static bool chain_has(struct jp_index *ix, uint64_t addr, const char *f)
 	return false;
 }
 
+/* Does access(@want.m) name the struct a site names @sname?  A typedef of
+ * a struct names the struct (access(req_t.m) for typedef struct req_s
+ * req_t), whose name the sites carry; an anonymous struct's typedef is
+ * its only name. */
+static bool struct_is(const struct jp_index *ix, const char *want, const char *sname)
+{
+	if (strcmp(want, sname) == 0)
+		return true;
+	int32_t st = jp_struct_find(ix, want);
+	return st >= 0 && ix->types[st].name && strcmp(ix->types[st].name, sname) == 0;
+}
+
 static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *pc,
 		    const struct jp_site *s, int depth)
 {
@@ -109,7 +121,7 @@ static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *p
 	case FL_PC_NOT:
 		return !pc_eval(img, dom, pc->l, s, depth + 1);
 	case FL_PC_ACCESS: {
-		if (s->kind > JP_SITE_RMW || !s->sname || strcmp(s->sname, pc->a) != 0)
+		if (s->kind > JP_SITE_RMW || !s->sname || !struct_is(jp_image_index(img), pc->a, s->sname))
 			return false;
 		if (!pc->b || strcmp(pc->b, "%") == 0)
 			return true;
@@ -455,8 +467,15 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 				continue;
 			if (pc->kind == FL_PC_TRACEPOINT)
 				continue; /* a kernel's, never a program's */
-			if (pc->kind == FL_PC_ACCESS)
+			if (pc->kind == FL_PC_ACCESS) {
 				rc = jp_find_access(img, pc->a, pc->b, &scope, &cand, &err);
+				const struct jp_index *ix = jp_image_index(img);
+				int32_t st = rc ? -1 : jp_struct_find(ix, pc->a);
+				if (st >= 0 && ix->types[st].name && strcmp(ix->types[st].name, pc->a) != 0)
+					diag_at(b, &pc->aloc, "note", (long)ai,
+						"in domain %s: %s is a typedef of struct %s: its sites are named %s",
+						dom, pc->a, ix->types[st].name, ix->types[st].name);
+			}
 			else if (pc->kind == FL_PC_CALL)
 				rc = jp_find_entry(img, pc->a, &scope, &cand, &err);
 			else
