@@ -243,3 +243,26 @@ Test(plan_build, typedef_of_a_struct_is_the_struct)
 	xflow_unit_free(u);
 	free(bin);
 }
+
+/* Issue 26 item 6: a load through an untyped pointer at displacement 0 is
+ * any dereference at all, no sign of a member at offset 0: access(S.m) of
+ * such a member names no unrelated load as "could not be typed". */
+Test(plan_build, offset_zero_member_blames_no_unrelated_load)
+{
+	static const char xml[] =
+		"<flows><advice><pointcut>access(req_t.state) AND within_function(req_set)</pointcut>"
+		"<before>STORE_DATA1($pc$);</before></advice></flows>\n";
+	char *bin = jpf_build(dir, "jp_typedef", "gcc", "-g -O2", "O2");
+	cr_assert(bin);
+	struct xflow_unit *u = unit_of(xml);
+	struct seen seen;
+	struct xflow_plan *p = NULL;
+	cr_assert_eq(build(u, bin, false, &seen, &p), 0);
+	uint64_t at[8];
+	cr_expect_eq(bound_sites(p, 0, at, 8), 1, "r->state = 1 in req_set");
+	for (size_t k = 0; k < seen.n; k++)
+		cr_expect(!strstr(seen.v[k].msg, "could not be typed"), "%s: %s", seen.v[k].sev, seen.v[k].msg);
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+	free(bin);
+}

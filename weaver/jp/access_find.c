@@ -1192,14 +1192,17 @@ static int access_kind(const struct jp_insn *in)
 }
 
 /* @in's base register could not be typed: keep it in out->untyped if its
- * displacement falls inside the member asked (@want), or for S.% (@want
- * NULL) inside struct @st when @scope names functions.  0 or -ENOMEM. */
+ * displacement (not 0) falls inside the member asked (@want), or for S.%
+ * (@want NULL) inside struct @st when @scope names functions.  0 or
+ * -ENOMEM. */
 static int untyped_offer(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
 			 int32_t st, const char *sname, const struct jp_member *want,
 			 const struct jp_scope *scope)
 {
 	struct jp_index *ix = jp_image_index(img);
-	if (in->disp < 0 || in->base >= 16 || in->base == 7)
+	/* Displacement 0 is every dereference of every pointer: no sign of
+	 * a member at offset 0, and the load named would be unrelated. */
+	if (in->disp <= 0 || in->base >= 16 || in->base == 7)
 		return 0;
 	uint64_t d = (uint64_t)in->disp;
 	if (want ? d < want->offset || d >= want->offset + (want->size ? want->size : 1)
