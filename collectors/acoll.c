@@ -300,7 +300,12 @@ static int agent_site_info(struct xflow_collector *xc, uint16_t domain, uint32_t
 		return -ENOENT;
 	const struct xflow_plan_site *s = &p->pc->plan->domains[0].sites[site];
 	out->domain = p->domain;
-	out->file = s->file ? s->file : "?";
+	/* A kernel's site has no source line (its BTF has none for the
+	 * kernel's functions, and its DWARF is not read): named by what it is. */
+	out->file = s->file ? s->file
+		  : s->kind == XFLOW_SITE_TRACEPOINT ? "tracepoint"
+		  : s->kind == XFLOW_SITE_ENTRY ? "fentry"
+		  : s->kind == XFLOW_SITE_RETURN ? "fexit" : "?";
 	out->line = s->line;
 	out->function = s->func ? s->func : "?";
 	out->what = p->pc->what[site];

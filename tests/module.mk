@@ -17,6 +17,8 @@ TEST_SCRIPTS += tests/deb/lintian.sh
 
 # The folder rule (practice 15): every include within its folder's USES.
 TEST_SCRIPTS += tests/layout_check.sh
+# The man pages agree with each other and with the JSON written.
+TEST_SCRIPTS += tests/man_agree.sh
 
 ALL_LDLIBS := -Wl,--as-needed $(call pc_libs,$(PKGS)) -ldwarf -lpthread -lm
 CRITERION_LIBS := $(call pc_libs,criterion)

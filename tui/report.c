@@ -84,11 +84,13 @@ void xft_report_path_text(struct xft_app *app, FILE *f, const struct xft_flow_ro
 	for (uint32_t p = 0; p < r->s.npoints; p++) {
 		const struct xft_point *pt = &r->s.path[p];
 		const struct xft_site *s = xft_sites_get(&app->sites, pt->domain, pt->site);
-		char gap[16] = "";
+		char gap[16] = "", line[16] = "-";
 		if (p)
 			xft_format_ns(pt->t_ns - r->s.path[p - 1].t_ns, gap, sizeof(gap));
-		fprintf(f, "  %11.1f  %-8s %-34s %5" PRIu32 "  %-24s %9s\n", (double)(pt->t_ns - t0) / 1e3,
-			xft_sites_domain(&app->sites, pt->domain), s->file, s->line, s->function, gap);
+		if (s->line) /* a kernel's site has no line: "-" */
+			snprintf(line, sizeof(line), "%" PRIu32, s->line);
+		fprintf(f, "  %11.1f  %-8s %-34s %5s  %-24s %9s\n", (double)(pt->t_ns - t0) / 1e3,
+			xft_sites_domain(&app->sites, pt->domain), s->file, line, s->function, gap);
 	}
 }
 

@@ -412,7 +412,7 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 			file += fl - (size_t)wfile;
 		put_cell(cv, yy, x, wfile, attr, file, 0);
 		x += wfile + 1;
-		snprintf(buf, sizeof(buf), "%" PRIu32, s->line);
+		snprintf(buf, sizeof(buf), s->line ? "%" PRIu32 : "-", s->line);
 		put_cell(cv, yy, x, wl, attr, buf, 1);
 		x += wl + 1;
 		put_cell(cv, yy, x, wfn, attr, s->function, 0);

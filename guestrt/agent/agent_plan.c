@@ -445,8 +445,12 @@ int agent_aspect_set(struct agent *a, const struct xflow_ctl_msg *req)
 	}
 	uint32_t sw = a->intarget ? advice_sync(a, was) : placements_sync(a);
 	free(was);
-	agent_logf(a, 1, "%s %s %u: %u breakpoints switched", s->enabled ? "enabled" : "disabled",
-	      s->kind == XFLOW_CTL_ASPECT_ADVICE ? "advice" : "flow", s->index, sw);
+	/* In the targets a flag read at each hit switches the sites, jumps
+	 * and breakpoints alike; with the ptrace backend each is a
+	 * breakpoint taken out or put back. */
+	agent_logf(a, 1, "%s %s %u: %u sites switched (%s)", s->enabled ? "enabled" : "disabled",
+		   s->kind == XFLOW_CTL_ASPECT_ADVICE ? "advice" : "flow", s->index, sw,
+		   a->intarget ? "a flag the hits read; nothing patched" : "breakpoints taken out or put back");
 	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
 	m.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_ASPECT_SET,
 					      .message = "" };
