@@ -318,7 +318,17 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 	if (i >= c->npeers)
 		return -ENOENT;
 	struct peer *p = c->peers[i];
-	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = p->source,
+	/* A full lane is said where the domain is: the drops alone do not
+	 * say that a bigger lane (not a faster monitor) is the cure. */
+	const char *source = p->source;
+	if (!p->xen && p->lost_before_ring) {
+		snprintf(p->source_said, sizeof(p->source_said),
+			 "%s; %" PRIu64 " records lost in the targets' lanes (full: xflow-agent --lane-slots; "
+			 "none free: --lanes)", p->source,
+			 p->lost_before_ring);
+		source = p->source_said;
+	}
+	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = source,
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,

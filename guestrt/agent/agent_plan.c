@@ -141,13 +141,27 @@ static void fail_add(struct fail_list *f, uint32_t site, int err, const char *wh
 	f->failed += err != 0;
 }
 
+uint32_t xflow_agent_lane_slots(const struct xflow_plan_domain *d)
+{
+	uint64_t want = (uint64_t)(d ? d->nbindings : 0) * 1024, slots = 4096;
+	while (slots < want && slots < 32768)
+		slots *= 2;
+	return (uint32_t)slots;
+}
+
 /* In-process backend: the plan's program into @t's runtime, with the
- * advice's current switches.  0, or the reason in @why. */
+ * advice's current switches.  0, or the reason in @why.  Lanes hold what
+ * --lane-slots says, else what the plan's placements write: the default
+ * 4096 filled at about 13 records a request and 15,000 requests a second
+ * on two busy cores. */
 static int prog_load_target(struct agent *a, struct target *t, char *why, size_t whylen)
 {
+	uint32_t slots = a->o.lane_slots ? a->o.lane_slots : xflow_agent_lane_slots(a->dom);
 	struct xflow_hook_prog prog = { .plan = a->plan, .dom = a->dom, .fields = a->fields, .bases = t->base,
 					.domain_id = a->o.domain_id, .lanes = a->o.lanes,
-					.lane_slots = a->o.lane_slots, .flowtab_capacity = a->o.flowtab_capacity };
+					.lane_slots = slots, .flowtab_capacity = a->o.flowtab_capacity };
+	agent_logf(a, 1, "pid %d: lanes of %u records (%s)", (int)t->pid, slots,
+		   a->o.lane_slots ? "--lane-slots" : "sized from the plan's placements");
 	int rc = xflow_hook_prog_load(t->ht, &prog);
 	for (uint32_t i = 0; rc == 0 && i < a->plan->nadvice; i++)
 		if (!a->adv[i].enabled)

@@ -75,6 +75,10 @@ echo "$row"
 row_drops=$(echo "$row" | awk '{print $7}')
 [ "$row_drops" = "$drops" ] || fail "the domain's row says $row_drops drops, the header $drops"
 
+echo "$row" | grep -q "$drops records lost in the targets' lanes (full: xflow-agent --lane-slots" ||
+	fail "the domain's row does not say its lanes were full"
+grep -q "lanes of 64 records (--lane-slots)" "$T/agent.err" || fail "the agent did not say its lanes' size"
+
 json_drops=$(tr ',{}' '\n\n\n' <"$T/snap.json" | sed -n 's/^ *"drops": *\([0-9]*\)$/\1/p' | head -1)
 [ "$json_drops" = "$drops" ] || fail "the snapshot's JSON says $json_drops drops, the header $drops"
 
