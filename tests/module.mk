@@ -81,6 +81,8 @@ BENCH_SCRIPTS += tests/bench/sim_woven.sh
 # memcached from Debian's source, traced and untraced in turn (issue 16);
 # it says SKIPPED and passes where the source or its tools cannot be had.
 BENCH_SCRIPTS += tests/bench/real_server.sh
+# nginx from Debian's source, traced live through xflowtop (issue 26).
+BENCH_SCRIPTS += tests/bench/nginx_server.sh
 
 # `make fuzz`: a clang build in its own tree with libFuzzer's coverage
 # instrumentation on every library object.

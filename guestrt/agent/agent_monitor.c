@@ -99,6 +99,7 @@ static void xen_reoffer(struct agent *a)
 
 void agent_monitor_gone(struct agent *a, const char *why)
 {
+	agent_plan_summary(a);
 	agent_logf(a, 0, "the monitor went away (%s)%s", why, a->o.stay ? "; waiting for the next one" : "");
 	xen_time_reader_close(&a->xtime_r);
 	xflow_hook_control_fd(a->hook, -1);
@@ -277,6 +278,7 @@ void agent_monitor_serve(struct agent *a)
 			break;
 		case XFLOW_CTL_DETACH:
 			agent_ring_flush_out(a);
+			agent_plan_summary(a);
 			rc = xflow_ctl_reply_simple(&a->conn, m, 0, "detaching");
 			xflow_ctl_msg_free(m);
 			agent_logf(a, 0, "detach asked by the monitor");

@@ -322,6 +322,7 @@ static int plan_take(struct agent *a, struct xflow_plan *p, struct fail_list *fa
 
 int agent_plan_load(struct agent *a, const struct xflow_ctl_msg *req)
 {
+	a->summary_said = false; /* said again for this monitor's plan */
 	char why[512];
 	struct xflow_plan *p;
 	int rc = xflow_plan_read(req->u.plan_load.plan, req->u.plan_load.plan_len, &p, why, sizeof(why));
@@ -535,12 +536,14 @@ out:
 	return rc;
 }
 
-/* --plan: what the session cannot hold, said when the agent stops (the
- * targets still attached, their lanes emptied): the records it saved, and
- * those lost on the way, which no monitor would otherwise be told of. */
+/* What the agent's records came to, said when it stops or its monitor
+ * goes (the targets still attached, their lanes emptied): the records it
+ * saved (--plan: the session cannot hold the rest) or sent to the
+ * monitor, and those lost on the way, which the monitor's drops must
+ * equal. */
 void agent_plan_summary(struct agent *a)
 {
-	if (!a->o.plan_path || a->summary_said)
+	if ((!a->o.plan_path && !a->plan) || a->summary_said)
 		return;
 	a->summary_said = true;
 	struct xflow_hook_prog_stats all = { 0 };
@@ -548,9 +551,10 @@ void agent_plan_summary(struct agent *a)
 	if (a->intarget && xflow_hook_prog_stats(a->hook, 1, &one, &all) < 0)
 		memset(&all, 0, sizeof(all));
 	uint64_t lost = a->prod.dropped + all.dropped + all.nolane + all.nested;
-	agent_logf(a, 0, "saved %" PRIu64 " records; lost %" PRIu64 ": %" PRIu64 " to full lanes, %" PRIu64
+	agent_logf(a, 0, "%s %" PRIu64 " records; lost %" PRIu64 ": %" PRIu64 " to full lanes, %" PRIu64
 		    " to a full ring, %" PRIu64 " of threads without a lane, %" PRIu64 " of hits inside hits",
-	      a->records, lost, all.dropped, a->prod.dropped, all.nolane, all.nested);
+		   a->o.plan_path ? "saved" : "sent", a->records, lost, all.dropped, a->prod.dropped, all.nolane,
+		   all.nested);
 }
 
 void agent_detach_all(struct agent *a)

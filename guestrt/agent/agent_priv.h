@@ -88,7 +88,7 @@ struct agent {
 	struct xflow_ring_consumer self; /* --plan: the agent reads its own ring */
 	uint32_t ring_slots;
 	bool intarget;       /* the backend runs the advice in the targets */
-	bool summary_said;   /* --plan: plan_summary() ran */
+	bool summary_said;   /* agent_plan_summary() ran for this plan */
 	int record_rc;       /* --plan: the first failure to keep a record */
 	long moved;          /* records the last drain of their lanes moved */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */

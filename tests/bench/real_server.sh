@@ -15,8 +15,7 @@
 # AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536),
 # AGENT_PREFIX (before the agent's command, e.g. "nice -n 10").
 #
-# The source is fetched once with `apt-get source` through a deb-src list of
-# our own, derived from the machine's apt sources, in private directories:
+# The source is fetched once with `apt-get source` (tests/bench/debsrc.sh):
 # the machine's apt configuration is not changed.  Build dependencies that
 # are missing are installed with apt-get when run as root.  Whatever cannot
 # be had (no archive, no apt, not root for a missing package, no ptrace)
@@ -58,33 +57,8 @@ mkdir -p "$CACHE" || fail "cannot create $CACHE"
 CACHE=$(cd "$CACHE" && pwd)
 
 # ---- the source, once ------------------------------------------------------
-src_dir() { for d in "$CACHE"/src/memcached-*/; do [ -f "$d/memcached.c" ] && { echo "${d%/}"; return; }; done; }
-SRC=$(src_dir)
-if [ -z "$SRC" ]; then
-	command -v apt-get >/dev/null && command -v dpkg-source >/dev/null ||
-		skip "no apt-get or dpkg-source to fetch memcached's source"
-	A="$CACHE/apt"
-	rm -rf "$A" && mkdir -p "$A/lists/partial" "$A/parts" "$CACHE/src" || fail "cannot create $A"
-	# deb-src twins of the machine's deb entries, one-line and deb822 forms.
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] && sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f"
-	done >"$A/parts/src.list"
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" && echo
-	done >"$A/parts/src.sources"
-	[ -s "$A/parts/src.list" ] || rm -f "$A/parts/src.list"
-	[ -s "$A/parts/src.sources" ] || rm -f "$A/parts/src.sources"
-	APT="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$A/parts -o Dir::State::Lists=$A/lists
-	     -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root"
-	# A source that answers no deb-src only warns; what matters is below.
-	# shellcheck disable=SC2086
-	apt-get -q $APT update >"$CACHE/apt-update.log" 2>&1
-	# shellcheck disable=SC2086
-	(cd "$CACHE/src" && apt-get -q $APT source memcached) >"$CACHE/apt-source.log" 2>&1 ||
-		skip "apt-get source memcached failed (no deb-src reachable?); see $CACHE/apt-source.log"
-	SRC=$(src_dir)
-	[ -n "$SRC" ] || skip "apt-get source gave no memcached tree; see $CACHE/apt-source.log"
-fi
+. tests/bench/debsrc.sh
+debsrc_fetch memcached "$CACHE" memcached.c
 say "source: $SRC"
 
 # ---- build dependencies and the build -------------------------------------
