@@ -235,18 +235,21 @@ static void monitor_greet(struct agent *a)
  * its monitor must hear what was lost in their last moments (a program
  * that wrote a lane's worth in one burst and exited), which only an
  * answer to STATS tells it.  The monitor asks five times a second; its
- * next question is awaited, 2 s at most, the records still moving out.
+ * next question is awaited, 2 s at most, the records still moving out
+ * (over Xen, until the ring is empty too: what waits there for room in
+ * the record vchan would be lost uncounted).
  */
 void agent_monitor_last_stats(struct agent *a)
 {
 	uint64_t seen = a->stats_answered;
 	uint64_t end = xflow_monotonic_ns() + 2000000000ull;
-	while (a->connected && a->stats_answered == seen) {
+	while (a->connected) {
 		agent_ring_flush_out(a);
 		if (a->connected)
 			agent_monitor_serve(a);
+		bool waiting = a->stats_answered == seen || (a->xen && agent_xen_pending(&a->xt));
 		uint64_t now = xflow_monotonic_ns();
-		if (!a->connected || a->stats_answered != seen || now >= end)
+		if (!a->connected || !waiting || now >= end)
 			break;
 		struct pollfd pf = { .fd = a->conn.fd, .events = POLLIN };
 		int ms = (int)((end - now) / 1000000) + 1;
