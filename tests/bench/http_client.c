@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 #define MAX_CONNS 256
 #define BUF_SIZE 65536
 
@@ -52,23 +54,6 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int hc_connect(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
 }
 
 static bool hc_send(struct hc_state *s, struct hc_conn *c)
@@ -121,7 +106,7 @@ static int hc_run(struct hc_state *s)
 		return 1;
 	for (int i = 0; i < s->conns; i++) {
 		struct hc_conn *c = &s->c[i];
-		c->fd = hc_connect(s->port);
+		c->fd = loopback_connect(s->port);
 		if (c->fd < 0) {
 			fprintf(stderr, "connect to port %d: %s\n", s->port, strerror(-c->fd));
 			return 1;
@@ -160,7 +145,7 @@ static int hc_run(struct hc_state *s)
 				epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
 				close(c->fd);
 				c->in_len = 0;
-				c->fd = hc_connect(s->port);
+				c->fd = loopback_connect(s->port);
 				struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 				if (c->fd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
 					fprintf(stderr, "reconnect: %s\n", strerror(c->fd < 0 ? -c->fd : errno));

@@ -32,19 +32,11 @@ MIN_RATIO=${MIN_RATIO:-0}
 AGENT_OPTS=${AGENT_OPTS:-}
 FLOWS=tests/bench/nginx.xml
 
-skip() { echo "SKIPPED: $*"; exit 0; }
-fail() { echo "FAIL: $*"; exit 1; }
-say() { echo "nginx_server: $*"; }
-
-for b in xflowc xflow-agent xflowtop; do
-	[ -x "$BUILD/bin/$b" ] || fail "missing $BUILD/bin/$b (make first)"
-done
-command -v cc >/dev/null || skip "no C compiler"
-mkdir -p "$CACHE" || fail "cannot create $CACHE"
-CACHE=$(cd "$CACHE" && pwd)
+NAME=nginx_server
+. tests/bench/server_lib.sh
+bench_need
 
 # ---- the source, once, and the build ----------------------------------------
-. tests/bench/debsrc.sh
 debsrc_fetch nginx "$CACHE" src/core/nginx.c
 say "source: $SRC"
 NGX="$SRC/objs/nginx"
@@ -196,10 +188,7 @@ u=$(client "$SECS")
 U_ALL="$U_ALL $u"
 say "closing untraced run: $u req/s"
 
-median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-PAIR_RATIOS=$(echo "$U_ALL" "|" "$T_ALL" | awk '{
-	for (i = 1; $i != "|"; i++) u[i] = $i
-	for (k = i + 1; k <= NF; k++) { j = k - i; printf "%.3f ", $k / ((u[j] + u[j + 1]) / 2) } }')
+PAIR_RATIOS=$(pair_ratios)
 RATIO=$(median $PAIR_RATIOS)
 say "untraced req/s:$U_ALL (median $(median $U_ALL))"
 say "traced   req/s:$T_ALL (median $(median $T_ALL))"

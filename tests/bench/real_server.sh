@@ -15,7 +15,7 @@
 # AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536),
 # AGENT_PREFIX (before the agent's command, e.g. "nice -n 10").
 #
-# The source is fetched once with `apt-get source` (tests/bench/debsrc.sh):
+# The source is fetched once with `apt-get source` (tests/bench/server_lib.sh):
 # the machine's apt configuration is not changed.  Build dependencies that
 # are missing are installed with apt-get when run as root.  Whatever cannot
 # be had (no archive, no apt, not root for a missing package, no ptrace)
@@ -45,19 +45,11 @@ AGENT_OPTS=${AGENT_OPTS:---lanes 16 --lane-slots 65536}
 AGENT_PREFIX=${AGENT_PREFIX:-}
 FLOWS=${FLOWS:-tests/bench/memcached.xml}
 
-skip() { echo "SKIPPED: $*"; exit 0; }
-fail() { echo "FAIL: $*"; exit 1; }
-say() { echo "real_server: $*"; }
-
-for b in xflowc xflow-agent xflowtop; do
-	[ -x "$BUILD/bin/$b" ] || fail "missing $BUILD/bin/$b (make first)"
-done
-command -v cc >/dev/null || skip "no C compiler"
-mkdir -p "$CACHE" || fail "cannot create $CACHE"
-CACHE=$(cd "$CACHE" && pwd)
+NAME=real_server
+. tests/bench/server_lib.sh
+bench_need
 
 # ---- the source, once ------------------------------------------------------
-. tests/bench/debsrc.sh
 debsrc_fetch memcached "$CACHE" memcached.c
 say "source: $SRC"
 
@@ -207,15 +199,9 @@ u=$(client "$SECS")
 U_ALL="$U_ALL $u"
 say "closing untraced run: $u req/s"
 
-median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 MU=$(median $U_ALL)
 MT=$(median $T_ALL)
-# Each traced run against the untraced runs on either side of it: the
-# machine's other load drifts during a run, and a neighbour shares more of
-# it than the run's median does.
-PAIR_RATIOS=$(echo "$U_ALL" "|" "$T_ALL" | awk '{
-	for (i = 1; $i != "|"; i++) u[i] = $i
-	for (k = i + 1; k <= NF; k++) { j = k - i; printf "%.3f ", $k / ((u[j] + u[j + 1]) / 2) } }')
+PAIR_RATIOS=$(pair_ratios)
 RATIO=$(median $PAIR_RATIOS)
 say "sites in plan: $SITES ($JUMPS by jump, $TRAPS by breakpoint fallback)"
 say "untraced req/s:$U_ALL (median $MU)"

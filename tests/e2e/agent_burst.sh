@@ -6,20 +6,11 @@
 # records + drops = what the program wrote, and drops > 0 with lanes of 64
 # records.  The agent must not go before its monitor has heard what the
 # last moments lost (its answer to the next STATS).
-BUILD=${BUILD:-build}
-for b in "$BUILD/bin/xflow-agent" "$BUILD/bin/xflowtop"; do
-	[ -x "$b" ] || { echo "missing $b"; exit 77; }
-done
-command -v cc >/dev/null || { echo "no C compiler for the fixture"; exit 77; }
+. tests/e2e/agent_lib.sh
 command -v curl >/dev/null || { echo "no curl to scrape /metrics"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-burst.XXXXXX")
-TOP=""
-trap '[ -n "$TOP" ] && kill $TOP 2>/dev/null; rm -rf "$T"' EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
 
 N=2500
 WROTE=$((3 * N))
-cc -g -O1 -o "$T/burst" tests/guestrt/fixtures/agent_burst.c || fail "cannot build the fixture"
 cat > "$T/f.xml" <<'XML'
 <flows>
 <xflow name="req">
@@ -32,19 +23,11 @@ cat > "$T/f.xml" <<'XML'
 </xflow>
 </flows>
 XML
-mkdir -m 0700 "$T/s"
-"$BUILD/bin/xflow-agent" --domain burst --socket "$T/s/a.sock" --lane-slots 64 -v -- "$T/burst" $N \
-	>"$T/agent.out" 2>"$T/agent.err" &
-AGENT=$!
-for _ in $(seq 50); do [ -S "$T/s/a.sock" ] && break; sleep 0.1; done
-if grep -q "Operation not permitted" "$T/agent.err"; then
-	echo "ptrace not permitted here"
-	exit 77
-fi
-[ -S "$T/s/a.sock" ] || { cat "$T/agent.err"; fail "the agent made no socket"; }
+agent_start --domain burst --lane-slots 64 -v -- "$T/burst" $N
 "$BUILD/bin/xflowtop" -b -d 0.25 -n 16 --listen 127.0.0.1:0 --snapshot-on-exit "$T/snap" \
 	--collector "agent:socket=$T/s/a.sock,flows=$T/f.xml" >"$T/top.out" 2>"$T/top.err" &
 TOP=$!
+KILL=$TOP
 wait $AGENT
 rc=$?
 cat "$T/agent.err"
@@ -57,7 +40,7 @@ addr=$(sed -n 's|.*serving http://\([0-9.]*:[0-9]*\)/metrics.*|\1|p' "$T/top.err
 curl -s "http://$addr/metrics" >"$T/metrics" || fail "cannot scrape http://$addr/metrics"
 wait $TOP
 rc=$?
-TOP=""
+KILL=""
 [ $rc -eq 0 ] || { cat "$T/top.err"; fail "xflowtop exited with $rc"; }
 
 ! grep -q "match nothing" "$T/top.out" "$T/top.err" || fail "a weave with sites said it matches nothing"

@@ -3,16 +3,7 @@
 # the program does not have) still runs, with empty tables; xflowtop says
 # so in the header of each batch frame (text and the JSON's note) and once
 # on standard error, not only as "sites": 0 in the JSON.
-BUILD=${BUILD:-build}
-for b in "$BUILD/bin/xflow-agent" "$BUILD/bin/xflowtop"; do
-	[ -x "$b" ] || { echo "missing $b"; exit 77; }
-done
-command -v cc >/dev/null || { echo "no C compiler for the fixture"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-nothing.XXXXXX")
-trap 'rm -rf "$T"' EXIT INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-
-cc -g -O1 -o "$T/burst" tests/guestrt/fixtures/agent_burst.c || fail "cannot build the fixture"
+. tests/e2e/agent_lib.sh
 cat > "$T/f.xml" <<'XML'
 <flows>
 <advice>
@@ -21,25 +12,15 @@ cat > "$T/f.xml" <<'XML'
 </advice>
 </flows>
 XML
-mkdir -m 0700 "$T/s"
 said="the flows match nothing"
 for mode in text json; do
-	rm -f "$T/s/a.sock"
-	"$BUILD/bin/xflow-agent" --domain burst --socket "$T/s/a.sock" -- "$T/burst" 10 \
-		>"$T/agent.out" 2>"$T/agent.err" &
-	agent=$!
-	for _ in $(seq 50); do [ -S "$T/s/a.sock" ] && break; sleep 0.1; done
-	if grep -q "Operation not permitted" "$T/agent.err"; then
-		echo "ptrace not permitted here"
-		exit 77
-	fi
-	[ -S "$T/s/a.sock" ] || { cat "$T/agent.err"; fail "the agent made no socket"; }
+	agent_start --domain burst -- "$T/burst" 10
 	json=""
 	[ $mode = json ] && json=--json
 	timeout -s TERM 30 "$BUILD/bin/xflowtop" -b $json -d 0.2 -n 3 \
 		--collector "agent:socket=$T/s/a.sock,flows=$T/f.xml" >"$T/top.out" 2>"$T/top.err"
 	rc=$?
-	wait $agent
+	wait $AGENT
 	echo "== $mode: standard error"
 	cat "$T/top.err"
 	[ $rc -eq 0 ] || fail "xflowtop exited with $rc"

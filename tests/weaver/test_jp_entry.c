@@ -146,32 +146,23 @@ Test(jp_entry, each_call_stops_once, .timeout = 120)
 		cr_assert_eq(jpf_poke_int3(r->pid, r->base + bps[k].addr, &bps[k].orig), 0);
 	unsigned hits[NFUNCS] = { 0 };
 	for (;;) {
-		int st;
-		if (ptrace(PTRACE_CONT, r->pid, NULL, NULL) != 0)
-			break;
-		if (waitpid(r->pid, &st, 0) != r->pid || WIFEXITED(st) || WIFSIGNALED(st))
-			break;
-		cr_assert(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP, "fixture stopped by signal %d", WSTOPSIG(st));
-		jpf_drain(r);
 		struct user_regs_struct regs;
-		cr_assert_eq(ptrace(PTRACE_GETREGS, r->pid, NULL, &regs), 0);
-		uint64_t at = regs.rip - 1 - r->base;
+		uint64_t at = 0;
+		int stop = jpf_next_trap(r, &regs, &at);
+		cr_assert_geq(stop, 0, "fixture stopped by signal %d", -stop);
+		if (stop == 0)
+			break;
+		jpf_drain(r);
 		struct bp *b = NULL;
 		for (size_t k = 0; k < nbp && !b; k++)
 			if (bps[k].addr == at)
 				b = &bps[k];
 		cr_assert(b, "trap at %#llx, not a site", (unsigned long long)at);
 		hits[b->func]++;
-		/* Step over the original instruction, then re-arm. */
-		regs.rip--;
-		cr_assert_eq(ptrace(PTRACE_POKETEXT, r->pid, (void *)(r->base + at), (void *)b->orig), 0);
-		cr_assert_eq(ptrace(PTRACE_SETREGS, r->pid, NULL, &regs), 0);
-		cr_assert_eq(ptrace(PTRACE_SINGLESTEP, r->pid, NULL, NULL), 0);
-		cr_assert_eq(waitpid(r->pid, &st, 0), r->pid);
-		if (WIFEXITED(st))
+		int rc = jpf_step_over(r, &regs, at, b->orig);
+		cr_assert_geq(rc, 0, "stepping over %#llx: %s", (unsigned long long)at, strerror(-rc));
+		if (rc == 1)
 			break;
-		long orig;
-		cr_assert_eq(jpf_poke_int3(r->pid, r->base + at, &orig), 0);
 	}
 	jpf_drain(r);
 	close(r->out);

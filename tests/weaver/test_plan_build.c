@@ -209,6 +209,19 @@ Test(plan_build, untyped_accesses_are_said)
 	}
 }
 
+/* @xml planned against fixtures/jp_typedef.c built at -O2: its unit (the
+ * caller frees it after *plan), the plan and the diagnostics. */
+static struct xflow_unit *typedef_plan(const char *xml, bool strict, struct seen *seen, struct xflow_plan **plan)
+{
+	char *bin = jpf_build(dir, "jp_typedef", "gcc", "-g -O2", "O2");
+	cr_assert(bin);
+	struct xflow_unit *u = unit_of(xml);
+	int rc = build(u, bin, strict, seen, plan);
+	cr_assert_eq(rc, 0, "%s", seen->n ? seen->v[0].msg : "");
+	free(bin);
+	return u;
+}
+
 /* Issue 26 item 4: access(T.m) where T is a typedef of struct S selects
  * what access(S.m) does, and the plan says which struct it names; an
  * anonymous struct is selected by its typedef. */
@@ -221,12 +234,9 @@ Test(plan_build, typedef_of_a_struct_is_the_struct)
 		"<advice><pointcut>access(anon_t.b) AND within_function(req_set)</pointcut>"
 		"<before>STORE_DATA1($pc$);</before></advice>\n"
 		"</flows>\n";
-	char *bin = jpf_build(dir, "jp_typedef", "gcc", "-g -O2", "O2");
-	cr_assert(bin);
-	struct xflow_unit *u = unit_of(xml);
 	struct seen seen;
 	struct xflow_plan *p = NULL;
-	cr_assert_eq(build(u, bin, true, &seen, &p), 0, "%s", seen.n ? seen.v[0].msg : "");
+	struct xflow_unit *u = typedef_plan(xml, true, &seen, &p);
 	uint64_t by_typedef[8], by_struct[8], anon[8];
 	size_t nt = bound_sites(p, 0, by_typedef, 8), ns = bound_sites(p, 1, by_struct, 8);
 	cr_expect_geq(ns, 1, "access(req_s.line) selects nothing");
@@ -241,7 +251,6 @@ Test(plan_build, typedef_of_a_struct_is_the_struct)
 	cr_expect(said, "the plan does not say which struct req_t names");
 	xflow_plan_free(p);
 	xflow_unit_free(u);
-	free(bin);
 }
 
 /* Issue 26 item 6: a load through an untyped pointer at displacement 0 is
@@ -252,17 +261,13 @@ Test(plan_build, offset_zero_member_blames_no_unrelated_load)
 	static const char xml[] =
 		"<flows><advice><pointcut>access(req_t.state) AND within_function(req_set)</pointcut>"
 		"<before>STORE_DATA1($pc$);</before></advice></flows>\n";
-	char *bin = jpf_build(dir, "jp_typedef", "gcc", "-g -O2", "O2");
-	cr_assert(bin);
-	struct xflow_unit *u = unit_of(xml);
 	struct seen seen;
 	struct xflow_plan *p = NULL;
-	cr_assert_eq(build(u, bin, false, &seen, &p), 0);
+	struct xflow_unit *u = typedef_plan(xml, false, &seen, &p);
 	uint64_t at[8];
 	cr_expect_eq(bound_sites(p, 0, at, 8), 1, "r->state = 1 in req_set");
 	for (size_t k = 0; k < seen.n; k++)
 		cr_expect(!strstr(seen.v[k].msg, "could not be typed"), "%s: %s", seen.v[k].sev, seen.v[k].msg);
 	xflow_plan_free(p);
 	xflow_unit_free(u);
-	free(bin);
 }

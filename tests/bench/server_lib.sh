@@ -1,5 +1,33 @@
-# Debian's source of a package for the real-server benchmarks (sourced, not
-# run: tests/bench/real_server.sh, tests/bench/nginx_server.sh).
+# What the real-server benchmarks share (sourced, not run:
+# tests/bench/real_server.sh, tests/bench/nginx_server.sh).  The sourcing
+# script sets NAME (its word on each line), BUILD and CACHE first.
+
+skip() { echo "SKIPPED: $*"; exit 0; }
+fail() { echo "FAIL: $*"; exit 1; }
+say() { echo "$NAME: $*"; }
+
+# The programs built, a C compiler, and CACHE made absolute.
+bench_need() {
+	for b in xflowc xflow-agent xflowtop; do
+		[ -x "$BUILD/bin/$b" ] || fail "missing $BUILD/bin/$b (make first)"
+	done
+	command -v cc >/dev/null || skip "no C compiler"
+	mkdir -p "$CACHE" || fail "cannot create $CACHE"
+	CACHE=$(cd "$CACHE" && pwd)
+}
+
+median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+
+# Each traced run (T_ALL) against the mean of the untraced runs (U_ALL,
+# one more) on either side of it: the machine's other load drifts during
+# a run, and a neighbour shares more of it than the runs' median does.
+pair_ratios() {
+	echo "$U_ALL" "|" "$T_ALL" | awk '{
+		for (i = 1; $i != "|"; i++) u[i] = $i
+		for (k = i + 1; k <= NF; k++) { j = k - i; printf "%.3f ", $k / ((u[j] + u[j + 1]) / 2) } }'
+}
+
+# Debian's source of a package:
 #
 #   debsrc_fetch PACKAGE CACHE MARKER
 #
@@ -9,8 +37,7 @@
 # sources, in private directories: the machine's apt configuration is not
 # changed.  When the newest version's files are not in the archive (a
 # mirror behind its index), the older versions it lists are tried, newest
-# first.  What cannot be had calls skip (the caller's: it says why and
-# exits 0).
+# first.  What cannot be had calls skip.
 
 debsrc_dir() { # PACKAGE CACHE MARKER
 	for d in "$2"/src/"$1"-*/; do [ -f "$d/$3" ] && { echo "${d%/}"; return; }; done
