@@ -297,9 +297,10 @@ const char *jp_image_build_id(const struct jp_image *img);   /* hex, "" if none 
 bool jp_image_is_relocatable(const struct jp_image *img);     /* PIE or .so */
 struct jp_index *jp_image_index(struct jp_image *img);
 const struct jp_elf *jp_image_elf(const struct jp_image *img);
-/* The name of a function symbol at exactly @addr that begins with @prefix
- * (NULL: any), or NULL. */
-const char *jp_image_symbol_at(const struct jp_image *img, uint64_t addr, const char *prefix);
+/* The function symbol at exactly @addr named @name, else one named @name
+ * and a suffix after a dot (a copy GCC made: name.part.0, name.cold,
+ * name.constprop.0), else NULL. */
+const char *jp_image_symbol_at(const struct jp_image *img, uint64_t addr, const char *name);
 /* Decoded code of function @f (index into the index's funcs), cached. */
 const struct jp_code *jp_image_code(struct jp_image *img, size_t f, struct jp_err *err);
 

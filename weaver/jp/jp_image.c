@@ -86,14 +86,19 @@ static size_t sym_lower(const struct jp_elf *e, uint64_t addr)
 	return lo;
 }
 
-const char *jp_image_symbol_at(const struct jp_image *img, uint64_t addr, const char *prefix)
+const char *jp_image_symbol_at(const struct jp_image *img, uint64_t addr, const char *name)
 {
 	const struct jp_elf *e = sym_elf(img);
-	size_t pl = prefix ? strlen(prefix) : 0;
-	for (size_t i = sym_lower(e, addr); i < e->nsyms && e->syms[i].addr == addr; i++)
-		if (!pl || strncmp(e->syms[i].name, prefix, pl) == 0)
-			return e->syms[i].name;
-	return NULL;
+	size_t nl = strlen(name);
+	const char *copy = NULL;
+	for (size_t i = sym_lower(e, addr); i < e->nsyms && e->syms[i].addr == addr; i++) {
+		const char *s = e->syms[i].name;
+		if (strcmp(s, name) == 0)
+			return s;
+		if (!copy && strncmp(s, name, nl) == 0 && s[nl] == '.')
+			copy = s;
+	}
+	return copy;
 }
 
 /* DWARF gives a function split into a hot and a cold part as ranges
