@@ -394,20 +394,34 @@ static void report_untyped(struct pb *b, struct jp_image *img, const char *dom, 
 }
 
 /* call(f) puts one site on each entry, one per call: a note names each
- * entry that is in a copy GCC made of f, and each place that looks like an
- * entry and is not one, so the plan says where every site is and why. */
+ * entry that is in a copy GCC made of f or inlined into f itself, and each
+ * place that looks like an entry and is not one, so the plan says where
+ * every site is and why. */
 static void report_entries(struct pb *b, struct jp_image *img, const char *dom, size_t ai,
 			   const struct jp_sites *cand)
 {
 	const struct fl_advice *adv = b->u->by_index[ai];
+	const struct jp_site *self = NULL;
+	size_t nself = 0;
 	for (size_t i = 0; i < cand->n; i++) {
 		const struct jp_site *s = &cand->v[i];
-		if (s->kind == JP_SITE_ENTRY && s->clone && pc_eval(img, dom, adv->pc, s, 0))
-			diag_at(b, &adv->pc->loc, "note", (long)ai,
-				"in domain %s: call(%s) is also at the entry of %s, a copy GCC made of %s (%#llx, %s:%u)",
-				dom, s->func, s->clone, s->func, (unsigned long long)s->addr,
-				s->file ? s->file : "?", s->line);
+		if (s->kind != JP_SITE_ENTRY || !(s->clone || s->self_inlined) || !pc_eval(img, dom, adv->pc, s, 0))
+			continue;
+		if (s->self_inlined) {
+			self = self ? self : s;
+			nself++;
+			continue;
+		}
+		diag_at(b, &adv->pc->loc, "note", (long)ai,
+			"in domain %s: call(%s) is also at the entry of %s, a copy GCC made of %s (%#llx, %s:%u)",
+			dom, s->func, s->clone, s->func, (unsigned long long)s->addr, s->file ? s->file : "?", s->line);
 	}
+	if (self)
+		diag_at(b, &adv->pc->loc, "note", (long)ai,
+			"in domain %s: call(%s) is also at %zu instance%s of %s inlined into itself, %s %#llx (%s:%u): "
+			"recursive calls, or a part GCC split off and inlined back, which fires once more a call",
+			dom, self->func, nself, nself == 1 ? "" : "s", self->func, nself == 1 ? "at" : "the first at",
+			(unsigned long long)self->addr, self->file ? self->file : "?", self->line);
 	for (size_t i = 0; i < cand->npassed; i++) {
 		const struct jp_site *s = &cand->passed[i];
 		if (!pc_eval(img, dom, adv->pc, s, 0))

@@ -124,6 +124,29 @@ Test(jp_entry, split_part_is_named_not_a_site, .timeout = 120)
 	fixture_close(&fx);
 }
 
+/* walk's recursive calls GCC inlined into walk are calls: sites, marked
+ * so that the plan names them (a part split off and inlined back would
+ * look the same to DWARF), never left out. */
+Test(jp_entry, recursive_inlined_calls_are_sites_and_named, .timeout = 120)
+{
+	struct fixture fx;
+	fixture_open(&fx);
+	struct jp_sites w = { 0 };
+	struct jp_err err;
+	cr_assert_eq(jp_find_entry(fx.img, "walk", NULL, &w, &err), 0, "%s", err.msg);
+	size_t self = 0;
+	for (size_t i = 0; i < w.n; i++)
+		if (w.v[i].inlined_into && strcmp(w.v[i].inlined_into, "walk") == 0) {
+			cr_expect(w.v[i].self_inlined, "an instance of walk inlined into walk not marked");
+			self++;
+		}
+	if (!self)
+		cr_skip_test("this gcc inlined no call of walk into walk");
+	cr_expect_eq(w.npassed, 0, "an inlined recursive call of walk was left out");
+	jp_sites_free(&w);
+	fixture_close(&fx);
+}
+
 struct bp {
 	uint64_t addr;
 	long orig;

@@ -1498,12 +1498,8 @@ int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope 
 			return -EINVAL;
 		const char *base = fn->linkage ? fn->linkage : fn->name;
 		const char *sym = fn->inlined ? NULL : jp_image_symbol_at(img, fn->entry, base);
-		const char *pass = NULL;
-		if (split_part(sym, base))
-			pass = "a part GCC split off the function, entered only from its entries";
-		else if (fn->inlined && inlined_into_itself(ix, fn, func))
-			pass = "an instance inlined into the function itself (a part GCC split off and "
-			       "inlined back, or a recursive call): each call has passed an entry already";
+		const char *pass = split_part(sym, base) ? "a part GCC split off the function, entered only from its entries"
+							 : NULL;
 		/* The entry, or the end of the prologue when every call goes
 		 * there straight from the entry (parameters kept on the stack
 		 * at -O0 are there only then). */
@@ -1528,6 +1524,9 @@ int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope 
 		s->fidx = (int32_t)f;
 		s->inlined_into = fn->inlined ? ix->funcs[outer].name : NULL;
 		s->clone = sym && strcmp(sym, base) != 0 ? sym : NULL;
+		/* A recursive call inlined is a call; so is, to DWARF, a part
+		 * GCC split off and inlined back, which is not: a site, named. */
+		s->self_inlined = fn->inlined && inlined_into_itself(ix, fn, func);
 		s->why = pass ? pass : fn->inlined ? "inlined entry" : at == fn->entry ? "entry" : "after prologue";
 	}
 	if (out->n > first)

@@ -353,6 +353,7 @@ struct jp_site {
 	const char *why;         /* how the base was typed, for dumps */
 	const char *clone;       /* call(f): the symbol of the copy of f this
 	                          * entry is in (f.constprop.0), NULL: f's own */
+	bool self_inlined;       /* call(f): an instance of f inlined into f */
 };
 
 struct jp_sites {
@@ -367,8 +368,7 @@ struct jp_sites {
 	struct jp_site *untyped;
 	size_t nuntyped, untyped_cap;
 	/* call(f): places that look like an entry of f and are not one (a
-	 * part GCC split off f, an instance of f inlined into f itself), so
-	 * no site; why says which. */
+	 * part GCC split off f), so no site; why says which. */
 	struct jp_site *passed;
 	size_t npassed, passed_cap;
 };
@@ -400,8 +400,9 @@ int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		   const struct jp_scope *scope, struct jp_sites *out, struct jp_err *err);
 /* call(f): each instance's entry, one per call: out-of-line copies at
  * their symbol's address (or after the prologue when every call goes
- * there straight from it), inlined instances at their entry; GCC's split
- * parts and instances inlined into f itself go to out->passed instead.
+ * there straight from it), inlined instances at their entry (those inlined
+ * into f itself marked self_inlined); GCC's split parts go to out->passed
+ * instead.
  * return(f): each return instruction of the out-of-line copies, and tail
  * jumps out of them. */
 int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope *scope,
