@@ -157,6 +157,22 @@ static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *p
 	return false;
 }
 
+/* The parts of @pc its author wrote, up to @max: the expansion of an xflow
+ * ANDs generated conjuncts (target(), local_var() of generated names) to
+ * the pointcut written, which a message must not show. */
+static size_t written_parts(const struct fl_pc *pc, const struct fl_pc **out, size_t n, size_t max)
+{
+	if (!pc || n == max)
+		return n;
+	if (!pc->generated) {
+		out[n++] = pc;
+		return n;
+	}
+	if (pc->kind != FL_PC_AND)
+		return n;
+	return written_parts(pc->r, out, written_parts(pc->l, out, n, max), max);
+}
+
 /* Scope from the top-level conjunction; false if it cannot match in @dom. */
 struct scope_acc {
 	const char *funcs[32];
@@ -1040,9 +1056,19 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		if (matched[ai] || skipped[ai] || !adv || !adv->pc)
 			continue;
 		struct fl_buf txt = { 0 };
-		fl_pc_print(&txt, adv->pc);
+		const struct fl_pc *parts[16];
+		size_t n = written_parts(adv->pc, parts, 0, 16);
+		for (size_t k = 0; k < n; k++) {
+			bool paren = n > 1 && parts[k]->kind == FL_PC_OR;
+			fl_buf_printf(&txt, "%s%s", k ? " AND " : "", paren ? "(" : "");
+			fl_pc_print(&txt, parts[k]);
+			fl_buf_printf(&txt, "%s", paren ? ")" : "");
+		}
+		static const char *const elem[] = { "", "<start> of xflow ", "<transit> of xflow ", "<quit> of xflow " };
+		bool derived = adv->origin != FL_ORIGIN_USER && adv->flow;
 		diag_at(&b, &adv->pc->loc, opts && opts->strict ? "error" : "warning", (long)ai,
-			"pointcut '%s' matches nothing in any domain%s%s", txt.s ? txt.s : "?",
+			"%s%s%spointcut '%s' matches nothing in any domain%s%s", derived ? elem[adv->origin] : "",
+			derived ? adv->flow->name : "", derived ? ": " : "", txt.s ? txt.s : "?",
 			b.miss[ai] ? "; for example " : "", b.miss[ai] ? b.miss[ai] : "");
 		fl_buf_free(&txt);
 	}

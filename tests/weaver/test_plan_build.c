@@ -271,3 +271,28 @@ Test(plan_build, offset_zero_member_blames_no_unrelated_load)
 	xflow_plan_free(p);
 	xflow_unit_free(u);
 }
+
+/* Issue 26 item 6: a pointcut of an xflow that matches nothing is shown
+ * as written, with its element, not with the target() and local_var()s of
+ * generated names its expansion added. */
+Test(plan_build, xflow_pointcut_matching_nothing_is_shown_as_written)
+{
+	static const char xml[] =
+		"<flows><xflow name='rq'>\n"
+		"<start><pointcut>access(req_t.line) AND within_function(req_set)</pointcut></start>\n"
+		"<transit><pointcut>call(req_set)</pointcut><move from='r' to='q'/></transit>\n"
+		"</xflow></flows>\n";
+	struct seen seen;
+	struct xflow_plan *p = NULL;
+	struct xflow_unit *u = typedef_plan(xml, false, &seen, &p);
+	bool said = false;
+	for (size_t k = 0; k < seen.n; k++) {
+		cr_expect(!strstr(seen.v[k].msg, "random_str"), "%s: %s", seen.v[k].sev, seen.v[k].msg);
+		said |= strcmp(seen.v[k].sev, "warning") == 0 &&
+			strstr(seen.v[k].msg, "<transit> of xflow rq: pointcut 'call(req_set)' matches nothing") &&
+			strstr(seen.v[k].msg, "no variable 'q'");
+	}
+	cr_expect(said, "no warning names the <transit>, its pointcut as written and the variable missing");
+	xflow_plan_free(p);
+	xflow_unit_free(u);
+}
