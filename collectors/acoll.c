@@ -300,7 +300,12 @@ static int agent_site_info(struct xflow_collector *xc, uint16_t domain, uint32_t
 		return -ENOENT;
 	const struct xflow_plan_site *s = &p->pc->plan->domains[0].sites[site];
 	out->domain = p->domain;
-	out->file = s->file ? s->file : "?";
+	/* A kernel's site has no source line (its BTF has none for the
+	 * kernel's functions, and its DWARF is not read): named by what it is. */
+	out->file = s->file ? s->file
+		  : s->kind == XFLOW_SITE_TRACEPOINT ? "tracepoint"
+		  : s->kind == XFLOW_SITE_ENTRY ? "fentry"
+		  : s->kind == XFLOW_SITE_RETURN ? "fexit" : "?";
 	out->line = s->line;
 	out->function = s->func ? s->func : "?";
 	out->what = p->pc->what[site];
@@ -313,7 +318,17 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 	if (i >= c->npeers)
 		return -ENOENT;
 	struct peer *p = c->peers[i];
-	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = p->source,
+	/* A full lane is said where the domain is: the drops alone do not
+	 * say that a bigger lane (not a faster monitor) is the cure. */
+	const char *source = p->source;
+	if (!p->xen && p->lost_before_ring) {
+		snprintf(p->source_said, sizeof(p->source_said),
+			 "%s; %" PRIu64 " records lost in the targets' lanes (full: xflow-agent --lane-slots; "
+			 "none free: --lanes)", p->source,
+			 p->lost_before_ring);
+		source = p->source_said;
+	}
+	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = source,
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,

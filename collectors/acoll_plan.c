@@ -62,6 +62,8 @@ static void plan_diag(void *ctx, const struct jp_plan_diag *d)
 			snprintf(pd->first_error, sizeof(pd->first_error), "%s: %s", d->where, d->msg);
 		return;
 	}
+	if (d->sev[0] != 'w')
+		return; /* a note: where call() put its sites, not a fault */
 	if (d->advice < 0 && !pd->domain_warnings++)
 		snprintf(pd->first_warning, sizeof(pd->first_warning), "%s", d->msg);
 	for (unsigned i = 0; d->advice >= 0 && i < c->naspects; i++) {

@@ -128,6 +128,8 @@ struct peer {
 	bool stats_pending;
 	uint64_t stats_sent_ns;
 	char source[200];
+	/* source, and what the domain's lanes lost, for the Domains view. */
+	char source_said[320];
 };
 
 struct acoll {

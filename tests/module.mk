@@ -17,6 +17,8 @@ TEST_SCRIPTS += tests/deb/lintian.sh
 
 # The folder rule (practice 15): every include within its folder's USES.
 TEST_SCRIPTS += tests/layout_check.sh
+# The man pages agree with each other and with the JSON written.
+TEST_SCRIPTS += tests/man_agree.sh
 
 ALL_LDLIBS := -Wl,--as-needed $(call pc_libs,$(PKGS)) -ldwarf -lpthread -lm
 CRITERION_LIBS := $(call pc_libs,criterion)
@@ -79,6 +81,8 @@ BENCH_SCRIPTS += tests/bench/sim_woven.sh
 # memcached from Debian's source, traced and untraced in turn (issue 16);
 # it says SKIPPED and passes where the source or its tools cannot be had.
 BENCH_SCRIPTS += tests/bench/real_server.sh
+# nginx from Debian's source, traced live through xflowtop (issue 26).
+BENCH_SCRIPTS += tests/bench/nginx_server.sh
 
 # `make fuzz`: a clang build in its own tree with libFuzzer's coverage
 # instrumentation on every library object.

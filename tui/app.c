@@ -200,6 +200,22 @@ uint64_t xft_app_collect(struct xft_app *app, uint64_t now, uint64_t budget)
 
 /* --- refresh -------------------------------------------------------------- */
 
+/* A weave that matches nothing runs on with empty tables: say so, once
+ * where a script sees it apart from them, and in every header after. */
+static void nothing_woven_check(struct xft_app *app)
+{
+	uint64_t sites = 0;
+	for (unsigned i = 0; i < app->naspects; i++)
+		sites += app->aspects[i].info.sites;
+	app->nothing_woven = app->naspects > 0 && app->ndomains > 0 && sites == 0;
+	if (!app->nothing_woven || app->nothing_woven_said || !app->renderer)
+		return;
+	app->nothing_woven_said = 1;
+	xft_app_message(app, "%s", XFT_NOTHING_WOVEN);
+	if (app->renderer && app->renderer->failed)
+		app->renderer->failed(app, XFT_NOTHING_WOVEN);
+}
+
 static void update_infos(struct xft_app *app, double secs)
 {
 	/* Aspects and domains, with per-second rates from the previous values. */
@@ -253,6 +269,7 @@ static void update_infos(struct xft_app *app, double secs)
 			app->ndomains++;
 		}
 	}
+	nothing_woven_check(app);
 }
 
 /* The hypervisor's state (xentrace), with room for its shown order. */

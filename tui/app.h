@@ -193,7 +193,14 @@ struct xft_app {
 	char pending_note[600];
 	/* --listen: the Prometheus exporter (tui/metrics.h), or NULL. */
 	struct xft_metrics *metrics;
+	/* The weave matches nothing: a domain is planned and no aspect has
+	 * a site (XFT_NOTHING_WOVEN); said in the header, the batch text and
+	 * the JSON's note, and once on standard error. */
+	int nothing_woven, nothing_woven_said;
 };
+
+#define XFT_NOTHING_WOVEN "the flows match nothing: no site was woven in any domain " \
+	"(xflowc plan --domain NAME=BINARY says why)"
 
 /*
  * An output.  start() takes the terminal (or not), frame() shows a fresh

@@ -18,8 +18,8 @@ static void text_frame(struct xft_app *app)
 	struct tm tm;
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
-	printf("xflowtop - %s, iteration %lu%s%s\n", stamp, app->iteration, app->note ? " - " : "",
-	       app->note ? app->note : "");
+	const char *note = app->nothing_woven ? XFT_NOTHING_WOVEN : app->note;
+	printf("xflowtop - %s, iteration %lu%s%s\n", stamp, app->iteration, note ? " - " : "", note ? note : "");
 	xft_report_summary_text(app, stdout);
 	if (app->ndomains) {
 		printf("\nDOMAINS\n");

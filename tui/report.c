@@ -85,11 +85,13 @@ void xft_report_path_text(struct xft_app *app, FILE *f, const struct xft_flow_ro
 	for (uint32_t p = 0; p < r->s.npoints; p++) {
 		const struct xft_point *pt = &r->s.path[p];
 		const struct xft_site *s = xft_sites_get(&app->sites, pt->domain, pt->site);
-		char gap[16] = "";
+		char gap[16] = "", line[16] = "-";
 		if (p)
 			xft_format_ns(pt->t_ns - r->s.path[p - 1].t_ns, gap, sizeof(gap));
-		fprintf(f, "  %11.1f  %-8s %-34s %5" PRIu32 "  %-24s %9s\n", (double)(pt->t_ns - t0) / 1e3,
-			xft_sites_domain(&app->sites, pt->domain), s->file, s->line, s->function, gap);
+		if (s->line) /* a kernel's site has no line: "-" */
+			snprintf(line, sizeof(line), "%" PRIu32, s->line);
+		fprintf(f, "  %11.1f  %-8s %-34s %5s  %-24s %9s\n", (double)(pt->t_ns - t0) / 1e3,
+			xft_sites_domain(&app->sites, pt->domain), s->file, line, s->function, gap);
 	}
 }
 
@@ -284,6 +286,8 @@ int xft_report_text(struct xft_app *app, FILE *f)
 	fprintf(f, "xflowtop snapshot, %s\n", now);
 	if (app->note)
 		fprintf(f, "%s\n", app->note);
+	if (app->nothing_woven)
+		fprintf(f, "%s\n", XFT_NOTHING_WOVEN);
 	fprintf(f, "\n== Summary\n");
 	for (unsigned s = 0; s < app->nsrc; s++)
 		fprintf(f, "source %s: %" PRIu64 " records, %" PRIu64 " drops, %" PRIu64 " bad%s%s\n",
@@ -440,7 +444,12 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	xft_json_key(j, "uptime_s");
 	xft_json_double(j, (double)(app->now_ns - app->start_ns) / 1e9);
 	xft_json_key(j, "note");
-	if ((flags & XFT_REPORT_BATCH) && app->pending_note[0]) {
+	if (app->nothing_woven) {
+		char note[sizeof(XFT_NOTHING_WOVEN) + 256];
+		snprintf(note, sizeof(note), "%s%s%s", app->note ? app->note : "", app->note ? "; " : "",
+			 XFT_NOTHING_WOVEN);
+		xft_json_string(j, note);
+	} else if ((flags & XFT_REPORT_BATCH) && app->pending_note[0]) {
 		char note[sizeof(app->pending_note) + 256];
 		snprintf(note, sizeof(note), "%s%s%s", app->note ? app->note : "", app->note ? "; " : "",
 			 app->pending_note);

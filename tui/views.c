@@ -586,7 +586,7 @@ static void path_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 			file += fl - (size_t)wfile;
 		put_cell(cv, yy, x, wfile, attr, file, 0);
 		x += wfile + 1;
-		snprintf(buf, sizeof(buf), "%" PRIu32, s->line);
+		snprintf(buf, sizeof(buf), s->line ? "%" PRIu32 : "-", s->line);
 		put_cell(cv, yy, x, wl, attr, buf, 1);
 		x += wl + 1;
 		put_cell(cv, yy, x, wfn, attr, s->function, 0);
@@ -1060,7 +1060,8 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	int sx = cv->cols - ns;
 	xft_canvas_put(cv, 0, 0, XFT_A_TITLE, "xflowtop", -1);
 	int room = sx > 20 ? sx - 11 : -1; /* too narrow for both: the note alone */
-	xft_canvas_put(cv, 0, 9, XFT_A_VALUE, app->note ? app->note : "live I/O flows", room);
+	xft_canvas_put(cv, 0, 9, XFT_A_VALUE,
+		       app->nothing_woven ? XFT_NOTHING_WOVEN : app->note ? app->note : "live I/O flows", room);
 	if (room >= 0)
 		xft_canvas_put(cv, 0, sx, !sch->joined ? XFT_A_DIM : sch->trace_lost ? XFT_A_WARN : XFT_A_VALUE, sched, -1);
 

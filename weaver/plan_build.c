@@ -54,7 +54,7 @@ static void diag_at(struct pb *b, const struct fl_loc *loc, const char *sev, lon
 {
 	if (sev[0] == 'e')
 		b->errors++;
-	else
+	else if (sev[0] == 'w')
 		b->warnings++;
 	char where[PATH_MAX + 32] = "xflowc";
 	if (loc && loc->src) {
@@ -96,6 +96,18 @@ static bool chain_has(struct jp_index *ix, uint64_t addr, const char *f)
 	return false;
 }
 
+/* Does access(@want.m) name the struct a site names @sname?  A typedef of
+ * a struct names the struct (access(req_t.m) for typedef struct req_s
+ * req_t), whose name the sites carry; an anonymous struct's typedef is
+ * its only name. */
+static bool struct_is(const struct jp_index *ix, const char *want, const char *sname)
+{
+	if (strcmp(want, sname) == 0)
+		return true;
+	int32_t st = jp_struct_find(ix, want);
+	return st >= 0 && ix->types[st].name && strcmp(ix->types[st].name, sname) == 0;
+}
+
 static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *pc,
 		    const struct jp_site *s, int depth)
 {
@@ -109,7 +121,7 @@ static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *p
 	case FL_PC_NOT:
 		return !pc_eval(img, dom, pc->l, s, depth + 1);
 	case FL_PC_ACCESS: {
-		if (s->kind > JP_SITE_RMW || !s->sname || strcmp(s->sname, pc->a) != 0)
+		if (s->kind > JP_SITE_RMW || !s->sname || !struct_is(jp_image_index(img), pc->a, s->sname))
 			return false;
 		if (!pc->b || strcmp(pc->b, "%") == 0)
 			return true;
@@ -143,6 +155,22 @@ static bool pc_eval(struct jp_image *img, const char *dom, const struct fl_pc *p
 		return false; /* kernel domains only (kpc_eval) */
 	}
 	return false;
+}
+
+/* The parts of @pc its author wrote, up to @max: the expansion of an xflow
+ * ANDs generated conjuncts (target(), local_var() of generated names) to
+ * the pointcut written, which a message must not show. */
+static size_t written_parts(const struct fl_pc *pc, const struct fl_pc **out, size_t n, size_t max)
+{
+	if (!pc || n == max)
+		return n;
+	if (!pc->generated) {
+		out[n++] = pc;
+		return n;
+	}
+	if (pc->kind != FL_PC_AND)
+		return n;
+	return written_parts(pc->r, out, written_parts(pc->l, out, n, max), max);
 }
 
 /* Scope from the top-level conjunction; false if it cannot match in @dom. */
@@ -381,6 +409,50 @@ static void report_untyped(struct pb *b, struct jp_image *img, const char *dom, 
 		first->line, first->func ? first->func : "?", first->text);
 }
 
+/* call(f) puts one site on each entry, one per call: a note names each
+ * entry that is in a copy GCC made of f or inlined into f itself, and each
+ * place that looks like an entry and is not one, so the plan says where
+ * every site is and why. */
+static void report_entries(struct pb *b, struct jp_image *img, const char *dom, size_t ai,
+			   const struct jp_sites *cand)
+{
+	const struct fl_advice *adv = b->u->by_index[ai];
+	const struct jp_site *self = NULL;
+	size_t nself = 0;
+	for (size_t i = 0; i < cand->n; i++) {
+		const struct jp_site *s = &cand->v[i];
+		if (s->kind != JP_SITE_ENTRY || !(s->clone || s->self_inlined) || !pc_eval(img, dom, adv->pc, s, 0))
+			continue;
+		if (s->self_inlined) {
+			self = self ? self : s;
+			nself++;
+			continue;
+		}
+		diag_at(b, &adv->pc->loc, "note", (long)ai,
+			"in domain %s: call(%s) is also at the entry of %s, a copy GCC made of %s (%#llx, %s:%u)",
+			dom, s->func, s->clone, s->func, (unsigned long long)s->addr, s->file ? s->file : "?", s->line);
+	}
+	if (self)
+		diag_at(b, &adv->pc->loc, "note", (long)ai,
+			"in domain %s: call(%s) is also at %zu instance%s of %s inlined into itself, %s %#llx (%s:%u): "
+			"recursive calls, or a part GCC split off and inlined back, which fires once more a call",
+			dom, self->func, nself, nself == 1 ? "" : "s", self->func, nself == 1 ? "at" : "the first at",
+			(unsigned long long)self->addr, self->file ? self->file : "?", self->line);
+	for (size_t i = 0; i < cand->npassed; i++) {
+		const struct jp_site *s = &cand->passed[i];
+		if (!pc_eval(img, dom, adv->pc, s, 0))
+			continue;
+		char where[256];
+		if (s->clone)
+			snprintf(where, sizeof(where), "%s", s->clone);
+		else
+			snprintf(where, sizeof(where), "in %s", s->inlined_into ? s->inlined_into : "?");
+		diag_at(b, &adv->pc->loc, "note", (long)ai,
+			"in domain %s: call(%s) has no site at %#llx (%s:%u, %s): %s", dom, s->func,
+			(unsigned long long)s->addr, s->file ? s->file : "?", s->line, where, s->why);
+	}
+}
+
 /* Advice @ai, its program and the scope its pointcut gives in domain @dom:
  * false when it has no pointcut or program, or cannot match in @dom. */
 static bool advice_in(struct pb *b, const struct xflow_plan *p, size_t ai, const char *dom,
@@ -425,8 +497,15 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 				continue;
 			if (pc->kind == FL_PC_TRACEPOINT)
 				continue; /* a kernel's, never a program's */
-			if (pc->kind == FL_PC_ACCESS)
+			if (pc->kind == FL_PC_ACCESS) {
 				rc = jp_find_access(img, pc->a, pc->b, &scope, &cand, &err);
+				const struct jp_index *ix = jp_image_index(img);
+				int32_t st = rc ? -1 : jp_struct_find(ix, pc->a);
+				if (st >= 0 && ix->types[st].name && strcmp(ix->types[st].name, pc->a) != 0)
+					diag_at(b, &pc->aloc, "note", (long)ai,
+						"in domain %s: %s is a typedef of struct %s: its sites are named %s",
+						dom, pc->a, ix->types[st].name, ix->types[st].name);
+			}
 			else if (pc->kind == FL_PC_CALL)
 				rc = jp_find_entry(img, pc->a, &scope, &cand, &err);
 			else
@@ -497,6 +576,7 @@ static int resolve_advice(struct pb *b, struct xflow_plan *p, size_t ai, const c
 			*matched = true;
 		}
 		report_untyped(b, img, dom, ai, &cand);
+		report_entries(b, img, dom, ai, &cand);
 		jp_sites_free(&cand);
 	}
 	return 0;
@@ -976,9 +1056,19 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		if (matched[ai] || skipped[ai] || !adv || !adv->pc)
 			continue;
 		struct fl_buf txt = { 0 };
-		fl_pc_print(&txt, adv->pc);
+		const struct fl_pc *parts[16];
+		size_t n = written_parts(adv->pc, parts, 0, 16);
+		for (size_t k = 0; k < n; k++) {
+			bool paren = n > 1 && parts[k]->kind == FL_PC_OR;
+			fl_buf_printf(&txt, "%s%s", k ? " AND " : "", paren ? "(" : "");
+			fl_pc_print(&txt, parts[k]);
+			fl_buf_printf(&txt, "%s", paren ? ")" : "");
+		}
+		static const char *const elem[] = { "", "<start> of xflow ", "<transit> of xflow ", "<quit> of xflow " };
+		bool derived = adv->origin != FL_ORIGIN_USER && adv->flow;
 		diag_at(&b, &adv->pc->loc, opts && opts->strict ? "error" : "warning", (long)ai,
-			"pointcut '%s' matches nothing in any domain%s%s", txt.s ? txt.s : "?",
+			"%s%s%spointcut '%s' matches nothing in any domain%s%s", derived ? elem[adv->origin] : "",
+			derived ? adv->flow->name : "", derived ? ": " : "", txt.s ? txt.s : "?",
 			b.miss[ai] ? "; for example " : "", b.miss[ai] ? b.miss[ai] : "");
 		fl_buf_free(&txt);
 	}

@@ -55,7 +55,8 @@ struct jp_domain_spec {
 };
 
 /* One diagnostic of the resolve pass, as jp_plan_opts.on_diag gets it:
- * @sev "error" or "warning"; @advice the index of the advice it is about
+ * @sev "error", "warning" or "note" (not a fault: where call() did not put
+ * a site, and why); @advice the index of the advice it is about
  * (xflow_unit_advice), or -1; @where "file:line:col" (or "xflowc"); @msg
  * the message.  Valid during the call only. */
 struct jp_plan_diag {

@@ -378,7 +378,7 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			agent_plan_summary(a);
 			agent_logf(a, 0, "no target left");
 			if (a->connected)
-				agent_monitor_serve(a);
+				agent_monitor_last_stats(a);
 			break;
 		}
 		/* Held: wait on the socket, waking for signals too. */

@@ -65,7 +65,8 @@ struct xflow_agent_opts {
 	uint32_t flowtab_capacity; /* 0: 1 << 18 live keys (per process) */
 	enum xflow_agent_backend backend;
 	uint32_t lanes;            /* in-process: threads with a lane per process (0: 128) */
-	uint32_t lane_slots;       /* in-process: records per lane, a power of two (0: 4096) */
+	uint32_t lane_slots;       /* in-process: records per lane, a power of two (0: from
+	                            * the plan, xflow_agent_lane_slots) */
 	bool stay;                 /* keep serving after the monitor leaves */
 	int verbose;
 	FILE *log;                 /* NULL: stderr */
@@ -95,5 +96,10 @@ void xflow_agent_free(struct xflow_agent *a);
 const char *xflow_agent_socket_path(const struct xflow_agent *a);
 /* The domain of the plan loaded (its sites' names), or NULL. */
 const struct xflow_plan_domain *xflow_agent_plan_domain(const struct xflow_agent *a);
+/* Records per lane for plan domain @d when none were asked for: room for
+ * about a thousand passes over every placement (a request that meets
+ * each site once writes one record per placement), a power of two from
+ * 4096 to 32768 (2.8 MiB of 88-byte records a thread). */
+uint32_t xflow_agent_lane_slots(const struct xflow_plan_domain *d);
 
 #endif

@@ -99,6 +99,7 @@ static void xen_reoffer(struct agent *a)
 
 void agent_monitor_gone(struct agent *a, const char *why)
 {
+	agent_plan_summary(a);
 	agent_logf(a, 0, "the monitor went away (%s)%s", why, a->o.stay ? "; waiting for the next one" : "");
 	xen_time_reader_close(&a->xtime_r);
 	xflow_hook_control_fd(a->hook, -1);
@@ -229,6 +230,33 @@ static void monitor_greet(struct agent *a)
 	agent_logf(a, 0, "monitor connected%s", a->xen ? " over vchan" : "");
 }
 
+/*
+ * Every target is gone, their last records moved: before the agent goes,
+ * its monitor must hear what was lost in their last moments (a program
+ * that wrote a lane's worth in one burst and exited), which only an
+ * answer to STATS tells it.  The monitor asks five times a second; its
+ * next question is awaited, 2 s at most, the records still moving out
+ * (over Xen, until the ring is empty too: what waits there for room in
+ * the record vchan would be lost uncounted).
+ */
+void agent_monitor_last_stats(struct agent *a)
+{
+	uint64_t seen = a->stats_answered;
+	uint64_t end = xflow_monotonic_ns() + 2000000000ull;
+	while (a->connected) {
+		agent_ring_flush_out(a);
+		if (a->connected)
+			agent_monitor_serve(a);
+		bool waiting = a->stats_answered == seen || (a->xen && agent_xen_pending(&a->xt));
+		uint64_t now = xflow_monotonic_ns();
+		if (!a->connected || !waiting || now >= end)
+			break;
+		struct pollfd pf = { .fd = a->conn.fd, .events = POLLIN };
+		int ms = (int)((end - now) / 1000000) + 1;
+		poll(&pf, 1, ms < 20 ? ms : 20);
+	}
+}
+
 void agent_monitor_serve(struct agent *a)
 {
 	for (;;) {
@@ -253,6 +281,7 @@ void agent_monitor_serve(struct agent *a)
 			break;
 		case XFLOW_CTL_DETACH:
 			agent_ring_flush_out(a);
+			agent_plan_summary(a);
 			rc = xflow_ctl_reply_simple(&a->conn, m, 0, "detaching");
 			xflow_ctl_msg_free(m);
 			agent_logf(a, 0, "detach asked by the monitor");

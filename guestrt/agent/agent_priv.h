@@ -88,7 +88,7 @@ struct agent {
 	struct xflow_ring_consumer self; /* --plan: the agent reads its own ring */
 	uint32_t ring_slots;
 	bool intarget;       /* the backend runs the advice in the targets */
-	bool summary_said;   /* --plan: plan_summary() ran */
+	bool summary_said;   /* agent_plan_summary() ran for this plan */
 	int record_rc;       /* --plan: the first failure to keep a record */
 	long moved;          /* records the last drain of their lanes moved */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
@@ -99,6 +99,7 @@ struct agent {
 	char sock_path[108];
 	struct xflow_ctl_conn conn;
 	bool connected;
+	uint64_t stats_answered; /* STATS requests answered, this monitor or another */
 	/* The plan. */
 	struct xflow_plan *plan;
 	const struct xflow_plan_domain *dom;
@@ -141,6 +142,7 @@ void agent_monitor_accept(struct agent *a);
 void agent_monitor_accept_xen(struct agent *a);
 void agent_monitor_gone(struct agent *a, const char *why);
 void agent_monitor_serve(struct agent *a);
+void agent_monitor_last_stats(struct agent *a);
 void agent_ring_flush_out(struct agent *a);
 int agent_ring_reset(struct agent *a);
 

@@ -94,6 +94,13 @@ int agent_xen_pump_start(struct agent_xen *x, void *region, size_t size)
 	return xflow_ring_consumer_init(&x->own, region, size, XFLOW_RECORD_SIZE, NULL);
 }
 
+bool agent_xen_pending(struct agent_xen *x)
+{
+	/* Acquire: pairs with the producer's release of prod. */
+	return x->rec && x->own.hdr &&
+	       x->own.cons != atomic_load_explicit(&x->own.hdr->prod, memory_order_acquire);
+}
+
 long agent_xen_pump(struct agent_xen *x)
 {
 	struct xflow_record r[PUMP_CHUNK];

@@ -48,6 +48,8 @@ int agent_xen_pump_start(struct agent_xen *x, void *region, size_t size);
 
 /* Move what fits from the agent's ring into the rec vchan.  Returns the
  * records moved, or -EPIPE when the monitor's end is gone. */
+/* Records still in the agent's ring, not yet moved into the record vchan. */
+bool agent_xen_pending(struct agent_xen *x);
 long agent_xen_pump(struct agent_xen *x);
 
 /* Withdraw the offer: close the rec vchan (and the ctl one if it is still

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 #define MAX_CONNS 256
 #define MAX_DEPTH 64
 #define MAX_VALUE 4096
@@ -81,25 +83,6 @@ static uint64_t rng_next(uint64_t *s)
 static int key_name(char *buf, size_t len, unsigned k)
 {
 	return snprintf(buf, len, "xflowbench:%08u", k);
-}
-
-static int conn_open(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1;
-	/* Small requests and answers: without this Nagle holds the
-	 * pipelined ones back and the client measures its own delays. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		int rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -198,7 +181,7 @@ static int conn_drain(struct mcc_state *st, struct mcc_conn *c)
 
 static int load_keys(struct mcc_state *st)
 {
-	int fd = conn_open(st->o.port);
+	int fd = loopback_connect(st->o.port);
 	if (fd < 0) {
 		fprintf(stderr, "mc_client: cannot connect to port %d: %s\n", st->o.port, strerror(-fd));
 		return -1;
@@ -229,7 +212,7 @@ static int run(struct mcc_state *st)
 	for (int i = 0; i < st->o.conns; i++) {
 		struct mcc_conn *c = &st->c[i];
 		c->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
-		c->fd = conn_open(st->o.port);
+		c->fd = loopback_connect(st->o.port);
 		if (c->fd < 0) {
 			fprintf(stderr, "mc_client: connection %d: %s\n", i, strerror(-c->fd));
 			return -1;

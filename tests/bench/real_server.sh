@@ -15,8 +15,7 @@
 # AGENT_OPTS (xflow-agent's, default --lanes 16 --lane-slots 65536),
 # AGENT_PREFIX (before the agent's command, e.g. "nice -n 10").
 #
-# The source is fetched once with `apt-get source` through a deb-src list of
-# our own, derived from the machine's apt sources, in private directories:
+# The source is fetched once with `apt-get source` (tests/bench/server_lib.sh):
 # the machine's apt configuration is not changed.  Build dependencies that
 # are missing are installed with apt-get when run as root.  Whatever cannot
 # be had (no archive, no apt, not root for a missing package, no ptrace)
@@ -46,45 +45,12 @@ AGENT_OPTS=${AGENT_OPTS:---lanes 16 --lane-slots 65536}
 AGENT_PREFIX=${AGENT_PREFIX:-}
 FLOWS=${FLOWS:-tests/bench/memcached.xml}
 
-skip() { echo "SKIPPED: $*"; exit 0; }
-fail() { echo "FAIL: $*"; exit 1; }
-say() { echo "real_server: $*"; }
-
-for b in xflowc xflow-agent xflowtop; do
-	[ -x "$BUILD/bin/$b" ] || fail "missing $BUILD/bin/$b (make first)"
-done
-command -v cc >/dev/null || skip "no C compiler"
-mkdir -p "$CACHE" || fail "cannot create $CACHE"
-CACHE=$(cd "$CACHE" && pwd)
+NAME=real_server
+. tests/bench/server_lib.sh
+bench_need
 
 # ---- the source, once ------------------------------------------------------
-src_dir() { for d in "$CACHE"/src/memcached-*/; do [ -f "$d/memcached.c" ] && { echo "${d%/}"; return; }; done; }
-SRC=$(src_dir)
-if [ -z "$SRC" ]; then
-	command -v apt-get >/dev/null && command -v dpkg-source >/dev/null ||
-		skip "no apt-get or dpkg-source to fetch memcached's source"
-	A="$CACHE/apt"
-	rm -rf "$A" && mkdir -p "$A/lists/partial" "$A/parts" "$CACHE/src" || fail "cannot create $A"
-	# deb-src twins of the machine's deb entries, one-line and deb822 forms.
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] && sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f"
-	done >"$A/parts/src.list"
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" && echo
-	done >"$A/parts/src.sources"
-	[ -s "$A/parts/src.list" ] || rm -f "$A/parts/src.list"
-	[ -s "$A/parts/src.sources" ] || rm -f "$A/parts/src.sources"
-	APT="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$A/parts -o Dir::State::Lists=$A/lists
-	     -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root"
-	# A source that answers no deb-src only warns; what matters is below.
-	# shellcheck disable=SC2086
-	apt-get -q $APT update >"$CACHE/apt-update.log" 2>&1
-	# shellcheck disable=SC2086
-	(cd "$CACHE/src" && apt-get -q $APT source memcached) >"$CACHE/apt-source.log" 2>&1 ||
-		skip "apt-get source memcached failed (no deb-src reachable?); see $CACHE/apt-source.log"
-	SRC=$(src_dir)
-	[ -n "$SRC" ] || skip "apt-get source gave no memcached tree; see $CACHE/apt-source.log"
-fi
+debsrc_fetch memcached "$CACHE" memcached.c
 say "source: $SRC"
 
 # ---- build dependencies and the build -------------------------------------
@@ -233,15 +199,9 @@ u=$(client "$SECS")
 U_ALL="$U_ALL $u"
 say "closing untraced run: $u req/s"
 
-median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 MU=$(median $U_ALL)
 MT=$(median $T_ALL)
-# Each traced run against the untraced runs on either side of it: the
-# machine's other load drifts during a run, and a neighbour shares more of
-# it than the run's median does.
-PAIR_RATIOS=$(echo "$U_ALL" "|" "$T_ALL" | awk '{
-	for (i = 1; $i != "|"; i++) u[i] = $i
-	for (k = i + 1; k <= NF; k++) { j = k - i; printf "%.3f ", $k / ((u[j] + u[j + 1]) / 2) } }')
+PAIR_RATIOS=$(pair_ratios)
 RATIO=$(median $PAIR_RATIOS)
 say "sites in plan: $SITES ($JUMPS by jump, $TRAPS by breakpoint fallback)"
 say "untraced req/s:$U_ALL (median $MU)"

@@ -405,3 +405,17 @@ Test(agent, socket_path_too_long, .timeout = 60, .fini = kill_started)
 	fclose(p.in);
 	fclose(p.out);
 }
+
+/* Issue 26 item 7: without --lane-slots the lanes are sized from the
+ * plan's placements, a power of two from 4096 to 32768. */
+Test(agent, lanes_sized_from_the_plan)
+{
+	struct xflow_plan_domain d = { .name = "d" };
+	cr_expect_eq(xflow_agent_lane_slots(NULL), 4096);
+	d.nbindings = 3;
+	cr_expect_eq(xflow_agent_lane_slots(&d), 4096);
+	d.nbindings = 15; /* issue 26's nginx flow: 13 records a request */
+	cr_expect_eq(xflow_agent_lane_slots(&d), 16384);
+	d.nbindings = 263;
+	cr_expect_eq(xflow_agent_lane_slots(&d), 32768);
+}

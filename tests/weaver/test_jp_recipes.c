@@ -201,16 +201,12 @@ static void run_one(const char *dir, const char *fx, const char *cc, const char 
 		cr_assert_eq(jpf_poke_int3(r->pid, r->base + bps[k].addr, &bps[k].orig), 0);
 	struct counts c = { 0 };
 	for (;;) {
-		int st;
-		if (ptrace(PTRACE_CONT, r->pid, NULL, NULL) != 0)
-			break;
-		if (waitpid(r->pid, &st, 0) != r->pid || WIFEXITED(st) || WIFSIGNALED(st))
-			break;
-		if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
-			cr_assert_fail("%s: fixture stopped by signal %d", label, WSTOPSIG(st));
 		struct user_regs_struct regs;
-		cr_assert_eq(ptrace(PTRACE_GETREGS, r->pid, NULL, &regs), 0);
-		uint64_t at = regs.rip - 1 - r->base;
+		uint64_t at = 0;
+		int stop = jpf_next_trap(r, &regs, &at);
+		cr_assert_geq(stop, 0, "%s: fixture stopped by signal %d", label, -stop);
+		if (stop == 0)
+			break;
 		struct bp *b = NULL;
 		for (size_t k = 0; k < nbp && !b; k++)
 			if (bps[k].addr == at)
@@ -222,15 +218,10 @@ static void run_one(const char *dir, const char *fx, const char *cc, const char 
 		for (size_t i = 0; i < sites.n; i++)
 			if (sites.v[i].addr == at)
 				check_site(img, r, &sites.v[i], &regs, args, nargs, &c, label);
-		/* Step over the original instruction, then re-arm. */
-		cr_assert_eq(ptrace(PTRACE_POKETEXT, r->pid, (void *)(r->base + at), (void *)b->orig), 0);
-		cr_assert_eq(ptrace(PTRACE_SETREGS, r->pid, NULL, &regs), 0);
-		cr_assert_eq(ptrace(PTRACE_SINGLESTEP, r->pid, NULL, NULL), 0);
-		cr_assert_eq(waitpid(r->pid, &st, 0), r->pid);
-		if (WIFEXITED(st))
+		int rc = jpf_step_over(r, &regs, at, b->orig);
+		cr_assert_geq(rc, 0, "%s: stepping over %#llx: %s", label, (unsigned long long)at, strerror(-rc));
+		if (rc == 1)
 			break;
-		long orig;
-		cr_assert_eq(jpf_poke_int3(r->pid, r->base + at, &orig), 0);
 	}
 	jpf_drain(r);
 	close(r->out);

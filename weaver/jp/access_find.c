@@ -992,6 +992,7 @@ void jp_sites_free(struct jp_sites *s)
 {
 	free(s->v);
 	free(s->untyped);
+	free(s->passed);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1191,14 +1192,17 @@ static int access_kind(const struct jp_insn *in)
 }
 
 /* @in's base register could not be typed: keep it in out->untyped if its
- * displacement falls inside the member asked (@want), or for S.% (@want
- * NULL) inside struct @st when @scope names functions.  0 or -ENOMEM. */
+ * displacement (not 0) falls inside the member asked (@want), or for S.%
+ * (@want NULL) inside struct @st when @scope names functions.  0 or
+ * -ENOMEM. */
 static int untyped_offer(struct jp_image *img, struct jp_sites *out, const struct jp_insn *in,
 			 int32_t st, const char *sname, const struct jp_member *want,
 			 const struct jp_scope *scope)
 {
 	struct jp_index *ix = jp_image_index(img);
-	if (in->disp < 0 || in->base >= 16 || in->base == 7)
+	/* Displacement 0 is every dereference of every pointer: no sign of
+	 * a member at offset 0, and the load named would be unrelated. */
+	if (in->disp <= 0 || in->base >= 16 || in->base == 7)
 		return 0;
 	uint64_t d = (uint64_t)in->disp;
 	if (want ? d < want->offset || d >= want->offset + (want->size ? want->size : 1)
@@ -1431,6 +1435,49 @@ static uint64_t after_prologue(const struct jp_index *ix, const struct jp_func *
 	return lo;
 }
 
+/* Does every execution from @from reach @to by falling through, with no
+ * other way in?  Only then is a site at @to once per call, as the entry
+ * is: at -O2 the line after the prologue is often behind a branch. */
+static bool straight_to(const struct jp_code *c, uint64_t from, uint64_t to)
+{
+	const struct jp_insn *in = insn_at(c, from);
+	if (!in || c->has_indirect)
+		return false;
+	for (size_t i = (size_t)(in - c->insns); i < c->ninsns; i++) {
+		const struct jp_insn *x = &c->insns[i];
+		if (x->addr > from && x->jtarget)
+			return false;
+		if (x->addr == to)
+			return true;
+		if (x->kind == JP_I_JMP || x->kind == JP_I_JCC || x->kind == JP_I_RET || x->kind == JP_I_HALT ||
+		    i + 1 == c->ninsns || c->insns[i + 1].addr != x->addr + x->len)
+			return false;
+	}
+	return false;
+}
+
+/* A name GCC gives a part it split off a function @base: "base.part.0"
+ * (the tail that partial inlining leaves out of line), "base.cold". */
+static bool split_part(const char *sym, const char *base)
+{
+	size_t bl = strlen(base);
+	if (!sym || strncmp(sym, base, bl) != 0)
+		return false;
+	return strstr(sym + bl, ".part.") || strstr(sym + bl, ".cold");
+}
+
+/* Is inlined instance @f inside a copy of the function it instantiates? */
+static bool inlined_into_itself(const struct jp_index *ix, const struct jp_func *f, const char *func)
+{
+	int32_t c = f->parent;
+	for (int d = 0; c >= 0 && d < 32; d++) {
+		if (fname_is(&ix->funcs[c], func))
+			return true;
+		c = ix->funcs[c].inlined ? ix->funcs[c].parent : -1;
+	}
+	return false;
+}
+
 int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope *scope,
 		  struct jp_sites *out, struct jp_err *err)
 {
@@ -1449,25 +1496,38 @@ int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope 
 		const struct jp_code *code = jp_image_code(img, (size_t)outer, err);
 		if (!code)
 			return -EINVAL;
-		uint64_t at = fn->inlined ? fn->entry : after_prologue(ix, fn);
-		const struct jp_insn *in = insn_at(code, at);
-		if (!in && at != fn->entry) {
-			/* A line row inside an instruction: take the entry. */
-			at = fn->entry;
-			in = insn_at(code, at);
+		const char *base = fn->linkage ? fn->linkage : fn->name;
+		const char *sym = fn->inlined ? NULL : jp_image_symbol_at(img, fn->entry, base);
+		const char *pass = split_part(sym, base) ? "a part GCC split off the function, entered only from its entries"
+							 : NULL;
+		/* The entry, or the end of the prologue when every call goes
+		 * there straight from the entry (parameters kept on the stack
+		 * at -O0 are there only then). */
+		uint64_t at = fn->entry;
+		if (!fn->inlined && !pass) {
+			uint64_t ap = after_prologue(ix, fn);
+			if (ap != at && insn_at(code, ap) && straight_to(code, at, ap))
+				at = ap;
 		}
+		const struct jp_insn *in = insn_at(code, at);
 		if (!in)
 			continue;
 		const struct jp_line *l = jp_line_at(ix, at);
 		if (!site_in_scope(ix, at, l ? l->file : NULL, scope))
 			continue;
-		struct jp_site *s = site_add(img, out, in, JP_SITE_ENTRY);
+		struct jp_site *s = pass ? site_push(img, &out->passed, &out->npassed, &out->passed_cap, in,
+						     JP_SITE_ENTRY)
+					 : site_add(img, out, in, JP_SITE_ENTRY);
 		if (!s)
 			return -ENOMEM;
 		s->func = fn->name;
 		s->fidx = (int32_t)f;
 		s->inlined_into = fn->inlined ? ix->funcs[outer].name : NULL;
-		s->why = fn->inlined ? "inlined entry" : at == fn->entry ? "entry" : "after prologue";
+		s->clone = sym && strcmp(sym, base) != 0 ? sym : NULL;
+		/* A recursive call inlined is a call; so is, to DWARF, a part
+		 * GCC split off and inlined back, which is not: a site, named. */
+		s->self_inlined = fn->inlined && inlined_into_itself(ix, fn, func);
+		s->why = pass ? pass : fn->inlined ? "inlined entry" : at == fn->entry ? "entry" : "after prologue";
 	}
 	if (out->n > first)
 		qsort(out->v + first, out->n - first, sizeof(*out->v), site_cmp);

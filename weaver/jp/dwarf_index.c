@@ -938,8 +938,12 @@ static void walk_func(struct walk *w, Dwarf_Die d, struct fctx outer, bool inlin
 			     .ret_type = -1, .ret_type_die = ht ? tdie : 0 };
 	f.linkage = die_linkage(w, d);
 	f.external = attr_flag(w, d, DW_AT_external);
+	/* An out-of-line function in several ranges (a hot part and a cold
+	 * one) starts where its first range does, as compilers list them:
+	 * its cold part may lie lower.  jp_image.c checks it against the
+	 * function's symbol. */
 	f.entry = r[0].lo;
-	for (uint32_t i = 1; i < nr; i++)
+	for (uint32_t i = 1; inlined && i < nr; i++)
 		if (r[i].lo < f.entry)
 			f.entry = r[i].lo;
 	uint64_t v;

@@ -297,6 +297,10 @@ const char *jp_image_build_id(const struct jp_image *img);   /* hex, "" if none 
 bool jp_image_is_relocatable(const struct jp_image *img);     /* PIE or .so */
 struct jp_index *jp_image_index(struct jp_image *img);
 const struct jp_elf *jp_image_elf(const struct jp_image *img);
+/* The function symbol at exactly @addr named @name, else one named @name
+ * and a suffix after a dot (a copy GCC made: name.part.0, name.cold,
+ * name.constprop.0), else NULL. */
+const char *jp_image_symbol_at(const struct jp_image *img, uint64_t addr, const char *name);
 /* Decoded code of function @f (index into the index's funcs), cached. */
 const struct jp_code *jp_image_code(struct jp_image *img, size_t f, struct jp_err *err);
 
@@ -347,6 +351,9 @@ struct jp_site {
 	uint32_t msize;
 	struct jp_recipe target; /* the base pointer: the struct instance */
 	const char *why;         /* how the base was typed, for dumps */
+	const char *clone;       /* call(f): the symbol of the copy of f this
+	                          * entry is in (f.constprop.0), NULL: f's own */
+	bool self_inlined;       /* call(f): an instance of f inlined into f */
 };
 
 struct jp_sites {
@@ -360,6 +367,10 @@ struct jp_sites {
 	 * memory accesses of the binary. */
 	struct jp_site *untyped;
 	size_t nuntyped, untyped_cap;
+	/* call(f): places that look like an entry of f and are not one (a
+	 * part GCC split off f), so no site; why says which. */
+	struct jp_site *passed;
+	size_t npassed, passed_cap;
 };
 
 void jp_sites_free(struct jp_sites *s);
@@ -387,9 +398,13 @@ bool jp_path_match(const char *pattern, const char *path);
  * nothing in scope touches it. */
 int jp_find_access(struct jp_image *img, const char *sname, const char *member,
 		   const struct jp_scope *scope, struct jp_sites *out, struct jp_err *err);
-/* call(f): each instance's entry after the prologue (inlined instances at
- * their entry); return(f): each return instruction of the out-of-line
- * copies, and tail jumps out of them. */
+/* call(f): each instance's entry, one per call: out-of-line copies at
+ * their symbol's address (or after the prologue when every call goes
+ * there straight from it), inlined instances at their entry (those inlined
+ * into f itself marked self_inlined); GCC's split parts go to out->passed
+ * instead.
+ * return(f): each return instruction of the out-of-line copies, and tail
+ * jumps out of them. */
 int jp_find_entry(struct jp_image *img, const char *func, const struct jp_scope *scope,
 		  struct jp_sites *out, struct jp_err *err);
 int jp_find_return(struct jp_image *img, const char *func, const struct jp_scope *scope,

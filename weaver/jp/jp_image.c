@@ -65,6 +65,61 @@ static int open_debug_file(struct jp_image *img, const char *path, const char *r
 	return -ENOENT;
 }
 
+/* The function symbols of the code: the binary's, or its debug file's
+ * when the binary is stripped. */
+static const struct jp_elf *sym_elf(const struct jp_image *img)
+{
+	return img->elf.nsyms || !img->has_dbg ? &img->elf : &img->dbg;
+}
+
+/* Index of the first symbol at or above @addr. */
+static size_t sym_lower(const struct jp_elf *e, uint64_t addr)
+{
+	size_t lo = 0, hi = e->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (e->syms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const char *jp_image_symbol_at(const struct jp_image *img, uint64_t addr, const char *name)
+{
+	const struct jp_elf *e = sym_elf(img);
+	size_t nl = strlen(name);
+	const char *copy = NULL;
+	for (size_t i = sym_lower(e, addr); i < e->nsyms && e->syms[i].addr == addr; i++) {
+		const char *s = e->syms[i].name;
+		if (strcmp(s, name) == 0)
+			return s;
+		if (!copy && strncmp(s, name, nl) == 0 && s[nl] == '.')
+			copy = s;
+	}
+	return copy;
+}
+
+/* DWARF gives a function split into a hot and a cold part as ranges
+ * without saying which holds its entry: its symbol does (GCC's f and
+ * f.cold, the cold part often the lower). */
+static void entries_from_symbols(struct jp_image *img)
+{
+	const struct jp_elf *e = sym_elf(img);
+	for (size_t f = 0; f < img->ix.nfuncs; f++) {
+		struct jp_func *fn = &img->ix.funcs[f];
+		const char *name = fn->linkage ? fn->linkage : fn->name;
+		if (fn->inlined || fn->nranges < 2 || !name)
+			continue;
+		for (uint32_t r = 0; r < fn->nranges; r++)
+			for (size_t i = sym_lower(e, fn->ranges[r].lo);
+			     i < e->nsyms && e->syms[i].addr < fn->ranges[r].hi; i++)
+				if (strcmp(e->syms[i].name, name) == 0)
+					fn->entry = e->syms[i].addr;
+	}
+}
+
 static int image_finish(struct jp_image *img, const char *path, const struct jp_image_opts *opts,
 			struct jp_err *err)
 {
@@ -90,6 +145,7 @@ static int image_finish(struct jp_image *img, const char *path, const struct jp_
 	img->has_ix = true;
 	if (rc != 0)
 		return rc;
+	entries_from_symbols(img);
 	img->code = calloc(img->ix.nfuncs ? img->ix.nfuncs : 1, sizeof(*img->code));
 	img->decoded = calloc(img->ix.nfuncs ? img->ix.nfuncs : 1, sizeof(*img->decoded));
 	if (!img->code || !img->decoded)

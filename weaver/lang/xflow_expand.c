@@ -103,6 +103,17 @@ static const char *struct_for(const struct fl_pc *pc, const char *member)
 	return n ? acc[0]->a : NULL;
 }
 
+/* Does @pc name an instance target() can bind (an access(), or a
+ * tracepoint's first argument)? */
+static bool names_instance(const struct fl_pc *pc)
+{
+	if (!pc)
+		return false;
+	if (pc->kind == FL_PC_ACCESS || pc->kind == FL_PC_TRACEPOINT)
+		return true;
+	return names_instance(pc->l) || names_instance(pc->r);
+}
+
 static struct fl_advice *gen(struct xflow_unit *u, struct fl_xflow *f, const struct fl_xpoint *p,
 			     struct fl_loc loc, struct fl_pc *pc, const char *text,
 			     unsigned rec_flags)
@@ -165,6 +176,15 @@ static struct fl_advice *expand_end(struct xflow_unit *u, struct fl_xflow *f,
 	if (p->select) {
 		extra = pc_local_var(u, p->select_loc, p->select, r);
 		key = fl_arena_printf(&u->arena, "*(void**)%s", r);
+	} else if (!names_instance(p->pc)) {
+		/* Said here, in the words of what was written: the check of the
+		 * expanded advice would name a target() nobody wrote. */
+		fl_error(&u->diag, p->loc,
+			 fl_arena_printf(&u->arena, "add AND access(STRUCT.member) for the object it touches, or "
+						    "<select local_var=\"v\"/> for a pointer variable there"),
+			 "<%s> of xflow %s needs an object to key the flow by: its pointcut has no access()",
+			 start ? "start" : "quit", f->name);
+		return NULL;
 	} else {
 		extra = pc_new(u, FL_PC_TARGET, p->loc);
 		extra->a = r;
@@ -787,7 +807,8 @@ void fl_xflow_expand(struct xflow_unit *u)
 			if (p->kind != FL_XP_TRANSIT) {
 				u->gensym = 0;
 				struct fl_advice *a = expand_end(u, f, p);
-				append(&tail, a);
+				if (a)
+					append(&tail, a);
 			}
 			if (p->kind == FL_XP_TRANSIT && p->select && !p->nops) {
 				u->gensym = 0;
