@@ -307,9 +307,11 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		snprintf(sock, sizeof(sock), "%s/agent-%u.sock", h->sockdir, d->id);
 		snprintf(slots, sizeof(slots), "%u", (unsigned)o->ring_slots);
 		snprintf(lslots, sizeof(lslots), "%u", (unsigned)o->lane_slots);
-		char *av[12] = { agent, (char *)"--domain", d->name, (char *)"--domain-id", id, (char *)"--pid", pid,
-				 (char *)"--socket", sock };
-		unsigned ac = 9;
+		/* Each simulated domain has one vCPU, 0 (sim/sched.h): its
+		 * records name it, not the host's CPU its thread ran on. */
+		char *av[14] = { agent, (char *)"--domain", d->name, (char *)"--domain-id", id, (char *)"--pid", pid,
+				 (char *)"--socket", sock, (char *)"--vcpu", (char *)"0" };
+		unsigned ac = 11;
 		if (o->ring_slots) {
 			av[ac++] = (char *)"--ring-slots";
 			av[ac++] = slots;

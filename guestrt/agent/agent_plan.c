@@ -146,7 +146,8 @@ static void fail_add(struct fail_list *f, uint32_t site, int err, const char *wh
 static int prog_load_target(struct agent *a, struct target *t, char *why, size_t whylen)
 {
 	struct xflow_hook_prog prog = { .plan = a->plan, .dom = a->dom, .fields = a->fields, .bases = t->base,
-					.domain_id = a->o.domain_id, .lanes = a->o.lanes,
+					.domain_id = a->o.domain_id, .fixed_cpu_plus1 = a->o.vcpu_plus1,
+					.lanes = a->o.lanes,
 					.lane_slots = a->o.lane_slots, .flowtab_capacity = a->o.flowtab_capacity };
 	int rc = xflow_hook_prog_load(t->ht, &prog);
 	for (uint32_t i = 0; rc == 0 && i < a->plan->nadvice; i++)
