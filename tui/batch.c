@@ -21,12 +21,17 @@ static void text_frame(struct xft_app *app)
 	printf("xflowtop - %s, iteration %lu%s%s\n", stamp, app->iteration, app->note ? " - " : "",
 	       app->note ? app->note : "");
 	xft_report_summary_text(app, stdout);
+	xft_report_sched_text(app, stdout);
 	if (app->ndomains) {
 		printf("\nDOMAINS\n");
 		xft_report_domains_text(app, stdout);
 	}
 	printf("\nHOPS\n");
 	xft_report_hops_text(app, stdout, BATCH_WIDTH, 0);
+	if (xft_agg_sched_status(app->agg)->joined) {
+		printf("\nHOP SPLIT (ns by state: all samples split, and the slowest 1 %%)\n");
+		xft_report_split_text(app, stdout, 0);
+	}
 	printf("\nSLOWEST FLOWS\n");
 	xft_report_flows_text(app, stdout, BATCH_WIDTH, BATCH_FLOWS);
 	if (app->frame.nflow_shown) {

@@ -754,6 +754,9 @@ int xft_config_replay_spec(const struct xft_config *c, char *out, size_t len)
 {
 	if (strchr(c->replay, ','))
 		return -EINVAL;
-	int n = snprintf(out, len, "replay:file=%s,speed=%s", c->replay, c->speed[0] ? c->speed : "1");
+	/* With the run's trace, the records keep their own times: the
+	 * trace's are the recorded ones. */
+	int n = snprintf(out, len, "replay:file=%s,speed=%s%s", c->replay, c->speed[0] ? c->speed : "1",
+			 c->xentrace[0] ? ",clock=recorded" : "");
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

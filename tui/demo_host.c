@@ -273,6 +273,15 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		argv[n++] = (char *)"--delay";
 		argv[n++] = (char *)o->delays[i];
 	}
+	char pcpus[16];
+	snprintf(pcpus, sizeof(pcpus), "%u", o->pcpus);
+	const char *sched[][2] = { { "--xentrace", o->xentrace }, { "--pcpus", o->pcpus ? pcpus : NULL },
+				   { "--wake-delay", o->wake_delay }, { "--notify-delay", o->notify_delay } };
+	for (unsigned i = 0; i < sizeof(sched) / sizeof(sched[0]); i++)
+		if (sched[i][1]) {
+			argv[n++] = (char *)sched[i][0];
+			argv[n++] = (char *)sched[i][1];
+		}
 	argv[n] = NULL;
 	snprintf(path, sizeof(path), "%s/xensim.log", h->dir);
 	h->sim = spawn(argv, path, o->verbose);

@@ -44,6 +44,13 @@ struct xflow_demo_opts {
 	uint32_t lane_slots;       /* agents' --lane-slots; 0: default */
 	int verbose;               /* children's messages on stderr, not in logs */
 	int hold;                  /* 1: traffic waits for xflow_demo_host_go() */
+	/* The scheduler model (sim/sched.h): xensim --xentrace PATH (a file
+	 * or a FIFO the caller reads), --pcpus, --wake-delay DOM=DUR,
+	 * --notify-delay DUR; NULL or 0: not given. */
+	const char *xentrace;
+	unsigned pcpus;
+	const char *wake_delay;
+	const char *notify_delay;
 };
 
 struct xflow_demo_host;

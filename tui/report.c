@@ -477,6 +477,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 			}
 			xft_json_array_end(j);
 		}
+		xft_report_hop_split_json(app, j, h->hop);
 		xft_json_object_end(j);
 	}
 	xft_json_array_end(j);
@@ -515,6 +516,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 			xft_json_key(j, "function");
 			xft_json_string(j, s->function);
 			JU("site", pt->site);
+			xft_report_gap_split_json(j, &fl->s, p);
 			xft_json_object_end(j);
 		}
 		xft_json_array_end(j);
@@ -525,6 +527,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		xft_json_key(j, "hypervisor");
 		json_hv(app, j);
 	}
+	xft_report_sched_json(app, j);
 	xft_json_object_end(j);
 }
 

@@ -31,6 +31,17 @@ void xft_report_summary_text(struct xft_app *app, FILE *f);
  * there is none. */
 void xft_report_hv_text(struct xft_app *app, FILE *f, int width, int tables);
 
+/* The scheduler join (issue 24, tui/report_split.c): the status line
+ * ("sched joined, clock ±x µs" or "sched not joined"); each shown hop's
+ * split, all and tail, one state=ns line each (nothing when not joined);
+ * and their JSON: the top-level "sched" object, a hop's "split" (nothing
+ * when not joined) and a path point's "split" of the gap before it. */
+void xft_report_sched_text(struct xft_app *app, FILE *f);
+void xft_report_split_text(struct xft_app *app, FILE *f, size_t max);
+void xft_report_sched_json(struct xft_app *app, struct xft_json *j);
+void xft_report_hop_split_json(struct xft_app *app, struct xft_json *j, uint32_t hop);
+void xft_report_gap_split_json(struct xft_json *j, const struct xft_flow_summary *s, uint32_t point);
+
 /* The whole text report of a snapshot. */
 int xft_report_text(struct xft_app *app, FILE *f);
 

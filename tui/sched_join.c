@@ -342,7 +342,7 @@ static unsigned state_of(unsigned s, int receiver, int *woken)
 }
 
 /* Charge [s, e) of vCPU @v (NULL: no timeline) as sender or receiver. */
-static void walk(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int receiver,
+static void walk(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int receiver,
 		 struct acc *a)
 {
 	int woken = 0;
@@ -364,6 +364,8 @@ static void walk(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint6
 		/* Before what is kept (or before the trace began). */
 		uint64_t first = ent_at(j, v, first_kept(j, v))->t;
 		uint64_t upto = first < e ? first : e;
+		if (first_kept(j, v) > 0 && upto > x)
+			j->st.too_old++;
 		charge(a, XFT_ST_UNKNOWN, x, upto, NULL);
 		x = upto;
 		kk = first_kept(j, v);

@@ -66,6 +66,7 @@ struct xft_sj_stats {
 	uint64_t events;         /* taken into the timelines */
 	uint64_t lost;           /* records Xen lost, and LOST events */
 	uint64_t overwritten;    /* timeline entries the rings let go */
+	uint64_t too_old;        /* splits that reached before what a ring kept */
 	uint64_t out_of_order;   /* events older than their vCPU's last */
 	uint64_t no_vcpu_room;   /* events of a vCPU beyond max_vcpus */
 	uint64_t bad;            /* events out of range (kind, state, pcpu) */
