@@ -754,9 +754,12 @@ int xft_config_replay_spec(const struct xft_config *c, char *out, size_t len)
 {
 	if (strchr(c->replay, ','))
 		return -EINVAL;
-	/* With the run's trace, the records keep their own times: the
-	 * trace's are the recorded ones. */
+	/* With the run's trace (--xentrace, or the collector named), the
+	 * records keep their own times: the trace's are the recorded ones. */
+	int trace = c->xentrace[0] != '\0';
+	for (unsigned i = 0; i < c->ncollectors; i++)
+		trace |= !strncmp(c->collectors[i], "xentrace:", 9);
 	int n = snprintf(out, len, "replay:file=%s,speed=%s%s", c->replay, c->speed[0] ? c->speed : "1",
-			 c->xentrace[0] ? ",clock=recorded" : "");
+			 trace ? ",clock=recorded" : "");
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
