@@ -18,12 +18,18 @@
 #define IDLE_DOMAIN 32767
 #define EVTCHN_OP 32
 #define NCULPRITS 4
+/* Runnable intervals a split looks at for its culprit, from its start:
+ * past them the culprit is the biggest among these. */
+#define CULPRIT_SCAN 64
 
 /* The states of a timeline: Xen's runstates, and one for "not known". */
 enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_UNKNOWN };
 
 struct ent {
 	uint64_t t;
+	uint64_t cum[S_UNKNOWN]; /* time the vCPU spent in each known state
+	                          * from its first entry to t: a state's time
+	                          * over any span is two lookups */
 	uint8_t state;
 	uint8_t has_culprit; /* runnable, ended by a switch from another vCPU */
 	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
@@ -36,6 +42,7 @@ struct vcpu {
 	struct ent *ring;
 	uint64_t nhc;    /* evtchn_op times ever pushed */
 	uint64_t *hc;
+	uint64_t hint;   /* the last entry a search found: a cache, not state */
 };
 
 struct pcpu {
@@ -53,6 +60,8 @@ struct xft_sj {
 	uint32_t nv;
 	uint32_t *slots; /* hash of (dom, vcpu): index + 1, 0 empty */
 	uint32_t mask;
+	uint64_t ring_mask; /* per_vcpu - 1, a power of two */
+	uint64_t hc_mask;   /* per_vcpu_hc - 1, a power of two */
 	struct ent *ents;
 	uint64_t *hcs;
 	struct pcpu *p;
@@ -103,7 +112,7 @@ static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 
 static struct ent *ent_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
 {
-	return &v->ring[k % j->lim.per_vcpu];
+	return &v->ring[k & j->ring_mask];
 }
 
 /* The first entry still kept. */
@@ -116,9 +125,17 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 {
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
+	uint64_t cum[S_UNKNOWN] = { 0 };
+	if (v->n) {
+		const struct ent *p = ent_at(j, v, v->n - 1);
+		memcpy(cum, p->cum, sizeof(cum));
+		if (p->state < S_UNKNOWN)
+			cum[p->state] += t - p->t;
+	}
 	struct ent *e = ent_at(j, v, v->n++);
 	memset(e, 0, sizeof(*e));
 	e->t = t;
+	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
 }
 
@@ -168,11 +185,11 @@ static void hypercall(struct xft_sj *j, const struct xflow_sched_event *e)
 	if (e->arg != EVTCHN_OP || vi == NONE)
 		return;
 	struct vcpu *v = &j->v[vi];
-	if (v->nhc && e->t_ns < v->hc[(v->nhc - 1) % j->lim.per_vcpu_hc]) {
+	if (v->nhc && e->t_ns < v->hc[(v->nhc - 1) & j->hc_mask]) {
 		j->st.out_of_order++;
 		return;
 	}
-	v->hc[v->nhc++ % j->lim.per_vcpu_hc] = e->t_ns;
+	v->hc[v->nhc++ & j->hc_mask] = e->t_ns;
 }
 
 /* Records were lost on a pCPU: any vCPU may have changed state unseen. */
@@ -229,12 +246,39 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
 }
 
 /* The last entry at or before @t (k in [first_kept, n)), or -1 when @t is
- * before every entry kept. */
+ * before every entry kept.  Splits come in time order and ask about times
+ * near each other: the search gallops from the entry the last one found,
+ * then halves, so it costs the log of how far it moved, not of the ring. */
 static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 {
-	uint64_t lo = first_kept(j, v), hi = v->n;
-	if (lo == hi || ent_at(j, v, lo)->t > t)
+	uint64_t first = first_kept(j, v), lo, hi;
+	if (first == v->n || ent_at(j, v, first)->t > t)
 		return -1;
+	uint64_t h = v->hint >= first && v->hint < v->n ? v->hint : v->n - 1;
+	if (ent_at(j, v, h)->t <= t) {
+		/* Forward: [lo, hi) holds the answer, ent(lo) <= t. */
+		lo = h;
+		hi = v->n;
+		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
+			uint64_t probe = lo + step;
+			if (ent_at(j, v, probe)->t > t) {
+				hi = probe;
+				break;
+			}
+			lo = probe;
+		}
+	} else {
+		lo = first;
+		hi = h;
+		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
+			uint64_t probe = hi - step;
+			if (ent_at(j, v, probe)->t <= t) {
+				lo = probe;
+				break;
+			}
+			hi = probe;
+		}
+	}
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (ent_at(j, v, mid)->t <= t)
@@ -242,6 +286,7 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 		else
 			hi = mid;
 	}
+	((struct vcpu *)v)->hint = lo;
 	return (int64_t)lo;
 }
 
@@ -261,21 +306,7 @@ struct acc {
 	struct xft_split *out;
 	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
 	unsigned nwin;
-	struct xft_culprit c[NCULPRITS];
 };
-
-/* Of [s, e), the part inside a window goes to '?' (the windows are
- * disjoint: merged when they were made). */
-static uint64_t blurred(const struct acc *a, uint64_t s, uint64_t e)
-{
-	uint64_t in = 0;
-	for (unsigned w = 0; w < a->nwin; w++) {
-		uint64_t lo = a->win[w][0] > s ? a->win[w][0] : s, hi = a->win[w][1] < e ? a->win[w][1] : e;
-		if (hi > lo)
-			in += hi - lo;
-	}
-	return in;
-}
 
 /* Add window [lo, hi) to @a, merged with those it overlaps. */
 static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
@@ -298,91 +329,131 @@ static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
 	a->nwin++;
 }
 
-static void charge(struct acc *a, unsigned st, uint64_t s, uint64_t e, const struct ent *from)
+/* The time @v spent in each known state from its first entry to @x, which
+ * lies within what is kept (at or after the first entry kept). */
+static void cum_at(const struct xft_sj *j, const struct vcpu *v, uint64_t x, uint64_t out[S_UNKNOWN])
+{
+	const struct ent *e = ent_at(j, v, (uint64_t)find(j, v, x));
+	memcpy(out, e->cum, sizeof(e->cum));
+	if (e->state < S_UNKNOWN)
+		out[e->state] += x - e->t;
+}
+
+/* Xen's runstates as the side charged sees them (S_* to XFT_ST_*):
+ * the sender, the receiver before its wake, and after it. */
+enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
+static const uint8_t charged[3][S_UNKNOWN] = {
+	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
+	/* Before its first wake it is not runnable or running: those zeros
+	 * go nowhere. */
+	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE },
+	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
+};
+
+/* The known states of [s, e) of @v, each into its state as @side sees
+ * it (@sign -1 takes them out again), and what they do not cover into
+ * '?'.  [s, e) must lie within what is kept and the watermark. */
+static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side,
+			int sign, struct acc *a)
 {
 	if (e <= s)
 		return;
-	uint64_t unk = blurred(a, s, e), known = e - s - unk;
-	a->out->ns[XFT_ST_UNKNOWN] += unk;
-	a->out->ns[st] += known;
-	if (st != XFT_ST_WAIT || !from || !from->has_culprit || !known)
-		return;
-	unsigned k, min = 0;
-	for (k = 0; k < NCULPRITS; k++) {
-		struct xft_culprit *c = &a->c[k];
-		if (c->wait_ns && c->domain == from->cdom && c->vcpu == from->cvcpu && c->pcpu == from->pcpu)
-			break;
-		if (c->wait_ns < a->c[min].wait_ns)
-			min = k;
+	uint64_t c0[S_UNKNOWN], c1[S_UNKNOWN], known = 0;
+	cum_at(j, v, s, c0);
+	cum_at(j, v, e, c1);
+	for (unsigned k = 0; k < S_UNKNOWN; k++) {
+		uint64_t d = c1[k] - c0[k];
+		known += d;
+		a->out->ns[charged[side][k]] += sign > 0 ? d : -d;
 	}
-	if (k == NCULPRITS) { /* a new holder takes the smallest's place */
-		k = min;
-		a->c[k] = (struct xft_culprit){ .domain = from->cdom, .vcpu = from->cvcpu, .pcpu = from->pcpu };
-	}
-	a->c[k].wait_ns += known;
+	a->out->ns[XFT_ST_UNKNOWN] += sign > 0 ? (e - s) - known : known;
 }
 
-/* The state a piece of the hop is in, as the side charged sees it. */
-static unsigned state_of(unsigned s, int receiver, int *woken)
+/* [s, e) of @v as @side sees it, the windows within the clock error of a
+ * boundary taken out as '?'; before what is kept and past the watermark,
+ * '?'. */
+static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side, struct acc *a)
 {
-	switch (s) {
-	case S_RUNNING:
-		*woken = 1;
-		return receiver ? XFT_ST_BACKEND : XFT_ST_RUN;
-	case S_RUNNABLE:
-		*woken = 1;
-		return XFT_ST_WAIT;
-	case S_BLOCKED:
-		return receiver && !*woken ? XFT_ST_NOTIFY : XFT_ST_BLOCKED;
-	case S_OFFLINE:
-		return XFT_ST_OFFLINE;
-	default:
-		return XFT_ST_UNKNOWN;
-	}
-}
-
-/* Charge [s, e) of vCPU @v (NULL: no timeline) as sender or receiver. */
-static void walk(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int receiver,
-		 struct acc *a)
-{
-	int woken = 0;
 	if (e <= s)
 		return;
-	/* Beyond the watermark nothing is known yet. */
-	uint64_t known_end = e < j->watermark ? e : j->watermark;
-	if (known_end < s)
-		known_end = s;
-	a->out->ns[XFT_ST_UNKNOWN] += e - known_end;
-	e = known_end;
-	if (!v || !v->n) {
-		charge(a, XFT_ST_UNKNOWN, s, e, NULL);
-		return;
-	}
-	int64_t k = find(j, v, s);
-	uint64_t x = s, kk;
-	if (k < 0) {
-		/* Before what is kept (or before the trace began). */
+	uint64_t lo = s, hi = e < j->watermark ? e : j->watermark;
+	if (v && v->n) {
 		uint64_t first = ent_at(j, v, first_kept(j, v))->t;
-		uint64_t upto = first < e ? first : e;
-		if (first_kept(j, v) > 0 && upto > x)
-			j->st.too_old++;
-		charge(a, XFT_ST_UNKNOWN, x, upto, NULL);
-		x = upto;
-		kk = first_kept(j, v);
+		if (first > lo) {
+			if (first_kept(j, v) > 0 && first < e)
+				j->st.too_old++;
+			lo = first;
+		}
 	} else {
-		kk = (uint64_t)k;
+		hi = lo;
 	}
-	for (; x < e && kk < v->n; kk++) {
-		const struct ent *en = ent_at(j, v, kk);
-		uint64_t end = kk + 1 < v->n ? ent_at(j, v, kk + 1)->t : e;
-		if (end > e)
-			end = e;
-		unsigned st = state_of(en->state, receiver, &woken);
-		charge(a, st, x, end, en);
-		if (end > x)
-			x = end;
+	if (hi <= lo) {
+		a->out->ns[XFT_ST_UNKNOWN] += e - s;
+		return;
 	}
-	charge(a, XFT_ST_UNKNOWN, x, e, NULL);
+	a->out->ns[XFT_ST_UNKNOWN] += (lo - s) + (e - hi);
+	charge_span(j, v, lo, hi, side, 1, a);
+	for (unsigned w = 0; w < a->nwin; w++) {
+		uint64_t x = a->win[w][0] > lo ? a->win[w][0] : lo, y = a->win[w][1] < hi ? a->win[w][1] : hi;
+		charge_span(j, v, x, y, side, -1, a);
+	}
+}
+
+/* The receiver's first wake at or after @tn (the first time it is
+ * runnable or running), or @t1 when it has none before. */
+static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1)
+{
+	if (!v)
+		return tn;
+	int64_t k = find(j, v, tn);
+	if (k < 0)
+		return tn; /* before what is kept: all '?' anyway */
+	for (uint64_t i = (uint64_t)k; i < v->n; i++) {
+		const struct ent *e = ent_at(j, v, i);
+		if (e->t >= t1)
+			break;
+		if (e->state == S_RUNNING || e->state == S_RUNNABLE)
+			return e->t > tn ? e->t : tn;
+	}
+	return t1;
+}
+
+/* Who held the pCPU while @v waited in [s, e): each holder's share of the
+ * wait into @c (the biggest kept). */
+static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e,
+		     struct xft_culprit c[NCULPRITS])
+{
+	if (!v || e <= s)
+		return;
+	int64_t k = find(j, v, s);
+	uint64_t i = k < 0 ? first_kept(j, v) : (uint64_t)k;
+	for (unsigned seen = 0; i < v->n && seen < CULPRIT_SCAN; i++) {
+		const struct ent *en = ent_at(j, v, i);
+		if (en->t >= e)
+			break;
+		if (en->state != S_RUNNABLE)
+			continue;
+		seen++;
+		if (!en->has_culprit)
+			continue;
+		uint64_t x = en->t > s ? en->t : s, y = i + 1 < v->n ? ent_at(j, v, i + 1)->t : j->watermark;
+		if (y > e)
+			y = e;
+		if (y <= x)
+			continue;
+		unsigned m, min = 0;
+		for (m = 0; m < NCULPRITS; m++) {
+			if (c[m].wait_ns && c[m].domain == en->cdom && c[m].vcpu == en->cvcpu && c[m].pcpu == en->pcpu)
+				break;
+			if (c[m].wait_ns < c[min].wait_ns)
+				min = m;
+		}
+		if (m == NCULPRITS) { /* a new holder takes the smallest's place */
+			m = min;
+			c[m] = (struct xft_culprit){ .domain = en->cdom, .vcpu = en->cvcpu, .pcpu = en->pcpu };
+		}
+		c[m].wait_ns += y - x;
+	}
 }
 
 /* The timeline of the vCPU a record of (@domain, @cpu) was written on; a
@@ -414,13 +485,13 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 	/* The first kept at or after t0. */
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		if (v->hc[mid % n] < t0)
+		if (v->hc[mid & j->hc_mask] < t0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < v->nhc && v->hc[lo % n] <= t1)
-		return v->hc[lo % n];
+	if (lo < v->nhc && v->hc[lo & j->hc_mask] <= t1)
+		return v->hc[lo & j->hc_mask];
 	return t0;
 }
 
@@ -475,7 +546,9 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		  struct xft_split *out, struct xft_culprit *culprit)
 {
 	struct acc a;
+	struct xft_culprit c[NCULPRITS];
 	memset(&a, 0, sizeof(a));
+	memset(c, 0, sizeof(c));
 	memset(out, 0, sizeof(*out));
 	a.out = out;
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
@@ -498,17 +571,25 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
 	}
 	if (same) {
-		walk(j, sv, t0, t1, 0, &a);
+		charge(j, sv, t0, t1, SENDER, &a);
+		culprits(j, sv, t0, t1, c);
 	} else {
-		walk(j, sv, t0, tn, 0, &a);
-		walk(j, rv, tn, t1, 1, &a);
+		uint64_t tw = first_wake(j, rv, tn, t1);
+		charge(j, sv, t0, tn, SENDER, &a);
+		charge(j, rv, tn, tw, RECEIVER_ASLEEP, &a);
+		charge(j, rv, tw, t1, RECEIVER_AWAKE, &a);
+		culprits(j, sv, t0, tn, c);
+		culprits(j, rv, tw, t1, c);
 		if (check)
 			clock_check(j, rv, t1);
 	}
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
-		if (a.c[k].wait_ns > best.wait_ns)
-			best = a.c[k];
+		if (c[k].wait_ns > best.wait_ns)
+			best = c[k];
+	/* What the clock error blurred is not waited on anyone's account. */
+	if (best.wait_ns > out->ns[XFT_ST_WAIT])
+		best.wait_ns = out->ns[XFT_ST_WAIT];
 	if (culprit)
 		*culprit = best;
 }
@@ -561,10 +642,18 @@ int xft_sj_new(const struct xft_sj_limits *l, struct xft_sj **out)
 		free(j);
 		return -EINVAL;
 	}
-	uint32_t hs = 1;
+	uint32_t hs = 1, ring = 1;
 	while (hs < 2 * j->lim.max_vcpus)
 		hs <<= 1;
 	j->mask = hs - 1;
+	while (ring < j->lim.per_vcpu)
+		ring <<= 1;
+	j->lim.per_vcpu = ring;
+	j->ring_mask = ring - 1;
+	for (ring = 1; ring < j->lim.per_vcpu_hc; ring <<= 1)
+		;
+	j->lim.per_vcpu_hc = ring;
+	j->hc_mask = ring - 1;
 	j->bytes = sizeof(*j);
 	j->v = take(j->lim.max_vcpus, sizeof(*j->v), &j->bytes);
 	j->slots = take(hs, sizeof(*j->slots), &j->bytes);
