@@ -500,8 +500,8 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 {
 	int64_t k = find(j, v, t);
-	if (k < 0)
-		return -1;
+	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
+		return -1; /* what the vCPU did then is not known */
 	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
 		return 0;
 	uint64_t best = UINT64_MAX;

@@ -51,7 +51,10 @@ err=$(json_last "$L" 'd["sched"]["clock_error_ns"]')
 [ "$err" != None ] && [ "$err" -le $((D / 10)) ] || fail "live: clock error $err ns"
 json_last "$L" 'hop("network_start_xmit", "netbk_fill_frags")["split"]' > "$TMP/live.split"
 cat "$TMP/live.split"
-json_last "$L" '(lambda s: s["all"]["wait"] / sum(s["all"].values()) > 0.7 and s["tail"]["wait"] / max(1, sum(s["tail"].values())) > 0.5 and s["culprit_all"]["domain_id"] == 2 and 0 < s["tail_count"] <= 0.05 * hop("network_start_xmit", "netbk_fill_frags")["count"])(hop("network_start_xmit", "netbk_fill_frags")["split"])' |
+# The tail is the slowest 1 %: what dominates it on a loaded machine may be
+# anything (a backend thread woken late), but it is a few samples, each
+# slower than the hop's mean.
+json_last "$L" '(lambda h, s: s["all"]["wait"] / sum(s["all"].values()) > 0.7 and s["culprit_all"]["domain_id"] == 2 and 0 < s["tail_count"] <= 0.05 * h["count"] and sum(s["tail"].values()) / s["tail_count"] >= sum(s["all"].values()) / h["count"])(hop("network_start_xmit", "netbk_fill_frags"), hop("network_start_xmit", "netbk_fill_frags")["split"])' |
 	grep -qx True || fail "live: the hop's split is not mostly wait, or its tail or culprit is wrong"
 
 # Replay with the trace: the same split as the model gives the records.

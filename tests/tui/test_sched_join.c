@@ -159,6 +159,10 @@ Test(sched_join, lost_records_make_unknown_until_the_next_change)
 	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 300);
 	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100);
 	cr_assert_eq(xft_sj_stats(j)->lost, 5);
+	/* A record in the unknown stretch says nothing of the clock. */
+	struct xft_sj_end a = { 50, 1, 0 }, b = { 200, 0, 0 };
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 0);
 	xft_sj_free(j);
 }
 
