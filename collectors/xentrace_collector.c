@@ -20,6 +20,13 @@
  *               a record at TSC T is at T / cpu-hz + NS nanoseconds of the
  *               monitor's CLOCK_MONOTONIC (default 0: the TSC counts from
  *               that clock's origin, as the simulated host's does).
+ *   clock-offset=auto  live in dom0 on x86: from dom0's own anchors, its
+ *               TSC (the host's, in Xen's default TSC mode) read beside its
+ *               CLOCK_MONOTONIC when the collector opens and again at each
+ *               sched() call; a TSC is placed by the latest pair, at the
+ *               rate measured between the first and the latest once they
+ *               are a second apart (cpu-hz until then).  Wrong for a file
+ *               of another boot: the join's clock check then says so.
  *
  * Besides the summary, the collector gives the scheduler's records as
  * events for the join with the flows (the sched() hook, xflow/collector.h):
@@ -45,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collectors/xentrace_collector.h"
@@ -76,6 +84,9 @@ struct xentrace_col {
 	uint64_t hz;
 	double speed; /* 0: max */
 	int64_t clock_offset_ns;
+	int clock_auto;
+	uint64_t a_tsc0, a_ns0, a_tsc1, a_ns1; /* dom0's first and latest anchors */
+	uint64_t last_tsc, last_t;              /* the last TSC placed, and where */
 
 	/* scheduler events for the join, under mu when live */
 	struct xflow_sched_event *sq;
@@ -199,6 +210,13 @@ static int parse_options(struct xentrace_col *x, const char *options, char *err,
 				snprintf(err, errlen, "xentrace: bad value '%s' for cpu-hz: expected a TSC rate such as 2.4G, 2400M or 2400000000", v);
 				rc = -EINVAL;
 			}
+		} else if (!strcmp(kv, "clock-offset") && eq && !strcmp(v, "auto")) {
+#if defined(__x86_64__) || defined(__i386__)
+			x->clock_auto = 1;
+#else
+			snprintf(err, errlen, "xentrace: clock-offset=auto reads the TSC, which only x86 has");
+			rc = -EINVAL;
+#endif
 		} else if (!strcmp(kv, "clock-offset") && eq) {
 			char *end;
 			errno = 0;
@@ -220,7 +238,7 @@ static int parse_options(struct xentrace_col *x, const char *options, char *err,
 				x->speed = sp;
 			}
 		} else {
-			snprintf(err, errlen, "xentrace: unknown option '%s%s%s' (file=PATH, pipe, fd=N, cpu-hz=HZ, speed=N|max, clock-offset=NS)",
+			snprintf(err, errlen, "xentrace: unknown option '%s%s%s' (file=PATH, pipe, fd=N, cpu-hz=HZ, speed=N|max, clock-offset=NS|auto)",
 				 kv, eq ? "=" : "", v);
 			rc = -EINVAL;
 		}
@@ -325,9 +343,49 @@ static void sq_put(struct xentrace_col *x, const struct xflow_sched_event *e)
 	x->sq[x->sq_tail++ % SCHED_QUEUE] = *e;
 }
 
-/* A TSC on the monitor's clock. */
-static uint64_t tsc_ns(const struct xentrace_col *x, uint64_t tsc)
+/* One anchor: this CPU's TSC and CLOCK_MONOTONIC at one instant, the
+ * closest of a few tries (the clock read on both sides of the TSC). */
+static void anchor(uint64_t *tsc, uint64_t *ns)
 {
+#if defined(__x86_64__) || defined(__i386__)
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		struct timespec a, b;
+		uint32_t lo, hi;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		uint64_t na = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+		uint64_t nb = (uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec;
+		if (nb - na < best) {
+			best = nb - na;
+			*tsc = (uint64_t)hi << 32 | lo;
+			*ns = na + (nb - na) / 2;
+		}
+	}
+#else
+	*tsc = *ns = 0;
+#endif
+}
+
+/* A TSC on the monitor's clock. */
+static uint64_t tsc_ns(struct xentrace_col *x, uint64_t tsc)
+{
+	if (x->clock_auto) {
+		/* ns per tick: measured between the anchors, or cpu-hz's. */
+		double rate = x->a_ns1 - x->a_ns0 >= 1000000000u && x->a_tsc1 > x->a_tsc0
+				      ? (double)(x->a_ns1 - x->a_ns0) / (double)(x->a_tsc1 - x->a_tsc0)
+				      : 1e9 / (double)x->hz;
+		double d = (double)x->a_ns1 + ((double)tsc - (double)x->a_tsc1) * rate;
+		uint64_t t = d > 0 ? (uint64_t)d : 0;
+		/* A new anchor moves the line by its own error (some 100 ns):
+		 * never so that a later TSC lands before an earlier one. */
+		if (tsc >= x->last_tsc && t < x->last_t)
+			t = x->last_t;
+		x->last_tsc = tsc;
+		x->last_t = t;
+		return t;
+	}
 	unsigned __int128 ns = (unsigned __int128)tsc * 1000000000u / x->hz;
 	int64_t t = (int64_t)(uint64_t)ns + x->clock_offset_ns;
 	return t > 0 ? (uint64_t)t : 0;
@@ -337,7 +395,7 @@ static uint64_t tsc_ns(const struct xentrace_col *x, uint64_t tsc)
 static void sched_event(struct xentrace_col *x, const struct xentrace_record *rec)
 {
 	uint32_t ev = rec->event;
-	struct xflow_sched_event e = { .t_ns = tsc_ns(x, rec->tsc), .pcpu = rec->cpu };
+	struct xflow_sched_event e = { .pcpu = rec->cpu };
 	if (!x->sq || (rec->flags & XENTRACE_REC_LOST_END))
 		return;
 	if (ev == XENTRACE_EV_LOST_RECORDS) {
@@ -366,6 +424,7 @@ static void sched_event(struct xentrace_col *x, const struct xentrace_record *re
 	} else {
 		return;
 	}
+	e.t_ns = tsc_ns(x, rec->tsc);
 	sq_put(x, &e);
 }
 
@@ -675,6 +734,11 @@ static int xt_open(const char *options, struct xflow_collector **out, char *err,
 		return -ENOMEM;
 	}
 	int rc = parse_options(x, options, err, errlen);
+	if (!rc && x->clock_auto) {
+		anchor(&x->a_tsc0, &x->a_ns0);
+		x->a_tsc1 = x->a_tsc0;
+		x->a_ns1 = x->a_ns0;
+	}
 	if (!rc && (rc = xentrace_state_new(&x->s, x->hz)) < 0)
 		snprintf(err, errlen, "xentrace: %s", strerror(-rc));
 	if (!rc && !x->live) {
@@ -811,10 +875,11 @@ static int xt_hypervisor(struct xflow_collector *c, const struct xflow_hv_summar
 static long xt_sched(struct xflow_collector *c, uint64_t now_ns, xflow_sched_emit_fn emit, void *ctx, size_t max)
 {
 	struct xentrace_col *x = (struct xentrace_col *)c;
-	(void)now_ns;
 	size_t n = 0;
 	pthread_mutex_lock(&x->mu);
 	x->sched_used = 1;
+	if (x->clock_auto && now_ns >= x->a_ns1 + 100000000u)
+		anchor(&x->a_tsc1, &x->a_ns1);
 	for (; n < max && x->sq_head != x->sq_tail; n++) {
 		struct xflow_sched_event e = x->sq[x->sq_head++ % SCHED_QUEUE];
 		/* The callback runs without the lock: the model is the

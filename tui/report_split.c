@@ -8,13 +8,17 @@
 
 #include "tui/report.h"
 
+static void ju(struct xft_json *j, const char *key, uint64_t v)
+{
+	xft_json_key(j, key);
+	xft_json_u64(j, v);
+}
+
 static void json_split(struct xft_json *j, const struct xft_split *s)
 {
 	xft_json_object_begin(j);
-	for (unsigned i = 0; i < XFT_NSTATES; i++) {
-		xft_json_key(j, xft_state_label((enum xft_state)i));
-		xft_json_u64(j, s->ns[i]);
-	}
+	for (unsigned i = 0; i < XFT_NSTATES; i++)
+		ju(j, xft_state_label((enum xft_state)i), s->ns[i]);
 	xft_json_object_end(j);
 }
 
@@ -25,14 +29,10 @@ static void json_culprit(struct xft_json *j, const struct xft_culprit *c)
 		return;
 	}
 	xft_json_object_begin(j);
-	xft_json_key(j, "domain_id");
-	xft_json_u64(j, c->domain);
-	xft_json_key(j, "vcpu");
-	xft_json_u64(j, c->vcpu);
-	xft_json_key(j, "pcpu");
-	xft_json_u64(j, c->pcpu);
-	xft_json_key(j, "wait_ns");
-	xft_json_u64(j, c->wait_ns);
+	ju(j, "domain_id", c->domain);
+	ju(j, "vcpu", c->vcpu);
+	ju(j, "pcpu", c->pcpu);
+	ju(j, "wait_ns", c->wait_ns);
 	xft_json_object_end(j);
 }
 
@@ -48,16 +48,11 @@ void xft_report_sched_json(struct xft_app *app, struct xft_json *j)
 		xft_json_null(j);
 	else
 		xft_json_u64(j, s->clock_error_ns);
-	xft_json_key(j, "trace_records");
-	xft_json_u64(j, s->trace_records);
-	xft_json_key(j, "trace_lost");
-	xft_json_u64(j, s->trace_lost);
-	xft_json_key(j, "hops_split");
-	xft_json_u64(j, s->hops_split);
-	xft_json_key(j, "hops_pending");
-	xft_json_u64(j, s->hops_pending);
-	xft_json_key(j, "split_early");
-	xft_json_u64(j, xft_agg_stats(app->agg)->split_early);
+	ju(j, "trace_records", s->trace_records);
+	ju(j, "trace_lost", s->trace_lost);
+	ju(j, "hops_split", s->hops_split);
+	ju(j, "hops_pending", s->hops_pending);
+	ju(j, "split_early", xft_agg_stats(app->agg)->split_early);
 	xft_json_object_end(j);
 }
 
@@ -72,8 +67,7 @@ void xft_report_hop_split_json(struct xft_app *app, struct xft_json *j, uint32_t
 	xft_json_object_begin(j);
 	xft_json_key(j, "all");
 	json_split(j, &s->all);
-	xft_json_key(j, "tail_count");
-	xft_json_u64(j, s->tail_count);
+	ju(j, "tail_count", s->tail_count);
 	xft_json_key(j, "tail");
 	json_split(j, &s->tail);
 	xft_json_key(j, "culprit_all");

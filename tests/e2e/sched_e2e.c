@@ -163,12 +163,11 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			_exit(127);
 		dup2(fd, 1);
-		if (trace)
-			execl(xflowtop, xflowtop, "-b", "--json", "-n", iters, "-d", "1", "--save-session", session,
-			      "--collector", agent, "--collector", xt, (char *)NULL);
-		else
-			execl(xflowtop, xflowtop, "-b", "--json", "-n", iters, "-d", "1", "--save-session", session,
-			      "--collector", agent, (char *)NULL);
+		const char *av[] = { xflowtop, "-b", "--json", "-n", iters, "-d", "1", "--save-session", session,
+				     "--collector", agent, "--collector", xt, NULL };
+		if (!trace)
+			av[11] = NULL; /* no xentrace collector */
+		execv(xflowtop, (char *const *)av);
 		_exit(127);
 	}
 	close(p[0]);
