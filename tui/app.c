@@ -525,7 +525,10 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 	if (cfg->demo) {
 		/* Boot the host held, so that no message passes before the
 		 * agents have their plans; then let the guests send. */
-		struct xflow_demo_opts o = { .guests = XFT_DEMO_GUESTS, .rate = XFT_DEMO_RATE, .hold = 1 };
+		/* With --xentrace, the host runs its scheduler model and its
+		 * trace is joined with the flows (issue 24). */
+		struct xflow_demo_opts o = { .guests = XFT_DEMO_GUESTS, .rate = XFT_DEMO_RATE, .hold = 1,
+					     .trace = cfg->xentrace[0] != '\0' };
 		if ((rc = xflow_demo_host_start(&o, &app->demo))) {
 			snprintf(err, errlen, "demo: %s", xflow_demo_host_error());
 			return rc;
@@ -538,6 +541,11 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		app->note = cfg->nflow_files ? XFT_DEMO_NOTE_FLOWS : XFT_DEMO_NOTE;
 		if ((rc = xft_app_add_source(app, spec, err, errlen)))
 			return rc;
+		if (o.trace) {
+			snprintf(spec, sizeof(spec), "xentrace:fd=%d,cpu-hz=2.4G", xflow_demo_host_trace_fd(app->demo));
+			if ((rc = xft_app_add_source(app, spec, err, errlen)))
+				return rc;
+		}
 		if ((rc = xflow_demo_host_go(app->demo))) {
 			snprintf(err, errlen, "demo: the simulated host did not start sending: %s",
 				 strerror(-rc));
