@@ -40,6 +40,7 @@ struct vcpu {
 	uint16_t dom, vcpu;
 	uint64_t n;      /* entries ever pushed; ring[k % per_vcpu] */
 	struct ent *ring;
+	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
 	uint64_t nhc;    /* evtchn_op times ever pushed */
 	uint64_t *hc;
 	uint64_t hint;   /* the last entry a search found: a cache, not state */
@@ -63,6 +64,7 @@ struct xft_sj {
 	uint64_t ring_mask; /* per_vcpu - 1, a power of two */
 	uint64_t hc_mask;   /* per_vcpu_hc - 1, a power of two */
 	struct ent *ents;
+	uint64_t *tss;
 	uint64_t *hcs;
 	struct pcpu *p;
 	/* The clock checks of the last two windows. */
@@ -115,6 +117,11 @@ static struct ent *ent_at(const struct xft_sj *j, const struct vcpu *v, uint64_t
 	return &v->ring[k & j->ring_mask];
 }
 
+static uint64_t t_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	return v->ts[k & j->ring_mask];
+}
+
 /* The first entry still kept. */
 static uint64_t first_kept(const struct xft_sj *j, const struct vcpu *v)
 {
@@ -132,6 +139,7 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 		if (p->state < S_UNKNOWN)
 			cum[p->state] += t - p->t;
 	}
+	v->ts[v->n & j->ring_mask] = t;
 	struct ent *e = ent_at(j, v, v->n++);
 	memset(e, 0, sizeof(*e));
 	e->t = t;
@@ -252,16 +260,16 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
 static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 {
 	uint64_t first = first_kept(j, v), lo, hi;
-	if (first == v->n || ent_at(j, v, first)->t > t)
+	if (first == v->n || t_at(j, v, first) > t)
 		return -1;
 	uint64_t h = v->hint >= first && v->hint < v->n ? v->hint : v->n - 1;
-	if (ent_at(j, v, h)->t <= t) {
+	if (t_at(j, v, h) <= t) {
 		/* Forward: [lo, hi) holds the answer, ent(lo) <= t. */
 		lo = h;
 		hi = v->n;
 		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
 			uint64_t probe = lo + step;
-			if (ent_at(j, v, probe)->t > t) {
+			if (t_at(j, v, probe) > t) {
 				hi = probe;
 				break;
 			}
@@ -272,7 +280,7 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 		hi = h;
 		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
 			uint64_t probe = hi - step;
-			if (ent_at(j, v, probe)->t <= t) {
+			if (t_at(j, v, probe) <= t) {
 				lo = probe;
 				break;
 			}
@@ -281,7 +289,7 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 	}
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		if (ent_at(j, v, mid)->t <= t)
+		if (t_at(j, v, mid) <= t)
 			lo = mid;
 		else
 			hi = mid;
@@ -658,14 +666,16 @@ int xft_sj_new(const struct xft_sj_limits *l, struct xft_sj **out)
 	j->v = take(j->lim.max_vcpus, sizeof(*j->v), &j->bytes);
 	j->slots = take(hs, sizeof(*j->slots), &j->bytes);
 	j->ents = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->ents), &j->bytes);
+	j->tss = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->tss), &j->bytes);
 	j->hcs = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu_hc, sizeof(*j->hcs), &j->bytes);
 	j->p = take(j->lim.max_pcpus, sizeof(*j->p), &j->bytes);
-	if (!j->v || !j->slots || !j->ents || !j->hcs || !j->p) {
+	if (!j->v || !j->slots || !j->ents || !j->tss || !j->hcs || !j->p) {
 		xft_sj_free(j);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < j->lim.max_vcpus; i++) {
 		j->v[i].ring = &j->ents[(size_t)i * j->lim.per_vcpu];
+		j->v[i].ts = &j->tss[(size_t)i * j->lim.per_vcpu];
 		j->v[i].hc = &j->hcs[(size_t)i * j->lim.per_vcpu_hc];
 	}
 	xft_sj_reset(j);
@@ -685,6 +695,7 @@ void xft_sj_free(struct xft_sj *j)
 	free(j->v);
 	free(j->slots);
 	free(j->ents);
+	free(j->tss);
 	free(j->hcs);
 	free(j->p);
 	free(j);
