@@ -91,7 +91,11 @@ uint64_t xft_sj_watermark(const struct xft_sj *j);
 
 /*
  * Split the hop from @from to @to (from->t_ns <= to->t_ns) into @out
- * (overwritten) and name its biggest culprit in @culprit (wait_ns 0: none).
+ * (overwritten) and name its biggest culprit in @culprit (wait_ns 0: none;
+ * looked for among the first 64 runnable intervals of the hop, and its
+ * wait never more than the split's).  Each state's time is two lookups
+ * into its timeline (each entry carries the time spent in each state so
+ * far), whatever the number of state changes inside the hop.
  * Call once the watermark has passed to->t_ns; before, the part after the
  * watermark is '?'.  With @check, the receiving end is also checked against
  * the clock (see above; the split uses the error as it was before).
