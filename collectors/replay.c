@@ -6,6 +6,10 @@
  *   file=PATH    the session (required)
  *   speed=N      N times the recorded pace (0.001 to 1000000, default 1),
  *                or speed=max: as fast as read() is called
+ *   clock=recorded  give each record the time it was saved with, not one
+ *                moved to the replay's start: to join the session with
+ *                Xen's trace of the same run (xflowtop --replay with
+ *                --xentrace), whose times are the recorded ones
  *
  * open() reads the whole file once and validates it (so a broken file is
  * refused before anything is shown, with the offset and the reason), and
@@ -38,6 +42,7 @@ struct site {
 struct replay {
 	char *path;
 	double speed;               /* 0: max */
+	int recorded;               /* clock=recorded */
 	FILE *f;
 	struct xflow_session_reader *r;
 	struct site *sites;
@@ -82,8 +87,11 @@ static int parse_options(struct replay *x, const char *options, char *err, size_
 			} else {
 				x->speed = sp;
 			}
+		} else if (!strcmp(kv, "clock") && eq && (!strcmp(v, "recorded") || !strcmp(v, "replay"))) {
+			x->recorded = !strcmp(v, "recorded");
 		} else {
-			snprintf(err, errlen, "replay: unknown option '%s%s%s' (file=PATH, speed=N|max)", kv,
+			snprintf(err, errlen, "replay: unknown option '%s%s%s' (file=PATH, speed=N|max, "
+				 "clock=recorded|replay)", kv,
 				 eq ? "=" : "", v);
 			rc = -EINVAL;
 		}
@@ -238,7 +246,7 @@ static long replay_read(struct xflow_collector *c, uint64_t now, xflow_collector
 		if (x->speed > 0 && (double)x->start + (double)rel / x->speed > (double)now)
 			break;
 		x->have_pending = 0;
-		emit(ctx, &ch->record, x->start + rel);
+		emit(ctx, &ch->record, x->recorded ? ch->t_ns : x->start + rel);
 		n++;
 		x->records++;
 		for (unsigned d = 0; d < x->ndom; d++)
@@ -304,7 +312,7 @@ static const char *replay_last_error(struct xflow_collector *c)
 const struct xflow_collector_ops xflow_collector_replay = {
 	.abi = XFLOW_COLLECTOR_ABI,
 	.name = "replay",
-	.help = "a session saved with --save-session: file=PATH, speed=N|max (default 1)",
+	.help = "a session saved with --save-session: file=PATH, speed=N|max (default 1), clock=recorded|replay",
 	.open = replay_open,
 	.read = replay_read,
 	.stats = replay_stats,

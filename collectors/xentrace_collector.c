@@ -16,6 +16,24 @@
  *               against our clock would measure xentrace's buffering too.
  *   speed=N     replay a file at N times its recorded speed (0.001 to 1e6),
  *               or speed=max (the default): as fast as it can be read.
+ *   clock-offset=NS  where the trace's time stands on the monitor's clock:
+ *               a record at TSC T is at T / cpu-hz + NS nanoseconds of the
+ *               monitor's CLOCK_MONOTONIC (default 0: the TSC counts from
+ *               that clock's origin, as the simulated host's does).
+ *   clock-offset=auto  live in dom0 on x86: from dom0's own anchors, its
+ *               TSC (the host's, in Xen's default TSC mode) read beside its
+ *               CLOCK_MONOTONIC when the collector opens and again at each
+ *               sched() call; a TSC is placed by the latest pair, at the
+ *               rate measured between the first and the latest once they
+ *               are a second apart (cpu-hz until then).  Wrong for a file
+ *               of another boot: the join's clock check then says so.
+ *
+ * Besides the summary, the collector gives the scheduler's records as
+ * events for the join with the flows (the sched() hook, xflow/collector.h):
+ * runstate changes, switches, hypercalls and lost records, on the
+ * monitor's clock by clock-offset, in a queue of SCHED_QUEUE events.  From
+ * a file, reading waits while the queue is full once someone takes from
+ * it; from a pipe, what does not fit is given as a LOST event.
  *
  * A file is read on the monitor's thread (read() takes at most MAX_BATCH
  * records per call, all of them at speed=max for files below that).  A
@@ -34,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collectors/xentrace_collector.h"
@@ -45,6 +64,7 @@
 #define MAX_LOST 32
 #define MAX_EVENT_IDS 4096             /* distinct event ids followed for "unknown" */
 #define MAX_TRACKED_DOMS 64            /* domains with PV counts and exit histograms */
+#define SCHED_QUEUE 65536u             /* scheduler events not yet taken */
 #define PV_MAX XENTRACE_PV_EVENT_MAX
 #define EXIT_NAMES XENTRACE_VMX_EXIT_NAMES
 
@@ -63,6 +83,18 @@ struct xentrace_col {
 	int fd, own_fd, live;
 	uint64_t hz;
 	double speed; /* 0: max */
+	int64_t clock_offset_ns;
+	int clock_auto;
+	uint64_t a_tsc0, a_ns0, a_tsc1, a_ns1; /* dom0's first and latest anchors */
+	uint64_t last_tsc, last_t;              /* the last TSC placed, and where */
+
+	/* scheduler events for the join, under mu when live */
+	struct xflow_sched_event *sq;
+	uint64_t sq_head, sq_tail; /* taken, written */
+	int sched_used;            /* someone takes them: a file waits for room */
+	uint64_t sq_dropped;       /* not queued since the last LOST given for them */
+	uint64_t sq_dropped_t;
+	uint16_t sq_dropped_cpu;
 
 	struct xentrace_source src;
 	struct xentrace_reader *r;
@@ -178,6 +210,22 @@ static int parse_options(struct xentrace_col *x, const char *options, char *err,
 				snprintf(err, errlen, "xentrace: bad value '%s' for cpu-hz: expected a TSC rate such as 2.4G, 2400M or 2400000000", v);
 				rc = -EINVAL;
 			}
+		} else if (!strcmp(kv, "clock-offset") && eq && !strcmp(v, "auto")) {
+#if defined(__x86_64__) || defined(__i386__)
+			x->clock_auto = 1;
+#else
+			snprintf(err, errlen, "xentrace: clock-offset=auto reads the TSC, which only x86 has");
+			rc = -EINVAL;
+#endif
+		} else if (!strcmp(kv, "clock-offset") && eq) {
+			char *end;
+			errno = 0;
+			long long off = strtoll(v, &end, 10);
+			if (!*v || *end || errno) {
+				snprintf(err, errlen, "xentrace: bad value '%s' for clock-offset: expected nanoseconds", v);
+				rc = -EINVAL;
+			}
+			x->clock_offset_ns = off;
 		} else if (!strcmp(kv, "speed") && eq) {
 			char *end;
 			double sp = strtod(v, &end);
@@ -190,7 +238,7 @@ static int parse_options(struct xentrace_col *x, const char *options, char *err,
 				x->speed = sp;
 			}
 		} else {
-			snprintf(err, errlen, "xentrace: unknown option '%s%s%s' (file=PATH, pipe, fd=N, cpu-hz=HZ, speed=N|max)",
+			snprintf(err, errlen, "xentrace: unknown option '%s%s%s' (file=PATH, pipe, fd=N, cpu-hz=HZ, speed=N|max, clock-offset=NS|auto)",
 				 kv, eq ? "=" : "", v);
 			rc = -EINVAL;
 		}
@@ -268,10 +316,124 @@ static void close_exit(struct xentrace_col *x, unsigned cpu, uint64_t tsc)
 	xflow_hist_record(d->exit_h[r], tsc - x->exit_open[cpu].tsc);
 }
 
+/* --- scheduler events ------------------------------------------------------------ */
+
+static uint64_t sq_free(const struct xentrace_col *x)
+{
+	return SCHED_QUEUE - (x->sq_tail - x->sq_head);
+}
+
+static void sq_put(struct xentrace_col *x, const struct xflow_sched_event *e)
+{
+	if (x->sq_dropped && sq_free(x) >= 2) {
+		/* Say what was dropped before what comes after it. */
+		struct xflow_sched_event l = { .t_ns = x->sq_dropped_t, .kind = XFLOW_SCHED_LOST,
+					       .pcpu = x->sq_dropped_cpu,
+					       .arg = x->sq_dropped > UINT32_MAX ? UINT32_MAX : (uint32_t)x->sq_dropped };
+		x->sq[x->sq_tail++ % SCHED_QUEUE] = l;
+		x->sq_dropped = 0;
+	}
+	if (!sq_free(x) || x->sq_dropped) {
+		if (!x->sq_dropped++) {
+			x->sq_dropped_t = e->t_ns;
+			x->sq_dropped_cpu = e->pcpu;
+		}
+		return;
+	}
+	x->sq[x->sq_tail++ % SCHED_QUEUE] = *e;
+}
+
+/* One anchor: this CPU's TSC and CLOCK_MONOTONIC at one instant, the
+ * closest of a few tries (the clock read on both sides of the TSC). */
+static void anchor(uint64_t *tsc, uint64_t *ns)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		struct timespec a, b;
+		uint32_t lo, hi;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		uint64_t na = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+		uint64_t nb = (uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec;
+		if (nb - na < best) {
+			best = nb - na;
+			*tsc = (uint64_t)hi << 32 | lo;
+			*ns = na + (nb - na) / 2;
+		}
+	}
+#else
+	*tsc = *ns = 0;
+#endif
+}
+
+/* A TSC on the monitor's clock. */
+static uint64_t tsc_ns(struct xentrace_col *x, uint64_t tsc)
+{
+	if (x->clock_auto) {
+		/* ns per tick: measured between the anchors, or cpu-hz's. */
+		double rate = x->a_ns1 - x->a_ns0 >= 1000000000u && x->a_tsc1 > x->a_tsc0
+				      ? (double)(x->a_ns1 - x->a_ns0) / (double)(x->a_tsc1 - x->a_tsc0)
+				      : 1e9 / (double)x->hz;
+		double d = (double)x->a_ns1 + ((double)tsc - (double)x->a_tsc1) * rate;
+		uint64_t t = d > 0 ? (uint64_t)d : 0;
+		/* A new anchor moves the line by its own error (some 100 ns):
+		 * never so that a later TSC lands before an earlier one. */
+		if (tsc >= x->last_tsc && t < x->last_t)
+			t = x->last_t;
+		x->last_tsc = tsc;
+		x->last_t = t;
+		return t;
+	}
+	unsigned __int128 ns = (unsigned __int128)tsc * 1000000000u / x->hz;
+	int64_t t = (int64_t)(uint64_t)ns + x->clock_offset_ns;
+	return t > 0 ? (uint64_t)t : 0;
+}
+
+/* The records the join uses, as events (xflow/collector.h). */
+static void sched_event(struct xentrace_col *x, const struct xentrace_record *rec)
+{
+	uint32_t ev = rec->event;
+	struct xflow_sched_event e = { .pcpu = rec->cpu };
+	if (!x->sq || (rec->flags & XENTRACE_REC_LOST_END))
+		return;
+	if (ev == XENTRACE_EV_LOST_RECORDS) {
+		e.kind = XFLOW_SCHED_LOST;
+		e.arg = rec->nextra >= 1 ? rec->extra[0] : 0;
+	} else if ((ev & 0xfffff00fu) == 0x00021001u && rec->nextra >= 1) {
+		/* TRC_SCHED_RUNSTATE_CHANGE: old << 8 | new << 4 */
+		e.kind = XFLOW_SCHED_RUNSTATE;
+		e.from = (uint8_t)(ev >> 8 & 0xf);
+		e.to = (uint8_t)(ev >> 4 & 0xf);
+		e.dom = (uint16_t)(rec->extra[0] >> 16);
+		e.vcpu = (uint16_t)rec->extra[0];
+		if (e.from > XENTRACE_RS_OFFLINE || e.to > XENTRACE_RS_OFFLINE)
+			return;
+	} else if (ev == 0x0002800au && rec->nextra >= 4) {
+		/* TRC_SCHED_SWITCH: prev dom, prev unit, next dom, next unit */
+		e.kind = XFLOW_SCHED_SWITCH;
+		e.dom = (uint16_t)rec->extra[0];
+		e.vcpu = (uint16_t)rec->extra[1];
+		e.dom2 = (uint16_t)rec->extra[2];
+		e.vcpu2 = (uint16_t)rec->extra[3];
+	} else if ((ev & ~0x100u) == 0x0020100du && rec->nextra >= 1) {
+		/* TRC_PV_HYPERCALL_V2 (| TRC_64_FLAG): op | arg flags << 20 */
+		e.kind = XFLOW_SCHED_HYPERCALL;
+		e.arg = rec->extra[0] & 0xfffff;
+	} else {
+		return;
+	}
+	e.t_ns = tsc_ns(x, rec->tsc);
+	sq_put(x, &e);
+}
+
 /* One record in merge order: to the library's decoder, and to ours. */
 static void process(struct xentrace_col *x, const struct xentrace_record *rec)
 {
 	xentrace_state_feed(x->s, rec);
+	if (rec->cpu < XENTRACE_MAX_CPUS)
+		sched_event(x, rec);
 	const struct xentrace_reader_stats *rs = xentrace_reader_stats(x->r);
 	x->skip_tsc = rs->bad_tsc;
 	x->skip_framing = rs->bad_records;
@@ -565,7 +727,18 @@ static int xt_open(const char *options, struct xflow_collector **out, char *err,
 	for (unsigned i = 0; i < XENTRACE_MAX_CPUS; i++)
 		x->cur_dom[i] = -1;
 	pthread_mutex_init(&x->mu, NULL);
+	x->sq = calloc(SCHED_QUEUE, sizeof(*x->sq));
+	if (!x->sq) {
+		pthread_mutex_destroy(&x->mu);
+		free(x);
+		return -ENOMEM;
+	}
 	int rc = parse_options(x, options, err, errlen);
+	if (!rc && x->clock_auto) {
+		anchor(&x->a_tsc0, &x->a_ns0);
+		x->a_tsc1 = x->a_tsc0;
+		x->a_ns1 = x->a_ns0;
+	}
 	if (!rc && (rc = xentrace_state_new(&x->s, x->hz)) < 0)
 		snprintf(err, errlen, "xentrace: %s", strerror(-rc));
 	if (!rc && !x->live) {
@@ -632,6 +805,9 @@ static long xt_read(struct xflow_collector *c, uint64_t now_ns, xflow_collector_
 	const struct xentrace_record *rec;
 	int rc = 1;
 	for (uint64_t n = 0; n < MAX_BATCH; n++) {
+		/* The join takes the scheduler's events: wait for room. */
+		if (x->sched_used && sq_free(x) < 2)
+			break;
 		if (x->have_pending) {
 			rec = &x->pending;
 		} else if ((rc = xentrace_reader_next(x->r, &rec)) != 1) {
@@ -696,6 +872,27 @@ static int xt_hypervisor(struct xflow_collector *c, const struct xflow_hv_summar
 	return rc;
 }
 
+static long xt_sched(struct xflow_collector *c, uint64_t now_ns, xflow_sched_emit_fn emit, void *ctx, size_t max)
+{
+	struct xentrace_col *x = (struct xentrace_col *)c;
+	size_t n = 0;
+	pthread_mutex_lock(&x->mu);
+	x->sched_used = 1;
+	if (x->clock_auto && now_ns >= x->a_ns1 + 100000000u)
+		anchor(&x->a_tsc1, &x->a_ns1);
+	for (; n < max && x->sq_head != x->sq_tail; n++) {
+		struct xflow_sched_event e = x->sq[x->sq_head++ % SCHED_QUEUE];
+		/* The callback runs without the lock: the model is the
+		 * caller's, and the reader goes on meanwhile. */
+		pthread_mutex_unlock(&x->mu);
+		emit(ctx, &e);
+		pthread_mutex_lock(&x->mu);
+	}
+	int end = x->done && x->sq_head == x->sq_tail && !x->sq_dropped;
+	pthread_mutex_unlock(&x->mu);
+	return n ? (long)n : end ? -ENODATA : 0;
+}
+
 static const char *xt_last_error(struct xflow_collector *c)
 {
 	struct xentrace_col *x = (struct xentrace_col *)c;
@@ -725,6 +922,7 @@ static void xt_close(struct xflow_collector *c)
 	free(x->events);
 	free(x->unknown);
 	free(x->text);
+	free(x->sq);
 	pthread_mutex_destroy(&x->mu);
 	free(x);
 }
@@ -732,11 +930,13 @@ static void xt_close(struct xflow_collector *c)
 const struct xflow_collector_ops xflow_collector_xentrace = {
 	.abi = XFLOW_COLLECTOR_ABI,
 	.name = "xentrace",
-	.help = "Xen's trace records: file=PATH | pipe | fd=N, cpu-hz=HZ (required), speed=N|max (files)",
+	.help = "Xen's trace records: file=PATH | pipe | fd=N, cpu-hz=HZ (required), speed=N|max (files), "
+		"clock-offset=NS",
 	.open = xt_open,
 	.read = xt_read,
 	.stats = xt_stats,
 	.last_error = xt_last_error,
 	.close = xt_close,
 	.hypervisor = xt_hypervisor,
+	.sched = xt_sched,
 };

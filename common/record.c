@@ -14,6 +14,7 @@ static_assert(offsetof(struct xflow_record, site_id) == 16, "record layout is AB
 static_assert(offsetof(struct xflow_record, flags) == 24, "record layout is ABI");
 static_assert(offsetof(struct xflow_record, version) == 26, "record layout is ABI");
 static_assert(offsetof(struct xflow_record, thread_id) == 28, "record layout is ABI");
+static_assert(offsetof(struct xflow_record, cpu_plus1) == 36, "record layout is ABI");
 static_assert(offsetof(struct xflow_record, data) == 40, "record layout is ABI");
 static_assert(XFLOW_RECORD_SIZE % 8 == 0, "records keep 64-bit alignment in a ring");
 
@@ -38,7 +39,7 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 		goto out;
 	}
 	memcpy(out, in, XFLOW_RECORD_SIZE);
-	if (out->version != XFLOW_RECORD_VERSION) {
+	if (out->version < XFLOW_RECORD_VERSION_MIN || out->version > XFLOW_RECORD_VERSION) {
 		bad = "version";
 		rc = -EPROTO;
 	} else if (out->ndata > XFLOW_RECORD_MAX_DATA) {
@@ -50,8 +51,11 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 	} else if (out->flow_id > XFLOW_FLOWID_MAX) {
 		bad = "flow_id";
 		rc = -EBADMSG;
-	} else if (out->reserved != 0) {
+	} else if (out->version == 1 && out->cpu_plus1 != 0) {
 		bad = "reserved";
+		rc = -EBADMSG;
+	} else if (out->cpu_plus1 > XFLOW_RECORD_MAX_CPU + 1u) {
+		bad = "cpu";
 		rc = -EBADMSG;
 	} else {
 		for (unsigned i = out->ndata; i < XFLOW_RECORD_MAX_DATA; i++) {

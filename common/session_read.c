@@ -88,9 +88,9 @@ int xflow_session_reader_new(FILE *f, const char *name, struct xflow_session_rea
 		bad(r, rc, 0, err, errlen, "not a saved xflowtop session (no XFLOWSES magic)");
 		goto fail;
 	}
-	if (get16(h + 8) != XFLOW_SESSION_VERSION) {
-		bad(r, -EPROTO, 8, err, errlen, "session version %u (this xflowtop reads version %d)",
-		    get16(h + 8), XFLOW_SESSION_VERSION);
+	if (get16(h + 8) < XFLOW_SESSION_VERSION_MIN || get16(h + 8) > XFLOW_SESSION_VERSION) {
+		bad(r, -EPROTO, 8, err, errlen, "session version %u (this xflowtop reads versions %d to %d)",
+		    get16(h + 8), XFLOW_SESSION_VERSION_MIN, XFLOW_SESSION_VERSION);
 		rc = -EPROTO;
 		goto fail;
 	}

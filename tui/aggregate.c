@@ -14,6 +14,7 @@
 
 #include "tui/aggregate.h"
 #include "tui/keyed_join.h"
+#include "tui/sched_join.h"
 #include "xflow/flowid.h"
 
 #define NIL UINT32_MAX
@@ -58,6 +59,16 @@ struct handoff {
 	uint64_t t;
 };
 
+/* A hop sample waiting for the trace to pass its end. */
+struct split_wait {
+	uint32_t hop;
+	uint64_t gen; /* the model's reset count when queued */
+	struct xft_sj_end from, to;
+};
+
+#define CULPRITS 4
+#define P99_EVERY 64
+
 struct xft_agg {
 	struct xft_agg_limits lim;
 	xft_group_fn group;
@@ -89,6 +100,19 @@ struct xft_agg {
 	struct xft_point *top_points;
 	uint32_t ntop;
 	struct xft_flow_summary *sorted; /* xft_agg_slowest()'s answer */
+
+	/* The scheduler join; NULL without it. */
+	struct xft_sj *sj;
+	struct split_wait *waits; /* FIFO ring */
+	uint32_t max_waits, wait_head, nwaits;
+	uint64_t resets;
+	struct xft_culprit *culprits; /* per hop: CULPRITS for all, CULPRITS for the tail */
+	uint64_t *p99;                /* per hop: its p99 as last computed */
+	uint32_t *p99_age;            /* samples split since */
+	struct xft_gap_split *top_gaps; /* top_k * max_path */
+	xft_agg_split_fn on_split;
+	void *on_split_ctx;
+	uint8_t *top_gaps_final;      /* per top slot: split after the trace passed its end */
 };
 
 void xft_agg_limits_default(struct xft_agg_limits *l)
@@ -103,6 +127,30 @@ void xft_agg_limits_default(struct xft_agg_limits *l)
 	l->expire_ns = UINT64_C(10) * 1000 * 1000 * 1000;
 	l->max_handoffs = 4096;
 	l->join_grace_ns = UINT64_C(2) * 1000 * 1000 * 1000;
+}
+
+static void *take(size_t n, size_t size, uint64_t *total)
+{
+	*total += (uint64_t)n * size;
+	return calloc(n ? n : 1, size);
+}
+
+static void sched_free(struct xft_agg *a)
+{
+	xft_sj_free(a->sj);
+	free(a->waits);
+	free(a->culprits);
+	free(a->p99);
+	free(a->p99_age);
+	free(a->top_gaps);
+	free(a->top_gaps_final);
+	a->sj = NULL;
+	a->waits = NULL;
+	a->culprits = NULL;
+	a->p99 = NULL;
+	a->p99_age = NULL;
+	a->top_gaps = NULL;
+	a->top_gaps_final = NULL;
 }
 
 /* --- pending heap (min on time, then arrival) -------------------------- */
@@ -244,6 +292,12 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 	s->expired = 0;
 	s->path = &a->top_points[(size_t)slot * a->lim.max_path];
 	memcpy(s->path, &a->points[(size_t)fi * a->lim.max_path], f->npoints * sizeof(*s->path));
+	s->gaps = NULL;
+	if (a->sj) {
+		/* Split once the trace has passed its end (sched_advance). */
+		s->gaps = &a->top_gaps[(size_t)slot * a->lim.max_path];
+		a->top_gaps_final[slot] = 0;
+	}
 }
 
 /* End flow @i: by QUIT (@expired 0) or by expiry/eviction. */
@@ -329,6 +383,169 @@ static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 	}
 }
 
+/* --- the scheduler join (tui/sched_join.h) ---------------------------------- */
+
+static struct xft_sj_end sj_end(const struct xft_point *p)
+{
+	return (struct xft_sj_end){ .t_ns = p->t_ns, .domain = p->domain,
+				    .cpu = p->cpu_plus1 ? (int32_t)p->cpu_plus1 - 1 : -1 };
+}
+
+static void split_add(struct xft_split *to, const struct xft_split *s)
+{
+	for (unsigned i = 0; i < XFT_NSTATES; i++)
+		to->ns[i] += s->ns[i];
+}
+
+/* Add @c's wait to the hop's table @t of CULPRITS; the biggest to @best. */
+static void culprit_add(struct xft_culprit *t, const struct xft_culprit *c, struct xft_culprit *best)
+{
+	if (c->wait_ns) {
+		unsigned k, min = 0;
+		for (k = 0; k < CULPRITS; k++) {
+			if (t[k].wait_ns && t[k].domain == c->domain && t[k].vcpu == c->vcpu && t[k].pcpu == c->pcpu)
+				break;
+			if (t[k].wait_ns < t[min].wait_ns)
+				min = k;
+		}
+		if (k == CULPRITS) {
+			/* A holder not in the table takes the smallest's place
+			 * (space-saving: its count is an overestimate). */
+			k = min;
+			t[k].domain = c->domain;
+			t[k].vcpu = c->vcpu;
+			t[k].pcpu = c->pcpu;
+		}
+		t[k].wait_ns += c->wait_ns;
+	}
+	*best = t[0];
+	for (unsigned k = 1; k < CULPRITS; k++)
+		if (t[k].wait_ns > best->wait_ns)
+			*best = t[k];
+}
+
+static void split_one(struct xft_agg *a, const struct split_wait *w)
+{
+	struct xft_split s;
+	struct xft_culprit c;
+	xft_sj_split(a->sj, &w->from, &w->to, 1, &s, &c);
+	a->sched.hops_split++;
+	if (w->gen != a->resets || w->hop >= a->nhops)
+		return; /* its hop was forgotten */
+	struct xft_hop *h = &a->hops[w->hop];
+	struct xft_culprit *t = &a->culprits[(size_t)w->hop * 2 * CULPRITS];
+	split_add(&h->split.all, &s);
+	culprit_add(t, &c, &h->split.culprit_all);
+	if (a->on_split)
+		a->on_split(a->on_split_ctx, h, w->from.t_ns, w->to.t_ns, &s, &c);
+	/* The slowest 1 %: at or above the hop's p99 as it stands now. */
+	if (a->p99_age[w->hop]++ % P99_EVERY == 0)
+		a->p99[w->hop] = xflow_hist_quantile(&h->hist, 0.99);
+	if (w->to.t_ns - w->from.t_ns >= a->p99[w->hop]) {
+		h->split.tail_count++;
+		split_add(&h->split.tail, &s);
+		culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
+	}
+}
+
+/* The gaps of top slot @slot's path, split as far as the trace goes. */
+static void top_gaps(const struct xft_agg *a, uint32_t slot)
+{
+	const struct xft_flow_summary *s = &a->top[slot];
+	for (uint32_t i = 0; i + 1 < s->npoints; i++) {
+		struct xft_sj_end f = sj_end(&s->path[i]), t = sj_end(&s->path[i + 1]);
+		if (t.t_ns < f.t_ns)
+			t.t_ns = f.t_ns; /* merged paths may cross: an empty gap */
+		xft_sj_split(a->sj, &f, &t, 0, &s->gaps[i].split, &s->gaps[i].culprit);
+	}
+}
+
+/* Split what the trace has passed. */
+static void sched_advance(struct xft_agg *a)
+{
+	uint64_t wm = xft_sj_watermark(a->sj);
+	while (a->nwaits && a->waits[a->wait_head].to.t_ns <= wm) {
+		split_one(a, &a->waits[a->wait_head]);
+		a->wait_head = (a->wait_head + 1) % a->max_waits;
+		a->nwaits--;
+	}
+	for (uint32_t k = 0; k < a->ntop; k++)
+		if (!a->top_gaps_final[k] && a->top[k].end_ns <= wm) {
+			top_gaps(a, k);
+			a->top_gaps_final[k] = 1;
+		}
+	a->sched.hops_pending = a->nwaits;
+}
+
+static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *from, const struct xft_point *to)
+{
+	if (a->nwaits == a->max_waits) {
+		/* Full: the oldest is split now, its untraced part '?'. */
+		a->st.split_early++;
+		split_one(a, &a->waits[a->wait_head]);
+		a->wait_head = (a->wait_head + 1) % a->max_waits;
+		a->nwaits--;
+	}
+	struct split_wait *w = &a->waits[(a->wait_head + a->nwaits++) % a->max_waits];
+	w->hop = hop;
+	w->gen = a->resets;
+	w->from = sj_end(from);
+	w->to = sj_end(to);
+	a->sched.hops_pending = a->nwaits;
+}
+
+static void sched_status(struct xft_agg *a)
+{
+	const struct xft_sj_stats *st = xft_sj_stats(a->sj);
+	a->sched.joined = 1;
+	a->sched.clock_error_ns = st->clock_error_ns;
+	a->sched.trace_records = st->events;
+	/* What a split missed: Xen's losses, and what the timelines could
+	 * not keep (entries let go before a split needed them, vCPUs
+	 * beyond the limit). */
+	a->sched.trace_lost = st->lost + st->too_old + st->no_vcpu_room;
+}
+
+void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e)
+{
+	if (!a->sj)
+		return;
+	uint64_t wm = xft_sj_watermark(a->sj);
+	xft_sj_event(a->sj, e);
+	if (xft_sj_watermark(a->sj) != wm)
+		sched_advance(a);
+	sched_status(a);
+}
+
+void xft_agg_sched_flush(struct xft_agg *a)
+{
+	if (!a->sj)
+		return;
+	while (a->nwaits) {
+		split_one(a, &a->waits[a->wait_head]);
+		a->wait_head = (a->wait_head + 1) % a->max_waits;
+		a->nwaits--;
+	}
+	for (uint32_t k = 0; k < a->ntop; k++)
+		if (!a->top_gaps_final[k]) {
+			top_gaps(a, k);
+			a->top_gaps_final[k] = 1;
+		}
+	a->sched.hops_pending = 0;
+	sched_status(a);
+}
+
+void xft_agg_on_split(struct xft_agg *a, xft_agg_split_fn fn, void *ctx)
+{
+	a->on_split = fn;
+	a->on_split_ctx = ctx;
+}
+
+uint64_t xft_agg_sched_watermark(const struct xft_agg *a)
+{
+	return a->sj ? xft_sj_watermark(a->sj) : 0;
+}
+
 /* One hop sample from point @from to point @to; a negative one is counted
  * and not recorded. */
 static void hop_sample(struct xft_agg *a, const struct xft_point *from, const struct xft_point *to)
@@ -349,13 +566,17 @@ static void hop_sample(struct xft_agg *a, const struct xft_point *from, const st
 		h->count++;
 		h->total_ns += d;
 		xflow_hist_record(&h->hist, d);
+		if (a->sj)
+			split_wait(a, (uint32_t)(h - a->hops), from, to);
 	} else {
 		a->st.hops_dropped++;
 	}
 }
 
-static void flow_point(struct xft_agg *a, uint32_t i, uint16_t domain, uint32_t site, uint64_t t)
+static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record *r, uint64_t t)
 {
+	uint16_t domain = r->domain_id;
+	uint32_t site = r->site_id;
 	struct flow *f = &a->flows[i];
 	uint32_t g = a->group ? a->group(a->opaque, domain, site) : site;
 	if (t > f->last_ns)
@@ -364,7 +585,7 @@ static void flow_point(struct xft_agg *a, uint32_t i, uint16_t domain, uint32_t 
 	act_append(a, i);
 	if (f->has_last && f->last.domain == domain && f->last.group == g)
 		return;
-	struct xft_point p = { .domain = domain, .site = site, .group = g, .t_ns = t };
+	struct xft_point p = { .domain = domain, .site = site, .group = g, .t_ns = t, .cpu_plus1 = r->cpu_plus1 };
 	if (f->has_last)
 		hop_sample(a, &f->last, &p);
 	f->last = p;
@@ -592,7 +813,7 @@ static void keyed_out(struct xft_agg *a, const struct xflow_record *r, uint64_t 
 	}
 	if (fi == NIL)
 		fi = flow_start(a, r, t);
-	flow_point(a, fi, dom, r->site_id, t);
+	flow_point(a, fi, r, t);
 	struct flow *f = &a->flows[fi];
 	uint64_t gen = f->gen;
 	struct xft_kj_side out = { .domain = dom, .flow = fi, .flow_gen = gen, .point = f->last }, in;
@@ -639,7 +860,7 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 		}
 		fi = flow_start(a, r, t);
 	}
-	flow_point(a, fi, dom, r->site_id, t);
+	flow_point(a, fi, r, t);
 	struct flow *f = &a->flows[fi];
 	if (m == 0) {
 		in.flow = fi;
@@ -709,7 +930,7 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 			fi = flow_start(a, r, t);
 		}
 	}
-	flow_point(a, fi, dom, r->site_id, t);
+	flow_point(a, fi, r, t);
 	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !plain)
 		handoff_send(a, fi, r, t);
 	if (r->flags & XFLOW_REC_QUIT)
@@ -802,6 +1023,10 @@ static int summary_slower(const void *x, const void *y)
 
 size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **out, size_t max)
 {
+	/* Gaps the trace has not passed yet: as far as it goes, for now. */
+	for (uint32_t k = 0; a->sj && k < a->ntop; k++)
+		if (!a->top_gaps_final[k])
+			top_gaps(a, k);
 	memcpy(a->sorted, a->top, a->ntop * sizeof(*a->top));
 	qsort(a->sorted, a->ntop, sizeof(*a->sorted), summary_slower);
 	*out = a->sorted;
@@ -832,13 +1057,40 @@ void xft_agg_reset(struct xft_agg *a)
 	a->ho_head = a->ho_count = 0;
 	xft_kj_reset(&a->kj);
 	a->ntop = 0;
+	/* The trace goes on: its timelines stay, the hops waiting for it go. */
+	a->resets++;
+	a->nwaits = a->wait_head = 0;
+	a->sched.hops_split = a->sched.hops_pending = 0;
+	if (a->sj) {
+		memset(a->culprits, 0, (size_t)a->lim.max_hops * 2 * CULPRITS * sizeof(*a->culprits));
+		memset(a->p99_age, 0, (size_t)a->lim.max_hops * sizeof(*a->p99_age));
+	}
 }
 
-static void *take(size_t n, size_t size, uint64_t *total)
+int xft_agg_sched_join(struct xft_agg *a, const struct xft_sj_limits *l, uint32_t max_pending)
 {
-	*total += (uint64_t)n * size;
-	return calloc(n ? n : 1, size);
+	if (a->sj)
+		return -EALREADY;
+	uint64_t mem = 0;
+	a->max_waits = max_pending ? max_pending : 65536;
+	int rc = xft_sj_new(l, &a->sj);
+	if (rc)
+		return rc;
+	a->waits = take(a->max_waits, sizeof(*a->waits), &mem);
+	a->culprits = take((size_t)a->lim.max_hops * 2 * CULPRITS, sizeof(*a->culprits), &mem);
+	a->p99 = take(a->lim.max_hops, sizeof(*a->p99), &mem);
+	a->p99_age = take(a->lim.max_hops, sizeof(*a->p99_age), &mem);
+	a->top_gaps = take((size_t)a->lim.top_k * a->lim.max_path, sizeof(*a->top_gaps), &mem);
+	a->top_gaps_final = take(a->lim.top_k, sizeof(*a->top_gaps_final), &mem);
+	if (!a->waits || !a->culprits || !a->p99 || !a->p99_age || !a->top_gaps || !a->top_gaps_final) {
+		sched_free(a);
+		return -ENOMEM;
+	}
+	a->st.memory_bytes += mem + xft_sj_bytes(a->sj);
+	a->sched.clock_error_ns = UINT64_MAX;
+	return 0;
 }
+
 
 int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque,
 		struct xft_agg **out)
@@ -903,5 +1155,6 @@ void xft_agg_free(struct xft_agg *a)
 	free(a->merge);
 	xft_kj_fini(&a->kj);
 	xflow_flowtab_fini(&a->keys);
+	sched_free(a);
 	free(a);
 }

@@ -85,6 +85,8 @@ struct xft_point {
 	uint32_t site;   /* the first site of the point */
 	uint32_t group;
 	uint64_t t_ns;   /* when the flow reached it */
+	uint32_t cpu_plus1; /* the CPU its record was written on + 1, 0: not
+	                     * known (xflow/record.h) */
 };
 
 struct xft_hop_key {
@@ -145,6 +147,10 @@ struct xft_agg_stats {
 	uint64_t join_negative_hops;  /* late joins whose OUT came after its IN: no hop */
 	uint64_t points_lost;    /* path points past max_path */
 	uint64_t memory_bytes;   /* everything the model allocated, fixed */
+	/* The scheduler join (xft_agg_sched_join): hop samples split before
+	 * every pCPU's trace had passed their end, because the queue of
+	 * those waiting was full (the part not yet traced is '?'). */
+	uint64_t split_early;
 };
 
 struct xft_agg;
@@ -167,6 +173,33 @@ const struct xft_agg_stats *xft_agg_stats(const struct xft_agg *a);
 
 /* Whether a scheduler trace is joined, and how well (tui/hop_split.h). */
 const struct xft_sched_status *xft_agg_sched_status(const struct xft_agg *a);
+
+/*
+ * The join with Xen's scheduler trace (issue 24, tui/sched_join.h).  Call
+ * once, before the first record, when a collector gives scheduler events:
+ * allocates the timelines, a queue of @max_pending hop samples waiting for
+ * the trace to pass their end (0: 65536) and the slowest flows' gap splits.
+ * 0 or -errno.  Then each hop sample is split once every pCPU's trace has
+ * passed its end: its hop's split.all adds it, and split.tail too when it
+ * is in the hop's slowest 1 % (at or above the hop's p99 as it stands when
+ * the sample is split, the p99 refreshed every 64 samples); and each
+ * finished flow among the slowest gets its gaps[] split once the trace has
+ * passed its end.
+ */
+struct xft_sj_limits;
+struct xflow_sched_event;
+int xft_agg_sched_join(struct xft_agg *a, const struct xft_sj_limits *l, uint32_t max_pending);
+/* One scheduler event, in the trace's order (xflow/collector.h). */
+void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e);
+/* The trace has ended: split whatever still waits. */
+void xft_agg_sched_flush(struct xft_agg *a);
+/* Each hop sample as it is split (tests, diagnostics): its hop, its two
+ * ends' times, its split and culprit.  NULL: none. */
+typedef void (*xft_agg_split_fn)(void *ctx, const struct xft_hop *h, uint64_t t0, uint64_t t1,
+				 const struct xft_split *s, const struct xft_culprit *c);
+void xft_agg_on_split(struct xft_agg *a, xft_agg_split_fn fn, void *ctx);
+/* The time every pCPU's trace has passed (0: no trace yet). */
+uint64_t xft_agg_sched_watermark(const struct xft_agg *a);
 
 /* Hops, in no particular order: *n is set to their number. */
 const struct xft_hop *xft_agg_hops(const struct xft_agg *a, size_t *n);

@@ -17,6 +17,7 @@
 #include "tui/demo_host.h"
 #include "tui/metrics.h"
 #include "tui/report.h"
+#include "tui/sched_join.h"
 #include "weaver/weave.h"
 #include "xflow/clock.h"
 #include "xflow/file.h"
@@ -164,6 +165,8 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 	}
 	if (e->src->record_clock && t_ns > app->record_now)
 		app->record_now = t_ns;
+	if (t_ns > app->newest_ns)
+		app->newest_ns = t_ns;
 	xft_agg_feed(app->agg, r, t_ns);
 	e->n++;
 }
@@ -190,11 +193,52 @@ static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint6
 	return e.n;
 }
 
+/* A source has given all it will: its records, and its scheduler's events. */
+static int source_done(const struct xft_source *s)
+{
+	return s->ended && s->sched_ended;
+}
+
+static void sched_emit(void *ctx, const struct xflow_sched_event *e)
+{
+	xft_agg_sched_event(ctx, e);
+}
+
+/*
+ * The scheduler's events, for the join (tui/sched_join.h).  A trace read
+ * from a file would run ahead of the flows it is joined with, past what
+ * the timelines keep: it is taken only up to SCHED_LEAD_NS beyond the
+ * newest flow record, unless every source of flows has ended.  Live, the
+ * trace lags the flows anyway.
+ */
+#define SCHED_LEAD_NS (UINT64_C(1000) * 1000 * 1000)
+static void collect_sched(struct xft_app *app, uint64_t now)
+{
+	int flows_done = 1;
+	for (unsigned i = 0; i < app->nsrc; i++)
+		if (!app->src[i].ops->sched)
+			flows_done &= app->src[i].ended;
+	for (unsigned i = 0; i < app->nsrc; i++) {
+		struct xft_source *s = &app->src[i];
+		for (uint64_t taken = 0; s->ops->sched && !s->sched_ended && taken < REFRESH_BUDGET;) {
+			if (!flows_done && xft_agg_sched_watermark(app->agg) > app->newest_ns + SCHED_LEAD_NS)
+				break;
+			long n = s->ops->sched(s->c, now, sched_emit, app->agg, READ_BATCH);
+			if (n < 0)
+				s->sched_ended = 1;
+			if (n <= 0)
+				break;
+			taken += (uint64_t)n;
+		}
+	}
+}
+
 uint64_t xft_app_collect(struct xft_app *app, uint64_t now, uint64_t budget)
 {
 	uint64_t n = 0;
 	for (unsigned i = 0; i < app->nsrc; i++)
 		n += collect_one(app, i, now, budget);
+	collect_sched(app, now);
 	return n;
 }
 
@@ -331,12 +375,15 @@ void xft_app_refresh(struct xft_app *app, uint64_t now)
 	xft_app_collect(app, now, REFRESH_BUDGET);
 	int all_ended = app->nsrc > 0;
 	for (unsigned s = 0; s < app->nsrc; s++)
-		all_ended &= app->src[s].ended;
+		all_ended &= source_done(&app->src[s]);
 	/* The end of every input (a replay played out): nothing can come to
-	 * reorder, so the window gives up what it holds. */
-	if (all_ended)
+	 * reorder, so the window gives up what it holds, and no trace will
+	 * pass the hops still waiting for it. */
+	if (all_ended) {
 		xft_agg_drain(app->agg);
-	xft_agg_tick(app->agg, app->record_now > now ? app->record_now : now);
+		xft_agg_sched_flush(app->agg);
+	}
+	xft_agg_tick(app->agg, app->recorded_clock || app->record_now > now ? app->record_now : now);
 	double secs = app->last_refresh_ns ? (double)(now - app->last_refresh_ns) / 1e9 : 0;
 	if (secs > 0)
 		app->rate = (double)(app->records - app->prev_records) / secs;
@@ -495,7 +542,10 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 	if (cfg->demo) {
 		/* Boot the host held, so that no message passes before the
 		 * agents have their plans; then let the guests send. */
-		struct xflow_demo_opts o = { .guests = XFT_DEMO_GUESTS, .rate = XFT_DEMO_RATE, .hold = 1 };
+		/* With --xentrace, the host runs its scheduler model and its
+		 * trace is joined with the flows (issue 24). */
+		struct xflow_demo_opts o = { .guests = XFT_DEMO_GUESTS, .rate = XFT_DEMO_RATE, .hold = 1,
+					     .trace = cfg->xentrace[0] != '\0' };
 		if ((rc = xflow_demo_host_start(&o, &app->demo))) {
 			snprintf(err, errlen, "demo: %s", xflow_demo_host_error());
 			return rc;
@@ -508,6 +558,11 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		app->note = cfg->nflow_files ? XFT_DEMO_NOTE_FLOWS : XFT_DEMO_NOTE;
 		if ((rc = xft_app_add_source(app, spec, err, errlen)))
 			return rc;
+		if (o.trace) {
+			snprintf(spec, sizeof(spec), "xentrace:fd=%d,cpu-hz=2.4G", xflow_demo_host_trace_fd(app->demo));
+			if ((rc = xft_app_add_source(app, spec, err, errlen)))
+				return rc;
+		}
 		if ((rc = xflow_demo_host_go(app->demo))) {
 			snprintf(err, errlen, "demo: the simulated host did not start sending: %s",
 				 strerror(-rc));
@@ -543,10 +598,13 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 			return rc;
 	}
 	for (unsigned s = 0; s < app->nsrc; s++) {
+		app->src[s].sched_ended = !app->src[s].ops->sched;
 		if (app->src[s].ops->hypervisor)
 			app->have_hv_source = 1;
-		if (!strcmp(app->src[s].ops->name, "replay"))
+		if (!strcmp(app->src[s].ops->name, "replay")) {
 			app->src[s].record_clock = 1;
+			app->recorded_clock |= strstr(app->src[s].spec, "clock=recorded") != NULL;
+		}
 	}
 	if (!app->nsrc) {
 		snprintf(err, errlen, "no collector: give --collector NAME (see --list-collectors), "
@@ -574,6 +632,14 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		goto oom;
 	if ((rc = xft_agg_new(&app->cfg.limits, xft_sites_group, &app->sites, &app->agg)))
 		goto oom;
+	/* A collector sees Xen's scheduler: join its trace with the flows. */
+	for (unsigned s = 0; s < app->nsrc; s++)
+		if (app->src[s].ops->sched) {
+			struct xft_sj_limits sl = { 0 };
+			if ((rc = xft_agg_sched_join(app->agg, &sl, 0)))
+				goto oom;
+			break;
+		}
 	if ((rc = xft_frame_init(&app->frame, &app->cfg.limits)))
 		goto oom;
 	app->ui.path_points = calloc(app->cfg.limits.max_path, sizeof(*app->ui.path_points));
@@ -671,7 +737,7 @@ static void on_refresh(uv_timer_t *t)
 		app->quit = 1;
 	int all_ended = app->nsrc > 0;
 	for (unsigned s = 0; s < app->nsrc; s++)
-		all_ended &= app->src[s].ended;
+		all_ended &= source_done(&app->src[s]);
 	/* Batch mode ends with its input (a replay); the screen stays, and
 	 * so does a headless exporter, whose figures are still scraped. */
 	if (all_ended && app->renderer != &xft_renderer_curses && app->renderer != &xft_renderer_headless)

@@ -46,6 +46,7 @@ struct xft_source {
 	int ended;       /* read() said no more: -ENODATA (end of replay) or an error */
 	int failed;      /* ... and it was an error: xflowtop exits non-zero */
 	int record_clock; /* a replay: the model follows its records' time */
+	int sched_ended;  /* its sched() hook said -ENODATA (or it has none) */
 	char error[256];
 	struct xflow_collector_stats st;
 	int nfds;
@@ -188,9 +189,13 @@ struct xft_app {
 	 * N times ahead of the clock, and the model's window and expiry
 	 * follow the records. */
 	uint64_t record_now;
+	int recorded_clock; /* a source is a replay with clock=recorded */
 	/* A failure the run went on after (a snapshot not written), for the
 	 * next batch JSON object's "note"; the JSON renderer empties it. */
 	char pending_note[600];
+	/* The newest time emit() fed the model: how far the scheduler's
+	 * events are taken ahead of the flows (xft_app_collect). */
+	uint64_t newest_ns;
 	/* --listen: the Prometheus exporter (tui/metrics.h), or NULL. */
 	struct xft_metrics *metrics;
 	/* The weave matches nothing: a domain is planned and no aspect has

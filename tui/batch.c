@@ -21,17 +21,24 @@ static void text_frame(struct xft_app *app)
 	const char *note = app->nothing_woven ? XFT_NOTHING_WOVEN : app->note;
 	printf("xflowtop - %s, iteration %lu%s%s\n", stamp, app->iteration, note ? " - " : "", note ? note : "");
 	xft_report_summary_text(app, stdout);
+	xft_report_sched_text(app, stdout);
 	if (app->ndomains) {
 		printf("\nDOMAINS\n");
 		xft_report_domains_text(app, stdout);
 	}
 	printf("\nHOPS\n");
 	xft_report_hops_text(app, stdout, BATCH_WIDTH, 0);
+	if (app->frame.sched.joined) {
+		printf("\nHOP SPLIT (where the time went: all flows, and the slowest 1 %%)\n");
+		xft_report_split_text(app, stdout, 30);
+	}
 	printf("\nSLOWEST FLOWS\n");
 	xft_report_flows_text(app, stdout, BATCH_WIDTH, BATCH_FLOWS);
 	if (app->frame.nflow_shown) {
 		printf("\nSLOWEST PATH: ");
 		xft_report_path_text(app, stdout, &app->frame.flows[app->frame.flow_order[0]]);
+		if (app->frame.sched.joined)
+			xft_report_gaps_text(app, stdout, &app->frame.flows[app->frame.flow_order[0]], 30);
 	}
 	if (app->hv) {
 		/* The collector's summary (xentrace: as `xenalyze --summary`). */

@@ -498,7 +498,8 @@ void xft_config_usage(FILE *f)
 		"      --save-session FILE   save the records the model is fed, for --replay\n"
 		"      --replay FILE         play back a saved session (the replay collector)\n"
 		"      --speed N|max         its pace: N times the recorded one (default 1)\n"
-		"      --demo                run on the built-in demo source\n"
+		"      --demo                run on the built-in demo source (with --xentrace sim:\n"
+		"                            its scheduler's trace too, joined with the flows)\n"
 		"      --listen [ADDR:]PORT  serve /metrics for Prometheus there (ADDR defaults\n"
 		"                            to 127.0.0.1; 0.0.0.0 for every interface); the\n"
 		"                            series' host label: --set host=NAME (the host name)\n"
@@ -754,6 +755,12 @@ int xft_config_replay_spec(const struct xft_config *c, char *out, size_t len)
 {
 	if (strchr(c->replay, ','))
 		return -EINVAL;
-	int n = snprintf(out, len, "replay:file=%s,speed=%s", c->replay, c->speed[0] ? c->speed : "1");
+	/* With the run's trace (--xentrace, or the collector named), the
+	 * records keep their own times: the trace's are the recorded ones. */
+	int trace = c->xentrace[0] != '\0';
+	for (unsigned i = 0; i < c->ncollectors; i++)
+		trace |= !strncmp(c->collectors[i], "xentrace:", 9);
+	int n = snprintf(out, len, "replay:file=%s,speed=%s%s", c->replay, c->speed[0] ? c->speed : "1",
+			 trace ? ",clock=recorded" : "");
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +27,11 @@ struct xflow_demo_host {
 	char options[PATH_MAX + 128];
 	pid_t sim;               /* xensim, 0 once reaped */
 	int sim_status;
+	/* o->trace: xensim's FIFO, read by a thread that passes it on the
+	 * socket pair (the reader's end is trace[1]). */
+	int fifo, fifo_w, trace[2];
+	pthread_t tee;
+	int tee_started;
 	unsigned ndoms;
 	struct dom {
 		unsigned id;
@@ -33,6 +40,42 @@ struct xflow_demo_host {
 		pid_t agent;         /* its agent, 0 once reaped */
 	} doms[MAX_DOMAINS];
 };
+
+/* The trace from xensim's FIFO to the socket the caller reads, until
+ * xensim closes it; once the caller stops reading (the socket closed on
+ * its side), the rest is read and dropped, so that xensim never waits. */
+static void *tee_main(void *arg)
+{
+	struct xflow_demo_host *h = arg;
+	char buf[65536];
+	ssize_t n;
+	int out = h->trace[0];
+	while ((n = read(h->fifo, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (ssize_t o = 0; out >= 0 && o < n;) {
+			ssize_t w = send(out, buf + o, (size_t)(n - o), MSG_NOSIGNAL);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				out = -1;
+				break;
+			}
+			o += w;
+		}
+	}
+	/* End of input for the reader. */
+	shutdown(h->trace[0], SHUT_WR);
+	return NULL;
+}
+
+int xflow_demo_host_trace_fd(const struct xflow_demo_host *h)
+{
+	return h->tee_started ? h->trace[1] : -1;
+}
 
 /* The host still running, for the exit path. */
 static struct xflow_demo_host *live_host;
@@ -187,6 +230,8 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 	size_t errlen = sizeof(start_error);
 	static int atexit_done;
 	struct xflow_demo_host *h = calloc(1, sizeof(*h));
+	if (h)
+		h->fifo = h->fifo_w = h->trace[0] = h->trace[1] = -1;
 	char self[PATH_MAX], xensim[PATH_MAX], agent[PATH_MAX], flows[PATH_MAX], path[PATH_MAX];
 	int rc;
 	*out = NULL;
@@ -273,6 +318,36 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		argv[n++] = (char *)"--delay";
 		argv[n++] = (char *)o->delays[i];
 	}
+	char pcpus[16], fifo[160];
+	snprintf(pcpus, sizeof(pcpus), "%u", o->pcpus);
+	const char *xentrace = o->xentrace;
+	if (o->trace) {
+		/* Open for reading first, so that xensim's open for writing
+		 * does not wait; then read as a reader blocks. */
+		snprintf(fifo, sizeof(fifo), "%s/x.fifo", h->dir);
+		if (mkfifo(fifo, 0600) < 0 || (h->fifo = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+		    fcntl(h->fifo, F_SETFL, 0) < 0 ||
+		    /* A writer of our own: no end of input before xensim's. */
+		    (h->fifo_w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+		    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, h->trace) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "demo: cannot make the trace's FIFO: %s", strerror(errno));
+			goto fail;
+		}
+		if ((rc = -pthread_create(&h->tee, NULL, tee_main, h))) {
+			snprintf(err, errlen, "demo: cannot start the trace's reader: %s", strerror(-rc));
+			goto fail;
+		}
+		h->tee_started = 1;
+		xentrace = fifo;
+	}
+	const char *sched[][2] = { { "--xentrace", xentrace }, { "--pcpus", o->pcpus ? pcpus : NULL },
+				   { "--wake-delay", o->wake_delay }, { "--notify-delay", o->notify_delay } };
+	for (unsigned i = 0; i < sizeof(sched) / sizeof(sched[0]); i++)
+		if (sched[i][1]) {
+			argv[n++] = (char *)sched[i][0];
+			argv[n++] = (char *)sched[i][1];
+		}
 	argv[n] = NULL;
 	snprintf(path, sizeof(path), "%s/xensim.log", h->dir);
 	h->sim = spawn(argv, path, o->verbose);
@@ -307,9 +382,11 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		snprintf(sock, sizeof(sock), "%s/agent-%u.sock", h->sockdir, d->id);
 		snprintf(slots, sizeof(slots), "%u", (unsigned)o->ring_slots);
 		snprintf(lslots, sizeof(lslots), "%u", (unsigned)o->lane_slots);
-		char *av[12] = { agent, (char *)"--domain", d->name, (char *)"--domain-id", id, (char *)"--pid", pid,
-				 (char *)"--socket", sock };
-		unsigned ac = 9;
+		/* Each simulated domain has one vCPU, 0 (sim/sched.h): its
+		 * records name it, not the host's CPU its thread ran on. */
+		char *av[14] = { agent, (char *)"--domain", d->name, (char *)"--domain-id", id, (char *)"--pid", pid,
+				 (char *)"--socket", sock, (char *)"--vcpu", (char *)"0" };
+		unsigned ac = 11;
 		if (o->ring_slots) {
 			av[ac++] = (char *)"--ring-slots";
 			av[ac++] = slots;
@@ -444,6 +521,17 @@ void xflow_demo_host_stop(struct xflow_demo_host *h)
 		}
 		h->sim = 0;
 	}
+	/* xensim is gone: its trace ends with our own writer. */
+	if (h->fifo_w >= 0)
+		close(h->fifo_w);
+	if (h->tee_started)
+		pthread_join(h->tee, NULL);
+	h->tee_started = 0;
+	int fds[] = { h->fifo, h->trace[0], h->trace[1] };
+	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	h->fifo = h->fifo_w = h->trace[0] = h->trace[1] = -1;
 	if (h->dir[0]) {
 		char path[PATH_MAX];
 		for (unsigned i = 0; i < h->ndoms; i++) {
@@ -456,6 +544,8 @@ void xflow_demo_host_stop(struct xflow_demo_host *h)
 		snprintf(path, sizeof(path), "%s/xensim.log", h->dir);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/domains", h->dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/x.fifo", h->dir);
 		unlink(path);
 		rmdir(h->dir);
 	}

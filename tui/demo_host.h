@@ -44,6 +44,16 @@ struct xflow_demo_opts {
 	uint32_t lane_slots;       /* agents' --lane-slots; 0: default */
 	int verbose;               /* children's messages on stderr, not in logs */
 	int hold;                  /* 1: traffic waits for xflow_demo_host_go() */
+	/* The scheduler model (sim/sched.h): xensim --xentrace PATH (a file
+	 * or a FIFO the caller reads), --pcpus, --wake-delay DOM=DUR,
+	 * --notify-delay DUR; NULL or 0: not given. */
+	const char *xentrace;
+	/* Or 1: run the scheduler model and give its trace to the caller,
+	 * live, on xflow_demo_host_trace_fd() (xentrace is then ignored). */
+	int trace;
+	unsigned pcpus;
+	const char *wake_delay;
+	const char *notify_delay;
 };
 
 struct xflow_demo_host;
@@ -59,6 +69,11 @@ const char *xflow_demo_host_error(void);
 const char *xflow_demo_host_options(const struct xflow_demo_host *h);
 /* SOCKETS alone: where the agents listen, for other flows than FILE. */
 const char *xflow_demo_host_socket_dir(const struct xflow_demo_host *h);
+/* With o->trace: xensim's trace as xentrace writes it, to read as a pipe
+ * (the xentrace collector's fd=); the host keeps it open until stopped,
+ * and drains the trace itself when nobody reads, so that xensim never
+ * waits on it.  -1 without. */
+int xflow_demo_host_trace_fd(const struct xflow_demo_host *h);
 /* Let the guests send (SIGUSR1 to xensim).  0 or a negative errno. */
 int xflow_demo_host_go(struct xflow_demo_host *h);
 /* The domains: count, and each one's id, name and pid. */

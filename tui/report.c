@@ -412,7 +412,7 @@ static void json_split(struct xft_json *j, const struct xft_split *s, const stru
 	xft_json_object_end(j);
 }
 
-static void json_sched(struct xft_json *j, const struct xft_sched_status *st)
+static void json_sched(struct xft_app *app, struct xft_json *j, const struct xft_sched_status *st)
 {
 	xft_json_object_begin(j);
 	xft_json_key(j, "joined");
@@ -426,6 +426,7 @@ static void json_sched(struct xft_json *j, const struct xft_sched_status *st)
 	JU("trace_lost", st->trace_lost);
 	JU("hops_split", st->hops_split);
 	JU("hops_pending", st->hops_pending);
+	JU("split_early", xft_agg_stats(app->agg)->split_early);
 	xft_json_object_end(j);
 }
 
@@ -571,7 +572,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	xft_json_object_end(j);
 
 	xft_json_key(j, "sched");
-	json_sched(j, &app->frame.sched);
+	json_sched(app, j, &app->frame.sched);
 
 	const struct xft_agg_limits *l = &app->cfg.limits;
 	xft_json_key(j, "limits");

@@ -55,6 +55,9 @@ struct xflow_agent_opts {
 				    * xenstore names the domain */
 	enum xflow_agent_transport transport;
 	uint16_t domain_id;
+	/* The vCPU + 1 every record names (a simulated domain's one vCPU,
+	 * which is no CPU of this kernel); 0: the CPU each hit ran on. */
+	uint32_t vcpu_plus1;
 	const pid_t *pids;         /* attach to these */
 	unsigned npids;
 	const char *exe;           /* or every process running this file */

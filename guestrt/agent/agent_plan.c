@@ -158,8 +158,9 @@ static int prog_load_target(struct agent *a, struct target *t, char *why, size_t
 {
 	uint32_t slots = a->o.lane_slots ? a->o.lane_slots : xflow_agent_lane_slots(a->dom);
 	struct xflow_hook_prog prog = { .plan = a->plan, .dom = a->dom, .fields = a->fields, .bases = t->base,
-					.domain_id = a->o.domain_id, .lanes = a->o.lanes,
-					.lane_slots = slots, .flowtab_capacity = a->o.flowtab_capacity };
+					.domain_id = a->o.domain_id, .fixed_cpu_plus1 = a->o.vcpu_plus1,
+					.lanes = a->o.lanes, .lane_slots = slots,
+					.flowtab_capacity = a->o.flowtab_capacity };
 	agent_logf(a, 1, "pid %d: lanes of %u records (%s)", (int)t->pid, slots,
 		   a->o.lane_slots ? "--lane-slots" : "sized from the plan's placements");
 	int rc = xflow_hook_prog_load(t->ht, &prog);

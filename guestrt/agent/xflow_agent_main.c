@@ -16,7 +16,7 @@ static void usage(FILE *f)
 	fputs("usage: xflow-agent [--domain NAME] [--domain-id N] (--pid PID... | --exe PATH | -- COMMAND...)\n"
 	      "                   [--transport auto|local|xen] [--socket PATH] [--ring-slots N]\n"
 	      "                   [--batch N] [--backend inproc|ptrace] [--lanes N] [--lane-slots N]\n"
-	      "                   [--stay] [-v]\n"
+	      "                   [--stay] [--vcpu N] [-v]\n"
 	      "       xflow-agent --backend kernel [--domain NAME] [--domain-id N] [--socket PATH] [--stay] [-v]\n"
 	      "       xflow-agent --domain NAME [--domain-id N] --plan PLAN --save-session FILE\n"
 	      "                   (--pid PID... | --exe PATH | -- COMMAND...) [--ring-slots N]\n"
@@ -27,6 +27,8 @@ static void usage(FILE *f)
 	      "where xenstore names the domain).  --domain is required with the local transport.\n"
 	      "With --plan, load PLAN (written by xflowc plan -o) and save the records to FILE\n"
 	      "for xflowtop --replay, without a monitor.\n"
+	      "--vcpu N: every record says vCPU N (a simulated domain's one vCPU), not\n"
+	      "the CPU its hit ran on.\n"
 	      "See xflow-agent(8).\n",
 	      f);
 }
@@ -77,7 +79,7 @@ static int plan_mode_check(const struct xflow_agent_opts *o, const char *session
 int main(int argc, char **argv)
 {
 	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY, OPT_TRANSPORT,
-	       OPT_BACKEND, OPT_LANES, OPT_LANE_SLOTS, OPT_PLAN, OPT_SESSION };
+	       OPT_BACKEND, OPT_LANES, OPT_LANE_SLOTS, OPT_PLAN, OPT_SESSION, OPT_VCPU };
 	static const struct option longopts[] = {
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "domain-id", required_argument, NULL, OPT_DOMID },
@@ -93,6 +95,7 @@ int main(int argc, char **argv)
 		{ "lane-slots", required_argument, NULL, OPT_LANE_SLOTS },
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "save-session", required_argument, NULL, OPT_SESSION },
+		{ "vcpu", required_argument, NULL, OPT_VCPU },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -142,6 +145,14 @@ int main(int argc, char **argv)
 		case OPT_STAY: o.stay = true; break;
 		case OPT_PLAN: o.plan_path = optarg; break;
 		case OPT_SESSION: session = optarg; break;
+		case OPT_VCPU:
+			if (parse_u(optarg, XFLOW_RECORD_MAX_CPU, &v)) {
+				fprintf(stderr, "xflow-agent: --vcpu: '%s' is not a vCPU number (0..%u)\n", optarg,
+					XFLOW_RECORD_MAX_CPU);
+				return 2;
+			}
+			o.vcpu_plus1 = (uint32_t)v + 1;
+			break;
 		case OPT_TRANSPORT:
 			transport_set = true;
 			if (!strcmp(optarg, "auto"))

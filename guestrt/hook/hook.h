@@ -326,6 +326,9 @@ struct xflow_hook_prog {
 	const struct xflow_field_rt *fields; /* plan->nfields layouts in this domain */
 	const uint64_t *bases;               /* load base of each of dom's binaries in the target */
 	uint16_t domain_id;                  /* records' domain_id */
+	uint32_t fixed_cpu_plus1;            /* records' CPU + 1 when every thread of the
+	                                      * domain runs on one known vCPU (a simulated
+	                                      * domain's); 0: the CPU each hit ran on */
 	uint32_t lanes;                      /* threads with a lane per process (0: 128) */
 	uint32_t lane_slots;                 /* records per lane, a power of two (0: 4096) */
 	uint32_t flowtab_capacity;           /* live keys per process (0: 1 << 18) */

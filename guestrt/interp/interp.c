@@ -57,7 +57,7 @@ static void emit(const struct xflow_interp_env *e, struct xflow_interp_result *r
 	r.flow_id = id & XFLOW_FLOWID_MAX;
 	r.flags = (uint16_t)flags;
 	r.ndata = (uint8_t)n;
-	r.reserved = 0;
+	/* cpu_plus1 is the template's: the producer's CPU at the hit. */
 	memset(r.data, 0, sizeof(r.data));
 	if (n) /* markers have no data (and no array: memcpy's NULL is UB) */
 		memcpy(r.data, data, n * sizeof(*data));

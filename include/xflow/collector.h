@@ -29,8 +29,9 @@
  *    .wake_hist at its end (which changes its size: the array stride).
  * 4: struct xflow_aspect_info.trap_sites and .trap_why (in its middle) and
  *    .note; struct xflow_hv_summary.skipped_* and .damage.
- * 5: struct xflow_domain_info.clock_bound_ns. */
-#define XFLOW_COLLECTOR_ABI 5
+ * 5: struct xflow_domain_info.clock_bound_ns.
+ * 6: the optional sched() hook and struct xflow_sched_event. */
+#define XFLOW_COLLECTOR_ABI 6
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -189,6 +190,37 @@ struct xflow_hv_summary {
 	const char *damage;
 };
 
+/*
+ * ABI 6.  Xen's scheduler records as the monitor joins them with the flows
+ * (issue 24: where a hop's time goes), for collectors that see Xen's
+ * scheduler.  Plain data, in the trace's merged order: an event is given
+ * only once every physical CPU's trace has passed its time, so the time of
+ * the last one given is a watermark (nothing older will come).
+ */
+enum xflow_sched_kind {
+	XFLOW_SCHED_RUNSTATE,  /* dom.vcpu went from .from to .to (enum xflow_hv_runstate) */
+	XFLOW_SCHED_SWITCH,    /* pcpu went from dom.vcpu (prev) to dom2.vcpu2 (next) */
+	XFLOW_SCHED_HYPERCALL, /* the vCPU running on pcpu made hypercall .arg */
+	XFLOW_SCHED_LOST,      /* records lost on pcpu from t_ns on (.arg of them): who
+	                        * ran and in which state is not known until each
+	                        * vCPU's next runstate change */
+	XFLOW_SCHED_NKINDS
+};
+
+struct xflow_sched_event {
+	uint64_t t_ns;         /* on the monitor's clock: the collector places the
+	                        * trace's TSC there (its clock options) */
+	uint16_t kind;         /* enum xflow_sched_kind */
+	uint16_t pcpu;         /* where Xen logged it */
+	uint8_t from, to;      /* RUNSTATE */
+	uint16_t dom, vcpu;    /* RUNSTATE; SWITCH: the previous one */
+	uint16_t dom2, vcpu2;  /* SWITCH: the next one */
+	uint32_t arg;          /* HYPERCALL: its number; LOST: how many records */
+};
+
+/* Called by sched() for each event. */
+typedef void (*xflow_sched_emit_fn)(void *ctx, const struct xflow_sched_event *e);
+
 struct xflow_collector_ops {
 	uint32_t abi;       /* XFLOW_COLLECTOR_ABI */
 	const char *name;   /* "synthetic", "agent", "replay", "xentrace" ... */
@@ -238,6 +270,15 @@ struct xflow_collector_ops {
 	 * that see Xen itself (see struct xflow_hv_summary).  0 and *@out
 	 * set, -ENODATA while there is nothing yet, -ENOTSUP. */
 	int (*hypervisor)(struct xflow_collector *c, const struct xflow_hv_summary **out);
+
+	/* ABI 6.  Optional: deliver up to @max scheduler events (struct
+	 * xflow_sched_event) decoded since the last call, without blocking;
+	 * returns how many, or -ENODATA once the input has ended and all were
+	 * given.  The collector keeps those not yet taken in a bounded queue;
+	 * what does not fit is given as a LOST event, never silently dropped.
+	 * NULL: the collector sees no scheduler. */
+	long (*sched)(struct xflow_collector *c, uint64_t now_ns, xflow_sched_emit_fn emit, void *ctx,
+		      size_t max);
 };
 
 /* What a plugin exports. */

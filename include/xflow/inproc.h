@@ -40,7 +40,7 @@
 #define XFLOW_RT_MAGIC 0x54524658 /* "XFRT" little-endian */
 #define XFLOW_RT_CTL_MAGIC 0x4c435258  /* "XRCL" */
 #define XFLOW_RT_PROC_MAGIC 0x52505258 /* "XRPR" */
-#define XFLOW_RT_VERSION 2
+#define XFLOW_RT_VERSION 3 /* 3: ctl.cpu_how, ctl.cpu_fixed, lane.cpu_plus1 */
 
 #ifndef __ASSEMBLER__
 
@@ -215,9 +215,20 @@ struct xflow_rt_ctl {
 	uint64_t off_fetches;        /* struct xflow_rt_fetch[nfetches] */
 	uint64_t off_fields;         /* struct xflow_field_rt[nfields] (guestrt/interp/interp.h) */
 	uint64_t off_bases;          /* uint64_t[nbases]: load base of each plan binary */
-	uint8_t pad0[64];
+	uint32_t cpu_how;            /* enum xflow_rt_cpu_how: how a hit learns its CPU */
+	uint32_t cpu_fixed;          /* XFLOW_RT_CPU_FIXED: the CPU every record names */
+	uint8_t pad0[56];
 	_Atomic uint64_t next_id;    /* flow ids: lanes take blocks of XFLOW_RT_ID_BLOCK */
 	uint8_t pad1[56];
+};
+
+/* How the runtime learns on which CPU a hit runs (the records' cpu_plus1,
+ * xflow/record.h), without a system call. */
+enum xflow_rt_cpu_how {
+	XFLOW_RT_CPU_NONE = 0,  /* not known: records say 0 */
+	XFLOW_RT_CPU_RDTSCP,    /* the hit's time by RDTSCP, whose TSC_AUX Linux sets
+	                         * to node << 12 | cpu (the agent checked CPUID) */
+	XFLOW_RT_CPU_FIXED,     /* cpu_fixed: a simulated domain's one vCPU */
 };
 
 #define XFLOW_RT_ID_BLOCK 1024u
@@ -239,7 +250,7 @@ struct xflow_rt_lane {
 	uint32_t ready;              /* prod is initialised */
 	uint64_t id_next, id_end;    /* its block of flow ids */
 	uint32_t busy;               /* a hit is running on this thread */
-	uint32_t pad0;
+	uint32_t cpu_plus1;          /* the running hit's CPU + 1 (0: unknown) */
 	uint64_t nested;             /* hits skipped because one was running (a
 	                              * signal handler hitting a site) */
 	uint64_t now;                /* the running hit's time */

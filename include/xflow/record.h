@@ -22,7 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define XFLOW_RECORD_VERSION 1
+/* 2: cpu_plus1 (offset 36, formerly reserved).  Version 1 records are
+ * still accepted: they decode with cpu_plus1 0, the CPU not known. */
+#define XFLOW_RECORD_VERSION 2
+#define XFLOW_RECORD_VERSION_MIN 1
 #define XFLOW_RECORD_SIZE 88
 /* STORE_DATA1 .. STORE_DATA6: the most values one record carries. */
 #define XFLOW_RECORD_MAX_DATA 6
@@ -85,11 +88,26 @@ struct xflow_record {
 	uint32_t thread_id;         /* offset 28: producer's thread (tid) */
 	uint32_t thread_seq;        /* offset 32: per-thread sequence, wraps; orders
 	                             * records of one thread with equal timestamps */
-	uint32_t reserved;          /* offset 36: zero; room for a later field */
+	/* offset 36 (version 2): 1 + the CPU the producer ran on when the hook
+	 * ran, as its kernel numbers CPUs (in a PV guest Linux CPU n is vCPU
+	 * n, which is what the monitor joins with Xen's scheduler trace);
+	 * 0 when the producer could not tell.  At most XFLOW_RECORD_MAX_CPU
+	 * + 1.  The kernel backend has it for free; the in-process runtime
+	 * takes it with the timestamp (RDTSCP's TSC_AUX, which Linux sets to
+	 * the CPU), without a system call. */
+	uint32_t cpu_plus1;
 	uint64_t data[XFLOW_RECORD_MAX_DATA]; /* offset 40: STORE_DATAn values */
 };
 
 #define XFLOW_FLOW_KIND_NONE 0xffffu
+/* The highest CPU number a record may name (Xen's vCPU ids are below). */
+#define XFLOW_RECORD_MAX_CPU 0xfffeu
+
+/* The record's CPU, or -1 when its producer did not say. */
+static inline int32_t xflow_record_cpu(const struct xflow_record *r)
+{
+	return r->cpu_plus1 ? (int32_t)(r->cpu_plus1 - 1) : -1;
+}
 
 /*
  * Serialise @r into @out (exactly XFLOW_RECORD_SIZE bytes, little-endian).
@@ -103,9 +121,11 @@ void xflow_record_encode(const struct xflow_record *r, void *out);
  * out of shared memory first: the producer could change bytes between the
  * check and the use).  Returns 0, or:
  *   -EMSGSIZE  len is not XFLOW_RECORD_SIZE
- *   -EPROTO    unknown version
+ *   -EPROTO    unknown version (1 and 2 are known: a version 1 record
+ *              decodes as one of version 2 whose CPU is not known)
  *   -EBADMSG   a field out of range (ndata > 6, unknown flag bits, flow id
- *              over 48 bits, reserved bits set, unused data not zero)
+ *              over 48 bits, a version 1 record's reserved word not zero,
+ *              a CPU over XFLOW_RECORD_MAX_CPU, unused data not zero)
  * @why, when not NULL, is set to a static string naming the bad field.
  */
 int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,

@@ -205,7 +205,8 @@ static void expect_bad(size_t at, const void *bytes, size_t n, const char *what)
 Test(session, named_errors)
 {
 	expect_bad(0, "XFLOWSEZ", 8, "offset 0: not a saved xflowtop session");
-	expect_bad(8, "\x03\x00", 2, "offset 8: session version 3");
+	expect_bad(8, "\x04\x00", 2, "offset 8: session version 4");
+	expect_bad(8, "\x01\x00", 2, "offset 8: session version 1");
 	expect_bad(12, "\x01", 1, "reserved header bytes");
 	expect_bad(32, "\x09", 1, "offset 32: unknown chunk type 9");
 	expect_bad(36, "\x11", 1, "offset 32: chunk type 3 with length 17");

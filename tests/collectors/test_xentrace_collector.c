@@ -433,6 +433,7 @@ Test(xentrace_collector, bad_files_and_options_are_refused_with_the_reason)
 		{ "pipe,cpu-hz=1G,speed=2", "a pipe is read as it comes" },
 		{ "file=/dev/null,cpu-hz=1G,speed=0", "bad value '0' for speed" },
 		{ "file=/dev/null,cpu-hz=1G,colour=red", "unknown option 'colour=red'" },
+		{ "file=/dev/null,cpu-hz=1G,clock-offset=soon", "bad value 'soon' for clock-offset" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
@@ -441,3 +442,83 @@ Test(xentrace_collector, bad_files_and_options_are_refused_with_the_reason)
 		cr_assert_not_null(strstr(err, bad[i].want), "%s: %s", bad[i].opts, err);
 	}
 }
+
+static void sched_collect(void *ctx, const struct xflow_sched_event *e)
+{
+	struct xflow_sched_event *out = ctx;
+	out[out[0].arg++ + 1] = *e;
+}
+
+/* The scheduler's records as the join takes them (xflow/collector.h):
+ * runstate changes, switches, hypercalls and lost records, on the
+ * monitor's clock by clock-offset; nothing else. */
+Test(xentrace_collector, gives_the_schedulers_records_as_events)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	rs(w, 0, 2400, 1, 0, XENTRACE_RS_BLOCKED, XENTRACE_RS_RUNNABLE);
+	uint32_t sw[4] = { 32767, 1, 1, 0 };
+	cr_assert_eq(xentrace_writer_add(w, 1, 4800, true, 0x2800a, 4, sw), 0);
+	rs(w, 1, 4800, 1, 0, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING);
+	cr_assert_eq(xentrace_writer_hypercall(w, 1, 7200, 32), 0);
+	cr_assert_eq(xentrace_writer_vmentry(w, 1, 9600), 0); /* not the scheduler's */
+	cr_assert_eq(xentrace_writer_lost(w, 0, 12000, 3, 1, 0, 11000), 0);
+	end(f, w);
+	char opts[160];
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=2.4G,clock-offset=-500", path);
+	struct xflow_collector *c = open_ok(opts);
+	cr_assert_not_null(ops->sched);
+	struct xflow_sched_event ev[16];
+	memset(ev, 0, sizeof(ev));
+	cr_assert_eq(read_all(c), -ENODATA);
+	long n = ops->sched(c, 0, sched_collect, ev, 15);
+	cr_assert_eq(n, 5, "%ld events", n);
+	cr_assert_eq(ops->sched(c, 0, sched_collect, ev, 15), -ENODATA, "all given, and the input ended");
+	struct xflow_sched_event *e = ev + 1;
+	cr_assert_eq(e[0].kind, XFLOW_SCHED_RUNSTATE);
+	cr_assert_eq(e[0].t_ns, 1000 - 500, "2400 cycles at 2.4 GHz, 500 ns earlier");
+	cr_assert_eq(e[0].from, XENTRACE_RS_BLOCKED);
+	cr_assert_eq(e[0].to, XENTRACE_RS_RUNNABLE);
+	cr_assert_eq(e[0].dom, 1);
+	cr_assert_eq(e[1].kind, XFLOW_SCHED_SWITCH);
+	cr_assert_eq(e[1].pcpu, 1);
+	cr_assert_eq(e[1].dom, 32767);
+	cr_assert_eq(e[1].dom2, 1);
+	cr_assert_eq(e[2].kind, XFLOW_SCHED_RUNSTATE);
+	cr_assert_eq(e[3].kind, XFLOW_SCHED_HYPERCALL);
+	cr_assert_eq(e[3].arg, 32);
+	cr_assert_eq(e[4].kind, XFLOW_SCHED_LOST);
+	cr_assert_eq(e[4].arg, 3);
+	ops->close(c);
+	unlink(path);
+}
+
+#if defined(__x86_64__)
+/* clock-offset=auto: a record at the TSC this CPU reads now is placed at
+ * this host's CLOCK_MONOTONIC now, whatever the rate given. */
+Test(xentrace_collector, auto_clock_places_the_tsc_by_dom0s_anchors)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 1, 4096);
+	uint32_t lo, hi;
+	struct timespec ts;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t mono = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	rs(w, 0, (uint64_t)hi << 32 | lo, 1, 0, XENTRACE_RS_BLOCKED, XENTRACE_RS_RUNNABLE);
+	end(f, w);
+	char opts[160];
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=2.4G,clock-offset=auto", path);
+	struct xflow_collector *c = open_ok(opts);
+	struct xflow_sched_event ev[4];
+	memset(ev, 0, sizeof(ev));
+	read_all(c);
+	cr_assert_eq(ops->sched(c, 0, sched_collect, ev, 3), 1);
+	int64_t d = (int64_t)(ev[1].t_ns - mono);
+	/* The anchor was taken after the record: the difference is what
+	 * the clock did in between, scaled by how far 2.4 GHz is off. */
+	cr_assert(d > -5000000 && d < 5000000, "placed %lld ns from the clock", (long long)d);
+	ops->close(c);
+	unlink(path);
+}
+#endif

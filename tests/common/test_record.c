@@ -62,17 +62,40 @@ static void expect_bad(struct xflow_record r, int err, const char *field)
 Test(record, every_invalid_field_is_rejected_and_named)
 {
 	struct xflow_record r;
-	r = valid(); r.version = 2; expect_bad(r, -EPROTO, "version");
+	r = valid(); r.version = XFLOW_RECORD_VERSION + 1; expect_bad(r, -EPROTO, "version");
+	r = valid(); r.version = 0; expect_bad(r, -EPROTO, "version");
 	r = valid(); r.ndata = 7; expect_bad(r, -EBADMSG, "ndata");
 	r = valid(); r.flags = 1u << 9; expect_bad(r, -EBADMSG, "flags");
 	r = valid(); r.flow_id = XFLOW_FLOWID_MAX + 1; expect_bad(r, -EBADMSG, "flow_id");
-	r = valid(); r.reserved = 1; expect_bad(r, -EBADMSG, "reserved");
+	r = valid(); r.version = 1; r.cpu_plus1 = 1; expect_bad(r, -EBADMSG, "reserved");
+	r = valid(); r.cpu_plus1 = XFLOW_RECORD_MAX_CPU + 2; expect_bad(r, -EBADMSG, "cpu");
 	r = valid(); r.data[5] = 1; expect_bad(r, -EBADMSG, "data beyond ndata");
 	r = valid(); r.ndata = 6; r.data[5] = 1;
 	unsigned char w[XFLOW_RECORD_SIZE];
 	struct xflow_record out;
 	xflow_record_encode(&r, w);
 	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "six values are allowed");
+}
+
+/* Version 2 says on which CPU the record was written; version 1, which
+ * had a reserved zero word there, still decodes, its CPU unknown. */
+Test(record, cpu_of_version_2_and_unknown_of_version_1)
+{
+	unsigned char w[XFLOW_RECORD_SIZE];
+	struct xflow_record r = valid(), out;
+	r.cpu_plus1 = 4;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(w[36], 4, "the CPU is at offset 36");
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0);
+	cr_assert_eq(xflow_record_cpu(&out), 3);
+	r.cpu_plus1 = XFLOW_RECORD_MAX_CPU + 1;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "the highest CPU");
+	r = valid();
+	r.version = 1;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "version 1 is still read");
+	cr_assert_eq(xflow_record_cpu(&out), -1);
 }
 
 Test(record, wrong_length_is_rejected)

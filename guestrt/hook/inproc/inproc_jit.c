@@ -199,10 +199,13 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	xa_shift_i(a, 4, XR_RDX, 32);
 	xa_alu_ri(a, XA_OR, XR_RDX, (int32_t)(flags | (uint32_t)XFLOW_RECORD_VERSION << 16 | n << 24));
 	xa_store(a, XR_RCX, 24, XR_RDX, 8);
-	/* thread_seq, reserved 0 */
+	/* thread_seq | cpu_plus1 << 32 (the hit's CPU, rt_jit_begin's) */
 	xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
 	xa_lea(a, XR_RSI, XR_RDX, 1);
 	xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
+	xa_load(a, XR_RSI, XR_RBX, LANE(cpu_plus1), 4);
+	xa_shift_i(a, 4, XR_RSI, 32);
+	xa_alu_rr(a, XA_OR, XR_RDX, XR_RSI);
 	xa_store(a, XR_RCX, 32, XR_RDX, 8);
 	for (unsigned i = 0; i < XFLOW_RECORD_MAX_DATA; i++) {
 		if (i < n) {

@@ -4,6 +4,7 @@
  * writing them through this process's mapping with the target's addresses
  * inside (xflow/inproc.h).
  */
+#include <cpuid.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -75,6 +76,15 @@ static uint8_t uses_flow_table(const struct xflow_bc_prog *p)
 	return use;
 }
 
+/* RDTSCP is there (CPUID 0x80000001 EDX bit 27), and with it the kernel
+ * keeps each CPU's number in TSC_AUX (Linux does wherever RDTSCP or RDPID
+ * is, for its vDSO's getcpu). */
+static int rdtscp_usable(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	return __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) && (edx >> 27 & 1);
+}
+
 void ip_ctl_fill(void *map, uint64_t addr, size_t size, const struct xflow_hook_prog *p)
 {
 	const struct xflow_plan *pl = p->plan;
@@ -90,6 +100,12 @@ void ip_ctl_fill(void *map, uint64_t addr, size_t size, const struct xflow_hook_
 	c->size = size;
 	c->domain_id = p->domain_id;
 	c->clock = XFLOW_CLOCK_TSC;
+	if (p->fixed_cpu_plus1) {
+		c->cpu_how = XFLOW_RT_CPU_FIXED;
+		c->cpu_fixed = p->fixed_cpu_plus1 - 1;
+	} else {
+		c->cpu_how = rdtscp_usable() ? XFLOW_RT_CPU_RDTSCP : XFLOW_RT_CPU_NONE;
+	}
 	c->nadvice = pl->nadvice;
 	c->nsites = d->nsites;
 	c->nbindings = d->nbindings;

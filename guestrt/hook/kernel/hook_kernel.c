@@ -42,6 +42,7 @@ _Static_assert(offsetof(struct xk_rec, flow_id) == offsetof(struct xflow_record,
 _Static_assert(offsetof(struct xk_rec, site_id) == offsetof(struct xflow_record, site_id), "site_id");
 _Static_assert(offsetof(struct xk_rec, flags) == offsetof(struct xflow_record, flags), "flags");
 _Static_assert(offsetof(struct xk_rec, thread_id) == offsetof(struct xflow_record, thread_id), "thread_id");
+_Static_assert(offsetof(struct xk_rec, cpu_plus1) == offsetof(struct xflow_record, cpu_plus1), "cpu_plus1");
 _Static_assert(offsetof(struct xk_rec, data) == offsetof(struct xflow_record, data), "data");
 
 struct kslot {

@@ -141,7 +141,7 @@ struct xk_rec {
 	__u8 ndata;
 	__u32 thread_id;
 	__u32 thread_seq;
-	__u32 reserved;
+	__u32 cpu_plus1;  /* bpf_get_smp_processor_id() + 1 */
 	__u64 data[6];
 };
 

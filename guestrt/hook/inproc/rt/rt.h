@@ -31,6 +31,20 @@ static inline uint64_t rt_tsc(void)
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	return (uint64_t)hi << 32 | lo;
 }
+/* The hit's time, and its CPU + 1 (0: unknown) as @c says to learn it:
+ * RDTSCP reads both at one instant, so the CPU is the one the time was
+ * taken on. */
+static inline uint64_t rt_tsc_cpu(const struct xflow_rt_ctl *c, uint32_t *cpu_plus1)
+{
+	uint32_t lo, hi, aux;
+	if (c->cpu_how == XFLOW_RT_CPU_RDTSCP) {
+		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+		*cpu_plus1 = (aux & 0xfff) + 1;
+		return (uint64_t)hi << 32 | lo;
+	}
+	*cpu_plus1 = c->cpu_how == XFLOW_RT_CPU_FIXED ? c->cpu_fixed + 1 : 0;
+	return rt_tsc();
+}
 /* The calling thread's lane, claimed at its first hit; NULL when all are
  * taken. */
 struct xflow_rt_lane *rt_lane_get(struct xflow_rt_proc *p);

@@ -27,6 +27,7 @@ struct hit {
 	const uint64_t *frame;
 	const struct xflow_rt_hook *hook;
 	uint64_t now;
+	uint32_t cpu_plus1;
 	uint64_t scratch[XFLOW_BC_MAX_INPUTS];
 };
 
@@ -146,6 +147,7 @@ static void run_binding(struct hit *h, uint32_t site, const struct xflow_rt_site
 	tmpl.site_id = site;
 	tmpl.domain_id = c->domain_id;
 	tmpl.thread_id = atomic_load_explicit(&h->lane->tid, memory_order_relaxed);
+	tmpl.cpu_plus1 = h->cpu_plus1;
 	/* Filled field by field: a constant initialiser would hold absolute
 	 * addresses of these functions, which the image cannot have. */
 	struct xflow_mem_ops mem;
@@ -189,7 +191,7 @@ void rt_hit(uint64_t *frame, const struct xflow_rt_hook *hook)
 		rt_globals.nodata++;
 		return;
 	}
-	h.now = rt_tsc();
+	h.now = rt_tsc_cpu(h.c, &h.cpu_plus1);
 	h.lane = rt_lane_get(h.p);
 	if (__builtin_expect(!h.lane, 0)) {
 		atomic_fetch_add_explicit(&h.p->nolane, 1, memory_order_relaxed);

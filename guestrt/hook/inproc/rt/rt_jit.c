@@ -22,7 +22,8 @@ struct xflow_rt_lane *rt_jit_begin(void)
 		rt_globals.nodata++;
 		return NULL;
 	}
-	uint64_t now = rt_tsc();
+	uint32_t cpu;
+	uint64_t now = rt_tsc_cpu((const struct xflow_rt_ctl *)rt_config.ctl, &cpu);
 	struct xflow_rt_lane *l = rt_lane_get(p);
 	if (__builtin_expect(!l, 0)) {
 		atomic_fetch_add_explicit(&p->nolane, 1, memory_order_relaxed);
@@ -37,6 +38,7 @@ struct xflow_rt_lane *rt_jit_begin(void)
 	 * it set before anything of the lane is touched. */
 	atomic_signal_fence(memory_order_seq_cst);
 	l->now = now;
+	l->cpu_plus1 = cpu;
 	return l;
 }
 

@@ -113,11 +113,11 @@ static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const volat
 	r->flow_kind = op->flow;
 	r->domain_id = xk_domain_id;
 	r->flags = flags;
-	r->version = 1;
+	r->version = 2;
 	r->ndata = ndata;
 	r->thread_id = (__u32)bpf_get_current_pid_tgid();
 	r->thread_seq = 0;
-	r->reserved = 0;
+	r->cpu_plus1 = bpf_get_smp_processor_id() + 1;
 	r->data[0] = d0;
 	r->data[1] = d1;
 	r->data[2] = d2;

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Issue 24 on the demo: xflowtop --demo --xentrace sim runs the simulated
+# host with its scheduler model and joins its trace, read live, with the
+# flows.  The batch header says it is joined with a measured clock, the
+# HOP SPLIT section splits the hop from the guest into dom0 (its states
+# adding up, as far as it was split, to no more than the hop's time), and
+# the run stops cleanly and soon (its FIFO's reader ends with xensim).
+. tests/e2e/lib.sh
+. tests/sim/lib.sh
+XFLOWTOP=$BUILD/bin/xflowtop
+e2e_need "$XFLOWTOP"
+start=$(date +%s)
+timeout -s TERM 90 "$XFLOWTOP" --demo --xentrace sim -b -n 4 -d 1 > "$TMP/out" 2> "$TMP/err" ||
+	{ cat "$TMP/err"; fail "xflowtop --demo --xentrace sim"; }
+took=$(($(date +%s) - start))
+hdr=$(grep '^sched ' "$TMP/out" | tail -1)
+echo "header: $hdr (the run took ${took}s)"
+echo "$hdr" | awk '/^sched joined, clock not measured yet/ { exit 0 }
+	/^sched joined, clock / { v = $4; sub(/^\302\261/, "", v); exit !(v ~ /^[0-9.]+$/) } { exit 1 }' ||
+	fail "not joined, or no clock figure"
+awk '/^HOP SPLIT/ { on = 1; n = 0; next } on && NF == 0 { on = 0 }
+	on && /^linuxU:.* -> linux0:/ { hop = $0; getline
+		s = 0; for (i = 3; i <= NF; i++) { split($i, kv, "="); s += kv[2] }
+		last = hop " all " s }
+	END { print last; exit last == "" }' "$TMP/out" > "$TMP/cross" || fail "no hop from the guest into dom0 split"
+cat "$TMP/cross"
+awk '{ exit !($NF > 0) }' "$TMP/cross" || fail "the hop across was not split"
+[ "$took" -lt 60 ] || fail "the demo took ${took}s to stop"
+echo ok

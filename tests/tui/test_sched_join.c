@@ -1,0 +1,297 @@
+/* The per-vCPU timelines and the hop split (tui/sched_join.h). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/sched_join.h"
+
+enum { RUN, RUNNABLE, BLOCKED, OFFLINE };
+
+static struct xft_sj *mk(uint32_t per_vcpu, uint32_t max_vcpus)
+{
+	struct xft_sj_limits l = { .per_vcpu = per_vcpu, .max_vcpus = max_vcpus, .max_pcpus = 4 };
+	struct xft_sj *j;
+	cr_assert_eq(xft_sj_new(&l, &j), 0);
+	return j;
+}
+
+static void rs(struct xft_sj *j, uint64_t t, unsigned pcpu, unsigned dom, unsigned vcpu, unsigned from, unsigned to)
+{
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = (uint16_t)pcpu,
+				       .from = (uint8_t)from, .to = (uint8_t)to, .dom = (uint16_t)dom,
+				       .vcpu = (uint16_t)vcpu };
+	xft_sj_event(j, &e);
+}
+
+static void sw(struct xft_sj *j, uint64_t t, unsigned pcpu, unsigned pd, unsigned pv, unsigned nd, unsigned nv)
+{
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_SWITCH, .pcpu = (uint16_t)pcpu,
+				       .dom = (uint16_t)pd, .vcpu = (uint16_t)pv, .dom2 = (uint16_t)nd,
+				       .vcpu2 = (uint16_t)nv };
+	xft_sj_event(j, &e);
+}
+
+static void hc(struct xft_sj *j, uint64_t t, unsigned pcpu, unsigned op)
+{
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_HYPERCALL, .pcpu = (uint16_t)pcpu, .arg = op };
+	xft_sj_event(j, &e);
+}
+
+static void lost(struct xft_sj *j, uint64_t t, unsigned pcpu)
+{
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_LOST, .pcpu = (uint16_t)pcpu, .arg = 5 };
+	xft_sj_event(j, &e);
+}
+
+static uint64_t sum(const struct xft_split *s)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < XFT_NSTATES; i++)
+		n += s->ns[i];
+	return n;
+}
+
+static struct xft_split split(struct xft_sj *j, uint64_t t0, unsigned d0, int c0, uint64_t t1, unsigned d1, int c1,
+			      struct xft_culprit *cu)
+{
+	struct xft_sj_end a = { t0, (uint16_t)d0, c0 }, b = { t1, (uint16_t)d1, c1 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 0, &s, cu);
+	cr_assert_eq(sum(&s), t1 - t0, "the states add up to the hop: %lu for %lu", (unsigned long)sum(&s),
+		     (unsigned long)(t1 - t0));
+	return s;
+}
+
+/* The guest d1v0 notifies at 100; dom0's d0v0, blocked, is woken at 300,
+ * waits while the hog d2v0 holds pCPU 1, and runs from 500. */
+static void scenario(struct xft_sj *j)
+{
+	rs(j, 10, 0, 1, 0, RUNNABLE, RUN);
+	rs(j, 10, 1, 0, 0, RUN, BLOCKED);
+	hc(j, 100, 0, 32);
+	rs(j, 300, 0, 0, 0, BLOCKED, RUNNABLE);
+	sw(j, 500, 1, 2, 0, 0, 0);
+	rs(j, 500, 1, 2, 0, RUN, BLOCKED);
+	rs(j, 500, 1, 0, 0, RUNNABLE, RUN);
+	rs(j, 2000, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 3000, 0, 1, 0, RUN, BLOCKED); /* the watermark */
+}
+
+Test(sched_join, cross_domain_hop_is_split_at_the_notification)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	struct xft_culprit c;
+	struct xft_split s = split(j, 50, 1, 0, 700, 0, 0, &c);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 50, "the sender runs until its evtchn_op");
+	cr_assert_eq(s.ns[XFT_ST_NOTIFY], 200, "the receiver is blocked until its wake");
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 200, "then runnable until it runs");
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 200, "then running until the hop ends");
+	cr_assert_eq(c.wait_ns, 200);
+	cr_assert_eq(c.domain, 2, "the hog held the pCPU");
+	cr_assert_eq(c.vcpu, 0);
+	cr_assert_eq(c.pcpu, 1);
+	xft_sj_free(j);
+}
+
+Test(sched_join, no_trace_is_all_unknown)
+{
+	struct xft_sj *j = mk(0, 0);
+	struct xft_split s = split(j, 50, 1, 0, 700, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 650);
+	/* A trace that does not know the vCPU named. */
+	scenario(j);
+	s = split(j, 50, 1, 0, 700, 0, 7, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 600, "the receiver's part is '?'");
+	cr_assert_eq(s.ns[XFT_ST_RUN], 50);
+	xft_sj_free(j);
+}
+
+Test(sched_join, one_vcpu_hop_and_blocked_after_wake)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	/* Both ends on d0v0: no notification, the vCPU's own states. */
+	struct xft_split s = split(j, 200, 0, 0, 2500, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100 + 500);
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 200);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 1500);
+	/* Across, received after the wake: blocked again is `blocked`. */
+	s = split(j, 50, 1, 0, 2500, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_NOTIFY], 200);
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 1500);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 500);
+	xft_sj_free(j);
+}
+
+Test(sched_join, without_evtchn_op_the_receiver_is_charged_from_the_start)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	/* The hop begins after the only evtchn_op. */
+	struct xft_split s = split(j, 150, 1, 0, 700, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 0);
+	cr_assert_eq(s.ns[XFT_ST_NOTIFY], 150);
+	xft_sj_free(j);
+}
+
+Test(sched_join, unknown_cpu_is_the_domains_only_vcpu)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	struct xft_split s = split(j, 50, 1, -1, 700, 0, -1, NULL);
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 200, "each domain has one vCPU in the trace");
+	rs(j, 2100, 2, 0, 1, BLOCKED, RUN); /* dom0 gets a second vCPU */
+	s = split(j, 50, 1, -1, 700, 0, -1, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 600, "which of dom0's two is not known");
+	xft_sj_free(j);
+}
+
+Test(sched_join, lost_records_make_unknown_until_the_next_change)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 10, 0, 0, 0, RUNNABLE, RUN);
+	lost(j, 100, 1);
+	rs(j, 400, 0, 0, 0, RUN, BLOCKED);
+	rs(j, 600, 0, 1, 0, RUN, BLOCKED);
+	struct xft_split s = split(j, 50, 0, 0, 500, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 50);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 300);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100);
+	cr_assert_eq(xft_sj_stats(j)->lost, 5);
+	/* A record in the unknown stretch says nothing of the clock. */
+	struct xft_sj_end a = { 50, 1, 0 }, b = { 200, 0, 0 };
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 0);
+	xft_sj_free(j);
+}
+
+Test(sched_join, out_of_order_events_are_counted_and_unknown)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 100, 0, 0, 0, RUNNABLE, RUN);
+	rs(j, 50, 0, 0, 0, RUN, BLOCKED);
+	cr_assert_eq(xft_sj_stats(j)->out_of_order, 1);
+	rs(j, 300, 0, 0, 0, BLOCKED, RUN);
+	rs(j, 600, 0, 1, 0, RUN, BLOCKED);
+	struct xft_split s = split(j, 100, 0, 0, 400, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 200, "from the vCPU's last entry to its next change");
+	cr_assert_eq(s.ns[XFT_ST_RUN], 100);
+	xft_sj_free(j);
+}
+
+Test(sched_join, overflow_forgets_the_oldest_and_says_so)
+{
+	struct xft_sj *j = mk(4, 0);
+	for (unsigned i = 0; i < 10; i++)
+		rs(j, 100 * (i + 1), 0, 0, 0, i % 2 ? RUN : BLOCKED, i % 2 ? BLOCKED : RUN);
+	cr_assert_eq(xft_sj_stats(j)->overwritten, 6);
+	/* Kept: 700 (run), 800 (blocked), 900 (run), 1000 (blocked). */
+	struct xft_split s = split(j, 100, 0, 0, 1000, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 600, "before what is kept");
+	cr_assert_eq(s.ns[XFT_ST_RUN], 200);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100);
+	xft_sj_free(j);
+}
+
+Test(sched_join, hostile_events_are_counted_not_used)
+{
+	struct xft_sj *j = mk(0, 2);
+	struct xflow_sched_event e = { .t_ns = 10, .kind = 99 };
+	xft_sj_event(j, &e);
+	e.kind = XFLOW_SCHED_RUNSTATE;
+	e.pcpu = 4; /* max_pcpus is 4 */
+	xft_sj_event(j, &e);
+	e.pcpu = 0;
+	e.to = 9;
+	xft_sj_event(j, &e);
+	cr_assert_eq(xft_sj_stats(j)->bad, 3);
+	for (unsigned d = 0; d < 5; d++)
+		rs(j, 20, 0, d, 0, BLOCKED, RUN);
+	cr_assert_eq(xft_sj_stats(j)->no_vcpu_room, 3, "two vCPUs have a timeline, three do not");
+	/* The idle domain has none, and a hypercall on an idle pCPU is nobody's. */
+	rs(j, 30, 1, 32767, 1, RUNNABLE, RUN);
+	hc(j, 40, 1, 32);
+	cr_assert_eq(xft_sj_stats(j)->no_vcpu_room, 3);
+	xft_sj_free(j);
+}
+
+Test(sched_join, beyond_the_watermark_is_unknown)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 10, 0, 0, 0, RUNNABLE, RUN);
+	rs(j, 100, 0, 0, 0, RUN, BLOCKED);
+	cr_assert_eq(xft_sj_watermark(j), 100);
+	struct xft_split s = split(j, 50, 0, 0, 300, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 50);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 0);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 200);
+	xft_sj_free(j);
+}
+
+/* The receiver's record must be written while its vCPU runs: a record
+ * 300 ns after dom0 blocked says the clocks are 300 ns apart at least,
+ * and then the state changes that near a boundary are '?'. */
+Test(sched_join, clock_error_is_measured_and_blurs_the_boundaries)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, UINT64_MAX, "not measured yet");
+	struct xft_sj_end a = { 50, 1, 0 }, b = { 700, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0, "running at 700");
+	b.t_ns = 2300;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 300, "blocked since 2000");
+	cr_assert_eq(xft_sj_stats(j)->checks, 2);
+	/* Now the wake at 300 and the run at 500 are within 300 of tn = 100
+	 * and of t1 = 700. */
+	s = split(j, 50, 1, 0, 700, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 650, "every boundary is near a change: %lu",
+		     (unsigned long)s.ns[XFT_ST_UNKNOWN]);
+	/* Ending at 1500, far from any change: only [t0 - 300, tn + 300),
+	 * from the hop's start to 400, is '?'. */
+	s = split(j, 50, 1, 0, 1500, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 350, "%lu", (unsigned long)s.ns[XFT_ST_UNKNOWN]);
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 100);
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 1000);
+	xft_sj_free(j);
+}
+
+/* Random events and hops, hostile ones among them: the states always add
+ * up to the hop, and nothing crashes. */
+Test(sched_join, random_input_always_adds_up)
+{
+	struct xft_sj *j = mk(64, 8);
+	srand(24);
+	uint64_t t = 0;
+	for (unsigned i = 0; i < 200000; i++) {
+		struct xflow_sched_event e;
+		memset(&e, 0, sizeof(e));
+		t += (uint64_t)(rand() % 1000);
+		e.t_ns = rand() % 50 ? t : t - (uint64_t)(rand() % 2000 < (int)t ? rand() % 2000 : 0);
+		e.kind = (uint16_t)(rand() % 5);
+		e.pcpu = (uint16_t)(rand() % 5);
+		e.from = (uint8_t)(rand() % 5);
+		e.to = (uint8_t)(rand() % 5);
+		e.dom = (uint16_t)(rand() % 12);
+		e.vcpu = (uint16_t)(rand() % 3);
+		e.dom2 = (uint16_t)(rand() % 12);
+		e.vcpu2 = (uint16_t)(rand() % 3);
+		e.arg = rand() % 3 ? 32 : (uint32_t)rand();
+		xft_sj_event(j, &e);
+		if (i % 7 == 0) {
+			uint64_t t0 = t > 20000 ? t - (uint64_t)(rand() % 20000) : 0;
+			uint64_t t1 = t0 + (uint64_t)(rand() % 30000);
+			struct xft_sj_end a = { t0, (uint16_t)(rand() % 12), rand() % 4 - 1 };
+			struct xft_sj_end b = { t1, (uint16_t)(rand() % 12), rand() % 4 - 1 };
+			struct xft_split s;
+			struct xft_culprit c;
+			xft_sj_split(j, &a, &b, rand() % 2, &s, &c);
+			cr_assert_eq(sum(&s), t1 - t0);
+			cr_assert_leq(c.wait_ns, s.ns[XFT_ST_WAIT]);
+		}
+	}
+	xft_sj_free(j);
+}

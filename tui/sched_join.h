@@ -1,0 +1,108 @@
+/*
+ * tui/sched_join.h — Xen's scheduler trace joined with the flows: a
+ * bounded timeline per vCPU, and the split of a hop over the states of
+ * tui/hop_split.h (issue 24).
+ *
+ * Input is the scheduler events of xflow/collector.h (runstate changes,
+ * switches, hypercalls, lost records), in the trace's merged order, their
+ * times already on the flows' time line; the last event's time is the
+ * watermark: every physical CPU's trace has passed it.
+ *
+ * Each vCPU seen has a timeline of the states it entered, a ring of fixed
+ * size: when it is full the oldest entries go (counted), and a query
+ * reaching before what is kept is '?'.  Each keeps the times of its
+ * event-channel hypercalls (evtchn_op) too, in a smaller ring: the
+ * notifications Xen 4.17's trace shows.  Memory is taken at creation.
+ *
+ * A hop [t0, t1] from a point on (domain, cpu) to one on (domain, cpu) is
+ * split thus.  When both ends are on one vCPU, that vCPU is charged the
+ * whole hop: running is `run`, runnable `wait`, blocked `blocked`, offline
+ * `offline`.  Otherwise the sender's vCPU is charged until the
+ * notification tn (its first evtchn_op in [t0, t1]; t0 when it made none)
+ * in the same way, and the receiver's from tn: blocked until its first
+ * wake after tn is `notify`, blocked after that `blocked`, runnable
+ * `wait`, running `backend`.  Time in a state the trace does not give (no
+ * timeline, before what is kept, after records were lost, an unknown CPU
+ * in a domain of several vCPUs) is `?`, and so is the time within the
+ * clock error of a hop boundary when the charged vCPU changed state that
+ * near it.  The states always add up to t1 - t0 exactly.
+ *
+ * The clock error is measured, not assumed: the record that ends a hop
+ * across vCPUs is written by the receiver, whose vCPU must be running
+ * then; how far from any running interval the record lies is a lower
+ * bound of the error between the two clocks.  The error reported is the
+ * largest such distance over the last XFT_SJ_ERROR_WINDOW checks (two
+ * windows, so that it follows a clock that is repaired).
+ *
+ * Not thread-safe: the model's thread feeds and queries it.
+ */
+#ifndef XFLOW_TUI_SCHED_JOIN_H
+#define XFLOW_TUI_SCHED_JOIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tui/hop_split.h"
+#include "xflow/collector.h"
+
+#define XFT_SJ_ERROR_WINDOW 1024
+
+struct xft_sj_limits {
+	uint32_t max_vcpus;   /* vCPUs with a timeline (0: 256) */
+	uint32_t per_vcpu;    /* state entries kept per vCPU (0: 4096) */
+	uint32_t per_vcpu_hc; /* evtchn_op times kept per vCPU (0: 1024) */
+	uint32_t max_pcpus;   /* physical CPUs followed (0: 256) */
+};
+
+/* One side of a hop: its time, domain and the CPU its record was written
+ * on (-1: not known). */
+struct xft_sj_end {
+	uint64_t t_ns;
+	uint16_t domain;
+	int32_t cpu;
+};
+
+struct xft_sj_stats {
+	uint64_t events;         /* taken into the timelines */
+	uint64_t lost;           /* records Xen lost, and LOST events */
+	uint64_t overwritten;    /* timeline entries the rings let go */
+	uint64_t too_old;        /* splits that reached before what a ring kept */
+	uint64_t out_of_order;   /* events older than their vCPU's last */
+	uint64_t no_vcpu_room;   /* events of a vCPU beyond max_vcpus */
+	uint64_t bad;            /* events out of range (kind, state, pcpu) */
+	uint64_t checks;         /* clock checks made */
+	uint64_t clock_error_ns; /* UINT64_MAX until the first check */
+};
+
+struct xft_sj;
+
+/* 0 or -ENOMEM / -EINVAL. */
+int xft_sj_new(const struct xft_sj_limits *l, struct xft_sj **out);
+void xft_sj_free(struct xft_sj *j);
+/* Bytes taken at creation. */
+uint64_t xft_sj_bytes(const struct xft_sj *j);
+/* Forget every timeline and count. */
+void xft_sj_reset(struct xft_sj *j);
+
+/* One scheduler event; hostile values are counted (stats.bad), never used. */
+void xft_sj_event(struct xft_sj *j, const struct xflow_sched_event *e);
+/* Every pCPU's trace has passed @t_ns (the last event's time, or later). */
+uint64_t xft_sj_watermark(const struct xft_sj *j);
+
+/*
+ * Split the hop from @from to @to (from->t_ns <= to->t_ns) into @out
+ * (overwritten) and name its biggest culprit in @culprit (wait_ns 0: none;
+ * looked for among the first 64 runnable intervals of the hop, and its
+ * wait never more than the split's).  Each state's time is two lookups
+ * into its timeline (each entry carries the time spent in each state so
+ * far), whatever the number of state changes inside the hop.
+ * Call once the watermark has passed to->t_ns; before, the part after the
+ * watermark is '?'.  With @check, the receiving end is also checked against
+ * the clock (see above; the split uses the error as it was before).
+ */
+void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		  struct xft_split *out, struct xft_culprit *culprit);
+
+const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j);
+
+#endif
