@@ -51,11 +51,15 @@ err=$(json_last "$L" 'd["sched"]["clock_error_ns"]')
 [ "$err" != None ] && [ "$err" -le $((D / 10)) ] || fail "live: clock error $err ns"
 json_last "$L" 'hop("network_start_xmit", "netbk_fill_frags")["split"]' > "$TMP/live.split"
 cat "$TMP/live.split"
-# The tail is the slowest 1 %: what dominates it on a loaded machine may be
-# anything (a backend thread woken late), but it is a few samples, each
-# slower than the hop's mean.
-json_last "$L" '(lambda h, s: s["all"]["ns"]["wait"] / sum(s["all"]["ns"].values()) > 0.7 and s["all"]["culprit"]["domain_id"] == 2 and 0 < s["tail"]["flows"] <= 0.05 * h["count"] and sum(s["tail"]["ns"].values()) / s["tail"]["flows"] >= sum(s["all"]["ns"].values()) / h["count"])(hop("network_start_xmit", "netbk_fill_frags"), hop("network_start_xmit", "netbk_fill_frags")["split"])' |
-	grep -qx True || fail "live: the hop's split is not mostly wait, or its tail or culprit is wrong"
+# Live, over all flows: the culprit is the hog, and the tail (the slowest
+# 1 %) is a few samples, each slower than the mean; what dominates it on a
+# loaded machine may be anything (a backend thread woken late).  The wait's
+# size is checked above against the truth, sample by sample; its share of
+# the hop's time is not (the backend's own run grows with the machine's
+# load, summed over the run); the live split is checked against the
+# replay's below, and the replay's against the model's exactly.
+json_last "$L" '(lambda h, s: s["all"]["culprit"]["domain_id"] == 2 and 0 < s["tail"]["flows"] <= 0.05 * h["count"] and sum(s["tail"]["ns"].values()) / s["tail"]["flows"] >= sum(s["all"]["ns"].values()) / h["count"])(hop("network_start_xmit", "netbk_fill_frags"), hop("network_start_xmit", "netbk_fill_frags")["split"])' |
+	grep -qx True || fail "live: the hop's tail or culprit is wrong"
 
 # Replay with the trace: the same split as the model gives the records.
 "$XFLOWTOP" --replay "$TMP/run/session" --xentrace "$TMP/run/x.trace" --cpu-hz 2.4G -b --json -d 0.2 \
