@@ -3,9 +3,12 @@
  * backend table, error strings.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "guestrt/hook/hook_priv.h"
 
@@ -18,6 +21,22 @@ int xflow_hook_fail(struct xflow_hook *h, int err, const char *fmt, ...)
 	return err;
 }
 
+/* XFLOW_HOOK_DIE_AT: "N" or "NAME:N" (see xflow_hook_step). */
+static void die_at_parse(struct xflow_hook *h, const char *v)
+{
+	h->die_at = 0;
+	h->die_name[0] = 0;
+	if (!v || !*v)
+		return;
+	const char *colon = strrchr(v, ':');
+	if (colon && (size_t)(colon - v) < sizeof(h->die_name)) {
+		memcpy(h->die_name, v, (size_t)(colon - v));
+		h->die_name[colon - v] = 0;
+		v = colon + 1;
+	}
+	h->die_at = strtol(v, NULL, 10);
+}
+
 int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_hook_config *cfg,
 		   struct xflow_hook **out)
 {
@@ -27,9 +46,24 @@ int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_
 	if (!ops || !ops->hook_new || !out)
 		return -EINVAL;
 	rc = ops->hook_new(cfg ? cfg : &defaults, out);
-	if (rc == 0)
+	if (rc == 0) {
 		(*out)->ops = ops;
+		die_at_parse(*out, getenv("XFLOW_HOOK_DIE_AT"));
+	}
 	return rc;
+}
+
+void xflow_hook_step(struct xflow_hook *h, const char *name)
+{
+	if (h->die_at <= 0 || (h->die_name[0] && strcmp(name, h->die_name) != 0))
+		return;
+	if (++h->steps < h->die_at)
+		return;
+	char msg[96];
+	int n = snprintf(msg, sizeof(msg), "xflow-hook: test: killed at step %ld (%s)\n", h->steps, name);
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		n = 0;
+	raise(SIGKILL);
 }
 
 void xflow_hook_free(struct xflow_hook *h)

@@ -157,6 +157,10 @@ struct xflow_hook {
 	 * restore what can be restored and let the targets go, with system
 	 * calls only: no allocation, no lock.  NULL if the backend has none. */
 	void (*emergency)(struct xflow_hook *h);
+	/* The test hook of xflow_hook_step (hook_priv.h): die at step die_at
+	 * (of those named die_name, when it is set); 0: never. */
+	long die_at, steps;
+	char die_name[32];
 	char errbuf[256];
 };
 

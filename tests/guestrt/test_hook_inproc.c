@@ -690,3 +690,130 @@ Test(hook_inproc, four_threads_through_1000_changes, .timeout = 300)
 	free(s);
 	fx_end(&f);
 }
+
+/*
+ * The agent killed at any instant of its work must leave the target
+ * running (issue 30, item 1).  An agent's whole life with one target runs
+ * in a child process: attach, load a program, place every site, switch
+ * advice and a site, serve, detach.  The target's threads run the woven
+ * functions all along; once the agent is gone, the target must finish its
+ * own work with the right results and exit 0.
+ */
+#define KILL_THREADS "8"
+
+/* One agent's life; the child's exit status: 0 when it got through. */
+static void agent_life(struct fx *f)
+{
+	struct xflow_hook_config cfg = { 0 };
+	if (xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f->h) || xflow_hook_attach(f->h, f->p.pid, &f->t))
+		_exit(3);
+	struct xflow_hook_prog prog;
+	if (handplan_prog(&f->hp, f->base, 9, &prog))
+		_exit(4);
+	prog.lanes = 16;
+	if (xflow_hook_prog_load(f->t, &prog))
+		_exit(5);
+	for (unsigned s = 0; s < NSITES; s++)
+		if (xflow_hook_site_add(f->t, f->addr[s], XFLOW_HOOK_BEFORE, NULL, (void *)(uintptr_t)s, &f->id[s][0]))
+			_exit(6);
+	for (int i = 0; i < 4; i++) {
+		xflow_hook_advice_enable(f->t, ADV_JUMP, i % 2);
+		xflow_hook_site_enable(f->t, f->id[i % 2 ? S_TRAP : S_MB][0], i >= 2);
+		xflow_hook_run(f->h, 1);
+		xflow_hook_drain(f->h, collect, f, 0);
+	}
+	if (xflow_hook_detach(f->t))
+		_exit(7);
+	xflow_hook_free(f->h);
+	_exit(0);
+}
+
+/* Start the fixture running, an agent on it (with XFLOW_HOOK_DIE_AT=@die
+ * unless NULL, killed after @delay_us unless 0), and check the fixture:
+ * the agent's wait status, or -1 when the fixture did not end well (what
+ * happened goes to @what). */
+static int agent_killed(const struct fx *plan, const char *die, long delay_us, char *what, size_t wlen)
+{
+	struct fx f = *plan;
+	char line[256], outs[2048];
+	const char *bin = f.bin;
+	gt_start(&f.p, bin, KILL_THREADS, "0", "s");
+	gt_line(&f.p, line, sizeof(line));
+	gt_send(&f.p);
+	gt_line(&f.p, line, sizeof(line));
+	cr_assert_str_eq(line, "running\n");
+	/* The plan was made for base 0: where the fixture is loaded now. */
+	uint64_t at;
+	cr_assert_eq(xflow_hook_resolve(f.p.pid, bin, XFLOW_HOOK_LOC_VADDR, f.hp.sites[S_SEQ].addr, &at), 0);
+	f.base = at - f.hp.sites[S_SEQ].addr;
+	for (unsigned i = 0; i < NSITES; i++)
+		f.addr[i] = f.base + f.hp.sites[i].addr;
+	int err[2];
+	cr_assert_eq(pipe(err), 0);
+	pid_t agent = fork();
+	cr_assert(agent >= 0);
+	if (agent == 0) {
+		dup2(err[1], 2);
+		if (die)
+			setenv("XFLOW_HOOK_DIE_AT", die, 1);
+		agent_life(&f);
+	}
+	close(err[1]);
+	if (delay_us) {
+		usleep((useconds_t)delay_us);
+		kill(agent, SIGKILL);
+	}
+	int ast;
+	while (waitpid(agent, &ast, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = read(err[0], what, wlen - 1);
+	what[n > 0 ? n : 0] = 0;
+	close(err[0]);
+	/* The threads ran on without their tracer; now they stop. */
+	usleep(2000);
+	int wr = gt_write_in(&f.p, "stop\n");
+	int st = gt_finish(&f.p, outs, sizeof(outs));
+	unsigned lines = wr == 0 ? check_outs(outs, "", 0) : 0;
+	if (wr == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && lines == 8)
+		return ast;
+	size_t k = strlen(what);
+	snprintf(what + k, wlen - k, "the fixture %s %d, %u result lines",
+		 WIFSIGNALED(st) ? "died of signal" : "exited with status",
+		 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), lines);
+	return -1;
+}
+
+/* The plan, made once for the fixture at load base 0. */
+static void kill_plan(struct fx *f)
+{
+	gt_need_ptrace();
+	memset(f, 0, sizeof(*f));
+	f->bin = gt_build("ip_fx", "-O2");
+	plan_build(f);
+}
+
+Test(hook_inproc, agent_killed_at_every_step, .timeout = 600)
+{
+	struct fx plan;
+	kill_plan(&plan);
+	char what[512], die[32];
+	unsigned bad = 0, n;
+	for (n = 1; n < 5000; n++) {
+		snprintf(die, sizeof(die), "%u", n);
+		int ast = agent_killed(&plan, die, 0, what, sizeof(what));
+		if (ast < 0) {
+			cr_log_error("step %u: %s", n, what);
+			bad++;
+			continue;
+		}
+		if (WIFEXITED(ast)) {
+			cr_assert_eq(WEXITSTATUS(ast), 0, "the agent failed (status %d): %s", WEXITSTATUS(ast), what);
+			break;
+		}
+		cr_assert(WIFSIGNALED(ast) && WTERMSIG(ast) == SIGKILL, "the agent ended with status %x: %s", ast, what);
+	}
+	cr_log_info("the agent killed at each of its %u steps: the target died %u times", n - 1, bad);
+	cr_expect_eq(bad, 0, "the target did not survive the agent's death at %u of %u steps", bad, n - 1);
+	cr_expect_gt(n, 50, "only %u steps: the step hook is not reached", n - 1);
+	handplan_fini(&plan.hp);
+}

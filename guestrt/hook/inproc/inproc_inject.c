@@ -83,7 +83,9 @@ int ip_syscall(struct ip_target *t, long nr, uint64_t a0, uint64_t a1, uint64_t 
 
 int ip_poke(struct ip_target *t, uint64_t addr, const void *buf, size_t len)
 {
-	return xflow_tmem_poke(&t->pt.mem, addr, buf, len);
+	int rc = xflow_tmem_poke(&t->pt.mem, addr, buf, len);
+	xflow_hook_step(&t->pt.e->pub, "poke");
+	return rc;
 }
 
 int ip_config_set(struct ip_target *t, size_t off, const void *v, size_t len)

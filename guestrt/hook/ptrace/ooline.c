@@ -41,7 +41,10 @@ void xflow_ooline_shadow(struct pt_target *mm, uint64_t addr, void *buf, size_t 
  * registers there. */
 static int run_stub(struct pt_thread *th, struct user_regs_struct *r, uint64_t stub)
 {
-	if (ptrace(PTRACE_SETREGS, th->tid, 0, r) < 0 || ptrace(PTRACE_CONT, th->tid, 0, 0) < 0)
+	if (ptrace(PTRACE_SETREGS, th->tid, 0, r) < 0)
+		return -errno;
+	xflow_hook_step(&th->t->e->pub, "call-set");
+	if (ptrace(PTRACE_CONT, th->tid, 0, 0) < 0)
 		return -errno;
 	for (;;) {
 		int st;
@@ -58,8 +61,10 @@ static int run_stub(struct pt_thread *th, struct user_regs_struct *r, uint64_t s
 		if (ev == 0 && sig == SIGTRAP) {
 			if (ptrace(PTRACE_GETREGS, th->tid, 0, r) < 0)
 				return -errno;
-			if (r->rip == stub + PT_STUB_LEN)
+			if (r->rip == stub + PT_STUB_LEN) {
+				xflow_hook_step(&th->t->e->pub, "call-trap");
 				return 0;
+			}
 		}
 		/* A signal that came meanwhile is kept for the thread's resume. */
 		if (ev == 0 && sig != SIGTRAP && th->resume_sig == 0)
@@ -122,6 +127,7 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 	*ret = (int64_t)r.rax;
 	if (ptrace(PTRACE_SETREGS, th->tid, 0, &saved) < 0)
 		rc = -errno;
+	xflow_hook_step(&t->e->pub, "call-back");
 out:
 	if (borrowed)
 		xflow_tmem_poke(&t->mem, stub, orig, sizeof(orig));

@@ -335,6 +335,7 @@ static int let_go(struct pt_target *t, int rc)
 		} else {
 			ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig);
 		}
+		xflow_hook_step(&e->pub, "let-go");
 		pt_tid_remove(e, th);
 		th->state = PT_RUNNING;
 		th->held = false;
