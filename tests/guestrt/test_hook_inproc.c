@@ -817,3 +817,35 @@ Test(hook_inproc, agent_killed_at_every_step, .timeout = 600)
 	cr_expect_gt(n, 50, "only %u steps: the step hook is not reached", n - 1);
 	handplan_fini(&plan.hp);
 }
+
+/* The same life, the agent killed after a delay swept over its length:
+ * instants between the steps (a thread running to a call's exit, the
+ * kernel half way through a write). */
+Test(hook_inproc, agent_killed_at_any_instant, .timeout = 600)
+{
+	enum { KILLS = 150 };
+	struct fx plan;
+	kill_plan(&plan);
+	char what[512];
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int ast = agent_killed(&plan, NULL, 0, what, sizeof(what));
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	cr_assert(ast >= 0 && WIFEXITED(ast) && WEXITSTATUS(ast) == 0, "an agent left alone failed: %s", what);
+	/* Less than the whole run: it includes the fixture's start. */
+	long life_us = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+	unsigned bad = 0, killed = 0;
+	for (unsigned i = 0; i < KILLS; i++) {
+		ast = agent_killed(&plan, NULL, 1 + life_us * i / KILLS, what, sizeof(what));
+		if (ast < 0) {
+			cr_log_error("killed after %ld us: %s", 1 + life_us * i / KILLS, what);
+			bad++;
+		} else {
+			killed += WIFSIGNALED(ast);
+		}
+	}
+	cr_log_info("the agent (a life of %ld us) killed %u times at instants swept over it: the target died %u times",
+		    life_us, killed, bad);
+	cr_expect_eq(bad, 0, "the target did not survive %u of %u kills", bad, KILLS);
+	handplan_fini(&plan.hp);
+}

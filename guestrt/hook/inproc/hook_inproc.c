@@ -324,7 +324,8 @@ static int ip_new(const struct xflow_hook_config *cfg, struct xflow_hook **out)
 	const struct xflow_rt_head *h = (const void *)xflow_rt_blob;
 	size_t size = (size_t)(xflow_rt_blob_end - xflow_rt_blob);
 	if (size < sizeof(*h) || h->magic != XFLOW_RT_MAGIC || h->version != XFLOW_RT_VERSION || h->code_size < size ||
-	    h->off_hit >= size || h->off_zone_stub + h->zone_stub_size > size || h->zone_stub_size < 16)
+	    h->off_hit >= size || h->off_zone_stub + h->zone_stub_size > size || h->zone_stub_size < 16 ||
+	    XFLOW_RT_CALL_AREA < PT_CALL_LEN || h->off_syscall + XFLOW_RT_CALL_AREA > h->code_size)
 		return -ENOEXEC; /* a broken build: the image does not match this agent */
 	struct pt_engine *pe;
 	int rc = pt_engine_new(cfg, sizeof(struct ip_engine), &ip_ext, &pe);

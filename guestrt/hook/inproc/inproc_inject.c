@@ -1,7 +1,7 @@
 /*
  * The runtime in a target: mapping it in with system calls the target
- * makes on one of its stopped threads (the agent points the thread at a
- * `syscall; int3` and takes it back at the trap, ooline.c), its memfd
+ * makes on one of its stopped threads (ooline.c: the agent points the
+ * thread at the call and takes it back at its exit), its memfd
  * regions, text zones and signal handlers, and taking all of it out again.
  *
  * No LD_PRELOAD, no restart, no file of the target's touched.  Every call
@@ -42,40 +42,13 @@ static int fail(struct ip_target *t, int err, const char *what)
 			       xflow_hook_strerror(err));
 }
 
-/* Three bytes of code to lend the first injected calls, before the image
- * is there: the start of the target's first executable mapping. */
-static int borrowed_stub(struct ip_target *t, uint64_t *stub)
-{
-	char path[64], line[512];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pt.pub.pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	int rc = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t s, e;
-		char perms[8];
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &s, &e, perms) == 3 && perms[2] == 'x' && e - s >= 16) {
-			*stub = s;
-			rc = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
 int ip_syscall(struct ip_target *t, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 	       uint64_t a5, int64_t *ret)
 {
-	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 }, stub;
-	int rc;
-	if (t->image) {
-		stub = t->image + eng(t)->head.off_syscall;
-	} else if ((rc = borrowed_stub(t, &stub)) < 0) {
-		return rc;
-	}
-	rc = xflow_ooline_syscall(&t->pt, nr, args, stub, ret);
+	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
+	/* The runtime's call area once it is there; before, borrowed bytes. */
+	uint64_t area = t->image ? t->image + eng(t)->head.off_syscall : 0;
+	int rc = xflow_ooline_syscall(&t->pt, nr, args, area, ret);
 	if (rc == 0 && *ret < 0 && *ret > -4096)
 		rc = (int)*ret;
 	return rc;
