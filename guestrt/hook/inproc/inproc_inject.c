@@ -292,12 +292,59 @@ static int handlers_restore(struct ip_target *t)
 	return 0;
 }
 
+/* Whether the target's seccomp filters allow every system call the
+ * runtime's injection, regions and zones will make it run (with what a
+ * filter could test of their arguments; what is not known yet is 0): all
+ * or nothing is injected.  0, or why not in the engine's error. */
+static int calls_allowed(struct ip_target *t)
+{
+	const struct xflow_rt_head *h = &eng(t)->head;
+	const uint64_t none = (uint64_t)-1;
+	const struct {
+		long nr;
+		uint64_t a[6];
+	} calls[] = {
+		{ SYS_mmap, { 0, (uint64_t)h->code_size + h->data_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      none, 0 } },
+		{ SYS_mprotect, { 0, h->code_size, PROT_READ | PROT_EXEC } },
+		{ SYS_madvise, { 0, h->data_size, MADV_WIPEONFORK } },
+		{ SYS_rt_sigaction, { SIGTRAP, 0, 0, 8 } },
+		{ SYS_rt_sigaction, { SIGSEGV, 0, 0, 8 } },
+		{ SYS_rt_sigaction, { SIGBUS, 0, 0, 8 } },
+		{ SYS_memfd_create, { 0, MFD_CLOEXEC } },
+		{ SYS_ftruncate, { 0, 0 } },
+		{ SYS_mmap, { 0, 0, PROT_READ | PROT_WRITE, MAP_SHARED, 0, 0 } },
+		{ SYS_madvise, { 0, 0, MADV_DONTFORK } },
+		{ SYS_close, { 0 } },
+		{ SYS_mmap, { 0, IP_ZONE_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			      none, 0 } },
+		{ SYS_munmap, { 0, 0 } },
+	};
+	/* The ptrace backend's one call: a scratch page. */
+	const uint64_t scratch[6] = { 0, PT_SCRATCH_SIZE, PROT_READ | PROT_EXEC,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, none, 0 };
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		int rc = xflow_ooline_may_call(&t->pt, calls[i].nr, calls[i].a);
+		if (rc == 0)
+			continue;
+		struct xflow_hook *hk = &t->pt.e->pub;
+		char why[sizeof(hk->errbuf)];
+		snprintf(why, sizeof(why), "%s", hk->errbuf);
+		bool pt_ok = xflow_ooline_may_call(&t->pt, SYS_mmap, scratch) == 0;
+		return xflow_hook_fail(hk, rc, "%.200s: the runtime is not mapped in%s", why,
+				       pt_ok ? " (the ptrace backend's calls are allowed)" : "");
+	}
+	return 0;
+}
+
 int ip_inject(struct ip_target *t)
 {
 	struct ip_engine *e = eng(t);
 	const struct xflow_rt_head *h = &e->head;
 	int64_t img = 0, r;
-	int rc;
+	int rc = calls_allowed(t);
+	if (rc < 0)
+		return rc;
 
 	rc = ip_syscall(t, SYS_mmap, 0, (uint64_t)h->code_size + h->data_size, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0, &img);

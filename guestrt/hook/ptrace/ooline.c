@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/audit.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +180,42 @@ static int run_to(struct pt_thread *th, long req, bool sysc)
 	}
 }
 
+static const char *call_name(long nr, char *buf, size_t len)
+{
+	static const struct {
+		long nr;
+		const char *name;
+	} names[] = {
+		{ SYS_mmap, "mmap" },	  { SYS_mprotect, "mprotect" }, { SYS_munmap, "munmap" },
+		{ SYS_madvise, "madvise" }, { SYS_memfd_create, "memfd_create" }, { SYS_ftruncate, "ftruncate" },
+		{ SYS_close, "close" },	  { SYS_rt_sigaction, "rt_sigaction" },
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].nr == nr)
+			return names[i].name;
+	snprintf(buf, len, "system call %ld", nr);
+	return buf;
+}
+
+/* Whether th's seccomp filters let it make the call from @ip: 0, or why
+ * not in the engine's error. */
+static int call_allowed(struct pt_thread *th, long nr, const uint64_t args[6], uint64_t ip)
+{
+	struct seccomp_data d = { .nr = (int)nr, .arch = AUDIT_ARCH_X86_64, .instruction_pointer = ip };
+	char name[32], why[200];
+	memcpy(d.args, args, sizeof(d.args));
+	int rc = xflow_seccomp_check(th->tid, &d, call_name(nr, name, sizeof(name)), why, sizeof(why));
+	if (rc < 0)
+		return xflow_hook_fail(&th->t->e->pub, rc, "pid %d: %s", (int)th->t->pub.pid, why);
+	return 0;
+}
+
+int xflow_ooline_may_call(struct pt_target *t, long nr, const uint64_t args[6])
+{
+	struct pt_thread *th = call_thread(t);
+	return th ? call_allowed(th, nr, args, 0) : -ESRCH;
+}
+
 /*
  * Every step of an injected call leaves the thread able to go on without
  * us, since we may die at any of them (SIGKILL: the kernel lets the thread
@@ -227,7 +264,11 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 			return xflow_hook_fail(h, rc, "pid %d: no executable padding to run a system call from",
 					       (int)t->pub.pid);
 	}
-	rc = call_code(code, stub, &back);
+	/* Not a call the target's seccomp filter would kill it for (or trap,
+	 * or fail): the filter runs on it as the kernel would. */
+	rc = call_allowed(th, nr, args, stub + 2);
+	if (rc == 0)
+		rc = call_code(code, stub, &back);
 	if (rc == 0 && borrowed)
 		rc = xflow_tmem_peek(&t->mem, stub, orig, sizeof(orig));
 	if (rc == 0)
@@ -316,6 +357,8 @@ static int new_scratch(struct pt_target *t, const struct pt_bp *bp, const struct
 	args[5] = 0;
 	(void)map;
 	rc = xflow_ooline_syscall(t, SYS_mmap, args, 0, &ret);
+	if (rc < 0 && e->pub.errbuf[0])
+		return rc; /* it said why (a seccomp filter would refuse it) */
 	if (rc < 0)
 		return xflow_hook_fail(&e->pub, rc, "pid %d: cannot run mmap in the target: %s", (int)t->pub.pid,
 				       xflow_hook_strerror(rc));
