@@ -49,21 +49,27 @@ int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_
 	if (rc == 0) {
 		(*out)->ops = ops;
 		die_at_parse(*out, getenv("XFLOW_HOOK_DIE_AT"));
+		const char *who = getenv("XFLOW_HOOK_DIE_WHO");
+		(*out)->die_target = who && strcmp(who, "target") == 0;
 	}
 	return rc;
 }
 
-void xflow_hook_step(struct xflow_hook *h, const char *name)
+void xflow_hook_step(struct xflow_hook *h, pid_t pid, const char *name)
 {
 	if (h->die_at <= 0 || (h->die_name[0] && strcmp(name, h->die_name) != 0))
 		return;
-	if (++h->steps < h->die_at)
+	if (++h->steps != h->die_at)
 		return;
-	char msg[96];
-	int n = snprintf(msg, sizeof(msg), "xflow-hook: test: killed at step %ld (%s)\n", h->steps, name);
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg), "xflow-hook: test: %s killed at step %ld (%s)\n",
+			 h->die_target ? "the target" : "this process", h->steps, name);
 	if (n > 0 && write(2, msg, (size_t)n) < 0)
 		n = 0;
-	raise(SIGKILL);
+	if (h->die_target)
+		kill(pid, SIGKILL);
+	else
+		raise(SIGKILL);
 }
 
 void xflow_hook_free(struct xflow_hook *h)

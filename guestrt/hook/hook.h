@@ -158,9 +158,11 @@ struct xflow_hook {
 	 * calls only: no allocation, no lock.  NULL if the backend has none. */
 	void (*emergency)(struct xflow_hook *h);
 	/* The test hook of xflow_hook_step (hook_priv.h): die at step die_at
-	 * (of those named die_name, when it is set); 0: never. */
+	 * (of those named die_name, when it is set); 0: never.  die_target:
+	 * the target dies there instead of this process. */
 	long die_at, steps;
 	char die_name[32];
+	bool die_target;
 	char errbuf[256];
 };
 

@@ -22,15 +22,17 @@ int xflow_hook_fail(struct xflow_hook *h, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
- * A step of a backend's work on a target after which the target must be
+ * A step of a backend's work on target @pid after which the target must be
  * able to go on without us (a system call made in it, bytes written, a
  * thread's registers changed).  Nothing, unless the environment has
  * XFLOW_HOOK_DIE_AT=N (the Nth step) or =NAME:N (the Nth step called
  * NAME) when the engine is made: then this process says which step on
  * standard error and kills itself with SIGKILL there, as an agent killed
- * at that instant would be.  The tests sweep it over every step.
+ * at that instant would be; with XFLOW_HOOK_DIE_WHO=target too, it kills
+ * the target instead, as if it died then.  The tests sweep it over every
+ * step.
  */
-void xflow_hook_step(struct xflow_hook *h, const char *name);
+void xflow_hook_step(struct xflow_hook *h, pid_t pid, const char *name);
 
 /* ---- seccomp.c: a target's seccomp filters ---- */
 

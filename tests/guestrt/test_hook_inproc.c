@@ -701,31 +701,52 @@ Test(hook_inproc, four_threads_through_1000_changes, .timeout = 300)
  */
 #define KILL_THREADS "8"
 
-/* One agent's life; the child's exit status: 0 when it got through. */
-static void agent_life(struct fx *f)
+/* One agent's life with the engine f->h: 0 when it got through, else
+ * which call failed (3 attach ... 7 detach). */
+static int agent_life(struct fx *f)
 {
-	struct xflow_hook_config cfg = { 0 };
-	if (xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f->h) || xflow_hook_attach(f->h, f->p.pid, &f->t))
-		_exit(3);
+	if (xflow_hook_attach(f->h, f->p.pid, &f->t))
+		return 3;
 	struct xflow_hook_prog prog;
 	if (handplan_prog(&f->hp, f->base, 9, &prog))
-		_exit(4);
+		return 4;
 	prog.lanes = 16;
 	if (xflow_hook_prog_load(f->t, &prog))
-		_exit(5);
+		return 5;
 	for (unsigned s = 0; s < NSITES; s++)
 		if (xflow_hook_site_add(f->t, f->addr[s], XFLOW_HOOK_BEFORE, NULL, (void *)(uintptr_t)s, &f->id[s][0]))
-			_exit(6);
+			return 6;
 	for (int i = 0; i < 4; i++) {
-		xflow_hook_advice_enable(f->t, ADV_JUMP, i % 2);
-		xflow_hook_site_enable(f->t, f->id[i % 2 ? S_TRAP : S_MB][0], i >= 2);
+		if (xflow_hook_advice_enable(f->t, ADV_JUMP, i % 2) ||
+		    xflow_hook_site_enable(f->t, f->id[i % 2 ? S_TRAP : S_MB][0], i >= 2))
+			return 6;
 		xflow_hook_run(f->h, 1);
 		xflow_hook_drain(f->h, collect, f, 0);
+		if (f->exited)
+			return 6; /* f->t is gone with it */
 	}
 	if (xflow_hook_detach(f->t))
-		_exit(7);
-	xflow_hook_free(f->h);
-	_exit(0);
+		return 7;
+	return 0;
+}
+
+/* The fixture of plan, its threads running the woven functions; where it
+ * is loaded in f->base and f->addr. */
+static void kill_fixture(struct fx *f, const struct fx *plan)
+{
+	char line[256];
+	*f = *plan;
+	gt_start(&f->p, f->bin, KILL_THREADS, "0", "s");
+	gt_line(&f->p, line, sizeof(line));
+	gt_send(&f->p);
+	gt_line(&f->p, line, sizeof(line));
+	cr_assert_str_eq(line, "running\n");
+	/* The plan was made for base 0: where the fixture is loaded now. */
+	uint64_t at;
+	cr_assert_eq(xflow_hook_resolve(f->p.pid, f->bin, XFLOW_HOOK_LOC_VADDR, f->hp.sites[S_SEQ].addr, &at), 0);
+	f->base = at - f->hp.sites[S_SEQ].addr;
+	for (unsigned i = 0; i < NSITES; i++)
+		f->addr[i] = f->base + f->hp.sites[i].addr;
 }
 
 /* Start the fixture running, an agent on it (with XFLOW_HOOK_DIE_AT=@die
@@ -734,20 +755,9 @@ static void agent_life(struct fx *f)
  * happened goes to @what). */
 static int agent_killed(const struct fx *plan, const char *die, long delay_us, char *what, size_t wlen)
 {
-	struct fx f = *plan;
-	char line[256], outs[2048];
-	const char *bin = f.bin;
-	gt_start(&f.p, bin, KILL_THREADS, "0", "s");
-	gt_line(&f.p, line, sizeof(line));
-	gt_send(&f.p);
-	gt_line(&f.p, line, sizeof(line));
-	cr_assert_str_eq(line, "running\n");
-	/* The plan was made for base 0: where the fixture is loaded now. */
-	uint64_t at;
-	cr_assert_eq(xflow_hook_resolve(f.p.pid, bin, XFLOW_HOOK_LOC_VADDR, f.hp.sites[S_SEQ].addr, &at), 0);
-	f.base = at - f.hp.sites[S_SEQ].addr;
-	for (unsigned i = 0; i < NSITES; i++)
-		f.addr[i] = f.base + f.hp.sites[i].addr;
+	struct fx f;
+	char outs[2048];
+	kill_fixture(&f, plan);
 	int err[2];
 	cr_assert_eq(pipe(err), 0);
 	pid_t agent = fork();
@@ -756,7 +766,12 @@ static int agent_killed(const struct fx *plan, const char *die, long delay_us, c
 		dup2(err[1], 2);
 		if (die)
 			setenv("XFLOW_HOOK_DIE_AT", die, 1);
-		agent_life(&f);
+		struct xflow_hook_config cfg = { 0 };
+		if (xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f.h))
+			_exit(2);
+		int rc = agent_life(&f);
+		xflow_hook_free(f.h);
+		_exit(rc);
 	}
 	close(err[1]);
 	if (delay_us) {
@@ -847,5 +862,63 @@ Test(hook_inproc, agent_killed_at_any_instant, .timeout = 600)
 	cr_log_info("the agent (a life of %ld us) killed %u times at instants swept over it: the target died %u times",
 		    life_us, killed, bad);
 	cr_expect_eq(bad, 0, "the target did not survive %u of %u kills", bad, KILLS);
+	handplan_fini(&plan.hp);
+}
+
+/* The target killed at each step of an agent's life instead (issue 30,
+ * items 2 and 7: a target that dies in the middle of the injection): every
+ * call returns, the attach that fails says why, and the engine reports the
+ * target's end and is left with no target. */
+Test(hook_inproc, target_killed_at_every_step, .timeout = 600)
+{
+	struct fx plan;
+	kill_plan(&plan);
+	char die[32], outs[2048];
+	unsigned n, refused = 0, reported = 0;
+	setenv("XFLOW_HOOK_DIE_WHO", "target", 1);
+	for (n = 1; n < 5000; n++) {
+		struct fx f;
+		kill_fixture(&f, &plan);
+		snprintf(die, sizeof(die), "%u", n);
+		setenv("XFLOW_HOOK_DIE_AT", die, 1);
+		struct xflow_hook_config cfg = { .on_event = on_event, .event_data = &f };
+		cr_assert_eq(xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f.h), 0);
+		int rc = agent_life(&f);
+		if (rc == 3) {
+			cr_expect(strstr(xflow_hook_last_error(f.h), "died while the runtime was being mapped in (killed by "
+								     "signal 9)"),
+				  "step %u: the attach failed but says '%s'", n, xflow_hook_last_error(f.h));
+			refused++;
+		} else if (rc) {
+			for (int i = 0; i < 500 && !f.exited; i++)
+				xflow_hook_run(f.h, 10);
+			cr_expect(f.exited && WIFSIGNALED(f.status) && WTERMSIG(f.status) == SIGKILL,
+				  "step %u: the target's end was not reported (status %x)", n, f.status);
+			reported += f.exited;
+		}
+		/* No target is left to serve: it returns at once. */
+		if (rc)
+			cr_expect_geq(xflow_hook_run(f.h, -1), 0, "step %u: %s", n, xflow_hook_last_error(f.h));
+		/* Whether the life had a step n (the last ones come after the
+		 * detach, which then succeeded). */
+		bool fired = f.h->steps >= f.h->die_at;
+		xflow_hook_free(f.h);
+		free(f.rec);
+		unsetenv("XFLOW_HOOK_DIE_AT");
+		if (!fired) {
+			/* Past the last step: the target lived. */
+			cr_assert_eq(gt_write_in(&f.p, "stop\n"), 0);
+			gt_finish(&f.p, outs, sizeof(outs));
+			break;
+		}
+		/* Its end was collected by the engine (-1), or is ours to. */
+		int st = gt_finish(&f.p, outs, sizeof(outs));
+		cr_expect(st == -1 || (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL), "step %u: the fixture ended with %x",
+			  n, st);
+	}
+	unsetenv("XFLOW_HOOK_DIE_WHO");
+	cr_log_info("the target killed at each of %u steps: %u attaches refused, %u ends reported", n - 1, refused,
+		    reported);
+	cr_expect_gt(n, 50);
 	handplan_fini(&plan.hp);
 }

@@ -57,7 +57,7 @@ int ip_syscall(struct ip_target *t, long nr, uint64_t a0, uint64_t a1, uint64_t 
 int ip_poke(struct ip_target *t, uint64_t addr, const void *buf, size_t len)
 {
 	int rc = xflow_tmem_poke(&t->pt.mem, addr, buf, len);
-	xflow_hook_step(&t->pt.e->pub, "poke");
+	xflow_hook_step(&t->pt.e->pub, t->pt.pub.pid, "poke");
 	return rc;
 }
 

@@ -250,7 +250,7 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 		return -ESRCH;
 	if (stop_event(th) && (st = run_to(th, PTRACE_SYSCALL, true)) < 0)
 		return st;
-	xflow_hook_step(h, "call-settled");
+	xflow_hook_step(h, t->pub.pid, "call-settled");
 	/* Out of a job-control stop for good: resumed with PTRACE_CONT. */
 	th->group_stop = false;
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &saved) < 0)
@@ -275,7 +275,7 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 		rc = xflow_tmem_poke(&t->mem, stub, code, sizeof(code));
 	if (rc < 0)
 		goto out;
-	xflow_hook_step(h, "call-code");
+	xflow_hook_step(h, t->pub.pid, "call-code");
 	r = saved;
 	r.rax = (uint64_t)nr;
 	r.rdi = args[0];
@@ -291,14 +291,14 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 		goto out;
 	}
 	pointed = true;
-	xflow_hook_step(h, "call-set");
+	xflow_hook_step(h, t->pub.pid, "call-set");
 	/* Its entry, then its exit. */
 	for (int i = 0; i < 2; i++) {
 		if ((st = run_to(th, PTRACE_SYSCALL, true)) < 0) {
 			rc = st;
 			goto out;
 		}
-		xflow_hook_step(h, i ? "call-exit" : "call-entry");
+		xflow_hook_step(h, t->pub.pid, i ? "call-exit" : "call-entry");
 	}
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) < 0) {
 		rc = -errno;
@@ -311,7 +311,7 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 			rc = -errno;
 			goto out;
 		}
-		xflow_hook_step(h, "call-resumable");
+		xflow_hook_step(h, t->pub.pid, "call-resumable");
 		ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
 		if ((st = run_to(th, PTRACE_CONT, false)) < 0) {
 			rc = st;
@@ -322,7 +322,7 @@ int xflow_ooline_syscall(struct pt_target *t, long nr, const uint64_t args[6], u
 		pointed = false;
 	else
 		rc = -errno;
-	xflow_hook_step(h, "call-back");
+	xflow_hook_step(h, t->pub.pid, "call-back");
 out:
 	/* A thread that failed us on the way but lives is put back if it can
 	 * be; if not, the code it would return through stays. */

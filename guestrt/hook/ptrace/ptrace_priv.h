@@ -61,6 +61,7 @@ struct pt_thread {
 	bool want;        /* stop_world waits for it */
 	bool checked;     /* stop_world looked for a queued trap */
 	bool in_vfork;    /* parent blocked until its vfork child execs or exits */
+	bool dying;       /* held, then not detachable: killed, its end to collect */
 	int resume_sig;   /* signal to deliver when resumed */
 };
 
