@@ -99,4 +99,22 @@ size=$(wc -c <"$T/b.ses")
 [ "$size" -le $((4096 + 1024)) ] || fail "the session has $size bytes, over its bound of 4096"
 "$BUILD/bin/xflowtop" -b -n 1 --replay "$T/b.ses" --speed max >"$T/top.out" 2>&1 || {
 	cat "$T/top.out"; fail "xflowtop --replay of the bounded session"; }
+# Issue 30 item 3b: a plan made for another build of the same path is
+# refused, naming both build ids, and the target runs untouched (on main
+# the plan's addresses patched the other build's bytes: SIGSEGV).
+want=$(readelf -n "$T/pkt" | sed -n 's/.*Build ID: *//p')
+cc -g -O2 -o "$T/pkt" tests/guestrt/fixtures/agent_pkt.c || fail "cannot rebuild the fixture"
+now=$(readelf -n "$T/pkt" | sed -n 's/.*Build ID: *//p')
+if [ -n "$want" ] && [ -n "$now" ] && [ "$want" != "$now" ]; then
+	out=$(timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/p.plan" --save-session "$T/o.ses" \
+		-- "$T/pkt" 40 2>"$T/agent.err")
+	rc=$?
+	cat "$T/agent.err"
+	[ $rc -eq 1 ] || fail "a plan for another build: status $rc"
+	grep -q "runs $T/pkt with build id $now, the plan was made for build id $want" "$T/agent.err" ||
+		fail "the refusal does not name both builds"
+	[ "$out" = "done 40 780" ] || fail "the other build did not run untouched: '$out'"
+else
+	echo "SKIPPED the build check: the compiler gave no build ids ('$want', '$now')"
+fi
 echo "ok: xflowc plan -o, xflow-agent --plan --save-session, xflowtop --replay"
