@@ -525,6 +525,33 @@ int pt_detach(struct xflow_hook_target *pub)
 
 /* ---- taking targets ---- */
 
+/* Whether tid already has a tracer (a debugger, strace, another agent):
+ * true with "it is traced by pid N (name)" in buf. */
+static bool traced_by(pid_t tid, char *buf, size_t len)
+{
+	char path[64], line[256], comm[64] = "?";
+	int tracer = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	fclose(f);
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/comm", tracer);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	snprintf(buf, len, "it is traced already, by pid %d (%s): one tracer at a time", tracer, comm);
+	return true;
+}
+
 static int seize_all(struct pt_target *t)
 {
 	struct pt_engine *e = t->e;
@@ -550,6 +577,10 @@ static int seize_all(struct pt_target *t)
 					continue;
 				if (t->nthreads == 0) {
 					closedir(d);
+					char tracer[128];
+					if (err == EPERM && traced_by(tid, tracer, sizeof(tracer)))
+						return xflow_hook_fail(&e->pub, -EBUSY, "pid %d: cannot trace it: %s",
+								       (int)t->pub.pid, tracer);
 					return xflow_hook_fail(&e->pub, -err, "pid %d: cannot trace it: %s%s",
 							       (int)t->pub.pid, strerror(err),
 							       err == EPERM ? " (ptrace not permitted: "
