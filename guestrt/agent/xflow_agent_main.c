@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crash.h"
 #include "xflow/session.h"
 #include "guestrt/agent/agent.h"
 #include "guestrt/hook/hook.h"
@@ -134,6 +135,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct xflow_agent_opts o = { 0 };
+	xflow_crash_install("xflow-agent");
 	const char *session = NULL;
 	uint64_t session_max = SESSION_MAX_DEFAULT;
 	bool session_max_set = false;
