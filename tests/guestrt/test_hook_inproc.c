@@ -922,3 +922,31 @@ Test(hook_inproc, target_killed_at_every_step, .timeout = 600)
 	cr_expect_gt(n, 50);
 	handplan_fini(&plan.hp);
 }
+
+/* A target with code made at run time (issue 30, item 7): a JIT's memfd
+ * mapped executable and shared, and RWX anonymous memory, below its text.
+ * The runtime goes in and out (its first and last system calls run from
+ * padding of a file, never from the JIT's free space, which is its next
+ * function's, nor through a shared mapping, which cannot be written), and
+ * the JIT's code and free space are as the program left them. */
+Test(hook_inproc, jit_code_left_alone, .timeout = 60)
+{
+	gt_need_ptrace();
+	const char *bin = gt_build("jit_fx", "-O1");
+	struct gt_proc p;
+	char line[256], outs[256];
+	gt_start(&p, bin, NULL, NULL, NULL);
+	gt_line(&p, line, sizeof(line));
+	cr_assert_str_eq(line, "ready\n");
+	struct xflow_hook *h;
+	struct xflow_hook_target *t = NULL;
+	cr_assert_eq(xflow_hook_new(&xflow_hook_inproc_ops, NULL, &h), 0);
+	cr_expect_eq(xflow_hook_attach(h, p.pid, &t), 0, "%s", xflow_hook_last_error(h));
+	if (t)
+		cr_expect_eq(xflow_hook_detach(t), 0, "%s", xflow_hook_last_error(h));
+	xflow_hook_free(h);
+	gt_send(&p);
+	int st = gt_finish(&p, outs, sizeof(outs));
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %x", st);
+	cr_expect_str_eq(outs, "out: calls ok\nout: jit intact\n");
+}

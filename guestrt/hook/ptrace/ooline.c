@@ -105,8 +105,11 @@ static int call_padding(struct pt_target *t, uint64_t *at)
 		uint64_t s, e;
 		char perms[8];
 		int name = 0;
+		/* A private mapping of a file: not a JIT's memfd or shared
+		 * code, whose free space may be its next function's. */
 		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %*s %*s %*s %n", &s, &e, perms, &name) < 3 || !name ||
-		    perms[2] != 'x' || line[name] != '/' || e - s < sizeof(tail) ||
+		    perms[2] != 'x' || perms[3] != 'p' || line[name] != '/' || strncmp(line + name, "/memfd:", 7) == 0 ||
+		    strstr(line + name, " (deleted)") || e - s < sizeof(tail) ||
 		    xflow_tmem_peek(&t->mem, e - sizeof(tail), tail, sizeof(tail)) < 0)
 			continue;
 		size_t z = 0;
