@@ -1,0 +1,82 @@
+#!/bin/sh
+# Issue 30 item 5's scenario (make stress; RUNS=N runs, 1 by default):
+# six xflowtop -b, each on an agent of its own, three of the agents killed
+# with SIGKILL while the monitors run.  The issue's agents were kernel
+# agents; this is the local equivalent any host can run: in-process agents
+# on packet programs over the local transport.  Every monitor ends by
+# itself with status 0, never by a signal and with no sanitizer report
+# (BUILD=build-san for an ASan/UBSan build); every target finishes its own
+# work, its agent killed or not.
+set -u
+BUILD=${BUILD:-build}
+RUNS=${RUNS:-1}
+for b in "$BUILD/bin/xflowtop" "$BUILD/bin/xflow-agent"; do
+	[ -x "$b" ] || { echo "missing $b"; exit 77; }
+done
+command -v cc >/dev/null || { echo "no C compiler for the fixture"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-six.XXXXXX")
+trap 'rm -rf "$T"' EXIT INT TERM
+fail() { echo "FAIL (run $run): $*"; exit 1; }
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+cc -g -O1 -o "$T/pkt" tests/guestrt/fixtures/agent_pkt.c || { echo "cannot build the fixture"; exit 1; }
+cat >"$T/f.xml" <<'XML'
+<flows>
+<xflow name="pktflow">
+  <start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>
+  <quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>
+</xflow>
+</flows>
+XML
+# Each packet fills 64 + i bytes: a few seconds of work in all.
+PKTS=200000
+run=0
+while [ $run -lt "$RUNS" ]; do
+	run=$((run + 1))
+	rm -rf "$T/r" && mkdir -m 700 "$T/r"
+	agents="" tops=""
+	for i in 1 2 3 4 5 6; do
+		"$BUILD/bin/xflow-agent" --domain d$i --socket "$T/r/a$i.sock" -- "$T/pkt" $PKTS \
+			>"$T/r/t$i.out" 2>"$T/r/a$i.err" &
+		agents="$agents $!"
+	done
+	for i in 1 2 3 4 5 6; do
+		for k in $(seq 100); do [ -S "$T/r/a$i.sock" ] && break; sleep 0.05; done
+		"$BUILD/bin/xflowtop" -b -n 4 -d 0.5 --collector "agent:socket=$T/r/a$i.sock,flows=$T/f.xml" \
+			>"$T/r/top$i.out" 2>"$T/r/top$i.err" &
+		tops="$tops $!"
+	done
+	sleep 1
+	i=0
+	for a in $agents; do
+		i=$((i + 1))
+		[ $((i % 2)) -eq 1 ] && kill -KILL "$a"
+	done
+	i=0
+	for p in $tops; do
+		i=$((i + 1))
+		wait "$p"
+		st=$?
+		[ $st -eq 0 ] || { cat "$T/r/top$i.err"; fail "xflowtop $i ended with status $st"; }
+		! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error|fatal signal" "$T/r/top$i.err" ||
+			{ cat "$T/r/top$i.err"; fail "xflowtop $i: a sanitizer report"; }
+	done
+	i=0
+	for a in $agents; do
+		i=$((i + 1))
+		wait "$a"
+		st=$?
+		[ $((i % 2)) -eq 1 ] || [ $st -eq 0 ] || { cat "$T/r/a$i.err"; fail "agent $i ended with status $st"; }
+		! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error|fatal signal" "$T/r/a$i.err" ||
+			{ cat "$T/r/a$i.err"; fail "agent $i: a sanitizer report"; }
+	done
+	# The targets of the killed agents run on to their end: wait for them.
+	for k in $(seq 600); do
+		n=0
+		for i in 1 2 3 4 5 6; do grep -q "^done $PKTS " "$T/r/t$i.out" && n=$((n + 1)); done
+		[ $n -eq 6 ] && break
+		sleep 0.1
+	done
+	[ $n -eq 6 ] || fail "only $n of 6 targets finished their work"
+done
+echo "PASS: $RUNS runs of six monitors, three of their agents killed each time"
