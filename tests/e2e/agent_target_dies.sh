@@ -14,16 +14,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-dies.XXXXXX")
 trap 'rm -rf "$T"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
-cc -g -O1 -o "$T/pkt" tests/guestrt/fixtures/agent_pkt.c || fail "cannot build the fixture"
+. tests/e2e/pkt.sh
+pkt_setup "$T" || fail "cannot build the fixture"
 cc -g -O1 -pthread -o "$T/sc_fx" tests/guestrt/fixtures/sc_fx.c || fail "cannot build the seccomp fixture"
-cat > "$T/f.xml" <<'XML'
-<flows>
-<xflow name="pktflow">
-  <start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>
-  <quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>
-</xflow>
-</flows>
-XML
 "$BUILD/bin/xflowc" plan -q --domain app="$T/pkt" -o "$T/p.plan" "$T/f.xml" || fail "xflowc plan -o"
 
 n=1 reported=0

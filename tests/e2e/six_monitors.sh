@@ -17,17 +17,14 @@ command -v cc >/dev/null || { echo "no C compiler for the fixture"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-six.XXXXXX")
 trap 'rm -rf "$T"' EXIT INT TERM
 fail() { echo "FAIL (run $run): $*"; exit 1; }
+# No sanitizer report nor fatal signal said in the stderr file $1 of $2.
+clean() {
+	! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error|fatal signal" "$1" || { cat "$1"; fail "$2: a report"; }
+}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
-cc -g -O1 -o "$T/pkt" tests/guestrt/fixtures/agent_pkt.c || { echo "cannot build the fixture"; exit 1; }
-cat >"$T/f.xml" <<'XML'
-<flows>
-<xflow name="pktflow">
-  <start><pointcut>access(pkt.data) AND within_function(pkt_alloc)</pointcut></start>
-  <quit><pointcut>access(pkt.%) AND within_function(pkt_free)</pointcut></quit>
-</xflow>
-</flows>
-XML
+. tests/e2e/pkt.sh
+pkt_setup "$T" || { echo "cannot build the fixture"; exit 1; }
 # Each packet fills 64 + i bytes: a few seconds of work in all.
 PKTS=200000
 run=0
@@ -58,8 +55,7 @@ while [ $run -lt "$RUNS" ]; do
 		wait "$p"
 		st=$?
 		[ $st -eq 0 ] || { cat "$T/r/top$i.err"; fail "xflowtop $i ended with status $st"; }
-		! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error|fatal signal" "$T/r/top$i.err" ||
-			{ cat "$T/r/top$i.err"; fail "xflowtop $i: a sanitizer report"; }
+		clean "$T/r/top$i.err" "xflowtop $i"
 	done
 	i=0
 	for a in $agents; do
@@ -67,8 +63,7 @@ while [ $run -lt "$RUNS" ]; do
 		wait "$a"
 		st=$?
 		[ $((i % 2)) -eq 1 ] || [ $st -eq 0 ] || { cat "$T/r/a$i.err"; fail "agent $i ended with status $st"; }
-		! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error|fatal signal" "$T/r/a$i.err" ||
-			{ cat "$T/r/a$i.err"; fail "agent $i: a sanitizer report"; }
+		clean "$T/r/a$i.err" "agent $i"
 	done
 	# The targets of the killed agents run on to their end: wait for them.
 	for k in $(seq 600); do
