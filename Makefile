@@ -4,6 +4,7 @@
 #   make run             build and start xflowtop live on the simulated Xen host
 #   make check           build and run every test (unit, end to end, fuzz corpora)
 #   make bench           build with optimisation and print the benchmarks
+#   make stress          the long runs (six monitors, their agents killed; RUNS=N)
 #   make fuzz            build the libFuzzer targets with clang and run each
 #                        for FUZZ_TIME seconds (default 60; 600 for a release)
 #   make install PREFIX=/usr/local [DESTDIR=...]

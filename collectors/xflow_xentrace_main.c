@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "collectors/xentrace.h"
+#include "common/crash.h"
 
 static void usage(FILE *f)
 {
@@ -72,6 +73,7 @@ int main(int argc, char **argv)
 	};
 	uint64_t hz = 0;
 	bool extras = false, dump = false;
+	xflow_crash_install("xflow-xentrace");
 	int c, rc = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {

@@ -20,6 +20,7 @@ struct xflow_session_writer {
 	int error;            /* the first error, sticky */
 	char why[512];
 	uint64_t nrecords;
+	uint64_t bytes;       /* written so far */
 	uint64_t first, last; /* the span of the record times */
 	/* The sites written, as (domain << 32 | site) + 1 (0 is empty). */
 	uint64_t *sites;
@@ -59,7 +60,13 @@ static int put(struct xflow_session_writer *w, const void *p, size_t n)
 		return w->error;
 	if (fwrite(p, 1, n, w->f) != n)
 		return fail(w, errno ? -errno : -EIO, "write");
+	w->bytes += n;
 	return 0;
+}
+
+uint64_t xflow_session_writer_bytes(const struct xflow_session_writer *w)
+{
+	return w->bytes;
 }
 
 /* One fwrite a chunk: xflow-agent --plan writes a record chunk for each of

@@ -110,3 +110,11 @@ $(BUILD)/fuzz/$(1): $(OBJDIR)/tests/fuzz/fuzz_$(1).o $$(LINK_LIBS)
 	$$(Q)$$(CC) -fsanitize=fuzzer,$(FUZZ_SAN) -o $$@ $$(filter %.o,$$^) $$(LINK_LIBS) $$(ALL_LDLIBS)
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_prog,$(f))))
+
+# `make stress`: the long runs, not in `make check` (issue 30): six monitors
+# whose agents are killed, RUNS times (default 20); BUILD=build-san (with
+# SAN=address,undefined) runs them sanitized.
+STRESS_SCRIPTS += tests/e2e/six_monitors.sh
+.PHONY: stress
+stress: all
+	$(Q)for s in $(STRESS_SCRIPTS); do echo "== $$s"; BUILD=$(BUILD) RUNS=$${RUNS:-20} $$s || exit 1; done

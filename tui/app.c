@@ -171,6 +171,36 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 	e->n++;
 }
 
+/* A collector closes the descriptors of what it lost (an agent killed) as
+ * it reads: a poll left on one would have libuv register a closed
+ * descriptor (epoll_ctl fails with EBADF, and libuv aborts: issue 30, one
+ * xflowtop of six dying of SIGABRT when their agents were killed) or
+ * watch whatever opens under its number next.  So after each call into
+ * source @i, every poll of it on a descriptor the collector no longer
+ * names is stopped. */
+static void polls_sync(struct xft_app *app, unsigned i)
+{
+	struct xft_source *s = &app->src[i];
+	struct xft_app_loop *l = app->loop;
+	if (!l || !s->ops->pollfds)
+		return;
+	int fds[XFT_MAX_FDS], n = s->ended ? 0 : s->ops->pollfds(s->c, fds, XFT_MAX_FDS);
+	if (n > XFT_MAX_FDS)
+		n = XFT_MAX_FDS;
+	for (unsigned k = 0; k < l->npolls; k++) {
+		uv_poll_t *p = &l->polls[k].poll;
+		uv_os_fd_t fd;
+		if ((unsigned)(uintptr_t)p->data != i || !uv_is_active((uv_handle_t *)p) ||
+		    uv_fileno((uv_handle_t *)p, &fd) != 0)
+			continue;
+		bool named = false;
+		for (int j = 0; j < n; j++)
+			named |= fds[j] == fd;
+		if (!named)
+			uv_poll_stop(p);
+	}
+}
+
 static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint64_t budget)
 {
 	struct xft_source *s = &app->src[i];
@@ -189,6 +219,7 @@ static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint6
 		if (n == 0)
 			break;
 	}
+	polls_sync(app, i);
 	app->records += e.n;
 	return e.n;
 }
@@ -417,6 +448,7 @@ int xft_app_aspect_toggle(struct xft_app *app, unsigned i)
 	if (!s->ops->aspect_set)
 		return -ENOTSUP;
 	int rc = s->ops->aspect_set(s->c, r->index, !r->info.enabled);
+	polls_sync(app, (unsigned)(s - app->src));
 	if (rc == 0)
 		r->info.enabled = !r->info.enabled;
 	return rc;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include "common/crash.h"
 #include "tui/app.h"
 
 struct curses_state {
@@ -40,9 +41,12 @@ static void restore_terminal(void)
 	}
 }
 
-static void on_crash(int sig)
+static void on_crash(int sig, siginfo_t *si, void *uc)
 {
 	restore_terminal();
+	/* On the terminal as it was: what killed us, and where. */
+	if (sig != SIGQUIT)
+		xflow_crash_say(sig, si, uc);
 	/* SA_RESETHAND put the default action back: die of the same signal. */
 	raise(sig);
 }
@@ -147,8 +151,8 @@ static int curses_start(struct xft_app *app, char *err, size_t errlen)
 	atexit(restore_terminal);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_crash;
-	sa.sa_flags = (int)SA_RESETHAND;
+	sa.sa_sigaction = on_crash;
+	sa.sa_flags = (int)(SA_RESETHAND | SA_SIGINFO);
 	static const int fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGQUIT };
 	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
 		sigaction(fatal[i], &sa, NULL);

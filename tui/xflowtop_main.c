@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/crash.h"
 #include "tui/app.h"
 
 int main(int argc, char **argv)
@@ -13,6 +14,7 @@ int main(int argc, char **argv)
 	static struct xft_app app;
 	char err[1024];
 
+	xflow_crash_install("xflowtop");
 	xft_config_defaults(&cfg);
 	int rc = xft_config_from_args(&cfg, argc, argv, err, sizeof(err));
 	if (rc == 1)

@@ -77,7 +77,9 @@ struct xflow_agent_opts {
 	 * every site or fail, and serve no socket.  @record is then called
 	 * from the agent's loop, never from a hit, with each record in the
 	 * ring and its time in nanoseconds of this host's CLOCK_MONOTONIC;
-	 * a negative errno from it stops the agent (targets let go). */
+	 * a negative errno from it stops the agent (targets let go), 1 says
+	 * the record was not kept (the session is full): it is counted as
+	 * lost, and the summary says so. */
 	const char *plan_path;
 	int (*record)(void *ctx, const struct xflow_record *r, uint64_t t_ns);
 	void *record_ctx;

@@ -49,8 +49,12 @@ static void lane_record(void *ctx, const struct xflow_record *r)
 		 * failure stops the agent in agent_self_drain(). */
 		if (!a->record_rc)
 			a->record_rc = a->o.record(a->o.record_ctx, r, xflow_clock_to_ns(&a->clock, r->timestamp));
-		if (!a->record_rc)
+		if (a->record_rc == 1) {
+			a->record_rc = 0;
+			a->not_kept++;
+		} else if (!a->record_rc) {
 			a->records++;
+		}
 		return;
 	}
 	/* Full: dropped and counted by the producer, like any other. */

@@ -90,6 +90,7 @@ struct agent {
 	bool intarget;       /* the backend runs the advice in the targets */
 	bool summary_said;   /* agent_plan_summary() ran for this plan */
 	int record_rc;       /* --plan: the first failure to keep a record */
+	uint64_t not_kept;   /* --plan: records the record callback did not keep */
 	long moved;          /* records the last drain of their lanes moved */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
 	/* The socket and the one monitor. */

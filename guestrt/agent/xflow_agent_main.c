@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crash.h"
 #include "xflow/session.h"
 #include "guestrt/agent/agent.h"
 #include "guestrt/hook/hook.h"
@@ -19,7 +20,7 @@ static void usage(FILE *f)
 	      "                   [--stay] [--vcpu N] [-v]\n"
 	      "       xflow-agent --backend kernel [--domain NAME] [--domain-id N] [--socket PATH] [--stay] [-v]\n"
 	      "       xflow-agent --domain NAME [--domain-id N] --plan PLAN --save-session FILE\n"
-	      "                   (--pid PID... | --exe PATH | -- COMMAND...) [--ring-slots N]\n"
+	      "                   [--session-max SIZE] (--pid PID... | --exe PATH | -- COMMAND...) [--ring-slots N]\n"
 	      "                   [--backend inproc|ptrace] [-v]\n"
 	      "Attach to the processes of one domain, load the weave plans the monitor sends,\n"
 	      "and ship the advice's records through a shared ring: a Unix socket and shared\n"
@@ -49,12 +50,47 @@ struct recording {
 	struct xflow_session_writer *w;
 	struct xflow_agent *a;
 	const char *domain;
+	uint64_t max;   /* --session-max: bytes */
+	bool full;      /* it was reached: records are counted, not written */
 };
+
+/* 256 MiB: minutes of a busy server's flows, far less than a disk. */
+#define SESSION_MAX_DEFAULT (256ull << 20)
 
 static int record_one(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 {
 	struct recording *rec = ctx;
+	if (rec->full)
+		return 1;
+	if (xflow_session_writer_bytes(rec->w) >= rec->max) {
+		rec->full = true;
+		fprintf(stderr, "xflow-agent[%s]: the session reached --session-max (%llu bytes): the records from now on "
+				"are counted, not written\n",
+			rec->domain, (unsigned long long)rec->max);
+		return 1;
+	}
 	return xflow_session_write_plan_record(rec->w, xflow_agent_plan_domain(rec->a), rec->domain, r, t_ns);
+}
+
+/* A size: digits and an optional K, M or G (powers of 1024).  0 or -1. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (errno || end == s || *s == '-')
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (*end || v == 0 || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
 }
 
 /* --plan and --save-session go together, and leave out what serves a
@@ -79,7 +115,7 @@ static int plan_mode_check(const struct xflow_agent_opts *o, const char *session
 int main(int argc, char **argv)
 {
 	enum { OPT_DOMAIN = 256, OPT_DOMID, OPT_PID, OPT_EXE, OPT_SOCKET, OPT_SLOTS, OPT_BATCH, OPT_STAY, OPT_TRANSPORT,
-	       OPT_BACKEND, OPT_LANES, OPT_LANE_SLOTS, OPT_PLAN, OPT_SESSION, OPT_VCPU };
+	       OPT_BACKEND, OPT_LANES, OPT_LANE_SLOTS, OPT_PLAN, OPT_SESSION, OPT_VCPU, OPT_SESSION_MAX };
 	static const struct option longopts[] = {
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "domain-id", required_argument, NULL, OPT_DOMID },
@@ -96,12 +132,16 @@ int main(int argc, char **argv)
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "save-session", required_argument, NULL, OPT_SESSION },
 		{ "vcpu", required_argument, NULL, OPT_VCPU },
+		{ "session-max", required_argument, NULL, OPT_SESSION_MAX },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct xflow_agent_opts o = { 0 };
+	xflow_crash_install("xflow-agent");
 	const char *session = NULL;
+	uint64_t session_max = SESSION_MAX_DEFAULT;
+	bool session_max_set = false;
 	bool transport_set = false;
 	pid_t *pids = calloc((size_t)argc + 1, sizeof(*pids));
 	unsigned long v;
@@ -152,6 +192,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.vcpu_plus1 = (uint32_t)v + 1;
+			break;
+		case OPT_SESSION_MAX:
+			if (parse_size(optarg, &session_max) < 0) {
+				fprintf(stderr, "xflow-agent: --session-max: '%s' is not a size (bytes, or with K, M or G)\n",
+					optarg);
+				return 2;
+			}
+			session_max_set = true;
 			break;
 		case OPT_TRANSPORT:
 			transport_set = true;
@@ -205,7 +253,11 @@ int main(int argc, char **argv)
 		free(pids);
 		return 2;
 	}
-	struct recording rec = { .domain = o.domain };
+	if (session_max_set && !session) {
+		fprintf(stderr, "xflow-agent: --session-max bounds --save-session's file: give both\n");
+		return 2;
+	}
+	struct recording rec = { .domain = o.domain, .max = session_max };
 	if (session) {
 		/* No monitor here: the records go to a session for xflowtop
 		 * --replay, written whole or not at all. */

@@ -3,9 +3,12 @@
  * backend table, error strings.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "guestrt/hook/hook_priv.h"
 
@@ -18,6 +21,22 @@ int xflow_hook_fail(struct xflow_hook *h, int err, const char *fmt, ...)
 	return err;
 }
 
+/* XFLOW_HOOK_DIE_AT: "N" or "NAME:N" (see xflow_hook_step). */
+static void die_at_parse(struct xflow_hook *h, const char *v)
+{
+	h->die_at = 0;
+	h->die_name[0] = 0;
+	if (!v || !*v)
+		return;
+	const char *colon = strrchr(v, ':');
+	if (colon && (size_t)(colon - v) < sizeof(h->die_name)) {
+		memcpy(h->die_name, v, (size_t)(colon - v));
+		h->die_name[colon - v] = 0;
+		v = colon + 1;
+	}
+	h->die_at = strtol(v, NULL, 10);
+}
+
 int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_hook_config *cfg,
 		   struct xflow_hook **out)
 {
@@ -27,9 +46,30 @@ int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_
 	if (!ops || !ops->hook_new || !out)
 		return -EINVAL;
 	rc = ops->hook_new(cfg ? cfg : &defaults, out);
-	if (rc == 0)
+	if (rc == 0) {
 		(*out)->ops = ops;
+		die_at_parse(*out, getenv("XFLOW_HOOK_DIE_AT"));
+		const char *who = getenv("XFLOW_HOOK_DIE_WHO");
+		(*out)->die_target = who && strcmp(who, "target") == 0;
+	}
 	return rc;
+}
+
+void xflow_hook_step(struct xflow_hook *h, pid_t pid, const char *name)
+{
+	if (h->die_at <= 0 || (h->die_name[0] && strcmp(name, h->die_name) != 0))
+		return;
+	if (++h->steps != h->die_at)
+		return;
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg), "xflow-hook: test: %s killed at step %ld (%s)\n",
+			 h->die_target ? "the target" : "this process", h->steps, name);
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		n = 0;
+	if (h->die_target)
+		kill(pid, SIGKILL);
+	else
+		raise(SIGKILL);
 }
 
 void xflow_hook_free(struct xflow_hook *h)
@@ -47,6 +87,9 @@ static int done(struct xflow_hook *h, int rc)
 	return rc;
 }
 
+/* h is read again after the call: for a call on a target, which the call
+ * may free (a detach, a target found dead), the caller reads the target's
+ * engine once, before. */
 #define CALL(h, op, ...) done((h), ((h)->errbuf[0] = 0, (h)->ops->op ? (h)->ops->op(__VA_ARGS__) : -ENOTSUP))
 
 int xflow_hook_attach(struct xflow_hook *h, pid_t pid, struct xflow_hook_target **out)
@@ -63,7 +106,8 @@ int xflow_hook_spawn(struct xflow_hook *h, char *const argv[], struct xflow_hook
 
 int xflow_hook_detach(struct xflow_hook_target *t)
 {
-	return CALL(t->hook, detach, t);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, detach, t);
 }
 
 int xflow_hook_site_add(struct xflow_hook_target *t, uint64_t addr, enum xflow_hook_when when,
@@ -71,32 +115,38 @@ int xflow_hook_site_add(struct xflow_hook_target *t, uint64_t addr, enum xflow_h
 {
 	if (when != XFLOW_HOOK_BEFORE && when != XFLOW_HOOK_AFTER)
 		return -EINVAL;
-	return CALL(t->hook, site_add, t, addr, when, fn, data, site);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, site_add, t, addr, when, fn, data, site);
 }
 
 int xflow_hook_site_remove(struct xflow_hook_target *t, uint32_t site)
 {
-	return CALL(t->hook, site_remove, t, site);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, site_remove, t, site);
 }
 
 int xflow_hook_site_enable(struct xflow_hook_target *t, uint32_t site, bool on)
 {
-	return CALL(t->hook, site_enable, t, site, on);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, site_enable, t, site, on);
 }
 
 int xflow_hook_site_stats(struct xflow_hook_target *t, uint32_t site, struct xflow_hook_site_stats *st)
 {
-	return CALL(t->hook, site_stats, t, site, st);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, site_stats, t, site, st);
 }
 
 int xflow_hook_mem_read(struct xflow_hook_target *t, uint64_t addr, void *buf, size_t len)
 {
-	return CALL(t->hook, mem_read, t, addr, buf, len);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, mem_read, t, addr, buf, len);
 }
 
 int xflow_hook_mem_write(struct xflow_hook_target *t, uint64_t addr, const void *buf, size_t len)
 {
-	return CALL(t->hook, mem_write, t, addr, buf, len);
+	struct xflow_hook *h = t->hook;
+	return CALL(h, mem_write, t, addr, buf, len);
 }
 
 int xflow_hook_run(struct xflow_hook *h, int timeout_ms)
@@ -116,12 +166,14 @@ int xflow_hook_prog_load(struct xflow_hook_target *t, const struct xflow_hook_pr
 {
 	if (!prog || !prog->plan || !prog->dom)
 		return -EINVAL;
-	return INTARGET(t->hook, prog_load, t, prog);
+	struct xflow_hook *h = t->hook;
+	return INTARGET(h, prog_load, t, prog);
 }
 
 int xflow_hook_advice_enable(struct xflow_hook_target *t, uint32_t advice, bool on)
 {
-	return INTARGET(t->hook, advice_enable, t, advice, on);
+	struct xflow_hook *h = t->hook;
+	return INTARGET(h, advice_enable, t, advice, on);
 }
 
 long xflow_hook_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max)

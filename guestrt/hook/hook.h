@@ -157,6 +157,12 @@ struct xflow_hook {
 	 * restore what can be restored and let the targets go, with system
 	 * calls only: no allocation, no lock.  NULL if the backend has none. */
 	void (*emergency)(struct xflow_hook *h);
+	/* The test hook of xflow_hook_step (hook_priv.h): die at step die_at
+	 * (of those named die_name, when it is set); 0: never.  die_target:
+	 * the target dies there instead of this process. */
+	long die_at, steps;
+	char die_name[32];
+	bool die_target;
 	char errbuf[256];
 };
 
@@ -305,6 +311,11 @@ int xflow_hook_stop_reason(const struct xflow_hook *h);
 enum xflow_hook_loc_kind { XFLOW_HOOK_LOC_OFFSET = 0, XFLOW_HOOK_LOC_VADDR = 1 };
 int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kind, uint64_t where,
 		       uint64_t *addr);
+/* The GNU build id, in hex, of the file pid has mapped for path (the one
+ * it runs, even if another file is at that path now): 0 and hex ("" when
+ * it has none), -ENOENT when path is not mapped in pid, -ENOEXEC when the
+ * mapped file is not a 64-bit ELF file. */
+int xflow_hook_build_id(pid_t pid, const char *path, char *hex, size_t hexlen);
 
 /*
  * In-target advice (backends with .intarget).  The caller compiles nothing

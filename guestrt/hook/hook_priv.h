@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "common/mem.h"
 #include "guestrt/hook/hook.h"
@@ -18,6 +20,33 @@
  * say `return hook_fail(h, -EINVAL, "...")`. */
 int xflow_hook_fail(struct xflow_hook *h, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * A step of a backend's work on target @pid after which the target must be
+ * able to go on without us (a system call made in it, bytes written, a
+ * thread's registers changed).  Nothing, unless the environment has
+ * XFLOW_HOOK_DIE_AT=N (the Nth step) or =NAME:N (the Nth step called
+ * NAME) when the engine is made: then this process says which step on
+ * standard error and kills itself with SIGKILL there, as an agent killed
+ * at that instant would be; with XFLOW_HOOK_DIE_WHO=target too, it kills
+ * the target instead, as if it died then.  The tests sweep it over every
+ * step.
+ */
+void xflow_hook_step(struct xflow_hook *h, pid_t pid, const char *name);
+
+/* ---- seccomp.c: a target's seccomp filters ---- */
+
+/* Run the classic BPF program @prog of @n instructions on @d as seccomp
+ * does: 0 and the 32-bit return in *action, or -EINVAL for a program the
+ * kernel would not run (a bad instruction, jump or offset; no return). */
+int xflow_seccomp_run(const struct sock_filter *prog, size_t n, const struct seccomp_data *d, uint32_t *action);
+/* What an action (SECCOMP_RET_*) does, in words. */
+const char *xflow_seccomp_action_name(uint32_t action);
+/* Whether the seccomp filters of thread tid (stopped under our ptrace) let
+ * the system call @d run: 0, or -EPERM when they would not (kill, trap,
+ * fail it...), -EACCES when they cannot be read (both with the reason in
+ * err, naming @call), -EINVAL for a filter the kernel would not run. */
+int xflow_seccomp_check(pid_t tid, const struct seccomp_data *d, const char *call, char *err, size_t errlen);
 
 /* ---- code_map.c: where control can go in a binary (link-time addresses) ---- */
 

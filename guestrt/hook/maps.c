@@ -175,3 +175,68 @@ int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kin
 	fclose(f);
 	return rc;
 }
+
+/* The GNU build id of the ELF file open at fd, as hex (empty: none).  The
+ * file is the target's: every count and size is bounded. */
+static int elf_build_id(int fd, char *hex, size_t hexlen)
+{
+	Elf64_Ehdr eh;
+	hex[0] = 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 512)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			return -ENOEXEC;
+		if (ph.p_type != PT_NOTE || ph.p_filesz > 65536)
+			continue;
+		unsigned char buf[65536];
+		if (pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			continue;
+		for (uint64_t at = 0; at + sizeof(Elf64_Nhdr) <= ph.p_filesz;) {
+			Elf64_Nhdr nh;
+			memcpy(&nh, buf + at, sizeof(nh));
+			uint64_t name = at + sizeof(nh), desc = name + ((nh.n_namesz + 3ull) & ~3ull);
+			uint64_t next = desc + ((nh.n_descsz + 3ull) & ~3ull);
+			if (next > ph.p_filesz)
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(buf + name, "GNU", 4) == 0 &&
+			    nh.n_descsz > 0 && nh.n_descsz * 2 < hexlen) {
+				for (uint32_t k = 0; k < nh.n_descsz; k++)
+					snprintf(hex + 2 * k, 3, "%02x", buf[desc + k]);
+				return 0;
+			}
+			at = next;
+		}
+	}
+	return 0;
+}
+
+int xflow_hook_build_id(pid_t pid, const char *path, char *hex, size_t hexlen)
+{
+	char line[4096 + 128], real[4096];
+	int rc = -ENOENT;
+	if (!realpath(path, real))
+		return -errno;
+	FILE *f = maps_open(pid);
+	if (!f)
+		return -errno;
+	while (rc == -ENOENT && fgets(line, sizeof(line), f)) {
+		struct xflow_map m;
+		char *p, link[96];
+		if (maps_parse(line, &m, &p) != 0 || strcmp(p, real) != 0)
+			continue;
+		/* The file the process has mapped, whatever is at its path now. */
+		snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m.start, m.end);
+		int fd = open(link, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			rc = -errno;
+			break;
+		}
+		rc = elf_build_id(fd, hex, hexlen);
+		close(fd);
+	}
+	fclose(f);
+	return rc;
+}

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/crash.h"
 #include "guestrt/hook/hook_priv.h"
 
 #define WAKE_SIGNAL SIGURG
@@ -161,7 +162,7 @@ int xflow_hook_timer_arm(struct xflow_hook *h, int ms)
  * emergency path does the restoring here.  Then the signal's default action
  * applies: the raise is blocked until the handler returns (sa_mask), and a
  * faulting instruction would fault again anyway. */
-static void on_crash(int sig)
+static void on_crash(int sig, siginfo_t *si, void *uc)
 {
 	struct xflow_hook *h = fatal_hook;
 	sigset_t alrm;
@@ -173,6 +174,7 @@ static void on_crash(int sig)
 	signal(SIGALRM, SIG_DFL);
 	if (h && h->emergency)
 		h->emergency(h);
+	xflow_crash_say(sig, si, uc);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -188,8 +190,9 @@ int xflow_hook_signals_install(struct xflow_hook *h)
 	fatal_hook = h;
 	for (unsigned i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
 		sigaction(fatal_signals[i], &sa, &old_fatal[i]);
-	sa.sa_handler = on_crash;
-	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	sa.sa_handler = NULL;
+	sa.sa_sigaction = on_crash;
+	sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_SIGINFO;
 	for (unsigned i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
 		sigaction(crash_signals[i], &sa, &old_crash[i]);
 	return 0;

@@ -114,6 +114,13 @@ void xc_jmp_far(struct xcode *c, uint64_t to)
 	xc_bytes(c, &to, 8);
 }
 
+void xc_mov_ri(struct xcode *c, enum xreg r, uint64_t imm)
+{
+	uint8_t op[10] = { (uint8_t)(0x48 | (r >= XR_R8)), (uint8_t)(0xb8 | (r & 7)) };
+	memcpy(op + 2, &imm, 8);
+	xc_bytes(c, op, sizeof(op));
+}
+
 int x86_jmp_rel32(uint8_t out[5], uint64_t at, uint64_t to)
 {
 	int32_t r;

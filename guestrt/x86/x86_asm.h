@@ -55,6 +55,8 @@ size_t xc_jmp_fwd(struct xcode *c);
 void xc_land(struct xcode *c, size_t fix);
 /* jmp [rip+0] with the 8-byte address after it: reaches anywhere. */
 void xc_jmp_far(struct xcode *c, uint64_t to);
+/* movabs $imm, r: always 10 bytes, flags untouched. */
+void xc_mov_ri(struct xcode *c, enum xreg r, uint64_t imm);
 /* The 5 bytes of a jmp rel32 at address at to address to: 0 or -ERANGE. */
 int x86_jmp_rel32(uint8_t out[5], uint64_t at, uint64_t to);
 

@@ -40,7 +40,11 @@
 #define XFLOW_RT_MAGIC 0x54524658 /* "XFRT" little-endian */
 #define XFLOW_RT_CTL_MAGIC 0x4c435258  /* "XRCL" */
 #define XFLOW_RT_PROC_MAGIC 0x52505258 /* "XRPR" */
-#define XFLOW_RT_VERSION 3 /* 3: ctl.cpu_how, ctl.cpu_fixed, lane.cpu_plus1 */
+/* 3: ctl.cpu_how, ctl.cpu_fixed, lane.cpu_plus1; 4: off_syscall is an
+ * area of XFLOW_RT_CALL_AREA bytes. */
+#define XFLOW_RT_VERSION 4
+/* Bytes at off_syscall where the agent writes each call it injects. */
+#define XFLOW_RT_CALL_AREA 128
 
 #ifndef __ASSEMBLER__
 
@@ -98,7 +102,7 @@ struct xflow_rt_head {
 	uint32_t off_safe_fault;
 	uint32_t off_on_signal;  /* the SA_SIGINFO handler of the signals above */
 	uint32_t off_restorer;   /* rt_sigreturn, the handlers' sa_restorer */
-	uint32_t off_syscall;    /* "syscall; int3": the agent's injected calls */
+	uint32_t off_syscall;    /* XFLOW_RT_CALL_AREA bytes: the agent's injected calls */
 	uint32_t off_zone_stub;  /* the template of every text zone's stub, whose */
 	uint32_t zone_stub_size; /*   last 8 bytes the agent sets to rt_hit's address */
 	uint32_t off_name;       /* a NUL-terminated name for the runtime's memfds */

@@ -107,6 +107,10 @@ int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct
 int xflow_session_writer_has_site(const struct xflow_session_writer *w, uint16_t domain,
 				  uint32_t site);
 
+/* Bytes written so far (the end, written by the committing close, not
+ * counted). */
+uint64_t xflow_session_writer_bytes(const struct xflow_session_writer *w);
+
 /* The first error as "PATH.tmp: reason", or NULL. */
 const char *xflow_session_writer_error(const struct xflow_session_writer *w);
 

@@ -44,7 +44,8 @@ cat "$T/agent.err"
 [ "$out" = "done 40 780" ] || fail "the target's own output: '$out'"
 grep -q "3 of 3 placements installed" "$T/agent.err" || fail "not every site installed"
 # What the session cannot hold is said when the agent stops: nothing lost.
-grep -Eq "saved [1-9][0-9]* records; lost 0: " "$T/agent.err" || fail "no summary of the records saved and lost"
+grep -Eq "saved [1-9][0-9]* records; lost 0 \(0\.0% of the [1-9][0-9]* written\): " "$T/agent.err" ||
+	fail "no summary of the records saved and lost"
 [ -s "$T/s.ses" ] && [ ! -e "$T/s.ses.tmp" ] || fail "no session, or its temporary file left"
 
 "$BUILD/bin/xflowtop" -b -n 1 --replay "$T/s.ses" --speed max >"$T/top.out" 2>&1 || {
@@ -71,5 +72,49 @@ expect 1 "--plan: $T/f.xml: plan: not a weave plan" --domain app --plan "$T/f.xm
 	-- "$T/pkt" 1
 expect 1 "the plan has no domain 'other'" --domain other --plan "$T/p.plan" --save-session "$T/x.ses" \
 	-- "$T/pkt" 1
+expect 2 "--session-max: '12Q' is not a size" --domain app --plan "$T/p.plan" --save-session "$T/x.ses" \
+	--session-max 12Q -- "$T/pkt" 1
+expect 2 "--session-max bounds --save-session's file" --domain app --session-max 1M -- "$T/pkt" 1
 [ ! -e "$T/x.ses" ] && [ ! -e "$T/x.ses.tmp" ] || fail "a refused run left a session"
+
+# Issue 30 item 3: the session is bounded on disk.  With --session-max 4K
+# the 120 records of 40 packets (a start, a fill, a quit each) do not fit:
+# the file stops near 4 KiB, the agent says when it reached the bound, and
+# its summary counts the rest as lost past the limit, as a share of all
+# written; the session still plays.
+out=$(timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/p.plan" --save-session "$T/b.ses" \
+	--session-max 4K -- "$T/pkt" 40 2>"$T/agent.err")
+rc=$?
+cat "$T/agent.err"
+[ $rc -eq 0 ] && [ "$out" = "done 40 780" ] || fail "a bounded session: status $rc, output '$out'"
+grep -q "the session reached --session-max (4096 bytes)" "$T/agent.err" || fail "the bound reached is not said"
+line=$(grep -E "saved [0-9]+ records; lost" "$T/agent.err")
+saved=$(echo "$line" | sed -n 's/.*saved \([0-9]*\) records.*/\1/p')
+past=$(echo "$line" | sed -n 's/.* \([0-9]*\) past the session.s size limit.*/\1/p')
+total=$(echo "$line" | sed -n 's/.*of the \([0-9]*\) written.*/\1/p')
+[ -n "$saved" ] && [ -n "$past" ] && [ "$past" -gt 0 ] && [ $((saved + past)) -eq "$total" ] && [ "$total" -eq 120 ] ||
+	fail "the summary does not count the records past the limit: $line"
+size=$(wc -c <"$T/b.ses")
+# The bound, one record chunk over it at most, and the end.
+[ "$size" -le $((4096 + 1024)) ] || fail "the session has $size bytes, over its bound of 4096"
+"$BUILD/bin/xflowtop" -b -n 1 --replay "$T/b.ses" --speed max >"$T/top.out" 2>&1 || {
+	cat "$T/top.out"; fail "xflowtop --replay of the bounded session"; }
+# Issue 30 item 3b: a plan made for another build of the same path is
+# refused, naming both build ids, and the target runs untouched (on main
+# the plan's addresses patched the other build's bytes: SIGSEGV).
+want=$(readelf -n "$T/pkt" | sed -n 's/.*Build ID: *//p')
+cc -g -O2 -o "$T/pkt" tests/guestrt/fixtures/agent_pkt.c || fail "cannot rebuild the fixture"
+now=$(readelf -n "$T/pkt" | sed -n 's/.*Build ID: *//p')
+if [ -n "$want" ] && [ -n "$now" ] && [ "$want" != "$now" ]; then
+	out=$(timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/p.plan" --save-session "$T/o.ses" \
+		-- "$T/pkt" 40 2>"$T/agent.err")
+	rc=$?
+	cat "$T/agent.err"
+	[ $rc -eq 1 ] || fail "a plan for another build: status $rc"
+	grep -q "runs $T/pkt with build id $now, the plan was made for build id $want" "$T/agent.err" ||
+		fail "the refusal does not name both builds"
+	[ "$out" = "done 40 780" ] || fail "the other build did not run untouched: '$out'"
+else
+	echo "SKIPPED the build check: the compiler gave no build ids ('$want', '$now')"
+fi
 echo "ok: xflowc plan -o, xflow-agent --plan --save-session, xflowtop --replay"

@@ -690,3 +690,263 @@ Test(hook_inproc, four_threads_through_1000_changes, .timeout = 300)
 	free(s);
 	fx_end(&f);
 }
+
+/*
+ * The agent killed at any instant of its work must leave the target
+ * running (issue 30, item 1).  An agent's whole life with one target runs
+ * in a child process: attach, load a program, place every site, switch
+ * advice and a site, serve, detach.  The target's threads run the woven
+ * functions all along; once the agent is gone, the target must finish its
+ * own work with the right results and exit 0.
+ */
+#define KILL_THREADS "8"
+
+/* One agent's life with the engine f->h: 0 when it got through, else
+ * which call failed (3 attach ... 7 detach). */
+static int agent_life(struct fx *f)
+{
+	if (xflow_hook_attach(f->h, f->p.pid, &f->t))
+		return 3;
+	struct xflow_hook_prog prog;
+	if (handplan_prog(&f->hp, f->base, 9, &prog))
+		return 4;
+	prog.lanes = 16;
+	if (xflow_hook_prog_load(f->t, &prog))
+		return 5;
+	for (unsigned s = 0; s < NSITES; s++)
+		if (xflow_hook_site_add(f->t, f->addr[s], XFLOW_HOOK_BEFORE, NULL, (void *)(uintptr_t)s, &f->id[s][0]))
+			return 6;
+	for (int i = 0; i < 4; i++) {
+		if (xflow_hook_advice_enable(f->t, ADV_JUMP, i % 2) ||
+		    xflow_hook_site_enable(f->t, f->id[i % 2 ? S_TRAP : S_MB][0], i >= 2))
+			return 6;
+		xflow_hook_run(f->h, 1);
+		xflow_hook_drain(f->h, collect, f, 0);
+		if (f->exited)
+			return 6; /* f->t is gone with it */
+	}
+	if (xflow_hook_detach(f->t))
+		return 7;
+	return 0;
+}
+
+/* The fixture of plan, its threads running the woven functions; where it
+ * is loaded in f->base and f->addr. */
+static void kill_fixture(struct fx *f, const struct fx *plan)
+{
+	char line[256];
+	*f = *plan;
+	gt_start(&f->p, f->bin, KILL_THREADS, "0", "s");
+	gt_line(&f->p, line, sizeof(line));
+	gt_send(&f->p);
+	gt_line(&f->p, line, sizeof(line));
+	cr_assert_str_eq(line, "running\n");
+	/* The plan was made for base 0: where the fixture is loaded now. */
+	uint64_t at;
+	cr_assert_eq(xflow_hook_resolve(f->p.pid, f->bin, XFLOW_HOOK_LOC_VADDR, f->hp.sites[S_SEQ].addr, &at), 0);
+	f->base = at - f->hp.sites[S_SEQ].addr;
+	for (unsigned i = 0; i < NSITES; i++)
+		f->addr[i] = f->base + f->hp.sites[i].addr;
+}
+
+/* Start the fixture running, an agent on it (with XFLOW_HOOK_DIE_AT=@die
+ * unless NULL, killed after @delay_us unless 0), and check the fixture:
+ * the agent's wait status, or -1 when the fixture did not end well (what
+ * happened goes to @what). */
+static int agent_killed(const struct fx *plan, const char *die, long delay_us, char *what, size_t wlen)
+{
+	struct fx f;
+	char outs[2048];
+	kill_fixture(&f, plan);
+	int err[2];
+	cr_assert_eq(pipe(err), 0);
+	pid_t agent = fork();
+	cr_assert(agent >= 0);
+	if (agent == 0) {
+		dup2(err[1], 2);
+		if (die)
+			setenv("XFLOW_HOOK_DIE_AT", die, 1);
+		struct xflow_hook_config cfg = { 0 };
+		if (xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f.h))
+			_exit(2);
+		int rc = agent_life(&f);
+		xflow_hook_free(f.h);
+		_exit(rc);
+	}
+	close(err[1]);
+	if (delay_us) {
+		usleep((useconds_t)delay_us);
+		kill(agent, SIGKILL);
+	}
+	int ast;
+	while (waitpid(agent, &ast, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = read(err[0], what, wlen - 1);
+	what[n > 0 ? n : 0] = 0;
+	close(err[0]);
+	/* The threads ran on without their tracer; now they stop. */
+	usleep(2000);
+	int wr = gt_write_in(&f.p, "stop\n");
+	int st = gt_finish(&f.p, outs, sizeof(outs));
+	unsigned lines = wr == 0 ? check_outs(outs, "", 0) : 0;
+	if (wr == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && lines == 8)
+		return ast;
+	size_t k = strlen(what);
+	snprintf(what + k, wlen - k, "the fixture %s %d, %u result lines",
+		 WIFSIGNALED(st) ? "died of signal" : "exited with status",
+		 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), lines);
+	return -1;
+}
+
+/* The plan, made once for the fixture at load base 0. */
+static void kill_plan(struct fx *f)
+{
+	gt_need_ptrace();
+	memset(f, 0, sizeof(*f));
+	f->bin = gt_build("ip_fx", "-O2");
+	plan_build(f);
+}
+
+Test(hook_inproc, agent_killed_at_every_step, .timeout = 600)
+{
+	struct fx plan;
+	kill_plan(&plan);
+	char what[512], die[32];
+	unsigned bad = 0, n;
+	for (n = 1; n < 5000; n++) {
+		snprintf(die, sizeof(die), "%u", n);
+		int ast = agent_killed(&plan, die, 0, what, sizeof(what));
+		if (ast < 0) {
+			cr_log_error("step %u: %s", n, what);
+			bad++;
+			continue;
+		}
+		if (WIFEXITED(ast)) {
+			cr_assert_eq(WEXITSTATUS(ast), 0, "the agent failed (status %d): %s", WEXITSTATUS(ast), what);
+			break;
+		}
+		cr_assert(WIFSIGNALED(ast) && WTERMSIG(ast) == SIGKILL, "the agent ended with status %x: %s", ast, what);
+	}
+	cr_log_info("the agent killed at each of its %u steps: the target died %u times", n - 1, bad);
+	cr_expect_eq(bad, 0, "the target did not survive the agent's death at %u of %u steps", bad, n - 1);
+	cr_expect_gt(n, 50, "only %u steps: the step hook is not reached", n - 1);
+	handplan_fini(&plan.hp);
+}
+
+/* The same life, the agent killed after a delay swept over its length:
+ * instants between the steps (a thread running to a call's exit, the
+ * kernel half way through a write). */
+Test(hook_inproc, agent_killed_at_any_instant, .timeout = 600)
+{
+	enum { KILLS = 150 };
+	struct fx plan;
+	kill_plan(&plan);
+	char what[512];
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int ast = agent_killed(&plan, NULL, 0, what, sizeof(what));
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	cr_assert(ast >= 0 && WIFEXITED(ast) && WEXITSTATUS(ast) == 0, "an agent left alone failed: %s", what);
+	/* Less than the whole run: it includes the fixture's start. */
+	long life_us = (b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000;
+	unsigned bad = 0, killed = 0;
+	for (unsigned i = 0; i < KILLS; i++) {
+		ast = agent_killed(&plan, NULL, 1 + life_us * i / KILLS, what, sizeof(what));
+		if (ast < 0) {
+			cr_log_error("killed after %ld us: %s", 1 + life_us * i / KILLS, what);
+			bad++;
+		} else {
+			killed += WIFSIGNALED(ast);
+		}
+	}
+	cr_log_info("the agent (a life of %ld us) killed %u times at instants swept over it: the target died %u times",
+		    life_us, killed, bad);
+	cr_expect_eq(bad, 0, "the target did not survive %u of %u kills", bad, KILLS);
+	handplan_fini(&plan.hp);
+}
+
+/* The target killed at each step of an agent's life instead (issue 30,
+ * items 2 and 7: a target that dies in the middle of the injection): every
+ * call returns, the attach that fails says why, and the engine reports the
+ * target's end and is left with no target. */
+Test(hook_inproc, target_killed_at_every_step, .timeout = 600)
+{
+	struct fx plan;
+	kill_plan(&plan);
+	char die[32], outs[2048];
+	unsigned n, refused = 0, reported = 0;
+	setenv("XFLOW_HOOK_DIE_WHO", "target", 1);
+	for (n = 1; n < 5000; n++) {
+		struct fx f;
+		kill_fixture(&f, &plan);
+		snprintf(die, sizeof(die), "%u", n);
+		setenv("XFLOW_HOOK_DIE_AT", die, 1);
+		struct xflow_hook_config cfg = { .on_event = on_event, .event_data = &f };
+		cr_assert_eq(xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &f.h), 0);
+		int rc = agent_life(&f);
+		if (rc == 3) {
+			cr_expect(strstr(xflow_hook_last_error(f.h), "died while the runtime was being mapped in (killed by "
+								     "signal 9)"),
+				  "step %u: the attach failed but says '%s'", n, xflow_hook_last_error(f.h));
+			refused++;
+		} else if (rc) {
+			for (int i = 0; i < 500 && !f.exited; i++)
+				xflow_hook_run(f.h, 10);
+			cr_expect(f.exited && WIFSIGNALED(f.status) && WTERMSIG(f.status) == SIGKILL,
+				  "step %u: the target's end was not reported (status %x)", n, f.status);
+			reported += f.exited;
+		}
+		/* No target is left to serve: it returns at once. */
+		if (rc)
+			cr_expect_geq(xflow_hook_run(f.h, -1), 0, "step %u: %s", n, xflow_hook_last_error(f.h));
+		/* Whether the life had a step n (the last ones come after the
+		 * detach, which then succeeded). */
+		bool fired = f.h->steps >= f.h->die_at;
+		xflow_hook_free(f.h);
+		free(f.rec);
+		unsetenv("XFLOW_HOOK_DIE_AT");
+		if (!fired) {
+			/* Past the last step: the target lived. */
+			cr_assert_eq(gt_write_in(&f.p, "stop\n"), 0);
+			gt_finish(&f.p, outs, sizeof(outs));
+			break;
+		}
+		/* Its end was collected by the engine (-1), or is ours to. */
+		int st = gt_finish(&f.p, outs, sizeof(outs));
+		cr_expect(st == -1 || (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL), "step %u: the fixture ended with %x",
+			  n, st);
+	}
+	unsetenv("XFLOW_HOOK_DIE_WHO");
+	cr_log_info("the target killed at each of %u steps: %u attaches refused, %u ends reported", n - 1, refused,
+		    reported);
+	cr_expect_gt(n, 50);
+	handplan_fini(&plan.hp);
+}
+
+/* A target with code made at run time (issue 30, item 7): a JIT's memfd
+ * mapped executable and shared, and RWX anonymous memory, below its text.
+ * The runtime goes in and out (its first and last system calls run from
+ * padding of a file, never from the JIT's free space, which is its next
+ * function's, nor through a shared mapping, which cannot be written), and
+ * the JIT's code and free space are as the program left them. */
+Test(hook_inproc, jit_code_left_alone, .timeout = 60)
+{
+	gt_need_ptrace();
+	const char *bin = gt_build("jit_fx", "-O1");
+	struct gt_proc p;
+	char line[256], outs[256];
+	gt_start(&p, bin, NULL, NULL, NULL);
+	gt_line(&p, line, sizeof(line));
+	cr_assert_str_eq(line, "ready\n");
+	struct xflow_hook *h;
+	struct xflow_hook_target *t = NULL;
+	cr_assert_eq(xflow_hook_new(&xflow_hook_inproc_ops, NULL, &h), 0);
+	cr_expect_eq(xflow_hook_attach(h, p.pid, &t), 0, "%s", xflow_hook_last_error(h));
+	if (t)
+		cr_expect_eq(xflow_hook_detach(t), 0, "%s", xflow_hook_last_error(h));
+	xflow_hook_free(h);
+	gt_send(&p);
+	int st = gt_finish(&p, outs, sizeof(outs));
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %x", st);
+	cr_expect_str_eq(outs, "out: calls ok\nout: jit intact\n");
+}

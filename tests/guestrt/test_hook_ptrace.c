@@ -2,6 +2,8 @@
  * The ptrace hook engine on real processes: exact hit counts, registers and
  * memory seen by handlers, AFTER sites, toggles, and refusals.
  */
+#include <sys/prctl.h>
+
 #include "tests/guestrt/gt.h"
 
 static struct xflow_hook *new_engine(enum xflow_hook_fork_policy pol, xflow_hook_event_fn ev, void *data)
@@ -497,4 +499,48 @@ Test(hook_ptrace, churn_while_running)
 	cr_expect_leq(churned, 12000);
 	cr_expect_str_eq(got, want);
 	xflow_hook_free(h);
+}
+
+/* A process another tracer holds (a debugger, strace, another agent: a
+ * child of ours here, which seizes it and waits) is refused, naming the
+ * tracer's pid and name, and left to it (issue 30, item 7). */
+Test(hook_ptrace, already_traced_names_its_tracer, .timeout = 60)
+{
+	gt_need_ptrace();
+	const char *bin = gt_build("sc_fx", "-O1");
+	struct gt_proc p;
+	char line[256], outs[256], want[128];
+	gt_start(&p, bin, "none", "errno", "");
+	gt_line(&p, line, sizeof(line));
+	int sync[2];
+	cr_assert_eq(pipe(sync), 0);
+	pid_t other = fork();
+	if (other == 0) {
+		prctl(PR_SET_NAME, "other-tracer");
+		int ok = ptrace(PTRACE_SEIZE, p.pid, 0, 0) == 0;
+		if (write(sync[1], ok ? "y" : "n", 1) != 1)
+			_exit(1);
+		pause(); /* it holds the trace until killed */
+		_exit(0);
+	}
+	char c;
+	cr_assert_eq(read(sync[0], &c, 1), 1);
+	cr_assert_eq(c, 'y', "the other tracer could not seize the fixture");
+	const struct xflow_hook_backend_ops *ops[] = { &xflow_hook_ptrace_ops, &xflow_hook_inproc_ops };
+	for (int i = 0; i < 2; i++) {
+		struct xflow_hook *h;
+		struct xflow_hook_target *t;
+		cr_assert_eq(xflow_hook_new(ops[i], NULL, &h), 0);
+		cr_expect_eq(xflow_hook_attach(h, p.pid, &t), -EBUSY, "%s", xflow_hook_last_error(h));
+		snprintf(want, sizeof(want), "it is traced already, by pid %d (other-tracer)", (int)other);
+		cr_expect(strstr(xflow_hook_last_error(h), want), "%s: '%s'", ops[i]->name, xflow_hook_last_error(h));
+		xflow_hook_free(h);
+	}
+	/* Its tracer gone, the fixture runs on. */
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	gt_send(&p);
+	int st = gt_finish(&p, outs, sizeof(outs));
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %x", st);
+	cr_expect_str_eq(outs, "out: 8999991\n");
 }

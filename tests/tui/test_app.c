@@ -244,3 +244,84 @@ Test(app, flow_files_are_checked_at_start, .timeout = 20)
 	xft_app_fini(app);
 	free(app);
 }
+
+/*
+ * A collector that loses its one descriptor on its first read, as the agent
+ * collector closes an agent's connection when the agent was killed, and
+ * whose first read comes before the loop's first poll (the renderer's
+ * first draw reads).  libuv then registered the poll's closed descriptor:
+ * epoll_ctl failed with EBADF and libuv aborted (issue 30, item 5: one
+ * xflowtop of six, their agents killed, died of SIGABRT).  The loop must
+ * stop polling what a collector no longer names, and run to its end.
+ */
+struct losing {
+	int fd[2];
+	int reads;
+};
+
+static int losing_open(const char *options, struct xflow_collector **out, char *err, size_t errlen)
+{
+	(void)options;
+	(void)err;
+	(void)errlen;
+	struct losing *l = calloc(1, sizeof(*l));
+	if (!l || pipe(l->fd) != 0)
+		return -ENOMEM;
+	*out = (struct xflow_collector *)l;
+	return 0;
+}
+
+static int losing_pollfds(struct xflow_collector *c, int *fds, int max)
+{
+	struct losing *l = (struct losing *)c;
+	if (l->fd[0] < 0 || max < 1)
+		return 0;
+	fds[0] = l->fd[0];
+	return 1;
+}
+
+static long losing_read(struct xflow_collector *c, uint64_t now, xflow_collector_emit_fn emit, void *ctx, size_t max)
+{
+	struct losing *l = (struct losing *)c;
+	(void)now, (void)emit, (void)ctx, (void)max;
+	if (l->reads++ == 0 && l->fd[0] >= 0) {
+		close(l->fd[0]);
+		close(l->fd[1]);
+		l->fd[0] = l->fd[1] = -1;
+	}
+	return 0;
+}
+
+static void losing_close(struct xflow_collector *c)
+{
+	free(c);
+}
+
+static const struct xflow_collector_ops losing_ops = {
+	.abi = XFLOW_COLLECTOR_ABI,
+	.name = "losing",
+	.help = "loses its descriptor on its first read",
+	.open = losing_open,
+	.pollfds = losing_pollfds,
+	.read = losing_read,
+	.close = losing_close,
+};
+
+static void draw_reading(struct xft_app *app)
+{
+	xft_app_collect(app, xflow_monotonic_ns(), 100);
+}
+static const struct xft_renderer reading_first = { .name = "test", .draw = draw_reading };
+
+Test(app, a_descriptor_a_collector_lost_is_not_polled, .timeout = 20)
+{
+	struct xft_app *app = loop_app(3);
+	char err[256];
+	cr_assert_eq(xft_registry_add(&app->reg, &losing_ops, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(xft_app_add_source(app, "losing", err, sizeof(err)), 0, "%s", err);
+	int rc;
+	char *out = run_loop(app, &reading_first, &rc);
+	cr_expect_eq(rc, 0);
+	free(out);
+	apptest_free(app);
+}

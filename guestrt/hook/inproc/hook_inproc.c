@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "guestrt/hook/inproc/inproc_priv.h"
@@ -324,7 +325,8 @@ static int ip_new(const struct xflow_hook_config *cfg, struct xflow_hook **out)
 	const struct xflow_rt_head *h = (const void *)xflow_rt_blob;
 	size_t size = (size_t)(xflow_rt_blob_end - xflow_rt_blob);
 	if (size < sizeof(*h) || h->magic != XFLOW_RT_MAGIC || h->version != XFLOW_RT_VERSION || h->code_size < size ||
-	    h->off_hit >= size || h->off_zone_stub + h->zone_stub_size > size || h->zone_stub_size < 16)
+	    h->off_hit >= size || h->off_zone_stub + h->zone_stub_size > size || h->zone_stub_size < 16 ||
+	    XFLOW_RT_CALL_AREA < PT_CALL_LEN || h->off_syscall + XFLOW_RT_CALL_AREA > h->code_size)
 		return -ENOEXEC; /* a broken build: the image does not match this agent */
 	struct pt_engine *pe;
 	int rc = pt_engine_new(cfg, sizeof(struct ip_engine), &ip_ext, &pe);
@@ -363,15 +365,24 @@ static void ip_free(struct xflow_hook *h)
 /* Take the runtime in (world stopped), or let the target go again. */
 static int inject_or_let_go(struct ip_target *t)
 {
+	struct pt_engine *e = t->pt.e;
 	int rc = ip_inject(t);
 	if (rc < 0) {
 		char why[256];
-		snprintf(why, sizeof(why), "%s", xflow_hook_last_error(t->pt.e->pub.cfg.on_event ? &t->pt.e->pub
-												  : &t->pt.e->pub));
+		snprintf(why, sizeof(why), "%s", xflow_hook_last_error(&e->pub));
 		t->pt.silent = true;
-		pt_detach_target(&t->pt, true);
-		pt_flush(t->pt.e);
-		return xflow_hook_fail(&t->pt.e->pub, rc, "%s", why);
+		pid_t pid = t->pt.pub.pid;
+		if (pt_detach_target(&t->pt, true) == -ESRCH) {
+			/* Whatever failed, it failed because the target died. */
+			int st = t->pt.exit_status;
+			snprintf(why, sizeof(why), "pid %d died while the runtime was being mapped in (%s %d)", (int)pid,
+				 WIFSIGNALED(st) ? "killed by signal" : "exit status",
+				 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			rc = -ESRCH;
+		}
+		/* t is freed here. */
+		pt_flush(e);
+		return xflow_hook_fail(&e->pub, rc, "%s", why);
 	}
 	return 0;
 }

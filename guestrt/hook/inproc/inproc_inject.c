@@ -1,7 +1,7 @@
 /*
  * The runtime in a target: mapping it in with system calls the target
- * makes on one of its stopped threads (the agent points the thread at a
- * `syscall; int3` and takes it back at the trap, ooline.c), its memfd
+ * makes on one of its stopped threads (ooline.c: the agent points the
+ * thread at the call and takes it back at its exit), its memfd
  * regions, text zones and signal handlers, and taking all of it out again.
  *
  * No LD_PRELOAD, no restart, no file of the target's touched.  Every call
@@ -42,40 +42,13 @@ static int fail(struct ip_target *t, int err, const char *what)
 			       xflow_hook_strerror(err));
 }
 
-/* Three bytes of code to lend the first injected calls, before the image
- * is there: the start of the target's first executable mapping. */
-static int borrowed_stub(struct ip_target *t, uint64_t *stub)
-{
-	char path[64], line[512];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pt.pub.pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	int rc = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t s, e;
-		char perms[8];
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &s, &e, perms) == 3 && perms[2] == 'x' && e - s >= 16) {
-			*stub = s;
-			rc = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
 int ip_syscall(struct ip_target *t, long nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 	       uint64_t a5, int64_t *ret)
 {
-	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 }, stub;
-	int rc;
-	if (t->image) {
-		stub = t->image + eng(t)->head.off_syscall;
-	} else if ((rc = borrowed_stub(t, &stub)) < 0) {
-		return rc;
-	}
-	rc = xflow_ooline_syscall(&t->pt, nr, args, stub, ret);
+	uint64_t args[6] = { a0, a1, a2, a3, a4, a5 };
+	/* The runtime's call area once it is there; before, borrowed bytes. */
+	uint64_t area = t->image ? t->image + eng(t)->head.off_syscall : 0;
+	int rc = xflow_ooline_syscall(&t->pt, nr, args, area, ret);
 	if (rc == 0 && *ret < 0 && *ret > -4096)
 		rc = (int)*ret;
 	return rc;
@@ -83,7 +56,9 @@ int ip_syscall(struct ip_target *t, long nr, uint64_t a0, uint64_t a1, uint64_t 
 
 int ip_poke(struct ip_target *t, uint64_t addr, const void *buf, size_t len)
 {
-	return xflow_tmem_poke(&t->pt.mem, addr, buf, len);
+	int rc = xflow_tmem_poke(&t->pt.mem, addr, buf, len);
+	xflow_hook_step(&t->pt.e->pub, t->pt.pub.pid, "poke");
+	return rc;
 }
 
 int ip_config_set(struct ip_target *t, size_t off, const void *v, size_t len)
@@ -317,12 +292,59 @@ static int handlers_restore(struct ip_target *t)
 	return 0;
 }
 
+/* Whether the target's seccomp filters allow every system call the
+ * runtime's injection, regions and zones will make it run (with what a
+ * filter could test of their arguments; what is not known yet is 0): all
+ * or nothing is injected.  0, or why not in the engine's error. */
+static int calls_allowed(struct ip_target *t)
+{
+	const struct xflow_rt_head *h = &eng(t)->head;
+	const uint64_t none = (uint64_t)-1;
+	const struct {
+		long nr;
+		uint64_t a[6];
+	} calls[] = {
+		{ SYS_mmap, { 0, (uint64_t)h->code_size + h->data_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      none, 0 } },
+		{ SYS_mprotect, { 0, h->code_size, PROT_READ | PROT_EXEC } },
+		{ SYS_madvise, { 0, h->data_size, MADV_WIPEONFORK } },
+		{ SYS_rt_sigaction, { SIGTRAP, 0, 0, 8 } },
+		{ SYS_rt_sigaction, { SIGSEGV, 0, 0, 8 } },
+		{ SYS_rt_sigaction, { SIGBUS, 0, 0, 8 } },
+		{ SYS_memfd_create, { 0, MFD_CLOEXEC } },
+		{ SYS_ftruncate, { 0, 0 } },
+		{ SYS_mmap, { 0, 0, PROT_READ | PROT_WRITE, MAP_SHARED, 0, 0 } },
+		{ SYS_madvise, { 0, 0, MADV_DONTFORK } },
+		{ SYS_close, { 0 } },
+		{ SYS_mmap, { 0, IP_ZONE_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			      none, 0 } },
+		{ SYS_munmap, { 0, 0 } },
+	};
+	/* The ptrace backend's one call: a scratch page. */
+	const uint64_t scratch[6] = { 0, PT_SCRATCH_SIZE, PROT_READ | PROT_EXEC,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, none, 0 };
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		int rc = xflow_ooline_may_call(&t->pt, calls[i].nr, calls[i].a);
+		if (rc == 0)
+			continue;
+		struct xflow_hook *hk = &t->pt.e->pub;
+		char why[sizeof(hk->errbuf)];
+		snprintf(why, sizeof(why), "%s", hk->errbuf);
+		bool pt_ok = xflow_ooline_may_call(&t->pt, SYS_mmap, scratch) == 0;
+		return xflow_hook_fail(hk, rc, "%.200s: the runtime is not mapped in%s", why,
+				       pt_ok ? " (the ptrace backend's calls are allowed)" : "");
+	}
+	return 0;
+}
+
 int ip_inject(struct ip_target *t)
 {
 	struct ip_engine *e = eng(t);
 	const struct xflow_rt_head *h = &e->head;
 	int64_t img = 0, r;
-	int rc;
+	int rc = calls_allowed(t);
+	if (rc < 0)
+		return rc;
 
 	rc = ip_syscall(t, SYS_mmap, 0, (uint64_t)h->code_size + h->data_size, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0, &img);

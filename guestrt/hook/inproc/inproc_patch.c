@@ -302,8 +302,10 @@ static int patch_insert(struct ip_target *t, struct ip_patch *p)
 int ip_traps_write(struct ip_target *t)
 {
 	uint32_t n = 0;
+	/* Every trap patch listed, its int3 written or about to be: the entry
+	 * goes in before the int3 and out after it. */
 	for (int i = 0; i < t->npatches; i++)
-		n += t->patches[i]->kind == IP_TRAP && t->patches[i]->installed;
+		n += t->patches[i]->kind == IP_TRAP;
 	uint64_t at = 0;
 	if (n) {
 		size_t size = sizeof(struct xflow_rt_traps) + n * sizeof(struct xflow_rt_trap);
@@ -312,7 +314,7 @@ int ip_traps_write(struct ip_target *t)
 			return -ENOMEM;
 		for (int i = 0; i < t->npatches; i++) {
 			const struct ip_patch *p = t->patches[i];
-			if (p->kind == IP_TRAP && p->installed)
+			if (p->kind == IP_TRAP)
 				tab->v[tab->n++] = (struct xflow_rt_trap){ .addr = p->addr, .resume = p->entry, .len = p->len };
 		}
 		struct ip_zone *z;
@@ -693,6 +695,11 @@ int ip_site_place(struct ip_target *t, struct ip_site *s)
 			rc = tramp_write(t, p, &any);
 	}
 	free(alone);
+	bool trap = p->kind == IP_TRAP;
+	/* A trap is in the runtime's table before its int3 is in the text:
+	 * should we die in between, the runtime's handler serves it. */
+	if (rc == 0 && trap && (rc = patch_insert(t, p)) == 0)
+		rc = ip_traps_write(t);
 	/* Written before the patch taken in is forgotten: until then a
 	 * failure leaves that one as it was. */
 	if (rc == 0)
@@ -701,10 +708,8 @@ int ip_site_place(struct ip_target *t, struct ip_site *s)
 		pl->absorbs->installed = false;
 		patch_drop(t, pl->absorbs);
 	}
-	if (rc == 0)
+	if (rc == 0 && !trap)
 		rc = patch_insert(t, p);
-	if (rc == 0 && p->kind == IP_TRAP)
-		rc = ip_traps_write(t);
 	if (rc < 0) {
 		if (p->installed)
 			ip_poke(t, p->addr, p->orig, p->len);
@@ -712,6 +717,8 @@ int ip_site_place(struct ip_target *t, struct ip_site *s)
 			if (t->patches[i] == p)
 				patch_drop(t, p), p = NULL;
 		free(p);
+		if (trap)
+			ip_traps_write(t);
 		free(pl);
 		return xflow_hook_fail(h, rc, "0x%" PRIx64 ": cannot patch it: %s", s->addr, xflow_hook_strerror(rc));
 	}

@@ -301,6 +301,45 @@ static uint64_t fixed_rip(struct pt_target *mm, struct pt_thread *th, uint64_t r
 	return 0;
 }
 
+/* Collect the ends of t's dying threads (let_go could not let them go):
+ * they are our tracees, and until we wait for them they stay zombies, and
+ * their process's leader with them, for whoever waits for it (its parent,
+ * perhaps this process) to wait for ever.  The leader is reported after
+ * the others, so last.  A core dump may take a while: up to about 5 s,
+ * after which the run loop collects what is left.  True when every thread
+ * was dying, with the status of the leader's end in *status. */
+static bool reap_dying(struct pt_target *t, int *status)
+{
+	int dying = 0, reaped = 0;
+	*status = 0;
+	for (int i = 0; i < t->nthreads; i++)
+		dying += t->threads[i]->dying;
+	if (dying == 0)
+		return false;
+	for (int tries = 0; tries < 1000 && reaped < dying; tries++) {
+		for (int i = 0; i < t->nthreads; i++) {
+			struct pt_thread *th = t->threads[i];
+			int st;
+			bool leader = th->tid == t->pub.pid;
+			if (!th->dying || (leader && reaped < dying - 1))
+				continue;
+			pid_t w = waitpid(th->tid, &st, __WALL | WNOHANG);
+			if (w == th->tid && !WIFSTOPPED(st)) {
+				th->dying = false;
+				reaped++;
+				if (leader || *status == 0)
+					*status = st;
+			} else if (w < 0 && errno == ECHILD) {
+				th->dying = false; /* collected by someone else */
+				reaped++;
+			}
+		}
+		if (reaped < dying)
+			usleep(5000);
+	}
+	return dying == t->nthreads;
+}
+
 /* Put every stopped thread of t back at a correct instruction and let it
  * go; the bytes are already restored (rc: how that went). */
 static int let_go(struct pt_target *t, int rc)
@@ -332,14 +371,27 @@ static int let_go(struct pt_target *t, int rc)
 			 * memory (the interrupt), and be let go then. */
 			ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
 			e->linger[e->nlinger++] = th->tid;
-		} else {
-			ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig);
+		} else if (ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig) < 0 && errno == ESRCH &&
+			   th->state == PT_STOPPED) {
+			/* Held, and no longer stopped: killed (with its
+			 * process, as only that ends a thread we hold). */
+			th->dying = true;
 		}
+		xflow_hook_step(&e->pub, t->pub.pid, "let-go");
 		pt_tid_remove(e, th);
 		th->state = PT_RUNNING;
 		th->held = false;
 	}
 	t->detached = true;
+	int status;
+	if (reap_dying(t, &status)) {
+		/* It died under us: its end is what happened to it. */
+		struct xflow_hook_event ev = {.kind = XFLOW_HOOK_EV_EXITED, .status = status};
+		t->exit_status = status;
+		if (!t->silent)
+			pt_emit(t, &ev);
+		return -ESRCH;
+	}
 	if (!t->silent) {
 		struct xflow_hook_event ev = {.kind = rc < 0 ? XFLOW_HOOK_EV_ERROR : XFLOW_HOOK_EV_DETACHED,
 					      .err = rc};
@@ -473,6 +525,33 @@ int pt_detach(struct xflow_hook_target *pub)
 
 /* ---- taking targets ---- */
 
+/* Whether tid already has a tracer (a debugger, strace, another agent):
+ * true with "it is traced by pid N (name)" in buf. */
+static bool traced_by(pid_t tid, char *buf, size_t len)
+{
+	char path[64], line[256], comm[64] = "?";
+	int tracer = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	fclose(f);
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/comm", tracer);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	snprintf(buf, len, "it is traced already, by pid %d (%s): one tracer at a time", tracer, comm);
+	return true;
+}
+
 static int seize_all(struct pt_target *t)
 {
 	struct pt_engine *e = t->e;
@@ -498,6 +577,10 @@ static int seize_all(struct pt_target *t)
 					continue;
 				if (t->nthreads == 0) {
 					closedir(d);
+					char tracer[128];
+					if (err == EPERM && traced_by(tid, tracer, sizeof(tracer)))
+						return xflow_hook_fail(&e->pub, -EBUSY, "pid %d: cannot trace it: %s",
+								       (int)t->pub.pid, tracer);
 					return xflow_hook_fail(&e->pub, -err, "pid %d: cannot trace it: %s%s",
 							       (int)t->pub.pid, strerror(err),
 							       err == EPERM ? " (ptrace not permitted: "

@@ -16,8 +16,9 @@
 #define PT_SLOT_SIZE 32
 #define PT_SCRATCH_SIZE 4096
 #define PT_SCRATCH_SLOTS (PT_SCRATCH_SIZE / PT_SLOT_SIZE)
-/* Slot 0 of each scratch page holds `syscall; int3`, for injecting calls. */
-#define PT_STUB_LEN 3
+/* The first slots of each scratch page are where injected system calls
+ * run from (ooline.c): this many bytes. */
+#define PT_CALL_LEN 128
 
 struct pt_bp {
 	uint64_t addr;
@@ -60,6 +61,7 @@ struct pt_thread {
 	bool want;        /* stop_world waits for it */
 	bool checked;     /* stop_world looked for a queued trap */
 	bool in_vfork;    /* parent blocked until its vfork child execs or exits */
+	bool dying;       /* held, then not detachable: killed, its end to collect */
 	int resume_sig;   /* signal to deliver when resumed */
 };
 
@@ -177,7 +179,8 @@ bool pt_trap_pending(pid_t tid);
 
 /* ptrace_attach.c */
 #define PT_OPTIONS                                                                               \
-	(PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC)
+	(PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |         \
+	 PTRACE_O_TRACESYSGOOD)
 struct pt_target *pt_target_new(struct pt_engine *e, pid_t pid);
 void pt_target_free(struct pt_target *t);
 /* Bookkeeping of a ptrace event stop (clone, fork, vfork, exec). */

@@ -124,13 +124,14 @@ rt_restorer:
 	syscall
 	ud2
 
-/* Where the agent points a stopped thread to make one system call in the
- * target: the int3 gives the thread back to it with the result in rax. */
+/* Where the agent writes each system call it makes a stopped thread of
+ * the target run (guestrt/hook/ptrace/ooline.c): the call, then what puts
+ * the thread back as it was, for when the agent dies before it does. */
 	.globl rt_syscall
 	.hidden rt_syscall
+	.balign 16
 rt_syscall:
-	syscall
-	int3
+	.fill XFLOW_RT_CALL_AREA, 1, 0xcc
 
 /*
  * The zone stub: a template the agent copies into every text zone, with the
