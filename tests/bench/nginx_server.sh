@@ -165,7 +165,7 @@ traced() {
 	[ -s "$T/snap.json" ] || { cat "$T/top$1.err" >&2; fail "no exit snapshot from the traced run $1"; }
 	fin=$(snap_num flows_finished)
 	reported=$(snap_num drops)
-	counted=$(sed -n 's/.* sent [0-9]* records; lost \([0-9]*\):.*/\1/p' "$T/agent$1.log")
+	counted=$(sed -n 's/.* sent [0-9]* records; lost \([0-9]*\)[ :].*/\1/p' "$T/agent$1.log")
 	[ -n "$fin" ] && [ -n "$reported" ] && [ -n "$counted" ] ||
 		{ cat "$T/agent$1.log" >&2; fail "run $1: cannot read the flows, the drops or the agent's count"; }
 	say "traced run $1: $t req/s, $reqs requests served, $fin flows finished, drops $reported reported, $counted counted by the agent" >&2

@@ -173,8 +173,8 @@ for i in $(seq "$PAIRS"); do
 	AP=
 	[ $rc -eq 0 ] || [ $rc -eq 130 ] || { cat "$T/agent$i.log"; fail "the agent ended with status $rc"; }
 	grep -q "every target detached" "$T/agent$i.log" || { cat "$T/agent$i.log"; fail "the agent did not detach"; }
-	saved=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\):.*/\1/p' "$T/agent$i.log")
-	lost=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\):.*/\2/p' "$T/agent$i.log")
+	saved=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\)[ :].*/\1/p' "$T/agent$i.log")
+	lost=$(sed -n 's/.* saved \([0-9]*\) records; lost \([0-9]*\)[ :].*/\2/p' "$T/agent$i.log")
 	[ -n "$saved" ] && [ -n "$lost" ] || { cat "$T/agent$i.log"; fail "the agent did not say what it saved"; }
 	kill -0 "$MP" 2>/dev/null || fail "memcached died while traced"
 
