@@ -7,11 +7,21 @@
 #   vmlinuz         the kernel, for dom0 and the domU alike
 #   dom0-initrd.gz  busybox + virtio/ext4 modules (dom0-initrd.sh)
 #   dom0.ext4       dom0's root file system, trimmed, made with mkfs.ext4 -d
-#                   (no loop mount), booted with snapshot=on
+#                   (no loop mount), booted with snapshot=on; bookworm with
+#                   its security and point updates (dom0's kernel held),
+#                   and the second kernel's parts below
 #   domu/           what a domU initramfs is assembled from at each run:
 #                   modules/ (+ modules.order), lib/ (a flat pool of the
-#                   image's runtime libraries, see libdeps.sh), bin/xenstore
+#                   image's runtime libraries, see libdeps.sh), bin/
+#                   (xenstore, bpftool, setpriv)
+#   domu-KVER2/     modules/ and modules.order of the second kernel
 #   kver, versions  the kernel release; the main packages' versions
+#   kver2           the second kernel's release: the newest linux-image-amd64
+#                   of bookworm-backports, for phase C's second run (D).  In
+#                   dom0's image: /boot/vmlinuz-KVER2 (the domU boots it),
+#                   its BTF as /usr/lib/xenlab/vmlinux-KVER2.btf and the
+#                   domU's modules decompressed in /lib/modules/KVER2, which
+#                   the monitor plans that domU with.
 # Exits 77 when it cannot run here (not root, no archive), 1 on a failure.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -58,45 +68,108 @@ if [ $rc -ne 0 ]; then
 fi
 say "image: debootstrap took $(elapsed "$t") s"
 t=$(now)
-
 kver=$(ls "$root/lib/modules")
+
+# Updates, as a dom0 runs: the packages built on an up-to-date Debian 12
+# depend on them (libxen 4.17.7 came with bookworm-security).  dom0's
+# kernel is held at bookworm's release: the flows were written for it.
+# Then the newest kernel of bookworm-backports, from its package: the
+# second kernel phase C runs on (INITRD=No: no initramfs-tools image, the
+# domU boots a busybox one).
+sec=$("$XL_DIR/apt-mirror.sh" bookworm-security) || die "no source for bookworm-security in this machine's apt sources"
+sec=${sec% *}
+mount -t proc proc "$root/proc"
+cat >"$root/etc/apt/sources.list" <<SRC
+deb $uri bookworm main
+deb $uri bookworm-updates main
+deb $sec bookworm-security main
+deb $uri bookworm-backports main
+SRC
+chroot "$root" apt-mark hold linux-image-amd64 "linux-image-$kver" >/dev/null
+apt_in() { DEBIAN_FRONTEND=noninteractive INITRD=No timeout 900 chroot "$root" apt-get -q -y -o Dpkg::Use-Pty=0 "$@"; }
+apt_in update >"$out/apt.log" 2>&1 || { tail -n 15 "$out/apt.log" >&2; die "apt-get update in the image failed"; }
+apt_in upgrade >>"$out/apt.log" 2>&1 || { tail -n 15 "$out/apt.log" >&2; die "apt-get upgrade in the image failed"; }
+kpkg2=$(chroot "$root" apt-cache show linux-image-amd64/bookworm-backports 2>/dev/null |
+	sed -n 's/^Depends: \(linux-image-[^ ,]*\).*/\1/p' | head -n 1)
+[ -n "$kpkg2" ] || die "bookworm-backports has no linux-image-amd64"
+apt_in install --no-install-recommends -t bookworm-backports "$kpkg2" >>"$out/apt.log" 2>&1 ||
+	{ tail -n 15 "$out/apt.log" >&2; die "installing $kpkg2 failed"; }
+kver2=$(ls "$root/lib/modules" | grep -vx "$kver")
+[ "$(echo "$kver2" | wc -l)" = 1 ] && [ -f "$root/boot/vmlinuz-$kver2" ] || die "no second kernel after installing $kpkg2 ($kver2)"
+umount "$root/proc"
+say "image: updates and $kpkg2 took $(elapsed "$t") s"
+t=$(now)
+
 [ -f "$root/boot/vmlinuz-$kver" ] || die "no kernel in the image"
 xgz=$(ls "$root"/boot/xen-4.17*-amd64.gz 2>/dev/null | head -n 1)
 [ -n "$xgz" ] || skip "no /boot/xen-4.17-amd64.gz in the image"
 zcat "$xgz" >"$out/xen"
 cp "$root/boot/vmlinuz-$kver" "$out/vmlinuz"
 echo "$kver" >"$out/kver"
-chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' linux-image-amd64 xen-hypervisor-4.17-amd64 \
-	>"$out/versions"
+echo "$kver2" >"$out/kver2"
+chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' "linux-image-$kver" xen-hypervisor-4.17-amd64 \
+	libxenmisc4.17 "$kpkg2" >"$out/versions"
 "$XL_DIR/dom0-initrd.sh" "$root" "$kver" "$out/dom0-initrd.gz"
 
 # The domU's parts.  Modules for event channels and grant sharing from user
 # space (/dev/xen/evtchn, gntdev, gntalloc) and xenfs, and the PV network
 # and disk fronts phase C traces, as load order.
-mkdir -p "$out/domu/modules" "$out/domu/lib" "$out/domu/bin"
-for m in xen-evtchn xen-gntdev xen-gntalloc xenfs xen-netfront xen-blkfront; do
-	chroot "$root" modprobe -S "$kver" --show-depends "$m"
-done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while read -r ko; do
-	cp "$root$ko" "$out/domu/modules/"
-	echo "${ko##*/}" >>"$out/domu/modules.order"
-done
+# The second kernel's ship compressed (.ko.xz): decompressed, for busybox's
+# insmod and for the monitor (weaver/jp/kbtf.c reads plain .ko files).
+DOMU_MODS="xen-evtchn xen-gntdev xen-gntalloc xenfs xen-netfront xen-blkfront"
+domu_modules() { # KVER DIR
+	mkdir -p "$2/modules"
+	for m in $DOMU_MODS; do
+		chroot "$root" modprobe -S "$1" --show-depends "$m"
+	done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while read -r ko; do
+		case $ko in
+		*.ko) cp "$root$ko" "$2/modules/" ;;
+		*.ko.xz) xz -dc "$root$ko" >"$2/modules/$(basename "$ko" .xz)" ;;
+		*) die "$ko: a module compressed other than by xz" ;;
+		esac
+		basename "$ko" .xz >>"$2/modules.order"
+	done
+}
+mkdir -p "$out/domu/lib" "$out/domu/bin"
+domu_modules "$kver" "$out/domu"
+domu_modules "$kver2" "$out/domu-$kver2"
 # The library pool: every shared library of the runtime packages in
 # ./packages and, through ldd run inside the image, all they need, under
 # their sonames.  Copies, not links: the domU's initramfs takes what each
 # run's binaries need from here (libdeps.sh).
 cp "$root/usr/bin/xenstore" "$out/domu/bin/xenstore"
 cp "$root/usr/sbin/bpftool" "$out/domu/bin/bpftool"
+# util-linux's setpriv: the domU's init applies the agent unit's
+# CapabilityBoundingSet with it (unit-start), as systemd would.
+cp "$root/usr/bin/setpriv" "$out/domu/bin/setpriv"
 libpkgs=$(sed 's/#.*//' "$XL_DIR/packages" | tr -s ' \t\n' '\n' | grep '^lib')
 # shellcheck disable=SC2086
 files=$(chroot "$root" dpkg -L $libpkgs | grep '^/usr/lib/x86_64-linux-gnu/[^/]*\.so\.')
 # shellcheck disable=SC2086
-libs=$(chroot "$root" ldd /usr/bin/xenstore /usr/sbin/bpftool $files |
+libs=$(chroot "$root" ldd /usr/bin/xenstore /usr/sbin/bpftool /usr/bin/setpriv $files |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $2 ~ /^\(/ { print $1 }' | sort -u)
 for f in $files $libs; do
 	real=$root$(chroot "$root" readlink -f "$f")
 	so=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
 	cp "$real" "$out/domu/lib/${so:-${f##*/}}"
 done
+
+# vmlinux_btf VMLINUZ TMP OUT: the kernel's BTF (its .BTF section, raw) at
+# OUT, from the ELF vmlinux inside the bzImage VMLINUZ, found as the first
+# compressed stream (zstd, xz or gzip) that unpacks to an ELF.
+vmlinux_btf() {
+	for magic in '\x28\xb5\x2f\xfd:zstd -dcq' '\xfd\x37\x7a\x58\x5a\x00:xz -dcq' '\x1f\x8b\x08:gzip -dcq'; do
+		for off in $(LC_ALL=C grep -aboP "${magic%%:*}" "$1" | cut -d: -f1 | head -n 5); do
+			# The stream is followed by the rest of the bzImage, which
+			# the decompressor calls garbage: its status says nothing.
+			tail -c +$((off + 1)) "$1" | ${magic#*:} >"$2" 2>/dev/null || :
+			[ "$(head -c 4 "$2" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+			mkdir -p "$(dirname "$3")"
+			objcopy --dump-section ".BTF=$3" "$2" "$2.o" && rm -f "$2.o" && return 0
+		done
+	done
+	die "no vmlinux with a .BTF section inside $1"
+}
 
 # Trim what a dom0 that boots once and runs a test never reads: the apt
 # caches, documentation, locales, the kernel's initramfs-tools image (ours
@@ -117,6 +190,15 @@ done | awk '$1 == "insmod" { sub(/^\//, "", $2); print $2 }' | sort -u >"$out/ke
 rm -f "$out/keep"
 find "$root/lib/modules/$kver/kernel" -type d -empty -delete
 chroot "$root" depmod "$kver"
+# The second kernel: dom0 never runs it; the monitor plans the domU that
+# does from its BTF (vmlinux's, taken out of the compressed vmlinuz, and
+# the domU's modules', plain .ko files).  Nothing else of it is kept.
+vmlinux_btf "$root/boot/vmlinuz-$kver2" "$out/vmlinux2" "$root/usr/lib/xenlab/vmlinux-$kver2.btf"
+rm -f "$out/vmlinux2"
+rm -rf "$root/lib/modules/$kver2/kernel" "$root/usr/lib/linux-image-$kver2"
+mkdir -p "$root/lib/modules/$kver2/kernel/xenlab"
+cp "$out/domu-$kver2"/modules/*.ko "$root/lib/modules/$kver2/kernel/xenlab/"
+chroot "$root" depmod "$kver2"
 
 # Configure the image: our init, a name, and xenconsoled logging the
 # guests' consoles to files, where the test reads what the domU printed.

@@ -1,10 +1,16 @@
 # dom0-phase-c.sh: phase C of xen-check (issue 17), sourced by dom0-run.sh
 # after phases A and B, whose helpers (mark, log, result, note, wait_for,
-# xl_create) it uses.  The kernel backend in both kernels at once: an
-# agent in the domU weaves flows/kernel/xen_net.xml and xen_blk.xml into
-# netfront and blkfront and sends its records over the transport over Xen,
-# an agent here weaves the same files into netback, blkback and the bridge,
-# and xflowtop here joins the two sides of every ring request into one flow.
+# xl_create, unit_start) it uses.  The kernel backend in both kernels at
+# once: an agent in the domU weaves flows/kernel/xen_net.xml and
+# xen_blk.xml into netfront and blkfront and sends its records over the
+# transport over Xen, an agent here weaves the same files into netback,
+# blkback and the bridge, and xflowtop here joins the two sides of every
+# ring request into one flow.  Both agents are the xflow-agent package's,
+# started as its unit starts them (unit-start; dom0's installed with dpkg,
+# the domU's from the package's files, see domu-initrd.sh).  Run twice:
+# phase C with the domU on dom0's kernel (bookworm's), phase D on the
+# second kernel of the image (bookworm-backports'), the same flow files,
+# planned from that kernel's BTF (build-images.sh); D's notes are D1, D2...
 #
 #   C1  pings from the domU to the bridge's address and O_DIRECT writes to
 #       its disk: the monitor joins as many requests as the domU's disk
@@ -20,6 +26,11 @@
 #       (every figure in a NOTE), while bpftrace counts on the same attach
 #       points here: the per-hit cost of both from the kernel's BPF
 #       statistics (figures, in a NOTE).
+#   CP  the purge (issue 28): `dpkg --purge xflow-agent` here while the
+#       monitor still has dom0's agent woven stops the agent (its prerm,
+#       without systemd) and leaves none of its programs loaded, none of
+#       its files, and the traced path working (the domU still pings
+#       through netback); the next run installs it again.
 #   C3  nothing stays loaded: bpftool's program list in both domains is
 #       what it was before the agents, once they are stopped.
 # Ping rates untraced (agents idle) and traced (C1) go in a NOTE too.
@@ -27,7 +38,8 @@
 
 NETF=/usr/share/xflowtop/flows/kernel/xen_net.xml
 BLKF=/usr/share/xflowtop/flows/kernel/xen_blk.xml
-KSOCK=/run/xk/k0.sock
+# dom0's agent: the unit's socket, named after the domain it is told it is.
+KSOCK=/run/xflow/agent-linux0-0.sock
 NPING=${XENLAB_PINGS:-200}
 NWRITE=${XENLAB_WRITES:-200}
 PLAN_MS=400000
@@ -114,8 +126,19 @@ start_top() {
 	# which under TCG takes minutes, not the default 30 s.
 	# The session too, for the postmortem: xflowtop --replay and
 	# tests/e2e/session_keyed read it back.
+	# On the second kernel, the domU is planned from that kernel's BTF
+	# (the monitor refuses to take its own for another release's).
+	# kernel:BTF+DIR+MODULE... is split at each "+" (weaver/jp/kbtf.c),
+	# and Debian's backports releases have one (6.12.95+deb12-amd64):
+	# the BTF and the module directory are named through links without.
+	_bin=
+	if [ "$PH" = D ]; then
+		ln -sfn "/lib/modules/$(cat "$X/kver2")" /run/xenlab-k2-modules
+		ln -sfn "/usr/lib/xenlab/vmlinux-$(cat "$X/kver2").btf" /run/xenlab-k2.btf
+		_bin=",bin=linuxU:kernel:/run/xenlab-k2.btf+/run/xenlab-k2-modules"
+	fi
 	xflowtop -b -d 2 -n 100000 --collector "agent:socket=$KSOCK$_fl,timeout=$PLAN_MS" \
-		--collector "agent:xen$_fl,timeout=$PLAN_MS" --save-session "$_out.session" \
+		--collector "agent:xen$_fl$_bin,timeout=$PLAN_MS" --save-session "$_out.session" \
 		>"$_out" 2>"$_out.err" &
 	toppid=$!
 }
@@ -155,6 +178,7 @@ timed_ping() {
 }
 
 phase_c_setup() {
+	[ -f /run/linuxK.cfg ] && return 0
 	# The backends (/etc/init.d/xen loads neither), netem, loop.
 	for m in xen-netback xen-blkback sch_netem loop; do
 		modprobe $m 2>>"$OUT/dom0.log" || log "modprobe $m failed"
@@ -194,6 +218,21 @@ esac
 exit 0
 SH
 	chmod 755 /run/xenlab-block /run/xenlab-vif
+	# Phase D's domU: the same on the second kernel.
+	sed "s|^kernel = .*|kernel = \"/boot/vmlinuz-$(cat "$X/kver2")\"|; s|domu.cpio.gz|domu2.cpio.gz|" \
+		>/run/linuxK2.cfg <<CFG
+# Phase D's PV domU: as phase C's, on the second kernel.
+name = "linuxU"
+type = "pv"
+kernel = "$kernel"
+ramdisk = "$X/domu.cpio.gz"
+extra = "console=hvc0 loglevel=4 xenlab=kernel"
+memory = 384
+vcpus = 1
+vif = [ "bridge=xenbr0,mac=00:16:3e:0a:63:02,script=/run/xenlab-vif" ]
+disk = [ "format=raw,vdev=xvda,access=rw,backendtype=phy,script=/run/xenlab-block,target=$loopdev" ]
+on_crash = "preserve"
+CFG
 	cat >/run/linuxK.cfg <<CFG
 # Phase C's PV domU: netfront on dom0's bridge, blkfront on a loop device.
 name = "linuxU"
@@ -211,45 +250,58 @@ CFG
 
 phase_c_run() {
 	bpf0=$(nprogs)
-	phase_c_setup || { result "C FAIL cannot set up the bridge or the loop device (dom0.log)"; return; }
+	phase_c_setup || { result "$PH FAIL cannot set up the bridge or the loop device (dom0.log)"; return; }
 	timeout 60 xl destroy linuxU >/dev/null 2>&1
-	mark "phase C: creating linuxU with a vif and a disk"
+	mark "phase $PH: creating linuxU with a vif and a disk"
 	ncon=$(cat "$CON" 2>/dev/null | grep -c 'kernel agent started')
 	con_placed=$(cat "$CON" 2>/dev/null | grep -c 'placements installed')
-	if ! xl_create /run/linuxK.cfg; then
+	cfg=/run/linuxK.cfg
+	[ "$PH" = D ] && cfg=/run/linuxK2.cfg
+	if ! xl_create $cfg; then
 		dmesg | tail -n 30 >"$OUT/dmesg.txt"
-		result "C FAIL xl create with a vif and a disk failed three times"
+		result "$PH FAIL xl create with a vif and a disk failed three times"
 		return
 	fi
 	domu_started() { [ "$(grep -c 'kernel agent started' "$CON" 2>/dev/null)" -gt "$ncon" ]; }
-	wait_for 120 domu_started || { result "C FAIL the domU's kernel agent did not start (domu-console.log)"; return; }
+	wait_for 120 domu_started || { result "$PH FAIL the domU's kernel agent did not start (domu-console.log)"; return; }
 	id=$(timeout 20 xl domid linuxU)
 	DHOME=/local/domain/$id
 	vif=vif$id.0
 	grep 'kernel mode' "$CON" | tail -n 1 | sed 's/^/domU: /' >>"$OUT/dom0.log"
+	domu_kernel=$(grep 'kernel mode: eth0' "$CON" | tail -n 1 | sed -n 's/.* sectors, \([^,]*\), BPF programs.*/\1/p')
+	note "$PH linuxU runs Linux ${domu_kernel:-?}; dom0 $(uname -r)"
 	bpfu0=$(sed -n 's/.*BPF programs before the agent: \([0-9]*\).*/\1/p' "$CON" | tail -n 1)
 	domu_cmd 60 "ping -c 2 -W 20 10.99.0.1" >/tmp/c-warm.out ||
-		{ result "C FAIL the domU cannot ping dom0's bridge: $(cat /tmp/c-warm.out)"; return; }
-	mark "phase C: linuxU ($id) pings the bridge over $vif"
+		{ result "$PH FAIL the domU cannot ping dom0's bridge: $(cat /tmp/c-warm.out)"; return; }
+	mark "phase $PH: linuxU ($id) pings the bridge over $vif"
 
-	mkdir -p -m 700 /run/xk
-	rm -f "$KSOCK"
-	xflow-agent --backend kernel --domain linux0 --socket "$KSOCK" --stay -v >/tmp/k0.log 2>&1 &
+	# dom0's agent: the package's (installed again after the previous
+	# run's purge), as its unit starts it; the drop-in names the
+	# domain the flows call dom0 and asks for -v.
+	if ! dpkg-query -W -f '${db:Status-Status}' xflow-agent 2>/dev/null | grep -qx installed; then
+		timeout 300 dpkg -i "$X"/debs/xflow-agent_*.deb >/tmp/dpkg-agent.log 2>&1 ||
+			{ result "$PH FAIL dpkg -i xflow-agent failed: $(tail -n 2 /tmp/dpkg-agent.log | tr '\n' ' ')"; return; }
+	fi
+	mkdir -p /etc/systemd/system/xflow-agent.service.d
+	printf '[Service]\nEnvironment="XFLOW_AGENT_ARGS=--backend kernel -v" "XFLOW_AGENT_DOMAIN=linux0"\n' \
+		>/etc/systemd/system/xflow-agent.service.d/xenlab.conf
+	(unit_start xflow-agent.service) >/tmp/k0.log 2>&1 &
 	kpid=$!
-	wait_for 30 test -S "$KSOCK" || { result "C FAIL dom0's kernel agent did not start: $(tail -n 2 /tmp/k0.log | tr '\n' ' ')"; return; }
+	wait_for 30 test -S "$KSOCK" || { result "$PH FAIL dom0's kernel agent did not start: $(tail -n 2 /tmp/k0.log | tr '\n' ' ')"; return; }
+	log "dom0's agent, pid $kpid: $(tr '\0' ' ' </proc/$kpid/cmdline); $(grep ^Cap /proc/$kpid/status | tr '\n\t' '  ')"
 
 	# Untraced: both agents idle, no monitor.
 	untraced=$(ping_rate "$(timed_ping "$NPING")")
-	note "C ping -A from linuxU untraced: $untraced"
+	note "$PH ping -A from linuxU untraced: $untraced"
 
 	# C1: one session with both flow files.
 	start_top /tmp/c1.out "$NETF" "$BLKF"
 	if ! wait_for 420 placed 1; then
-		result "C FAIL the agents did not install their placements within 420 s ($(placements); xflowtop: $(tail -n 2 /tmp/c1.out.err | tr '\n' ' '))"
+		result "$PH FAIL the agents did not install their placements within 420 s ($(placements); xflowtop: $(tail -n 2 /tmp/c1.out.err | tr '\n' ' '))"
 		stop_top /tmp/c1.out
 		return
 	fi
-	mark "phase C1: placed, $(placements)"
+	mark "phase ${PH}1: placed, $(placements)"
 	# The domU is slow to answer while both kernels are traced under TCG:
 	# every command has minutes, and a missing answer fails the phase.
 	tx0=$(domu_cmd 120 cat /sys/class/net/eth0/statistics/tx_packets) &&
@@ -261,11 +313,11 @@ phase_c_run() {
 		io1=$(domu_cmd 120 cat /sys/block/xvda/stat) && num "$tx0" && num "$tx1"
 	rc=$?
 	if [ $rc != 0 ]; then
-		result "C FAIL a command in the domU failed or did not answer during C1 (dom0.log, domu-console.log)"
+		result "$PH FAIL a command in the domU failed or did not answer during C1 (dom0.log, domu-console.log)"
 		stop_top /tmp/c1.out
 		return
 	fi
-	note "C ping -A from linuxU traced (C1): $(ping_rate "$traced")"
+	note "$PH ping -A from linuxU traced (C1): $(ping_rate "$traced")"
 	log "dd: $dd"
 	stop_top /tmp/c1.out
 	last_table /tmp/c1.out >/tmp/c1.tab
@@ -289,11 +341,11 @@ phase_c_run() {
 	joined=$(echo "$keyed" | sed -n 's/.*joined \([0-9]*\).*/\1/p')
 	neg=$(echo "$keyed" | sed -n 's/.*negative hops \([0-9]*\).*/\1/p')
 	c1="linuxU sent $sent packets and completed $ios disk requests; $netin joins expected $netexp; handoffs $keyed; cross-domain hops recorded: xennet_tx_setup_grant -> $netin $netj (p50 ${netp50} us), blkif_queue_rq -> end_block_io_op $blkj (p50 ${blkp50} us)"
-	note "C1 $c1"
+	note "${PH}1 $c1"
 	# How linuxU's clock was placed on dom0's decides the cross-domain
 	# hops' times (xflowtop(1), DOMAINS).
-	note "C1 linuxU's clock: $(grep 'linuxU .* via vchan' /tmp/c1.out | tail -1 | sed 's/.*via vchan from domain [0-9]*, //')"
-	[ "$netexp" = 0 ] && note "C1 no network join expected: the flow's dom0 side is make_tx_response, which this kernel calls for failed requests only"
+	note "${PH}1 linuxU's clock: $(grep 'linuxU .* via vchan' /tmp/c1.out | tail -1 | sed 's/.*via vchan from domain [0-9]*, //')"
+	[ "$netexp" = 0 ] && note "${PH}1 no network join expected: the flow's dom0 side is make_tx_response, which this kernel calls for failed requests only"
 	missing=
 	for h in "linuxU:__dev_queue_xmit linuxU:xennet_start_xmit" "linuxU:xennet_start_xmit linuxU:xennet_tx_setup_grant" \
 		"linux0:netif_receive_skb linux0:br_handle_frame_finish" "linux0:br_dev_queue_push_xmit linux0:xenvif_start_xmit" \
@@ -311,7 +363,7 @@ phase_c_run() {
 	# fewer means joins that left no sample.
 	across=$(awk -v n="linux0:$netin" '$1 ~ /^linuxU:/ && ($2 == n || $2 == "linux0:end_block_io_op") { k += $3 }
 		END { print k + 0 }' /tmp/c1.tab)
-	note "C1 hops across: $across recorded + ${neg:-?} negative for ${joined:-?} joins (one each expected: the negative ones are the clocks' error, see the NOTE above)"
+	note "${PH}1 hops across: $across recorded + ${neg:-?} negative for ${joined:-?} joins (one each expected: the negative ones are the clocks' error, see the NOTE above)"
 	num "$neg" && num "$joined" && [ $((across + neg)) -ge "$joined" ] || missing="$missing [hops across: $across recorded + ${neg:-?} negative < ${joined:-?} joined]"
 	# The requests joined: what the domU sent and completed, within 1 %
 	# (2 at least) either way.  Fewer: a block request that found
@@ -332,10 +384,10 @@ phase_c_run() {
 
 	# C2: netem on the vif (the reply's way to the domU), bpftrace on
 	# dom0's attach points of the same flow, the BPF statistics on.
-	tc qdisc add dev "$vif" root netem delay 5ms 2>>"$OUT/dom0.log" || note "C2 tc qdisc add on $vif failed"
+	tc qdisc add dev "$vif" root netem delay 5ms 2>>"$OUT/dom0.log" || note "${PH}2 tc qdisc add on $vif failed"
 	echo 1 >/proc/sys/kernel/bpf_stats_enabled
 	start_top /tmp/c2.out "$NETF"
-	wait_for 420 placed 2 || note "C2 the agents did not install their placements ($(placements))"
+	wait_for 420 placed 2 || note "${PH}2 the agents did not install their placements ($(placements))"
 	bt='kfunc:xen_netback:xenvif_idx_release, kretfunc:xen_netback:xenvif_idx_release, kfunc:xen_netback:xenvif_start_xmit, kfunc:xen_netback:xenvif_rx_queue_tail, kfunc:bridge:br_handle_frame_finish, kfunc:bridge:br_pass_frame_up, kfunc:bridge:br_dev_xmit, kfunc:bridge:br_dev_queue_push_xmit, kfunc:vmlinux:netif_receive_skb, kfunc:vmlinux:__dev_queue_xmit, kfunc:vmlinux:ip_rcv, tracepoint:skb:consume_skb, tracepoint:skb:kfree_skb { @[probe] = count(); }'
 	prog_stats | awk '{ print $1 }' >/tmp/ids.before-bt
 	# bpftrace itself, not under timeout(1): a KILL after a slow exit
@@ -347,7 +399,7 @@ phase_c_run() {
 	# programs appear.
 	bt_up() { [ "$(nprogs)" -gt "$(wc -l </tmp/ids.before-bt)" ] || ! kill -0 $btpid 2>/dev/null; }
 	wait_for 240 bt_up
-	kill -0 $btpid 2>/dev/null || note "C2 bpftrace did not run: $(head -c 300 /tmp/bt.out | tr '\n' ' ')"
+	kill -0 $btpid 2>/dev/null || note "${PH}2 bpftrace did not run: $(head -c 300 /tmp/bt.out | tr '\n' ' ')"
 	prog_stats >/tmp/stats0
 	# How late dom0's timers fire while the pings cross netem: the
 	# emulator's lateness is that of the moment, so it is measured beside
@@ -357,8 +409,8 @@ phase_c_run() {
 	netem=$(ping_rate "$(timed_ping 100)")
 	wait $latepid
 	prog_stats >/tmp/stats1
-	note "C2 ping -A with netem 5ms on $vif: $netem"
-	note "C2 dom0's timers beside the pings: $(cat /tmp/lateness.out)"
+	note "${PH}2 ping -A with netem 5ms on $vif: $netem"
+	note "${PH}2 dom0's timers beside the pings: $(cat /tmp/lateness.out)"
 	late90=$(sed -n 's/.* p90 \([0-9]*\) .*/\1/p' /tmp/lateness.out)
 	sleep 5
 	# bpftrace prints its counts, then detaches 13 programs: under TCG
@@ -366,12 +418,13 @@ phase_c_run() {
 	btstop=$(cut -d' ' -f1 /proc/uptime)
 	kill -INT $btpid 2>/dev/null
 	if wait_for 180 eval '! kill -0 $btpid 2>/dev/null'; then
-		note "C2 bpftrace left $(awk -v a="$btstop" '{ printf "%.1f", $1 - a }' /proc/uptime) s after its SIGINT"
+		note "${PH}2 bpftrace left $(awk -v a="$btstop" '{ printf "%.1f", $1 - a }' /proc/uptime) s after its SIGINT"
 	else
-		note "C2 bpftrace still there 180 s after its SIGINT: killed"
+		note "${PH}2 bpftrace still there 180 s after its SIGINT: killed"
 		kill -KILL $btpid 2>/dev/null
 	fi
 	echo 0 >/proc/sys/kernel/bpf_stats_enabled
+	purge
 	stop_top /tmp/c2.out
 	tc qdisc del dev "$vif" root 2>/dev/null
 	cp /tmp/bt.out /tmp/stats0 /tmp/stats1 "$OUT/" 2>/dev/null
@@ -392,7 +445,7 @@ phase_c_run() {
 		lo = b + 5000; hi = lo + l + 500
 		printf "%.0f %.0f %d\n", lo, hi, (p >= lo && p <= hi) }')
 	c2lo=$1 c2hi=$2 c2ok=$3
-	note "C2 $qfrom -> linux0:xenvif_start_xmit: p50 $qp50 us over $qn with netem 5ms; without (C1) $base50 us; timers late by ${late90:-?} us at p90; bound [$c2lo, $c2hi] us"
+	note "${PH}2 $qfrom -> linux0:xenvif_start_xmit: p50 $qp50 us over $qn with netem 5ms; without (C1) $base50 us; timers late by ${late90:-?} us at p90; bound [$c2lo, $c2hi] us"
 	# Per hit, from the statistics' growth over the pings: ours are the
 	# agent's programs (xk_*), bpftrace's the ones it added.
 	cost=$(awk -v ids=/tmp/ids.before-bt '
@@ -403,7 +456,7 @@ phase_c_run() {
 		END { printf "ours %s, bpftrace %s",
 			oc ? sprintf("%.0f ns/hit over %d hits", ot / oc, oc) : "no hits",
 			bc ? sprintf("%.0f ns/hit over %d hits", bt / bc, bc) : "no hits" }' /tmp/stats0 /tmp/stats1)
-	note "C2 per-hit cost on dom0's attach points of xen_net.xml, same run: $cost"
+	note "${PH}2 per-hit cost on dom0's attach points of xen_net.xml, same run: $cost"
 
 	# C3: everything unloaded.  The monitor has left: the agents took
 	# their programs out; then they are stopped.
@@ -419,7 +472,7 @@ phase_c_run() {
 	endu=$(domu_cmd 120 "bpftool prog show | grep -c '^[0-9]*:'")
 	c3="BPF programs dom0 $bpf0 before, $left0 after the monitor left ($ours0 of them the agent's), $end0 after the agent stopped; linuxU ${bpfu0:-?} / ${leftu:-?} / ${endu:-?} $(cat /tmp/c3.out)"
 	[ "$left0" = "$bpf0" ] || c3="$c3; dom0's list: $(prog_stats | awk '{ printf "%s %s, ", $1, $2 }')"
-	note "C3 $c3"
+	note "${PH}3 $c3"
 	c3ok=0
 	[ "$left0" = "$bpf0" ] && [ "$end0" = "$bpf0" ] && [ "$leftu" = "$bpfu0" ] && [ "$endu" = "$bpfu0" ] && c3ok=1
 
@@ -427,23 +480,64 @@ phase_c_run() {
 	[ $c1ok = 1 ] || why="$why C1:$c1${missing:+; hops missing:$missing}."
 	[ "$c2ok" = 1 ] || why="$why C2: the netem hop's p50 is $qp50 us, not within [$c2lo, $c2hi] us (C1's $base50 us + 5 ms, + dom0's timer lateness ${late90:-?} us at p90 + 500 us)."
 	[ $c3ok = 1 ] || why="$why C3: $c3."
+	[ "$pok" = 1 ] || why="$why purge: $pwhy."
 	if [ -z "$why" ]; then
-		result "C PASS joined across linuxU and linux0: $joined of $want requests (network $netexp, disk $ios; $neg with a negative hop), hops in both kernels, netem 5ms seen as ${qp50} us, nothing left loaded"
+		result "$PH PASS joined across linuxU (on $domu_kernel) and linux0: $joined of $want requests (network $netexp, disk $ios; $neg with a negative hop), hops in both kernels, netem 5ms seen as ${qp50} us, purged while woven, nothing left loaded"
 	else
-		result "C FAIL$why"
+		result "$PH FAIL$why"
 	fi
+}
+
+# purge: the guest package purged in dom0 while its agent is woven there
+# (the monitor still connected, and holding its own program: the clock by
+# Xen's system time); sets pok=1 when the agent stopped, the programs
+# loaded are those before less the agent's, none of its files stayed,
+# the domU still pings through netback and the monitor still runs, else
+# pwhy.  The prerm stops the agent without systemd
+# (debian/xflow-agent.prerm).
+purge() {
+	pok=0
+	kp0=$(nours) all0=$(nprogs)
+	pa=$(cut -d' ' -f1 /proc/uptime)
+	timeout 300 dpkg --purge xflow-agent >/tmp/purge.log 2>&1
+	prc=$?
+	pt=$(awk -v a="$pa" '{ printf "%.1f", $1 - a }' /proc/uptime)
+	wait_for 60 eval '! kill -0 $kpid 2>/dev/null'
+	alive=no
+	kill -0 "$kpid" 2>/dev/null && alive=yes
+	wait_for 30 eval '[ "$(nours)" = 0 ] && [ "$(nprogs)" -le $((all0 - kp0)) ]'
+	kp1=$(nours) all1=$(nprogs)
+	st=$(dpkg-query -W -f '${db:Status-Status}' xflow-agent 2>/dev/null)
+	left=
+	for f in /usr/bin/xflow-agent /usr/libexec/xflow-agent /lib/systemd/system/xflow-agent.service \
+		/usr/share/man/man8/xflow-agent.8.gz /usr/share/doc/xflow-agent; do
+		[ -e "$f" ] && left="$left $f"
+	done
+	pings=$(domu_cmd 120 "ping -c 3 -W 10 10.99.0.1 | tail -n 2 | head -n 1")
+	prc2=$?
+	topok=no
+	kill -0 "$toppid" 2>/dev/null && topok=yes
+	pnote="dpkg --purge xflow-agent: exit $prc in $pt s$(grep -i 'xflow-agent:' /tmp/purge.log | tr '\n' ' ' | sed 's/^./ (&/; s/.$/&)/'); agent $kpid still running: $alive; its programs $kp0 before, $kp1 after; dom0's $all0 before, $all1 after ($bpf0 before any agent and monitor: $(prog_stats | awk '{ printf "%s %s, ", $1, $2 }')); package state '${st:-gone}'; files left:${left:- none}; linuxU pings after: $pings; xflowtop running: $topok"
+	note "${PH}P $pnote"
+	pwhy=$pnote
+	[ $prc = 0 ] && [ $alive = no ] && [ "$kp0" -gt 0 ] && [ "$kp1" = 0 ] && [ "$all1" -le $((all0 - kp0)) ] &&
+		{ [ -z "$st" ] || [ "$st" = not-installed ]; } && [ -z "$left" ] && [ $prc2 = 0 ] && [ $topok = yes ] && pok=1
 }
 
 # phase_c: the run, then its logs kept and whatever it left running
 # stopped, however it ended.
 phase_c() {
-	toppid= kpid= btpid=
+	PH=$1
+	toppid= kpid= btpid= pok=0 pwhy="not run"
 	phase_c_run
 	for p in $toppid $btpid $kpid; do kill -INT "$p" 2>/dev/null; done
 	sleep 1
 	for p in $toppid $btpid $kpid; do kill -KILL "$p" 2>/dev/null; done
 	echo 0 >/proc/sys/kernel/bpf_stats_enabled
-	cp /tmp/k0.log "$OUT/kagent0.log" 2>/dev/null
+	cp /tmp/k0.log "$OUT/kagent0-$PH.log" 2>/dev/null
 	cp "$CON" "$OUT/domu-console.log" 2>/dev/null
-	cp /tmp/c1.out /tmp/c1.out.err /tmp/c1.out.session /tmp/c2.out /tmp/c2.out.err /tmp/bt.out "$OUT/" 2>/dev/null
+	for f in c1.out c1.out.err c1.out.session c1.tab c2.out c2.out.err c2.tab bt.out purge.log; do
+		[ -f "/tmp/$f" ] && mv "/tmp/$f" "$OUT/$PH-$f"
+	done
+	rm -f "$OUT"/c1.* "$OUT"/c2.*
 }

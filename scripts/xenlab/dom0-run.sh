@@ -1,9 +1,12 @@
 # dom0-run.sh: the test, run in dom0 by /sbin/xenlab-init from the exchange
 # share (/xchg), so that it changes without rebuilding the image.  The host
-# put there: install/ (this run's `make install DESTDIR`), domu.cpio.gz,
-# batch.awk.  Results go to /xchg/out: "result" has one line per phase,
-# "A PASS|FAIL|SKIP why", "B ..." and "C ..." (and "NOTE what" for figures
-# and for what went wrong but was recovered from); the rest are logs.
+# put there: debs/ (this run's packages, `make deb`), domu.cpio.gz and
+# domu2.cpio.gz (the domU's initramfs for each kernel, with the guest
+# package's files), unit-start, batch.awk.  Results go to /xchg/out:
+# "result" has one line per phase, "A PASS|FAIL|SKIP why", "B ...", "C ..."
+# and "D ..." (phase C again, the domU on the second kernel) (and "NOTE
+# what" for figures and for what went wrong but was recovered from); the
+# rest are logs.
 # Lines on the console starting "xenlab:" mark the phases for the host's
 # clock.  Every wait has a deadline: nothing here may hang.
 X=/xchg
@@ -29,9 +32,9 @@ wait_for() {
 # A watchdog: should anything here hang all the same, the results say so
 # and the machine restarts well before the host's deadline.
 (
-	sleep 1500
-	mark "watchdog: the test did not finish within 1500 s"
-	for p in A B C; do
+	sleep 2100
+	mark "watchdog: the test did not finish within 2100 s"
+	for p in A B C D; do
 		grep -q "^$p " "$OUT/result" 2>/dev/null || result "$p FAIL the dom0 watchdog fired"
 	done
 	cp /tmp/k0.log "$OUT/kagent0.log" 2>/dev/null
@@ -55,9 +58,22 @@ if ! xenstore-read -s / >/dev/null 2>&1; then
 fi
 mark "xenstored up"
 
-# This run's binaries over the image's (the image is booted with
-# snapshot=on, so nothing of this outlives the run).
-cp -a "$X/install/." / || { result "A FAIL cannot install the project"; exit 0; }
+# This run's packages, as an operator installs them: the monitor's, the
+# agent's (phase C runs an agent in dom0 too), and the simulated host's,
+# whose programs the monitor plans phase B's domU from (their DWARF, read
+# here: the domU runs the same files), with dpkg, which checks their
+# dependencies against the image's packages and runs their maintainer
+# scripts (the image is booted with snapshot=on, so nothing of this
+# outlives the run).
+. "$X/unit-start"
+if ! timeout 300 dpkg -i "$X"/debs/xflowtop_*.deb "$X"/debs/xflow-agent_*.deb "$X"/debs/xflowtop-sim_*.deb \
+	>/tmp/dpkg.log 2>&1; then
+	cat /tmp/dpkg.log >>"$OUT/dom0.log"
+	for p in A B C D; do result "$p FAIL dpkg -i of the packages failed: $(grep -i 'error\|depend' /tmp/dpkg.log | head -n 3 | tr '\n' ' ')"; done
+	exit 0
+fi
+cat /tmp/dpkg.log >>"$OUT/dom0.log"
+mark "installed: $(dpkg-query -W -f '${Package} ${Version} ${db:Status-Status}, ' xflowtop xflow-agent xflowtop-sim)"
 
 if xflow-agent --help 2>&1 | grep -q -- --transport; then
 	mode=agent
@@ -65,7 +81,7 @@ else
 	mode=work
 	result "B SKIP xflow-agent --help does not mention --transport (the Xen transport has not landed)"
 fi
-kernel=$(ls /boot/vmlinuz-* | head -n 1)
+kernel=/boot/vmlinuz-$(uname -r)
 cat >/run/linuxU.cfg <<CFG
 # The test's PV domU: no disk, no network; its initramfs has busybox, the
 # agent and the simulated host.  Flows name domains by name (@linuxU).
@@ -108,7 +124,7 @@ create_domu() {
 # when neither is asked.
 PHASES=$(cat "$X/phases" 2>/dev/null)
 want() { case ${PHASES:-ABC} in *"$1"*) return 0 ;; esac; return 1; }
-for p in A B C; do want $p || result "$p SKIP not asked for (XENLAB_PHASES=$PHASES)"; done
+for p in A B C D; do want $p || result "$p SKIP not asked for (XENLAB_PHASES=$PHASES)"; done
 if ! want A && ! want B; then
 	:
 elif ! create_domu 1; then
@@ -208,18 +224,27 @@ if [ $mode = agent ] && want B; then
 	mark "phase B done"
 fi
 
+# The simulated host's package depends on the agent's, which phase C
+# purges: it goes first (phase B was its only user).
+timeout 120 dpkg --purge xflowtop-sim >>"$OUT/dom0.log" 2>&1 || note "dpkg --purge xflowtop-sim failed (dom0.log)"
+
 # Phase C (issue 17): the kernel backend in both kernels, one flow per
-# ring request joined across them (dom0-phase-c.sh).
-if ! want C; then
-	:
-elif xflow-agent --help 2>&1 | grep -q 'backend kernel'; then
-	. "$X/dom0-phase-c.sh"
-	mark "phase C: kernel flows"
-	phase_c
-	mark "phase C done"
-else
-	result "C SKIP xflow-agent has no kernel backend in this build"
-fi
+# ring request joined across them (dom0-phase-c.sh); phase D, the same
+# with the domU on the second kernel (bookworm-backports').
+. "$X/dom0-phase-c.sh"
+kbackend=0
+xflow-agent --help 2>&1 | grep -q 'backend kernel' && kbackend=1
+for ph in C D; do
+	if ! want $ph; then
+		:
+	elif [ $kbackend = 1 ]; then
+		mark "phase $ph: kernel flows"
+		phase_c $ph
+		mark "phase $ph done"
+	else
+		result "$ph SKIP xflow-agent has no kernel backend in this build"
+	fi
+done
 
 cp "$CON" "$OUT/domu-console.log" 2>/dev/null
 grep -q FAIL "$OUT/result" && xl dmesg >"$OUT/xl-dmesg.txt" 2>&1

@@ -1,33 +1,37 @@
 #!/bin/sh
-# domu-initrd.sh IMAGES INSTALL OUT: assemble the domU's initramfs (gzipped
-# newc cpio) at OUT from the cached IMAGES/domu parts and this run's
-# installed tree INSTALL (make install DESTDIR=INSTALL PREFIX=/usr).  Only
-# the agent and the simulated host go in, with exactly the libraries they
-# need out of the image's pool; the monitor (xflowtop, xflowc) stays in
-# dom0.  Built at every run (well under a second), so fresh binaries never
-# rebuild the cached images.
+# domu-initrd.sh IMAGES KVER ROOT OUT: assemble the domU's initramfs
+# (gzipped newc cpio) at OUT for kernel KVER (IMAGES/kver's or kver2's)
+# from the cached IMAGES parts and ROOT, the guest's files as this run's
+# packages hold them (dpkg-deb -x of xflow-agent and xflowtop-sim, the
+# simulated host the domU runs as its workload: xen-check.sh).  The
+# package's files go in whole, byte for byte, with exactly the libraries
+# their programs need out of the image's pool; the monitor (xflowtop,
+# xflowc) stays in dom0.  Built at every run (well under a second), so
+# fresh packages never rebuild the cached images.
 set -eu
 dir=$(cd "$(dirname "$0")" && pwd)
-img=$1 inst=$2 out=$3
+img=$1 kver=$2 root=$3 out=$4
+parts=$img/domu
+[ "$kver" = "$(cat "$img/kver")" ] || parts=$img/domu-$kver
+[ -f "$parts/modules.order" ] || { echo "domu-initrd: no modules for kernel $kver in $img" >&2; exit 1; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/bin" "$stage/usr/bin" "$stage/lib/modules" "$stage/lib/x86_64-linux-gnu" "$stage/lib64" \
+mkdir -p "$stage/bin" "$stage/usr/bin" "$stage/lib/modules/$kver" "$stage/lib/x86_64-linux-gnu" "$stage/lib64" \
 	"$stage/usr/lib" "$stage/usr/share"
 cp /bin/busybox "$stage/bin/busybox"
 cp "$dir/domu-init" "$stage/init"
 cp "$dir/domu-kernel-mode" "$stage/kernel-mode"
+cp "$dir/unit-start" "$stage/unit-start"
 chmod 755 "$stage/init"
-cp "$img"/domu/modules/*.ko "$stage/lib/modules/"
-cp "$img/domu/modules.order" "$stage/modules.order"
-cp "$img/domu/bin/xenstore" "$img/domu/bin/bpftool" "$stage/usr/bin/"
+cp "$parts"/modules/*.ko "$stage/lib/modules/$kver/"
+cp "$parts/modules.order" "$stage/modules.order"
+cp "$img/domu/bin/xenstore" "$img/domu/bin/bpftool" "$img/domu/bin/setpriv" "$stage/usr/bin/"
 for t in read write ls list exists rm watch; do
 	ln -s xenstore "$stage/usr/bin/xenstore-$t"
 done
-cp -a "$inst/usr/lib/xflowtop" "$stage/usr/lib/"
-cp -a "$inst/usr/share/xflowtop" "$stage/usr/share/"
-cp -a "$inst/usr/bin/xflow-agent" "$inst/usr/bin/xensim" "$stage/usr/bin/"
-bins=$(find "$stage/usr/bin/xflow-agent" "$stage/usr/bin/xenstore" "$stage/usr/bin/bpftool" "$stage/usr/lib/xflowtop" \
-	-type f -perm -u+x)
+# The packages' tree; its /usr/bin beside the image's tools.
+cp -a "$root/." "$stage/"
+bins=$(find "$stage/usr" -type f -perm -u+x -exec sh -c 'head -c 4 "$1" | grep -q ELF' sh {} \; -print)
 # shellcheck disable=SC2086
 sonames=$("$dir/libdeps.sh" "$img/domu/lib" $bins)
 for so in $sonames; do

@@ -2,7 +2,9 @@
 # The host's side of xen-check: QEMU to boot Xen, debootstrap to build the
 # images, busybox-static for the small initrds, cpio to pack them,
 # e2fsprogs for mkfs.ext4 -d (no loop mounts), binutils' readelf to find
-# the libraries the project's binaries need.  Kept out of scripts/deps.sh
+# the libraries the project's binaries need (and objcopy, the second
+# kernel's BTF out of its vmlinux), zstd and xz-utils to unpack that
+# kernel and its modules.  Kept out of scripts/deps.sh
 # so that `make check` never depends on them.
 #
 # Installs what is missing when run as root; otherwise prints the exact
@@ -10,7 +12,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-PKGS="qemu-system-x86 debootstrap busybox-static cpio e2fsprogs binutils"
+PKGS="qemu-system-x86 debootstrap busybox-static cpio e2fsprogs binutils zstd xz-utils"
 
 missing() {
 	for p in $PKGS; do

@@ -1,15 +1,22 @@
 #!/bin/sh
 # make xen-check: boot Debian 12's Xen 4.17 in QEMU (TCG) with a Debian dom0
-# and a small PV domU, install this build into both, and run dom0-run.sh in
-# dom0: a real xentrace capture checked against xenalyze (phase A), then
-# records over the Xen transport from an agent in the domU to xflowtop in
-# dom0, through a destroy and re-create of the domU (phase B); then the
-# kernel backend in the domU's and dom0's kernels, pings and disk writes
-# followed from netfront and blkfront into netback and blkback as one flow
-# per ring request (phase C, dom0-phase-c.sh).
+# and a small PV domU, install this build's Debian packages (make deb) in
+# both, and run dom0-run.sh in dom0: a real xentrace capture checked
+# against xenalyze (phase A), then records over the Xen transport from the
+# domU's agent to xflowtop in dom0, through a destroy and re-create of the
+# domU (phase B); then the kernel backend in the domU's and dom0's kernels,
+# pings and disk writes followed from netfront and blkfront into netback
+# and blkback as one flow per ring request, and the guest package purged
+# while woven (phase C, dom0-phase-c.sh); and phase C again with the domU on
+# the newest kernel of bookworm-backports (phase D).
+#
+# dom0 installs the packages with dpkg -i; the domU, a busybox initramfs
+# without dpkg, is given the packages' files as `dpkg-deb -x` unpacks them
+# (domu-initrd.sh).  Both start the agent from its installed unit's
+# command line (unit-start): neither image runs systemd.
 #
 # Images are built once and cached (build-images.sh); each run passes its
-# binaries and scripts through a 9p share.  Prints the time of every phase.
+# packages and scripts through a 9p share.  Prints the time of every phase.
 #
 # Exit status: 0 passed, 1 failed.  When it cannot run here (no QEMU
 # package, no archive, no root to build the images...) it prints SKIPPED
@@ -17,14 +24,14 @@
 #
 # Knobs: XENLAB_CACHE (default $XDG_CACHE_HOME/xflowtop-xenlab or
 # ~/.cache/xflowtop-xenlab), XENLAB_TIMEOUT (seconds for the boot and the
-# test, default 1800; dom0's own watchdog fires at 1500), XENLAB_KEEP=1
+# test, default 2700; dom0's own watchdog fires at 2100), XENLAB_KEEP=1
 # (keep the run's directory), XENLAB_CPU (QEMU's CPU model, default
-# Nehalem, see below), XENLAB_PHASES (the phases to run, default ABC;
+# Nehalem, see below), XENLAB_PHASES (the phases to run, default ABCD;
 # the others report SKIP: for work on one phase, not for CI).
 set -u
 . "$(dirname "$0")/lib.sh"
 T0=$(now)
-TIMEOUT=${XENLAB_TIMEOUT:-1800}
+TIMEOUT=${XENLAB_TIMEOUT:-2700}
 
 run=
 qpid=
@@ -95,26 +102,37 @@ fi
 exec 9>&-
 say "image: $(tr '\n' ' ' <"$img/versions")"
 
-# This run: the project installed as Debian would (PREFIX=/usr), the
-# domU's initramfs, the test scripts, all in the share.
+# This run: the packages (make deb: built by dpkg-buildpackage, or its
+# last build when the tree has not changed), the domU's initramfs for each
+# kernel, the test scripts, all in the share.
 t=$(now)
 run=$(mktemp -d "${TMPDIR:-/tmp}/xflow-xenlab.XXXXXX") || die "mktemp"
 x=$run/xchg
-mkdir -p "$x"
-${MAKE:-make} -s --no-print-directory install PREFIX=/usr DESTDIR="$x/install" >"$run/install.log" 2>&1 ||
-	{ cat "$run/install.log" >&2; die "make install failed"; }
-rm -rf "$x/install/usr/share/man"
-elfs=$(find "$x/install" -type f -perm -u+x)
-# shellcheck disable=SC2086
-"$XL_DIR/libdeps.sh" "$img/domu/lib" $elfs >/dev/null ||
-	die "the project needs libraries the image lacks: add their runtime packages to scripts/xenlab/packages"
-"$XL_DIR/domu-initrd.sh" "$img" "$x/install" "$x/domu.cpio.gz" || die "cannot assemble the domU's initramfs"
-cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/batch.awk" "$x/"
+mkdir -p "$x/debs"
+${MAKE:-make} -s --no-print-directory deb >"$run/deb.log" 2>&1 ||
+	{ tail -n 30 "$run/deb.log" >&2; die "make deb failed"; }
+ver=$(dpkg-parsechangelog -S Version) || die "dpkg-parsechangelog"
+for p in xflowtop xflow-agent xflowtop-sim; do
+	cp "build/deb/${p}_${ver}_amd64.deb" "$x/debs/" || die "no build/deb/${p}_${ver}_amd64.deb after make deb"
+done
+# The domU's files: the guest package, and the simulated host it runs as
+# the workload phase B traces.
+mkdir -p "$run/domu-root"
+for p in xflow-agent xflowtop-sim; do
+	dpkg-deb -x "$x/debs/${p}_${ver}_amd64.deb" "$run/domu-root" || die "dpkg-deb -x $p failed"
+done
+rm -rf "$run/domu-root/usr/share/man"
+"$XL_DIR/domu-initrd.sh" "$img" "$(cat "$img/kver")" "$run/domu-root" "$x/domu.cpio.gz" ||
+	die "cannot assemble the domU's initramfs (a library the image lacks: add its runtime package to scripts/xenlab/packages)"
+"$XL_DIR/domu-initrd.sh" "$img" "$(cat "$img/kver2")" "$run/domu-root" "$x/domu2.cpio.gz" ||
+	die "cannot assemble the second kernel's domU initramfs"
+cp "$img/kver2" "$x/kver2"
+cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/batch.awk" "$XL_DIR/unit-start" "$x/"
 # Phase C's measure of dom0's timer lateness (tests/xen/timer_lateness.c).
 cp "${BUILD:-build}/tests/xen/timer-lateness" "$x/" || die "no timer-lateness: make builds it for xen-check"
-echo "${XENLAB_PHASES:-ABC}" >"$x/phases"
+echo "${XENLAB_PHASES:-ABCD}" >"$x/phases"
 T_INSTALL=$(elapsed "$t")
-say "install: this build into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB, $T_INSTALL s"
+say "install: packages $(cd "$x/debs" && ls -s --block-size=K | tail -n +2 | tr -s ' \n' '  ')into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB ($(cat "$img/kver")), $(($(wc -c <"$x/domu2.cpio.gz") / 1024)) KiB ($(cat "$img/kver2")), $T_INSTALL s"
 
 # Boot.  NOTES.md's settings: TCG (this machine's KVM cannot run Xen), Xen
 # by QEMU's multiboot loader with dom0's kernel and initrd as modules, and
@@ -155,7 +173,7 @@ boot_and_test() {
 	# Follow the console: print each "xenlab:" line with its time since
 	# QEMU started, note the phase marks, give up at the deadline.
 	seen=0
-	T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_C0= T_C1= T_DONE=
+	T_XS= T_DOMU= T_A0= T_A1= T_B0= T_B1= T_C0= T_C1= T_D0= T_D1= T_DONE=
 	timed_out=0
 	while :; do
 		alive=1
@@ -176,6 +194,8 @@ boot_and_test() {
 				*"phase B done"*) T_B1=$e ;;
 				*"phase C: kernel flows"*) T_C0=$e ;;
 				*"phase C done"*) T_C1=$e ;;
+				*"phase D: kernel flows"*) T_D0=$e ;;
+				*"phase D done"*) T_D1=$e ;;
 				*"test done"*) T_DONE=$e ;;
 				esac
 			done <"$run/new"
@@ -196,14 +216,15 @@ boot_and_test() {
 
 	say "times: image $T_IMAGE; install $T_INSTALL s; boot to xenstored ${T_XS:--} s;" \
 		"domU running $(span "$T_XS" "$T_DOMU"); phase A $(span "$T_A0" "$T_A1"); phase B $(span "$T_B0" "$T_B1");" \
-		"phase C $(span "$T_C0" "$T_C1");" \
+		"phase C $(span "$T_C0" "$T_C1"); phase D $(span "$T_D0" "$T_D1");" \
 		"shutdown $(span "$T_DONE" "$T_END"); total $(elapsed "$T0") s"
 	[ -f "$res" ] && sed 's/^/xen-check: phase /' "$res" >&2
 	[ -f "$res" ] || say "no results from dom0 (QEMU exit status $qrc; $(cat "$run/qemu.log"))"
 	[ $timed_out = 1 ] && say "FAIL: timed out"
 	if [ $timed_out = 0 ] && grep -q '^A \(PASS\|SKIP\)' "$res" 2>/dev/null &&
 		grep -q '^B \(PASS\|SKIP\)' "$res" 2>/dev/null &&
-		grep -q '^C \(PASS\|SKIP\)' "$res" 2>/dev/null; then
+		grep -q '^C \(PASS\|SKIP\)' "$res" 2>/dev/null &&
+		grep -q '^D \(PASS\|SKIP\)' "$res" 2>/dev/null; then
 		return 0
 	fi
 	# Signs of the memory corruption dom0 suffers at random under TCG:
@@ -228,11 +249,11 @@ if [ $rc = 2 ]; then
 	rc=$?
 fi
 
-# A count line of the plain form test logs are read for: the three phases.
-np=$(grep -c '^[ABC] PASS' "$res" 2>/dev/null)
-ns=$(grep -c '^[ABC] SKIP' "$res" 2>/dev/null)
-[ $rc = 0 ] || [ "${np:-0}" -lt 3 ] || np=2
-echo "xen-check: ${np:-0} passed, $((3 - ${np:-0} - ${ns:-0})) failed, ${ns:-0} skipped"
+# A count line of the plain form test logs are read for: the four phases.
+np=$(grep -c '^[ABCD] PASS' "$res" 2>/dev/null)
+ns=$(grep -c '^[ABCD] SKIP' "$res" 2>/dev/null)
+[ $rc = 0 ] || [ "${np:-0}" -lt 4 ] || np=3
+echo "xen-check: ${np:-0} passed, $((4 - ${np:-0} - ${ns:-0})) failed, ${ns:-0} skipped"
 if [ $rc = 0 ]; then
 	say "PASSED"
 	exit 0
@@ -247,7 +268,8 @@ cp "$log" "$run/qemu.log" "$pm/"
 [ -d "$run/out-1" ] && cp -r "$run/out-1" "$run/serial-1.log" "$pm/"
 say "serial console, last lines:"
 tail -n 25 "$log" | tr -d '\r' | sed 's/^/  | /' >&2
-for f in dom0.log domu-console.log xflowtop.err xentrace.diff kagent0.log c1.out.err c2.out.err; do
+for f in dom0.log domu-console.log xflowtop.err xentrace.diff kagent0-C.log C-c1.out.err C-c2.out.err \
+	kagent0-D.log D-c1.out.err D-c2.out.err; do
 	[ -s "$pm/$f" ] || continue
 	say "$f, last lines:"
 	tail -n 25 "$pm/$f" | sed 's/^/  | /' >&2

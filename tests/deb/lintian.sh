@@ -93,6 +93,11 @@ grep -q "enable 'xflow-agent.service'" "$tmp/ctl-agent/postinst" &&
 	! grep -q "debian-installed 'xflow-agent.service'" "$tmp/ctl-agent/postinst" ||
 	fail "xflow-agent: the unit is not enabled on installation"
 grep -q "stop 'xflow-agent.service'" "$tmp/ctl-agent/prerm" || fail "xflow-agent: removing does not stop it"
+# Without systemd, removing stops the agents of the package's binary (the
+# Xen lab's purge test runs it: scripts/xenlab/dom0-phase-c.sh).
+grep -q 'start-stop-daemon --stop .*--exec /usr/bin/xflow-agent' "$tmp/ctl-agent/prerm" ||
+	fail "xflow-agent: without systemd, removing does not stop the agent"
+sh -n "$tmp/ctl-agent/prerm" || fail "xflow-agent: prerm: sh -n"
 echo "files and fields: as expected"
 
 # --- the three packages' files in one tree.
