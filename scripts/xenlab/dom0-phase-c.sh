@@ -218,21 +218,6 @@ esac
 exit 0
 SH
 	chmod 755 /run/xenlab-block /run/xenlab-vif
-	# Phase D's domU: the same on the second kernel.
-	sed "s|^kernel = .*|kernel = \"/boot/vmlinuz-$(cat "$X/kver2")\"|; s|domu.cpio.gz|domu2.cpio.gz|" \
-		>/run/linuxK2.cfg <<CFG
-# Phase D's PV domU: as phase C's, on the second kernel.
-name = "linuxU"
-type = "pv"
-kernel = "$kernel"
-ramdisk = "$X/domu.cpio.gz"
-extra = "console=hvc0 loglevel=4 xenlab=kernel"
-memory = 384
-vcpus = 1
-vif = [ "bridge=xenbr0,mac=00:16:3e:0a:63:02,script=/run/xenlab-vif" ]
-disk = [ "format=raw,vdev=xvda,access=rw,backendtype=phy,script=/run/xenlab-block,target=$loopdev" ]
-on_crash = "preserve"
-CFG
 	cat >/run/linuxK.cfg <<CFG
 # Phase C's PV domU: netfront on dom0's bridge, blkfront on a loop device.
 name = "linuxU"
@@ -246,6 +231,10 @@ vif = [ "bridge=xenbr0,mac=00:16:3e:0a:63:02,script=/run/xenlab-vif" ]
 disk = [ "format=raw,vdev=xvda,access=rw,backendtype=phy,script=/run/xenlab-block,target=$loopdev" ]
 on_crash = "preserve"
 CFG
+	# Phase D's domU: the same on the second kernel.
+	sed "s|^# Phase C's PV domU:.*|# Phase D's PV domU: as phase C's, on the second kernel.|;
+		s|^kernel = .*|kernel = \"/boot/vmlinuz-$(cat "$X/kver2")\"|; s|domu.cpio.gz|domu2.cpio.gz|" \
+		/run/linuxK.cfg >/run/linuxK2.cfg
 }
 
 phase_c_run() {
