@@ -154,14 +154,14 @@ int main(int argc, char **argv)
 		case OPT_DOMID:
 			if (parse_u(optarg, 0x7fef, &v)) {
 				fprintf(stderr, "xflow-agent: --domain-id: '%s' is not a domain id (0..32751)\n", optarg);
-				return 2;
+				goto bad_usage;
 			}
 			o.domain_id = (uint16_t)v;
 			break;
 		case OPT_PID:
 			if (parse_u(optarg, 0x7fffffff, &v) || v == 0) {
 				fprintf(stderr, "xflow-agent: --pid: '%s' is not a process id\n", optarg);
-				return 2;
+				goto bad_usage;
 			}
 			pids[o.npids++] = (pid_t)v;
 			break;
@@ -171,14 +171,14 @@ int main(int argc, char **argv)
 			if (parse_u(optarg, 1u << 24, &v) || v < 2 || (v & (v - 1))) {
 				fprintf(stderr, "xflow-agent: --ring-slots: '%s' is not a power of two from 2 to 16777216\n",
 					optarg);
-				return 2;
+				goto bad_usage;
 			}
 			o.ring_slots = (uint32_t)v;
 			break;
 		case OPT_BATCH:
 			if (parse_u(optarg, 1u << 20, &v) || v == 0) {
 				fprintf(stderr, "xflow-agent: --batch: '%s' is not a count from 1 to 1048576\n", optarg);
-				return 2;
+				goto bad_usage;
 			}
 			o.batch = (uint32_t)v;
 			break;
@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 			if (parse_u(optarg, XFLOW_RECORD_MAX_CPU, &v)) {
 				fprintf(stderr, "xflow-agent: --vcpu: '%s' is not a vCPU number (0..%u)\n", optarg,
 					XFLOW_RECORD_MAX_CPU);
-				return 2;
+				goto bad_usage;
 			}
 			o.vcpu_plus1 = (uint32_t)v + 1;
 			break;
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 			if (parse_size(optarg, &session_max) < 0) {
 				fprintf(stderr, "xflow-agent: --session-max: '%s' is not a size (bytes, or with K, M or G)\n",
 					optarg);
-				return 2;
+				goto bad_usage;
 			}
 			session_max_set = true;
 			break;
@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 				o.transport = XFLOW_AGENT_XEN;
 			else {
 				fprintf(stderr, "xflow-agent: --transport: '%s' is not auto, local or xen\n", optarg);
-				return 2;
+				goto bad_usage;
 			}
 			break;
 		case OPT_BACKEND:
@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 				o.backend = XFLOW_AGENT_KERNEL;
 			else {
 				fprintf(stderr, "xflow-agent: --backend: '%s' is not inproc, ptrace or kernel\n", optarg);
-				return 2;
+				goto bad_usage;
 			}
 			break;
 		case OPT_LANES:
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 			if (parse_u(optarg, c == OPT_LANES ? 4096 : 1u << 20, &v) || v < 2 || (v & (v - 1))) {
 				fprintf(stderr, "xflow-agent: --%s: '%s' is not a power of two from 2 to %u\n",
 					c == OPT_LANES ? "lanes" : "lane-slots", optarg, c == OPT_LANES ? 4096 : 1u << 20);
-				return 2;
+				goto bad_usage;
 			}
 			if (c == OPT_LANES)
 				o.lanes = (uint32_t)v;
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 			break;
 		case 'v': o.verbose++; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); goto bad_usage;
 		}
 	}
 	o.pids = pids;
@@ -255,7 +255,7 @@ int main(int argc, char **argv)
 	}
 	if (session_max_set && !session) {
 		fprintf(stderr, "xflow-agent: --session-max bounds --save-session's file: give both\n");
-		return 2;
+		goto bad_usage;
 	}
 	struct recording rec = { .domain = o.domain, .max = session_max };
 	if (session) {
@@ -295,4 +295,7 @@ int main(int argc, char **argv)
 	if (sig > 0)
 		xflow_hook_signals_reraise(sig);
 	return rc ? 1 : 0;
+bad_usage: /* a bad command line: said above, nothing begun */
+	free(pids);
+	return 2;
 }
