@@ -43,8 +43,11 @@ src="$out/src/xflowtop-$ver"
 mkdir -p "$src"
 files | tar -cf - -T - | tar -xf - -C "$src"
 
-# The packages are built by their own make, not by the one that ran us.
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES BUILD XFLOW_DEPS_DONE
+# The packages are built by their own make, not by the one that ran us,
+# and never sanitized: `make SAN=... check` runs the lintian test with SAN
+# in the environment, where the Makefile would take it (and the key above
+# would then call sanitized packages up to date for make xen-check).
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES BUILD XFLOW_DEPS_DONE SAN
 echo "deb: building in $src (DEB_BUILD_OPTIONS=$opts; log in $out/build.log)"
 start=$(date +%s)
 if ! (cd "$src" && DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then

@@ -76,6 +76,12 @@ for p in xflowtop xflow-agent xflowtop-sim; do
 	grep -q '\${' "$tmp/f" && fail "$p: an unresolved substitution: $(cat "$tmp/f")"
 done
 dpkg-deb -f "$(deb xflow-agent)" Depends | grep -q libxen || fail "xflow-agent: no libxen in Depends"
+# Never sanitized, whatever SAN the test ran under (make SAN=... check):
+# an ASan build in a package would need libasan on every host.
+for p in xflowtop xflow-agent xflowtop-sim; do
+	dpkg-deb -f "$(deb $p)" Depends | grep -qE 'libasan|libubsan' &&
+		fail "$p: a sanitized build was packaged ($(dpkg-deb -f "$(deb $p)" Depends))"
+done
 dpkg-deb -f "$(deb xflowtop-sim)" Depends | grep -q "xflow-agent (= $ver)" ||
 	fail "xflowtop-sim: not tied to xflow-agent $ver"
 dpkg-deb -I "$(deb xflowtop)" conffiles | grep -qx /etc/xflowtop/xflowtop.conf ||
