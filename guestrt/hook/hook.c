@@ -51,6 +51,10 @@ int xflow_hook_new(const struct xflow_hook_backend_ops *ops, const struct xflow_
 		die_at_parse(*out, getenv("XFLOW_HOOK_DIE_AT"));
 		const char *who = getenv("XFLOW_HOOK_DIE_WHO");
 		(*out)->die_target = who && strcmp(who, "target") == 0;
+		/* XFLOW_HOOK_DIE_SIG: what the target is sent instead of SIGKILL
+		 * (a signal of its own to deliver, at that very step). */
+		const char *sig = getenv("XFLOW_HOOK_DIE_SIG");
+		(*out)->die_sig = sig && atoi(sig) > 0 && atoi(sig) < 65 ? atoi(sig) : SIGKILL;
 	}
 	return rc;
 }
@@ -62,12 +66,13 @@ void xflow_hook_step(struct xflow_hook *h, pid_t pid, const char *name)
 	if (++h->steps != h->die_at)
 		return;
 	char msg[128];
-	int n = snprintf(msg, sizeof(msg), "xflow-hook: test: %s killed at step %ld (%s)\n",
-			 h->die_target ? "the target" : "this process", h->steps, name);
+	int n = snprintf(msg, sizeof(msg), "xflow-hook: test: %s %s at step %ld (%s)\n",
+			 h->die_target ? "the target" : "this process",
+			 h->die_target && h->die_sig != SIGKILL ? "signalled" : "killed", h->steps, name);
 	if (n > 0 && write(2, msg, (size_t)n) < 0)
 		n = 0;
 	if (h->die_target)
-		kill(pid, SIGKILL);
+		kill(pid, h->die_sig);
 	else
 		raise(SIGKILL);
 }

@@ -159,10 +159,12 @@ struct xflow_hook {
 	void (*emergency)(struct xflow_hook *h);
 	/* The test hook of xflow_hook_step (hook_priv.h): die at step die_at
 	 * (of those named die_name, when it is set); 0: never.  die_target:
-	 * the target dies there instead of this process. */
+	 * the target is sent die_sig there (SIGKILL unless said) instead of
+	 * this process dying. */
 	long die_at, steps;
 	char die_name[32];
 	bool die_target;
+	int die_sig;
 	char errbuf[256];
 };
 

@@ -156,8 +156,8 @@ static struct pt_thread *call_thread(struct pt_target *t)
 }
 
 /* Resume th with @req until it stops at a system call (@sysc) or in an
- * interrupt (!@sysc); a signal that comes meanwhile is kept for its
- * resume.  The wait status, or -ESRCH when it died. */
+ * interrupt (!@sysc); a signal that comes meanwhile is held (queued again
+ * once the call is over).  The wait status, or -ESRCH when it died. */
 static int run_to(struct pt_thread *th, long req, bool sysc)
 {
 	if (ptrace(req, th->tid, 0, 0) < 0)
@@ -176,8 +176,8 @@ static int run_to(struct pt_thread *th, long req, bool sysc)
 		int sig = WSTOPSIG(st), ev = st >> 16;
 		if (sysc ? sig == (SIGTRAP | 0x80) : ev == PTRACE_EVENT_STOP)
 			return st;
-		if (ev == 0 && sig != SIGTRAP && sig != (SIGTRAP | 0x80) && th->resume_sig == 0)
-			th->resume_sig = sig;
+		if (ev == 0 && sig != SIGTRAP && sig != (SIGTRAP | 0x80))
+			pt_hold_signal(th, sig);
 		if (ptrace(req, th->tid, 0, 0) < 0)
 			return -errno;
 	}
@@ -333,6 +333,11 @@ out:
 		pointed = false;
 	if (borrowed && (!pointed || rc == -ESRCH))
 		xflow_tmem_poke(&t->mem, stub, orig, sizeof(orig));
+	/* It stopped for its own signals on the way, or was in one's stop
+	 * when taken: its stop now is the call's, where a signal passed on is
+	 * dropped, so they go back into its queue. */
+	if (rc != -ESRCH)
+		pt_release_signals(th);
 	return rc;
 }
 

@@ -371,7 +371,7 @@ static int let_go(struct pt_target *t, int rc)
 			 * memory (the interrupt), and be let go then. */
 			ptrace(PTRACE_INTERRUPT, th->tid, 0, 0);
 			e->linger[e->nlinger++] = th->tid;
-		} else if (ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig) < 0 && errno == ESRCH &&
+		} else if (ptrace(PTRACE_DETACH, th->tid, 0, pt_pass_signal(th)) < 0 && errno == ESRCH &&
 			   th->state == PT_STOPPED) {
 			/* Held, and no longer stopped: killed (with its
 			 * process, as only that ends a thread we hold). */
@@ -464,10 +464,11 @@ static bool emergency_stop(struct pt_thread *th)
 			th->pending_hit = true;
 			return true;
 		}
-		if (ev == 0 && th->resume_sig == 0)
-			th->resume_sig = sig;
+		if (ev == 0)
+			pt_hold_signal(th, sig);
 		if (!pt_trap_pending(th->tid))
 			return true;
+		pt_release_signals(th);
 		ptrace(PTRACE_CONT, th->tid, 0, 0);
 	}
 }
@@ -509,7 +510,7 @@ void pt_emergency(struct xflow_hook *h)
 					ptrace(PTRACE_SETREGS, th->tid, 0, &r);
 				}
 			}
-			ptrace(PTRACE_DETACH, th->tid, 0, th->resume_sig);
+			ptrace(PTRACE_DETACH, th->tid, 0, pt_pass_signal(th));
 		}
 	}
 	alarm(0);

@@ -4,6 +4,7 @@
 #ifndef XFLOW_GUESTRT_HOOK_PTRACE_PTRACE_PRIV_H
 #define XFLOW_GUESTRT_HOOK_PTRACE_PTRACE_PRIV_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -62,7 +63,10 @@ struct pt_thread {
 	bool checked;     /* stop_world looked for a queued trap */
 	bool in_vfork;    /* parent blocked until its vfork child execs or exits */
 	bool dying;       /* held, then not detachable: killed, its end to collect */
-	int resume_sig;   /* signal to deliver when resumed */
+	int resume_sig;   /* signal to deliver when resumed (ptrace_signals.c) */
+	bool resume_info_ok;
+	siginfo_t resume_info; /* its siginfo, to queue it again */
+	uint64_t more_sigs;    /* further signals held meanwhile, bit sig - 1 */
 };
 
 struct pt_engine;
@@ -176,6 +180,15 @@ void pt_resume_world(struct pt_target *t);
 void pt_resume_thread(struct pt_thread *th);
 /* A breakpoint trap is queued for tid but not reported yet. */
 bool pt_trap_pending(pid_t tid);
+
+/* ptrace_signals.c: th's own signals, never lost.  Hold one it stopped
+ * with; on a restarting request, pass the one to give the request (0 if th
+ * is not in that signal's delivery stop, where the kernel would drop it:
+ * then it is queued again); release all (queued again) before moving th on
+ * without them. */
+void pt_hold_signal(struct pt_thread *th, int sig);
+int pt_pass_signal(struct pt_thread *th);
+void pt_release_signals(struct pt_thread *th);
 
 /* ptrace_attach.c */
 #define PT_OPTIONS                                                                               \

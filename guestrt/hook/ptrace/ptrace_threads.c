@@ -5,7 +5,8 @@
  * A thread is RUNNING (it will report its next stop through waitpid) or
  * STOPPED (we hold it in a ptrace-stop).  A STOPPED thread remembers what its
  * stop needs when it is resumed: a breakpoint trap to serve (pending_hit), a
- * signal to pass on (resume_sig), a job-control stop to keep (group_stop).
+ * signal to pass on (resume_sig, ptrace_signals.c), a job-control stop to
+ * keep (group_stop).
  */
 #include <errno.h>
 #include <signal.h>
@@ -167,8 +168,8 @@ void pt_note_stop(struct pt_engine *e, struct pt_thread *th, int status)
 			th->pending_hit = true;
 		else if (e->ext && e->ext->signal && e->ext->signal(th, sig))
 			; /* the extension's own (a fault it mends) */
-		else if (th->resume_sig == 0)
-			th->resume_sig = sig;
+		else
+			pt_hold_signal(th, sig);
 		return;
 	}
 	if (ev == PTRACE_EVENT_STOP) {
@@ -193,9 +194,10 @@ bool pt_trap_pending(pid_t tid)
 }
 
 /* Let th run to its queued trap; it stays wanted.  The signal it was
- * stopped with stays in resume_sig. */
+ * stopped with is queued again: the trap, synchronous, comes first. */
 static void run_to_trap(struct pt_thread *th)
 {
+	pt_release_signals(th);
 	th->state = PT_RUNNING;
 	th->want = true;
 	if (ptrace(PTRACE_CONT, th->tid, 0, 0) < 0)
@@ -276,9 +278,8 @@ void pt_resume_thread(struct pt_thread *th)
 		pt_serve_trap(th);
 		return;
 	}
-	int sig = th->resume_sig;
 	long req = th->group_stop ? PTRACE_LISTEN : PTRACE_CONT;
-	th->resume_sig = 0;
+	int sig = pt_pass_signal(th);
 	th->group_stop = false;
 	th->state = PT_RUNNING;
 	ptrace(req, th->tid, 0, req == PTRACE_LISTEN ? 0 : sig);
