@@ -130,6 +130,11 @@ static pid_t spawn(char *const argv[], const char *log, int verbose)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(127);
+	/* Out of the terminal's foreground group: Ctrl-C is for xflowtop,
+	 * which then stops the agents before the host under them.  Reached by
+	 * the terminal too, the host would stop its guests while the agents
+	 * still take their runtimes out of them. */
+	setpgid(0, 0);
 	int fd = open("/dev/null", O_RDONLY);
 	if (fd >= 0) {
 		dup2(fd, 0);
