@@ -11,6 +11,9 @@
  *                  besides the executable each agent names (repeatable)
  *   timeout=MS     how long an agent may take to load its plan, and to
  *                  greet (over Xen at most 10 s) (default 30000)
+ *   rate=N         records a second one agent may send; more are refused
+ *                  and counted as a flood (default ACOLL_RATE_DEFAULT;
+ *                  0: no limit)
  *
  * At open the collector connects to every agent, takes the ring it offers,
  * compiles the flow files once, builds each domain's plan from the binaries
@@ -69,6 +72,7 @@ static int agent_open(const char *options, struct xflow_collector **out, char *e
 	if (!c)
 		return -ENOMEM;
 	c->timeout_ms = 30000;
+	c->rate = ACOLL_RATE_DEFAULT;
 	xflow_clock_init(&c->clock, 0);
 	if ((rc = acoll_parse_options(c, options)) || (rc = acoll_compile_flows(c)))
 		goto fail;
@@ -118,18 +122,18 @@ static int agent_pollfds(struct xflow_collector *xc, int *fds, int max)
 }
 
 /* Check one record against what @p may say and hand it on. */
-static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record *r, xflow_collector_emit_fn emit,
-		      void *ctx)
+static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record *r, uint64_t now,
+		      xflow_collector_emit_fn emit, void *ctx)
 {
 	const struct xflow_plan_domain *d = p->pc ? &p->pc->plan->domains[0] : NULL;
 	/* An agent speaks for its own domain and plan only. */
-	if (r->domain_id != p->domid || !d || r->site_id >= d->nsites) {
+	if (r->domain_id == p->domid && (!d || r->site_id >= d->nsites)) {
 		p->bad++;
 		c->bad++;
 		return false;
 	}
 	uint64_t t = xflow_clock_to_ns(p->conv, r->timestamp) + (uint64_t)p->offset_ns;
-	if (p->xen && !p->offset_checked) {
+	if (p->xen && !p->offset_checked && r->domain_id == p->domid) {
 		/* A guest's clock may not be ours (its own boot, an offset
 		 * TSC): moved onto ours by its first record, which is fresh. */
 		int64_t skew = (int64_t)(xflow_monotonic_ns() - t);
@@ -141,19 +145,29 @@ static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record
 		}
 		p->offset_checked = true;
 	}
+	if (acoll_vet_record(&p->vet, p->domid, r, t, now, p->vet.bound) != ACOLL_GIVEN)
+		return false;
 	p->records++;
 	emit(ctx, r, t);
 	return true;
 }
 
-static long peer_read(struct acoll *c, struct peer *p, xflow_collector_emit_fn emit, void *ctx, size_t max)
+/* At most @max records of @p's ring, given or refused: an agent whose
+ * records are all refused must not keep us reading for ever.  Returns how
+ * many were given. */
+static long peer_read(struct acoll *c, struct peer *p, uint64_t now, xflow_collector_emit_fn emit, void *ctx,
+		      size_t max)
 {
 	long done = 0;
-	while ((size_t)done < max) {
-		size_t want = max - (size_t)done < POP_CHUNK ? max - (size_t)done : POP_CHUNK;
+	size_t taken = 0;
+	p->vet.bound = acoll_peer_clock_bound(p);
+	while (taken < max) {
+		size_t want = max - taken < POP_CHUNK ? max - taken : POP_CHUNK;
 		long n = xflow_ring_pop_records(&p->cons, c->buf, want);
 		for (long i = 0; i < n; i++)
-			done += peer_emit(c, p, &c->buf[i], emit, ctx);
+			done += peer_emit(c, p, &c->buf[i], now, emit, ctx);
+		if (n > 0)
+			taken += (size_t)n;
 		if (n < 0) {
 			char why[160];
 			snprintf(why, sizeof(why), "ring corrupt: %s; dropped", p->cons.corrupt_why);
@@ -168,14 +182,19 @@ static long peer_read(struct acoll *c, struct peer *p, xflow_collector_emit_fn e
 }
 
 /* The records of an agent over Xen: at most @max, whatever it sends. */
-static long peer_read_xen(struct acoll *c, struct peer *p, xflow_collector_emit_fn emit, void *ctx, size_t max)
+static long peer_read_xen(struct acoll *c, struct peer *p, uint64_t now, xflow_collector_emit_fn emit, void *ctx,
+			  size_t max)
 {
 	long done = 0;
-	while ((size_t)done < max) {
-		size_t want = max - (size_t)done < POP_CHUNK ? max - (size_t)done : POP_CHUNK;
+	size_t taken = 0;
+	p->vet.bound = acoll_peer_clock_bound(p);
+	while (taken < max) {
+		size_t want = max - taken < POP_CHUNK ? max - taken : POP_CHUNK;
 		long n = xflow_xen_rstream_read(p->rec, &p->rs, c->buf, want);
 		for (long i = 0; i < n; i++)
-			done += peer_emit(c, p, &c->buf[i], emit, ctx);
+			done += peer_emit(c, p, &c->buf[i], now, emit, ctx);
+		if (n > 0)
+			taken += (size_t)n;
 		if (n < 0 || (n == 0 && p->gone)) {
 			/* Closed, garbage, or drained after the agent went. */
 			libxenvchan_close(p->rec);
@@ -217,7 +236,8 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 		if (p->xen && p->connected && p->state == PEER_PLAN)
 			acoll_xen_peer_planned(c, p, now_ns);
 		if (p->xen && p->ring_ok) {
-			total += peer_read_xen(c, p, emit, ctx, max - (size_t)total);
+			total += peer_read_xen(c, p, now_ns, emit, ctx, max - (size_t)total);
+			acoll_vet_read_done(&p->vet, now_ns);
 			if ((size_t)total >= max)
 				break;
 		}
@@ -239,13 +259,14 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 		if (p->ring_ok && !p->xen) {
 			if (p->nt.base.ops->ack)
 				p->nt.base.ops->ack(&p->nt.base);
-			long got = peer_read(c, p, emit, ctx, max - (size_t)total);
+			long got = peer_read(c, p, now_ns, emit, ctx, max - (size_t)total);
 			total += got;
 			/* Drained: announce that we sleep on the eventfd the
 			 * monitor polls, so the agent notifies at its next batch
 			 * or idle flush; what was published meanwhile is read now. */
 			if (p->ring_ok && (size_t)total < max && xflow_ring_arm(&p->cons) == 1)
-				total += peer_read(c, p, emit, ctx, max - (size_t)total);
+				total += peer_read(c, p, now_ns, emit, ctx, max - (size_t)total);
+			acoll_vet_read_done(&p->vet, now_ns);
 			/* Records left behind by an agent that went away are
 			 * still read; once drained, the ring is let go. */
 			if (p->gone && p->ring_ok && p->cons.cons == atomic_load(&p->cons.hdr->prod))
@@ -332,7 +353,7 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,
-					   .clock_bound_ns = acoll_peer_clock_bound(p) };
+					   .clock_bound_ns = acoll_peer_clock_bound(p), .lies = p->vet.lies };
 	return 0;
 }
 

@@ -143,8 +143,18 @@ int acoll_parse_options(struct acoll *c, const char *options)
 				return -EINVAL;
 			}
 			c->timeout_ms = (int)ms;
+		} else if (!strcmp(kv, "rate")) {
+			char *end;
+			errno = 0;
+			unsigned long long n = strtoull(v, &end, 10);
+			if (*end || v[0] == '-' || errno || n > 1000000000ull) {
+				acoll_set_err(c, "agent: rate=%s: expected records a second per agent, 0 (no limit) to "
+					   "1000000000", v);
+				return -EINVAL;
+			}
+			c->rate = n;
 		} else {
-			acoll_set_err(c, "agent: unknown option '%s' (socket=, dir=, xen, flows=, bin=, timeout=)", kv);
+			acoll_set_err(c, "agent: unknown option '%s' (socket=, dir=, xen, flows=, bin=, timeout=, rate=)", kv);
 			return -EINVAL;
 		}
 		if (rc)

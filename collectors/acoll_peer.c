@@ -53,6 +53,7 @@ void acoll_peer_free(struct peer *p)
 	if (p->nt.base.ops && p->nt.base.ops->close)
 		p->nt.base.ops->close(&p->nt.base);
 	xflow_shm_release(&p->shm);
+	acoll_vet_fini(&p->vet);
 	free(p->adv);
 	free(p->trap);
 	free(p->kmods);
@@ -115,6 +116,7 @@ void acoll_peer_take_hello(struct peer *p, const struct xflow_ctl_hello *h)
 /* Connect and take the HELLO and its ring. */
 int acoll_peer_connect(struct acoll *c, struct peer *p)
 {
+	acoll_vet_init(&p->vet, c->rate, xflow_monotonic_ns());
 	int fd = xflow_ctl_connect(p->path);
 	if (fd < 0) {
 		acoll_set_err(c, "agent socket %s: %s", p->path, strerror(-fd));

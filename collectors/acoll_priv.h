@@ -17,7 +17,9 @@
 #include "collectors/xen_discover.h"
 #include "weaver/weave.h"
 #include "xflow/clock.h"
+#include "xflow/collector.h"
 #include "xflow/control.h"
+#include "xflow/flowid.h"
 #include "xflow/plan.h"
 #include "xflow/ring.h"
 #include "xflow/shm.h"
@@ -37,6 +39,30 @@
 #define XEN_RETRY_NS 30000000000ull
 /* A guest's clock further than this from ours is moved onto ours. */
 #define XEN_CLOCK_SKEW_NS 1000000000ll
+
+/* Records a second one agent may send by default (rate=): ten times what
+ * the in-process backend's busiest measured target wrote, and below what
+ * the model applies a second. */
+#define ACOLL_RATE_DEFAULT 2000000u
+
+/* What a guest's records claim, judged (acoll_vet.c). */
+struct acoll_vet_id {
+	uint16_t kind;
+	bool doubted;  /* counted never_started, its START not yet seen */
+	uint64_t id;
+	uint64_t t;    /* its QUIT's time */
+};
+struct acoll_vet {
+	struct xflow_domain_lies lies;
+	uint64_t rate, burst, tokens, refill_ns; /* rate 0: no limit */
+	uint64_t floor_ns;           /* our previous read of it (or its connection) */
+	uint64_t bound;              /* its clock's bound, as of this read */
+	struct xflow_flowtab ids;    /* its flow ids: live or ended */
+	bool ids_ready, ids_failed;
+	struct acoll_vet_id *ended;  /* the ended ids kept, a ring */
+	uint32_t ended_next;
+};
+enum acoll_verdict { ACOLL_GIVEN, ACOLL_REFUSED };
 
 struct plan_cache {
 	char *domain, *exe;
@@ -118,6 +144,7 @@ struct peer {
 	uint32_t ntrap;
 	char trap_why[256];
 	uint64_t records, bad;
+	struct acoll_vet vet;
 	/* The last STATS.  Its ring_dropped counts every record the agent
 	 * lost: to a full ring and, before it, in the targets' lanes. */
 	struct xflow_ctl_advice_stats *adv;
@@ -160,6 +187,7 @@ struct acoll {
 		char note[320];
 	} *aspects;
 	uint64_t bad, bad_offers;
+	uint64_t rate;               /* rate=: records a second per agent, 0 none */
 	int xen_step_ms;             /* the greeting's: timeout=, at most XEN_STEP_MS */
 	/* Over Xen: discovery, and the domains whose offer failed lately. */
 	bool xen;
@@ -211,6 +239,17 @@ void acoll_xen_peer_fail(struct acoll *c, struct peer *p, const char *why);
 void acoll_xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now);
 void acoll_xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now);
 void acoll_xen_tick(struct acoll *c, uint64_t now);
+/* acoll_vet.c */
+int acoll_vet_init(struct acoll_vet *v, uint64_t rate, uint64_t now);
+void acoll_vet_fini(struct acoll_vet *v);
+/* Judge record @r of an agent of domain @domid, at time @t on our clock
+ * (placed within @bound), read at our time @now: counted in v->lies by
+ * kind; REFUSED when it must not reach the model. */
+enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const struct xflow_record *r,
+				    uint64_t t, uint64_t now, uint64_t bound);
+/* A read of the agent ended at @now: nothing it sends later is older by
+ * much. */
+void acoll_vet_read_done(struct acoll_vet *v, uint64_t now);
 /* acoll_opts.c */
 int acoll_compile_flows(struct acoll *c);
 int acoll_parse_options(struct acoll *c, const char *options);

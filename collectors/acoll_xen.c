@@ -108,6 +108,7 @@ static void xen_found(void *ctx, const struct xen_offer *o)
 	/* The agent greets once it sees us connected: its HELLO left after
 	 * this, which bounds the latency its TSC anchor may claim. */
 	p->since_ns = xflow_monotonic_ns();
+	acoll_vet_init(&p->vet, c->rate, p->since_ns);
 	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
 	c->peers[c->npeers++] = p;

@@ -30,8 +30,9 @@
  * 4: struct xflow_aspect_info.trap_sites and .trap_why (in its middle) and
  *    .note; struct xflow_hv_summary.skipped_* and .damage.
  * 5: struct xflow_domain_info.clock_bound_ns.
- * 6: the optional sched() hook and struct xflow_sched_event. */
-#define XFLOW_COLLECTOR_ABI 6
+ * 6: the optional sched() hook and struct xflow_sched_event.
+ * 7: struct xflow_domain_info.lies (at its end). */
+#define XFLOW_COLLECTOR_ABI 7
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -49,6 +50,29 @@ struct xflow_site_info {
 	const char *what;   /* e.g. "access sk_buff.data (store)"; may be NULL */
 };
 
+/*
+ * ABI 7.  What a domain's records claimed that it cannot have seen: each
+ * kind of lie a guest can tell, counted by the collector that vouches for
+ * the domain.  Refused records never reach emit(), so they move no other
+ * domain's figures; the two flow kinds are given on (the model keeps them
+ * as partial flows of their own domain, never ranked), since an honest
+ * agent that lost a START to a full ring sends the same.
+ */
+struct xflow_domain_lies {
+	uint64_t other_domain;  /* refused: the record names another domain */
+	uint64_t time_past;     /* refused: stamped before anything it could have seen */
+	uint64_t time_future;   /* refused: stamped after the monitor's now */
+	uint64_t flood;         /* refused: over the domain's record rate */
+	uint64_t never_started; /* given on: a flow id it never started */
+	uint64_t after_end;     /* given on: a flow id after its QUIT */
+};
+
+/* The sum of @l's counts. */
+static inline uint64_t xflow_domain_lies_total(const struct xflow_domain_lies *l)
+{
+	return l->other_domain + l->time_past + l->time_future + l->flood + l->never_started + l->after_end;
+}
+
 /* One domain the collector sees (for the header and the Domains view). */
 struct xflow_domain_info {
 	uint16_t id;
@@ -64,6 +88,9 @@ struct xflow_domain_info {
 	 * same kernel), XFLOW_CLOCK_BOUND_UNKNOWN when not known.  The model
 	 * decides by time across domains only what the bounds make certain. */
 	uint64_t clock_bound_ns;
+	/* ABI 7: its lies (all zero from a collector that does not judge:
+	 * a replay, the synthetic one). */
+	struct xflow_domain_lies lies;
 };
 #define XFLOW_CLOCK_BOUND_UNKNOWN UINT64_MAX
 

@@ -2,7 +2,7 @@
  * The agent collector against fake agents (the control protocol spoken by
  * hand): two agents; one writes good records, the other turns its ring
  * corrupt — that one is reported and dropped, the other goes on.  Records
- * that claim another domain are counted bad.  An agent that greets without
+ * that claim another domain are refused and counted as its lies.  An agent that greets without
  * its ring descriptors, or sends garbage, is refused with the reason.
  */
 #include <criterion/criterion.h>
@@ -152,7 +152,8 @@ Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
 	cr_expect_eq(nrec[3], 0, "a record claiming another domain was delivered");
 	struct xflow_collector_stats st;
 	ops->stats(c, &st);
-	cr_expect_eq(st.bad, 2);
+	/* A record claiming another domain is a lie, not a malformed one. */
+	cr_expect_eq(st.bad, 0);
 	struct xflow_domain_info di;
 	cr_assert_eq(ops->domain_info(c, 0, &di), 0);
 	cr_expect_eq(di.gone, 0);
@@ -161,6 +162,7 @@ Test(agent_collector, corrupt_ring_dropped_others_go_on, .timeout = 60)
 	cr_assert_eq(ops->domain_info(c, 1, &di), 0);
 	cr_expect_eq(di.gone, 1, "the corrupt ring's agent was not dropped");
 	cr_expect_eq(bad + di.bad, st.bad, "each bad record is some domain's");
+	cr_expect_eq(di.lies.other_domain, 1);
 	const char *e = ops->last_error(c);
 	cr_expect(e && strstr(e, "ring corrupt"), "%s", e ? e : "(none)");
 	ops->close(c);

@@ -1,0 +1,193 @@
+/*
+ * The agent collector's judge of what a guest's records claim
+ * (collectors/acoll_priv.h): an agent is another domain's program, and its
+ * records are its word.  Each lie it can tell is counted by kind
+ * (struct xflow_domain_lies); those that would move other domains' figures
+ * are refused here, before the model sees them:
+ *
+ *   another domain's id   the model scopes flows, hops and handoffs by
+ *                         domain: such a record would be another's;
+ *   a time in the future  the model's reorder window and expiry follow the
+ *                         newest time: one such record would release every
+ *                         domain's pending records early and make the next
+ *                         ones late;
+ *   a time long past      nothing an agent recorded for us is older than
+ *                         our previous read of it by more than VET_PAST_NS;
+ *   a flood               over the rate= option, a token bucket per agent,
+ *                         so that one agent cannot take the read budget.
+ *
+ * Flow ids are judged, not refused: a record of an id the agent never
+ * started, or of one after its QUIT, is what an honest agent sends once a
+ * full ring dropped a START or a QUIT, and the model keeps it as a partial
+ * flow of its own domain.  The ids are kept per agent in a flow-id table
+ * (xflow/flowid.h: the id as the key, its state as the value), its ended
+ * ones at most VET_ENDED_KEPT, forgotten oldest first; an agent with more
+ * live flows than VET_IDS has the excess counted as never started.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectors/acoll_priv.h"
+#include "xflow/clock.h"
+#include "xflow/flowid.h"
+
+/* A record stamped this far before our previous read of its agent (or
+ * before we connected) is a lie: an agent publishes what it records within
+ * its idle flush, a fraction of a second.  A monitor that was stopped reads
+ * the backlog as newer than its previous read, so it is not judged. */
+#define VET_PAST_NS (UINT64_C(60) * 1000000000u)
+/* A record may be this far after our clock (the read takes time). */
+#define VET_FUTURE_NS UINT64_C(1000000000)
+/* A clock bound not known is taken as the Xen placement's own skew. */
+#define VET_BOUND_MAX (UINT64_C(3600) * 1000000000u)
+/* Flow ids judged per agent, and ended ones remembered. */
+#define VET_IDS 16384
+#define VET_ENDED_KEPT 4096
+
+/* The value of an id in the table (never 0: that is "absent"): live,
+ * doubted (a record came before any START: counted never_started, the
+ * count withdrawn if its START comes after all), or ended, 3 + its place
+ * in the ring of ended ids, which keeps its QUIT's time. */
+enum { VET_LIVE = 1, VET_DOUBTED = 2, VET_ENDED0 = 3 };
+
+int acoll_vet_init(struct acoll_vet *v, uint64_t rate, uint64_t now)
+{
+	memset(v, 0, sizeof(*v));
+	v->rate = rate;
+	v->burst = rate / 4 > 1024 ? rate / 4 : 1024;
+	v->tokens = v->burst;
+	v->refill_ns = now;
+	v->floor_ns = now;
+	return 0;
+}
+
+void acoll_vet_fini(struct acoll_vet *v)
+{
+	if (v->ids_ready)
+		xflow_flowtab_fini(&v->ids);
+	free(v->ended);
+	v->ids_ready = false;
+	v->ended = NULL;
+}
+
+/* The table, made at the first record that needs it: an agent that only
+ * greets costs nothing. */
+static bool ids_ready(struct acoll_vet *v)
+{
+	if (v->ids_ready)
+		return true;
+	if (v->ids_failed)
+		return false;
+	v->ended = calloc(VET_ENDED_KEPT, sizeof(*v->ended));
+	if (!v->ended || xflow_flowtab_init(&v->ids, VET_IDS)) {
+		free(v->ended);
+		v->ended = NULL;
+		v->ids_failed = true;
+		return false;
+	}
+	v->ids_ready = true;
+	return true;
+}
+
+/* @id of @kind ended at @t: remembered, the oldest ended one forgotten. */
+static void id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t, bool doubted)
+{
+	uint32_t at = v->ended_next;
+	struct acoll_vet_id *slot = &v->ended[at];
+	if (slot->id && xflow_flowtab_get(&v->ids, slot->kind, slot->id) == VET_ENDED0 + at)
+		xflow_flowtab_remove(&v->ids, slot->kind, slot->id);
+	*slot = (struct acoll_vet_id){ .kind = kind, .id = id, .t = t, .doubted = doubted };
+	v->ended_next = (at + 1) % VET_ENDED_KEPT;
+	xflow_flowtab_register(&v->ids, kind, id, VET_ENDED0 + at);
+}
+
+/*
+ * Judge @r's flow id, stamped @t (given on whatever is said).  Records
+ * come in the order the agent published them, which is not their time
+ * order (each thread's lane is published in batches): a record before its
+ * flow's START is doubted, and forgiven when the START comes; a record
+ * after the QUIT is a lie only if it is stamped after it.
+ */
+static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t)
+{
+	if (!r->flow_id || !ids_ready(v))
+		return;
+	uint64_t state = xflow_flowtab_get(&v->ids, r->flow_kind, r->flow_id);
+	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
+	/* An id is begun here by its START, by arriving from another domain
+	 * (header bits or a keyed IN: its first record here says so), or by a
+	 * split, whose fragment gets an id of its own. */
+	bool begins = r->flags & (XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_SPLIT);
+	bool doubted = state == VET_DOUBTED || (e && e->doubted);
+	if (begins && doubted && (!e || t <= e->t)) {
+		/* Its START came after all, published late. */
+		v->lies.never_started--;
+		if (e) {
+			e->doubted = false;
+			return;
+		}
+		doubted = false;
+	} else if (!begins && !state) {
+		v->lies.never_started++;
+		doubted = true;
+	} else if (!begins && e && t > e->t) {
+		v->lies.after_end++;
+		return;
+	} else if (e && !begins) {
+		return; /* stamped before its QUIT: published late */
+	}
+	if (r->flags & XFLOW_REC_QUIT)
+		id_ended(v, r->flow_kind, r->flow_id, t, doubted);
+	else
+		xflow_flowtab_register(&v->ids, r->flow_kind, r->flow_id, doubted ? VET_DOUBTED : VET_LIVE);
+}
+
+/* One token per record, @rate a second; 0 is no limit. */
+static bool within_rate(struct acoll_vet *v, uint64_t now)
+{
+	if (!v->rate)
+		return true;
+	if (now > v->refill_ns) {
+		unsigned __int128 add = (unsigned __int128)(now - v->refill_ns) * v->rate / 1000000000u;
+		if (add) {
+			v->tokens = add >= v->burst - v->tokens ? v->burst : v->tokens + (uint64_t)add;
+			v->refill_ns = now;
+		}
+	}
+	if (!v->tokens)
+		return false;
+	v->tokens--;
+	return true;
+}
+
+enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const struct xflow_record *r,
+				    uint64_t t, uint64_t now, uint64_t bound)
+{
+	if (r->domain_id != domid) {
+		v->lies.other_domain++;
+		return ACOLL_REFUSED;
+	}
+	if (bound > VET_BOUND_MAX)
+		bound = XEN_CLOCK_SKEW_NS;
+	if (t > now + VET_FUTURE_NS + bound) {
+		v->lies.time_future++;
+		return ACOLL_REFUSED;
+	}
+	if (v->floor_ns > VET_PAST_NS + bound && t < v->floor_ns - VET_PAST_NS - bound) {
+		v->lies.time_past++;
+		return ACOLL_REFUSED;
+	}
+	if (!within_rate(v, now)) {
+		v->lies.flood++;
+		return ACOLL_REFUSED;
+	}
+	judge_flow(v, r, t);
+	return ACOLL_GIVEN;
+}
+
+void acoll_vet_read_done(struct acoll_vet *v, uint64_t now)
+{
+	if (now > v->floor_ns)
+		v->floor_ns = now;
+}

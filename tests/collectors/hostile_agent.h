@@ -1,0 +1,110 @@
+/*
+ * A simulated agent for the tests: a child process that speaks
+ * xflow-agent's protocol on the same transport the real one uses (a Unix
+ * control socket, a sealed memfd ring and an eventfd, xflow/control.h),
+ * greets as the domain it is given, accepts any plan, then writes the
+ * records it was scripted with and serves STATS until DETACH.  Honest or
+ * hostile is only what the script says.
+ *
+ * A scripted record's timestamp is relative: the agent's CLOCK_MONOTONIC
+ * when it writes it plus ha_rec.dt_ns, so a script can stamp the past or
+ * the future.  The agent writes @pause_ms after it was planned.
+ */
+#ifndef XFLOW_TESTS_COLLECTORS_HOSTILE_AGENT_H
+#define XFLOW_TESTS_COLLECTORS_HOSTILE_AGENT_H
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "xflow/clock.h"
+#include "xflow/control.h"
+#include "xflow/ring.h"
+#include "xflow/shm.h"
+
+#define HA_NSLOTS 4096u
+
+struct ha_rec {
+	int64_t dt_ns;     /* added to the agent's clock at writing */
+	uint64_t flow_id;
+	uint32_t site;
+	uint16_t domain;   /* as the record claims it */
+	uint16_t flags;
+};
+
+/* Serve @sock as an agent of domain @domid tracing @exe, writing @n
+ * records of @script once planned.  Returns the child's pid. */
+static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, const struct ha_rec *script,
+			     size_t n, unsigned pause_ms)
+{
+	int lfd = xflow_ctl_listen(sock);
+	cr_assert_geq(lfd, 0, "listen %s: %s", sock, strerror(-lfd));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid != 0) {
+		close(lfd);
+		return pid;
+	}
+	int fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		_exit(2);
+	struct xflow_ctl_conn c;
+	xflow_ctl_conn_init_unix(&c, fd);
+	struct xflow_shm shm;
+	struct xflow_eventfd_notifier nt;
+	struct xflow_ring_producer prod;
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, HA_NSLOTS);
+	if (xflow_shm_create("hostile", size, &shm) || xflow_eventfd_notifier_init(&nt, -1) ||
+	    xflow_ring_format(shm.base, size, XFLOW_RECORD_SIZE, HA_NSLOTS, XFLOW_CLOCK_MONOTONIC) ||
+	    xflow_ring_producer_init(&prod, shm.base, size, &nt.base, 1))
+		_exit(2);
+	struct xflow_ctl_target t = { .pid = (uint32_t)getpid(), .exe = exe };
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_HELLO };
+	m.u.hello = (struct xflow_ctl_hello){ .domain_id = domid, .domain = domid == 1 ? "honest" : "liar",
+					      .agent_pid = (uint32_t)getpid(), .clock = XFLOW_CLOCK_MONOTONIC,
+					      .ring_offer = XFLOW_CTL_RING_LOCAL, .slot_size = XFLOW_RECORD_SIZE,
+					      .nslots = HA_NSLOTS, .region_size = size, .ntargets = 1, .targets = &t };
+	int fds[2] = { shm.fd, nt.fd };
+	if (xflow_ctl_send(&c, &m, fds, 2, 2000))
+		_exit(2);
+	struct xflow_ctl_msg *req;
+	if (xflow_ctl_recv(&c, &req, 20000) != 1 || req->type != XFLOW_CTL_PLAN_LOAD)
+		_exit(3);
+	struct xflow_ctl_msg r = { .type = XFLOW_CTL_REPLY };
+	r.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_PLAN_LOAD, .message = "ok" };
+	r.u.reply.u.plan = (struct xflow_ctl_plan_result){ .sites = 2, .installed = 2 };
+	xflow_ctl_msg_free(req);
+	xflow_ctl_send(&c, &r, NULL, 0, 2000);
+	usleep(pause_ms * 1000u);
+	for (size_t i = 0; i < n; i++) {
+		struct xflow_record rec;
+		memset(&rec, 0, sizeof(rec));
+		rec.version = XFLOW_RECORD_VERSION;
+		rec.timestamp = xflow_monotonic_ns() + (uint64_t)script[i].dt_ns;
+		rec.flow_id = script[i].flow_id;
+		rec.site_id = script[i].site;
+		rec.domain_id = script[i].domain;
+		rec.flags = script[i].flags;
+		/* A full ring waits for the monitor: the script is what the
+		 * test counts on arriving. */
+		while (xflow_ring_free_slots(&prod) == 0)
+			usleep(1000);
+		xflow_ring_push_record(&prod, &rec);
+	}
+	xflow_ring_flush(&prod);
+	for (;;) {
+		int rc = xflow_ctl_recv(&c, &req, 20000);
+		if (rc <= 0)
+			break;
+		int type = req->type;
+		xflow_ctl_reply_simple(&c, req, 0, "ok");
+		xflow_ctl_msg_free(req);
+		if (type == XFLOW_CTL_DETACH)
+			break;
+	}
+	_exit(0);
+}
+
+#endif
