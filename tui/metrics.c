@@ -18,6 +18,7 @@
 #include "export/export.h"
 #include "tui/app.h"
 #include "tui/metrics.h"
+#include "tui/lies_text.h"
 #include "tui/split_text.h"
 #include "xflow/clock.h"
 
@@ -77,7 +78,10 @@ FAMILY(f_dom_records, "xflowtop_domain_records_total", XFX_COUNTER, "Records rec
 FAMILY(f_dom_drops, "xflowtop_domain_records_dropped_total", XFX_COUNTER,
        "Records a domain's producers dropped (their ring was full).");
 FAMILY(f_dom_bad, "xflowtop_domain_records_bad_total", XFX_COUNTER,
-       "Records from a domain rejected as malformed (bounds, a site it does not have, another domain's id).");
+       "Records from a domain rejected as malformed (bounds, a site it does not have).");
+FAMILY(f_dom_lies, "xflowtop_domain_records_lies_total", XFX_COUNTER,
+       "Records from a domain that claimed what it cannot have seen, by kind: other_domain, time_past, "
+       "time_future, flood (refused); never_started, after_end (given on as partial flows).");
 FAMILY(f_asp_hits, "xflowtop_aspect_hits_total", XFX_COUNTER, "Times an aspect's advice ran.");
 FAMILY(f_asp_faults, "xflowtop_aspect_faults_total", XFX_COUNTER,
        "Times an aspect's advice faulted (a bad read, a failed hook) and was skipped.");
@@ -128,6 +132,7 @@ struct hist_acc {
 /* Series of the same name summed (two collectors may see one domain). */
 struct dom_acc {
 	uint64_t records, drops, bad;
+	uint64_t lies[XFT_LIE_KINDS];
 	int up;     /* any of them is */
 	uint32_t n;
 };
@@ -460,6 +465,8 @@ static void put_domains(struct xft_app *app, struct xft_metrics *m, struct xfx_s
 		a->records += d->records;
 		a->drops += d->drops;
 		a->bad += d->bad;
+		for (unsigned k = 0; k < XFT_LIE_KINDS; k++)
+			a->lies[k] += xft_lie_count(&d->lies, k);
 		a->up |= !d->gone;
 		a->n++;
 	}
@@ -473,6 +480,18 @@ static void put_domains(struct xft_app *app, struct xft_metrics *m, struct xfx_s
 			char buf[XFX_LABEL_MAX + 1];
 			xfx_snap_label(s, "domain", slot_name(m->domains, slot, buf));
 			xfx_snap_u64(s, f == 0 ? (uint64_t)a->up : f == 1 ? a->records : f == 2 ? a->drops : a->bad);
+		}
+	}
+	xfx_snap_family(s, &f_dom_lies);
+	for (uint32_t slot = 0; slot <= MAX_NAMES; slot++) {
+		const struct dom_acc *a = &m->dom_acc[slot];
+		if (!a->n)
+			continue;
+		char buf[XFX_LABEL_MAX + 1];
+		for (unsigned k = 0; k < XFT_LIE_KINDS; k++) {
+			xfx_snap_label(s, "domain", slot_name(m->domains, slot, buf));
+			xfx_snap_label(s, "kind", xft_lie_key(k));
+			xfx_snap_u64(s, a->lies[k]);
 		}
 	}
 }

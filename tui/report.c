@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tui/lies_text.h"
 #include "tui/report.h"
 #include "tui/split_text.h"
 
@@ -268,14 +269,16 @@ void xft_report_gaps_text(struct xft_app *app, FILE *f, const struct xft_flow_ro
 
 void xft_report_domains_text(struct xft_app *app, FILE *f)
 {
-	fprintf(f, "%4s %-11s %-5s %7s %10s %7s %7s %s\n", "ID", "NAME", "STATE", "TARGETS", "RECORDS", "REC/S",
-		"DROPS", "SOURCE");
+	fprintf(f, "%4s %-11s %-5s %7s %10s %7s %7s %7s %s\n", "ID", "NAME", "STATE", "TARGETS", "RECORDS", "REC/S",
+		"DROPS", "LIES", "SOURCE");
 	for (unsigned d = 0; d < app->ndomains; d++) {
 		const struct xft_domain_row *r = &app->domains[d];
-		fprintf(f, "%4u %-11.11s %-5s %7" PRIu32 " %10" PRIu64 " %7.0f %7" PRIu64 " %s\n", r->info.id,
-			r->info.name ? r->info.name : "?", r->info.gone ? "gone" : "live", r->info.targets,
-			r->info.records, r->per_s, r->info.drops,
-			r->info.source ? r->info.source : app->src[r->src].spec);
+		char lies[256];
+		xft_lies_text(&r->info.lies, lies, sizeof(lies));
+		fprintf(f, "%4u %-11.11s %-5s %7" PRIu32 " %10" PRIu64 " %7.0f %7" PRIu64 " %7" PRIu64 " %s%s%s\n",
+			r->info.id, r->info.name ? r->info.name : "?", r->info.gone ? "gone" : "live", r->info.targets,
+			r->info.records, r->per_s, r->info.drops, xflow_domain_lies_total(&r->info.lies),
+			r->info.source ? r->info.source : app->src[r->src].spec, lies[0] ? "; " : "", lies);
 	}
 }
 
@@ -293,13 +296,16 @@ int xft_report_text(struct xft_app *app, FILE *f)
 		fprintf(f, "source %s: %" PRIu64 " records, %" PRIu64 " drops, %" PRIu64 " bad%s%s\n",
 			app->src[s].spec, app->src[s].st.records, app->src[s].st.drops, app->src[s].st.bad,
 			app->src[s].ended ? ", ended: " : "", app->src[s].ended ? app->src[s].error : "");
-	for (unsigned d = 0; d < app->ndomains; d++)
+	for (unsigned d = 0; d < app->ndomains; d++) {
+		char lies[256];
+		xft_lies_text(&app->domains[d].info.lies, lies, sizeof(lies));
 		fprintf(f, "domain %u %s: %s, %" PRIu32 " targets, %" PRIu64 " records (%.0f/s), %" PRIu64
-			   " drops%s\n",
+			   " drops%s%s%s\n",
 			app->domains[d].info.id, app->domains[d].info.name ? app->domains[d].info.name : "?",
 			app->domains[d].info.source ? app->domains[d].info.source : "?",
 			app->domains[d].info.targets, app->domains[d].info.records, app->domains[d].per_s,
-			app->domains[d].info.drops, app->domains[d].info.gone ? ", gone" : "");
+			app->domains[d].info.drops, lies[0] ? ", " : "", lies, app->domains[d].info.gone ? ", gone" : "");
+	}
 	xft_report_summary_text(app, f);
 
 	fprintf(f, "\n== Hops, by total time\n");
@@ -501,6 +507,13 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 		xft_json_key(j, "records_per_s");
 		xft_json_double(j, r->per_s);
 		JU("drops", r->info.drops);
+		/* What its records claimed that it cannot have seen, by kind
+		 * (xflow/collector.h), every kind always present. */
+		xft_json_key(j, "lies");
+		xft_json_object_begin(j);
+		for (unsigned k = 0; k < XFT_LIE_KINDS; k++)
+			JU(xft_lie_key(k), xft_lie_count(&r->info.lies, k));
+		xft_json_object_end(j);
 		xft_json_key(j, "gone");
 		xft_json_bool(j, r->info.gone);
 		xft_json_object_end(j);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tui/app.h"
+#include "tui/lies_text.h"
 #include "tui/split_text.h"
 #include "xflow/clock.h"
 
@@ -881,12 +882,12 @@ static size_t domains_count(struct xft_app *app)
 static void domains_draw(struct xft_app *app, struct xft_canvas *cv, int y, int h)
 {
 	struct xft_list_state *l = &app->ui.list[XFT_VIEW_DOMAINS];
-	int wsrc = cv->cols - (5 + 12 + 8 + 11 + 9 + 8 + 6);
+	int wsrc = cv->cols - (5 + 12 + 8 + 11 + 9 + 8 + 6 + 6);
 	if (wsrc < 10)
 		wsrc = 10;
 	xft_canvas_fill(cv, y, 0, cv->cols, XFT_A_HEADER, ' ');
-	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%4s %-11s %-*s %7s %10s %8s %7s %5s", "ID", "NAME",
-			  wsrc, "SOURCE", "TARGETS", "RECORDS", "REC/S", "DROPS", "STATE");
+	xft_canvas_printf(cv, y, 0, XFT_A_HEADER, "%4s %-11s %-*s %7s %10s %8s %7s %5s %5s", "ID", "NAME",
+			  wsrc, "SOURCE", "TARGETS", "RECORDS", "REC/S", "DROPS", "LIES", "STATE");
 	list_fix(l, app->ndomains, h - 1);
 	if (!app->ndomains) {
 		empty_note(cv, y + 1, "The collectors report no domains.");
@@ -896,20 +897,28 @@ static void domains_draw(struct xft_app *app, struct xft_canvas *cv, int y, int 
 		size_t r = l->top + (size_t)i;
 		const struct xft_domain_row *d = &app->domains[r];
 		int sel = r == l->sel, attr = sel ? XFT_A_SELECTED : XFT_A_NORMAL;
+		/* Its lies by kind after its source: where the user looks
+		 * when the LIES column is not 0. */
+		char lies[256], source[600];
+		xft_lies_text(&d->info.lies, lies, sizeof(lies));
+		snprintf(source, sizeof(source), "%s%s%s", d->info.source ? d->info.source : app->src[d->src].spec,
+			 lies[0] ? "; " : "", lies);
 		if (sel)
 			xft_canvas_fill(cv, y + 1 + i, 0, cv->cols, attr, ' ');
 		xft_canvas_printf(cv, y + 1 + i, 0, attr,
-				  "%4u %-11.11s %-*.*s %7" PRIu32 " %10" PRIu64 " %8.0f %7" PRIu64 " %5s",
-				  d->info.id, d->info.name ? d->info.name : "?", wsrc, wsrc,
-				  d->info.source ? d->info.source : app->src[d->src].spec, d->info.targets,
-				  d->info.records, d->per_s, d->info.drops, d->info.gone ? "gone" : "live");
+				  "%4u %-11.11s %-*.*s %7" PRIu32 " %10" PRIu64 " %8.0f %7" PRIu64 " %5" PRIu64 " %5s",
+				  d->info.id, d->info.name ? d->info.name : "?", wsrc, wsrc, source, d->info.targets,
+				  d->info.records, d->per_s, d->info.drops, xflow_domain_lies_total(&d->info.lies),
+				  d->info.gone ? "gone" : "live");
 	}
 }
 
 static void domain_text(struct xft_app *app, size_t row, char *buf, size_t len)
 {
 	const struct xft_domain_row *d = &app->domains[row];
-	snprintf(buf, len, "%s %s", d->info.name ? d->info.name : "", d->info.source ? d->info.source : "");
+	char lies[256];
+	xft_lies_text(&d->info.lies, lies, sizeof(lies));
+	snprintf(buf, len, "%s %s %s", d->info.name ? d->info.name : "", d->info.source ? d->info.source : "", lies);
 }
 
 static const struct xft_view domains_view = {
