@@ -239,6 +239,39 @@ struct dplan {
 	size_t nfetch, fetch_cap;
 };
 
+/*
+ * What stands for a binary's build id where it has none (xflow/plan.h):
+ * its size, and the hash of its sites' bytes in site order.  A site whose
+ * bytes cannot be read leaves both unrecorded rather than a hash the agent
+ * could never match.
+ */
+static void binary_identity(struct xflow_plan_domain *dm, const struct dom_img *imgs, size_t nimgs)
+{
+	for (size_t k = 0; k < nimgs; k++) {
+		struct xflow_plan_binary *pb = &dm->binaries[imgs[k].binary];
+		const struct jp_elf *e = jp_image_elf(imgs[k].img);
+		struct stat st;
+		if (stat(jp_image_path(imgs[k].img), &st) != 0 || st.st_size <= 0)
+			continue;
+		uint64_t h = XFLOW_PLAN_HASH_INIT;
+		bool ok = true;
+		for (uint32_t s = 0; s < dm->nsites && ok; s++) {
+			const struct xflow_plan_site *ps = &dm->sites[s];
+			if (ps->binary != imgs[k].binary)
+				continue;
+			size_t avail = 0;
+			const uint8_t *code = jp_elf_code(e, ps->addr, &avail);
+			ok = code && avail >= ps->len;
+			if (ok)
+				h = xflow_plan_hash(h, code, ps->len);
+		}
+		if (ok) {
+			pb->size = (uint64_t)st.st_size;
+			pb->code_hash = h;
+		}
+	}
+}
+
 static struct xflow_plan_fetch to_fetch(const struct jp_recipe *r)
 {
 	struct xflow_plan_fetch f = { .kind = r->kind, .reg = r->reg, .size = r->size, .off = r->off };
@@ -1010,8 +1043,6 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 		for (size_t ai = 0; ai < nadv && kb; ai++)
 			resolve_advice_kernel(&b, p, ai, dm->name, kb, kbin, &dp, &pv, &pn, &pcap, &matched[ai]);
 		jp_kbtf_free(kb);
-		for (size_t i = 0; i < nimgs; i++)
-			jp_image_free(imgs[i].img);
 		/* Sort sites; renumber bindings; sort them in site and weave order. */
 		uint32_t *order = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*order));
 		uint32_t *newidx = fl_arena_alloc(arena, (dp.nsites + 1) * sizeof(*newidx));
@@ -1025,6 +1056,9 @@ int jp_plan_build(struct xflow_unit *u, const struct jp_domain_spec *doms, size_
 			newidx[order[i]] = i;
 		}
 		dm->nsites = (uint32_t)dp.nsites;
+		binary_identity(dm, imgs, nimgs);
+		for (size_t i = 0; i < nimgs; i++)
+			jp_image_free(imgs[i].img);
 		for (size_t i = 0; i < pn; i++)
 			pv[i].site_key = newidx[pv[i].site_key];
 		if (pn > 1)

@@ -97,10 +97,15 @@ void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode)
 		const struct xflow_plan_domain *dm = &p->domains[d];
 		fprintf(out, "\ndomain %s: %u binaries, %u sites, %u bindings\n", s_or(dm->name, "?"),
 			dm->nbinaries, dm->nsites, dm->nbindings);
-		for (uint32_t i = 0; i < dm->nbinaries; i++)
-			fprintf(out, "  binary %u %s%s%s%s\n", i, s_or(dm->binaries[i].path, "?"),
+		for (uint32_t i = 0; i < dm->nbinaries; i++) {
+			fprintf(out, "  binary %u %s%s%s%s", i, s_or(dm->binaries[i].path, "?"),
 				dm->binaries[i].build_id ? " build-id " : "", s_or(dm->binaries[i].build_id, ""),
 				dm->binaries[i].flags & XFLOW_PLAN_BIN_RELOCATABLE ? " (relocatable)" : "");
+			if (dm->binaries[i].size)
+				fprintf(out, " size %" PRIu64 " code-hash %016" PRIx64, dm->binaries[i].size,
+					dm->binaries[i].code_hash);
+			fputc('\n', out);
+		}
 		for (uint32_t i = 0; i < p->nfields; i++) {
 			const struct xflow_plan_layout *l = &dm->layouts[i];
 			fprintf(out, "  field %u %s.%s", i, s_or(p->fields[i].sname, "?"),

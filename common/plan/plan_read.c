@@ -309,8 +309,9 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 	uint32_t nflows = U32(&r), nfields = U32(&r), nadvice = U32(&r), ndomains = U32(&r);
 	uint32_t sum = U32(&r), flags = U32(&r);
 	uint64_t reserved = U64(&r);
-	if (version != XFLOW_PLAN_VERSION)
-		return bad(why, whylen, "plan: version %u, this reader knows %u", version, XFLOW_PLAN_VERSION);
+	if (version < XFLOW_PLAN_VERSION_MIN || version > XFLOW_PLAN_VERSION)
+		return bad(why, whylen, "plan: version %u, this reader knows %u to %u", version, XFLOW_PLAN_VERSION_MIN,
+			   XFLOW_PLAN_VERSION);
 	if (bcv != XFLOW_BC_VERSION)
 		return bad(why, whylen, "plan: bytecode version %u, this runtime runs %u", bcv, XFLOW_BC_VERSION);
 	if (fsize != len)
@@ -416,11 +417,15 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 		dm->nsites = U32(&r);
 		dm->nbindings = U32(&r);
 		dm->nfetches = U32(&r);
-		dm->binaries = arr(&r, dm->nbinaries, 12, sizeof(*dm->binaries));
+		dm->binaries = arr(&r, dm->nbinaries, version >= 3 ? 28 : 12, sizeof(*dm->binaries));
 		for (uint32_t i = 0; i < dm->nbinaries && !r.err; i++) {
 			dm->binaries[i].path = str(&r);
 			dm->binaries[i].build_id = str(&r);
 			dm->binaries[i].flags = U32(&r);
+			if (version >= 3) {
+				dm->binaries[i].size = U64(&r);
+				dm->binaries[i].code_hash = U64(&r);
+			}
 		}
 		dm->layouts = arr(&r, nfields, 32, sizeof(*dm->layouts));
 		for (uint32_t i = 0; i < nfields && !r.err; i++) {

@@ -197,6 +197,8 @@ int xflow_plan_write(const struct xflow_plan *p, void **out, size_t *len, char *
 			put_u32(&b, str_id(&st, dm->binaries[i].path));
 			put_u32(&b, str_id(&st, dm->binaries[i].build_id));
 			put_u32(&b, dm->binaries[i].flags);
+			put_u64(&b, dm->binaries[i].size);
+			put_u64(&b, dm->binaries[i].code_hash);
 		}
 		for (uint32_t i = 0; i < p->nfields; i++) {
 			const struct xflow_plan_layout *l = &dm->layouts[i];

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <libxenvchan.h>
@@ -86,16 +87,82 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* The plan was made for the file @t runs as binary @pb (by its path, or
- * as its executable when the names match): same build id, when the plan
- * has one.  0, or -ESTALE with both named: the plan's addresses would
- * patch another build's bytes. */
-static int same_build(const struct xflow_plan_binary *pb, struct target *t, char *why, size_t whylen)
+/* The file @t has mapped for @path, or for its executable when the
+ * names match and @path is not mapped (the monitor saw it under another
+ * path).  A descriptor or -errno; *used says which path. */
+static int mapped_open(struct target *t, const char *path, const char **used)
 {
+	*used = path;
+	int fd = xflow_hook_mapped_open(t->pid, path);
+	if (fd == -ENOENT && t->exe[0] && strcmp(base_name(t->exe), base_name(path)) == 0)
+		fd = xflow_hook_mapped_open(t->pid, *used = t->exe);
+	return fd;
+}
+
+/* A binary without a build id: the mapped file's size and the hash of the
+ * bytes at the plan's sites in it, against what planning recorded
+ * (xflow/plan.h).  0, or -ESTALE with both named. */
+static int same_code(const struct xflow_plan_domain *d, uint32_t b, struct target *t, char *why, size_t whylen)
+{
+	const struct xflow_plan_binary *pb = &d->binaries[b];
+	const char *path;
+	int fd = mapped_open(t, pb->path, &path);
+	if (fd < 0)
+		return 0; /* not mapped: said by the caller */
+	struct stat st;
+	int rc = fstat(fd, &st) != 0 ? -errno : 0;
+	if (rc) {
+		if (snprintf(why, whylen, "process %d: %s: %s", (int)t->pid, path, strerror(-rc)) < 0)
+			why[0] = 0;
+		goto out;
+	}
+	if ((uint64_t)st.st_size != pb->size) {
+		if (snprintf(why, whylen, "process %d runs %s of %lld bytes without a build id, the plan was made for one of "
+			 "%" PRIu64 " bytes", (int)t->pid, path, (long long)st.st_size, pb->size) < 0)
+			why[0] = 0;
+		rc = -ESTALE;
+		goto out;
+	}
+	uint64_t h = XFLOW_PLAN_HASH_INIT;
+	for (uint32_t s = 0; s < d->nsites; s++) {
+		const struct xflow_plan_site *ps = &d->sites[s];
+		unsigned char insn[16];
+		if (ps->binary != b)
+			continue;
+		int r = ps->len <= sizeof(insn) ? xflow_hook_elf_read_vaddr(fd, ps->addr, insn, ps->len) : -EINVAL;
+		if (r) {
+			if (snprintf(why, whylen, "process %d runs %s without a build id, and the plan's site %u at %#" PRIx64
+				 " is not in it (%s): another build", (int)t->pid, path, s, ps->addr, strerror(-r)) < 0)
+				why[0] = 0;
+			rc = -ESTALE;
+			goto out;
+		}
+		h = xflow_plan_hash(h, insn, ps->len);
+	}
+	if (h != pb->code_hash) {
+		if (snprintf(why, whylen, "process %d runs %s without a build id, whose code at the plan's sites hashes to "
+			 "%016" PRIx64 ", the plan was made for code hashing to %016" PRIx64 ": another build of the same size",
+			 (int)t->pid, path, h, pb->code_hash) < 0)
+			why[0] = 0;
+		rc = -ESTALE;
+	}
+out:
+	close(fd);
+	return rc;
+}
+
+/* The plan was made for the file @t runs as binary @b (by its path, or
+ * as its executable when the names match): same build id, when the plan
+ * has one; else the same size and code at the sites, when the plan
+ * recorded them.  0, or -ESTALE with both named: the plan's addresses
+ * would patch another build's bytes. */
+static int same_build(const struct xflow_plan_domain *d, uint32_t b, struct target *t, char *why, size_t whylen)
+{
+	const struct xflow_plan_binary *pb = &d->binaries[b];
 	char mapped[256];
 	const char *path = pb->path;
 	if (!pb->build_id || !pb->build_id[0])
-		return 0;
+		return pb->size ? same_code(d, b, t, why, whylen) : 0;
 	int rc = xflow_hook_build_id(t->pid, path, mapped, sizeof(mapped));
 	if (rc == -ENOENT && t->exe[0] && strcmp(base_name(t->exe), base_name(path)) == 0)
 		rc = xflow_hook_build_id(t->pid, path = t->exe, mapped, sizeof(mapped));
@@ -127,7 +194,7 @@ static int resolve_bases(struct agent *a, struct target *t, char *why, size_t wh
 		if (!found)
 			continue;
 		const char *path = d->binaries[b].path;
-		int rc = same_build(&d->binaries[b], t, why, whylen);
+		int rc = same_build(d, b, t, why, whylen);
 		if (rc)
 			return rc;
 		if (!(d->binaries[b].flags & XFLOW_PLAN_BIN_RELOCATABLE))

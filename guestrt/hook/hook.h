@@ -318,6 +318,13 @@ int xflow_hook_resolve(pid_t pid, const char *path, enum xflow_hook_loc_kind kin
  * it has none), -ENOENT when path is not mapped in pid, -ENOEXEC when the
  * mapped file is not a 64-bit ELF file. */
 int xflow_hook_build_id(pid_t pid, const char *path, char *hex, size_t hexlen);
+/* The file pid has mapped for path, open read-only (the caller closes
+ * it): a descriptor, -ENOENT when path is not mapped in pid, or -errno. */
+int xflow_hook_mapped_open(pid_t pid, const char *path);
+/* Read @len bytes at link-time virtual address @vaddr of the ELF file open
+ * at @fd, from its PT_LOAD segments' file image: 0, -ENOEXEC (not a
+ * 64-bit ELF file), -ENOENT (no segment holds all of them), -EIO. */
+int xflow_hook_elf_read_vaddr(int fd, uint64_t vaddr, void *buf, size_t len);
 
 /*
  * In-target advice (backends with .intarget).  The caller compiles nothing

@@ -99,35 +99,49 @@ int xflow_maps_gap_near(pid_t pid, uint64_t addr, uint64_t size, uint64_t reach,
 
 /* The PT_LOAD program header of the ELF file at path holding @where: a
  * link-time address when by_vaddr, else a file offset. */
-static int load_segment(const char *path, uint64_t where, bool by_vaddr, Elf64_Phdr *out)
+/* The PT_LOAD segment of the ELF file open at @fd that holds @where (a
+ * virtual address, or a file offset).  The file may be the target's: its
+ * header is checked and its segment count bounded. */
+static int load_segment_fd(int fd, uint64_t where, bool by_vaddr, Elf64_Phdr *out)
 {
 	Elf64_Ehdr eh;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	int rc = -ENOENT;
-
-	if (fd < 0)
-		return -errno;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
-		rc = -ENOEXEC;
-		goto out;
-	}
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 4096)
+		return -ENOEXEC;
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph)) {
-			rc = -ENOEXEC;
-			goto out;
-		}
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			return -ENOEXEC;
 		uint64_t start = by_vaddr ? ph.p_vaddr : ph.p_offset;
-		if (ph.p_type == PT_LOAD && where >= start && where < start + ph.p_filesz) {
+		if (ph.p_type == PT_LOAD && where >= start && where - start < ph.p_filesz) {
 			*out = ph;
-			rc = 0;
-			goto out;
+			return 0;
 		}
 	}
-out:
+	return -ENOENT;
+}
+
+static int load_segment(const char *path, uint64_t where, bool by_vaddr, Elf64_Phdr *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int rc = load_segment_fd(fd, where, by_vaddr, out);
 	close(fd);
 	return rc;
+}
+
+int xflow_hook_elf_read_vaddr(int fd, uint64_t vaddr, void *buf, size_t len)
+{
+	Elf64_Phdr ph;
+	int rc = load_segment_fd(fd, vaddr, true, &ph);
+	if (rc)
+		return rc;
+	/* All of it in the segment's file image. */
+	if (len > ph.p_filesz - (vaddr - ph.p_vaddr))
+		return -ENOENT;
+	ssize_t n = pread(fd, buf, len, (off_t)(ph.p_offset + (vaddr - ph.p_vaddr)));
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
 int xflow_maps_vaddr_of(const char *path, uint64_t off, uint64_t *vaddr)
@@ -213,7 +227,7 @@ static int elf_build_id(int fd, char *hex, size_t hexlen)
 	return 0;
 }
 
-int xflow_hook_build_id(pid_t pid, const char *path, char *hex, size_t hexlen)
+int xflow_hook_mapped_open(pid_t pid, const char *path)
 {
 	char line[4096 + 128], real[4096];
 	int rc = -ENOENT;
@@ -229,14 +243,20 @@ int xflow_hook_build_id(pid_t pid, const char *path, char *hex, size_t hexlen)
 			continue;
 		/* The file the process has mapped, whatever is at its path now. */
 		snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m.start, m.end);
-		int fd = open(link, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
+		rc = open(link, O_RDONLY | O_CLOEXEC);
+		if (rc < 0)
 			rc = -errno;
-			break;
-		}
-		rc = elf_build_id(fd, hex, hexlen);
-		close(fd);
 	}
 	fclose(f);
+	return rc;
+}
+
+int xflow_hook_build_id(pid_t pid, const char *path, char *hex, size_t hexlen)
+{
+	int fd = xflow_hook_mapped_open(pid, path);
+	if (fd < 0)
+		return fd;
+	int rc = elf_build_id(fd, hex, hexlen);
+	close(fd);
 	return rc;
 }

@@ -18,7 +18,7 @@
  * it finds at attach time.  Registers are DWARF x86-64 numbers: 0 rax,
  * 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8..15 r8..r15, 16 rip.
  *
- * ---- The file format (version 2) -------------------------------------------
+ * ---- The file format (version 3) -------------------------------------------
  *
  * All integers little-endian, no padding between fields; records follow one
  * another in the order below.  A string is a u32 offset into the string
@@ -51,7 +51,8 @@
  *     inputs:  ninputs × { u8 kind, u8 type, u32 local, u32 struct } }
  *   domains, ndomains × {
  *     u32 name, u32 nbinaries, u32 nsites, u32 nbindings, u32 nfetches,
- *     binaries: nbinaries × { u32 path, u32 build_id (hex), u32 flags },
+ *     binaries: nbinaries × { u32 path, u32 build_id (hex), u32 flags,
+ *                             u64 size, u64 code_hash }   (version 3),
  *     layouts:  nfields × { i64 offset (-1: not in this domain), u32 size,
  *                           u32 bit_offset, u32 bit_size, u32 flags,
  *                           u32 nelems, u32 stride },
@@ -76,6 +77,15 @@
  * advice's inputs and each has a fetch recipe; every program passes
  * xflow_bc_verify().
  *
+ * Identity of a binary.  A binary with a build id is the build of that id.
+ * One without (linked with --build-id=none, or stripped of its note) is
+ * known by what planning saw instead: its size in bytes, and code_hash,
+ * xflow_plan_hash() of the bytes of every one of its sites' instructions
+ * (len bytes at addr, in the file's PT_LOAD image) in site order.  Both 0:
+ * not recorded (a kernel; a version 2 plan, which the reader still takes,
+ * binaries without them).  The agent refuses to patch a mapped file that
+ * differs (guestrt/agent).
+ *
  * Determinism: the writer emits tables in the order the in-memory plan has
  * them and interns strings in order of first use, with no time stamps or
  * pointers; the same plan gives the same bytes.
@@ -91,7 +101,9 @@
 #include "xflow/bytecode.h"
 
 #define XFLOW_PLAN_MAGIC "XFLOWPLN"
-#define XFLOW_PLAN_VERSION 2
+/* 3: a binary's size and code_hash.  Version 2 is read too. */
+#define XFLOW_PLAN_VERSION 3
+#define XFLOW_PLAN_VERSION_MIN 2
 #define XFLOW_PLAN_HEADER_SIZE 64
 
 /* Limits a reader accepts; `xflowc check` holds a unit to the advice,
@@ -153,7 +165,21 @@ struct xflow_plan_binary {
 	const char *path;
 	const char *build_id;    /* hex, or NULL */
 	uint32_t flags;          /* enum xflow_plan_bin_flag */
+	uint64_t size;           /* bytes of the file at planning; 0: not recorded */
+	uint64_t code_hash;      /* xflow_plan_hash() of its sites' bytes; 0: not recorded */
 };
+
+/* FNV-1a, 64 bits: @h (XFLOW_PLAN_HASH_INIT to begin) carried over @n bytes
+ * at @p.  Not a defence against a forger (who can write the build id he
+ * likes): the plan's binary and another build of it differ here. */
+#define XFLOW_PLAN_HASH_INIT UINT64_C(0xcbf29ce484222325)
+static inline uint64_t xflow_plan_hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
 
 struct xflow_plan_layout {
 	int64_t offset;          /* -1: the struct or member is not in this domain */

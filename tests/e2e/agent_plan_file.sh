@@ -117,4 +117,53 @@ if [ -n "$want" ] && [ -n "$now" ] && [ "$want" != "$now" ]; then
 else
 	echo "SKIPPED the build check: the compiler gave no build ids ('$want', '$now')"
 fi
+
+# Item 3b without a build id: the plan records the file's size and a hash
+# of the bytes at its sites, and the agent compares both with the file the
+# target maps.  A rebuild of another size is refused naming both sizes; a
+# file of the same size whose code at a site differs, naming both hashes.
+cc -g -O1 -Wl,--build-id=none -o "$T/nb" tests/guestrt/fixtures/agent_pkt.c || fail "cannot build without a build id"
+[ -z "$(readelf -n "$T/nb" | sed -n 's/.*Build ID: *//p')" ] || fail "--build-id=none gave a build id"
+"$BUILD/bin/xflowc" plan -q --domain app="$T/nb" -o "$T/nb.plan" "$T/f.xml" || fail "xflowc plan -o (no build id)"
+"$BUILD/bin/xflowc" plan --domain app="$T/nb" "$T/f.xml" >"$T/nb.dump" 2>&1 || fail "xflowc plan (no build id)"
+planned=$(wc -c <"$T/nb")
+grep -q "binary 0 $T/nb (relocatable) size $planned code-hash " "$T/nb.dump" ||
+	{ cat "$T/nb.dump"; fail "the plan does not record the file's size and code hash"; }
+# The same build still loads.
+out=$(timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/nb.plan" --save-session "$T/nb.ses" \
+	-- "$T/nb" 40 2>"$T/agent.err")
+[ $? -eq 0 ] && [ "$out" = "done 40 780" ] || { cat "$T/agent.err"; fail "the planned build without a build id: '$out'"; }
+grep -q "3 of 3 placements installed" "$T/agent.err" || { cat "$T/agent.err"; fail "its sites were not installed"; }
+cp "$T/nb" "$T/nb.planned"
+cc -g -O2 -Wl,--build-id=none -o "$T/nb" tests/guestrt/fixtures/agent_pkt.c || fail "cannot rebuild without a build id"
+now=$(wc -c <"$T/nb")
+if [ "$now" != "$planned" ]; then
+	out=$(timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/nb.plan" --save-session "$T/o.ses" \
+		-- "$T/nb" 40 2>"$T/agent.err")
+	rc=$?
+	cat "$T/agent.err"
+	[ $rc -eq 1 ] || fail "a plan for another build without a build id: status $rc"
+	grep -q "runs $T/nb of $now bytes without a build id, the plan was made for one of $planned bytes" \
+		"$T/agent.err" || fail "the refusal does not name both sizes"
+	[ "$out" = "done 40 780" ] || fail "the other build did not run untouched: '$out'"
+else
+	echo "SKIPPED the size check: -O1 and -O2 gave files of one size"
+fi
+# Same size, other code: the planned file with the second byte of its
+# first site's instruction changed, found through the plan's address and
+# the file's segments.
+cp "$T/nb.planned" "$T/nb"
+site=$(sed -n 's/^  site 0 \(0x[0-9a-f]*\) .*/\1/p' "$T/nb.dump")
+off=$(readelf -lW "$T/nb" | while read -r kind o v p f rest; do
+	[ "$kind" = LOAD ] && [ $((site)) -ge $((v)) ] && [ $((site)) -lt $((v + f)) ] &&
+		{ echo $((site - v + o)); break; }
+done)
+[ -n "$off" ] || fail "no segment holds site 0 at $site"
+printf '\377' | dd of="$T/nb" bs=1 seek=$((off + 1)) conv=notrunc 2>/dev/null || fail "cannot change a byte"
+[ "$(wc -c <"$T/nb")" = "$planned" ] || fail "the changed file changed size"
+timeout -s TERM 60 "$BUILD/bin/xflow-agent" --domain app --plan "$T/nb.plan" --save-session "$T/o.ses" \
+	-- "$T/nb" 40 >/dev/null 2>"$T/agent.err"
+cat "$T/agent.err"
+grep -Eq "runs $T/nb without a build id, whose code at the plan's sites hashes to [0-9a-f]{16}, the plan was made for code hashing to [0-9a-f]{16}: another build of the same size" \
+	"$T/agent.err" || fail "the refusal does not name both hashes"
 echo "ok: xflowc plan -o, xflow-agent --plan --save-session, xflowtop --replay"

@@ -5,6 +5,7 @@
  * or the checks can see, and never crashes on what it is given.
  */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 
 #include "tests/lib/testlib.h"
 #include "tests/weaver/fixtures/jp_fixture.h"
@@ -381,4 +382,82 @@ Test(plan_format, limits_are_named)
 	cr_expect(strstr(why, "65536 fields") && strstr(why, "XFLOW_PLAN_MAX_FIELDS"), "%s", why);
 	cr_expect_eq(xflow_plan_limits_check(0, 0, 0, 65536, why, sizeof(why)), -EINVAL);
 	cr_expect(strstr(why, "65536 flows") && strstr(why, "XFLOW_PLAN_MAX_FLOWS"), "%s", why);
+}
+
+/* Issue 30 item 3b: a binary's size and code hash (version 3) go through
+ * the file, and a version 2 plan, which has neither, is still read with
+ * both 0 (not recorded: the agent checks nothing it cannot). */
+Test(plan_format, a_binary_identity_and_version_2)
+{
+	struct xflow_plan_binary b = { .path = "/usr/bin/x", .size = 12345, .code_hash = UINT64_C(0x0123456789abcdef) };
+	struct xflow_plan_domain d = { .name = "d", .binaries = &b, .nbinaries = 1 };
+	struct xflow_plan p = { .domains = &d, .ndomains = 1 };
+	void *buf;
+	size_t len;
+	char why[256];
+	cr_assert_eq(xflow_plan_write(&p, &buf, &len, why, sizeof(why)), 0, "%s", why);
+	struct xflow_plan *q;
+	cr_assert_eq(xflow_plan_read(buf, len, &q, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(q->domains[0].binaries[0].size, 12345);
+	cr_expect_eq(q->domains[0].binaries[0].code_hash, UINT64_C(0x0123456789abcdef));
+	xflow_plan_free(q);
+
+	/* The same as version 2: the header, a domain of five counts, the
+	 * binary's three words, and without its two new ones. */
+	unsigned char *v2 = malloc(len);
+	size_t at = 64 + 20 + 12;
+	memcpy(v2, buf, at);
+	memcpy(v2 + at, (unsigned char *)buf + at + 16, len - at - 16);
+	size_t n2 = len - 16;
+	uint32_t ver = 2, stroff;
+	uint64_t fsize = n2;
+	memcpy(v2 + 8, &ver, 4);
+	memcpy(v2 + 16, &fsize, 8);
+	memcpy(&stroff, v2 + 24, 4);
+	stroff -= 16;
+	memcpy(v2 + 24, &stroff, 4);
+	uint32_t sum = xflow_plan_fnv32(v2 + 64, n2 - 64);
+	memcpy(v2 + 48, &sum, 4);
+	cr_assert_eq(xflow_plan_read(v2, n2, &q, why, sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(q->domains[0].binaries[0].path, "/usr/bin/x");
+	cr_expect_eq(q->domains[0].binaries[0].size, 0);
+	cr_expect_eq(q->domains[0].binaries[0].code_hash, 0);
+	xflow_plan_free(q);
+	/* Versions it does not know are refused naming both. */
+	ver = 1;
+	memcpy(v2 + 8, &ver, 4);
+	cr_expect_neq(xflow_plan_read(v2, n2, &q, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "plan: version 1, this reader knows 2 to 3"), "%s", why);
+	free(v2);
+	free(buf);
+}
+
+/* The weaver records both for a binary, from the file and its sites. */
+Test(plan_format, the_weaver_records_size_and_code_hash)
+{
+	struct xflow_unit *u = compile(flow_xml);
+	size_t n;
+	struct xflow_plan *p;
+	void *b = build(u, &n, &p, NULL);
+	const struct xflow_plan_domain *d = &p->domains[0];
+	struct stat st;
+	cr_assert_eq(stat(bin, &st), 0);
+	cr_expect_eq(d->binaries[0].size, (uint64_t)st.st_size);
+	/* The hash of the sites' bytes as read from the file. */
+	struct jp_elf e;
+	struct jp_err err = { 0 };
+	cr_assert_eq(jp_elf_open(&e, bin, &err), 0);
+	uint64_t h = XFLOW_PLAN_HASH_INIT;
+	for (uint32_t s = 0; s < d->nsites; s++) {
+		size_t avail;
+		const uint8_t *code = jp_elf_code(&e, d->sites[s].addr, &avail);
+		cr_assert(code && avail >= d->sites[s].len);
+		h = xflow_plan_hash(h, code, d->sites[s].len);
+	}
+	jp_elf_close(&e);
+	cr_expect_eq(d->binaries[0].code_hash, h);
+	cr_expect_neq(h, XFLOW_PLAN_HASH_INIT);
+	xflow_plan_free(p);
+	free(b);
+	xflow_unit_free(u);
 }
