@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "guestrt/hook/kernel/klower.h"
+#include "guestrt/hook/kernel/ksite_name.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
 #include "xflow/record.h"
@@ -687,5 +689,118 @@ Test(klower, element_steps_refused)
 	k.fetch[k.bind[1].first_fetch].reg = RDI;
 	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
 	cr_expect(strstr(why, "only the first argument can be read") != NULL, "%s", why);
+	kp_free(&k);
+}
+
+/* Issue 30 item 7, hostile kernel plans: what the plan reader lets
+ * through as strings and indices, the lowering refuses as names and
+ * bindings a kernel cannot have, naming the site and the name (quoted:
+ * a control byte is shown as \xHH), before anything reaches libbpf. */
+static const char *const one_start =
+	"<flows><xflow name='f'><start><pointcut>call(a)</pointcut><select local_var='p'/></start></xflow></flows>";
+static const char *const all_ops_tp =
+	"<flows><xflow name='f'><start><pointcut>tracepoint(net:d)</pointcut><select local_var='arg0'/></start>"
+	"</xflow></flows>";
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void expect_name_refused(const char *kinds, const char *name, const char *want)
+{
+	struct kp k;
+	const uint8_t regs[][4] = { { RDI } };
+	kp_build(&k, kinds[0] == 't' ? all_ops_tp : one_start, kinds, regs, NULL);
+	k.sites[0].func = name;
+	struct xk_lowered l;
+	char why[512] = "";
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL, "name %s: %s", name, why);
+	cr_expect(strstr(why, want) != NULL, "want \"%s\" in \"%s\"", want, why);
+	cr_expect_null(l.slot_of_site, "nothing kept after a refusal");
+	kp_free(&k);
+}
+
+Test(klower, hostile_site_names_are_refused)
+{
+	char long_name[600];
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = 0;
+	expect_name_refused("e", "", "site 0 has no function or tracepoint name");
+	char why0[64];
+	cr_expect(!xk_site_name_ok("", false, why0, sizeof(why0)) && !strcmp(why0, "an empty name"), "%s", why0);
+	expect_name_refused("e", "9lives", "site 0 (entry): the function name \"9lives\" begins with '9'");
+	expect_name_refused("e", "a b", "has a byte 0x20, which no kernel function's has");
+	expect_name_refused("e", "skb\n../../x", "the function name \"skb\\x0a../../x\" has a byte 0x0a");
+	expect_name_refused("e", long_name, "is longer than the kernel's 511 bytes");
+	expect_name_refused("t", "nocolon", "site 0 (tracepoint): the tracepoint \"nocolon\" is not CATEGORY:NAME");
+	expect_name_refused("t", ":x", "is not CATEGORY:NAME");
+	expect_name_refused("t", "net:", "is not CATEGORY:NAME");
+	expect_name_refused("t", "net:a:b", "has a byte 0x3a in its name");
+	expect_name_refused("t", "n/t:x", "has a byte 0x2f in its category");
+	/* What real kernels name: a clone's suffix, a category with a dash. */
+	char why[200];
+	cr_expect(xk_site_name_ok("tcp_v4_rcv.cold", false, why, sizeof(why)), "%s", why);
+	cr_expect(xk_site_name_ok("intel-iommu:map_single", true, why, sizeof(why)), "%s", why);
+	cr_expect(!xk_site_name_ok("x y", false, NULL, 0), "no room for why is allowed");
+}
+
+Test(klower, bindings_naming_what_the_plan_has_not_are_refused)
+{
+	struct kp k;
+	const uint8_t regs[][4] = { { RDI } };
+	struct xk_lowered l;
+	char why[512] = "";
+	kp_build(&k, one_start, "e", regs, NULL);
+	k.bind[0].site = 7;
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "binding 0 names site 7 (of 1)"), "%s", why);
+	k.bind[0].site = 0;
+	k.bind[0].advice = 3;
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "advice 3 (of 1)"), "%s", why);
+	k.bind[0].advice = 0;
+	k.bind[0].first_fetch = UINT32_MAX;
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "not this plan's"), "%s", why);
+	kp_free(&k);
+}
+
+/* A million sites and thousands of bindings cost their sum: the lowering
+ * walked every binding for every site (10^9 steps here, seconds; a plan
+ * of the control protocol's 64 MiB could hold a thousand times more). */
+Test(klower, huge_counts_cost_their_sum, .timeout = 60)
+{
+	struct kp k;
+	const uint8_t regs[][4] = { { RDI } };
+	kp_build(&k, one_start, "e", regs, NULL);
+	const uint32_t nsites = 1u << 20, nbind = 1024;
+	struct xflow_plan_site *sites = calloc(nsites, sizeof(*sites));
+	struct xflow_plan_binding *bind = calloc(nbind, sizeof(*bind));
+	cr_assert(sites && bind);
+	for (uint32_t s = 0; s < nsites; s++) {
+		sites[s] = k.sites[0];
+		sites[s].addr = 100 + s;
+	}
+	/* Every binding at the last site: past XK_MAX_OPS, refused there. */
+	for (uint32_t b = 0; b < nbind; b++) {
+		bind[b] = k.bind[0];
+		bind[b].site = nsites - 1;
+	}
+	k.dom.sites = sites;
+	k.dom.nsites = nsites;
+	k.dom.bindings = bind;
+	k.dom.nbindings = nbind;
+	struct xk_lowered l;
+	char why[512] = "";
+	uint64_t t0 = now_ns();
+	cr_expect_eq(xk_lower(&k.plan, &k.dom, &l, why, sizeof(why)), -E2BIG, "%s", why);
+	uint64_t took = now_ns() - t0;
+	cr_expect(strstr(why, "more than 4 flow operations at fn0"), "%s", why);
+	cr_expect_lt(took, 500000000u, "%u sites and %u bindings took %.3f s", nsites, nbind, (double)took / 1e9);
+	free(sites);
+	free(bind);
 	kp_free(&k);
 }

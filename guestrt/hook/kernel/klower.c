@@ -2,6 +2,7 @@
  * A plan's domain → the kernel backend's slot table (guestrt/hook/kernel/klower.h).
  */
 #include "guestrt/hook/kernel/klower.h"
+#include "guestrt/hook/kernel/ksite_name.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -619,6 +620,43 @@ static int parts_of(const struct lctx *c, const struct tag *key, struct xk_op *o
 	return 0;
 }
 
+/*
+ * The bindings of each site, in weave order: @first[s] .. @first[s + 1]
+ * index @order.  A stable counting sort, so that a plan of many sites and
+ * many bindings costs their sum, not their product (a hostile plan may
+ * give a million of each).  0, -ENOMEM, or -EINVAL with @why when a
+ * binding names a site, advice or fetch the plan does not have.
+ */
+static int bindings_by_site(const struct xflow_plan *plan, const struct xflow_plan_domain *dom, uint32_t **first,
+			    uint32_t **order, char *why, size_t whylen)
+{
+	*first = calloc((size_t)dom->nsites + 2, sizeof(**first));
+	*order = malloc(((size_t)dom->nbindings + 1) * sizeof(**order));
+	if (!*first || !*order)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < dom->nbindings; b++) {
+		const struct xflow_plan_binding *bd = &dom->bindings[b];
+		if (bd->site >= dom->nsites || bd->advice >= plan->nadvice ||
+		    (uint64_t)bd->first_fetch + bd->ninputs > dom->nfetches ||
+		    bd->ninputs != plan->advice[bd->advice].prog.ninputs)
+			return fail(why, whylen, -EINVAL, "binding %u names site %u (of %u), advice %u (of %u) and "
+				    "fetches %u..%u (of %u): not this plan's", b, bd->site, dom->nsites, bd->advice,
+				    plan->nadvice, bd->first_fetch, bd->first_fetch + bd->ninputs, dom->nfetches);
+		(*first)[bd->site + 1]++;
+	}
+	for (uint32_t s = 0; s < dom->nsites; s++)
+		(*first)[s + 1] += (*first)[s];
+	uint32_t *at = calloc((size_t)dom->nsites + 1, sizeof(*at));
+	if (!at)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < dom->nbindings; b++) {
+		uint32_t s = dom->bindings[b].site;
+		(*order)[(*first)[s] + at[s]++] = b;
+	}
+	free(at);
+	return 0;
+}
+
 int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom, struct xk_lowered *out,
 	     char *why, size_t whylen)
 {
@@ -627,10 +665,13 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 	if (!out->slot_of_site)
 		return -ENOMEM;
 	out->nsites = dom->nsites;
+	uint32_t *first = NULL, *order = NULL;
 	unsigned next[3] = { 0, XK_NSLOTS, 2 * XK_NSLOTS };
 	const unsigned end[3] = { XK_NSLOTS, 2 * XK_NSLOTS, XK_SLOTS };
 	static const char *const kname[3] = { "function entries", "function returns", "tracepoints" };
-	int rc = 0;
+	int rc = bindings_by_site(plan, dom, &first, &order, why, whylen);
+	if (rc)
+		goto out;
 	for (uint32_t s = 0; s < dom->nsites; s++) {
 		const struct xflow_plan_site *ps = &dom->sites[s];
 		out->slot_of_site[s] = -1;
@@ -652,11 +693,14 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 			rc = fail(why, whylen, -EINVAL, "site %u has no function or tracepoint name", s);
 			goto out;
 		}
+		char nwhy[400];
+		if (!xk_site_name_ok(ps->func, k == XK_SLOT_TP, nwhy, sizeof(nwhy))) {
+			rc = fail(why, whylen, -EINVAL, "site %u (%s): %s", s, xflow_plan_site_kind_name(ps->kind), nwhy);
+			goto out;
+		}
 		struct xk_slot_info *si = NULL;
-		for (uint32_t b = 0; b < dom->nbindings; b++) {
-			const struct xflow_plan_binding *bd = &dom->bindings[b];
-			if (bd->site != s)
-				continue;
+		for (uint32_t j = first[s]; j < first[s + 1]; j++) {
+			const struct xflow_plan_binding *bd = &dom->bindings[order[j]];
 			const struct xflow_plan_advice *adv = &plan->advice[bd->advice];
 			const char *w = NULL;
 			struct shape sh;
@@ -713,6 +757,11 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 		}
 	}
 out:
+	if (rc == -ENOMEM)
+		fail(why, whylen, rc, "out of memory lowering a plan of %u sites and %u bindings", dom->nsites,
+		     dom->nbindings);
+	free(first);
+	free(order);
 	if (rc)
 		xk_lowered_fini(out);
 	return rc;
