@@ -438,7 +438,7 @@ int xflow_plan_read(const void *buf, size_t len, struct xflow_plan **out, char *
 			l->nelems = U32(&r);
 			l->stride = U32(&r);
 		}
-		dm->sites = arr(&r, dm->nsites, 72, sizeof(*dm->sites));
+		dm->sites = arr(&r, dm->nsites, 68, sizeof(*dm->sites));
 		for (uint32_t i = 0; i < dm->nsites && !r.err; i++) {
 			struct xflow_plan_site *s = &dm->sites[i];
 			s->addr = U64(&r);

@@ -804,3 +804,95 @@ Test(klower, huge_counts_cost_their_sum, .timeout = 60)
 	free(bind);
 	kp_free(&k);
 }
+
+uint32_t xflow_plan_fnv32(const unsigned char *p, size_t n);
+
+/* The checksum of @b made right again after a change. */
+static void plan_refix(unsigned char *b, size_t n)
+{
+	uint32_t sum = xflow_plan_fnv32(b + XFLOW_PLAN_HEADER_SIZE, n - XFLOW_PLAN_HEADER_SIZE);
+	memcpy(b + 48, &sum, 4);
+}
+
+static void expect_read_refused(const unsigned char *b, size_t n, const char *want)
+{
+	struct xflow_plan *q = NULL;
+	char why[512] = "";
+	cr_expect_eq(xflow_plan_read(b, n, &q, why, sizeof(why)), -EINVAL, "want \"%s\": accepted", want);
+	cr_expect(strstr(why, want) != NULL, "want \"%s\" in \"%s\"", want, why);
+	cr_expect_null(q, "a refused plan is not half loaded");
+}
+
+/*
+ * A kernel plan file as an agent's --plan or a PLAN_LOAD carries it: one
+ * domain, the binary "kernel:", a tracepoint site.  Truncated anywhere,
+ * with a huge count, a string offset out of its table, a string table not
+ * ending in NUL, or another version: refused by the reader, each naming
+ * the byte and what is wrong there, and nothing returned.  Read whole, a
+ * hostile name in it is the lowering's to refuse.
+ */
+Test(klower, hostile_kernel_plan_files)
+{
+	struct xflow_plan_binary bin = { .path = "kernel:" };
+	struct xflow_plan_site site = { .addr = 1, .kind = XFLOW_SITE_TRACEPOINT, .len = 1, .func = "net:netif_rx",
+					.field = -1 };
+	struct xflow_plan_domain dom = { .name = "linuxK", .binaries = &bin, .nbinaries = 1, .sites = &site,
+					 .nsites = 1 };
+	struct xflow_plan plan = { .domains = &dom, .ndomains = 1 };
+	unsigned char *b;
+	size_t n;
+	char why[512] = "";
+	cr_assert_eq(xflow_plan_write(&plan, (void **)&b, &n, why, sizeof(why)), 0, "%s", why);
+	struct xflow_plan *q;
+	cr_assert_eq(xflow_plan_read(b, n, &q, why, sizeof(why)), 0, "%s", why);
+	cr_assert_str_eq(q->domains[0].sites[0].func, "net:netif_rx");
+	xflow_plan_free(q);
+	unsigned char *c = malloc(n);
+	/* Truncated: every prefix, the header's size or the records'. */
+	for (size_t k = 0; k < n; k++) {
+		q = NULL;
+		cr_assert_eq(xflow_plan_read(b, k, &q, why, sizeof(why)), -EINVAL, "prefix %zu of %zu accepted", k, n);
+		cr_assert(why[0] && !q);
+	}
+	expect_read_refused(b, n - 1, "the file has");
+	/* The layout: header 64, then (no flows, fields or advice) the
+	 * domain's name and four counts, its binary of 28 bytes, its site. */
+	const size_t nsites_at = 64 + 8, site_at = 64 + 20 + 28, func_at = site_at + 23;
+	memcpy(c, b, n);
+	uint32_t huge = UINT32_MAX;
+	memcpy(c + nsites_at, &huge, 4);
+	plan_refix(c, n);
+	expect_read_refused(c, n, "plan: count 4294967295 at byte 112 is more than the file holds");
+	memcpy(c, b, n);
+	uint32_t far = 1u << 30;
+	memcpy(c + func_at, &far, 4);
+	plan_refix(c, n);
+	char want[128];
+	snprintf(want, sizeof(want), "plan: string offset %u at byte %zu outside the string table", far, func_at);
+	expect_read_refused(c, n, want);
+	/* A name without its NUL: the table's last byte is the name's. */
+	memcpy(c, b, n);
+	c[n - 1] = 'x';
+	plan_refix(c, n);
+	expect_read_refused(c, n, "plan: bad string table");
+	memcpy(c, b, n);
+	uint32_t v = 99;
+	memcpy(c + 8, &v, 4);
+	expect_read_refused(c, n, "plan: version 99, this reader knows 2 to 3");
+	memcpy(c, b, n);
+	c[0] = 'Y';
+	expect_read_refused(c, n, "plan: not a weave plan");
+	/* Whole, with a name no kernel has: read, then refused by the
+	 * lowering, naming the site. */
+	site.func = "net:netif_rx\n";
+	free(b);
+	cr_assert_eq(xflow_plan_write(&plan, (void **)&b, &n, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(xflow_plan_read(b, n, &q, why, sizeof(why)), 0, "%s", why);
+	struct xk_lowered l;
+	cr_expect_eq(xk_lower(q, &q->domains[0], &l, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "site 0 (tracepoint): the tracepoint \"net:netif_rx\\x0a\" has a byte 0x0a in its name"),
+		  "%s", why);
+	xflow_plan_free(q);
+	free(c);
+	free(b);
+}
