@@ -41,6 +41,8 @@ struct flow {
 	uint32_t nkeys;
 	struct flow_key keys[FLOW_MAX_KEYS];
 	uint32_t prev, next; /* activity list (oldest first) or free list */
+	uint32_t dprev, dnext; /* its origin domain's activity list */
+	uint16_t dslot;      /* that domain's slot in doms[], or NO_DSLOT */
 	int live;
 	int partial;         /* its beginning was not seen: never ranked */
 	int awaiting;        /* begun by a keyed IN whose OUT has not come yet */
@@ -66,6 +68,17 @@ struct split_wait {
 	struct xft_sj_end from, to;
 };
 
+/* Domains whose live flows are counted apart, for the choice of a flow to
+ * evict (flow_victim): more than a host has guests; the flows of any
+ * further domain are only in the activity list of all. */
+#define MAX_DSLOTS 256
+#define NO_DSLOT 0xffffu
+
+struct dom_lru {
+	uint32_t head, tail; /* its live flows, oldest first */
+	uint32_t live;
+};
+
 #define CULPRITS 4
 #define P99_EVERY 64
 
@@ -83,6 +96,9 @@ struct xft_agg {
 	struct flow *flows;
 	struct xft_point *points; /* max_flows * max_path */
 	uint32_t free_head, act_head, act_tail;
+	uint16_t *dslot_of;        /* by domain id: its slot + 1, 0 none */
+	struct dom_lru doms[MAX_DSLOTS];
+	uint32_t ndoms;
 	struct xflow_flowtab keys;
 
 	struct xft_hop *hops;
@@ -223,6 +239,32 @@ static void act_unlink(struct xft_agg *a, uint32_t i)
 		a->flows[f->next].prev = f->prev;
 	else
 		a->act_tail = f->prev;
+	if (f->dslot == NO_DSLOT)
+		return;
+	struct dom_lru *d = &a->doms[f->dslot];
+	if (f->dprev != NIL)
+		a->flows[f->dprev].dnext = f->dnext;
+	else
+		d->head = f->dnext;
+	if (f->dnext != NIL)
+		a->flows[f->dnext].dprev = f->dprev;
+	else
+		d->tail = f->dprev;
+	d->live--;
+}
+
+/* @domain's slot in doms[], taken at its first flow; NO_DSLOT once
+ * MAX_DSLOTS domains have one. */
+static uint16_t dslot(struct xft_agg *a, uint16_t domain)
+{
+	uint16_t s = a->dslot_of[domain];
+	if (s)
+		return (uint16_t)(s - 1);
+	if (a->ndoms == MAX_DSLOTS)
+		return NO_DSLOT;
+	a->doms[a->ndoms] = (struct dom_lru){ .head = NIL, .tail = NIL };
+	a->dslot_of[domain] = (uint16_t)(++a->ndoms);
+	return (uint16_t)(a->ndoms - 1);
 }
 
 static void act_append(struct xft_agg *a, uint32_t i)
@@ -235,6 +277,35 @@ static void act_append(struct xft_agg *a, uint32_t i)
 	else
 		a->act_head = i;
 	a->act_tail = i;
+	f->dslot = dslot(a, f->origin_domain);
+	if (f->dslot == NO_DSLOT)
+		return;
+	struct dom_lru *d = &a->doms[f->dslot];
+	f->dprev = d->tail;
+	f->dnext = NIL;
+	if (d->tail != NIL)
+		a->flows[d->tail].dnext = i;
+	else
+		d->head = i;
+	d->tail = i;
+	d->live++;
+}
+
+/*
+ * The flow to evict when the table is full: the idlest of the domain
+ * that holds the most live flows, so that a domain flooding the table
+ * (a guest sending ids it never started: xflow/collector.h's lies) evicts
+ * its own flows, not another's; with one domain, its idlest, as before.
+ */
+static uint32_t flow_victim(const struct xft_agg *a)
+{
+	uint32_t best = NIL, most = 0;
+	for (uint32_t k = 0; k < a->ndoms; k++)
+		if (a->doms[k].live > most) {
+			most = a->doms[k].live;
+			best = k;
+		}
+	return best != NIL && a->doms[best].head != NIL ? a->doms[best].head : a->act_head;
 }
 
 /* Map one more key to flow @i; a key that named another flow is taken
@@ -325,9 +396,9 @@ static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint
 	uint16_t domain = r->domain_id, kind = r->flow_kind;
 	uint64_t id = r->flow_id;
 	if (a->free_head == NIL) {
-		/* Full: the flow idle the longest makes room. */
+		/* Full: a flow of the domain holding the most makes room. */
 		a->st.flows_evicted++;
-		flow_end(a, a->act_head, 1);
+		flow_end(a, flow_victim(a), 1);
 	}
 	uint32_t i = a->free_head;
 	struct flow *f = &a->flows[i];
@@ -1052,6 +1123,8 @@ void xft_agg_reset(struct xft_agg *a)
 	}
 	a->free_head = 0;
 	a->act_head = a->act_tail = NIL;
+	memset(a->dslot_of, 0, 65536 * sizeof(*a->dslot_of));
+	a->ndoms = 0;
 	a->nhops = 0;
 	memset(a->hop_slots, 0, ((size_t)a->hop_mask + 1) * sizeof(*a->hop_slots));
 	a->ho_head = a->ho_count = 0;
@@ -1112,6 +1185,7 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	a->hop_mask = hs - 1;
 	a->heap = take(l->max_pending, sizeof(*a->heap), &mem);
 	a->flows = take(l->max_flows, sizeof(*a->flows), &mem);
+	a->dslot_of = take(65536, sizeof(*a->dslot_of), &mem);
 	a->points = take((size_t)l->max_flows * l->max_path, sizeof(*a->points), &mem);
 	a->hops = take(l->max_hops, sizeof(*a->hops), &mem);
 	a->hop_slots = take(hs, sizeof(*a->hop_slots), &mem);
@@ -1126,7 +1200,7 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 		rc = xft_kj_init(&a->kj, l->max_handoffs, l->join_grace_ns, join_alive, join_expired, a);
 		mem += xft_kj_bytes(&a->kj);
 	}
-	if (rc || !a->merge || !a->heap || !a->flows || !a->points || !a->hops || !a->hop_slots ||
+	if (rc || !a->merge || !a->heap || !a->flows || !a->dslot_of || !a->points || !a->hops || !a->hop_slots ||
 	    !a->handoffs || !a->top || !a->sorted || !a->top_points) {
 		if (rc == 0)
 			rc = -ENOMEM;
@@ -1145,6 +1219,7 @@ void xft_agg_free(struct xft_agg *a)
 		return;
 	free(a->heap);
 	free(a->flows);
+	free(a->dslot_of);
 	free(a->points);
 	free(a->hops);
 	free(a->hop_slots);

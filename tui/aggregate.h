@@ -128,7 +128,9 @@ struct xft_agg_stats {
 	uint64_t flows_partial;  /* tracked from the middle: beginning not seen */
 	uint64_t flows_finished; /* whole flows ended by QUIT */
 	uint64_t flows_expired;
-	uint64_t flows_evicted;  /* the oldest live flow, to make room */
+	uint64_t flows_evicted;  /* to make room: the idlest live flow of the
+	                          * domain holding the most, so that one
+	                          * domain's flood evicts its own */
 	uint64_t flows_live;
 	uint64_t no_flow;        /* records with flow id 0 */
 	uint64_t hops_dropped;   /* hop samples for which no hop slot was free */

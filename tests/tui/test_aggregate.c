@@ -421,3 +421,67 @@ Test(aggregate, a_flow_whose_beginning_was_evicted_is_partial)
 		cr_expect_neq(s[i].id, 1, "the fragment of flow 1 is ranked %zu among the slowest", i + 1);
 	xft_agg_free(a);
 }
+
+/* What the model keeps of domain @dom's flows: its whole flows among the
+ * slowest, and its hop samples. */
+static void honest_figures(struct xft_agg *a, uint16_t dom, uint64_t *whole, uint64_t *samples)
+{
+	const struct xft_flow_summary *s;
+	size_t n = xft_agg_slowest(a, &s, 1000);
+	*whole = *samples = 0;
+	for (size_t i = 0; i < n; i++)
+		*whole += s[i].origin_domain == dom && !s[i].expired;
+	size_t nh;
+	const struct xft_hop *h = xft_agg_hops(a, &nh);
+	for (size_t i = 0; i < nh; i++)
+		if (h[i].key.from_domain == dom)
+			*samples += h[i].count;
+}
+
+/* Domain 1's ten flows, started, then (with @liar) domain 2's flood of
+ * records of ids it never started, then domain 1's ten quits. */
+static void flood_run(bool liar, uint64_t *whole, uint64_t *samples, uint64_t *evicted)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.max_flows = 64;
+	l.top_k = 100;
+	l.window_ns = 10 * US;
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	for (uint64_t id = 1; id <= 10; id++) {
+		struct xflow_record r = rec(1, 1, id, XFLOW_REC_START);
+		xft_agg_feed(a, &r, t + id * US);
+	}
+	for (uint64_t id = 1; liar && id <= 1000; id++) {
+		struct xflow_record r = rec(2, 5, 1000 + id, XFLOW_REC_TRANSIT);
+		xft_agg_feed(a, &r, t + 100 * US + id * US);
+	}
+	for (uint64_t id = 1; id <= 10; id++) {
+		struct xflow_record r = rec(1, 2, id, XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, t + 2 * MS + id * US);
+	}
+	xft_agg_drain(a);
+	honest_figures(a, 1, whole, samples);
+	*evicted = xft_agg_stats(a)->flows_evicted;
+	xft_agg_free(a);
+}
+
+/* Issue 30 item 7: a domain that floods the flow table (a guest's records
+ * of ids it never started, which the collector gives on as partial flows)
+ * evicts its own flows, not another's: the table evicted the idlest flow
+ * of any domain, the honest domain's waiting ones first. */
+Test(aggregate, a_domain_flooding_the_flow_table_evicts_its_own)
+{
+	uint64_t whole0, samples0, ev0, whole, samples, ev;
+	flood_run(false, &whole0, &samples0, &ev0);
+	cr_assert_eq(whole0, 10);
+	cr_assert_eq(samples0, 10);
+	cr_assert_eq(ev0, 0);
+	flood_run(true, &whole, &samples, &ev);
+	cr_expect_gt(ev, 900, "the flood did not fill the table: %lu evicted", (unsigned long)ev);
+	cr_expect_eq(whole, whole0, "honest whole flows %lu, without the flood %lu", (unsigned long)whole,
+		     (unsigned long)whole0);
+	cr_expect_eq(samples, samples0, "honest hop samples %lu, without the flood %lu", (unsigned long)samples,
+		     (unsigned long)samples0);
+}
