@@ -89,11 +89,12 @@ static int agent_open(const char *options, struct xflow_collector **out, char *e
 	for (unsigned i = 0; i < c->npeers; i++)
 		if ((rc = acoll_peer_connect(c, c->peers[i])))
 			goto fail;
+	/* An agent refused at its greeting is gone: the others go on. */
 	for (unsigned i = 0; i < c->npeers; i++)
-		if ((rc = acoll_peer_send_plan(c, c->peers[i])))
+		if (!c->peers[i]->gone && (rc = acoll_peer_send_plan(c, c->peers[i])))
 			goto fail;
 	for (unsigned i = 0; i < c->npeers; i++)
-		if ((rc = acoll_peer_wait_plan(c, c->peers[i])))
+		if (!c->peers[i]->gone && (rc = acoll_peer_wait_plan(c, c->peers[i])))
 			goto fail;
 	*out = (struct xflow_collector *)c;
 	return 0;

@@ -147,6 +147,26 @@ int acoll_peer_connect(struct acoll *c, struct peer *p)
 		goto out;
 	}
 	const struct xflow_ctl_hello *h = &m->u.hello;
+	/* Locally the HELLO is all that says which domain an agent is: a
+	 * second agent claiming a domain another speaks for would have its
+	 * records taken as that domain's.  It is refused, its lie counted
+	 * in a row of its own, and the others go on. */
+	for (unsigned i = 0; i < c->npeers; i++) {
+		const struct peer *o = c->peers[i];
+		if (o == p || !o->connected || o->gone || o->xen || o->domid != h->domain_id)
+			continue;
+		p->vet.lies.other_domain++;
+		p->domid = ACOLL_DOMID_REFUSED;
+		p->agent_pid = h->agent_pid;
+		snprintf(p->domain, sizeof(p->domain), "refused");
+		snprintf(p->source, sizeof(p->source), "xflow-agent pid %u via %s: refused, it greeted as domain %u",
+			 h->agent_pid, p->path, (unsigned)h->domain_id);
+		acoll_peer_drop(c, p, NULL);
+		acoll_set_err(c, "agent %s (pid %u) greeted as domain %u, which the agent %s (pid %u) speaks for: refused",
+			p->path, h->agent_pid, (unsigned)h->domain_id, o->path, o->agent_pid);
+		rc = 0;
+		goto out;
+	}
 	acoll_peer_take_hello(p, h);
 	/* The descriptors become ours; the message must not close them. */
 	int memfd = m->fds[0], efd = m->fds[1];

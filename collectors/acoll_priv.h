@@ -45,6 +45,11 @@
  * the model applies a second. */
 #define ACOLL_RATE_DEFAULT 2000000u
 
+/* The row of a local agent refused at its greeting (it claimed a domain
+ * another agent speaks for): no domain has this id (xflowtop.conf(5): 0
+ * to 65534). */
+#define ACOLL_DOMID_REFUSED 0xffffu
+
 /* What a guest's records claim, judged (acoll_vet.c). */
 struct acoll_vet_id {
 	uint16_t kind;

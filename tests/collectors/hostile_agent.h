@@ -70,7 +70,10 @@ static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, 
 	if (xflow_ctl_send(&c, &m, fds, 2, 2000))
 		_exit(2);
 	struct xflow_ctl_msg *req;
-	if (xflow_ctl_recv(&c, &req, 20000) != 1 || req->type != XFLOW_CTL_PLAN_LOAD)
+	int got = xflow_ctl_recv(&c, &req, 20000);
+	if (got < 0)
+		_exit(0); /* refused at its greeting: the monitor hung up */
+	if (got != 1 || req->type != XFLOW_CTL_PLAN_LOAD)
 		_exit(3);
 	struct xflow_ctl_msg r = { .type = XFLOW_CTL_REPLY };
 	r.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_PLAN_LOAD, .message = "ok" };

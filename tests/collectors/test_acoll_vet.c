@@ -55,13 +55,18 @@ static void feed(void *ctx, const struct xflow_record *r, uint64_t t)
 	xft_agg_feed(ctx, r, t);
 }
 
+/* The figures of domain @dom's row (one only: a second would be a lie
+ * let through). */
 static void take(struct figures *f, const struct xflow_collector_ops *ops, struct xflow_collector *c,
 		 struct xft_agg *a, uint16_t dom)
 {
 	memset(f, 0, sizeof(*f));
-	for (uint32_t i = 0; ops->domain_info(c, i, &f->di) == 0; i++)
-		if (f->di.id == dom)
-			break;
+	unsigned rows = 0;
+	struct xflow_domain_info di;
+	for (uint32_t i = 0; ops->domain_info(c, i, &di) == 0; i++)
+		if (di.id == dom && rows++ == 0)
+			f->di = di;
+	cr_assert_eq(rows, 1, "%u rows of domain %u", rows, (unsigned)dom);
 	size_t nh;
 	const struct xft_hop *h = xft_agg_hops(a, &nh);
 	for (size_t i = 0; i < nh; i++)
@@ -76,13 +81,16 @@ static void take(struct figures *f, const struct xflow_collector_ops *ops, struc
 	f->late = xft_agg_stats(a)->late;
 }
 
+static char last_error[1024]; /* the collector's, at the end of a run */
+
 /*
- * One run: the honest agent, and the liar with @liar (n records) unless
- * NULL, read by the agent collector with @extra options into a model.
- * Fills @honest and @lying.
+ * One run: the honest agent, and the liar (greeting as domain @liar_dom)
+ * with @liar (n records) unless NULL, read by the agent collector with
+ * @extra options into a model.  Fills @honest and @lying (the row the
+ * liar's agent has, whatever its id).
  */
-static void run(const struct ha_rec *liar, size_t n, const char *extra, struct figures *honest,
-		struct figures *lying)
+static void run_as(uint16_t liar_dom, const struct ha_rec *liar, size_t n, const char *extra,
+		   struct figures *honest, struct figures *lying)
 {
 	static unsigned nrun;
 	char flows[160], dir[200], s1[260], s2[260], opts[600], err[1024];
@@ -95,7 +103,7 @@ static void run(const struct ha_rec *liar, size_t n, const char *extra, struct f
 	size_t hn = honest_script(hs);
 	/* The honest agent writes once the liar has begun: a lie that moved
 	 * the model's window would move what comes after it. */
-	pid_t a = ha_agent(s1, bin, HONEST, hs, hn, 300), b = liar ? ha_agent(s2, bin, LIAR, liar, n, 0) : -1;
+	pid_t a = ha_agent(s1, bin, HONEST, hs, hn, 300), b = liar ? ha_agent(s2, bin, liar_dom, liar, n, 0) : -1;
 	snprintf(opts, sizeof(opts), "dir=%s,flows=%s,timeout=20000%s", dir, flows, extra ? extra : "");
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
 	struct xflow_collector *c;
@@ -123,7 +131,8 @@ static void run(const struct ha_rec *liar, size_t n, const char *extra, struct f
 	xft_agg_drain(m);
 	take(honest, ops, c, m, HONEST);
 	if (lying)
-		take(lying, ops, c, m, LIAR);
+		take(lying, ops, c, m, liar_dom == HONEST ? 0xffff : liar_dom);
+	snprintf(last_error, sizeof(last_error), "%s", ops->last_error(c) ? ops->last_error(c) : "");
 	xft_agg_free(m);
 	ops->close(c);
 	int st;
@@ -133,6 +142,12 @@ static void run(const struct ha_rec *liar, size_t n, const char *extra, struct f
 		waitpid(b, &st, 0);
 		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lying agent status %d", st);
 	}
+}
+
+static void run(const struct ha_rec *liar, size_t n, const char *extra, struct figures *honest,
+		struct figures *lying)
+{
+	run_as(LIAR, liar, n, extra, honest, lying);
 }
 
 /* The honest domain's figures with the liar are those without. */
@@ -180,6 +195,26 @@ Test(lying_agent, records_naming_another_domain, .timeout = 120)
 	cr_expect_eq(liar.di.records, 0);
 	cr_expect_eq(liar.di.bad, 0, "a lie is not a malformed record");
 	expect_unmoved(&with, &without);
+}
+
+/* A greeting in the honest domain's name: its records would be that
+ * domain's.  Refused, in a row of its own, and said. */
+Test(lying_agent, a_hello_naming_another_domain, .timeout = 120)
+{
+	struct figures without, with, liar;
+	baseline(&without);
+	size_t n = 0;
+	for (uint64_t f = 0; f < NFLOWS; f++)
+		script[n++] = (struct ha_rec){ .flow_id = 2 * f + 1, .site = 1, .domain = HONEST,
+					       .flags = XFLOW_REC_START | XFLOW_REC_QUIT };
+	run_as(HONEST, script, n, NULL, &with, &liar);
+	expect_unmoved(&with, &without);
+	cr_expect_eq(liar.di.id, 0xffff, "the refused agent's row is not domain %u's", (unsigned)liar.di.id);
+	cr_expect_eq(liar.di.lies.other_domain, 1);
+	cr_expect_eq(liar.di.records, 0);
+	cr_expect(liar.di.gone);
+	cr_expect(strstr(liar.di.source, "refused, it greeted as domain 1"), "%s", liar.di.source);
+	cr_expect(strstr(last_error, "greeted as domain 1, which the agent "), "%s", last_error);
 }
 
 /* One record an hour ahead: given on, the model's window would follow it
