@@ -12,7 +12,9 @@
 #include "collectors/xentrace.h"
 #include "tests/export/expocheck.h"
 #include "tests/export/httpc.h"
+#include "tests/tui/apptest.h"
 #include "tui/app.h"
+#include "tui/report.h"
 #include "tui/metrics.h"
 #include "xflow/clock.h"
 
@@ -443,6 +445,64 @@ Test(metrics, hop_state_labels_are_escaped)
 	const char *p = strstr(body, "xflowtop_hop_state_seconds_total{");
 	cr_assert_not_null(p);
 	cr_assert_not_null(strstr(p, "state=\"wait\"} 7e-06"), "%s", p);
+	free(body);
+	app_free(app);
+}
+
+/* Issue 30 item 7: a domain's lies, where its drops are: the Domains
+ * view (a LIES column, the kinds after the source), the batch text, the
+ * JSON and /metrics, each kind under one name. */
+Test(metrics, a_domains_lies_everywhere_its_drops_are)
+{
+	struct xft_app *app = app_new("h", 0);
+	xft_app_refresh(app, xflow_monotonic_ns() + 1000000000u);
+	cr_assert_gt(app->ndomains, 0);
+	struct xflow_domain_info *d = &app->domains[0].info;
+	d->lies = (struct xflow_domain_lies){ .other_domain = 3, .time_future = 1, .never_started = 7 };
+	const char *name = d->name;
+
+	xft_ui_key(app, '6');
+	apptest_draw(app, 24, 200);
+	cr_expect(apptest_screen_has(app, "LIES"), "no LIES column");
+	cr_expect(apptest_screen_has(app, "    11  live"), "the row's lies are not 11");
+	cr_expect(apptest_screen_has(app, "lies: 3 naming another domain, 1 stamped in the future, 7 of flows it ne"),
+		  "the kinds are not after the source");
+
+	char *txt = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&txt, &tlen);
+	xft_report_domains_text(app, f);
+	fclose(f);
+	cr_expect(strstr(txt, " LIES ") && strstr(txt, "; lies: 3 naming another domain, 1 stamped in the future, "
+					       "7 of flows it never started"), "%s", txt);
+	free(txt);
+
+	f = open_memstream(&txt, &tlen);
+	cr_assert_eq(xft_report_json_file(app, f), 0);
+	fclose(f);
+	/* Without its layout's blanks. */
+	size_t w = 0;
+	for (size_t r = 0; txt[r]; r++)
+		if (txt[r] != ' ' && txt[r] != '\n')
+			txt[w++] = txt[r];
+	txt[w] = 0;
+	cr_expect(strstr(txt, "\"lies\":{\"other_domain\":3,\"time_past\":0,\"time_future\":1,\"flood\":0,"
+			      "\"never_started\":7,\"after_end\":0}"), "%s", txt);
+	free(txt);
+
+	xft_metrics_publish(app);
+	struct expo_stats st;
+	char *body = scrape(app, &st);
+	char series[256];
+	snprintf(series, sizeof(series), "xflowtop_domain_records_lies_total{host=\"h\",domain=\"%s\",kind=\"other_domain\"}",
+		 name);
+	cr_expect_eq(value(body, series), 3, "%s", series);
+	snprintf(series, sizeof(series), "xflowtop_domain_records_lies_total{host=\"h\",domain=\"%s\",kind=\"never_started\"}",
+		 name);
+	cr_expect_eq(value(body, series), 7, "%s", series);
+	snprintf(series, sizeof(series), "xflowtop_domain_records_lies_total{host=\"h\",domain=\"%s\",kind=\"flood\"}",
+		 name);
+	cr_expect_eq(value(body, series), 0, "%s", series);
 	free(body);
 	app_free(app);
 }
