@@ -87,4 +87,13 @@ partial=$(echo "$line" | sed -n 's/.* partial \([0-9]*\),.*/\1/p')
 	fail "$finished flows finished, but $whole kept every record ($ends lost their middle alone)"
 [ $((started + partial)) -eq "$seen" ] ||
 	fail "started $started + partial $partial is not the $seen flows seen"
-echo "finished $finished = the flows whose every record arrived; the $partial others partial"
+# Every record the lanes lost left a gap the monitor saw: none was lost
+# after its thread's last record (each request ends with a record that
+# finds room).
+lost=$(sed -n 's/.*saved [0-9]* records; lost \([0-9]*\) .*/\1/p' "$T/agent.err")
+"$BUILD/bin/xflowtop" -b -n 1 --json --replay "$T/s.ses" --speed max >"$T/top.json" 2>"$T/top.err" || {
+	cat "$T/top.err"; fail "xflowtop --json --replay"; }
+seen_lost=$(tr ',{}' '\n\n\n' <"$T/top.json" | sed -n 's/^ *"loss_records": *\([0-9]*\)$/\1/p' | tail -1)
+[ -n "$lost" ] && [ "$seen_lost" = "$lost" ] ||
+	fail "the agent lost '$lost' records, the monitor saw '$seen_lost' missing from the threads' numbers"
+echo "finished $finished = the flows whose every record arrived; the $partial others partial; $seen_lost records lost, all seen"
