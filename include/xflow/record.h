@@ -69,13 +69,17 @@ enum xflow_record_flag {
  * renumbers a record.  The in-process runtime's lanes do so (a lane
  * belongs to one thread at a time); the ptrace backend numbers the
  * agent's records and the kernel backend its ring buffer's, neither per
- * thread, so theirs are not flagged.
+ * thread, so theirs are not flagged.  A loss after a thread's last
+ * record (it exits, or writes no more) leaves no gap: it is in the drops
+ * only.
  *
  * Why a sequence and not the lost records' flow ids: the number costs the
  * writer nothing it did not already do, where a list of lost ids would be
  * one more store per lost record into a space that itself fills up, and
  * every stage after the lanes (agent ring, transport, monitor) would need
  * one of its own; a gap is seen by the monitor whichever stage lost it.
+ * The price is that the monitor cannot tell whose record it was, and
+ * suspects every flow live in the gap (tui/aggregate.h).
  */
 
 /*
