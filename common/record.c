@@ -48,6 +48,9 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 	} else if (out->flags & ~XFLOW_REC_ALL_FLAGS) {
 		bad = "flags";
 		rc = -EBADMSG;
+	} else if (out->version < 3 && (out->flags & XFLOW_REC_SEQ_COUNTS_LOST)) {
+		bad = "flags";
+		rc = -EBADMSG;
 	} else if (out->flow_id > XFLOW_FLOWID_MAX) {
 		bad = "flow_id";
 		rc = -EBADMSG;

@@ -15,10 +15,15 @@
 #include "tui/aggregate.h"
 #include "tui/keyed_join.h"
 #include "tui/sched_join.h"
+#include "tui/seq_gap.h"
 #include "xflow/flowid.h"
 
 #define NIL UINT32_MAX
 #define FLOW_MAX_KEYS 4
+/* A pending entry that is no record but a loss (loss_push): a flag bit no
+ * decoded record has, its end in data[0]. */
+#define PEND_LOSS 0x8000u
+_Static_assert((PEND_LOSS & XFLOW_REC_ALL_FLAGS) == 0, "a loss is not a record");
 
 struct pending {
 	uint64_t t;
@@ -44,7 +49,10 @@ struct flow {
 	uint32_t dprev, dnext; /* its origin domain's activity list */
 	uint16_t dslot;      /* that domain's slot in doms[], or NO_DSLOT */
 	int live;
-	int partial;         /* its beginning was not seen: never ranked */
+	int partial;         /* its beginning was not seen, or it may have
+	                      * lost a record: never ranked */
+	int lossy;           /* it may own a record lost on the way (see
+	                      * flow_settle; also when gen <= lossy_gen) */
 	int awaiting;        /* begun by a keyed IN whose OUT has not come yet */
 	int sending;         /* its keyed OUTs no IN has taken yet */
 	int held;            /* awaiting or sending, and its QUIT seen: kept
@@ -92,6 +100,12 @@ struct xft_agg {
 	struct pending *heap;
 	uint32_t npending;
 	uint64_t seq, newest, last_released;
+
+	/* Losses seen in threads' record numbers (tui/seq_gap.h): a flow
+	 * live when one was applied (gen <= lossy_gen) or begun before
+	 * lost_until may own a lost record. */
+	struct xft_seqs seqs;
+	uint64_t lossy_gen, lost_until;
 
 	struct flow *flows;
 	struct xft_point *points; /* max_flows * max_path */
@@ -143,6 +157,7 @@ void xft_agg_limits_default(struct xft_agg_limits *l)
 	l->expire_ns = UINT64_C(10) * 1000 * 1000 * 1000;
 	l->max_handoffs = 4096;
 	l->join_grace_ns = UINT64_C(2) * 1000 * 1000 * 1000;
+	l->max_threads = 4096;
 }
 
 static void *take(size_t n, size_t size, uint64_t *total)
@@ -371,10 +386,37 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 	}
 }
 
+/* Flow @i will never be whole: count it with the partial ones. */
+static void flow_make_partial(struct xft_agg *a, uint32_t i)
+{
+	struct flow *f = &a->flows[i];
+	if (f->partial)
+		return;
+	f->partial = 1;
+	a->st.flows_started--;
+	a->st.flows_partial++;
+}
+
+/*
+ * A loss marks the flows live when it is applied by moving lossy_gen up to
+ * the newest flow's gen, which costs nothing however many flows there are;
+ * each flow is judged when it matters: as it ends, and as it merges.
+ */
+static int flow_settle(struct xft_agg *a, uint32_t i)
+{
+	struct flow *f = &a->flows[i];
+	if (f->gen <= a->lossy_gen)
+		f->lossy = 1;
+	if (f->lossy)
+		flow_make_partial(a, i);
+	return f->lossy;
+}
+
 /* End flow @i: by QUIT (@expired 0) or by expiry/eviction. */
 static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 {
 	struct flow *f = &a->flows[i];
+	flow_settle(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
 	for (uint32_t k = 0; k < f->nkeys; k++)
@@ -410,7 +452,9 @@ static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint
 	f->start_ns = f->last_ns = t;
 	f->live = 1;
 	f->gen = ++a->gen;
-	f->partial = !(r->flags & XFLOW_REC_START);
+	/* Begun while a loss lasted: a record lost then may be its own. */
+	f->lossy = t < a->lost_until;
+	f->partial = !(r->flags & XFLOW_REC_START) || f->lossy;
 	act_append(a, i);
 	flow_add_key(a, i, domain, kind, id);
 	if (f->partial)
@@ -743,17 +787,6 @@ static int join_alive(void *opaque, const struct xft_kj_side *s)
 	return f->live && f->gen == s->flow_gen;
 }
 
-/* Flow @i will never be whole: count it with the partial ones. */
-static void flow_make_partial(struct xft_agg *a, uint32_t i)
-{
-	struct flow *f = &a->flows[i];
-	if (f->partial)
-		return;
-	f->partial = 1;
-	a->st.flows_started--;
-	a->st.flows_partial++;
-}
-
 static void join_expired(void *opaque, const struct xft_kj_side *s, int in)
 {
 	struct xft_agg *a = opaque;
@@ -794,6 +827,7 @@ static void flow_quit(struct xft_agg *a, uint32_t i)
 		flow_hold(a, i);
 		return;
 	}
+	flow_settle(a, i);
 	a->st.flows_finished += !a->flows[i].partial;
 	flow_end(a, i, 0);
 }
@@ -809,6 +843,11 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 		 * join and sent from there: it is already one flow. */
 		s->awaiting = 0;
 		return;
+	}
+	/* What the receiving half may have lost, the whole flow has. */
+	if (flow_settle(a, ri)) {
+		s->lossy = 1;
+		flow_make_partial(a, si);
 	}
 	if (s->has_last) {
 		a->st.join_negative_hops += in->point.t_ns < s->last.t_ns;
@@ -850,6 +889,7 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 	r->awaiting = r->held = 0;
 	flow_end(a, ri, 1);
 	if (held) {
+		flow_settle(a, si);
 		a->st.flows_finished += !s->partial;
 		flow_end(a, si, 0);
 	}
@@ -950,8 +990,24 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 
 /* --- applying one record --------------------------------------------------- */
 
+/* A loss applied at the time of the last record before it: every flow live
+ * now, and every flow begun before @until, may own a lost record (which
+ * thread wrote it says nothing of its flow, so all flows are suspects). */
+static void loss_apply(struct xft_agg *a, uint64_t t, uint64_t until)
+{
+	if (t < a->last_released)
+		a->st.loss_late++;
+	a->lossy_gen = a->gen;
+	if (until > a->lost_until)
+		a->lost_until = until;
+}
+
 static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
+	if (r->flags & PEND_LOSS) {
+		loss_apply(a, t, r->data[0]);
+		return;
+	}
 	a->st.released++;
 	if (t < a->last_released)
 		a->st.late++;
@@ -1024,11 +1080,9 @@ static void expire(struct xft_agg *a, uint64_t now)
 
 /* --- public ----------------------------------------------------------------- */
 
-void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
+/* Into the window; a full one lets its oldest go first. */
+static void pend_add(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
-	a->st.records++;
-	if (t > a->newest)
-		a->newest = t;
 	if (a->npending == a->lim.max_pending) {
 		struct pending p;
 		heap_pop(a, &p);
@@ -1036,6 +1090,39 @@ void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 		apply(a, &p.r, p.t);
 	}
 	heap_push(a, r, t);
+}
+
+/*
+ * Records lost between the times @from and @to: a loss that waits in the
+ * window at @from, behind the record there (it came first), so that it is
+ * applied before any flow could end in the gap.  A gap seen only after
+ * @from has left the window is applied at once and counted late: flows
+ * that ended in between were judged without it.
+ */
+static void loss_push(struct xft_agg *a, uint64_t from, uint64_t to)
+{
+	struct xflow_record l;
+	memset(&l, 0, sizeof(l));
+	l.flags = PEND_LOSS;
+	l.data[0] = to;
+	pend_add(a, &l, from);
+}
+
+void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
+{
+	a->st.records++;
+	if (t > a->newest)
+		a->newest = t;
+	if (r->flags & XFLOW_REC_SEQ_COUNTS_LOST) {
+		uint64_t from;
+		uint32_t lost = xft_seqs_check(&a->seqs, r, t, &from);
+		if (lost)
+			loss_push(a, from, t);
+		a->st.records_lost = a->seqs.lost;
+		a->st.loss_gaps = a->seqs.gaps;
+		a->st.threads_forgotten = a->seqs.forgotten;
+	}
+	pend_add(a, r, t);
 	/* Release what is older than the window as we go, so a steady feed
 	 * keeps the window at its time bound, not its count bound. */
 	while (a->npending && a->heap[0].t + a->lim.window_ns <= a->newest) {
@@ -1116,6 +1203,8 @@ void xft_agg_reset(struct xft_agg *a)
 	a->st.memory_bytes = mem;
 	a->npending = 0;
 	a->seq = a->newest = a->last_released = 0;
+	xft_seqs_clear(&a->seqs);
+	a->lossy_gen = a->lost_until = 0;
 	xflow_flowtab_clear(&a->keys);
 	for (uint32_t i = 0; i < a->lim.max_flows; i++) {
 		a->flows[i].live = 0;
@@ -1197,6 +1286,10 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	int rc = xflow_flowtab_init(&a->keys, (size_t)l->max_flows * FLOW_MAX_KEYS);
 	mem += xflow_flowtab_bytes(&a->keys);
 	if (rc == 0) {
+		rc = xft_seqs_init(&a->seqs, l->max_threads);
+		mem += xft_seqs_bytes(&a->seqs);
+	}
+	if (rc == 0) {
 		rc = xft_kj_init(&a->kj, l->max_handoffs, l->join_grace_ns, join_alive, join_expired, a);
 		mem += xft_kj_bytes(&a->kj);
 	}
@@ -1230,6 +1323,7 @@ void xft_agg_free(struct xft_agg *a)
 	free(a->merge);
 	xft_kj_fini(&a->kj);
 	xflow_flowtab_fini(&a->keys);
+	xft_seqs_fini(&a->seqs);
 	sched_free(a);
 	free(a);
 }

@@ -36,6 +36,16 @@
  * leaves its local flow partial.  Hops inside each side are those each
  * side recorded as it was applied.
  *
+ * A record lost on the way (in a lane, the agent's ring, the transport, or
+ * not decodable here) shows as a gap in its thread's record numbers, for
+ * producers that count their lost records (xflow/record.h, "Losses";
+ * tui/seq_gap.h follows them).  Whose record it was is not known: every
+ * flow live at the gap, or begun in it, in any domain (an id may cross a
+ * ring header there), is counted partial, never finished.  That is exact
+ * when no other flow overlaps the gap, and errs towards partial when
+ * flows do.  A gap is placed in the window at the time of the record
+ * before it, so that flows ending inside it are judged with it.
+ *
  * A hop is two consecutive points of a flow, a point being (domain, group):
  * the group of a site comes from a callback (the function it is in, say) so
  * that several accesses inside one function make one point; consecutive
@@ -67,13 +77,16 @@ struct xft_agg_limits {
 	uint32_t max_handoffs;  /* ids in flight between domains, and keyed
 	                         * sides waiting for their other half */
 	uint64_t join_grace_ns; /* how long a keyed side waits for its peer */
+	uint32_t max_threads;   /* threads whose record numbers are followed
+	                         * to see losses (tui/seq_gap.h; 0: 4096) */
 	/* Bits of an id that survive a header transit per flow kind (0: all
 	 * 48); indexed by kind, kinds >= 16 use 0. */
 	uint8_t carried_bits[16];
 };
 
 /* Defaults: 100 ms window, 64K pending, 64K flows, 1024 hops, 32-point
- * paths, top 20, 10 s expiry, 4096 handoffs, 2 s join grace, full ids. */
+ * paths, top 20, 10 s expiry, 4096 handoffs, 2 s join grace, full ids,
+ * 4096 threads followed. */
 void xft_agg_limits_default(struct xft_agg_limits *l);
 
 /* The point a site belongs to (e.g. its function); identity if NULL. */
@@ -125,7 +138,8 @@ struct xft_agg_stats {
 	uint64_t late;           /* older than the last released one */
 	uint64_t window_full;    /* released early because the window was full */
 	uint64_t flows_started;  /* by their START record */
-	uint64_t flows_partial;  /* tracked from the middle: beginning not seen */
+	uint64_t flows_partial;  /* tracked from the middle (beginning not seen),
+	                          * or live while a record was lost */
 	uint64_t flows_finished; /* whole flows ended by QUIT */
 	uint64_t flows_expired;
 	uint64_t flows_evicted;  /* to make room: the idlest live flow of the
@@ -153,6 +167,11 @@ struct xft_agg_stats {
 	 * every pCPU's trace had passed their end, because the queue of
 	 * those waiting was full (the part not yet traced is '?'). */
 	uint64_t split_early;
+	/* Losses seen in the record numbers of threads that count them
+	 * (XFLOW_REC_SEQ_COUNTS_LOST): records lost, in how many gaps, gaps
+	 * seen after flows may have ended in them (the window had let
+	 * their start go), threads no longer followed to make room. */
+	uint64_t records_lost, loss_gaps, loss_late, threads_forgotten;
 };
 
 struct xft_agg;

@@ -37,6 +37,8 @@ FAMILY(f_overflow, "xflowtop_reorder_window_overflows_total", XFX_COUNTER,
        "Records released early because the reorder window (max-pending) was full.");
 FAMILY(f_started, "xflowtop_flows_started_total", XFX_COUNTER, "Flows started.");
 FAMILY(f_finished, "xflowtop_flows_finished_total", XFX_COUNTER, "Flows ended by their quit record.");
+FAMILY(f_partial, "xflowtop_flows_partial_total", XFX_COUNTER,
+       "Flows seen from their middle, or live while a record was lost: never counted started or finished.");
 FAMILY(f_expired, "xflowtop_flows_expired_total", XFX_COUNTER, "Flows ended by idling longer than flow-expire.");
 FAMILY(f_evicted, "xflowtop_flows_evicted_total", XFX_COUNTER,
        "Live flows dropped to make room for new ones (max-flows).");
@@ -408,6 +410,7 @@ static void put_model(struct xft_app *app, struct xfx_snap *s)
 	one(s, &f_overflow, st->window_full);
 	one(s, &f_started, st->flows_started);
 	one(s, &f_finished, st->flows_finished);
+	one(s, &f_partial, st->flows_partial);
 	one(s, &f_expired, st->flows_expired);
 	one(s, &f_evicted, st->flows_evicted);
 	one(s, &f_live, st->flows_live);

@@ -580,6 +580,10 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	JU("join_full", st->join_full);
 	JU("join_negative_hops", st->join_negative_hops);
 	JU("points_lost", st->points_lost);
+	JU("loss_gaps", st->loss_gaps);
+	JU("loss_records", st->records_lost);
+	JU("loss_late", st->loss_late);
+	JU("loss_threads_forgotten", st->threads_forgotten);
 	JU("memory_bytes", st->memory_bytes);
 	JU("resident_bytes", app->resident_bytes);
 	xft_json_object_end(j);

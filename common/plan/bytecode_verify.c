@@ -271,7 +271,7 @@ int xflow_bc_verify(struct xflow_bc_prog *p, const char **why_out, uint32_t *at_
 		case XFLOW_OP_STORE:
 			if (in->a < 1 || in->a > XFLOW_RECORD_MAX_DATA)
 				FAIL("STORE takes 1 to 6 values");
-			if (in->b & ~XFLOW_REC_ALL_FLAGS)
+			if (in->b & ~XFLOW_REC_OP_FLAGS)
 				FAIL("unknown record flags");
 			pop = in->a;
 			break;

@@ -105,7 +105,7 @@ int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 		if (a->after_store_field < -1 ||
 		    (a->after_store_field >= 0 && (uint32_t)a->after_store_field >= p->nfields))
 			return bad(why, whylen, "plan: advice %u: after-store field out of range", i);
-		if (a->rec_flags & ~(uint32_t)XFLOW_REC_ALL_FLAGS)
+		if (a->rec_flags & ~(uint32_t)XFLOW_REC_OP_FLAGS)
 			return bad(why, whylen, "plan: advice %u: unknown record flags %#x", i, a->rec_flags);
 		struct xflow_bc_prog g = a->prog;
 		if (g.version != XFLOW_BC_VERSION || g.nfields != p->nfields || g.nflows != p->nflows)

@@ -250,7 +250,9 @@ struct xflow_rt_lane {
 	_Atomic uint64_t owner;      /* fs base of the owning thread; 0: free */
 	_Atomic uint32_t tid;
 	_Atomic uint32_t stale;
-	uint32_t seq;                /* thread_seq of its records */
+	uint32_t seq;                /* the next thread_seq: every record takes
+	                              * one, a record the full ring drops too
+	                              * (XFLOW_REC_SEQ_COUNTS_LOST) */
 	uint32_t ready;              /* prod is initialised */
 	uint64_t id_next, id_end;    /* its block of flow ids */
 	uint32_t busy;               /* a hit is running on this thread */

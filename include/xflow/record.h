@@ -23,8 +23,10 @@
 #include <stdint.h>
 
 /* 2: cpu_plus1 (offset 36, formerly reserved).  Version 1 records are
- * still accepted: they decode with cpu_plus1 0, the CPU not known. */
-#define XFLOW_RECORD_VERSION 2
+ * still accepted: they decode with cpu_plus1 0, the CPU not known.
+ * 3: the flag XFLOW_REC_SEQ_COUNTS_LOST (bit 8, formerly zero); records of
+ * versions 1 and 2 never have it. */
+#define XFLOW_RECORD_VERSION 3
 #define XFLOW_RECORD_VERSION_MIN 1
 #define XFLOW_RECORD_SIZE 88
 /* STORE_DATA1 .. STORE_DATA6: the most values one record carries. */
@@ -46,8 +48,39 @@ enum xflow_record_flag {
 	                                   * see "Keyed handoffs" below */
 	XFLOW_REC_SPLIT = 1u << 7,        /* a fragment got its own id (XFLOW_OP_SPLIT):
 	                                   * data[0] = the parent's id */
-	XFLOW_REC_ALL_FLAGS = (1u << 8) - 1,
+	XFLOW_REC_SEQ_COUNTS_LOST = 1u << 8, /* (version 3) thread_seq counts every
+	                                   * record of its thread, those lost on
+	                                   * the way too: see "Losses" below */
+	XFLOW_REC_ALL_FLAGS = (1u << 9) - 1,
+	/* What advice may ask its records to say; the rest is the
+	 * producer's own claim. */
+	XFLOW_REC_OP_FLAGS = (1u << 8) - 1,
 };
+
+/*
+ * Losses.  A record lost anywhere between the hook and the monitor (a
+ * full lane, the agent's ring, the transport, a record the monitor could
+ * not decode) must not leave a flow that lost it counted as whole.  A
+ * producer that numbers each of a thread's records in thread_seq before
+ * it knows whether the record will fit, a lost one included, flags them
+ * SEQ_COUNTS_LOST: among the records of one (domain_id, thread_id) so
+ * flagged, a sequence number skipped is a record lost between the two
+ * records around the gap, whatever its flow.  Nothing else on the way
+ * renumbers a record.  The in-process runtime's lanes do so (a lane
+ * belongs to one thread at a time); the ptrace backend numbers the
+ * agent's records and the kernel backend its ring buffer's, neither per
+ * thread, so theirs are not flagged.  A loss after a thread's last
+ * record (it exits, or writes no more) leaves no gap: it is in the drops
+ * only.
+ *
+ * Why a sequence and not the lost records' flow ids: the number costs the
+ * writer nothing it did not already do, where a list of lost ids would be
+ * one more store per lost record into a space that itself fills up, and
+ * every stage after the lanes (agent ring, transport, monitor) would need
+ * one of its own; a gap is seen by the monitor whichever stage lost it.
+ * The price is that the monitor cannot tell whose record it was, and
+ * suspects every flow live in the gap (tui/aggregate.h).
+ */
 
 /*
  * Keyed handoffs.  The two sides of one ring request, in the sending and
@@ -87,7 +120,8 @@ struct xflow_record {
 	uint8_t ndata;              /* offset 27: how many of data[] are meaningful, 0..6 */
 	uint32_t thread_id;         /* offset 28: producer's thread (tid) */
 	uint32_t thread_seq;        /* offset 32: per-thread sequence, wraps; orders
-	                             * records of one thread with equal timestamps */
+	                             * records of one thread with equal timestamps;
+	                             * with SEQ_COUNTS_LOST, a gap is a loss */
 	/* offset 36 (version 2): 1 + the CPU the producer ran on when the hook
 	 * ran, as its kernel numbers CPUs (in a PV guest Linux CPU n is vCPU
 	 * n, which is what the monitor joins with Xen's scheduler trace);
@@ -121,9 +155,10 @@ void xflow_record_encode(const struct xflow_record *r, void *out);
  * out of shared memory first: the producer could change bytes between the
  * check and the use).  Returns 0, or:
  *   -EMSGSIZE  len is not XFLOW_RECORD_SIZE
- *   -EPROTO    unknown version (1 and 2 are known: a version 1 record
+ *   -EPROTO    unknown version (1 to 3 are known: a version 1 record
  *              decodes as one of version 2 whose CPU is not known)
- *   -EBADMSG   a field out of range (ndata > 6, unknown flag bits, flow id
+ *   -EBADMSG   a field out of range (ndata > 6, unknown flag bits, a
+ *              version 1 or 2 record flagged SEQ_COUNTS_LOST, flow id
  *              over 48 bits, a version 1 record's reserved word not zero,
  *              a CPU over XFLOW_RECORD_MAX_CPU, unused data not zero)
  * @why, when not NULL, is set to a static string naming the bad field.

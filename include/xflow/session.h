@@ -2,14 +2,16 @@
  * xflow/session.h — a saved session: what xflowtop fed into its model,
  * written by --save-session and played back by the replay collector.
  *
- * The file, version 3.  Every integer is little-endian.  Version 3 differs
- * from 2 only in its records, which may be of record version 2 (with
- * their CPU): a reader of version 3 reads both, one of version 2 would
- * refuse the new records, so it is told by the version here instead.
+ * The file, version 4.  Every integer is little-endian.  Versions 3 and 4
+ * differ from 2 only in their records, which may be of record version 2
+ * (with their CPU) in 3, and of record version 3 (with the flag
+ * SEQ_COUNTS_LOST) in 4: a reader reads every version up to its own, and
+ * an older reader, which would refuse the new records, is told by the
+ * version here instead.
  *
  *   Header, 32 bytes:
  *     0   8  magic "XFLOWSES"
- *     8   2  version, 3 (2 is still read)
+ *     8   2  version, 4 (2 and 3 are still read)
  *     10  2  zero
  *     12  4  zero (flags; none defined)
  *     16  8  the session's span: the earliest record time,
@@ -56,7 +58,7 @@
 #include "xflow/record.h"
 
 #define XFLOW_SESSION_MAGIC "XFLOWSES"
-#define XFLOW_SESSION_VERSION 3
+#define XFLOW_SESSION_VERSION 4
 #define XFLOW_SESSION_VERSION_MIN 2
 #define XFLOW_SESSION_HEADER_SIZE 32
 #define XFLOW_SESSION_CHUNK_HEAD 8

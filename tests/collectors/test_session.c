@@ -205,7 +205,7 @@ static void expect_bad(size_t at, const void *bytes, size_t n, const char *what)
 Test(session, named_errors)
 {
 	expect_bad(0, "XFLOWSEZ", 8, "offset 0: not a saved xflowtop session");
-	expect_bad(8, "\x04\x00", 2, "offset 8: session version 4");
+	expect_bad(8, "\x05\x00", 2, "offset 8: session version 5");
 	expect_bad(8, "\x01\x00", 2, "offset 8: session version 1");
 	expect_bad(12, "\x01", 1, "reserved header bytes");
 	expect_bad(32, "\x09", 1, "offset 32: unknown chunk type 9");

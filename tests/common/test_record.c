@@ -98,6 +98,23 @@ Test(record, cpu_of_version_2_and_unknown_of_version_1)
 	cr_assert_eq(xflow_record_cpu(&out), -1);
 }
 
+/* Version 3 may say its thread_seq counts lost records too; a record of
+ * an earlier version cannot, since that bit had to be zero there. */
+Test(record, seq_counts_lost_only_from_version_3)
+{
+	unsigned char w[XFLOW_RECORD_SIZE];
+	struct xflow_record r = valid(), out;
+	r.flags |= XFLOW_REC_SEQ_COUNTS_LOST;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0);
+	cr_assert(out.flags & XFLOW_REC_SEQ_COUNTS_LOST);
+	r.version = 2;
+	expect_bad(r, -EBADMSG, "flags");
+	r.version = 1;
+	r.cpu_plus1 = 0;
+	expect_bad(r, -EBADMSG, "flags");
+}
+
 Test(record, wrong_length_is_rejected)
 {
 	unsigned char w[XFLOW_RECORD_SIZE + 1] = { 0 };

@@ -485,3 +485,130 @@ Test(aggregate, a_domain_flooding_the_flow_table_evicts_its_own)
 	cr_expect_eq(samples, samples0, "honest hop samples %lu, without the flood %lu", (unsigned long)samples,
 		     (unsigned long)samples0);
 }
+
+/* A record of thread @tid numbered @seq by a producer that counts its
+ * lost records (xflow/record.h, "Losses"). */
+static struct xflow_record trec(uint16_t dom, uint32_t site, uint64_t id, uint16_t flags, uint32_t tid,
+				uint32_t seq)
+{
+	struct xflow_record r = rec(dom, site, id, flags | XFLOW_REC_SEQ_COUNTS_LOST);
+	r.thread_id = tid;
+	r.thread_seq = seq;
+	return r;
+}
+
+/* Issue 26 item 1: flows one after another on one thread, the middle
+ * record of one lost (its number skipped): that flow is partial, the
+ * others whole, and it is not among the slowest. */
+Test(aggregate, a_flow_that_lost_its_middle_record_is_partial_not_finished)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	uint32_t seq = 0;
+	for (uint64_t id = 1; id <= 10; id++) {
+		struct xflow_record r = trec(1, 1, id, XFLOW_REC_START, 7, seq++);
+		xft_agg_feed(a, &r, t);
+		r = trec(1, 2, id, 0, 7, seq++);
+		if (id != 4)
+			xft_agg_feed(a, &r, t + 10 * US);
+		/* Flow 4, missing its middle, would be the slowest. */
+		r = trec(1, 3, id, XFLOW_REC_QUIT, 7, seq++);
+		xft_agg_feed(a, &r, t + (id == 4 ? 900 : 20) * US);
+		t += 1 * MS;
+	}
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->flows_finished, 9, "%lu finished", (unsigned long)st->flows_finished);
+	cr_expect_eq(st->flows_partial, 1);
+	cr_expect_eq(st->flows_started + st->flows_partial, 10, "every flow once");
+	cr_expect_eq(st->records_lost, 1);
+	cr_expect_eq(st->loss_gaps, 1);
+	cr_expect_eq(st->loss_late, 0);
+	const struct xft_flow_summary *s;
+	size_t n = xft_agg_slowest(a, &s, 100);
+	cr_expect_eq(n, 9);
+	for (size_t i = 0; i < n; i++)
+		cr_expect_neq(s[i].id, 4, "flow 4, which lost a record, is ranked %zu", i + 1);
+	xft_agg_free(a);
+}
+
+/* Which flow a lost record was of is not known: every flow live at the
+ * gap or begun in it is suspect, on any thread or domain; flows that
+ * ended before it, or began after it, are not. */
+Test(aggregate, flows_live_in_a_gap_are_partial_and_the_rest_whole)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	struct xflow_record r;
+	/* Flow 1 (domain 2, unnumbered) ends before thread 9's gap. */
+	r = rec(2, 1, 1, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t);
+	r = rec(2, 3, 1, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 5 * US);
+	/* Flow 2 (domain 2) spans the gap; flow 3 (domain 1, thread 8)
+	 * begins and ends inside it. */
+	r = rec(2, 1, 2, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t + 8 * US);
+	r = trec(1, 1, 100, XFLOW_REC_START, 9, 0);
+	xft_agg_feed(a, &r, t + 10 * US); /* thread 9: the record before the gap */
+	r = trec(1, 1, 3, XFLOW_REC_START, 8, 0);
+	xft_agg_feed(a, &r, t + 20 * US);
+	r = trec(1, 3, 3, XFLOW_REC_QUIT, 8, 1);
+	xft_agg_feed(a, &r, t + 30 * US);
+	r = trec(1, 3, 100, XFLOW_REC_QUIT, 9, 3); /* 1 and 2 lost */
+	xft_agg_feed(a, &r, t + 40 * US);
+	r = rec(2, 3, 2, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 50 * US);
+	/* Flow 4 begins at the gap's end, on thread 9: after it. */
+	r = trec(1, 1, 4, XFLOW_REC_START, 9, 4);
+	xft_agg_feed(a, &r, t + 40 * US);
+	r = trec(1, 3, 4, XFLOW_REC_QUIT, 9, 5);
+	xft_agg_feed(a, &r, t + 60 * US);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->records_lost, 2);
+	cr_expect_eq(st->flows_finished, 2, "flows 1 and 4 whole, not %lu", (unsigned long)st->flows_finished);
+	cr_expect_eq(st->flows_partial, 3, "flows 2, 3 and 100 suspect, not %lu", (unsigned long)st->flows_partial);
+	const struct xft_flow_summary *s;
+	size_t n = xft_agg_slowest(a, &s, 100);
+	cr_expect_eq(n, 2);
+	for (size_t i = 0; i < n; i++)
+		cr_expect(s[i].id == 1 || s[i].id == 4, "flow %lu ranked", (unsigned long)s[i].id);
+	xft_agg_free(a);
+}
+
+/* A gap seen after the window let its beginning go is applied at once and
+ * counted late; records whose producer does not count its losses say
+ * nothing by their numbers. */
+Test(aggregate, a_late_gap_is_counted_and_unflagged_numbers_say_nothing)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 1 * MS;
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	struct xflow_record r = trec(1, 1, 1, XFLOW_REC_START, 9, 0);
+	xft_agg_feed(a, &r, t);
+	r = rec(1, 1, 2, XFLOW_REC_START);
+	r.thread_id = 5;
+	r.thread_seq = 0;
+	xft_agg_feed(a, &r, t + 1 * US);
+	r.thread_seq = 40; /* unflagged: no loss */
+	r.flags = XFLOW_REC_QUIT;
+	xft_agg_feed(a, &r, t + 2 * US);
+	r = rec(1, 9, 0, 0); /* no flow: moves the window past them */
+	xft_agg_feed(a, &r, t + 5 * MS);
+	r = trec(1, 3, 1, XFLOW_REC_QUIT, 9, 2); /* 1 lost, seen 10 ms on */
+	xft_agg_feed(a, &r, t + 10 * MS);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->loss_gaps, 1);
+	cr_expect_eq(st->loss_late, 1);
+	cr_expect_eq(st->flows_finished, 1, "flow 2 ended before the gap was seen");
+	cr_expect_eq(st->flows_partial, 1, "flow 1 was live at the gap");
+	xft_agg_free(a);
+}

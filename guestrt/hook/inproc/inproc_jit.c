@@ -144,7 +144,10 @@ static int fetch(struct jit *j, const struct xflow_rt_fetch *f, unsigned i)
  * A record into the lane's ring, as the interpreter's emit() fills it: the
  * hit's time, the id in @id_reg (r8; 0: none) of flow kind @kind (or the
  * kind in F_LAST_KIND when kind < 0), @flags, @n values from the cells at
- * @cell.  A full ring drops it and counts it, for the ring and the advice.
+ * @cell.  A full ring drops it and counts it, for the ring and the advice,
+ * and its thread_seq is used all the same, so that the gap it leaves tells
+ * the monitor a record of this thread was lost there (xflow/record.h,
+ * "Losses"): the cost is in the drop path only.
  */
 static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int cell)
 {
@@ -197,7 +200,8 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	/* flags | version << 16 | ndata << 24 | thread_id << 32 */
 	xa_load(a, XR_RDX, XR_RBX, LANE(tid), 4);
 	xa_shift_i(a, 4, XR_RDX, 32);
-	xa_alu_ri(a, XA_OR, XR_RDX, (int32_t)(flags | (uint32_t)XFLOW_RECORD_VERSION << 16 | n << 24));
+	xa_alu_ri(a, XA_OR, XR_RDX,
+		  (int32_t)(flags | XFLOW_REC_SEQ_COUNTS_LOST | (uint32_t)XFLOW_RECORD_VERSION << 16 | n << 24));
 	xa_store(a, XR_RCX, 24, XR_RDX, 8);
 	/* thread_seq | cpu_plus1 << 32 (the hit's CPU, rt_jit_begin's) */
 	xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
@@ -224,6 +228,11 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	xa_jmp(a, done);
 	xa_bind(a, drop);
 	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_DROPS), 1);
+	/* The lost record's number, skipped (32 bits: seq is followed by
+	 * another field). */
+	xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
+	xa_lea(a, XR_RSI, XR_RDX, 1);
+	xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
 	xa_bind(a, done);
 }
 

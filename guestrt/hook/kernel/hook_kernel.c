@@ -44,6 +44,7 @@ _Static_assert(offsetof(struct xk_rec, flags) == offsetof(struct xflow_record, f
 _Static_assert(offsetof(struct xk_rec, thread_id) == offsetof(struct xflow_record, thread_id), "thread_id");
 _Static_assert(offsetof(struct xk_rec, cpu_plus1) == offsetof(struct xflow_record, cpu_plus1), "cpu_plus1");
 _Static_assert(offsetof(struct xk_rec, data) == offsetof(struct xflow_record, data), "data");
+_Static_assert(XK_RECORD_VERSION == XFLOW_RECORD_VERSION, "the BPF program writes this version");
 
 struct kslot {
 	struct bpf_link *link;

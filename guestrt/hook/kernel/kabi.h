@@ -128,6 +128,12 @@ struct xk_count {
 	__u64 faults;       /* operations skipped: a member chain's read faulted */
 };
 
+/* The record version the program writes: XFLOW_RECORD_VERSION (checked in
+ * hook_kernel.c; the BPF side cannot include xflow/record.h).  Its records
+ * are never flagged SEQ_COUNTS_LOST: thread_seq is the loader's, per ring
+ * buffer, not per thread. */
+#define XK_RECORD_VERSION 3
+
 /* The record as the ring buffer carries it: struct xflow_record's layout
  * (xflow/record.h, 88 bytes), checked field by field in hook_kernel.c. */
 struct xk_rec {

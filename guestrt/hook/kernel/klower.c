@@ -733,7 +733,7 @@ int xk_lower(const struct xflow_plan *plan, const struct xflow_plan_domain *dom,
 					  "can be read", adv->file ? adv->file : "?", adv->line, adv->col, ps->func);
 				goto out;
 			}
-			op.rec_flags = (uint16_t)(adv->rec_flags & XFLOW_REC_ALL_FLAGS);
+			op.rec_flags = (uint16_t)(adv->rec_flags & XFLOW_REC_OP_FLAGS);
 			op.advice = bd->advice;
 			if (!si) {
 				if (next[k] == end[k]) {

@@ -113,7 +113,7 @@ static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const volat
 	r->flow_kind = op->flow;
 	r->domain_id = xk_domain_id;
 	r->flags = flags;
-	r->version = 2;
+	r->version = XK_RECORD_VERSION;
 	r->ndata = ndata;
 	r->thread_id = (__u32)bpf_get_current_pid_tgid();
 	r->thread_seq = 0;

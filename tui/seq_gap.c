@@ -1,0 +1,93 @@
+/*
+ * Following each thread's record numbers to see where records were lost
+ * (tui/seq_gap.h).  Set-associative so that a lookup is a few compares in
+ * one place and memory stays what init took, whatever the threads.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/seq_gap.h"
+
+int xft_seqs_init(struct xft_seqs *s, uint32_t max_threads)
+{
+	memset(s, 0, sizeof(*s));
+	if (!max_threads)
+		max_threads = 4096;
+	if (max_threads > (1u << 24))
+		max_threads = 1u << 24;
+	uint32_t sets = 1;
+	while ((uint64_t)sets * XFT_SEQ_WAYS < max_threads)
+		sets <<= 1;
+	s->v = calloc((size_t)sets * XFT_SEQ_WAYS, sizeof(*s->v));
+	if (!s->v)
+		return -ENOMEM;
+	s->nsets = sets;
+	return 0;
+}
+
+void xft_seqs_fini(struct xft_seqs *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+void xft_seqs_clear(struct xft_seqs *s)
+{
+	if (s->v)
+		memset(s->v, 0, (size_t)s->nsets * XFT_SEQ_WAYS * sizeof(*s->v));
+	s->gaps = s->lost = s->restarts = s->forgotten = 0;
+}
+
+size_t xft_seqs_bytes(const struct xft_seqs *s)
+{
+	return (size_t)s->nsets * XFT_SEQ_WAYS * sizeof(*s->v);
+}
+
+static struct xft_seq_thread *set_of(const struct xft_seqs *s, uint16_t domain, uint32_t tid)
+{
+	uint64_t k = ((uint64_t)domain << 32 | tid) * UINT64_C(0x9E3779B97F4A7C15);
+	return &s->v[(size_t)((k >> 32) & (s->nsets - 1)) * XFT_SEQ_WAYS];
+}
+
+uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns)
+{
+	struct xft_seq_thread *set = set_of(s, r->domain_id, r->thread_id), *th = NULL, *oldest = &set[0];
+	for (unsigned w = 0; w < XFT_SEQ_WAYS; w++) {
+		struct xft_seq_thread *e = &set[w];
+		if (e->used && e->domain == r->domain_id && e->tid == r->thread_id) {
+			th = e;
+			break;
+		}
+		if (!e->used) {
+			if (oldest->used)
+				oldest = e;
+		} else if (oldest->used && e->t_ns < oldest->t_ns) {
+			oldest = e;
+		}
+	}
+	uint32_t lost = 0;
+	if (th) {
+		/* Unsigned: the numbers wrap.  A step back is no loss we can
+		 * count; a thread id the kernel gave again, whose new lane
+		 * numbers from elsewhere, is the likely story. */
+		uint32_t d = r->thread_seq - th->next;
+		if (d >= UINT32_C(1) << 31) {
+			s->restarts++;
+		} else if (d) {
+			lost = d;
+			*prev_ns = th->t_ns;
+			s->gaps++;
+			s->lost += d;
+		}
+	} else {
+		th = oldest;
+		s->forgotten += th->used;
+		th->used = 1;
+		th->domain = r->domain_id;
+		th->tid = r->thread_id;
+	}
+	th->next = r->thread_seq + 1;
+	th->t_ns = t_ns;
+	return lost;
+}
