@@ -22,6 +22,10 @@
  * past them the culprit is the biggest among these. */
 #define CULPRIT_SCAN 64
 
+/* The hints of a timeline (struct vcpu): a hop's start, its notification,
+ * the receiver's wake and the hop's end. */
+enum { H_T0, H_TN, H_TW, H_T1, NHINTS };
+
 /* The states of a timeline: Xen's runstates, and one for "not known". */
 enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_UNKNOWN };
 
@@ -43,7 +47,12 @@ struct vcpu {
 	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
 	uint64_t nhc;    /* evtchn_op times ever pushed */
 	uint64_t *hc;
-	uint64_t hint;   /* the last entry a search found: a cache, not state */
+	/* Where the last search for each boundary of a hop ended: a cache,
+	 * not state.  Hops are split nearly in the order they end, so each
+	 * boundary moves a little from one split to the next; one hint for
+	 * all of them would bounce across the hop at every lookup. */
+	uint64_t hint[NHINTS];
+	uint64_t hc_hint; /* the same for the evtchn_op times */
 };
 
 struct pcpu {
@@ -257,12 +266,15 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
  * before every entry kept.  Splits come in time order and ask about times
  * near each other: the search gallops from the entry the last one found,
  * then halves, so it costs the log of how far it moved, not of the ring. */
-static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
+static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
 {
-	uint64_t first = first_kept(j, v), lo, hi;
+	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
+	/* Most lookups land where the hint is. */
+	if (h >= first && h < v->n && t_at(j, v, h) <= t && (h + 1 == v->n || t_at(j, v, h + 1) > t))
+		return (int64_t)h;
 	if (first == v->n || t_at(j, v, first) > t)
 		return -1;
-	uint64_t h = v->hint >= first && v->hint < v->n ? v->hint : v->n - 1;
+	h = v->hint[hint] >= first && v->hint[hint] < v->n ? v->hint[hint] : v->n - 1;
 	if (t_at(j, v, h) <= t) {
 		/* Forward: [lo, hi) holds the answer, ent(lo) <= t. */
 		lo = h;
@@ -294,17 +306,17 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 		else
 			hi = mid;
 	}
-	((struct vcpu *)v)->hint = lo;
+	((struct vcpu *)v)->hint[hint] = lo;
 	return (int64_t)lo;
 }
 
 /* A state change of @v within (b - err, b + err). */
-static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t err)
+static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t err, unsigned hint)
 {
 	if (!v || !err)
 		return 0;
 	uint64_t lo = b > err ? b - err : 0;
-	int64_t k = find(j, v, b + err - 1);
+	int64_t k = find(j, v, b + err - 1, hint);
 	return k >= 0 && ent_at(j, v, (uint64_t)k)->t > lo;
 }
 
@@ -314,7 +326,17 @@ struct acc {
 	struct xft_split *out;
 	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
 	unsigned nwin;
+	uint64_t t0, tn, t1; /* the boundaries: which hint a lookup near a
+	                      * window starts from */
 };
+
+/* The hint for a lookup at @x: that of the boundary nearest to it. */
+static unsigned hint_near(const struct acc *a, uint64_t x)
+{
+	if (x >= a->tn)
+		return x >= a->t1 || x - a->tn > a->t1 - x ? H_T1 : H_TN;
+	return x <= a->t0 || a->tn - x > x - a->t0 ? H_T0 : H_TN;
+}
 
 /* Add window [lo, hi) to @a, merged with those it overlaps. */
 static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
@@ -339,9 +361,9 @@ static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
 
 /* The time @v spent in each known state from its first entry to @x, which
  * lies within what is kept (at or after the first entry kept). */
-static void cum_at(const struct xft_sj *j, const struct vcpu *v, uint64_t x, uint64_t out[S_UNKNOWN])
+static void cum_at(const struct xft_sj *j, const struct vcpu *v, uint64_t x, uint64_t out[S_UNKNOWN], unsigned hint)
 {
-	const struct ent *e = ent_at(j, v, (uint64_t)find(j, v, x));
+	const struct ent *e = ent_at(j, v, (uint64_t)find(j, v, x, hint));
 	memcpy(out, e->cum, sizeof(e->cum));
 	if (e->state < S_UNKNOWN)
 		out[e->state] += x - e->t;
@@ -362,13 +384,13 @@ static const uint8_t charged[3][S_UNKNOWN] = {
  * it (@sign -1 takes them out again), and what they do not cover into
  * '?'.  [s, e) must lie within what is kept and the watermark. */
 static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side,
-			int sign, struct acc *a)
+			int sign, struct acc *a, unsigned hs, unsigned he)
 {
 	if (e <= s)
 		return;
 	uint64_t c0[S_UNKNOWN], c1[S_UNKNOWN], known = 0;
-	cum_at(j, v, s, c0);
-	cum_at(j, v, e, c1);
+	cum_at(j, v, s, c0, hs);
+	cum_at(j, v, e, c1, he);
 	for (unsigned k = 0; k < S_UNKNOWN; k++) {
 		uint64_t d = c1[k] - c0[k];
 		known += d;
@@ -380,7 +402,8 @@ static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s
 /* [s, e) of @v as @side sees it, the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
  * '?'. */
-static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side, struct acc *a)
+static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side, struct acc *a,
+		   unsigned hs, unsigned he)
 {
 	if (e <= s)
 		return;
@@ -400,10 +423,10 @@ static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 		return;
 	}
 	a->out->ns[XFT_ST_UNKNOWN] += (lo - s) + (e - hi);
-	charge_span(j, v, lo, hi, side, 1, a);
+	charge_span(j, v, lo, hi, side, 1, a, hs, he);
 	for (unsigned w = 0; w < a->nwin; w++) {
 		uint64_t x = a->win[w][0] > lo ? a->win[w][0] : lo, y = a->win[w][1] < hi ? a->win[w][1] : hi;
-		charge_span(j, v, x, y, side, -1, a);
+		charge_span(j, v, x, y, side, -1, a, hint_near(a, x), hint_near(a, y));
 	}
 }
 
@@ -413,15 +436,17 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 {
 	if (!v)
 		return tn;
-	int64_t k = find(j, v, tn);
+	int64_t k = find(j, v, tn, H_TN);
 	if (k < 0)
 		return tn; /* before what is kept: all '?' anyway */
 	for (uint64_t i = (uint64_t)k; i < v->n; i++) {
 		const struct ent *e = ent_at(j, v, i);
 		if (e->t >= t1)
 			break;
-		if (e->state == S_RUNNING || e->state == S_RUNNABLE)
+		if (e->state == S_RUNNING || e->state == S_RUNNABLE) {
+			((struct vcpu *)v)->hint[H_TW] = i; /* the wake's lookups start here */
 			return e->t > tn ? e->t : tn;
+		}
 	}
 	return t1;
 }
@@ -429,11 +454,11 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 /* Who held the pCPU while @v waited in [s, e): each holder's share of the
  * wait into @c (the biggest kept). */
 static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e,
-		     struct xft_culprit c[NCULPRITS])
+		     struct xft_culprit c[NCULPRITS], unsigned hint)
 {
 	if (!v || e <= s)
 		return;
-	int64_t k = find(j, v, s);
+	int64_t k = find(j, v, s, hint);
 	uint64_t i = k < 0 ? first_kept(j, v) : (uint64_t)k;
 	for (unsigned seen = 0; i < v->n && seen < CULPRIT_SCAN; i++) {
 		const struct ent *en = ent_at(j, v, i);
@@ -489,8 +514,29 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 	if (!v || !v->nhc)
 		return t0;
 	uint64_t n = j->lim.per_vcpu_hc;
-	uint64_t lo = v->nhc > n ? v->nhc - n : 0, hi = v->nhc;
-	/* The first kept at or after t0. */
+	uint64_t lo = v->nhc > n ? v->nhc - n : 0, hi = v->nhc, h = v->hc_hint;
+	/* The first kept at or after t0: [lo, hi] holds it (hi: none).  Start
+	 * from where the last search ended, as find() does. */
+	if (h > lo && h <= hi) {
+		if (v->hc[(h - 1) & j->hc_mask] < t0) {
+			uint64_t step = 1;
+			lo = h;
+			while (step < hi - lo && v->hc[(lo + step - 1) & j->hc_mask] < t0) {
+				lo += step;
+				step <<= 1;
+			}
+			if (step < hi - lo)
+				hi = lo + step - 1;
+		} else {
+			uint64_t step = 1, first = lo;
+			hi = h - 1;
+			while (step <= hi - first && v->hc[(hi - step) & j->hc_mask] >= t0) {
+				hi -= step;
+				step <<= 1;
+			}
+			lo = step <= hi - first ? hi - step + 1 : first;
+		}
+	}
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (v->hc[mid & j->hc_mask] < t0)
@@ -498,6 +544,7 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 		else
 			hi = mid;
 	}
+	((struct vcpu *)v)->hc_hint = lo;
 	if (lo < v->nhc && v->hc[lo & j->hc_mask] <= t1)
 		return v->hc[lo & j->hc_mask];
 	return t0;
@@ -507,7 +554,7 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
  * -1 when the timeline cannot say. */
 static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 {
-	int64_t k = find(j, v, t);
+	int64_t k = find(j, v, t, H_T1);
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
 	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
@@ -565,6 +612,9 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	int same = sv && sv == rv;
 	uint64_t tn = same ? t1 : notify_time(j, sv, t0, t1);
+	a.t0 = t0;
+	a.tn = tn;
+	a.t1 = t1;
 	/* The boundaries near which the charged vCPU changed state. */
 	struct {
 		uint64_t b;
@@ -575,19 +625,20 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	for (unsigned i = 0; i < 3; i++) {
 		if (i == 1 && same)
 			continue;
-		if (changed_near(j, bd[i].v, bd[i].b, err) || changed_near(j, bd[i].w, bd[i].b, err))
+		unsigned h = i == 0 ? H_T0 : i == 1 ? H_TN : H_T1;
+		if (changed_near(j, bd[i].v, bd[i].b, err, h) || changed_near(j, bd[i].w, bd[i].b, err, h))
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
 	}
 	if (same) {
-		charge(j, sv, t0, t1, SENDER, &a);
-		culprits(j, sv, t0, t1, c);
+		charge(j, sv, t0, t1, SENDER, &a, H_T0, H_T1);
+		culprits(j, sv, t0, t1, c, H_T0);
 	} else {
 		uint64_t tw = first_wake(j, rv, tn, t1);
-		charge(j, sv, t0, tn, SENDER, &a);
-		charge(j, rv, tn, tw, RECEIVER_ASLEEP, &a);
-		charge(j, rv, tw, t1, RECEIVER_AWAKE, &a);
-		culprits(j, sv, t0, tn, c);
-		culprits(j, rv, tw, t1, c);
+		charge(j, sv, t0, tn, SENDER, &a, H_T0, H_TN);
+		charge(j, rv, tn, tw, RECEIVER_ASLEEP, &a, H_TN, H_TW);
+		charge(j, rv, tw, t1, RECEIVER_AWAKE, &a, H_TW, H_T1);
+		culprits(j, sv, t0, tn, c, H_T0);
+		culprits(j, rv, tw, t1, c, H_TW);
 		if (check)
 			clock_check(j, rv, t1);
 	}
