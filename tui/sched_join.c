@@ -38,6 +38,8 @@ struct ent {
 	uint8_t has_culprit; /* runnable, ended by a switch from another vCPU */
 	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
 	uint16_t cdom, cvcpu;
+	uint32_t nculprits;  /* entries before this one with a culprit (mod
+	                      * 2^32): whether a span has any is two lookups */
 };
 
 struct vcpu {
@@ -142,11 +144,15 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
 	uint64_t cum[S_UNKNOWN] = { 0 };
+	uint32_t nc = 0;
 	if (v->n) {
+		/* Only the last entry is ever given a culprit: the one before
+		 * this is final. */
 		const struct ent *p = ent_at(j, v, v->n - 1);
 		memcpy(cum, p->cum, sizeof(cum));
 		if (p->state < S_UNKNOWN)
 			cum[p->state] += t - p->t;
+		nc = p->nculprits + p->has_culprit;
 	}
 	v->ts[v->n & j->ring_mask] = t;
 	struct ent *e = ent_at(j, v, v->n++);
@@ -154,6 +160,7 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 	e->t = t;
 	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
+	e->nculprits = nc;
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -454,12 +461,20 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 /* Who held the pCPU while @v waited in [s, e): each holder's share of the
  * wait into @c (the biggest kept). */
 static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e,
-		     struct xft_culprit c[NCULPRITS], unsigned hint)
+		     struct xft_culprit c[NCULPRITS], unsigned hint, unsigned hint_end)
 {
 	if (!v || e <= s)
 		return;
 	int64_t k = find(j, v, s, hint);
 	uint64_t i = k < 0 ? first_kept(j, v) : (uint64_t)k;
+	/* Most spans have no culprit at all: say so without walking them.
+	 * The entries the walk would see lie in [i, end]. */
+	int64_t end = find(j, v, e, hint_end);
+	if (end < (int64_t)i)
+		return;
+	const struct ent *last = ent_at(j, v, (uint64_t)end);
+	if (last->nculprits + last->has_culprit == ent_at(j, v, i)->nculprits)
+		return;
 	for (unsigned seen = 0; i < v->n && seen < CULPRIT_SCAN; i++) {
 		const struct ent *en = ent_at(j, v, i);
 		if (en->t >= e)
@@ -631,14 +646,14 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	}
 	if (same) {
 		charge(j, sv, t0, t1, SENDER, &a, H_T0, H_T1);
-		culprits(j, sv, t0, t1, c, H_T0);
+		culprits(j, sv, t0, t1, c, H_T0, H_T1);
 	} else {
 		uint64_t tw = first_wake(j, rv, tn, t1);
 		charge(j, sv, t0, tn, SENDER, &a, H_T0, H_TN);
 		charge(j, rv, tn, tw, RECEIVER_ASLEEP, &a, H_TN, H_TW);
 		charge(j, rv, tw, t1, RECEIVER_AWAKE, &a, H_TW, H_T1);
-		culprits(j, sv, t0, tn, c, H_T0);
-		culprits(j, rv, tw, t1, c, H_TW);
+		culprits(j, sv, t0, tn, c, H_T0, H_TN);
+		culprits(j, rv, tw, t1, c, H_TW, H_T1);
 		if (check)
 			clock_check(j, rv, t1);
 	}
