@@ -22,9 +22,9 @@
  * past them the culprit is the biggest among these. */
 #define CULPRIT_SCAN 64
 
-/* The hints of a timeline (struct vcpu): a hop's start, its notification,
- * the receiver's wake and the hop's end. */
-enum { H_T0, H_TN, H_TW, H_T1, NHINTS };
+/* The hints of a timeline (struct vcpu): a hop's start, its notification
+ * and its end. */
+enum { H_T0, H_TN, H_T1, NHINTS };
 
 /* The states of a timeline: Xen's runstates, and one for "not known". */
 enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_UNKNOWN };
@@ -317,14 +317,22 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, un
 	return (int64_t)lo;
 }
 
-/* A state change of @v within (b - err, b + err). */
-static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t err, unsigned hint)
+/* A state change of @v within (b - err, b + err); @k is the last entry at
+ * or before @b (find()), so that this costs no lookup of its own. */
+static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err)
 {
 	if (!v || !err)
 		return 0;
-	uint64_t lo = b > err ? b - err : 0;
-	int64_t k = find(j, v, b + err - 1, hint);
-	return k >= 0 && ent_at(j, v, (uint64_t)k)->t > lo;
+	uint64_t lo = b > err ? b - err : 0, hi = b + err - 1;
+	if (hi < b) {
+		/* Past the clock's end: what a search of the wrapped time says. */
+		k = find(j, v, hi, H_T1);
+		return k >= 0 && t_at(j, v, (uint64_t)k) > lo;
+	}
+	if (k >= 0 && t_at(j, v, (uint64_t)k) > lo)
+		return 1;
+	uint64_t next = k >= 0 ? (uint64_t)k + 1 : first_kept(j, v);
+	return next < v->n && t_at(j, v, next) <= hi;
 }
 
 /* --- the split ------------------------------------------------------------- */
@@ -366,16 +374,6 @@ static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
 	a->nwin++;
 }
 
-/* The time @v spent in each known state from its first entry to @x, which
- * lies within what is kept (at or after the first entry kept). */
-static void cum_at(const struct xft_sj *j, const struct vcpu *v, uint64_t x, uint64_t out[S_UNKNOWN], unsigned hint)
-{
-	const struct ent *e = ent_at(j, v, (uint64_t)find(j, v, x, hint));
-	memcpy(out, e->cum, sizeof(e->cum));
-	if (e->state < S_UNKNOWN)
-		out[e->state] += x - e->t;
-}
-
 /* Xen's runstates as the side charged sees them (S_* to XFT_ST_*):
  * the sender, the receiver before its wake, and after it. */
 enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
@@ -389,38 +387,47 @@ static const uint8_t charged[3][S_UNKNOWN] = {
 
 /* The known states of [s, e) of @v, each into its state as @side sees
  * it (@sign -1 takes them out again), and what they do not cover into
- * '?'.  [s, e) must lie within what is kept and the watermark. */
-static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side,
-			int sign, struct acc *a, unsigned hs, unsigned he)
+ * '?'.  @ks and @ke are entries at or before s and e with none between
+ * them and s or e but at s or e (the last such is find()'s): each
+ * state's time is the difference of the running totals they carry.
+ * [s, e) must lie within what is kept and the watermark. */
+static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
+			int64_t ke, int side, int sign, struct acc *a)
 {
 	if (e <= s)
 		return;
-	uint64_t c0[S_UNKNOWN], c1[S_UNKNOWN], known = 0;
-	cum_at(j, v, s, c0, hs);
-	cum_at(j, v, e, c1, he);
+	const struct ent *x = ent_at(j, v, (uint64_t)ks), *y = ent_at(j, v, (uint64_t)ke);
+	uint64_t d[S_UNKNOWN], known = 0;
+	for (unsigned k = 0; k < S_UNKNOWN; k++)
+		d[k] = y->cum[k] - x->cum[k];
+	if (y->state < S_UNKNOWN)
+		d[y->state] += e - y->t;
+	if (x->state < S_UNKNOWN)
+		d[x->state] -= s - x->t;
 	for (unsigned k = 0; k < S_UNKNOWN; k++) {
-		uint64_t d = c1[k] - c0[k];
-		known += d;
-		a->out->ns[charged[side][k]] += sign > 0 ? d : -d;
+		known += d[k];
+		a->out->ns[charged[side][k]] += sign > 0 ? d[k] : -d[k];
 	}
 	a->out->ns[XFT_ST_UNKNOWN] += sign > 0 ? (e - s) - known : known;
 }
 
-/* [s, e) of @v as @side sees it, the windows within the clock error of a
+/* [s, e) of @v as @side sees it, @ks and @ke the last entries at or
+ * before s and e (find()), the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
  * '?'. */
-static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side, struct acc *a,
-		   unsigned hs, unsigned he)
+static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke, int side,
+		   struct acc *a)
 {
 	if (e <= s)
 		return;
 	uint64_t lo = s, hi = e < j->watermark ? e : j->watermark;
 	if (v && v->n) {
-		uint64_t first = ent_at(j, v, first_kept(j, v))->t;
+		uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
 		if (first > lo) {
-			if (first_kept(j, v) > 0 && first < e)
+			if (fk > 0 && first < e)
 				j->st.too_old++;
 			lo = first;
+			ks = (int64_t)fk;
 		}
 	} else {
 		hi = lo;
@@ -430,49 +437,55 @@ static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 		return;
 	}
 	a->out->ns[XFT_ST_UNKNOWN] += (lo - s) + (e - hi);
-	charge_span(j, v, lo, hi, side, 1, a, hs, he);
+	charge_span(j, v, lo, hi, ks, hi == e ? ke : find(j, v, hi, H_T1), side, 1, a);
 	for (unsigned w = 0; w < a->nwin; w++) {
 		uint64_t x = a->win[w][0] > lo ? a->win[w][0] : lo, y = a->win[w][1] < hi ? a->win[w][1] : hi;
-		charge_span(j, v, x, y, side, -1, a, hint_near(a, x), hint_near(a, y));
+		if (y > x)
+			charge_span(j, v, x, y, find(j, v, x, hint_near(a, x)), find(j, v, y, hint_near(a, y)), side,
+				    -1, a);
 	}
 }
 
 /* The receiver's first wake at or after @tn (the first time it is
- * runnable or running), or @t1 when it has none before. */
-static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1)
+ * runnable or running), or @t1 when it has none before; @kn and @k1 are
+ * the last entries at or before tn and t1, and *@kw becomes the one of
+ * the wake. */
+static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1, int64_t kn,
+			   int64_t k1, int64_t *kw)
 {
-	if (!v)
-		return tn;
-	int64_t k = find(j, v, tn, H_TN);
-	if (k < 0)
+	*kw = kn;
+	if (!v || kn < 0)
 		return tn; /* before what is kept: all '?' anyway */
-	for (uint64_t i = (uint64_t)k; i < v->n; i++) {
+	for (uint64_t i = (uint64_t)kn; i < v->n; i++) {
 		const struct ent *e = ent_at(j, v, i);
 		if (e->t >= t1)
 			break;
 		if (e->state == S_RUNNING || e->state == S_RUNNABLE) {
-			((struct vcpu *)v)->hint[H_TW] = i; /* the wake's lookups start here */
-			return e->t > tn ? e->t : tn;
+			uint64_t tw = e->t > tn ? e->t : tn;
+			while (i + 1 < v->n && t_at(j, v, i + 1) <= tw)
+				i++;
+			*kw = (int64_t)i;
+			return tw;
 		}
 	}
+	*kw = k1;
 	return t1;
 }
 
 /* Who held the pCPU while @v waited in [s, e): each holder's share of the
- * wait into @c (the biggest kept). */
-static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e,
-		     struct xft_culprit c[NCULPRITS], unsigned hint, unsigned hint_end)
+ * wait into @c (the biggest kept).  @ks and @ke are the last entries at or
+ * before s and e. */
+static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
+		     struct xft_culprit c[NCULPRITS])
 {
 	if (!v || e <= s)
 		return;
-	int64_t k = find(j, v, s, hint);
-	uint64_t i = k < 0 ? first_kept(j, v) : (uint64_t)k;
+	uint64_t i = ks < 0 ? first_kept(j, v) : (uint64_t)ks;
 	/* Most spans have no culprit at all: say so without walking them.
-	 * The entries the walk would see lie in [i, end]. */
-	int64_t end = find(j, v, e, hint_end);
-	if (end < (int64_t)i)
+	 * The entries the walk would see lie in [i, ke]. */
+	if (ke < (int64_t)i)
 		return;
-	const struct ent *last = ent_at(j, v, (uint64_t)end);
+	const struct ent *last = ent_at(j, v, (uint64_t)ke);
 	if (last->nculprits + last->has_culprit == ent_at(j, v, i)->nculprits)
 		return;
 	for (unsigned seen = 0; i < v->n && seen < CULPRIT_SCAN; i++) {
@@ -565,11 +578,10 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 	return t0;
 }
 
-/* How far @t lies from any running interval of @v; 0 when it ran then.
- * -1 when the timeline cannot say. */
-static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
+/* How far @t lies from any running interval of @v (@k the last entry at
+ * or before it); 0 when it ran then.  -1 when the timeline cannot say. */
+static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int64_t k = find(j, v, t, H_T1);
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
 	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
@@ -596,9 +608,9 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
-static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t)
+static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int64_t d = v ? off_run(j, v, t) : -1;
+	int64_t d = v ? off_run(j, v, t, k) : -1;
 	if (d < 0)
 		return;
 	j->st.checks++;
@@ -630,32 +642,45 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	a.t0 = t0;
 	a.tn = tn;
 	a.t1 = t1;
+	/* One lookup per boundary of each timeline charged: every other
+	 * question about the hop steps from these. */
+	int64_t s0 = -1, sn = -1, rn = -1, r1 = -1;
+	if (sv) {
+		s0 = find(j, sv, t0, H_T0);
+		if (same)
+			r1 = find(j, sv, t1, H_T1);
+		else
+			sn = find(j, sv, tn, H_TN);
+	}
+	if (rv && !same) {
+		rn = find(j, rv, tn, H_TN);
+		r1 = find(j, rv, t1, H_T1);
+	}
 	/* The boundaries near which the charged vCPU changed state. */
 	struct {
 		uint64_t b;
 		const struct vcpu *v, *w;
-	} bd[3] = { { t0, sv, NULL }, { tn, sv, rv }, { t1, rv, NULL } };
-	if (same)
-		bd[2].v = sv;
+		int64_t kv, kw;
+	} bd[3] = { { t0, sv, NULL, s0, -1 }, { tn, sv, rv, sn, rn }, { t1, same ? sv : rv, NULL, r1, -1 } };
 	for (unsigned i = 0; i < 3; i++) {
 		if (i == 1 && same)
 			continue;
-		unsigned h = i == 0 ? H_T0 : i == 1 ? H_TN : H_T1;
-		if (changed_near(j, bd[i].v, bd[i].b, err, h) || changed_near(j, bd[i].w, bd[i].b, err, h))
+		if (changed_near(j, bd[i].v, bd[i].b, bd[i].kv, err) || changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err))
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
 	}
 	if (same) {
-		charge(j, sv, t0, t1, SENDER, &a, H_T0, H_T1);
-		culprits(j, sv, t0, t1, c, H_T0, H_T1);
+		charge(j, sv, t0, t1, s0, r1, SENDER, &a);
+		culprits(j, sv, t0, t1, s0, r1, c);
 	} else {
-		uint64_t tw = first_wake(j, rv, tn, t1);
-		charge(j, sv, t0, tn, SENDER, &a, H_T0, H_TN);
-		charge(j, rv, tn, tw, RECEIVER_ASLEEP, &a, H_TN, H_TW);
-		charge(j, rv, tw, t1, RECEIVER_AWAKE, &a, H_TW, H_T1);
-		culprits(j, sv, t0, tn, c, H_T0, H_TN);
-		culprits(j, rv, tw, t1, c, H_TW, H_T1);
+		int64_t kw;
+		uint64_t tw = first_wake(j, rv, tn, t1, rn, r1, &kw);
+		charge(j, sv, t0, tn, s0, sn, SENDER, &a);
+		charge(j, rv, tn, tw, rn, kw, RECEIVER_ASLEEP, &a);
+		charge(j, rv, tw, t1, kw, r1, RECEIVER_AWAKE, &a);
+		culprits(j, sv, t0, tn, s0, sn, c);
+		culprits(j, rv, tw, t1, kw, r1, c);
 		if (check)
-			clock_check(j, rv, t1);
+			clock_check(j, rv, t1, r1);
 	}
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
