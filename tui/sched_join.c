@@ -338,7 +338,11 @@ static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b
 /* --- the split ------------------------------------------------------------- */
 
 struct acc {
-	struct xft_split *out;
+	/* The time of each of Xen's runstates charged to each side (below):
+	 * mapped onto the split's states once, at the end, and what they do
+	 * not cover is '?'.  The last column takes what is unknown and is
+	 * not read. */
+	uint64_t known[3][S_UNKNOWN + 1];
 	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
 	unsigned nwin;
 	uint64_t t0, tn, t1; /* the boundaries: which hint a lookup near a
@@ -385,30 +389,28 @@ static const uint8_t charged[3][S_UNKNOWN] = {
 	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
 };
 
-/* The known states of [s, e) of @v, each into its state as @side sees
- * it (@sign -1 takes them out again), and what they do not cover into
- * '?'.  @ks and @ke are entries at or before s and e with none between
- * them and s or e but at s or e (the last such is find()'s): each
- * state's time is the difference of the running totals they carry.
+/* The known states of [s, e) of @v into @side's column (@sign -1 takes
+ * them out again).  @ks and @ke are entries at or before s and e with
+ * none between them and s or e but at s or e (the last such is find()'s):
+ * each state's time is the difference of the running totals they carry.
  * [s, e) must lie within what is kept and the watermark. */
 static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
 			int64_t ke, int side, int sign, struct acc *a)
 {
-	if (e <= s)
-		return;
 	const struct ent *x = ent_at(j, v, (uint64_t)ks), *y = ent_at(j, v, (uint64_t)ke);
-	uint64_t d[S_UNKNOWN], known = 0;
+	uint64_t d[S_UNKNOWN + 1];
 	for (unsigned k = 0; k < S_UNKNOWN; k++)
 		d[k] = y->cum[k] - x->cum[k];
-	if (y->state < S_UNKNOWN)
-		d[y->state] += e - y->t;
-	if (x->state < S_UNKNOWN)
-		d[x->state] -= s - x->t;
-	for (unsigned k = 0; k < S_UNKNOWN; k++) {
-		known += d[k];
-		a->out->ns[charged[side][k]] += sign > 0 ? d[k] : -d[k];
-	}
-	a->out->ns[XFT_ST_UNKNOWN] += sign > 0 ? (e - s) - known : known;
+	d[S_UNKNOWN] = 0;
+	d[y->state] += e - y->t;
+	d[x->state] -= s - x->t;
+	uint64_t *col = a->known[side];
+	if (sign > 0)
+		for (unsigned k = 0; k < S_UNKNOWN; k++)
+			col[k] += d[k];
+	else
+		for (unsigned k = 0; k < S_UNKNOWN; k++)
+			col[k] -= d[k];
 }
 
 /* [s, e) of @v as @side sees it, @ks and @ke the last entries at or
@@ -432,11 +434,8 @@ static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 	} else {
 		hi = lo;
 	}
-	if (hi <= lo) {
-		a->out->ns[XFT_ST_UNKNOWN] += e - s;
+	if (hi <= lo)
 		return;
-	}
-	a->out->ns[XFT_ST_UNKNOWN] += (lo - s) + (e - hi);
 	charge_span(j, v, lo, hi, ks, hi == e ? ke : find(j, v, hi, H_T1), side, 1, a);
 	for (unsigned w = 0; w < a->nwin; w++) {
 		uint64_t x = a->win[w][0] > lo ? a->win[w][0] : lo, y = a->win[w][1] < hi ? a->win[w][1] : hi;
@@ -632,7 +631,6 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	memset(&a, 0, sizeof(a));
 	memset(c, 0, sizeof(c));
 	memset(out, 0, sizeof(*out));
-	a.out = out;
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	const struct vcpu *sv = vcpu_of(j, from->domain, from->cpu);
 	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
@@ -682,6 +680,15 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		if (check)
 			clock_check(j, rv, t1, r1);
 	}
+	/* Each nanosecond of [t0, t1) was charged to one side once: what no
+	 * runstate covers is '?'. */
+	uint64_t known = 0;
+	for (unsigned side = 0; side < 3; side++)
+		for (unsigned k = 0; k < S_UNKNOWN; k++)
+			out->ns[charged[side][k]] += a.known[side][k];
+	for (unsigned k = 0; k < XFT_ST_UNKNOWN; k++)
+		known += out->ns[k];
+	out->ns[XFT_ST_UNKNOWN] = (t1 - t0) - known;
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
 		if (c[k].wait_ns > best.wait_ns)
