@@ -398,19 +398,18 @@ static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s
 			int64_t ke, int side, int sign, struct acc *a)
 {
 	const struct ent *x = ent_at(j, v, (uint64_t)ks), *y = ent_at(j, v, (uint64_t)ke);
-	uint64_t d[S_UNKNOWN + 1];
-	for (unsigned k = 0; k < S_UNKNOWN; k++)
-		d[k] = y->cum[k] - x->cum[k];
-	d[S_UNKNOWN] = 0;
-	d[y->state] += e - y->t;
-	d[x->state] -= s - x->t;
-	uint64_t *col = a->known[side];
-	if (sign > 0)
+	uint64_t *col = a->known[side], to_e = e - y->t, to_s = s - x->t;
+	if (sign > 0) {
 		for (unsigned k = 0; k < S_UNKNOWN; k++)
-			col[k] += d[k];
-	else
+			col[k] += y->cum[k] - x->cum[k];
+		col[y->state] += to_e;
+		col[x->state] -= to_s;
+	} else {
 		for (unsigned k = 0; k < S_UNKNOWN; k++)
-			col[k] -= d[k];
+			col[k] -= y->cum[k] - x->cum[k];
+		col[y->state] -= to_e;
+		col[x->state] += to_s;
+	}
 }
 
 /* [s, e) of @v as @side sees it, @ks and @ke the last entries at or
