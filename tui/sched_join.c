@@ -270,9 +270,11 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
 }
 
 /* The last entry at or before @t (k in [first_kept, n)), or -1 when @t is
- * before every entry kept.  Splits come in time order and ask about times
- * near each other: the search gallops from the entry the last one found,
- * then halves, so it costs the log of how far it moved, not of the ring. */
+ * before every entry kept.  Splits come nearly in time order, so each
+ * boundary of a hop moves little from one split to the next: the search
+ * starts where the last one for the same boundary (@hint) ended, returns
+ * at once when that is still the answer, else gallops, then halves, so it
+ * costs the log of how far it moved, not of the ring. */
 static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
 {
 	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
