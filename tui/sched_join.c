@@ -380,16 +380,31 @@ static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
 	a->nwin++;
 }
 
-/* Xen's runstates as the side charged sees them (S_* to XFT_ST_*):
- * the sender, the receiver before its wake, and after it. */
+/* The sides a hop's time is charged to: the sender, the receiver before
+ * its wake, and after it. */
 enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
-static const uint8_t charged[3][S_UNKNOWN] = {
-	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
-	/* Before its first wake it is not runnable or running: those zeros
-	 * go nowhere. */
-	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE },
-	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
-};
+
+/* Xen's runstates as each side sees them, onto the split's states: the
+ * sender's are its own; the receiver running is `backend`, blocked is
+ * `notify` until its first wake and `blocked` after it (before the wake it
+ * is neither runnable nor running: those are zero).  What no runstate
+ * covers of the hop's @len is '?'.  Constant indices, not a table: this
+ * runs once a split. */
+static void split_of(uint64_t k[3][S_UNKNOWN + 1], uint64_t len, struct xft_split *out)
+{
+	const uint64_t *s = k[SENDER], *ra = k[RECEIVER_ASLEEP], *rw = k[RECEIVER_AWAKE];
+	out->ns[XFT_ST_RUN] = s[S_RUNNING];
+	out->ns[XFT_ST_WAIT] = s[S_RUNNABLE] + ra[S_RUNNABLE] + rw[S_RUNNABLE];
+	out->ns[XFT_ST_NOTIFY] = ra[S_BLOCKED];
+	out->ns[XFT_ST_BACKEND] = ra[S_RUNNING] + rw[S_RUNNING];
+	out->ns[XFT_ST_BLOCKED] = s[S_BLOCKED] + rw[S_BLOCKED];
+	out->ns[XFT_ST_OFFLINE] = s[S_OFFLINE] + ra[S_OFFLINE] + rw[S_OFFLINE];
+	out->ns[XFT_ST_XEN] = 0;
+	uint64_t known = 0;
+	for (unsigned i = 0; i < XFT_ST_UNKNOWN; i++)
+		known += out->ns[i];
+	out->ns[XFT_ST_UNKNOWN] = len - known;
+}
 
 /* The known states of [s, e) of @v into @side's column (@sign -1 takes
  * them out again).  @ks and @ke are entries at or before s and e with
@@ -629,9 +644,9 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 {
 	struct acc a;
 	struct xft_culprit c[NCULPRITS];
-	memset(&a, 0, sizeof(a));
+	memset(a.known, 0, sizeof(a.known)); /* the windows are set as they come */
+	a.nwin = 0;
 	memset(c, 0, sizeof(c));
-	memset(out, 0, sizeof(*out));
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	const struct vcpu *sv = vcpu_of(j, from->domain, from->cpu);
 	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
@@ -681,15 +696,8 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		if (check)
 			clock_check(j, rv, t1, r1);
 	}
-	/* Each nanosecond of [t0, t1) was charged to one side once: what no
-	 * runstate covers is '?'. */
-	uint64_t known = 0;
-	for (unsigned side = 0; side < 3; side++)
-		for (unsigned k = 0; k < S_UNKNOWN; k++)
-			out->ns[charged[side][k]] += a.known[side][k];
-	for (unsigned k = 0; k < XFT_ST_UNKNOWN; k++)
-		known += out->ns[k];
-	out->ns[XFT_ST_UNKNOWN] = (t1 - t0) - known;
+	/* Each nanosecond of [t0, t1) was charged to one side once. */
+	split_of(a.known, t1 - t0, out);
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
 		if (c[k].wait_ns > best.wait_ns)
