@@ -275,7 +275,7 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
  * starts where the last one for the same boundary (@hint) ended, returns
  * at once when that is still the answer, else gallops, then halves, so it
  * costs the log of how far it moved, not of the ring. */
-static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
+static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
 {
 	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
 	/* Most lookups land where the hint is. */
@@ -321,7 +321,7 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, un
 
 /* A state change of @v within (b - err, b + err); @k is the last entry at
  * or before @b (find()), so that this costs no lookup of its own. */
-static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err)
+static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err)
 {
 	if (!v || !err)
 		return 0;
@@ -433,7 +433,7 @@ static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s
  * before s and e (find()), the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
  * '?'. */
-static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke, int side,
+static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke, int side,
 		   struct acc *a)
 {
 	if (e <= s)
@@ -490,7 +490,7 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 /* Who held the pCPU while @v waited in [s, e): each holder's share of the
  * wait into @c (the biggest kept).  @ks and @ke are the last entries at or
  * before s and e. */
-static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
+static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
 		     struct xft_culprit c[NCULPRITS])
 {
 	if (!v || e <= s)
@@ -535,7 +535,7 @@ static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, u
 /* The timeline of the vCPU a record of (@domain, @cpu) was written on; a
  * record that does not say is charged to its domain's vCPU when the trace
  * shows it only one. */
-static const struct vcpu *vcpu_of(const struct xft_sj *j, uint16_t domain, int32_t cpu)
+static inline const struct vcpu *vcpu_of(const struct xft_sj *j, uint16_t domain, int32_t cpu)
 {
 	if (cpu >= 0 && cpu <= 0xffff) {
 		uint32_t i = vcpu_find(j, domain, (uint16_t)cpu);
