@@ -181,7 +181,7 @@ Test(histogram, high_quantiles_from_the_top_are_those_from_below)
 		for (unsigned i = 0; i < n; i++) {
 			uint64_t v = test_rand_next(&st);
 			/* Small, ordinary and past the last bucket. */
-			v = i % 7 == 0 ? v % 150 : i % 97 == 0 ? v : v % (1u << (v % 40 + 1));
+			v = i % 7 == 0 ? v % 150 : i % 97 == 0 ? v : v % (UINT64_C(1) << (v % 40 + 1));
 			xflow_hist_record(&h, v);
 		}
 		if (round % 3 == 0) {
