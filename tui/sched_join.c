@@ -433,8 +433,8 @@ static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s
  * before s and e (find()), the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
  * '?'. */
-static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke, int side,
-		   struct acc *a)
+static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
+			  int side, struct acc *a)
 {
 	if (e <= s)
 		return;
@@ -490,8 +490,8 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 /* Who held the pCPU while @v waited in [s, e): each holder's share of the
  * wait into @c (the biggest kept).  @ks and @ke are the last entries at or
  * before s and e. */
-static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
-		     struct xft_culprit c[NCULPRITS])
+static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
+			    int64_t ke, struct xft_culprit c[NCULPRITS])
 {
 	if (!v || e <= s)
 		return;
