@@ -47,6 +47,19 @@ uint64_t xflow_hist_bucket_high(unsigned b)
 	return xflow_hist_bucket_low(b + 1) - 1;
 }
 
+/* The value a quantile falling in bucket @b is reported as. */
+static uint64_t bucket_mid(const struct xflow_hist *h, unsigned b)
+{
+	uint64_t lo = xflow_hist_bucket_low(b), hi = xflow_hist_bucket_high(b);
+	uint64_t mid = lo + (hi - lo) / 2;
+	/* The min and max are exact; no sample lies outside them. */
+	if (mid < h->min)
+		mid = h->min;
+	if (mid > h->max)
+		mid = h->max;
+	return mid;
+}
+
 uint64_t xflow_hist_quantile(const struct xflow_hist *h, double q)
 {
 	if (h->count == 0)
@@ -58,19 +71,25 @@ uint64_t xflow_hist_quantile(const struct xflow_hist *h, double q)
 	uint64_t rank = (uint64_t)ceil(q * (double)h->count);
 	if (rank < 1)
 		rank = 1;
+	if (q > 0.5) {
+		/* A high quantile lies near the top: the same bucket, the first
+		 * from the maximum's down (none above it holds a sample) with
+		 * count - rank + 1 samples at or above it.  The model asks for
+		 * p99 on every 64th hop split; from below that walked most of
+		 * the buckets. */
+		uint64_t above = 0, need = h->count - rank + 1;
+		for (unsigned b = xflow_hist_bucket_of(h->max) + 1; b-- > 0;) {
+			above += h->buckets[b];
+			if (above >= need)
+				return bucket_mid(h, b);
+		}
+		return h->max;
+	}
 	uint64_t seen = 0;
 	for (unsigned b = 0; b < XFLOW_HIST_NBUCKETS; b++) {
 		seen += h->buckets[b];
-		if (seen < rank)
-			continue;
-		uint64_t lo = xflow_hist_bucket_low(b), hi = xflow_hist_bucket_high(b);
-		uint64_t mid = lo + (hi - lo) / 2;
-		/* The min and max are exact; no sample lies outside them. */
-		if (mid < h->min)
-			mid = h->min;
-		if (mid > h->max)
-			mid = h->max;
-		return mid;
+		if (seen >= rank)
+			return bucket_mid(h, b);
 	}
 	return h->max;
 }

@@ -563,6 +563,19 @@ static void split_one(struct xft_agg *a, const struct split_wait *w)
 	}
 }
 
+/* Split the oldest hop waiting and let it go.  An empty queue starts again
+ * at its first slot: it is usually short, and a FIFO that kept walking
+ * around all of its max_waits slots would stream through megabytes and
+ * push the rest of the model out of the cache. */
+static void split_head(struct xft_agg *a)
+{
+	split_one(a, &a->waits[a->wait_head]);
+	/* No modulo: perf showed its division on every hop. */
+	a->nwaits--;
+	if (++a->wait_head == a->max_waits || a->nwaits == 0)
+		a->wait_head = 0;
+}
+
 /* The gaps of top slot @slot's path, split as far as the trace goes. */
 static void top_gaps(const struct xft_agg *a, uint32_t slot)
 {
@@ -579,11 +592,8 @@ static void top_gaps(const struct xft_agg *a, uint32_t slot)
 static void sched_advance(struct xft_agg *a)
 {
 	uint64_t wm = xft_sj_watermark(a->sj);
-	while (a->nwaits && a->waits[a->wait_head].to.t_ns <= wm) {
-		split_one(a, &a->waits[a->wait_head]);
-		a->wait_head = (a->wait_head + 1) % a->max_waits;
-		a->nwaits--;
-	}
+	while (a->nwaits && a->waits[a->wait_head].to.t_ns <= wm)
+		split_head(a);
 	for (uint32_t k = 0; k < a->ntop; k++)
 		if (!a->top_gaps_final[k] && a->top[k].end_ns <= wm) {
 			top_gaps(a, k);
@@ -597,11 +607,10 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 	if (a->nwaits == a->max_waits) {
 		/* Full: the oldest is split now, its untraced part '?'. */
 		a->st.split_early++;
-		split_one(a, &a->waits[a->wait_head]);
-		a->wait_head = (a->wait_head + 1) % a->max_waits;
-		a->nwaits--;
+		split_head(a);
 	}
-	struct split_wait *w = &a->waits[(a->wait_head + a->nwaits++) % a->max_waits];
+	uint32_t slot = a->wait_head + a->nwaits++;
+	struct split_wait *w = &a->waits[slot >= a->max_waits ? slot - a->max_waits : slot];
 	w->hop = hop;
 	w->gen = a->resets;
 	w->from = sj_end(from);
@@ -636,11 +645,8 @@ void xft_agg_sched_flush(struct xft_agg *a)
 {
 	if (!a->sj)
 		return;
-	while (a->nwaits) {
-		split_one(a, &a->waits[a->wait_head]);
-		a->wait_head = (a->wait_head + 1) % a->max_waits;
-		a->nwaits--;
-	}
+	while (a->nwaits)
+		split_head(a);
 	for (uint32_t k = 0; k < a->ntop; k++)
 		if (!a->top_gaps_final[k]) {
 			top_gaps(a, k);

@@ -22,6 +22,10 @@
  * past them the culprit is the biggest among these. */
 #define CULPRIT_SCAN 64
 
+/* The hints of a timeline (struct vcpu): a hop's start, its notification
+ * and its end. */
+enum { H_T0, H_TN, H_T1, NHINTS };
+
 /* The states of a timeline: Xen's runstates, and one for "not known". */
 enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_UNKNOWN };
 
@@ -34,6 +38,8 @@ struct ent {
 	uint8_t has_culprit; /* runnable, ended by a switch from another vCPU */
 	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
 	uint16_t cdom, cvcpu;
+	uint32_t nculprits;  /* entries before this one with a culprit (mod
+	                      * 2^32): whether a span has any is two lookups */
 };
 
 struct vcpu {
@@ -43,7 +49,12 @@ struct vcpu {
 	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
 	uint64_t nhc;    /* evtchn_op times ever pushed */
 	uint64_t *hc;
-	uint64_t hint;   /* the last entry a search found: a cache, not state */
+	/* Where the last search for each boundary of a hop ended: a cache,
+	 * not state.  Hops are split nearly in the order they end, so each
+	 * boundary moves a little from one split to the next; one hint for
+	 * all of them would bounce across the hop at every lookup. */
+	uint64_t hint[NHINTS];
+	uint64_t hc_hint; /* the same for the evtchn_op times */
 };
 
 struct pcpu {
@@ -133,11 +144,15 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
 	uint64_t cum[S_UNKNOWN] = { 0 };
+	uint32_t nc = 0;
 	if (v->n) {
+		/* Only the last entry is ever given a culprit: the one before
+		 * this is final. */
 		const struct ent *p = ent_at(j, v, v->n - 1);
 		memcpy(cum, p->cum, sizeof(cum));
 		if (p->state < S_UNKNOWN)
 			cum[p->state] += t - p->t;
+		nc = p->nculprits + p->has_culprit;
 	}
 	v->ts[v->n & j->ring_mask] = t;
 	struct ent *e = ent_at(j, v, v->n++);
@@ -145,6 +160,7 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 	e->t = t;
 	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
+	e->nculprits = nc;
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -254,15 +270,20 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
 }
 
 /* The last entry at or before @t (k in [first_kept, n)), or -1 when @t is
- * before every entry kept.  Splits come in time order and ask about times
- * near each other: the search gallops from the entry the last one found,
- * then halves, so it costs the log of how far it moved, not of the ring. */
-static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
+ * before every entry kept.  Splits come nearly in time order, so each
+ * boundary of a hop moves little from one split to the next: the search
+ * starts where the last one for the same boundary (@hint) ended, returns
+ * at once when that is still the answer, else gallops, then halves, so it
+ * costs the log of how far it moved, not of the ring. */
+static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
 {
-	uint64_t first = first_kept(j, v), lo, hi;
+	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
+	/* Most lookups land where the hint is. */
+	if (h >= first && h < v->n && t_at(j, v, h) <= t && (h + 1 == v->n || t_at(j, v, h + 1) > t))
+		return (int64_t)h;
 	if (first == v->n || t_at(j, v, first) > t)
 		return -1;
-	uint64_t h = v->hint >= first && v->hint < v->n ? v->hint : v->n - 1;
+	h = v->hint[hint] >= first && v->hint[hint] < v->n ? v->hint[hint] : v->n - 1;
 	if (t_at(j, v, h) <= t) {
 		/* Forward: [lo, hi) holds the answer, ent(lo) <= t. */
 		lo = h;
@@ -294,27 +315,49 @@ static int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 		else
 			hi = mid;
 	}
-	((struct vcpu *)v)->hint = lo;
+	((struct vcpu *)v)->hint[hint] = lo;
 	return (int64_t)lo;
 }
 
-/* A state change of @v within (b - err, b + err). */
-static int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t err)
+/* A state change of @v within (b - err, b + err); @k is the last entry at
+ * or before @b (find()), so that this costs no lookup of its own. */
+static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err)
 {
 	if (!v || !err)
 		return 0;
-	uint64_t lo = b > err ? b - err : 0;
-	int64_t k = find(j, v, b + err - 1);
-	return k >= 0 && ent_at(j, v, (uint64_t)k)->t > lo;
+	uint64_t lo = b > err ? b - err : 0, hi = b + err - 1;
+	if (hi < b) {
+		/* Past the clock's end: what a search of the wrapped time says. */
+		k = find(j, v, hi, H_T1);
+		return k >= 0 && t_at(j, v, (uint64_t)k) > lo;
+	}
+	if (k >= 0 && t_at(j, v, (uint64_t)k) > lo)
+		return 1;
+	uint64_t next = k >= 0 ? (uint64_t)k + 1 : first_kept(j, v);
+	return next < v->n && t_at(j, v, next) <= hi;
 }
 
 /* --- the split ------------------------------------------------------------- */
 
 struct acc {
-	struct xft_split *out;
+	/* The time of each of Xen's runstates charged to each side (below):
+	 * mapped onto the split's states once, at the end, and what they do
+	 * not cover is '?'.  The last column takes what is unknown and is
+	 * not read. */
+	uint64_t known[3][S_UNKNOWN + 1];
 	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
 	unsigned nwin;
+	uint64_t t0, tn, t1; /* the boundaries: which hint a lookup near a
+	                      * window starts from */
 };
+
+/* The hint for a lookup at @x: that of the boundary nearest to it. */
+static unsigned hint_near(const struct acc *a, uint64_t x)
+{
+	if (x >= a->tn)
+		return x >= a->t1 || x - a->tn > a->t1 - x ? H_T1 : H_TN;
+	return x <= a->t0 || a->tn - x > x - a->t0 ? H_T0 : H_TN;
+}
 
 /* Add window [lo, hi) to @a, merged with those it overlaps. */
 static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
@@ -337,104 +380,129 @@ static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
 	a->nwin++;
 }
 
-/* The time @v spent in each known state from its first entry to @x, which
- * lies within what is kept (at or after the first entry kept). */
-static void cum_at(const struct xft_sj *j, const struct vcpu *v, uint64_t x, uint64_t out[S_UNKNOWN])
-{
-	const struct ent *e = ent_at(j, v, (uint64_t)find(j, v, x));
-	memcpy(out, e->cum, sizeof(e->cum));
-	if (e->state < S_UNKNOWN)
-		out[e->state] += x - e->t;
-}
-
-/* Xen's runstates as the side charged sees them (S_* to XFT_ST_*):
- * the sender, the receiver before its wake, and after it. */
+/* The sides a hop's time is charged to: the sender, the receiver before
+ * its wake, and after it. */
 enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
-static const uint8_t charged[3][S_UNKNOWN] = {
-	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
-	/* Before its first wake it is not runnable or running: those zeros
-	 * go nowhere. */
-	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE },
-	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
-};
 
-/* The known states of [s, e) of @v, each into its state as @side sees
- * it (@sign -1 takes them out again), and what they do not cover into
- * '?'.  [s, e) must lie within what is kept and the watermark. */
-static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side,
-			int sign, struct acc *a)
+/* Xen's runstates as each side sees them, onto the split's states: the
+ * sender's are its own; the receiver running is `backend`, blocked is
+ * `notify` until its first wake and `blocked` after it (before the wake it
+ * is neither runnable nor running: those are zero).  What no runstate
+ * covers of the hop's @len is '?'.  Constant indices, not a table: this
+ * runs once a split. */
+static void split_of(uint64_t k[3][S_UNKNOWN + 1], uint64_t len, struct xft_split *out)
 {
-	if (e <= s)
-		return;
-	uint64_t c0[S_UNKNOWN], c1[S_UNKNOWN], known = 0;
-	cum_at(j, v, s, c0);
-	cum_at(j, v, e, c1);
-	for (unsigned k = 0; k < S_UNKNOWN; k++) {
-		uint64_t d = c1[k] - c0[k];
-		known += d;
-		a->out->ns[charged[side][k]] += sign > 0 ? d : -d;
-	}
-	a->out->ns[XFT_ST_UNKNOWN] += sign > 0 ? (e - s) - known : known;
+	const uint64_t *s = k[SENDER], *ra = k[RECEIVER_ASLEEP], *rw = k[RECEIVER_AWAKE];
+	out->ns[XFT_ST_RUN] = s[S_RUNNING];
+	out->ns[XFT_ST_WAIT] = s[S_RUNNABLE] + ra[S_RUNNABLE] + rw[S_RUNNABLE];
+	out->ns[XFT_ST_NOTIFY] = ra[S_BLOCKED];
+	out->ns[XFT_ST_BACKEND] = ra[S_RUNNING] + rw[S_RUNNING];
+	out->ns[XFT_ST_BLOCKED] = s[S_BLOCKED] + rw[S_BLOCKED];
+	out->ns[XFT_ST_OFFLINE] = s[S_OFFLINE] + ra[S_OFFLINE] + rw[S_OFFLINE];
+	out->ns[XFT_ST_XEN] = 0;
+	uint64_t known = 0;
+	for (unsigned i = 0; i < XFT_ST_UNKNOWN; i++)
+		known += out->ns[i];
+	out->ns[XFT_ST_UNKNOWN] = len - known;
 }
 
-/* [s, e) of @v as @side sees it, the windows within the clock error of a
+/* The known states of [s, e) of @v into @side's column (@sign -1 takes
+ * them out again).  @ks and @ke are entries at or before s and e with
+ * none between them and s or e but at s or e (the last such is find()'s):
+ * each state's time is the difference of the running totals they carry.
+ * [s, e) must lie within what is kept and the watermark. */
+static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
+			int64_t ke, int side, int sign, struct acc *a)
+{
+	const struct ent *x = ent_at(j, v, (uint64_t)ks), *y = ent_at(j, v, (uint64_t)ke);
+	uint64_t *col = a->known[side], to_e = e - y->t, to_s = s - x->t;
+	if (sign > 0) {
+		for (unsigned k = 0; k < S_UNKNOWN; k++)
+			col[k] += y->cum[k] - x->cum[k];
+		col[y->state] += to_e;
+		col[x->state] -= to_s;
+	} else {
+		for (unsigned k = 0; k < S_UNKNOWN; k++)
+			col[k] -= y->cum[k] - x->cum[k];
+		col[y->state] -= to_e;
+		col[x->state] += to_s;
+	}
+}
+
+/* [s, e) of @v as @side sees it, @ks and @ke the last entries at or
+ * before s and e (find()), the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
  * '?'. */
-static void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int side, struct acc *a)
+static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
+			  int side, struct acc *a)
 {
 	if (e <= s)
 		return;
 	uint64_t lo = s, hi = e < j->watermark ? e : j->watermark;
 	if (v && v->n) {
-		uint64_t first = ent_at(j, v, first_kept(j, v))->t;
+		uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
 		if (first > lo) {
-			if (first_kept(j, v) > 0 && first < e)
+			if (fk > 0 && first < e)
 				j->st.too_old++;
 			lo = first;
+			ks = (int64_t)fk;
 		}
 	} else {
 		hi = lo;
 	}
-	if (hi <= lo) {
-		a->out->ns[XFT_ST_UNKNOWN] += e - s;
+	if (hi <= lo)
 		return;
-	}
-	a->out->ns[XFT_ST_UNKNOWN] += (lo - s) + (e - hi);
-	charge_span(j, v, lo, hi, side, 1, a);
+	charge_span(j, v, lo, hi, ks, hi == e ? ke : find(j, v, hi, H_T1), side, 1, a);
 	for (unsigned w = 0; w < a->nwin; w++) {
 		uint64_t x = a->win[w][0] > lo ? a->win[w][0] : lo, y = a->win[w][1] < hi ? a->win[w][1] : hi;
-		charge_span(j, v, x, y, side, -1, a);
+		if (y > x)
+			charge_span(j, v, x, y, find(j, v, x, hint_near(a, x)), find(j, v, y, hint_near(a, y)), side,
+				    -1, a);
 	}
 }
 
 /* The receiver's first wake at or after @tn (the first time it is
- * runnable or running), or @t1 when it has none before. */
-static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1)
+ * runnable or running), or @t1 when it has none before; @kn and @k1 are
+ * the last entries at or before tn and t1, and *@kw becomes the one of
+ * the wake. */
+static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1, int64_t kn,
+			   int64_t k1, int64_t *kw)
 {
-	if (!v)
-		return tn;
-	int64_t k = find(j, v, tn);
-	if (k < 0)
+	*kw = kn;
+	if (!v || kn < 0)
 		return tn; /* before what is kept: all '?' anyway */
-	for (uint64_t i = (uint64_t)k; i < v->n; i++) {
+	for (uint64_t i = (uint64_t)kn; i < v->n; i++) {
 		const struct ent *e = ent_at(j, v, i);
 		if (e->t >= t1)
 			break;
-		if (e->state == S_RUNNING || e->state == S_RUNNABLE)
-			return e->t > tn ? e->t : tn;
+		if (e->state == S_RUNNING || e->state == S_RUNNABLE) {
+			uint64_t tw = e->t > tn ? e->t : tn;
+			while (i + 1 < v->n && t_at(j, v, i + 1) <= tw)
+				i++;
+			*kw = (int64_t)i;
+			return tw;
+		}
 	}
+	*kw = k1;
 	return t1;
 }
 
 /* Who held the pCPU while @v waited in [s, e): each holder's share of the
- * wait into @c (the biggest kept). */
-static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e,
-		     struct xft_culprit c[NCULPRITS])
+ * wait into @c (the biggest kept).  @ks and @ke are the last entries at or
+ * before s and e. */
+static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
+			    int64_t ke, struct xft_culprit c[NCULPRITS])
 {
 	if (!v || e <= s)
 		return;
-	int64_t k = find(j, v, s);
-	uint64_t i = k < 0 ? first_kept(j, v) : (uint64_t)k;
+	uint64_t i = ks < 0 ? first_kept(j, v) : (uint64_t)ks;
+	/* Most spans have no culprit at all: say so without walking them.
+	 * The entries the walk would see lie in [i, ke]. */
+	if (ke < (int64_t)i)
+		return;
+	const struct ent *last = ent_at(j, v, (uint64_t)ke);
+	if (last->nculprits + last->has_culprit == ent_at(j, v, i)->nculprits)
+		return;
 	for (unsigned seen = 0; i < v->n && seen < CULPRIT_SCAN; i++) {
 		const struct ent *en = ent_at(j, v, i);
 		if (en->t >= e)
@@ -467,7 +535,7 @@ static void culprits(const struct xft_sj *j, const struct vcpu *v, uint64_t s, u
 /* The timeline of the vCPU a record of (@domain, @cpu) was written on; a
  * record that does not say is charged to its domain's vCPU when the trace
  * shows it only one. */
-static const struct vcpu *vcpu_of(const struct xft_sj *j, uint16_t domain, int32_t cpu)
+static inline const struct vcpu *vcpu_of(const struct xft_sj *j, uint16_t domain, int32_t cpu)
 {
 	if (cpu >= 0 && cpu <= 0xffff) {
 		uint32_t i = vcpu_find(j, domain, (uint16_t)cpu);
@@ -489,8 +557,29 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 	if (!v || !v->nhc)
 		return t0;
 	uint64_t n = j->lim.per_vcpu_hc;
-	uint64_t lo = v->nhc > n ? v->nhc - n : 0, hi = v->nhc;
-	/* The first kept at or after t0. */
+	uint64_t lo = v->nhc > n ? v->nhc - n : 0, hi = v->nhc, h = v->hc_hint;
+	/* The first kept at or after t0: [lo, hi] holds it (hi: none).  Start
+	 * from where the last search ended, as find() does. */
+	if (h > lo && h <= hi) {
+		if (v->hc[(h - 1) & j->hc_mask] < t0) {
+			uint64_t step = 1;
+			lo = h;
+			while (step < hi - lo && v->hc[(lo + step - 1) & j->hc_mask] < t0) {
+				lo += step;
+				step <<= 1;
+			}
+			if (step < hi - lo)
+				hi = lo + step - 1;
+		} else {
+			uint64_t step = 1, first = lo;
+			hi = h - 1;
+			while (step <= hi - first && v->hc[(hi - step) & j->hc_mask] >= t0) {
+				hi -= step;
+				step <<= 1;
+			}
+			lo = step <= hi - first ? hi - step + 1 : first;
+		}
+	}
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (v->hc[mid & j->hc_mask] < t0)
@@ -498,16 +587,16 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 		else
 			hi = mid;
 	}
+	((struct vcpu *)v)->hc_hint = lo;
 	if (lo < v->nhc && v->hc[lo & j->hc_mask] <= t1)
 		return v->hc[lo & j->hc_mask];
 	return t0;
 }
 
-/* How far @t lies from any running interval of @v; 0 when it ran then.
- * -1 when the timeline cannot say. */
-static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
+/* How far @t lies from any running interval of @v (@k the last entry at
+ * or before it); 0 when it ran then.  -1 when the timeline cannot say. */
+static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int64_t k = find(j, v, t);
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
 	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
@@ -534,9 +623,9 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t)
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
-static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t)
+static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int64_t d = v ? off_run(j, v, t) : -1;
+	int64_t d = v ? off_run(j, v, t, k) : -1;
 	if (d < 0)
 		return;
 	j->st.checks++;
@@ -555,42 +644,60 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 {
 	struct acc a;
 	struct xft_culprit c[NCULPRITS];
-	memset(&a, 0, sizeof(a));
+	memset(a.known, 0, sizeof(a.known)); /* the windows are set as they come */
+	a.nwin = 0;
 	memset(c, 0, sizeof(c));
-	memset(out, 0, sizeof(*out));
-	a.out = out;
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	const struct vcpu *sv = vcpu_of(j, from->domain, from->cpu);
 	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	int same = sv && sv == rv;
 	uint64_t tn = same ? t1 : notify_time(j, sv, t0, t1);
+	a.t0 = t0;
+	a.tn = tn;
+	a.t1 = t1;
+	/* One lookup per boundary of each timeline charged: every other
+	 * question about the hop steps from these. */
+	int64_t s0 = -1, sn = -1, rn = -1, r1 = -1;
+	if (sv) {
+		s0 = find(j, sv, t0, H_T0);
+		if (same)
+			r1 = find(j, sv, t1, H_T1);
+		else
+			sn = find(j, sv, tn, H_TN);
+	}
+	if (rv && !same) {
+		rn = find(j, rv, tn, H_TN);
+		r1 = find(j, rv, t1, H_T1);
+	}
 	/* The boundaries near which the charged vCPU changed state. */
 	struct {
 		uint64_t b;
 		const struct vcpu *v, *w;
-	} bd[3] = { { t0, sv, NULL }, { tn, sv, rv }, { t1, rv, NULL } };
-	if (same)
-		bd[2].v = sv;
+		int64_t kv, kw;
+	} bd[3] = { { t0, sv, NULL, s0, -1 }, { tn, sv, rv, sn, rn }, { t1, same ? sv : rv, NULL, r1, -1 } };
 	for (unsigned i = 0; i < 3; i++) {
 		if (i == 1 && same)
 			continue;
-		if (changed_near(j, bd[i].v, bd[i].b, err) || changed_near(j, bd[i].w, bd[i].b, err))
+		if (changed_near(j, bd[i].v, bd[i].b, bd[i].kv, err) || changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err))
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
 	}
 	if (same) {
-		charge(j, sv, t0, t1, SENDER, &a);
-		culprits(j, sv, t0, t1, c);
+		charge(j, sv, t0, t1, s0, r1, SENDER, &a);
+		culprits(j, sv, t0, t1, s0, r1, c);
 	} else {
-		uint64_t tw = first_wake(j, rv, tn, t1);
-		charge(j, sv, t0, tn, SENDER, &a);
-		charge(j, rv, tn, tw, RECEIVER_ASLEEP, &a);
-		charge(j, rv, tw, t1, RECEIVER_AWAKE, &a);
-		culprits(j, sv, t0, tn, c);
-		culprits(j, rv, tw, t1, c);
+		int64_t kw;
+		uint64_t tw = first_wake(j, rv, tn, t1, rn, r1, &kw);
+		charge(j, sv, t0, tn, s0, sn, SENDER, &a);
+		charge(j, rv, tn, tw, rn, kw, RECEIVER_ASLEEP, &a);
+		charge(j, rv, tw, t1, kw, r1, RECEIVER_AWAKE, &a);
+		culprits(j, sv, t0, tn, s0, sn, c);
+		culprits(j, rv, tw, t1, kw, r1, c);
 		if (check)
-			clock_check(j, rv, t1);
+			clock_check(j, rv, t1, r1);
 	}
+	/* Each nanosecond of [t0, t1) was charged to one side once. */
+	split_of(a.known, t1 - t0, out);
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
 		if (c[k].wait_ns > best.wait_ns)

@@ -7,6 +7,7 @@
 
 #include "tests/lib/testlib.h"
 #include "tui/aggregate.h"
+#include "tui/sched_join.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -611,4 +612,57 @@ Test(aggregate, a_late_gap_is_counted_and_unflagged_numbers_say_nothing)
 	cr_expect_eq(st->flows_finished, 1, "flow 2 ended before the gap was seen");
 	cr_expect_eq(st->flows_partial, 1, "flow 1 was live at the gap");
 	xft_agg_free(a);
+}
+
+/* The queue of hops waiting for the scheduler trace: one that overflows
+ * many times over splits its oldest early and loses nothing; either way
+ * every hop is split once and all of its time is accounted. */
+static void split_queue_run(uint32_t max_pending, uint64_t *early)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 10 * US;
+	struct xft_agg *a = make(&l);
+	struct xft_sj_limits sl = { 0 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, max_pending), 0);
+	uint64_t t = 1000 * MS, hops = 0;
+	/* d0v0 runs throughout, on pCPU 0. */
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
+	xft_agg_sched_event(a, &e);
+	for (uint64_t i = 1; i <= 5000; i++) {
+		struct xflow_record r = rec(0, 1, i, XFLOW_REC_START);
+		r.cpu_plus1 = 1;
+		xft_agg_feed(a, &r, t += US);
+		r = rec(0, 2, i, XFLOW_REC_QUIT);
+		r.cpu_plus1 = 1;
+		xft_agg_feed(a, &r, t += 3 * US);
+		hops++;
+		if (i % 100 == 0) {
+			/* The trace passes what was fed now and then. */
+			e.kind = XFLOW_SCHED_SWITCH;
+			e.t_ns = t;
+			xft_agg_sched_event(a, &e);
+		}
+	}
+	xft_agg_drain(a);
+	xft_agg_sched_flush(a);
+	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
+	cr_assert_not_null(h);
+	uint64_t total = 0;
+	for (unsigned s = 0; s < XFT_NSTATES; s++)
+		total += h->split.all.ns[s];
+	cr_assert_eq(xft_agg_sched_status(a)->hops_split, hops);
+	cr_assert_eq(xft_agg_sched_status(a)->hops_pending, 0);
+	cr_assert_eq(total, h->total_ns, "every nanosecond of every hop is in a state");
+	*early = xft_agg_stats(a)->split_early;
+	xft_agg_free(a);
+}
+
+Test(aggregate, the_split_queue_wraps_and_loses_nothing)
+{
+	uint64_t early;
+	split_queue_run(7, &early);
+	cr_assert_gt(early, 0, "a queue of 7 overflows");
+	split_queue_run(0, &early);
+	cr_assert_eq(early, 0, "the default queue holds 100 hops");
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tui/sched_join.h"
+#include "tests/tui/sched_join_ref.c"
 
 enum { RUN, RUNNABLE, BLOCKED, OFFLINE };
 
@@ -294,4 +295,121 @@ Test(sched_join, random_input_always_adds_up)
 		}
 	}
 	xft_sj_free(j);
+}
+
+/* --- the engine against its reference ------------------------------------- */
+
+static uint64_t rnd_state;
+
+static uint64_t rnd(uint64_t n)
+{
+	/* xorshift64*: the same sequence on every libc. */
+	rnd_state ^= rnd_state >> 12;
+	rnd_state ^= rnd_state << 25;
+	rnd_state ^= rnd_state >> 27;
+	return (rnd_state * UINT64_C(2685821657736338717)) % n;
+}
+
+static void random_event(uint64_t t, struct xflow_sched_event *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->t_ns = t;
+	e->pcpu = (uint16_t)rnd(4);
+	e->dom = (uint16_t)rnd(4);
+	e->vcpu = (uint16_t)rnd(2);
+	e->dom2 = (uint16_t)rnd(4);
+	e->vcpu2 = (uint16_t)rnd(2);
+	uint64_t k = rnd(100);
+	if (k < 50) {
+		e->kind = XFLOW_SCHED_RUNSTATE;
+		e->from = (uint8_t)rnd(4);
+		e->to = (uint8_t)rnd(4);
+	} else if (k < 70) {
+		e->kind = XFLOW_SCHED_SWITCH;
+		if (rnd(4) == 0)
+			e->dom = 32767;
+	} else if (k < 95) {
+		e->kind = XFLOW_SCHED_HYPERCALL;
+		e->arg = rnd(5) ? 32 : 3;
+	} else if (k < 97) {
+		e->kind = XFLOW_SCHED_LOST;
+		e->arg = (uint32_t)rnd(3);
+	} else {
+		e->kind = (uint16_t)rnd(6); /* some out of range */
+		e->to = (uint8_t)rnd(6);
+	}
+}
+
+static void random_end(uint64_t t, struct xft_sj_end *e)
+{
+	e->t_ns = t;
+	e->domain = (uint16_t)rnd(5); /* domain 4 is never traced */
+	e->cpu = (int32_t)rnd(4) - 1;  /* -1: not known; 2: never traced */
+}
+
+/* One random run: events of 4 domains of 2 vCPUs on 4 pCPUs, a few of
+ * them hostile, lost or out of order, and hops over them as the model asks
+ * for them (closed nearly in time order, the watermark past their end)
+ * with some anywhere; every answer and count must be the reference's. */
+static void against_reference(uint64_t seed, const struct xft_sj_limits *l, uint64_t max_step, uint64_t max_hop)
+{
+	struct xft_sj *j;
+	struct ref_sj *r;
+	cr_assert_eq(xft_sj_new(l, &j), 0);
+	cr_assert_eq(ref_sj_new(l, &r), 0);
+	rnd_state = seed;
+	uint64_t t = 1000000, splits = 0;
+	for (unsigned i = 0; i < 40000; i++) {
+		struct xflow_sched_event e;
+		t += rnd(max_step);
+		random_event(rnd(50) ? t : t - rnd(3 * max_step), &e);
+		xft_sj_event(j, &e);
+		ref_sj_event(r, &e);
+		for (uint64_t n = rnd(4); n; n--) {
+			struct xft_sj_end a, b;
+			uint64_t wm = xft_sj_watermark(j);
+			uint64_t t1 = rnd(20) ? wm - rnd(max_step) : wm + rnd(max_step);
+			uint64_t len = rnd(10) ? rnd(max_hop) : rnd(30 * max_hop);
+			random_end(t1 > len ? t1 - len : 0, &a);
+			random_end(t1, &b);
+			if (rnd(5) == 0)
+				b.domain = a.domain, b.cpu = a.cpu;
+			int check = (int)rnd(2);
+			struct xft_split s, rs_;
+			struct xft_culprit c, rc;
+			xft_sj_split(j, &a, &b, check, &s, &c);
+			ref_sj_split(r, &a, &b, check, &rs_, &rc);
+			splits++;
+			cr_assert_eq(sum(&s), b.t_ns - a.t_ns);
+			for (unsigned k = 0; k < XFT_NSTATES; k++)
+				cr_assert_eq(s.ns[k], rs_.ns[k], "seed %lu split %lu: %s %lu, reference %lu",
+					     (unsigned long)seed, (unsigned long)splits, xft_state_name(k),
+					     (unsigned long)s.ns[k], (unsigned long)rs_.ns[k]);
+			cr_assert(c.wait_ns == rc.wait_ns && c.domain == rc.domain && c.vcpu == rc.vcpu &&
+					  c.pcpu == rc.pcpu,
+				  "seed %lu split %lu: the culprit differs", (unsigned long)seed, (unsigned long)splits);
+		}
+		cr_assert_eq(memcmp(xft_sj_stats(j), &r->st, sizeof(r->st)), 0, "seed %lu event %u: the counts differ",
+			     (unsigned long)seed, i);
+	}
+	cr_assert_gt(xft_sj_stats(j)->checks, 0);
+	if (l->per_vcpu <= 64)
+		cr_assert_gt(xft_sj_stats(j)->too_old, 0, "the rings overflowed under the splits");
+	xft_sj_free(j);
+	ref_sj_free(r);
+}
+
+Test(sched_join, same_answers_as_the_reference_on_small_rings)
+{
+	struct xft_sj_limits l = { .max_vcpus = 6, .per_vcpu = 16, .per_vcpu_hc = 4, .max_pcpus = 4 };
+	for (uint64_t seed = 1; seed <= 8; seed++)
+		against_reference(seed, &l, 500, 3000);
+}
+
+/* Long hops over many state changes: the lookups move far. */
+Test(sched_join, same_answers_as_the_reference_on_long_hops)
+{
+	struct xft_sj_limits l = { .max_vcpus = 8, .per_vcpu = 4096, .per_vcpu_hc = 64, .max_pcpus = 4 };
+	for (uint64_t seed = 100; seed < 104; seed++)
+		against_reference(seed, &l, 200, 40000);
 }
