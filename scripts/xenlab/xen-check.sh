@@ -27,6 +27,7 @@
 # test, default 2700; dom0's own watchdog fires at 2100), XENLAB_KEEP=1
 # (keep the run's directory), XENLAB_CPU (QEMU's CPU model, default
 # Nehalem, see below), XENLAB_PHASES (the phases to run, default ABCD;
+# with S, phase C2 and D2 read Xen's scheduler trace too: issue 24's split;
 # the others report SKIP: for work on one phase, not for CI).
 set -u
 . "$(dirname "$0")/lib.sh"
