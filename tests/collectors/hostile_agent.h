@@ -34,6 +34,22 @@ struct ha_rec {
 	uint16_t flags;
 };
 
+/* What an agent does once its records are written: answer every request
+ * (STATS) "ok" until DETACH, the hangup, or @ms without one. */
+static inline void ha_serve_until_detach(struct xflow_ctl_conn *c, int ms)
+{
+	struct xflow_ctl_msg *req;
+	for (;;) {
+		if (xflow_ctl_recv(c, &req, ms) <= 0)
+			return;
+		int type = req->type;
+		xflow_ctl_reply_simple(c, req, 0, "ok");
+		xflow_ctl_msg_free(req);
+		if (type == XFLOW_CTL_DETACH)
+			return;
+	}
+}
+
 /* Serve @sock as an agent of domain @domid tracing @exe, writing @n
  * records of @script once planned.  Returns the child's pid. */
 static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, const struct ha_rec *script,
@@ -97,16 +113,7 @@ static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, 
 		xflow_ring_push_record(&prod, &rec);
 	}
 	xflow_ring_flush(&prod);
-	for (;;) {
-		int rc = xflow_ctl_recv(&c, &req, 20000);
-		if (rc <= 0)
-			break;
-		int type = req->type;
-		xflow_ctl_reply_simple(&c, req, 0, "ok");
-		xflow_ctl_msg_free(req);
-		if (type == XFLOW_CTL_DETACH)
-			break;
-	}
+	ha_serve_until_detach(&c, 20000);
 	_exit(0);
 }
 

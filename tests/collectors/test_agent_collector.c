@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "collectors/agent_collector.h"
+#include "tests/collectors/hostile_agent.h"
 #include "tests/guestrt/gt.h"
 #include "tests/weaver/fixtures/jp_fixture.h"
 #include "xflow/clock.h"
@@ -102,16 +103,7 @@ static pid_t fake_agent(const char *sock, const char *exe, uint16_t domid, enum 
 		atomic_store(&prod.hdr->prod, (uint64_t)1 << 40);
 	}
 	/* Serve STATS and wait for DETACH or the hangup. */
-	for (;;) {
-		int rc = xflow_ctl_recv(&c, &req, 10000);
-		if (rc <= 0)
-			break;
-		int type = req->type;
-		xflow_ctl_reply_simple(&c, req, 0, "ok");
-		xflow_ctl_msg_free(req);
-		if (type == XFLOW_CTL_DETACH)
-			break;
-	}
+	ha_serve_until_detach(&c, 10000);
 	_exit(0);
 }
 
