@@ -2,14 +2,22 @@
 # Issue 7 end to end: xflowtop -b through the agent collector on the
 # simulated host with --delay netif_receive_skb=2ms.  The top hop ends in
 # dom0's netif_receive_skb (from netif_rx's backlog) with a p50 within 10%
-# of 2 ms and within 10% of the truth file's netif_rx -> netif_receive_skb
-# p50 (when the host itself ran slow, other hops may outgrow it: then only
-# the truth is the measure); the slowest flow's path lists the truth's
-# stages in the truth's order.
+# of 2 ms (when the host itself ran slow, other hops may outgrow it: then
+# only what really happened is the measure), and within what the host says
+# happened on that same stretch of the path:
+#   - from __skb_unlink (the softirq took the frame off the backlog and
+#     handed it to the delay line): the injected 2 ms plus the line's own
+#     lateness (its #late line in the truth), as sim_delay.sh bounds it;
+#   - from netif_rx or __skb_queue_tail: the truth's netif_rx ->
+#     netif_receive_skb p50, within 10%.
+# Comparing the first with the second is comparing two different stretches:
+# under load the frame waits in the backlog before __skb_unlink, which the
+# truth's hop counts and xflowtop's does not.
+# The slowest flow's path lists the truth's stages in the truth's order.
 . tests/e2e/lib.sh
 e2e_need "$BUILD/bin/xflowtop" "$BUILD/sim/truth-check"
 OUT=$(mktemp "${TMPDIR:-/tmp}/xflowtop-delay.XXXXXX")
-trap 'rm -f "$OUT"' EXIT INT TERM
+trap 'rm -f "$OUT" "$OUT.truth"' EXIT INT TERM
 
 check() {
 	# The hops table's first row, and the row of the delayed hop (into
@@ -43,8 +51,20 @@ check() {
 		awk -v p="$p50" 'BEGIN { if (p < 1800 || p > 2200) { print "p50 " p "us is not 2 ms +-10%"; exit 1 } }' ||
 			return 1
 	fi
-	awk -v p="$p50" -v t="$truth" 'BEGIN { d = p - t; if (d < 0) d = -d
-		if (d > t / 10) { print "p50 " p "us is not within 10% of the truth " t "us"; exit 1 } }' || return 1
+	if [ "$from" = linux0:__skb_unlink ]; then
+		# The delay line's lateness at p90, the most it added to the
+		# hop's middle sample (ns in the truth; us here).
+		late=$(awk -F'\t' '$1 == "#late" && $2 == 0 && $3 == "netif_receive_skb" {
+			if (!n || $6 > m) m = $6; n++ } END { if (n) printf "%d", m / 1000 }' "$OUT.truth")
+		[ -n "$late" ] || { echo "dom0's netif_receive_skb line wrote no lateness"; return 1; }
+		echo "the delay line released its frames late by ${late}us at p90"
+		awk -v p="$p50" -v late="$late" 'BEGIN { hi = 2100 + late
+			if (p < 1950 || p > hi) { print "p50 " p "us is not in [1950, " hi "]us: 2 ms, +5% and the line'"'"'s lateness"; exit 1 } }' ||
+			return 1
+	else
+		awk -v p="$p50" -v t="$truth" 'BEGIN { d = p - t; if (d < 0) d = -d
+			if (d > t / 10) { print "p50 " p "us is not within 10% of the truth " t "us"; exit 1 } }' || return 1
+	fi
 	# The slowest path, as (domain, function), against the truth's stage
 	# order (from its hop list): the stages the path shows come in order.
 	awk -F'\t' '$1 == "hop" && $2 == "net" && $3 != "end_to_end" {
@@ -60,7 +80,8 @@ check() {
 }
 
 for attempt in 1 2; do
-	timeout -s TERM 90 "$BUILD/tests/e2e/xflow-e2e" top "$BUILD/bin/xflowtop" --delay netif_receive_skb=2ms \
+	rm -f "$OUT.truth"
+	E2E_KEEP_TRUTH="$OUT.truth" timeout -s TERM 90 "$BUILD/tests/e2e/xflow-e2e" top "$BUILD/bin/xflowtop" --delay netif_receive_skb=2ms \
 		--duration 4 > "$OUT" 2>&1
 	rc=$?
 	cat "$OUT"
