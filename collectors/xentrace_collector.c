@@ -62,6 +62,7 @@
 
 #define MAX_BATCH (UINT64_C(16) << 20) /* records per read() of a file */
 #define MAX_LOST 32
+#define XEN_HYPERCALL_EVTCHN_OP 32 /* __HYPERVISOR_event_channel_op */
 #define MAX_EVENT_IDS 4096             /* distinct event ids followed for "unknown" */
 #define MAX_TRACKED_DOMS 64            /* domains with PV counts and exit histograms */
 #define SCHED_QUEUE 65536u             /* scheduler events not yet taken */
@@ -417,8 +418,12 @@ static void sched_event(struct xentrace_col *x, const struct xentrace_record *re
 		e.vcpu = (uint16_t)rec->extra[1];
 		e.dom2 = (uint16_t)rec->extra[2];
 		e.vcpu2 = (uint16_t)rec->extra[3];
-	} else if ((ev & ~0x100u) == 0x0020100du && rec->nextra >= 1) {
-		/* TRC_PV_HYPERCALL_V2 (| TRC_64_FLAG): op | arg flags << 20 */
+	} else if ((ev & ~0x100u) == 0x0020100du && rec->nextra >= 1 &&
+		   (rec->extra[0] & 0xfffff) == XEN_HYPERCALL_EVTCHN_OP) {
+		/* TRC_PV_HYPERCALL_V2 (| TRC_64_FLAG): op | arg flags << 20.
+		 * Only notifications: on real Xen the others (mmu_update,
+		 * iret...) were 99% of a PV trace's hypercalls and filled the
+		 * queue, losing the runstate changes the join needs. */
 		e.kind = XFLOW_SCHED_HYPERCALL;
 		e.arg = rec->extra[0] & 0xfffff;
 	} else {

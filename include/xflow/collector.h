@@ -227,7 +227,10 @@ struct xflow_hv_summary {
 enum xflow_sched_kind {
 	XFLOW_SCHED_RUNSTATE,  /* dom.vcpu went from .from to .to (enum xflow_hv_runstate) */
 	XFLOW_SCHED_SWITCH,    /* pcpu went from dom.vcpu (prev) to dom2.vcpu2 (next) */
-	XFLOW_SCHED_HYPERCALL, /* the vCPU running on pcpu made hypercall .arg */
+	XFLOW_SCHED_HYPERCALL, /* the vCPU running on pcpu made hypercall .arg: only
+	                        * event-channel ones (evtchn_op, 32), the only
+	                        * hypercall the join uses; a PV guest makes
+	                        * thousands of others a second */
 	XFLOW_SCHED_LOST,      /* records lost on pcpu from t_ns on (.arg of them): who
 	                        * ran and in which state is not known until each
 	                        * vCPU's next runstate change */

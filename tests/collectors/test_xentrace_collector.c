@@ -450,8 +450,8 @@ static void sched_collect(void *ctx, const struct xflow_sched_event *e)
 }
 
 /* The scheduler's records as the join takes them (xflow/collector.h):
- * runstate changes, switches, hypercalls and lost records, on the
- * monitor's clock by clock-offset; nothing else. */
+ * runstate changes, switches, event-channel hypercalls and lost records,
+ * on the monitor's clock by clock-offset; nothing else. */
 Test(xentrace_collector, gives_the_schedulers_records_as_events)
 {
 	FILE *f;
@@ -461,6 +461,7 @@ Test(xentrace_collector, gives_the_schedulers_records_as_events)
 	cr_assert_eq(xentrace_writer_add(w, 1, 4800, true, 0x2800a, 4, sw), 0);
 	rs(w, 1, 4800, 1, 0, XENTRACE_RS_RUNNABLE, XENTRACE_RS_RUNNING);
 	cr_assert_eq(xentrace_writer_hypercall(w, 1, 7200, 32), 0);
+	cr_assert_eq(xentrace_writer_hypercall(w, 1, 8400, 1), 0); /* mmu_update: not the join's */
 	cr_assert_eq(xentrace_writer_vmentry(w, 1, 9600), 0); /* not the scheduler's */
 	cr_assert_eq(xentrace_writer_lost(w, 0, 12000, 3, 1, 0, 11000), 0);
 	end(f, w);
