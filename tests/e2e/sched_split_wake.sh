@@ -37,10 +37,17 @@ awk -v w="$wait" -v t="$truth" 'BEGIN { d = w - t; if (d < 0) d = -d; exit d > t
 # The others near zero: the backend's own start after its vCPU runs is a
 # thread's wake-up on this loaded machine, bounded as the delay's lateness is.
 check_others "$S" "$CROSS" "wait" $((D / 10 + late))
-# The culprit of the waits is the hog (domain guests + 1 = 2).
-awk -F'\t' -v h="$CROSS" '$1 == h && $5 > 0 { n++; if ($12 == "d2v0@pcpu0" || $12 == "d2v0@pcpu1") hog++ }
-	END { print hog + 0 " of " n " waits charged to the hog d2v0"; exit hog < n * 0.9 }' "$S" ||
-	fail "the waits are not charged to the hog"
+# The culprit of the injected waits (a sample's wait of half the delay or
+# more) is the hog (domain guests + 1 = 2), as often as the truth says the
+# hog held dom0's pCPU through such a wait, within 5 points: on a loaded
+# machine another domain's vCPU can hold it first (538 of 600 waits, all
+# sizes, were the hog's in one run at load 17).
+tshare=$(awk -F'\t' -v d=$D '$1 == "#sched" && $2 == 0 && $4 == "runnable" && $6 - $5 >= d / 2 {
+	n++; if ($7 == "d2v0") h++ } END { printf "%.3f", n ? h / n : 0 }' "$TMP/run/truth")
+awk -F'\t' -v h="$CROSS" -v d=$D -v t="$tshare" '$1 == h && $5 >= d / 2 { n++; if ($12 == "d2v0@pcpu0" || $12 == "d2v0@pcpu1") hog++ }
+	END { printf "%d of %d injected waits charged to the hog d2v0 (%.3f); the truth: %.3f of dom0'"'"'s runnable intervals of %d ns or more\n", hog, n, n ? hog / n : 0, t, d / 2
+		exit !n || hog / n < t - 0.05 }' "$S" ||
+	fail "the waits are not charged to the hog as the truth says"
 
 # Live: joined, the clock error small, the hop's split mostly wait, its
 # tail (the slowest 1 %) too, and the culprit the hog.
