@@ -45,6 +45,7 @@ _Static_assert(offsetof(struct xk_rec, thread_id) == offsetof(struct xflow_recor
 _Static_assert(offsetof(struct xk_rec, cpu_plus1) == offsetof(struct xflow_record, cpu_plus1), "cpu_plus1");
 _Static_assert(offsetof(struct xk_rec, data) == offsetof(struct xflow_record, data), "data");
 _Static_assert(XK_RECORD_VERSION == XFLOW_RECORD_VERSION, "the BPF program writes this version");
+_Static_assert(XK_REC_SEQ_COUNTS_LOST == XFLOW_REC_SEQ_COUNTS_LOST, "the BPF program's numbering flag");
 
 struct kslot {
 	struct bpf_link *link;
@@ -67,7 +68,6 @@ struct kengine {
 	xflow_hook_record_fn fn;
 	void *fn_ctx;
 	uint64_t moved, bad;
-	uint32_t seq;            /* thread_seq: the ring buffer's order */
 	/* Counters of programs unloaded, kept for stats(). */
 	uint64_t gone_drops;
 	uint8_t *adv_off;        /* per advice: switched off */
@@ -184,7 +184,8 @@ static int on_rec(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	ke->moved++;
-	r.thread_seq = ke->seq++;
+	/* Numbered by the program, per CPU stream (kabi.h): one the agent
+	 * cannot pass on leaves its gap as one the program lost does. */
 	if (ke->fn)
 		ke->fn(ke->fn_ctx, &r);
 	return 0;
