@@ -57,6 +57,7 @@ struct flow {
 	int sending;         /* its keyed OUTs no IN has taken yet */
 	int held;            /* awaiting or sending, and its QUIT seen: kept
 	                      * for the join */
+	int counted;         /* in the *_events figures (flow_count) */
 	uint64_t gen;        /* which use of the slot this is */
 };
 
@@ -386,6 +387,21 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 	}
 }
 
+/* Flow @i as a flow of its own, in the figures that only grow: once,
+ * whole or partial as it is now (a whole one found partial later is
+ * counted again there, by flow_make_partial). */
+static void flow_count(struct xft_agg *a, uint32_t i)
+{
+	struct flow *f = &a->flows[i];
+	if (f->counted)
+		return;
+	f->counted = 1;
+	if (f->partial)
+		a->st.flows_partial_events++;
+	else
+		a->st.flows_started_events++;
+}
+
 /* Flow @i will never be whole: count it with the partial ones. */
 static void flow_make_partial(struct xft_agg *a, uint32_t i)
 {
@@ -395,6 +411,8 @@ static void flow_make_partial(struct xft_agg *a, uint32_t i)
 	f->partial = 1;
 	a->st.flows_started--;
 	a->st.flows_partial++;
+	if (f->counted)
+		a->st.flows_partial_events++;
 }
 
 /*
@@ -417,6 +435,7 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 {
 	struct flow *f = &a->flows[i];
 	flow_settle(a, i);
+	flow_count(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
 	for (uint32_t k = 0; k < f->nkeys; k++)
@@ -805,6 +824,7 @@ static void join_expired(void *opaque, const struct xft_kj_side *s, int in)
 		f->sending--;
 	/* It lost a part on the way: whatever else it has, it is partial. */
 	flow_make_partial(a, s->flow);
+	flow_count(a, s->flow);
 	if (f->held && !f->awaiting && !f->sending) {
 		/* Its QUIT was seen long ago; partial, it is not ranked. */
 		f->held = 0;
@@ -848,6 +868,7 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 		/* The waiting flow reached the sending domain through another
 		 * join and sent from there: it is already one flow. */
 		s->awaiting = 0;
+		flow_count(a, si);
 		return;
 	}
 	/* What the receiving half may have lost, the whole flow has. */
@@ -886,7 +907,9 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 		if (r->nkeys == before)
 			break; /* the sender has no room for more ids */
 	}
-	/* The receiving half is not a flow of its own any more. */
+	/* The receiving half is not a flow of its own any more, and never
+	 * was in the figures that only grow. */
+	r->counted = 1;
 	int held = r->held;
 	if (r->partial)
 		a->st.flows_partial--;
@@ -930,6 +953,7 @@ static void keyed_out(struct xft_agg *a, const struct xflow_record *r, uint64_t 
 	}
 	if (fi == NIL)
 		fi = flow_start(a, r, t);
+	flow_count(a, fi);
 	flow_point(a, fi, r, t);
 	struct flow *f = &a->flows[fi];
 	uint64_t gen = f->gen;
@@ -990,6 +1014,10 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 	} else if (m < 0) {
 		flow_make_partial(a, fi);
 	}
+	/* A side waiting for its sender is counted once its fate is known:
+	 * merged (never), or partial when the grace runs out. */
+	if (!f->awaiting)
+		flow_count(a, fi);
 	if (r->flags & XFLOW_REC_QUIT)
 		flow_quit(a, fi);
 }
@@ -1061,6 +1089,7 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 			arrived = 1;
 		} else {
 			fi = flow_start(a, r, t);
+			flow_count(a, fi);
 		}
 	}
 	flow_point(a, fi, r, t);

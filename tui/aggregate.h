@@ -172,6 +172,16 @@ struct xft_agg_stats {
 	 * seen after flows may have ended in them (the window had let
 	 * their start go), threads no longer followed to make room. */
 	uint64_t records_lost, loss_gaps, loss_late, threads_forgotten;
+	/* flows_started and flows_partial say what each flow is now, so a
+	 * flow found partial moves from one to the other, and a keyed side
+	 * merged into its sender's flow leaves the figures.  The same as
+	 * events, each counted once and never taken back, for the figures
+	 * that must only grow (Prometheus's counters): flows begun whole by
+	 * their START record (one found partial later stays counted there),
+	 * and flows found partial, whether begun so or found so later.  A
+	 * keyed side waiting for its sender is counted once its fate is
+	 * known: never when it is merged, partial when its grace ends. */
+	uint64_t flows_started_events, flows_partial_events;
 };
 
 struct xft_agg;

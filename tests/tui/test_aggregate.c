@@ -527,6 +527,10 @@ Test(aggregate, a_flow_that_lost_its_middle_record_is_partial_not_finished)
 	cr_expect_eq(st->records_lost, 1);
 	cr_expect_eq(st->loss_gaps, 1);
 	cr_expect_eq(st->loss_late, 0);
+	/* As events (the counters that only grow): ten begun whole, one of
+	 * them found partial later, and still counted begun. */
+	cr_expect_eq(st->flows_started_events, 10);
+	cr_expect_eq(st->flows_partial_events, 1);
 	const struct xft_flow_summary *s;
 	size_t n = xft_agg_slowest(a, &s, 100);
 	cr_expect_eq(n, 9);
