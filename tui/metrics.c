@@ -31,6 +31,8 @@
 #define FAMILY(id, name, type, help) static const struct xfx_family id = { name, type, help }
 
 FAMILY(f_records, "xflowtop_records_total", XFX_COUNTER, "Records fed to the model, from every collector.");
+FAMILY(f_seen_lost, "xflowtop_records_seen_lost_total", XFX_COUNTER,
+       "Records missing from their producers' numbers, whoever lost them (also in the drops or bad records).");
 FAMILY(f_late, "xflowtop_records_late_total", XFX_COUNTER,
        "Records older than the last one released by the reorder window (used anyway).");
 FAMILY(f_overflow, "xflowtop_reorder_window_overflows_total", XFX_COUNTER,
@@ -407,6 +409,7 @@ static void put_model(struct xft_app *app, struct xfx_snap *s)
 {
 	const struct xft_agg_stats *st = xft_agg_stats(app->agg);
 	one(s, &f_records, st->records);
+	one(s, &f_seen_lost, st->records_lost);
 	one(s, &f_late, st->late);
 	one(s, &f_overflow, st->window_full);
 	/* Counters only grow: events, not what each flow is now (a flow found

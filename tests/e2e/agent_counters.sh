@@ -72,4 +72,6 @@ partial=$(grep -h '^xflowtop_flows_partial_total' "$T/samples" | tail -1 | awk '
 lost=$(sed -n 's/.*sent [0-9]* records; lost \([0-9]*\) .*/\1/p' "$T/agent.err")
 echo "the agent lost ${lost:-?} records; xflowtop_flows_partial_total ${partial:-none} at the end"
 [ "${partial:-0}" -gt 0 ] || fail "no flow counted partial: the run proved nothing"
+seen=$(grep -h '^xflowtop_records_seen_lost_total' "$T/samples" | tail -1 | awk '{print $2}')
+[ "$seen" = "$lost" ] || fail "xflowtop_records_seen_lost_total says '$seen', the agent lost $lost"
 echo "every counter only grew over $samples scrapes, with flows found partial on the way"

@@ -89,6 +89,10 @@ PY
 	[ -n "$lost" ] && [ "$lost" -gt 0 ] || fail "$name: the agent says it lost '$lost' records"
 	[ "$seen_lost" = "$lost" ] ||
 		fail "$name: the agent lost $lost records, the monitor saw '$seen_lost' missing from the threads' numbers"
+	head=$(grep '^uptime' "$T/top.out" | tail -1)
+	echo "$head"
+	echo "$head" | grep -q ", seen lost $seen_lost in [0-9]* gaps" ||
+		fail "$name: the batch header does not say the $seen_lost records seen lost"
 }
 
 run inproc --lane-slots 2
