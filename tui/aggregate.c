@@ -20,6 +20,8 @@
 
 #define NIL UINT32_MAX
 #define FLOW_MAX_KEYS 4
+/* Domains a flow's losses are followed in one by one; past them, any. */
+#define FLOW_TOUCH 4
 /* A pending entry that is no record but a loss (loss_push): a flag bit no
  * decoded record has, its end in data[0]. */
 #define PEND_LOSS 0x8000u
@@ -52,11 +54,20 @@ struct flow {
 	int partial;         /* its beginning was not seen, or it may have
 	                      * lost a record: never ranked */
 	int lossy;           /* it may own a record lost on the way (see
-	                      * flow_settle; also when gen <= lossy_gen) */
+	                      * flow_settle) */
+	/* The domains it has had a point in, each with that domain's loss
+	 * count when it came (flow_touch); touch_over: more than
+	 * FLOW_TOUCH, and the count of losses anywhere then. */
+	uint16_t tdom[FLOW_TOUCH];
+	uint32_t tepoch[FLOW_TOUCH];
+	uint32_t ntouch;
+	int touch_over;
+	uint64_t over_epoch;
 	int awaiting;        /* begun by a keyed IN whose OUT has not come yet */
 	int sending;         /* its keyed OUTs no IN has taken yet */
 	int held;            /* awaiting or sending, and its QUIT seen: kept
 	                      * for the join */
+	int counted;         /* in the *_events figures (flow_count) */
 	uint64_t gen;        /* which use of the slot this is */
 };
 
@@ -101,11 +112,15 @@ struct xft_agg {
 	uint32_t npending;
 	uint64_t seq, newest, last_released;
 
-	/* Losses seen in threads' record numbers (tui/seq_gap.h): a flow
-	 * live when one was applied (gen <= lossy_gen) or begun before
-	 * lost_until may own a lost record. */
+	/* Losses seen in threads' record numbers (tui/seq_gap.h), per
+	 * domain: how many were applied (dloss) and when the latest one's
+	 * gap ended (duntil); loss_epoch, every domain's.  A flow that had
+	 * a point in a domain when one of its losses was applied, or came
+	 * to it before the gap ended, may own a lost record. */
 	struct xft_seqs seqs;
-	uint64_t lossy_gen, lost_until;
+	uint32_t *dloss;
+	uint64_t *duntil;
+	uint64_t loss_epoch;
 
 	struct flow *flows;
 	struct xft_point *points; /* max_flows * max_path */
@@ -386,6 +401,21 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 	}
 }
 
+/* Flow @i as a flow of its own, in the figures that only grow: once,
+ * whole or partial as it is now (a whole one found partial later is
+ * counted again there, by flow_make_partial). */
+static void flow_count(struct xft_agg *a, uint32_t i)
+{
+	struct flow *f = &a->flows[i];
+	if (f->counted)
+		return;
+	f->counted = 1;
+	if (f->partial)
+		a->st.flows_partial_events++;
+	else
+		a->st.flows_started_events++;
+}
+
 /* Flow @i will never be whole: count it with the partial ones. */
 static void flow_make_partial(struct xft_agg *a, uint32_t i)
 {
@@ -395,17 +425,50 @@ static void flow_make_partial(struct xft_agg *a, uint32_t i)
 	f->partial = 1;
 	a->st.flows_started--;
 	a->st.flows_partial++;
+	if (f->counted)
+		a->st.flows_partial_events++;
+}
+
+/* Flow @f has been in domain @d since that domain's loss count was
+ * @epoch, unless it was there already. */
+static void touch_add(struct xft_agg *a, struct flow *f, uint16_t d, uint32_t epoch)
+{
+	for (uint32_t k = 0; k < f->ntouch; k++)
+		if (f->tdom[k] == d)
+			return;
+	if (f->ntouch < FLOW_TOUCH) {
+		f->tdom[f->ntouch] = d;
+		f->tepoch[f->ntouch++] = epoch;
+	} else if (!f->touch_over) {
+		f->touch_over = 1;
+		f->over_epoch = a->loss_epoch;
+	}
+}
+
+/* Flow @f has a point in domain @d at @t: a gap of that domain's that
+ * was still open then may hold its record. */
+static void flow_touch(struct xft_agg *a, struct flow *f, uint16_t d, uint64_t t)
+{
+	if (t < a->duntil[d])
+		f->lossy = 1;
+	touch_add(a, f, d, a->dloss[d]);
 }
 
 /*
- * A loss marks the flows live when it is applied by moving lossy_gen up to
- * the newest flow's gen, which costs nothing however many flows there are;
- * each flow is judged when it matters: as it ends, and as it merges.
+ * A loss in a domain counts itself there when it is applied, which costs
+ * nothing however many flows there are; each flow is judged when it
+ * matters, as it ends and as it merges: it may own the lost record if it
+ * was in that domain then.  Only the losing domain's flows are suspects:
+ * a guest that lies about its numbers makes its own flows partial, never
+ * another domain's (a flow it never had a point in).
  */
 static int flow_settle(struct xft_agg *a, uint32_t i)
 {
 	struct flow *f = &a->flows[i];
-	if (f->gen <= a->lossy_gen)
+	for (uint32_t k = 0; k < f->ntouch && !f->lossy; k++)
+		if (a->dloss[f->tdom[k]] != f->tepoch[k])
+			f->lossy = 1;
+	if (f->touch_over && a->loss_epoch != f->over_epoch)
 		f->lossy = 1;
 	if (f->lossy)
 		flow_make_partial(a, i);
@@ -417,6 +480,7 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 {
 	struct flow *f = &a->flows[i];
 	flow_settle(a, i);
+	flow_count(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
 	for (uint32_t k = 0; k < f->nkeys; k++)
@@ -452,8 +516,9 @@ static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint
 	f->start_ns = f->last_ns = t;
 	f->live = 1;
 	f->gen = ++a->gen;
-	/* Begun while a loss lasted: a record lost then may be its own. */
-	f->lossy = t < a->lost_until;
+	/* Begun while a loss of its domain lasted: a record lost then may
+	 * be its own. */
+	flow_touch(a, f, domain, t);
 	f->partial = !(r->flags & XFLOW_REC_START) || f->lossy;
 	act_append(a, i);
 	flow_add_key(a, i, domain, kind, id);
@@ -706,6 +771,7 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 	act_append(a, i);
 	if (f->has_last && f->last.domain == domain && f->last.group == g)
 		return;
+	flow_touch(a, f, domain, t);
 	struct xft_point p = { .domain = domain, .site = site, .group = g, .t_ns = t, .cpu_plus1 = r->cpu_plus1 };
 	if (f->has_last)
 		hop_sample(a, &f->last, &p);
@@ -805,6 +871,7 @@ static void join_expired(void *opaque, const struct xft_kj_side *s, int in)
 		f->sending--;
 	/* It lost a part on the way: whatever else it has, it is partial. */
 	flow_make_partial(a, s->flow);
+	flow_count(a, s->flow);
 	if (f->held && !f->awaiting && !f->sending) {
 		/* Its QUIT was seen long ago; partial, it is not ranked. */
 		f->held = 0;
@@ -848,12 +915,20 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 		/* The waiting flow reached the sending domain through another
 		 * join and sent from there: it is already one flow. */
 		s->awaiting = 0;
+		flow_count(a, si);
 		return;
 	}
-	/* What the receiving half may have lost, the whole flow has. */
+	/* What the receiving half may have lost, the whole flow has, and
+	 * its domains' later losses. */
 	if (flow_settle(a, ri)) {
 		s->lossy = 1;
 		flow_make_partial(a, si);
+	}
+	for (uint32_t k = 0; k < r->ntouch; k++)
+		touch_add(a, s, r->tdom[k], r->tepoch[k]);
+	if (r->touch_over && (!s->touch_over || r->over_epoch < s->over_epoch)) {
+		s->touch_over = 1;
+		s->over_epoch = r->over_epoch;
 	}
 	if (s->has_last) {
 		a->st.join_negative_hops += in->point.t_ns < s->last.t_ns;
@@ -886,7 +961,9 @@ static void flow_merge(struct xft_agg *a, uint32_t si, const struct xft_kj_side 
 		if (r->nkeys == before)
 			break; /* the sender has no room for more ids */
 	}
-	/* The receiving half is not a flow of its own any more. */
+	/* The receiving half is not a flow of its own any more, and never
+	 * was in the figures that only grow. */
+	r->counted = 1;
 	int held = r->held;
 	if (r->partial)
 		a->st.flows_partial--;
@@ -930,6 +1007,7 @@ static void keyed_out(struct xft_agg *a, const struct xflow_record *r, uint64_t 
 	}
 	if (fi == NIL)
 		fi = flow_start(a, r, t);
+	flow_count(a, fi);
 	flow_point(a, fi, r, t);
 	struct flow *f = &a->flows[fi];
 	uint64_t gen = f->gen;
@@ -990,28 +1068,34 @@ static void keyed_in(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 	} else if (m < 0) {
 		flow_make_partial(a, fi);
 	}
+	/* A side waiting for its sender is counted once its fate is known:
+	 * merged (never), or partial when the grace runs out. */
+	if (!f->awaiting)
+		flow_count(a, fi);
 	if (r->flags & XFLOW_REC_QUIT)
 		flow_quit(a, fi);
 }
 
 /* --- applying one record --------------------------------------------------- */
 
-/* A loss applied at the time of the last record before it: every flow live
- * now, and every flow begun before @until, may own a lost record (which
- * thread wrote it says nothing of its flow, so all flows are suspects). */
-static void loss_apply(struct xft_agg *a, uint64_t t, uint64_t until)
+/* A loss of @domain's applied at the time of the last record before it:
+ * every flow in that domain now, and every flow that comes to it before
+ * @until, may own a lost record (which thread wrote it says nothing of
+ * its flow, so all of them are suspects; see flow_settle). */
+static void loss_apply(struct xft_agg *a, uint16_t domain, uint64_t t, uint64_t until)
 {
 	if (t < a->last_released)
 		a->st.loss_late++;
-	a->lossy_gen = a->gen;
-	if (until > a->lost_until)
-		a->lost_until = until;
+	a->dloss[domain]++;
+	a->loss_epoch++;
+	if (until > a->duntil[domain])
+		a->duntil[domain] = until;
 }
 
 static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
 	if (r->flags & PEND_LOSS) {
-		loss_apply(a, t, r->data[0]);
+		loss_apply(a, r->domain_id, t, r->data[0]);
 		return;
 	}
 	a->st.released++;
@@ -1061,6 +1145,7 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 			arrived = 1;
 		} else {
 			fi = flow_start(a, r, t);
+			flow_count(a, fi);
 		}
 	}
 	flow_point(a, fi, r, t);
@@ -1105,11 +1190,12 @@ static void pend_add(struct xft_agg *a, const struct xflow_record *r, uint64_t t
  * @from has left the window is applied at once and counted late: flows
  * that ended in between were judged without it.
  */
-static void loss_push(struct xft_agg *a, uint64_t from, uint64_t to)
+static void loss_push(struct xft_agg *a, uint16_t domain, uint64_t from, uint64_t to)
 {
 	struct xflow_record l;
 	memset(&l, 0, sizeof(l));
 	l.flags = PEND_LOSS;
+	l.domain_id = domain;
 	l.data[0] = to;
 	pend_add(a, &l, from);
 }
@@ -1123,7 +1209,7 @@ void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 		uint64_t from;
 		uint32_t lost = xft_seqs_check(&a->seqs, r, t, &from);
 		if (lost)
-			loss_push(a, from, t);
+			loss_push(a, r->domain_id, from, t);
 		a->st.records_lost = a->seqs.lost;
 		a->st.loss_gaps = a->seqs.gaps;
 		a->st.threads_forgotten = a->seqs.forgotten;
@@ -1210,7 +1296,9 @@ void xft_agg_reset(struct xft_agg *a)
 	a->npending = 0;
 	a->seq = a->newest = a->last_released = 0;
 	xft_seqs_clear(&a->seqs);
-	a->lossy_gen = a->lost_until = 0;
+	memset(a->dloss, 0, 65536 * sizeof(*a->dloss));
+	memset(a->duntil, 0, 65536 * sizeof(*a->duntil));
+	a->loss_epoch = 0;
 	xflow_flowtab_clear(&a->keys);
 	for (uint32_t i = 0; i < a->lim.max_flows; i++) {
 		a->flows[i].live = 0;
@@ -1281,6 +1369,8 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	a->heap = take(l->max_pending, sizeof(*a->heap), &mem);
 	a->flows = take(l->max_flows, sizeof(*a->flows), &mem);
 	a->dslot_of = take(65536, sizeof(*a->dslot_of), &mem);
+	a->dloss = take(65536, sizeof(*a->dloss), &mem);
+	a->duntil = take(65536, sizeof(*a->duntil), &mem);
 	a->points = take((size_t)l->max_flows * l->max_path, sizeof(*a->points), &mem);
 	a->hops = take(l->max_hops, sizeof(*a->hops), &mem);
 	a->hop_slots = take(hs, sizeof(*a->hop_slots), &mem);
@@ -1299,7 +1389,7 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 		rc = xft_kj_init(&a->kj, l->max_handoffs, l->join_grace_ns, join_alive, join_expired, a);
 		mem += xft_kj_bytes(&a->kj);
 	}
-	if (rc || !a->merge || !a->heap || !a->flows || !a->dslot_of || !a->points || !a->hops || !a->hop_slots ||
+	if (rc || !a->merge || !a->heap || !a->flows || !a->dslot_of || !a->dloss || !a->duntil || !a->points || !a->hops || !a->hop_slots ||
 	    !a->handoffs || !a->top || !a->sorted || !a->top_points) {
 		if (rc == 0)
 			rc = -ENOMEM;
@@ -1319,6 +1409,8 @@ void xft_agg_free(struct xft_agg *a)
 	free(a->heap);
 	free(a->flows);
 	free(a->dslot_of);
+	free(a->dloss);
+	free(a->duntil);
 	free(a->points);
 	free(a->hops);
 	free(a->hop_slots);

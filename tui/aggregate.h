@@ -40,11 +40,15 @@
  * not decodable here) shows as a gap in its thread's record numbers, for
  * producers that count their lost records (xflow/record.h, "Losses";
  * tui/seq_gap.h follows them).  Whose record it was is not known: every
- * flow live at the gap, or begun in it, in any domain (an id may cross a
- * ring header there), is counted partial, never finished.  That is exact
- * when no other flow overlaps the gap, and errs towards partial when
- * flows do.  A gap is placed in the window at the time of the record
- * before it, so that flows ending inside it are judged with it.
+ * flow that had a point in the losing domain when the gap opened, or
+ * came to it before the gap closed, is counted partial, never finished
+ * (a flow that crossed a ring header into the domain is one of them; one
+ * whose crossing record was the lost one loses its handoff, and with it
+ * its end).  Another domain's flows are not: a guest's numbers are its
+ * claim, and a guest that lies about them marks only flows it had.  That
+ * is exact when no other flow overlaps the gap, and errs towards partial
+ * when flows do.  A gap is placed in the window at the time of the
+ * record before it, so that flows ending inside it are judged with it.
  *
  * A hop is two consecutive points of a flow, a point being (domain, group):
  * the group of a site comes from a callback (the function it is in, say) so
@@ -172,6 +176,16 @@ struct xft_agg_stats {
 	 * seen after flows may have ended in them (the window had let
 	 * their start go), threads no longer followed to make room. */
 	uint64_t records_lost, loss_gaps, loss_late, threads_forgotten;
+	/* flows_started and flows_partial say what each flow is now, so a
+	 * flow found partial moves from one to the other, and a keyed side
+	 * merged into its sender's flow leaves the figures.  The same as
+	 * events, each counted once and never taken back, for the figures
+	 * that must only grow (Prometheus's counters): flows begun whole by
+	 * their START record (one found partial later stays counted there),
+	 * and flows found partial, whether begun so or found so later.  A
+	 * keyed side waiting for its sender is counted once its fate is
+	 * known: never when it is merged, partial when its grace ends. */
+	uint64_t flows_started_events, flows_partial_events;
 };
 
 struct xft_agg;

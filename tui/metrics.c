@@ -31,14 +31,17 @@
 #define FAMILY(id, name, type, help) static const struct xfx_family id = { name, type, help }
 
 FAMILY(f_records, "xflowtop_records_total", XFX_COUNTER, "Records fed to the model, from every collector.");
+FAMILY(f_seen_lost, "xflowtop_records_seen_lost_total", XFX_COUNTER,
+       "Records missing from their producers' numbers, whoever lost them (also in the drops or bad records).");
 FAMILY(f_late, "xflowtop_records_late_total", XFX_COUNTER,
        "Records older than the last one released by the reorder window (used anyway).");
 FAMILY(f_overflow, "xflowtop_reorder_window_overflows_total", XFX_COUNTER,
        "Records released early because the reorder window (max-pending) was full.");
-FAMILY(f_started, "xflowtop_flows_started_total", XFX_COUNTER, "Flows started.");
+FAMILY(f_started, "xflowtop_flows_started_total", XFX_COUNTER,
+       "Flows begun whole by their start record (one found partial later stays counted here too).");
 FAMILY(f_finished, "xflowtop_flows_finished_total", XFX_COUNTER, "Flows ended by their quit record.");
 FAMILY(f_partial, "xflowtop_flows_partial_total", XFX_COUNTER,
-       "Flows seen from their middle, or live while a record was lost: never counted started or finished.");
+       "Flows found partial: seen from their middle, or live while a record was lost; never counted finished.");
 FAMILY(f_expired, "xflowtop_flows_expired_total", XFX_COUNTER, "Flows ended by idling longer than flow-expire.");
 FAMILY(f_evicted, "xflowtop_flows_evicted_total", XFX_COUNTER,
        "Live flows dropped to make room for new ones (max-flows).");
@@ -406,11 +409,14 @@ static void put_model(struct xft_app *app, struct xfx_snap *s)
 {
 	const struct xft_agg_stats *st = xft_agg_stats(app->agg);
 	one(s, &f_records, st->records);
+	one(s, &f_seen_lost, st->records_lost);
 	one(s, &f_late, st->late);
 	one(s, &f_overflow, st->window_full);
-	one(s, &f_started, st->flows_started);
+	/* Counters only grow: events, not what each flow is now (a flow found
+	 * partial leaves flows_started, which the screen shows). */
+	one(s, &f_started, st->flows_started_events);
 	one(s, &f_finished, st->flows_finished);
-	one(s, &f_partial, st->flows_partial);
+	one(s, &f_partial, st->flows_partial_events);
 	one(s, &f_expired, st->flows_expired);
 	one(s, &f_evicted, st->flows_evicted);
 	one(s, &f_live, st->flows_live);

@@ -108,9 +108,14 @@ void xft_report_summary_text(struct xft_app *app, FILE *f)
 {
 	const struct xft_agg_stats *st = &app->frame.st;
 	fprintf(f, "uptime %.1fs, records %" PRIu64 " (%.0f/s), drops %" PRIu64 ", bad %" PRIu64
-		   ", late %" PRIu64 ", reorder-window overflows %" PRIu64 "\n",
+		   ", late %" PRIu64 ", reorder-window overflows %" PRIu64,
 		(double)(app->now_ns - app->start_ns) / 1e9, st->records, app->rate, app->drops, app->bad,
 		st->late, st->window_full);
+	/* Losses the producers' numbers showed, whoever lost them (they are
+	 * in the drops or the bad records too): only when there are any. */
+	if (st->records_lost)
+		fprintf(f, ", seen lost %" PRIu64 " in %" PRIu64 " gaps", st->records_lost, st->loss_gaps);
+	fputc('\n', f);
 	fprintf(f, "flows: started %" PRIu64 ", finished %" PRIu64 ", partial %" PRIu64 ", expired %" PRIu64
 		   ", evicted %" PRIu64 ", live %" PRIu64 "; hops %zu (dropped samples %" PRIu64
 		   "); memory: %" PRIu64 " bytes resident, of which the model is bounded by the %" PRIu64

@@ -52,7 +52,8 @@ static struct xft_seq_thread *set_of(const struct xft_seqs *s, uint16_t domain, 
 
 uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns)
 {
-	struct xft_seq_thread *set = set_of(s, r->domain_id, r->thread_id), *th = NULL, *oldest = &set[0];
+	struct xft_seq_thread *set = set_of(s, r->domain_id, r->thread_id), *th = NULL, *oldest = &set[0],
+			      *own = NULL;
 	for (unsigned w = 0; w < XFT_SEQ_WAYS; w++) {
 		struct xft_seq_thread *e = &set[w];
 		if (e->used && e->domain == r->domain_id && e->tid == r->thread_id) {
@@ -65,7 +66,15 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 		} else if (oldest->used && e->t_ns < oldest->t_ns) {
 			oldest = e;
 		}
+		if (e->used && e->domain == r->domain_id && (!own || e->t_ns < own->t_ns))
+			own = e;
 	}
+	/* A full set gives up the oldest thread of the newcomer's own domain
+	 * when it has one there: a guest inventing thread ids takes at most
+	 * one place from the other domains in each set, and cannot make the
+	 * monitor forget their threads (and the losses they would show). */
+	if (oldest->used && own)
+		oldest = own;
 	uint32_t lost = 0;
 	if (th) {
 		/* Unsigned: the numbers wrap.  A step back is no loss we can

@@ -5,9 +5,11 @@
  *
  * Memory is fixed at init: a table of threads in sets of XFT_SEQ_WAYS
  * slots.  A thread that finds its set full takes the place of the one
- * whose last record is the oldest; that thread, if it writes again, starts
- * afresh, and a loss just before it goes unseen: counted in `forgotten`,
- * so that the figures say when they may have missed one.
+ * of its own domain whose last record is the oldest, else of any domain's
+ * (so that a guest inventing threads evicts its own); that thread, if it
+ * writes again, starts afresh, and a loss just before it goes unseen:
+ * counted in `forgotten`, so that the figures say when they may have
+ * missed one.
  */
 #ifndef XFLOW_TUI_SEQ_GAP_H
 #define XFLOW_TUI_SEQ_GAP_H

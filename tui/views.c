@@ -1110,10 +1110,14 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	xft_canvas_put(cv, 1, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 1, 0, XFT_A_TITLE, "Domains:", -1);
 
+	/* Losses the producers' numbers showed only when there are any. */
+	char seen[48] = "";
+	if (st->records_lost)
+		snprintf(seen, sizeof(seen), " seen lost %" PRIu64, st->records_lost);
 	snprintf(line, sizeof(line),
-		 "Records: %.0f/s total %" PRIu64 " drops %" PRIu64 " bad %" PRIu64
+		 "Records: %.0f/s total %" PRIu64 " drops %" PRIu64 "%s bad %" PRIu64
 		 " late %" PRIu64 " reorder overflows %" PRIu64 " up %s",
-		 app->rate, st->records, app->drops, app->bad, st->late, st->window_full, up);
+		 app->rate, st->records, app->drops, seen, app->bad, st->late, st->window_full, up);
 	xft_canvas_put(cv, 2, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 

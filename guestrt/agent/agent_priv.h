@@ -62,6 +62,16 @@ struct advice_rt {
 	bool enabled;
 };
 
+/* The ptrace backend numbers each thread's records (xflow/record.h,
+ * "Losses") in a table fixed with the agent: a thread that finds no room
+ * takes the place of the one idle longest, which, if it writes again,
+ * numbers afresh (the monitor sees a restart, never a loss). */
+#define AGENT_TSEQ 1024
+struct agent_tseq {
+	uint32_t tid, next;
+	uint64_t used;       /* tseq_uses when last used; 0: free */
+};
+
 struct agent {
 	struct xflow_agent_opts o;
 	char errbuf[512];
@@ -111,7 +121,9 @@ struct agent {
 	struct xflow_hook_target *cur;
 	uint64_t hit_ticks;
 	uint64_t scratch[NSCRATCH];
-	uint32_t seq;
+	/* ptrace backend: each thread's next thread_seq (agent_hit.c). */
+	struct agent_tseq tseq[AGENT_TSEQ];
+	uint64_t tseq_uses, tseq_evicted;
 	uint64_t records, faults_total;
 	bool quit;
 	int exit_rc;

@@ -66,12 +66,13 @@ enum xflow_record_flag {
  * SEQ_COUNTS_LOST: among the records of one (domain_id, thread_id) so
  * flagged, a sequence number skipped is a record lost between the two
  * records around the gap, whatever its flow.  Nothing else on the way
- * renumbers a record.  The in-process runtime's lanes do so (a lane
- * belongs to one thread at a time); the ptrace backend numbers the
- * agent's records and the kernel backend its ring buffer's, neither per
- * thread, so theirs are not flagged.  A loss after a thread's last
- * record (it exits, or writes no more) leaves no gap: it is in the drops
- * only.
+ * renumbers a record.  Every backend does so: the in-process runtime's
+ * lanes (a lane belongs to one thread at a time), the ptrace backend's
+ * agent per thread, and the kernel backend's BPF program per CPU and
+ * level of nesting, whose stream is its thread_id (0x80000000 and up,
+ * above any tid: guestrt/hook/kernel/kabi.h, "Numbering").  A loss after
+ * a thread's last record (it exits, or writes no more) leaves no gap: it
+ * is in the drops only.
  *
  * Why a sequence and not the lost records' flow ids: the number costs the
  * writer nothing it did not already do, where a list of lost ids would be
@@ -118,7 +119,8 @@ struct xflow_record {
 	uint16_t flags;             /* offset 24: enum xflow_record_flag */
 	uint8_t version;            /* offset 26: XFLOW_RECORD_VERSION */
 	uint8_t ndata;              /* offset 27: how many of data[] are meaningful, 0..6 */
-	uint32_t thread_id;         /* offset 28: producer's thread (tid) */
+	uint32_t thread_id;         /* offset 28: producer's thread (tid); the
+	                             * kernel backend's, its CPU stream */
 	uint32_t thread_seq;        /* offset 32: per-thread sequence, wraps; orders
 	                             * records of one thread with equal timestamps;
 	                             * with SEQ_COUNTS_LOST, a gap is a loss */

@@ -11,21 +11,9 @@ command -v curl >/dev/null || { echo "no curl to scrape /metrics"; exit 77; }
 
 N=2500
 WROTE=$((3 * N))
-cat > "$T/f.xml" <<'XML'
-<flows>
-<xflow name="req">
-  <start><pointcut>access(req.state) AND within_function(req_begin)</pointcut></start>
-  <transit>
-    <pointcut>access(req.sum) AND within_function(req_step)</pointcut>
-    <select local_var="r"/>
-  </transit>
-  <quit><pointcut>access(req.state) AND within_function(req_end)</pointcut></quit>
-</xflow>
-</flows>
-XML
 agent_start --domain burst --lane-slots 64 -v -- "$T/burst" $N
 "$BUILD/bin/xflowtop" -b -d 0.25 -n 16 --listen 127.0.0.1:0 --snapshot-on-exit "$T/snap" \
-	--collector "agent:socket=$T/s/a.sock,flows=$T/f.xml" >"$T/top.out" 2>"$T/top.err" &
+	--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
 TOP=$!
 KILL=$TOP
 wait $AGENT

@@ -527,6 +527,10 @@ Test(aggregate, a_flow_that_lost_its_middle_record_is_partial_not_finished)
 	cr_expect_eq(st->records_lost, 1);
 	cr_expect_eq(st->loss_gaps, 1);
 	cr_expect_eq(st->loss_late, 0);
+	/* As events (the counters that only grow): ten begun whole, one of
+	 * them found partial later, and still counted begun. */
+	cr_expect_eq(st->flows_started_events, 10);
+	cr_expect_eq(st->flows_partial_events, 1);
 	const struct xft_flow_summary *s;
 	size_t n = xft_agg_slowest(a, &s, 100);
 	cr_expect_eq(n, 9);
@@ -535,9 +539,10 @@ Test(aggregate, a_flow_that_lost_its_middle_record_is_partial_not_finished)
 	xft_agg_free(a);
 }
 
-/* Which flow a lost record was of is not known: every flow live at the
- * gap or begun in it is suspect, on any thread or domain; flows that
- * ended before it, or began after it, are not. */
+/* Which flow a lost record was of is not known: every flow of the
+ * losing domain live at the gap or begun in it is suspect, on any
+ * thread; flows that ended before it, or began after it, are not, nor
+ * are another domain's. */
 Test(aggregate, flows_live_in_a_gap_are_partial_and_the_rest_whole)
 {
 	struct xft_agg_limits l;
@@ -550,8 +555,8 @@ Test(aggregate, flows_live_in_a_gap_are_partial_and_the_rest_whole)
 	xft_agg_feed(a, &r, t);
 	r = rec(2, 3, 1, XFLOW_REC_QUIT);
 	xft_agg_feed(a, &r, t + 5 * US);
-	/* Flow 2 (domain 2) spans the gap; flow 3 (domain 1, thread 8)
-	 * begins and ends inside it. */
+	/* Flow 2 (domain 2) spans domain 1's gap, but has no point there;
+	 * flow 3 (domain 1, thread 8) begins and ends inside it. */
 	r = rec(2, 1, 2, XFLOW_REC_START);
 	xft_agg_feed(a, &r, t + 8 * US);
 	r = trec(1, 1, 100, XFLOW_REC_START, 9, 0);
@@ -572,13 +577,55 @@ Test(aggregate, flows_live_in_a_gap_are_partial_and_the_rest_whole)
 	xft_agg_drain(a);
 	const struct xft_agg_stats *st = xft_agg_stats(a);
 	cr_expect_eq(st->records_lost, 2);
-	cr_expect_eq(st->flows_finished, 2, "flows 1 and 4 whole, not %lu", (unsigned long)st->flows_finished);
-	cr_expect_eq(st->flows_partial, 3, "flows 2, 3 and 100 suspect, not %lu", (unsigned long)st->flows_partial);
+	cr_expect_eq(st->flows_finished, 3, "flows 1, 2 and 4 whole, not %lu", (unsigned long)st->flows_finished);
+	cr_expect_eq(st->flows_partial, 2, "flows 3 and 100 suspect, not %lu", (unsigned long)st->flows_partial);
 	const struct xft_flow_summary *s;
 	size_t n = xft_agg_slowest(a, &s, 100);
-	cr_expect_eq(n, 2);
+	cr_expect_eq(n, 3);
 	for (size_t i = 0; i < n; i++)
-		cr_expect(s[i].id == 1 || s[i].id == 4, "flow %lu ranked", (unsigned long)s[i].id);
+		cr_expect(s[i].id == 1 || s[i].id == 2 || s[i].id == 4, "flow %lu ranked", (unsigned long)s[i].id);
+	xft_agg_free(a);
+}
+
+/* A guest's numbers are its claim: one that skips a billion of them
+ * makes its own flows partial, and a flow that came to it through a ring
+ * header, but not the flows of a domain it never touched. */
+Test(aggregate, a_guest_lying_about_its_numbers_marks_only_flows_it_had)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	struct xflow_record r;
+	/* dom0's flow 10 stays in dom0; its flow 11 crosses into guest 5,
+	 * which goes on with it as its id 11, then quits it in dom0 again. */
+	r = rec(0, 1, 10, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t);
+	r = rec(0, 1, 11, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t + 1 * US);
+	r = rec(0, 2, 11, XFLOW_REC_CROSS_DOMAIN);
+	xft_agg_feed(a, &r, t + 2 * US);
+	r = trec(5, 2, 11, XFLOW_REC_CROSS_DOMAIN, 70, 0);
+	xft_agg_feed(a, &r, t + 3 * US);
+	/* Guest 5's own flow 12, then its lie: numbers skipped. */
+	r = trec(5, 1, 12, XFLOW_REC_START, 70, 1);
+	xft_agg_feed(a, &r, t + 4 * US);
+	r = trec(5, 3, 12, XFLOW_REC_QUIT, 70, 1000000000);
+	xft_agg_feed(a, &r, t + 5 * US);
+	/* dom0 ends its two flows after the lie. */
+	r = rec(0, 3, 10, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 6 * US);
+	r = rec(5, 3, 11, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 7 * US);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->handoffs_matched, 1, "flow 11 reached guest 5");
+	cr_expect_eq(st->records_lost, 1000000000 - 2);
+	cr_expect_eq(st->flows_finished, 1, "dom0's flow 10 whole, not %lu", (unsigned long)st->flows_finished);
+	cr_expect_eq(st->flows_partial, 2, "flows 11 and 12 suspect, not %lu", (unsigned long)st->flows_partial);
+	const struct xft_flow_summary *s;
+	cr_expect_eq(xft_agg_slowest(a, &s, 100), 1);
+	cr_expect_eq(s[0].id, 10);
 	xft_agg_free(a);
 }
 

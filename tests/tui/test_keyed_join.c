@@ -112,6 +112,7 @@ Test(keyed_join, in_before_out_within_grace_joins_with_the_right_hop)
 	feed(a, side(0, 5, 1000, 0xabc, IN, 3 + 1), 3 * MS);
 	feed(a, rec(0, 6, 1000, 0), 4 * MS);
 	cr_assert_eq(xft_agg_stats(a)->flows_partial, 1, "dom0's half waits as a flow of its own");
+	cr_assert_eq(xft_agg_stats(a)->flows_partial_events, 0, "its fate is not known yet");
 	feed(a, side(3, 2, 77, 0xabc, OUT, 0), 2 * MS); /* late */
 	feed(a, rec(0, 7, 1000, XFLOW_REC_QUIT), 5 * MS);
 	xft_agg_drain(a);
@@ -120,6 +121,8 @@ Test(keyed_join, in_before_out_within_grace_joins_with_the_right_hop)
 	cr_assert_eq(st->join_negative_hops, 0);
 	cr_assert_eq(st->flows_started, 1);
 	cr_assert_eq(st->flows_partial, 0, "merged into the sender's flow");
+	cr_assert_eq(st->flows_started_events, 1, "one flow, the sender's");
+	cr_assert_eq(st->flows_partial_events, 0, "the merged half was never counted");
 	cr_assert_eq(st->flows_finished, 1);
 	cr_assert_eq(st->flows_live, 0);
 	const struct xft_hop *h = find_hop(a, 3, 2, 0, 5);
@@ -255,6 +258,8 @@ Test(keyed_join, an_in_never_answered_is_counted_partial_and_not_ranked)
 	cr_assert_eq(st->join_unmatched_in, 2);
 	cr_assert_eq(st->flows_partial, 2);
 	cr_assert_eq(st->flows_started, 0);
+	cr_assert_eq(st->flows_partial_events, 2, "counted once their grace ended");
+	cr_assert_eq(st->flows_started_events, 0, "never counted begun whole while they waited");
 	cr_assert_eq(st->flows_finished, 0);
 	cr_assert_eq(st->flows_live, 0);
 	const struct xft_flow_summary *top;

@@ -114,8 +114,8 @@ Test(metrics, what_is_served_is_the_model)
 	const struct xft_agg_stats *a = xft_agg_stats(app->agg);
 	cr_assert_gt(a->flows_finished, 100);
 	cr_assert_eq(value(body, "xflowtop_flows_finished_total{host=\"testhost\"}"), (double)a->flows_finished);
-	cr_assert_eq(value(body, "xflowtop_flows_started_total{host=\"testhost\"}"), (double)a->flows_started);
-	cr_assert_eq(value(body, "xflowtop_flows_partial_total{host=\"testhost\"}"), (double)a->flows_partial);
+	cr_assert_eq(value(body, "xflowtop_flows_started_total{host=\"testhost\"}"), (double)a->flows_started_events);
+	cr_assert_eq(value(body, "xflowtop_flows_partial_total{host=\"testhost\"}"), (double)a->flows_partial_events);
 	cr_assert_eq(value(body, "xflowtop_records_total{host=\"testhost\"}"), (double)a->records);
 	cr_assert_eq(value(body, "xflowtop_keyed_handoffs_total{host=\"testhost\",outcome=\"joined\"}"),
 		     (double)a->join_joined);

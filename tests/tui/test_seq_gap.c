@@ -94,3 +94,24 @@ Test(seq_gap, a_full_set_lets_the_oldest_thread_go_and_says_so)
 	cr_assert_eq(check(&s, 1, 1, 9, 600, &prev), 0, "cleared: nothing followed");
 	xft_seqs_fini(&s);
 }
+
+/* A guest inventing thread ids fills the set with its own: it takes one
+ * place from the other domains, then evicts its own threads, and the
+ * other domains' threads stay followed. */
+Test(seq_gap, a_domain_flooding_threads_evicts_its_own)
+{
+	struct xft_seqs s;
+	uint64_t prev;
+	cr_assert_eq(xft_seqs_init(&s, 1), 0);
+	for (uint32_t tid = 1; tid <= XFT_SEQ_WAYS; tid++)
+		check(&s, 1, tid, 0, 100 + tid, &prev);
+	for (uint32_t tid = 1000; tid < 1100; tid++)
+		check(&s, 2, tid, 0, 200 + tid, &prev);
+	cr_assert_eq(s.forgotten, 1 + 99, "domain 1's oldest thread, then the flood's own, not %lu",
+		     (unsigned long)s.forgotten);
+	uint32_t seen = 0;
+	for (uint32_t tid = 2; tid <= XFT_SEQ_WAYS; tid++)
+		seen += check(&s, 1, tid, 2, 2000, &prev) == 1;
+	cr_assert_eq(seen, XFT_SEQ_WAYS - 1, "a gap on each of domain 1's other threads seen, not %u", seen);
+	xft_seqs_fini(&s);
+}

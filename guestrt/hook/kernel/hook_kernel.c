@@ -45,6 +45,7 @@ _Static_assert(offsetof(struct xk_rec, thread_id) == offsetof(struct xflow_recor
 _Static_assert(offsetof(struct xk_rec, cpu_plus1) == offsetof(struct xflow_record, cpu_plus1), "cpu_plus1");
 _Static_assert(offsetof(struct xk_rec, data) == offsetof(struct xflow_record, data), "data");
 _Static_assert(XK_RECORD_VERSION == XFLOW_RECORD_VERSION, "the BPF program writes this version");
+_Static_assert(XK_REC_SEQ_COUNTS_LOST == XFLOW_REC_SEQ_COUNTS_LOST, "the BPF program's numbering flag");
 
 struct kslot {
 	struct bpf_link *link;
@@ -67,7 +68,6 @@ struct kengine {
 	xflow_hook_record_fn fn;
 	void *fn_ctx;
 	uint64_t moved, bad;
-	uint32_t seq;            /* thread_seq: the ring buffer's order */
 	/* Counters of programs unloaded, kept for stats(). */
 	uint64_t gone_drops;
 	uint8_t *adv_off;        /* per advice: switched off */
@@ -96,6 +96,8 @@ __attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_
 	return vfprintf(stderr, fmt, ap);
 }
 
+static uint64_t program_drops(struct kengine *ke);
+
 static void unload(struct kengine *ke)
 {
 	for (uint32_t s = 0; s < XK_SLOTS; s++) {
@@ -104,12 +106,17 @@ static void unload(struct kengine *ke)
 		ke->slots[s] = (struct kslot){ 0 };
 	}
 	if (ke->rb) {
-		/* What is still in the buffer belongs to the monitor. */
+		/* What is still in the buffer belongs to the monitor: passed
+		 * on when a drain is under way, else lost and counted
+		 * (on_rec). */
 		ring_buffer__consume(ke->rb);
 		ring_buffer__free(ke->rb);
 		ke->rb = NULL;
 	}
 	if (ke->skel) {
+		/* The programs' counts go with their maps: their losses stay
+		 * in stats(). */
+		ke->gone_drops += program_drops(ke);
 		xflow_kern__destroy(ke->skel);
 		ke->skel = NULL;
 	}
@@ -183,10 +190,14 @@ static int on_rec(void *ctx, void *data, size_t len)
 		ke->bad++;
 		return 0;
 	}
+	/* Numbered by the program, per CPU stream (kabi.h): one the agent
+	 * cannot pass on leaves its gap as one the program lost does. */
+	if (!ke->fn) {
+		ke->gone_drops++; /* emptied at unload with no drain to take it */
+		return 0;
+	}
 	ke->moved++;
-	r.thread_seq = ke->seq++;
-	if (ke->fn)
-		ke->fn(ke->fn_ctx, &r);
+	ke->fn(ke->fn_ctx, &r);
 	return 0;
 }
 
@@ -486,6 +497,28 @@ static long kn_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, s
 	int rc = ring_buffer__consume(ke->rb);
 	ke->fn = NULL;
 	return rc < 0 ? rc : (long)(ke->moved - before);
+}
+
+/* What the loaded programs counted lost: the ring buffer full, the id map
+ * full, a faulting chain (each loses its record). */
+static uint64_t program_drops(struct kengine *ke)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	if (!ke->skel || ncpu <= 0)
+		return 0;
+	struct xk_count *c = calloc((size_t)ncpu, sizeof(*c));
+	if (!c)
+		return 0;
+	uint64_t n = 0;
+	int fd = bpf_map__fd(ke->skel->maps.xk_counts);
+	for (uint32_t s = 0; s < XK_SLOTS; s++) {
+		if (!ke->low.slots[s].used || bpf_map_lookup_elem(fd, &s, c) != 0)
+			continue;
+		for (int i = 0; i < ncpu; i++)
+			n += c[i].drops + c[i].full + c[i].faults;
+	}
+	free(c);
+	return n;
 }
 
 static int kn_stats(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,

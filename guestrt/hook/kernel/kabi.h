@@ -129,10 +129,41 @@ struct xk_count {
 };
 
 /* The record version the program writes: XFLOW_RECORD_VERSION (checked in
- * hook_kernel.c; the BPF side cannot include xflow/record.h).  Its records
- * are never flagged SEQ_COUNTS_LOST: thread_seq is the loader's, per ring
- * buffer, not per thread. */
+ * hook_kernel.c; the BPF side cannot include xflow/record.h). */
 #define XK_RECORD_VERSION 3
+
+/*
+ * Numbering (xflow/record.h, "Losses").  The program numbers its records
+ * per CPU and per level of nesting on that CPU (a program run in task
+ * context, one in a softirq that interrupts it, one in a hard irq, one in
+ * an NMI: XK_SEQ_LEVELS), each such stream in thread_id XK_STREAM(cpu,
+ * level) and flagged SEQ_COUNTS_LOST; every record the program counts lost
+ * (the ring buffer full, the id map full, a faulting member chain) takes
+ * its stream's next number too, as does one the agent cannot pass on.
+ *
+ * Why per CPU and not per task: the kernel's I/O runs in softirqs and irqs
+ * on whatever task they interrupt, so a task is not who writes; a CPU's
+ * stream is the densest there is, so the time between the two records
+ * around a gap, where the monitor looks for the flows that may own the
+ * loss, is the shortest; and the streams are a fixed few, read whole from
+ * one per-CPU array, where a per-task table would fill and forget.
+ *
+ * A run claims its level's stream (compare-and-swap on busy[level], the
+ * lowest free) before its first record and lets it go after its last: a
+ * stream is written by one run at a time, so its numbers are in the ring
+ * buffer's order, which the agent and the monitor keep.  A run that finds
+ * every level busy (only a preempted program could leave them so) writes
+ * its records unnumbered and unflagged, thread_id its task's.
+ */
+#define XK_SEQ_LEVELS 4
+#define XK_STREAM(cpu, level) (0x80000000u | (__u32)(cpu) << 2 | (__u32)(level))
+#define XK_REC_SEQ_COUNTS_LOST 0x100 /* XFLOW_REC_SEQ_COUNTS_LOST */
+
+/* Per CPU, one entry: its streams. */
+struct xk_seq {
+	__u32 busy[XK_SEQ_LEVELS];  /* 1 while a run holds the level */
+	__u32 next[XK_SEQ_LEVELS];  /* the level's next number */
+};
 
 /* The record as the ring buffer carries it: struct xflow_record's layout
  * (xflow/record.h, 88 bytes), checked field by field in hook_kernel.c. */

@@ -27,6 +27,8 @@ $(call folder_lib,guestrt): $(call objs_of,$(KERNEL_HOOK_SRC))
 # Its end to end test: a veth pair, pings, the monitor's hop counts, and
 # nothing left loaded (tests/e2e/kernel_veth.sh; skips without root or BTF).
 TEST_SCRIPTS += tests/e2e/kernel_veth.sh
+# Its losses mark the flows they touched partial (per CPU numbering).
+TEST_SCRIPTS += tests/e2e/kernel_gaps.sh
 # Its helper: the keyed records of a saved session, to check the keys the
 # BPF program packed.
 SESSION_KEYED := $(TESTDIR)/session_keyed

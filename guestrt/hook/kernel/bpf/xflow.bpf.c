@@ -73,6 +73,67 @@ struct {
 	__type(value, struct xk_count);
 } xk_counts SEC(".maps");
 
+/* Each CPU's numbering streams (kabi.h, "Numbering"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xk_seq);
+} xk_seqs SEC(".maps");
+
+/* One run of a slot's program: its counters, and the stream its records
+ * are numbered in, claimed at its first record (state 1), or none free
+ * (state 2). */
+struct xk_run {
+	struct xk_count *c;
+	struct xk_seq *q;
+	__u32 state;
+	__u32 level;
+};
+
+static __always_inline void xk_claim(struct xk_run *x)
+{
+	__u32 zero = 0;
+	x->state = 2;
+	x->q = bpf_map_lookup_elem(&xk_seqs, &zero);
+	if (!x->q)
+		return;
+	/* Full barriers both: what this run reserves in the ring buffer is
+	 * after the claim, and before the release below, so a later run of
+	 * the level reserves after it. */
+#pragma unroll
+	for (int l = 0; l < XK_SEQ_LEVELS; l++) {
+		if (__sync_val_compare_and_swap(&x->q->busy[l], 0, 1) == 0) {
+			x->state = 1;
+			x->level = l;
+			return;
+		}
+	}
+}
+
+static __always_inline void xk_release(struct xk_run *x)
+{
+	if (x->state == 1)
+		__sync_lock_test_and_set(&x->q->busy[x->level & (XK_SEQ_LEVELS - 1)], 0);
+}
+
+/* The run's stream's next number (claimed first), or 0 unnumbered. */
+static __always_inline __u32 xk_number(struct xk_run *x)
+{
+	if (x->state == 0)
+		xk_claim(x);
+	if (x->state != 1)
+		return 0;
+	/* The level is this run's alone until it lets it go. */
+	return x->q->next[x->level & (XK_SEQ_LEVELS - 1)]++;
+}
+
+/* A record counted lost before it was written takes its number. */
+static __always_inline void xk_lost(struct xk_run *x)
+{
+	xk_number(x);
+}
+
 enum { KIND_ENTRY = 0, KIND_EXIT = 1, KIND_TP = 2 };
 
 /* An operand: argument @which of the traced function, or its return value.
@@ -98,26 +159,36 @@ static __always_inline int xk_get(void *ctx, const int kind, __u8 which, __u64 *
 	return bpf_get_func_arg(ctx, which, v);
 }
 
-static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const volatile struct xk_op *op,
+static __always_inline void xk_emit2(struct xk_run *x, __u32 site, const volatile struct xk_op *op,
 				     __u64 id, __u16 flags, __u64 d0, __u64 d1, __u64 d2, __u8 ndata)
 {
+	struct xk_count *c = x->c;
+	if (x->state == 0)
+		xk_claim(x);
 	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
 	if (!r) {
 		if (c)
 			c->drops++;
+		xk_lost(x);
 		return;
 	}
+	__u32 cpu = bpf_get_smp_processor_id();
 	r->timestamp = bpf_ktime_get_ns();
 	r->flow_id = id;
 	r->site_id = site;
 	r->flow_kind = op->flow;
 	r->domain_id = xk_domain_id;
-	r->flags = flags;
 	r->version = XK_RECORD_VERSION;
 	r->ndata = ndata;
-	r->thread_id = (__u32)bpf_get_current_pid_tgid();
-	r->thread_seq = 0;
-	r->cpu_plus1 = bpf_get_smp_processor_id() + 1;
+	r->thread_seq = xk_number(x);
+	if (x->state == 1) {
+		r->flags = flags | XK_REC_SEQ_COUNTS_LOST;
+		r->thread_id = XK_STREAM(cpu, x->level);
+	} else {
+		r->flags = flags;
+		r->thread_id = (__u32)bpf_get_current_pid_tgid();
+	}
+	r->cpu_plus1 = cpu + 1;
 	r->data[0] = d0;
 	r->data[1] = d1;
 	r->data[2] = d2;
@@ -134,9 +205,9 @@ static __always_inline void xk_emit2(struct xk_count *c, __u32 site, const volat
 		c->records++;
 }
 
-static __always_inline void xk_emit(struct xk_count *c, __u32 site, const volatile struct xk_op *op, __u64 id)
+static __always_inline void xk_emit(struct xk_run *x, __u32 site, const volatile struct xk_op *op, __u64 id)
 {
-	xk_emit2(c, site, op, id, op->rec_flags, 0, 0, 0, 0);
+	xk_emit2(x, site, op, id, op->rec_flags, 0, 0, 0, 0);
 }
 
 /* @size bytes at @at, zero-extended, with the fault-safe helper: a bad
@@ -247,12 +318,13 @@ static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __
 /* A new id for the object of @ka, registered; 0 when the table is full
  * (counted).  Odd, as every agent's (xflow/flowid.h): never all zero in
  * the bits a ring header could carry. */
-static __always_inline __u64 xk_new_id(struct xk_count *c, struct xk_key *ka)
+static __always_inline __u64 xk_new_id(struct xk_run *x, struct xk_key *ka)
 {
 	__u64 id = ((__sync_fetch_and_add(&xk_next_id, 1) << 1) | 1) & FLOWID_MAX;
 	if (bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST)) {
-		if (c)
-			c->full++;
+		if (x->c)
+			x->c->full++;
+		xk_lost(x);
 		return 0;
 	}
 	return id;
@@ -261,15 +333,16 @@ static __always_inline __u64 xk_new_id(struct xk_count *c, struct xk_key *ka)
 /* The records of xflow/bytecode.h's HANDOFF. */
 #define HAND_FLAGS (XK_REC_TRANSIT | XK_REC_CROSS_DOMAIN | XK_REC_KEYED)
 
-static __always_inline void xk_fault(struct xk_count *c)
+static __always_inline void xk_fault(struct xk_run *x)
 {
-	if (c)
-		c->faults++;
+	if (x->c)
+		x->c->faults++;
+	xk_lost(x);
 }
 
 /* A handoff's key, from the request @op->to reaches: 0, or 1 when there
  * is nothing to record (no request; a fault, counted). */
-static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_count *c,
+static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_run *x,
 					  const volatile struct xk_op *op, __u64 *key)
 {
 	__u64 req;
@@ -277,17 +350,17 @@ static __always_inline int xk_request_key(void *ctx, const int kind, struct xk_c
 	if (r == 0 && req && xk_key(req, op, key))
 		r = -1;
 	if (r < 0)
-		xk_fault(c);
+		xk_fault(x);
 	return r || !req;
 }
 
-static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c, __u32 site,
+static __always_inline void xk_do(void *ctx, const int kind, struct xk_run *x, __u32 site,
 				  const volatile struct xk_op *op)
 {
 	__u64 a = 0, b = 0, id;
 	int r = xk_path_get(ctx, kind, &op->from, &a);
 	if (r < 0)
-		xk_fault(c);
+		xk_fault(x);
 	if (r || !a)
 		return;
 	struct xk_key ka = { .addr = a, .flow = op->flow };
@@ -298,21 +371,21 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		 * OBJECT), and then writes no record. */
 		if (idp)
 			return;
-		id = xk_new_id(c, &ka);
+		id = xk_new_id(x, &ka);
 		if (!id)
 			return;
-		xk_emit(c, site, op, id);
+		xk_emit(x, site, op, id);
 		return;
 	case XK_OP_HAND_OUT: {
 		__u64 key;
 		if (!idp)
 			return;
 		id = *idp;
-		if (xk_request_key(ctx, kind, c, op, &key))
+		if (xk_request_key(ctx, kind, x, op, &key))
 			return;
 		if (op->move)
 			bpf_map_delete_elem(&xk_ids, &ka);
-		xk_emit2(c, site, op, id, HAND_FLAGS, key, 0, 0, 2);
+		xk_emit2(x, site, op, id, HAND_FLAGS, key, 0, 0, 2);
 		return;
 	}
 	case XK_OP_HAND_IN: {
@@ -320,35 +393,35 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		/* An object with a live id keeps it, as at a start. */
 		if (idp)
 			return;
-		if (xk_request_key(ctx, kind, c, op, &key))
+		if (xk_request_key(ctx, kind, x, op, &key))
 			return;
 		/* The sender's domain id, + 1 so that 0 says "not known":
 		 * a fault there still records the handoff, unattributed. */
 		if (op->peer.arg != XK_ARG_NONE) {
 			int pr = xk_path_get(ctx, kind, &op->peer, &dom);
 			if (pr < 0)
-				xk_fault(c);
+				xk_fault(x);
 			dom = pr == 0 ? dom + 1 : 0;
 		}
-		id = xk_new_id(c, &ka);
+		id = xk_new_id(x, &ka);
 		if (!id)
 			return;
 		/* ndata as the interpreter writes it: 3 when the receiver
 		 * names its sender (HANDOFF side 2), else 2. */
-		xk_emit2(c, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, dom,
+		xk_emit2(x, site, op, id, HAND_FLAGS | XK_REC_START, key, 1, dom,
 			 op->peer.arg != XK_ARG_NONE ? 3 : 2);
 		return;
 	}
 	case XK_OP_PASS:
 		if (idp)
-			xk_emit(c, site, op, *idp);
+			xk_emit(x, site, op, *idp);
 		return;
 	case XK_OP_END:
 		if (!idp)
 			return;
 		id = *idp;
 		bpf_map_delete_elem(&xk_ids, &ka);
-		xk_emit(c, site, op, id);
+		xk_emit(x, site, op, id);
 		return;
 	case XK_OP_MOVE:
 	case XK_OP_COPY:
@@ -357,20 +430,21 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_count *c,
 		id = *idp;
 		r = xk_path_get(ctx, kind, &op->to, &b);
 		if (r < 0)
-			xk_fault(c);
+			xk_fault(x);
 		if (r || !b)
 			return;
 		if (b != a) {
 			struct xk_key kb = { .addr = b, .flow = op->flow };
 			if (bpf_map_update_elem(&xk_ids, &kb, &id, BPF_ANY)) {
-				if (c)
-					c->full++;
+				if (x->c)
+					x->c->full++;
+				xk_lost(x);
 				return;
 			}
 			if (op->kind == XK_OP_MOVE)
 				bpf_map_delete_elem(&xk_ids, &ka);
 		}
-		xk_emit(c, site, op, id);
+		xk_emit(x, site, op, id);
 		return;
 	default:
 		return;
@@ -387,6 +461,7 @@ static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
 	struct xk_count *c = bpf_map_lookup_elem(&xk_counts, &k);
 	if (c)
 		c->hits++;
+	struct xk_run x = { .c = c };
 	for (int i = 0; i < XK_MAX_OPS; i++) {
 		if ((__u32)i >= s->nops)
 			break;
@@ -394,8 +469,9 @@ static __always_inline int xk_hit(void *ctx, const __u32 slot, const int kind)
 		 * stack can hold four times, and a copy would hide from the
 		 * verifier that its fields are constants. */
 		if (on & (1u << i))
-			xk_do(ctx, kind, c, s->plan_site, &s->ops[i]);
+			xk_do(ctx, kind, &x, s->plan_site, &s->ops[i]);
 	}
+	xk_release(&x);
 	return 0;
 }
 

@@ -1,0 +1,191 @@
+#!/bin/sh
+# Issue 26 item 1, the kernel backend: its records are numbered per CPU
+# stream (guestrt/hook/kernel/kabi.h, "Numbering"), so that a record lost
+# on the way leaves a gap the monitor sees, and the flows that may own it
+# are partial, never finished.  xflow-agent --backend kernel weaves
+# flows/kernel/net_tp.xml with an agent ring of two records, which the
+# records of datagrams on a namespace's loopback overflow; xflowtop watches live and saves
+# what arrived.  From that session: every record is numbered in a stream
+# of its CPU, no stream's numbers go back (the ring buffer kept the
+# program's order), the monitor saw every gap in it, and it finished the
+# flows no gap touched and no other (exactly, unless a gap came so late
+# that flows had ended in it before it was seen, which the JSON says in
+# loss_late: then at least those).  Root, BTF, ip and python3 are needed;
+# otherwise it skips with the reason as its last line.
+set -u
+BUILD=${BUILD:-build}
+skip() {
+	echo "$*"
+	exit 77
+}
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+[ -x "$BUILD/bin/xflow-agent" ] && [ -x "$BUILD/bin/xflowtop" ] || skip "xflow-agent or xflowtop is not built"
+[ "$(id -u)" = 0 ] || skip "not root: BPF programs need root"
+for t in ip; do
+	command -v $t >/dev/null 2>&1 || skip "no $t (scripts/deps.sh installs it)"
+done
+command -v python3 >/dev/null 2>&1 || skip "no python3 to read the session"
+[ -r /sys/kernel/btf/vmlinux ] || skip "this kernel has no BTF (/sys/kernel/btf/vmlinux)"
+D=$(mktemp -d "${TMPDIR:-/tmp}/xflow-kgaps.XXXXXX")
+mkdir -m 0700 "$D/s"
+APID="" TPID=""
+NS=xflow-kgaps-$$
+trap 'for p in $TPID $APID; do kill $p 2>/dev/null; done; ip netns del "$NS" 2>/dev/null; rm -rf "$D"' EXIT INT TERM
+# A loopback of the test's own, where datagrams wait in their socket for
+# a reader that takes them every 50 ms: a packet's flow (sent, received,
+# consumed when read) then lasts longer than the agent's slices, so the
+# ring fills in the middle of flows as well as between them.
+ip netns add "$NS" || skip "cannot make a network namespace"
+ip netns exec "$NS" ip link set lo up || fail "lo in $NS"
+cat >"$D/udp.py" <<'PY'
+import socket, sys, time
+n = int(sys.argv[2])
+if sys.argv[1] == 'recv':
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    s.bind(('127.0.0.1', 9999))
+    s.setblocking(False)
+    got, end = 0, time.time() + 30
+    open(sys.argv[3], 'w').close()
+    while got < n and time.time() < end:
+        time.sleep(0.05)
+        try:
+            while True:
+                s.recv(2048)
+                got += 1
+        except BlockingIOError:
+            pass
+    print(got, 'received')
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for i in range(n):
+        s.sendto(b'x' * 200, ('127.0.0.1', 9999))
+        time.sleep(0.003)
+PY
+
+# once: one run, checked; returns 1 (after its checks) when no flow that
+# ended was touched by a gap, so that the flows' part proved nothing.
+once() {
+	rm -f "$D/s/a.sock" "$D/k.ses" "$D/snap.json"
+	"$BUILD/bin/xflow-agent" --backend kernel --domain linuxK --socket "$D/s/a.sock" --ring-slots 2 --batch 1 -v \
+		>"$D/agent.out" 2>"$D/agent.err" &
+	APID=$!
+	i=0
+	while [ ! -S "$D/s/a.sock" ]; do
+		if ! kill -0 "$APID" 2>/dev/null; then
+			reason=$(grep -o 'cannot start the kernel backend: .*' "$D/agent.err")
+			[ -n "$reason" ] && skip "$reason"
+			cat "$D/agent.err"
+			fail "the agent ended at start"
+		fi
+		i=$((i + 1))
+		[ $i -gt 100 ] && fail "no agent socket after 10 s"
+		sleep 0.1
+	done
+	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$D/k.ses" --snapshot-on-exit "$D/snap" \
+		--collector "agent:socket=$D/s/a.sock,flows=flows/kernel/net_tp.xml" >"$D/top.out" 2>"$D/top.err" &
+	TPID=$!
+	i=0
+	until grep -q 'plan loaded' "$D/agent.err"; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { cat "$D/agent.err"; fail "no plan loaded after 10 s"; }
+		sleep 0.1
+	done
+	rm -f "$D/bound"
+	ip netns exec "$NS" python3 "$D/udp.py" recv 400 "$D/bound" >"$D/recv.out" 2>&1 &
+	RPID=$!
+	for _ in $(seq 50); do [ -e "$D/bound" ] && break; sleep 0.1; done
+	ip netns exec "$NS" python3 "$D/udp.py" send 400 || fail "cannot send the datagrams"
+	wait $RPID
+	echo "datagrams: $(cat "$D/recv.out")"
+	sleep 1
+	kill -TERM $TPID
+	wait $TPID
+	rc=$?
+	TPID=""
+	[ $rc -eq 0 ] || { cat "$D/top.err"; fail "xflowtop exited with $rc"; }
+	wait $APID
+	APID=""
+	cat "$D/agent.err" | grep -v ': site [0-9]* ('
+	lost=$(sed -n 's/.*sent [0-9]* records; lost \([0-9]*\) .*/\1/p' "$D/agent.err")
+	[ -n "$lost" ] && [ "$lost" -gt 0 ] || fail "a ring of two records lost '$lost' records under 300 pings"
+
+	# The session (xflow/session.h): each record's stream, number and flow.
+	python3 - "$D/k.ses" >"$D/truth" <<'PY' || fail "cannot read the session"
+import struct, sys
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'XFLOWSES', 'not a session'
+at, n, unnumbered, back, lost = 32, 0, 0, 0, 0
+streams, gaps, flows, ended = {}, [], {}, []
+while at + 8 <= len(data):
+    typ, ln = struct.unpack_from('<II', data, at)
+    p = at + 8
+    if typ == 1:
+        t, = struct.unpack_from('<Q', data, p)
+        fid, = struct.unpack_from('<Q', data, p + 8 + 8)
+        kind, dom, flags = struct.unpack_from('<HHH', data, p + 8 + 20)
+        tid, seq = struct.unpack_from('<II', data, p + 8 + 28)
+        n += 1
+        if not flags & 0x100 or tid < 1 << 31:
+            unnumbered += 1
+        else:
+            k = (dom, tid)
+            if k in streams:
+                d = (seq - streams[k][0]) & 0xffffffff
+                if d >= 1 << 31:
+                    back += 1
+                elif d:
+                    lost += d
+                    gaps.append((streams[k][1], t))
+            streams[k] = ((seq + 1) & 0xffffffff, t)
+        if fid:
+            key = (dom, kind, fid)
+            if flags & 1 or key not in flows:
+                flows[key] = [t, bool(flags & 1)]
+            if flags & 4:
+                s, started = flows.pop(key)
+                if started:
+                    ended.append((s, t))
+    at = p + ln
+# A flow no gap touched: none was live at the record before a gap, nor
+# begun before the record after it.
+whole = sum(1 for s, e in ended if not any(a < e and s < b for a, b in gaps))
+print(n, unnumbered, len(streams), back, lost, len(ended), whole)
+PY
+	read n unnumbered nstreams back seen_gaps ended whole <"$D/truth"
+	echo "session: $n records in $nstreams streams, $unnumbered unnumbered, $back steps back, $seen_gaps missing;" \
+		"$ended flows ended whole or not, $whole that no gap touched"
+	[ "$n" -gt 0 ] || fail "no record arrived"
+	[ "$unnumbered" -eq 0 ] || fail "$unnumbered records are not numbered in a CPU's stream"
+	[ "$back" -eq 0 ] || fail "a stream's numbers went back $back times: the ring buffer's order is not the numbers'"
+	[ "$seen_gaps" -gt 0 ] || fail "the agent lost $lost records and no stream has a gap"
+	[ "$seen_gaps" -le "$lost" ] || fail "the streams miss $seen_gaps records, the agent lost $lost"
+
+	j() { tr ',{}' '\n\n\n' <"$D/snap.json" | sed -n "s/^ *\"$1\": *\([0-9]*\)$/\1/p" | tail -1; }
+	finished=$(j flows_finished)
+	partial=$(j flows_partial)
+	loss=$(j loss_records)
+	late=$(j loss_late)
+	echo "xflowtop: finished $finished, partial $partial, $loss records seen lost, $late gaps seen late; the agent lost $lost"
+	[ "$loss" = "$seen_gaps" ] || fail "the monitor saw $loss records missing, the session's streams miss $seen_gaps"
+	[ "$ended" -eq "$whole" ] || [ "$partial" -gt 0 ] || fail "flows that ended lost records and none is partial"
+	if [ "$late" -eq 0 ]; then
+		[ "$finished" -eq "$whole" ] || fail "$finished flows finished, $whole ended untouched by a gap"
+	else
+		[ "$finished" -ge "$whole" ] && [ "$finished" -le "$ended" ] ||
+			fail "$finished flows finished: not between the $whole no gap touched and the $ended that ended"
+	fi
+	[ "$ended" -gt "$whole" ] || return 1
+	return 0
+}
+
+for attempt in 1 2 3; do
+	echo "== run $attempt"
+	once && break
+	echo "no flow that ended lost a record in this run: again"
+done
+[ "$ended" -gt "$whole" ] || echo "NOTE: in 3 runs no flow that ended lost a record; the numbering alone was checked"
+echo "every kernel record numbered per CPU stream, in order; every gap seen; the flows it touched not finished"
