@@ -103,6 +103,8 @@ struct xft_agg {
 	/* How far behind the newest record records arrive (release_until):
 	 * the most in this period of record time and in the previous one. */
 	uint64_t lag_now, lag_prev, lag_period_end;
+	uint64_t warm_from; /* the watermark is used from this record time on */
+	bool warm_set;
 
 	/* Losses seen in threads' record numbers (tui/seq_gap.h): a flow
 	 * live when one was applied (gen <= lossy_gen) or begun before
@@ -1059,14 +1061,18 @@ static void release_one(struct xft_agg *a)
 /* Release what is older than @now by the window, and what the threads'
  * watermark has passed (tui/reorder.h), once it is older than the newest
  * record by the lag records arrive with (twice the most seen in the last
- * second or two, and LAG_FLOOR_NS).  Strictly before the watermark: a
+ * second or two, and LAG_FLOOR_NS).  Not in the first LAG_PERIOD_NS of
+ * record time: threads start together, and the agent's first rounds,
+ * through lanes full from its start, bring some threads' first records
+ * tens of milliseconds behind the others', before any lag was seen.
+ * Strictly before the watermark: a
  * thread's last record stays, so that a gap found at its next one
  * (loss_push) goes in before it, and every record after it stays to be
  * judged with it. */
 static void release_until(struct xft_agg *a, uint64_t now)
 {
 	uint64_t t, mark;
-	bool marked = xft_reorder_watermark(&a->rq, a->newest, &mark);
+	bool marked = a->warm_set && a->newest >= a->warm_from && xft_reorder_watermark(&a->rq, a->newest, &mark);
 	uint64_t lag = a->lag_now > a->lag_prev ? a->lag_now : a->lag_prev;
 	uint64_t skew = lag < a->lim.window_ns / 2 ? 2 * lag + LAG_FLOOR_NS : a->lim.window_ns;
 	if (marked && mark > a->newest - (skew < a->newest ? skew : a->newest))
@@ -1107,6 +1113,10 @@ static void loss_push(struct xft_agg *a, uint64_t from, uint64_t to)
 void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
 	a->st.records++;
+	if (!a->warm_set) {
+		a->warm_set = true;
+		a->warm_from = t + LAG_PERIOD_NS;
+	}
 	if (t > a->newest) {
 		a->newest = t;
 		if (t >= a->lag_period_end) {
@@ -1197,6 +1207,7 @@ void xft_agg_reset(struct xft_agg *a)
 	xft_reorder_reset(&a->rq);
 	a->newest = a->last_released = 0;
 	a->lag_now = a->lag_prev = a->lag_period_end = 0;
+	a->warm_set = false;
 	xft_seqs_clear(&a->seqs);
 	a->lossy_gen = a->lost_until = 0;
 	xflow_flowtab_clear(&a->keys);

@@ -620,13 +620,20 @@ Test(aggregate, a_late_gap_is_counted_and_unflagged_numbers_say_nothing)
  * passed leaves the window at once, not a window later, and nothing is
  * late; records of producers that do not say their threads are in order
  * wait for the window. */
-static void two_threads(bool numbered, uint64_t *released_before_drain, uint64_t *late, uint64_t *finished)
+static void two_threads(bool numbered, bool warm, uint64_t *released_before_drain, uint64_t *late,
+			uint64_t *finished)
 {
 	struct xft_agg_limits l;
 	xft_agg_limits_default(&l);
 	struct xft_agg *a = make(&l);
-	uint64_t t0 = 1000 * MS;
+	uint64_t t0 = 3000 * MS;
 	uint32_t seq[2] = { 0, 0 };
+	if (warm) {
+		/* A record without a flow 2 s before: the model has seen the
+		 * threads for longer than its first second. */
+		struct xflow_record r = trec(1, 9, 0, 0, 20, seq[0]++);
+		xft_agg_feed(a, &r, t0 - 2000 * MS);
+	}
 	for (uint64_t chunk = 0; chunk < 10; chunk++) {
 		for (uint32_t th = 0; th < 2; th++) {
 			for (uint64_t i = chunk * 10; i < chunk * 10 + 10; i++) {
@@ -642,7 +649,7 @@ static void two_threads(bool numbered, uint64_t *released_before_drain, uint64_t
 			}
 		}
 	}
-	*released_before_drain = xft_agg_stats(a)->released;
+	*released_before_drain = xft_agg_stats(a)->released - warm;
 	xft_agg_drain(a);
 	*late = xft_agg_stats(a)->late;
 	*finished = xft_agg_stats(a)->flows_finished;
@@ -652,7 +659,7 @@ static void two_threads(bool numbered, uint64_t *released_before_drain, uint64_t
 Test(aggregate, threads_in_order_leave_the_window_when_every_thread_passed_them)
 {
 	uint64_t released, late, finished;
-	two_threads(true, &released, &late, &finished);
+	two_threads(true, true, &released, &late, &finished);
 	/* 10 ms of records, a chunk 1 ms of them: those older than what
 	 * both threads passed, by twice the 1 ms chunks arrive late and 1 ms
 	 * more (about 6 ms of the 10). */
@@ -660,8 +667,14 @@ Test(aggregate, threads_in_order_leave_the_window_when_every_thread_passed_them)
 	cr_expect_lt(released, 350, "%lu released: not held by the lag", (unsigned long)released);
 	cr_expect_eq(late, 0);
 	cr_expect_eq(finished, 200);
-	two_threads(false, &released, &late, &finished);
+	two_threads(false, true, &released, &late, &finished);
 	cr_expect_eq(released, 0, "unnumbered records wait for the window (10 ms of records in a 100 ms window)");
+	cr_expect_eq(late, 0);
+	cr_expect_eq(finished, 200);
+	/* In the model's first second no lag has been seen yet: the
+	 * watermark waits, and the window alone releases. */
+	two_threads(true, false, &released, &late, &finished);
+	cr_expect_eq(released, 0, "%lu released in the first second", (unsigned long)released);
 	cr_expect_eq(late, 0);
 	cr_expect_eq(finished, 200);
 }
