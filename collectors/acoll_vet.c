@@ -139,7 +139,9 @@ static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64
 	}
 	if (r->flags & XFLOW_REC_QUIT)
 		id_ended(v, r->flow_kind, r->flow_id, t, doubted);
-	else
+	else if (state != (doubted ? VET_DOUBTED : VET_LIVE))
+		/* Most records are of a live id, which stays so: no second
+		 * probe of the table for them. */
 		xflow_flowtab_register(&v->ids, r->flow_kind, r->flow_id, doubted ? VET_DOUBTED : VET_LIVE);
 }
 

@@ -2,18 +2,20 @@
  * The aggregation model: reorder window, flows, handoffs between domains,
  * hops, top-K slowest.  See tui/aggregate.h for the contract.
  *
- * Everything is allocated in xft_agg_new(): the pending heap, the flow pool
+ * Everything is allocated in xft_agg_new(): the reorder window (tui/reorder.h), the flow pool
  * with its path storage, the key table (the project's flow-id table, keyed
  * by (kind, domain << 48 | id)), the hop array and its hash, the handoff
  * queue, the keyed join table (tui/keyed_join.c) and the top-K store.  The
  * feed path never allocates.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tui/aggregate.h"
 #include "tui/keyed_join.h"
+#include "tui/reorder.h"
 #include "tui/sched_join.h"
 #include "tui/seq_gap.h"
 #include "xflow/flowid.h"
@@ -25,13 +27,12 @@
 /* A pending entry that is no record but a loss (loss_push): a flag bit no
  * decoded record has, its end in data[0]. */
 #define PEND_LOSS 0x8000u
+/* The threads' watermark releases a record only once it is this much, and
+ * twice the lag records were seen to arrive with, older than the newest:
+ * room for a thread not yet seen, or back from quiet, to be merged. */
+#define LAG_FLOOR_NS UINT64_C(1000000)
+#define LAG_PERIOD_NS UINT64_C(1000000000)
 _Static_assert((PEND_LOSS & XFLOW_REC_ALL_FLAGS) == 0, "a loss is not a record");
-
-struct pending {
-	uint64_t t;
-	uint64_t seq; /* arrival order: equal times stay in arrival order */
-	struct xflow_record r;
-};
 
 struct flow_key {
 	uint16_t domain, kind;
@@ -108,9 +109,13 @@ struct xft_agg {
 	struct xft_agg_stats st;
 	struct xft_sched_status sched;
 
-	struct pending *heap;
-	uint32_t npending;
-	uint64_t seq, newest, last_released;
+	struct xft_reorder rq;
+	uint64_t newest, last_released;
+	/* How far behind the newest record records arrive (release_until):
+	 * the most in this period of record time and in the previous one. */
+	uint64_t lag_now, lag_prev, lag_period_end;
+	uint64_t warm_from; /* the watermark is used from this record time on */
+	bool warm_set;
 
 	/* Losses seen in threads' record numbers (tui/seq_gap.h), per
 	 * domain: how many were applied (dloss) and when the latest one's
@@ -197,47 +202,6 @@ static void sched_free(struct xft_agg *a)
 	a->p99_age = NULL;
 	a->top_gaps = NULL;
 	a->top_gaps_final = NULL;
-}
-
-/* --- pending heap (min on time, then arrival) -------------------------- */
-
-static int pend_less(const struct pending *a, const struct pending *b)
-{
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
-static void heap_push(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
-{
-	uint32_t i = a->npending++;
-	struct pending p = { .t = t, .seq = a->seq++, .r = *r };
-	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
-		if (!pend_less(&p, &a->heap[parent]))
-			break;
-		a->heap[i] = a->heap[parent];
-		i = parent;
-	}
-	a->heap[i] = p;
-}
-
-static void heap_pop(struct xft_agg *a, struct pending *out)
-{
-	*out = a->heap[0];
-	struct pending last = a->heap[--a->npending];
-	uint32_t i = 0, n = a->npending;
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && pend_less(&a->heap[c + 1], &a->heap[c]))
-			c++;
-		if (!pend_less(&a->heap[c], &last))
-			break;
-		a->heap[i] = a->heap[c];
-		i = c;
-	}
-	if (n)
-		a->heap[i] = last;
 }
 
 /* --- flows ---------------------------------------------------------------- */
@@ -1171,16 +1135,48 @@ static void expire(struct xft_agg *a, uint64_t now)
 
 /* --- public ----------------------------------------------------------------- */
 
+/* Release the oldest record held. */
+static void release_one(struct xft_agg *a)
+{
+	uint64_t t;
+	const struct xflow_record *r = xft_reorder_pop(&a->rq, &t);
+	apply(a, r, t);
+}
+
+/* Release what is older than @now by the window, and what the threads'
+ * watermark has passed (tui/reorder.h), once it is older than the newest
+ * record by the lag records arrive with (twice the most seen in the last
+ * second or two, and LAG_FLOOR_NS).  Not in the first LAG_PERIOD_NS of
+ * record time: threads start together, and the agent's first rounds,
+ * through lanes full from its start, bring some threads' first records
+ * tens of milliseconds behind the others', before any lag was seen.
+ * Strictly before the watermark: a
+ * thread's last record stays, so that a gap found at its next one
+ * (loss_push) goes in before it, and every record after it stays to be
+ * judged with it. */
+static void release_until(struct xft_agg *a, uint64_t now)
+{
+	uint64_t t, mark;
+	bool marked = a->warm_set && a->newest >= a->warm_from && xft_reorder_watermark(&a->rq, a->newest, &mark);
+	uint64_t lag = a->lag_now > a->lag_prev ? a->lag_now : a->lag_prev;
+	uint64_t skew = lag < a->lim.window_ns / 2 ? 2 * lag + LAG_FLOOR_NS : a->lim.window_ns;
+	if (marked && mark > a->newest - (skew < a->newest ? skew : a->newest))
+		mark = a->newest - (skew < a->newest ? skew : a->newest);
+	while (xft_reorder_oldest(&a->rq, &t) && (t + a->lim.window_ns <= now || (marked && t < mark)))
+		release_one(a);
+}
+
 /* Into the window; a full one lets its oldest go first. */
 static void pend_add(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
-	if (a->npending == a->lim.max_pending) {
-		struct pending p;
-		heap_pop(a, &p);
+	if (xft_reorder_full(&a->rq)) {
 		a->st.window_full++;
-		apply(a, &p.r, p.t);
+		release_one(a);
 	}
-	heap_push(a, r, t);
+	if (r->flags & PEND_LOSS)
+		xft_reorder_push_loose(&a->rq, r, t);
+	else
+		xft_reorder_push(&a->rq, r, t, r->flags & XFLOW_REC_SEQ_COUNTS_LOST);
 }
 
 /*
@@ -1203,8 +1199,20 @@ static void loss_push(struct xft_agg *a, uint16_t domain, uint64_t from, uint64_
 void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
 	a->st.records++;
-	if (t > a->newest)
+	if (!a->warm_set) {
+		a->warm_set = true;
+		a->warm_from = t + LAG_PERIOD_NS;
+	}
+	if (t > a->newest) {
 		a->newest = t;
+		if (t >= a->lag_period_end) {
+			a->lag_prev = a->lag_now;
+			a->lag_now = 0;
+			a->lag_period_end = t + LAG_PERIOD_NS;
+		}
+	} else if (a->newest - t > a->lag_now) {
+		a->lag_now = a->newest - t;
+	}
 	if (r->flags & XFLOW_REC_SEQ_COUNTS_LOST) {
 		uint64_t from;
 		uint32_t lost = xft_seqs_check(&a->seqs, r, t, &from);
@@ -1217,35 +1225,24 @@ void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 	pend_add(a, r, t);
 	/* Release what is older than the window as we go, so a steady feed
 	 * keeps the window at its time bound, not its count bound. */
-	while (a->npending && a->heap[0].t + a->lim.window_ns <= a->newest) {
-		struct pending p;
-		heap_pop(a, &p);
-		apply(a, &p.r, p.t);
-	}
+	release_until(a, a->newest);
 }
 
 void xft_agg_tick(struct xft_agg *a, uint64_t now)
 {
-	while (a->npending && a->heap[0].t + a->lim.window_ns <= now) {
-		struct pending p;
-		heap_pop(a, &p);
-		apply(a, &p.r, p.t);
-	}
+	release_until(a, now);
 	/* Expire against the oldest time not yet released, so records still
 	 * in the window cannot be overtaken by their flow's expiry. */
-	uint64_t horizon = a->npending ? a->heap[0].t : now;
-	if (horizon > now)
+	uint64_t horizon;
+	if (!xft_reorder_oldest(&a->rq, &horizon) || horizon > now)
 		horizon = now;
 	expire(a, horizon);
 }
 
 void xft_agg_drain(struct xft_agg *a)
 {
-	while (a->npending) {
-		struct pending p;
-		heap_pop(a, &p);
-		apply(a, &p.r, p.t);
-	}
+	while (xft_reorder_count(&a->rq))
+		release_one(a);
 }
 
 const struct xft_agg_stats *xft_agg_stats(const struct xft_agg *a)
@@ -1293,8 +1290,10 @@ void xft_agg_reset(struct xft_agg *a)
 	uint64_t mem = a->st.memory_bytes;
 	memset(&a->st, 0, sizeof(a->st));
 	a->st.memory_bytes = mem;
-	a->npending = 0;
-	a->seq = a->newest = a->last_released = 0;
+	xft_reorder_reset(&a->rq);
+	a->newest = a->last_released = 0;
+	a->lag_now = a->lag_prev = a->lag_period_end = 0;
+	a->warm_set = false;
 	xft_seqs_clear(&a->seqs);
 	memset(a->dloss, 0, 65536 * sizeof(*a->dloss));
 	memset(a->duntil, 0, 65536 * sizeof(*a->duntil));
@@ -1366,7 +1365,6 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	while (hs < 2 * l->max_hops)
 		hs <<= 1;
 	a->hop_mask = hs - 1;
-	a->heap = take(l->max_pending, sizeof(*a->heap), &mem);
 	a->flows = take(l->max_flows, sizeof(*a->flows), &mem);
 	a->dslot_of = take(65536, sizeof(*a->dslot_of), &mem);
 	a->dloss = take(65536, sizeof(*a->dloss), &mem);
@@ -1382,6 +1380,10 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	int rc = xflow_flowtab_init(&a->keys, (size_t)l->max_flows * FLOW_MAX_KEYS);
 	mem += xflow_flowtab_bytes(&a->keys);
 	if (rc == 0) {
+		rc = xft_reorder_init(&a->rq, l->max_pending, l->max_threads ? l->max_threads : 4096, l->window_ns);
+		mem += xft_reorder_bytes(&a->rq);
+	}
+	if (rc == 0) {
 		rc = xft_seqs_init(&a->seqs, l->max_threads);
 		mem += xft_seqs_bytes(&a->seqs);
 	}
@@ -1389,7 +1391,8 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 		rc = xft_kj_init(&a->kj, l->max_handoffs, l->join_grace_ns, join_alive, join_expired, a);
 		mem += xft_kj_bytes(&a->kj);
 	}
-	if (rc || !a->merge || !a->heap || !a->flows || !a->dslot_of || !a->dloss || !a->duntil || !a->points || !a->hops || !a->hop_slots ||
+	if (rc || !a->merge || !a->flows || !a->dslot_of || !a->dloss || !a->duntil || !a->points || !a->hops ||
+	    !a->hop_slots ||
 	    !a->handoffs || !a->top || !a->sorted || !a->top_points) {
 		if (rc == 0)
 			rc = -ENOMEM;
@@ -1406,7 +1409,7 @@ void xft_agg_free(struct xft_agg *a)
 {
 	if (!a)
 		return;
-	free(a->heap);
+	xft_reorder_fini(&a->rq);
 	free(a->flows);
 	free(a->dslot_of);
 	free(a->dloss);

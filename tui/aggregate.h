@@ -4,9 +4,18 @@
  *
  * Input is decoded records (xflow/record.h) from any number of sources, each
  * with its timestamps already converted to nanoseconds on one time line.
- * Records pass through a reorder window (a min-heap on time): a record is
- * released once it is `window_ns` older than the newest record seen, or
- * early when the window holds `max_pending` records (counted).  A record
+ * Records pass through a reorder window (tui/reorder.h: a queue per
+ * thread, merged by time): a record is released once it is `window_ns`
+ * older than the newest record seen, or early when the window holds
+ * `max_pending` records (counted).  Records of threads whose producer
+ * numbers them (XFLOW_REC_SEQ_COUNTS_LOST: a lane is written by one thread,
+ * in its order) leave sooner: once every thread seen within the window has
+ * passed them (the watermark; a thread's last record stays for its next),
+ * and they are older than the newest record by twice the most any record
+ * was seen to arrive behind it in the last second or two, and 1 ms more,
+ * which leaves room for a thread not seen yet or back from quiet.  So the
+ * window holds milliseconds of records at any rate, not 100 ms of them, and
+ * overflows only when a thread holds the watermark back.  A record
  * older than the last one released is "late": counted, and used anyway, so
  * nothing is silently lost; a hop it would make negative is not recorded.
  *

@@ -205,8 +205,15 @@ static uint64_t collect_one(struct xft_app *app, unsigned i, uint64_t now, uint6
 {
 	struct xft_source *s = &app->src[i];
 	struct emit_ctx e = { app, 0, s };
-	while (!s->ended && e.n < budget) {
-		long n = s->ops->read(s->c, now, emit, &e, READ_BATCH);
+	/* A budget of millions of records takes seconds at a few hundred ns
+	 * each: each read is told the time it runs at, @now moved on by the
+	 * time taken so far, or a collector judging records by our clock
+	 * (an agent's "time in the future") refuses those written while we
+	 * read. */
+	uint64_t t0 = xflow_monotonic_ns();
+	for (bool first = true; !s->ended && e.n < budget; first = false) {
+		uint64_t at = first ? now : now + (xflow_monotonic_ns() - t0);
+		long n = s->ops->read(s->c, at, emit, &e, READ_BATCH);
 		if (n < 0) {
 			s->ended = 1;
 			s->failed = n != -ENODATA;

@@ -107,10 +107,13 @@ static void utc_now(char *buf, size_t len)
 void xft_report_summary_text(struct xft_app *app, FILE *f)
 {
 	const struct xft_agg_stats *st = &app->frame.st;
-	fprintf(f, "uptime %.1fs, records %" PRIu64 " (%.0f/s), drops %" PRIu64 ", bad %" PRIu64
-		   ", late %" PRIu64 ", reorder-window overflows %" PRIu64,
+	fprintf(f, "uptime %.1fs, records %" PRIu64 " (%.0f/s), drops %" PRIu64 ", bad %" PRIu64 ", late %" PRIu64,
 		(double)(app->now_ns - app->start_ns) / 1e9, st->records, app->rate, app->drops, app->bad,
-		st->late, st->window_full);
+		st->late);
+	/* A full window let records go before their time: harm only when a
+	 * record older than one let go came after it (late). */
+	if (st->late && st->window_full)
+		fprintf(f, ", reorder-window overflows %" PRIu64, st->window_full);
 	/* Losses the producers' numbers showed, whoever lost them (they are
 	 * in the drops or the bad records too): only when there are any. */
 	if (st->records_lost)

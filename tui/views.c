@@ -1114,10 +1114,14 @@ static void draw_header(struct xft_app *app, struct xft_canvas *cv)
 	char seen[48] = "";
 	if (st->records_lost)
 		snprintf(seen, sizeof(seen), " seen lost %" PRIu64, st->records_lost);
+	char over[48] = "";
+	/* Only when records came late with it (report.c says why). */
+	if (st->late && st->window_full)
+		snprintf(over, sizeof(over), " reorder overflows %" PRIu64, st->window_full);
 	snprintf(line, sizeof(line),
 		 "Records: %.0f/s total %" PRIu64 " drops %" PRIu64 "%s bad %" PRIu64
-		 " late %" PRIu64 " reorder overflows %" PRIu64 " up %s",
-		 app->rate, st->records, app->drops, seen, app->bad, st->late, st->window_full, up);
+		 " late %" PRIu64 "%s up %s",
+		 app->rate, st->records, app->drops, seen, app->bad, st->late, over, up);
 	xft_canvas_put(cv, 2, 0, XFT_A_NORMAL, line, -1);
 	xft_canvas_put(cv, 2, 0, XFT_A_TITLE, "Records:", -1);
 
@@ -1219,7 +1223,8 @@ static const char *const help_lines[] = {
 	"         space or F9 toggle the selected aspect, q or F10 quit",
 	"",
 	"The header: domains and the collectors that reach them, record rate,",
-	"drops, late records and reorder-window overflows, flows live / done /",
+	"drops, late records (and reorder-window overflows, when some came late),",
+	"flows live / done /",
 	"expired / evicted, hops, and the fixed memory bound of the model;",
 	"top right, whether Xen's scheduler trace is joined and its clock error.",
 	"Split bars: =run #wait ~notify +backend -blocked .offline *xen ?unknown",

@@ -661,6 +661,71 @@ Test(aggregate, a_late_gap_is_counted_and_unflagged_numbers_say_nothing)
 	xft_agg_free(a);
 }
 
+/* Issue 27: two threads whose producer numbers their records (a lane
+ * each, so each thread's records come in time order), drained in chunks
+ * of ten flows a thread as an agent drains lanes.  What every thread has
+ * passed leaves the window at once, not a window later, and nothing is
+ * late; records of producers that do not say their threads are in order
+ * wait for the window. */
+static void two_threads(bool numbered, bool warm, uint64_t *released_before_drain, uint64_t *late,
+			uint64_t *finished)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	uint64_t t0 = 3000 * MS;
+	uint32_t seq[2] = { 0, 0 };
+	if (warm) {
+		/* A record without a flow 2 s before: the model has seen the
+		 * threads for longer than its first second. */
+		struct xflow_record r = trec(1, 9, 0, 0, 20, seq[0]++);
+		xft_agg_feed(a, &r, t0 - 2000 * MS);
+	}
+	for (uint64_t chunk = 0; chunk < 10; chunk++) {
+		for (uint32_t th = 0; th < 2; th++) {
+			for (uint64_t i = chunk * 10; i < chunk * 10 + 10; i++) {
+				uint64_t id = 2 * i + th + 1, t = t0 + i * 100 * US + th * 20 * US;
+				struct xflow_record r = trec(1, 1, id, XFLOW_REC_START, 20 + th, seq[th]++);
+				if (!numbered)
+					r.flags &= (uint16_t)~XFLOW_REC_SEQ_COUNTS_LOST;
+				xft_agg_feed(a, &r, t);
+				r = trec(1, 3, id, XFLOW_REC_QUIT, 20 + th, seq[th]++);
+				if (!numbered)
+					r.flags &= (uint16_t)~XFLOW_REC_SEQ_COUNTS_LOST;
+				xft_agg_feed(a, &r, t + 5 * US);
+			}
+		}
+	}
+	*released_before_drain = xft_agg_stats(a)->released - warm;
+	xft_agg_drain(a);
+	*late = xft_agg_stats(a)->late;
+	*finished = xft_agg_stats(a)->flows_finished;
+	xft_agg_free(a);
+}
+
+Test(aggregate, threads_in_order_leave_the_window_when_every_thread_passed_them)
+{
+	uint64_t released, late, finished;
+	two_threads(true, true, &released, &late, &finished);
+	/* 10 ms of records, a chunk 1 ms of them: those older than what
+	 * both threads passed, by twice the 1 ms chunks arrive late and 1 ms
+	 * more (about 6 ms of the 10). */
+	cr_expect_gt(released, 150, "only %lu of 400 released within the window", (unsigned long)released);
+	cr_expect_lt(released, 350, "%lu released: not held by the lag", (unsigned long)released);
+	cr_expect_eq(late, 0);
+	cr_expect_eq(finished, 200);
+	two_threads(false, true, &released, &late, &finished);
+	cr_expect_eq(released, 0, "unnumbered records wait for the window (10 ms of records in a 100 ms window)");
+	cr_expect_eq(late, 0);
+	cr_expect_eq(finished, 200);
+	/* In the model's first second no lag has been seen yet: the
+	 * watermark waits, and the window alone releases. */
+	two_threads(true, false, &released, &late, &finished);
+	cr_expect_eq(released, 0, "%lu released in the first second", (unsigned long)released);
+	cr_expect_eq(late, 0);
+	cr_expect_eq(finished, 200);
+}
+
 /* The queue of hops waiting for the scheduler trace: one that overflows
  * many times over splits its oldest early and loses nothing; either way
  * every hop is split once and all of its time is accounted. */

@@ -1,0 +1,103 @@
+/*
+ * tui/reorder.h — the model's reorder window: records held until they can
+ * be applied in time order, merged from the threads that wrote them.
+ *
+ * Each thread's records (one domain_id and thread_id) come in the order the
+ * thread wrote them: a lane, a ring buffer and the transport all keep it.
+ * So the window keeps one queue per thread, in arrival order, and a binary
+ * heap over the queues' heads only: holding a record costs a copy into a
+ * slot and a link, releasing one a sift over the heads of the threads that
+ * have records waiting (a handful), where one heap of every record held
+ * moved each record (100 bytes) down some 16 levels of a heap far larger
+ * than the caches.  A record older than the last of its thread's queue (a
+ * thread whose clock stepped back, a source that does not keep order, the
+ * model's loss markers, a thread past max_streams) gets a heap entry of its
+ * own, so that the order released is always the same: by time, then by
+ * arrival.
+ *
+ * When to release is the caller's: by the window, and, since each thread
+ * is in order, by the watermark below (a k-way merge of the threads: a
+ * record older than the last record of every thread still writing cannot
+ * be overtaken).
+ *
+ * Memory is fixed at init; the feed path never allocates.  Not
+ * thread-safe.
+ */
+#ifndef XFLOW_TUI_REORDER_H
+#define XFLOW_TUI_REORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xflow/record.h"
+
+struct xft_rq_slot;
+struct xft_rq_stream;
+struct xft_rq_entry;
+
+struct xft_reorder {
+	uint32_t max_pending, max_streams;
+	struct xft_rq_slot *slots;     /* max_pending records */
+	uint32_t free_head;            /* free slots, linked */
+	uint32_t npending;
+	struct xft_rq_stream *streams; /* max_streams queues */
+	uint32_t nstreams;
+	uint32_t *table;               /* (domain, thread) -> stream + 1; 0: empty */
+	uint32_t table_mask;
+	uint32_t *tails;               /* streams by mark, min first: the watermark */
+	uint32_t ntails;
+	uint64_t window_ns;
+	struct xft_rq_entry *heap;     /* min on (t, seq): queue heads and loose records */
+	uint32_t nheap;
+	uint64_t seq;                  /* arrival order */
+	uint64_t loose;                /* records that took an entry of their own */
+};
+
+/* Take the memory for @max_pending records from at most @max_streams
+ * threads at once (both >= 1), for a window of @window_ns.  0 or -ENOMEM /
+ * -EINVAL. */
+int xft_reorder_init(struct xft_reorder *q, uint32_t max_pending, uint32_t max_streams, uint64_t window_ns);
+void xft_reorder_fini(struct xft_reorder *q);
+size_t xft_reorder_bytes(const struct xft_reorder *q);
+/* Forget every record held. */
+void xft_reorder_reset(struct xft_reorder *q);
+
+static inline uint32_t xft_reorder_count(const struct xft_reorder *q)
+{
+	return q->npending;
+}
+
+static inline bool xft_reorder_full(const struct xft_reorder *q)
+{
+	return q->npending == q->max_pending;
+}
+
+/* Hold @r at time @t; @ordered: its producer writes each thread's records
+ * in time order (XFLOW_REC_SEQ_COUNTS_LOST says a lane does).  The caller
+ * makes room first (not full). */
+void xft_reorder_push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered);
+
+/* Hold @r at @t apart from any thread (the model's loss markers). */
+void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r, uint64_t t);
+
+/*
+ * The watermark: no thread seen within the window of @newest has a record
+ * to come before *@t, as far as the threads' own order says.  A thread whose
+ * records all came in order, and said they would, holds it at its last
+ * record's time; one out of order, or that never said, at that time less
+ * the window (it moves the watermark no further than the window does).  A
+ * thread quiet for the window, or not yet seen, holds nothing: its next
+ * record, if older than what was released, is late, as one older than the
+ * window always was.  false when no thread holds it.
+ */
+bool xft_reorder_watermark(struct xft_reorder *q, uint64_t newest, uint64_t *t);
+
+/* The time of the oldest record held, or false when none is. */
+bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t);
+
+/* Release the oldest record (by time, then arrival; the caller checks one
+ * is held): its time in *@t, the record valid until the next push. */
+const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t);
+
+#endif
