@@ -785,6 +785,12 @@ static void on_collect(uv_timer_t *t)
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].nfds > 0)
 			collect_one(app, s, now, READ_BATCH * 16);
+	/* The scheduler's events are taken at this pace too, not the
+	 * screen's: the hops waiting for the trace (65,536 at most, 1.7 s of
+	 * the demo's) and a live collector's queue of events are bounded,
+	 * and taken only at each refresh (-d) the trace lagged the flows by
+	 * the whole interval: both overflowed, into '?' and losses. */
+	collect_sched(app, now);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
