@@ -89,14 +89,18 @@ static int pull(const struct xflow_collector_ops *ops, struct xflow_collector *c
 		int *ended)
 {
 	while (!*ended && xft_agg_sched_watermark(a) <= upto) {
+		/* Taken before reading: a collector whose events are taken
+		 * reads no more than its queue holds, and drops none. */
+		long n = ops->sched(c, 0, sched_emit, a, 4096);
+		if (n < 0) {
+			*ended = 1;
+			break;
+		}
 		long r = ops->read(c, 0, NULL, NULL, 0);
 		if (r < 0 && r != -ENODATA) {
 			fprintf(stderr, "sched-splits: %s\n", ops->last_error(c) ? ops->last_error(c) : strerror((int)-r));
 			return -1;
 		}
-		long n = ops->sched(c, 0, sched_emit, a, 4096);
-		if (n < 0)
-			*ended = 1;
 	}
 	return 0;
 }
