@@ -442,7 +442,8 @@ static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, ui
 	if (v && v->n) {
 		uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
 		if (first > lo) {
-			if (fk > 0 && first < e)
+			/* Counted even when the whole hop is gone. */
+			if (fk > 0)
 				j->st.too_old++;
 			lo = first;
 			ks = (int64_t)fk;

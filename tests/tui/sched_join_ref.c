@@ -354,7 +354,7 @@ static void charge(struct ref_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 	if (v && v->n) {
 		uint64_t first = ent_at(j, v, first_kept(j, v))->t;
 		if (first > lo) {
-			if (first_kept(j, v) > 0 && first < e)
+			if (first_kept(j, v) > 0)
 				j->st.too_old++;
 			lo = first;
 		}

@@ -192,6 +192,13 @@ Test(sched_join, overflow_forgets_the_oldest_and_says_so)
 	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 600, "before what is kept");
 	cr_assert_eq(s.ns[XFT_ST_RUN], 200);
 	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100);
+	cr_assert_eq(xft_sj_stats(j)->too_old, 1);
+	/* A hop wholly before what is kept is '?', and counted as well: a
+	 * trace taken too far ahead of the flows left 89 % of a replay '?'
+	 * with no count saying why. */
+	s = split(j, 150, 0, 0, 650, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 500);
+	cr_assert_eq(xft_sj_stats(j)->too_old, 2, "a hop the rings let go entirely is not counted");
 	xft_sj_free(j);
 }
 
