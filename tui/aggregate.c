@@ -606,7 +606,7 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 {
 	if (a->nwaits == a->max_waits) {
 		/* Full: the oldest is split now, its untraced part '?'. */
-		a->st.split_early++;
+		a->sched.split_early = ++a->st.split_early;
 		split_head(a);
 	}
 	uint32_t slot = a->wait_head + a->nwaits++;
@@ -627,7 +627,11 @@ static void sched_status(struct xft_agg *a)
 	/* What a split missed: Xen's losses, and what the timelines could
 	 * not keep (entries let go before a split needed them, vCPUs
 	 * beyond the limit). */
+	a->sched.lost_records = st->lost;
+	a->sched.too_old = st->too_old;
+	a->sched.no_vcpu_room = st->no_vcpu_room;
 	a->sched.trace_lost = st->lost + st->too_old + st->no_vcpu_room;
+	a->sched.split_early = a->st.split_early;
 }
 
 void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e)
@@ -1228,7 +1232,7 @@ void xft_agg_reset(struct xft_agg *a)
 	/* The trace goes on: its timelines stay, the hops waiting for it go. */
 	a->resets++;
 	a->nwaits = a->wait_head = 0;
-	a->sched.hops_split = a->sched.hops_pending = 0;
+	a->sched.hops_split = a->sched.hops_pending = a->sched.split_early = 0;
 	if (a->sj) {
 		memset(a->culprits, 0, (size_t)a->lim.max_hops * 2 * CULPRITS * sizeof(*a->culprits));
 		memset(a->p99_age, 0, (size_t)a->lim.max_hops * sizeof(*a->p99_age));

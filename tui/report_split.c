@@ -6,6 +6,7 @@
 #include <inttypes.h>
 
 #include "tui/report.h"
+#include "tui/split_text.h"
 
 void xft_report_sched_text(struct xft_app *app, FILE *f)
 {
@@ -18,7 +19,9 @@ void xft_report_sched_text(struct xft_app *app, FILE *f)
 		fprintf(f, "sched joined, clock not measured yet");
 	else
 		fprintf(f, "sched joined, clock \u00b1%.1f \u00b5s", (double)s->clock_error_ns / 1e3);
-	fprintf(f, "; trace records %" PRIu64 ", lost %" PRIu64 "; hops split %" PRIu64 ", pending %" PRIu64
+	char why[160];
+	xft_sched_lost_text(s, why, sizeof(why));
+	fprintf(f, "; trace records %" PRIu64 ", lost %" PRIu64 "%s; hops split %" PRIu64 ", pending %" PRIu64
 		   ", split early %" PRIu64 "\n",
-		s->trace_records, s->trace_lost, s->hops_split, s->hops_pending, xft_agg_stats(app->agg)->split_early);
+		s->trace_records, s->trace_lost, why, s->hops_split, s->hops_pending, s->split_early);
 }

@@ -655,6 +655,49 @@ static void split_queue_run(uint32_t max_pending, uint64_t *early)
 	cr_assert_eq(xft_agg_sched_status(a)->hops_pending, 0);
 	cr_assert_eq(total, h->total_ns, "every nanosecond of every hop is in a state");
 	*early = xft_agg_stats(a)->split_early;
+	cr_assert_eq(xft_agg_sched_status(a)->split_early, *early, "the join's status says how many");
+	xft_agg_free(a);
+}
+
+/* What the trace lost is counted by reason, the reasons adding up to the
+ * loss the header shows. */
+Test(aggregate, the_trace_s_losses_are_counted_by_reason)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	struct xft_sj_limits sl = { .per_vcpu = 4 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
+	uint64_t t = 1000 * MS;
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 2, .to = 0 };
+	xft_agg_sched_event(a, &e);
+	/* A hop from t: d0v0 then changes state 8 times, more than its
+	 * timeline keeps, and 5 records are lost. */
+	struct xflow_record r = rec(0, 1, 1, XFLOW_REC_START);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + US);
+	r = rec(0, 2, 1, XFLOW_REC_QUIT);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + 2 * US);
+	for (unsigned i = 0; i < 8; i++) {
+		e.t_ns = t + (i + 3) * US;
+		e.from = i % 2 ? 2 : 0;
+		e.to = i % 2 ? 0 : 2;
+		xft_agg_sched_event(a, &e);
+	}
+	struct xflow_sched_event lost = { .t_ns = t + 20 * US, .kind = XFLOW_SCHED_LOST, .pcpu = 0, .arg = 5 };
+	xft_agg_sched_event(a, &lost);
+	xft_agg_drain(a);
+	xft_agg_sched_flush(a);
+	const struct xft_sched_status *st = xft_agg_sched_status(a);
+	cr_assert_eq(st->hops_split, 1);
+	cr_assert_eq(st->lost_records, 5);
+	cr_assert_geq(st->too_old, 1, "the hop was older than what the timeline kept");
+	cr_assert_eq(st->no_vcpu_room, 0);
+	cr_assert_eq(st->trace_lost, st->lost_records + st->too_old + st->no_vcpu_room);
+	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
+	cr_assert_not_null(h);
+	cr_assert_eq(h->split.all.ns[XFT_ST_UNKNOWN], US, "its time is '?'");
 	xft_agg_free(a);
 }
 

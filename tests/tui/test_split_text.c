@@ -320,6 +320,37 @@ Test(split_text, the_header_s_word_on_the_join)
 	cr_assert_str_eq(buf, "sched clock \u00b10ns", "a measured zero is not 'not measured'");
 }
 
+Test(split_text, the_join_s_counts_name_why_records_were_lost)
+{
+	char buf[512];
+	struct xft_sched_status st = { .joined = 1, .trace_records = 1000, .hops_split = 900, .hops_pending = 3 };
+	xft_sched_lost_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "");
+	xft_sched_counts_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1000 scheduler records, 0 lost; 900 hop samples split, 3 waiting for the trace");
+	st.lost_records = 10;
+	st.too_old = 2;
+	st.trace_lost = 12;
+	st.split_early = 5;
+	xft_sched_counts_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1000 scheduler records, 12 lost (10 lost before the join, 2 splits older than the "
+			      "timelines keep); 900 hop samples split, 3 waiting for the trace, 5 split before the "
+			      "trace came (the queue was full)");
+	st.lost_records = st.too_old = 0;
+	st.no_vcpu_room = st.trace_lost = 7;
+	xft_sched_lost_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, " (7 events of vCPUs beyond the limit)");
+	/* Cut short, still terminated, never past the buffer. */
+	char small[12];
+	size_t n = xft_sched_counts_text(&st, small, sizeof(small));
+	cr_assert_eq(n, strlen(small));
+	cr_assert_str_eq(small, "1000 schedu");
+	n = xft_sched_lost_text(&st, small, sizeof(small));
+	cr_assert_eq(n, strlen(small));
+	cr_assert_eq(xft_sched_counts_text(NULL, buf, sizeof(buf)), 0);
+	cr_assert_eq(xft_sched_lost_text(&st, buf, 0), 0);
+}
+
 Test(split_text, a_hop_s_culprits_over_all_and_the_tail)
 {
 	char buf[256];
