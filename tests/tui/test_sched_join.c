@@ -237,6 +237,27 @@ Test(sched_join, beyond_the_watermark_is_unknown)
 	xft_sj_free(j);
 }
 
+/* A record 100 ns before the watermark, dom0 blocked since 2000: its run
+ * may come just after the watermark, so the 900 ns behind it say nothing
+ * of the clocks (a replay splitting as soon as the trace passed its hops
+ * measured a 1.5 ms shift as 4.6 ms); once the trace shows the run, 50 ns
+ * after the record, that is the error. */
+Test(sched_join, no_clock_verdict_from_what_the_trace_has_not_reached)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	struct xft_sj_end a = { 50, 1, 0 }, b = { 2900, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 0, "checked against a run the trace cannot show yet");
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, UINT64_MAX);
+	rs(j, 2950, 1, 0, 0, BLOCKED, RUN);
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 1);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 50);
+	xft_sj_free(j);
+}
+
 /* The receiver's record must be written while its vCPU runs: a record
  * 300 ns after dom0 blocked says the clocks are 300 ns apart at least,
  * and then the state changes that near a boundary are '?'. */
