@@ -89,6 +89,7 @@ struct dom_lru {
 
 #define CULPRITS 4
 #define P99_EVERY 64
+#define TAIL_MIN 100
 
 struct xft_agg {
 	struct xft_agg_limits lim;
@@ -553,7 +554,12 @@ static void split_one(struct xft_agg *a, const struct split_wait *w)
 	culprit_add(t, &c, &h->split.culprit_all);
 	if (a->on_split)
 		a->on_split(a->on_split_ctx, h, w->from.t_ns, w->to.t_ns, &s, &c);
-	/* The slowest 1 %: at or above the hop's p99 as it stands now. */
+	/* The slowest 1 %: at or above the hop's p99 as it stands now, once
+	 * TAIL_MIN samples give it a meaning.  Split within 50 ms of the
+	 * first flows, a hop's first splits met a p99 of its first few
+	 * samples and put 5 % of its flows in its slowest 1 %. */
+	if (h->hist.count < TAIL_MIN)
+		return;
 	if (a->p99_age[w->hop]++ % P99_EVERY == 0)
 		a->p99[w->hop] = xflow_hist_quantile(&h->hist, 0.99);
 	if (w->to.t_ns - w->from.t_ns >= a->p99[w->hop]) {
