@@ -209,6 +209,13 @@ static void split_line_text(FILE *f, const char *label, const struct xft_split *
 	fprintf(f, "    %-5s [%s] %s", label, bar, pct);
 }
 
+void xft_report_sched_text(struct xft_app *app, FILE *f)
+{
+	char line[512];
+	xft_sched_batch_text(xft_agg_sched_status(app->agg), line, sizeof(line));
+	fprintf(f, "%s\n", line);
+}
+
 void xft_report_split_text(struct xft_app *app, FILE *f, int width)
 {
 	const struct xft_sched_status *st = &app->frame.sched;

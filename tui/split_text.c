@@ -356,3 +356,25 @@ size_t xft_sched_counts_text(const struct xft_sched_status *st, char *buf, size_
 			      len - at);
 	return at;
 }
+
+size_t xft_sched_batch_text(const struct xft_sched_status *st, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	if (!st || !st->joined)
+		return written(snprintf(buf, len, "sched not joined"), len);
+	size_t at;
+	if (st->clock_error_ns == UINT64_MAX)
+		at = written(snprintf(buf, len, "sched joined, clock not measured yet"), len);
+	else
+		at = written(snprintf(buf, len, "sched joined, clock \u00b1%.1f \u00b5s", (double)st->clock_error_ns / 1e3),
+			     len);
+	char why[160];
+	xft_sched_lost_text(st, why, sizeof(why));
+	at += written(snprintf(buf + at, len - at,
+			       "; trace records %" PRIu64 ", lost %" PRIu64 "%s; hops split %" PRIu64 ", pending %" PRIu64
+			       ", split early %" PRIu64,
+			       st->trace_records, st->trace_lost, why, st->hops_split, st->hops_pending, st->split_early),
+		      len - at);
+	return at;
+}

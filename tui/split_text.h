@@ -107,4 +107,10 @@ size_t xft_sched_lost_text(const struct xft_sched_status *st, char *buf, size_t 
  * came (the queue was full)" when some were. */
 size_t xft_sched_counts_text(const struct xft_sched_status *st, char *buf, size_t len);
 
+/* The line batch mode prints for scripts, its fields in a fixed order:
+ * "sched joined, clock ±0.0 µs; trace records 1000, lost 0; hops split
+ * 900, pending 3, split early 0" (the reasons of a loss after its count),
+ * "sched joined, clock not measured yet; ..." or "sched not joined". */
+size_t xft_sched_batch_text(const struct xft_sched_status *st, char *buf, size_t len);
+
 #endif

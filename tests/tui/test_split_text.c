@@ -351,6 +351,30 @@ Test(split_text, the_join_s_counts_name_why_records_were_lost)
 	cr_assert_eq(xft_sched_lost_text(&st, buf, 0), 0);
 }
 
+/* The batch line scripts read (tests/e2e/sched_demo.sh, the Xen lab's
+ * phase C): its words and fields in their order. */
+Test(split_text, the_batch_line_keeps_its_fields)
+{
+	char buf[512];
+	struct xft_sched_status st = { 0 };
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched not joined");
+	st = (struct xft_sched_status){ .joined = 1, .clock_error_ns = UINT64_MAX, .trace_records = 1000,
+					.hops_split = 900, .hops_pending = 3 };
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched joined, clock not measured yet; trace records 1000, lost 0; hops split 900, "
+			      "pending 3, split early 0");
+	st.clock_error_ns = 3100;
+	st.lost_records = st.trace_lost = 4;
+	st.split_early = 2;
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched joined, clock \u00b13.1 \u00b5s; trace records 1000, lost 4 (4 lost before the "
+			      "join); hops split 900, pending 3, split early 2");
+	char small[8];
+	cr_assert_eq(xft_sched_batch_text(&st, small, sizeof(small)), 7);
+	cr_assert_str_eq(small, "sched j");
+}
+
 Test(split_text, a_hop_s_culprits_over_all_and_the_tail)
 {
 	char buf[256];
