@@ -324,16 +324,21 @@ static uint64_t sq_free(const struct xentrace_col *x)
 	return SCHED_QUEUE - (x->sq_tail - x->sq_head);
 }
 
+/* The LOST event for the events dropped since the last one; room for it
+ * is the caller's to check. */
+static void sq_put_lost(struct xentrace_col *x)
+{
+	struct xflow_sched_event l = { .t_ns = x->sq_dropped_t, .kind = XFLOW_SCHED_LOST, .pcpu = x->sq_dropped_cpu,
+				       .arg = x->sq_dropped > UINT32_MAX ? UINT32_MAX : (uint32_t)x->sq_dropped };
+	x->sq[x->sq_tail++ % SCHED_QUEUE] = l;
+	x->sq_dropped = 0;
+}
+
 static void sq_put(struct xentrace_col *x, const struct xflow_sched_event *e)
 {
-	if (x->sq_dropped && sq_free(x) >= 2) {
-		/* Say what was dropped before what comes after it. */
-		struct xflow_sched_event l = { .t_ns = x->sq_dropped_t, .kind = XFLOW_SCHED_LOST,
-					       .pcpu = x->sq_dropped_cpu,
-					       .arg = x->sq_dropped > UINT32_MAX ? UINT32_MAX : (uint32_t)x->sq_dropped };
-		x->sq[x->sq_tail++ % SCHED_QUEUE] = l;
-		x->sq_dropped = 0;
-	}
+	/* Say what was dropped before what comes after it. */
+	if (x->sq_dropped && sq_free(x) >= 2)
+		sq_put_lost(x);
 	if (!sq_free(x) || x->sq_dropped) {
 		if (!x->sq_dropped++) {
 			x->sq_dropped_t = e->t_ns;
@@ -885,6 +890,10 @@ static long xt_sched(struct xflow_collector *c, uint64_t now_ns, xflow_sched_emi
 	x->sched_used = 1;
 	if (x->clock_auto && now_ns >= x->a_ns1 + 100000000u)
 		anchor(&x->a_tsc1, &x->a_ns1);
+	/* Events dropped at the very end have no later one to carry their
+	 * LOST: it is queued here, or the end would never come. */
+	if (x->done && x->sq_dropped && sq_free(x) >= 2)
+		sq_put_lost(x);
 	for (; n < max && x->sq_head != x->sq_tail; n++) {
 		struct xflow_sched_event e = x->sq[x->sq_head++ % SCHED_QUEUE];
 		/* The callback runs without the lock: the model is the

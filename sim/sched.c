@@ -716,6 +716,10 @@ int sched_drain(FILE *trace, FILE *truth)
 	for (unsigned p = 0; p < S->npcpus; p++)
 		if (drain_cpu(p, trace) < 0)
 			rc = -EIO;
+	/* As xentrace writes each pass: a window held in stdio's buffer
+	 * until the next 4 KiB would hold the reader's watermark back. */
+	if (trace && fflush(trace) != 0)
+		rc = -EIO;
 	if (drain_intervals(truth) < 0)
 		rc = -EIO;
 	return rc;

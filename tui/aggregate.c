@@ -101,6 +101,7 @@ struct dom_lru {
 
 #define CULPRITS 4
 #define P99_EVERY 64
+#define TAIL_MIN 100
 
 struct xft_agg {
 	struct xft_agg_limits lim;
@@ -582,7 +583,12 @@ static void split_one(struct xft_agg *a, const struct split_wait *w)
 	culprit_add(t, &c, &h->split.culprit_all);
 	if (a->on_split)
 		a->on_split(a->on_split_ctx, h, w->from.t_ns, w->to.t_ns, &s, &c);
-	/* The slowest 1 %: at or above the hop's p99 as it stands now. */
+	/* The slowest 1 %: at or above the hop's p99 as it stands now, once
+	 * TAIL_MIN samples give it a meaning.  Split within 50 ms of the
+	 * first flows, a hop's first splits met a p99 of its first few
+	 * samples and put 5 % of its flows in its slowest 1 %. */
+	if (h->hist.count < TAIL_MIN)
+		return;
 	if (a->p99_age[w->hop]++ % P99_EVERY == 0)
 		a->p99[w->hop] = xflow_hist_quantile(&h->hist, 0.99);
 	if (w->to.t_ns - w->from.t_ns >= a->p99[w->hop]) {
@@ -635,7 +641,7 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 {
 	if (a->nwaits == a->max_waits) {
 		/* Full: the oldest is split now, its untraced part '?'. */
-		a->st.split_early++;
+		a->sched.split_early = ++a->st.split_early;
 		split_head(a);
 	}
 	uint32_t slot = a->wait_head + a->nwaits++;
@@ -656,7 +662,11 @@ static void sched_status(struct xft_agg *a)
 	/* What a split missed: Xen's losses, and what the timelines could
 	 * not keep (entries let go before a split needed them, vCPUs
 	 * beyond the limit). */
+	a->sched.lost_records = st->lost;
+	a->sched.too_old = st->too_old;
+	a->sched.no_vcpu_room = st->no_vcpu_room;
 	a->sched.trace_lost = st->lost + st->too_old + st->no_vcpu_room;
+	a->sched.split_early = a->st.split_early;
 }
 
 void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e)
@@ -1315,7 +1325,7 @@ void xft_agg_reset(struct xft_agg *a)
 	/* The trace goes on: its timelines stay, the hops waiting for it go. */
 	a->resets++;
 	a->nwaits = a->wait_head = 0;
-	a->sched.hops_split = a->sched.hops_pending = 0;
+	a->sched.hops_split = a->sched.hops_pending = a->sched.split_early = 0;
 	if (a->sj) {
 		memset(a->culprits, 0, (size_t)a->lim.max_hops * 2 * CULPRITS * sizeof(*a->culprits));
 		memset(a->p99_age, 0, (size_t)a->lim.max_hops * sizeof(*a->p99_age));

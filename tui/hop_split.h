@@ -73,9 +73,17 @@ struct xft_sched_status {
 	                           * the trace's; UINT64_MAX: not yet measured */
 	uint64_t trace_records;   /* scheduler records taken into the timeline */
 	uint64_t trace_lost;      /* records Xen or the timeline lost (counted,
-	                           * their intervals become '?') */
+	                           * their intervals become '?'): the sum of
+	                           * the three reasons below */
+	uint64_t lost_records;    /* lost before the join: Xen's buffers full,
+	                           * or the collector's queue of events */
+	uint64_t too_old;         /* splits that reached before what a vCPU's
+	                           * timeline keeps (the trace ran too far ahead) */
+	uint64_t no_vcpu_room;    /* events of vCPUs beyond the timelines' number */
 	uint64_t hops_split;      /* hop samples split */
 	uint64_t hops_pending;    /* waiting for every pCPU's trace to pass them */
+	uint64_t split_early;     /* split before the trace passed them: the
+	                           * queue of waiting ones was full */
 };
 
 #endif

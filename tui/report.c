@@ -217,18 +217,24 @@ static void split_line_text(FILE *f, const char *label, const struct xft_split *
 	fprintf(f, "    %-5s [%s] %s", label, bar, pct);
 }
 
+void xft_report_sched_text(struct xft_app *app, FILE *f)
+{
+	char line[512];
+	xft_sched_batch_text(xft_agg_sched_status(app->agg), line, sizeof(line));
+	fprintf(f, "%s\n", line);
+}
+
 void xft_report_split_text(struct xft_app *app, FILE *f, int width)
 {
 	const struct xft_sched_status *st = &app->frame.sched;
-	char status[96];
+	char status[96], counts[512];
 	xft_sched_status_text(st, status, sizeof(status));
 	if (!st->joined) {
 		fprintf(f, "not split: no scheduler trace is joined (%s)\n", status);
 		return;
 	}
-	fprintf(f, "%s; %" PRIu64 " scheduler records, %" PRIu64 " lost; %" PRIu64 " hop samples split, %" PRIu64
-		   " waiting for the trace\n",
-		status, st->trace_records, st->trace_lost, st->hops_split, st->hops_pending);
+	xft_sched_counts_text(st, counts, sizeof(counts));
+	fprintf(f, "%s; %s\n", status, counts);
 	for (size_t r = 0; r < app->frame.nhop_shown; r++) {
 		const struct xft_hop_row *h = &app->frame.hops[app->frame.hop_order[r]];
 		const struct xft_hop_split *sp = &h->split;
@@ -426,7 +432,7 @@ static void json_split(struct xft_json *j, const struct xft_split *s, const stru
 	xft_json_object_end(j);
 }
 
-static void json_sched(struct xft_app *app, struct xft_json *j, const struct xft_sched_status *st)
+static void json_sched(struct xft_json *j, const struct xft_sched_status *st)
 {
 	xft_json_object_begin(j);
 	xft_json_key(j, "joined");
@@ -438,9 +444,12 @@ static void json_sched(struct xft_app *app, struct xft_json *j, const struct xft
 		xft_json_null(j);
 	JU("trace_records", st->trace_records);
 	JU("trace_lost", st->trace_lost);
+	JU("lost_records", st->lost_records);
+	JU("too_old", st->too_old);
+	JU("no_vcpu_room", st->no_vcpu_room);
 	JU("hops_split", st->hops_split);
 	JU("hops_pending", st->hops_pending);
-	JU("split_early", xft_agg_stats(app->agg)->split_early);
+	JU("split_early", st->split_early);
 	xft_json_object_end(j);
 }
 
@@ -597,7 +606,7 @@ void xft_report_json(struct xft_app *app, struct xft_json *j, unsigned flags)
 	xft_json_object_end(j);
 
 	xft_json_key(j, "sched");
-	json_sched(app, j, &app->frame.sched);
+	json_sched(j, &app->frame.sched);
 
 	const struct xft_agg_limits *l = &app->cfg.limits;
 	xft_json_key(j, "limits");

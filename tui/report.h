@@ -39,8 +39,8 @@ void xft_report_split_text(struct xft_app *app, FILE *f, int width);
 /* Each gap of @r's path by state, and its biggest cause; nothing when the
  * flow has no split (gaps NULL). */
 void xft_report_gaps_text(struct xft_app *app, FILE *f, const struct xft_flow_row *r, int width);
-/* The scheduler join's status line for batch text (tui/report_split.c):
- * "sched joined, clock ±x µs; ..." or "sched not joined". */
+/* The scheduler join's status line for batch text, in the words of
+ * tui/split_text.h (xft_sched_batch_text). */
 void xft_report_sched_text(struct xft_app *app, FILE *f);
 
 /* The whole text report of a snapshot. */

@@ -442,7 +442,8 @@ static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, ui
 	if (v && v->n) {
 		uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
 		if (first > lo) {
-			if (fk > 0 && first < e)
+			/* Counted even when the whole hop is gone. */
+			if (fk > 0)
 				j->st.too_old++;
 			lo = first;
 			ks = (int64_t)fk;
@@ -611,7 +612,8 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 			break;
 		}
 	}
-	for (uint64_t f = (uint64_t)k + 1; f < v->n; f++) {
+	uint64_t f;
+	for (f = (uint64_t)k + 1; f < v->n; f++) {
 		const struct ent *en = ent_at(j, v, f);
 		if (en->state == S_UNKNOWN || en->t - t >= best)
 			break;
@@ -620,6 +622,11 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 			break;
 		}
 	}
+	/* Past its last entry the vCPU can run again only after the
+	 * watermark: a nearer run the trace has not reached yet cannot be
+	 * ruled out, and the distance behind would overstate the error. */
+	if (f == v->n && (j->watermark < t || j->watermark - t < best))
+		return -1;
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 

@@ -309,3 +309,72 @@ size_t xft_sched_status_text(const struct xft_sched_status *st, char *buf, size_
 		return written(snprintf(buf, len, "sched clock \u00b1%s, lost %" PRIu64, e, st->trace_lost), len);
 	return written(snprintf(buf, len, "sched clock \u00b1%s", e), len);
 }
+
+size_t xft_sched_lost_text(const struct xft_sched_status *st, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if (!st || !st->trace_lost)
+		return 0;
+	const struct {
+		uint64_t n;
+		const char *what;
+	} why[] = {
+		{ st->lost_records, "lost before the join" },
+		{ st->too_old, "splits older than the timelines keep" },
+		{ st->no_vcpu_room, "events of vCPUs beyond the limit" },
+	};
+	size_t at = 0;
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++)
+		if (why[i].n)
+			at += written(snprintf(buf + at, len - at, "%s%" PRIu64 " %s", at ? ", " : " (", why[i].n,
+					       why[i].what),
+				      len - at);
+	if (at)
+		at += written(snprintf(buf + at, len - at, ")"), len - at);
+	return at;
+}
+
+size_t xft_sched_counts_text(const struct xft_sched_status *st, char *buf, size_t len)
+{
+	char why[160];
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if (!st)
+		return 0;
+	xft_sched_lost_text(st, why, sizeof(why));
+	int n = snprintf(buf, len,
+			 "%" PRIu64 " scheduler records, %" PRIu64 " lost%s; %" PRIu64 " hop samples split, %" PRIu64
+			 " waiting for the trace",
+			 st->trace_records, st->trace_lost, why, st->hops_split, st->hops_pending);
+	size_t at = written(n, len);
+	if (st->split_early)
+		at += written(snprintf(buf + at, len - at, ", %" PRIu64 " split before the trace came (the queue was full)",
+				       st->split_early),
+			      len - at);
+	return at;
+}
+
+size_t xft_sched_batch_text(const struct xft_sched_status *st, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	if (!st || !st->joined)
+		return written(snprintf(buf, len, "sched not joined"), len);
+	size_t at;
+	if (st->clock_error_ns == UINT64_MAX)
+		at = written(snprintf(buf, len, "sched joined, clock not measured yet"), len);
+	else
+		at = written(snprintf(buf, len, "sched joined, clock \u00b1%.1f \u00b5s", (double)st->clock_error_ns / 1e3),
+			     len);
+	char why[160];
+	xft_sched_lost_text(st, why, sizeof(why));
+	at += written(snprintf(buf + at, len - at,
+			       "; trace records %" PRIu64 ", lost %" PRIu64 "%s; hops split %" PRIu64 ", pending %" PRIu64
+			       ", split early %" PRIu64,
+			       st->trace_records, st->trace_lost, why, st->hops_split, st->hops_pending, st->split_early),
+		      len - at);
+	return at;
+}

@@ -97,4 +97,20 @@ size_t xft_hop_culprits_text(const struct xft_hop_split *sp, char *buf, size_t l
  * records were). */
 size_t xft_sched_status_text(const struct xft_sched_status *st, char *buf, size_t len);
 
+/* Why the trace's records were lost, each reason with its count: " (10
+ * lost before the join, 2 splits older than the timelines keep)"; "" when
+ * none were. */
+size_t xft_sched_lost_text(const struct xft_sched_status *st, char *buf, size_t len);
+
+/* The join's counts: "1000 scheduler records, 12 lost (...); 900 hop
+ * samples split, 3 waiting for the trace", and ", 5 split before the trace
+ * came (the queue was full)" when some were. */
+size_t xft_sched_counts_text(const struct xft_sched_status *st, char *buf, size_t len);
+
+/* The line batch mode prints for scripts, its fields in a fixed order:
+ * "sched joined, clock ±0.0 µs; trace records 1000, lost 0; hops split
+ * 900, pending 3, split early 0" (the reasons of a loss after its count),
+ * "sched joined, clock not measured yet; ..." or "sched not joined". */
+size_t xft_sched_batch_text(const struct xft_sched_status *st, char *buf, size_t len);
+
 #endif

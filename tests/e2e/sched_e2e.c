@@ -1,7 +1,7 @@
 /*
  * sched-e2e XFLOWTOP OUTDIR [--duration S] [--rate N] [--block-rate N]
  *           [--wake-delay DOM=DUR] [--notify-delay DUR] [--delay STAGE=DUR]
- *           [--no-trace] [--clock-offset NS] [--iterations N]
+ *           [--no-trace] [--clock-offset NS] [--iterations N] [--refresh S]
  *
  * Issue 24 end to end: the demo host with its scheduler model, xensim's
  * trace read live by xflowtop's xentrace collector (through a FIFO this
@@ -10,7 +10,8 @@
  * OUTDIR: live.json (xflowtop's output, one object an interval), session,
  * x.trace, truth (xensim's).  --no-trace runs the scheduler model (the same
  * host) without giving xflowtop its trace; --clock-offset NS shifts the
- * trace on xflowtop's clock.  Exit 0 when xflowtop and the host finished
+ * trace on xflowtop's clock; --refresh S is xflowtop's -d (1 s by
+ * default).  Exit 0 when xflowtop and the host finished
  * well, 1 otherwise, 77 to skip.
  */
 #include <errno.h>
@@ -73,7 +74,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: sched-e2e XFLOWTOP OUTDIR [options]\n");
 		return 2;
 	}
-	const char *xflowtop = argv[1], *dir = argv[2], *offset = NULL;
+	const char *xflowtop = argv[1], *dir = argv[2], *offset = NULL, *refresh = "1";
 	struct xflow_demo_opts o = { .guests = 1, .rate = 200, .duration = "3", .pcpus = 2, .hold = 1 };
 	int trace = 1, iterations = 0;
 	char fifo[4096], tracefile[4096], truth[4096], out[4096], session[4096];
@@ -108,6 +109,8 @@ int main(int argc, char **argv)
 			offset = v;
 		else if (!strcmp(argv[i], "--iterations"))
 			iterations = atoi(v);
+		else if (!strcmp(argv[i], "--refresh"))
+			refresh = v;
 		else {
 			fprintf(stderr, "sched-e2e: unknown option %s\n", argv[i]);
 			return 2;
@@ -163,7 +166,7 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			_exit(127);
 		dup2(fd, 1);
-		const char *av[] = { xflowtop, "-b", "--json", "-n", iters, "-d", "1", "--save-session", session,
+		const char *av[] = { xflowtop, "-b", "--json", "-n", iters, "-d", refresh, "--save-session", session,
 				     "--collector", agent, "--collector", xt, NULL };
 		if (!trace)
 			av[11] = NULL; /* no xentrace collector */

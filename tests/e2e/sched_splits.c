@@ -11,7 +11,7 @@
  * then "#sched" with the join's status (joined, clock error or -, trace
  * records, lost, hops split).  The records go through the model as
  * xflowtop feeds them (tui/aggregate.h, hops grouped by function), the
- * trace's events a second ahead of them at most, as xflowtop takes them.
+ * trace's events 50 ms ahead of them at most, as xflowtop takes them.
  * --offset NS places the trace NS later on the flows' clock (the
  * collector's clock-offset); --lose drops the trace's events in [FROM, TO)
  * and says so with one LOST event at FROM, as Xen does when its buffers
@@ -89,14 +89,18 @@ static int pull(const struct xflow_collector_ops *ops, struct xflow_collector *c
 		int *ended)
 {
 	while (!*ended && xft_agg_sched_watermark(a) <= upto) {
+		/* Taken before reading: a collector whose events are taken
+		 * reads no more than its queue holds, and drops none. */
+		long n = ops->sched(c, 0, sched_emit, a, 512);
+		if (n < 0) {
+			*ended = 1;
+			break;
+		}
 		long r = ops->read(c, 0, NULL, NULL, 0);
 		if (r < 0 && r != -ENODATA) {
 			fprintf(stderr, "sched-splits: %s\n", ops->last_error(c) ? ops->last_error(c) : strerror((int)-r));
 			return -1;
 		}
-		long n = ops->sched(c, 0, sched_emit, a, 4096);
-		if (n < 0)
-			*ended = 1;
 	}
 	return 0;
 }
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
 							 strdup(ch.file), strdup(ch.function) };
 			xft_sites_set_domain(&names, ch.domain, ch.domain_name);
 		} else if (ch.type == XFLOW_SESSION_RECORD) {
-			if (pull(ops, c, a, ch.t_ns + UINT64_C(1000000000), &ended))
+			if (pull(ops, c, a, ch.t_ns + UINT64_C(50000000), &ended))
 				return 1;
 			xft_agg_feed(a, &ch.record, ch.t_ns);
 		}

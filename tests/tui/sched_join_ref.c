@@ -354,7 +354,7 @@ static void charge(struct ref_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 	if (v && v->n) {
 		uint64_t first = ent_at(j, v, first_kept(j, v))->t;
 		if (first > lo) {
-			if (first_kept(j, v) > 0 && first < e)
+			if (first_kept(j, v) > 0)
 				j->st.too_old++;
 			lo = first;
 		}
@@ -488,7 +488,8 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t)
 			break;
 		}
 	}
-	for (uint64_t f = (uint64_t)k + 1; f < v->n; f++) {
+	uint64_t f;
+	for (f = (uint64_t)k + 1; f < v->n; f++) {
 		const struct ent *en = ent_at(j, v, f);
 		if (en->state == S_UNKNOWN || en->t - t >= best)
 			break;
@@ -497,6 +498,11 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t)
 			break;
 		}
 	}
+	/* Past its last entry the vCPU can run again only after the
+	 * watermark: a nearer run the trace has not reached yet cannot be
+	 * ruled out, and the distance behind would overstate the error. */
+	if (f == v->n && (j->watermark < t || j->watermark - t < best))
+		return -1;
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 

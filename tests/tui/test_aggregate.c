@@ -767,6 +767,90 @@ static void split_queue_run(uint32_t max_pending, uint64_t *early)
 	cr_assert_eq(xft_agg_sched_status(a)->hops_pending, 0);
 	cr_assert_eq(total, h->total_ns, "every nanosecond of every hop is in a state");
 	*early = xft_agg_stats(a)->split_early;
+	cr_assert_eq(xft_agg_sched_status(a)->split_early, *early, "the join's status says how many");
+	xft_agg_free(a);
+}
+
+/* The slowest 1 % of a hop is judged against its p99 once 100 samples
+ * give it a meaning: 50 samples put none in it, 1000 no more than 3 %. */
+static uint64_t tail_after(unsigned n)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 10 * US;
+	struct xft_agg *a = make(&l);
+	struct xft_sj_limits sl = { 0 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
+	uint64_t t = 1000 * MS;
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
+	xft_agg_sched_event(a, &e);
+	for (unsigned i = 1; i <= n; i++) {
+		struct xflow_record r = rec(0, 1, i, XFLOW_REC_START);
+		r.cpu_plus1 = 1;
+		xft_agg_feed(a, &r, t += US);
+		r = rec(0, 2, i, XFLOW_REC_QUIT);
+		r.cpu_plus1 = 1;
+		xft_agg_feed(a, &r, t += (i * 7919 % 997 + 1) * US); /* 1 to 997 us, scattered */
+		/* The trace passes each hop at once, as it does live. */
+		e.kind = XFLOW_SCHED_SWITCH;
+		e.t_ns = t + 20 * US;
+		xft_agg_sched_event(a, &e);
+	}
+	xft_agg_drain(a);
+	xft_agg_sched_flush(a);
+	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
+	cr_assert_not_null(h);
+	uint64_t tail = h->split.tail_count;
+	xft_agg_free(a);
+	return tail;
+}
+
+Test(aggregate, the_slowest_1_percent_waits_for_100_samples)
+{
+	cr_assert_eq(tail_after(50), 0, "50 samples have no p99 to be above");
+	uint64_t tail = tail_after(1000);
+	cr_assert_leq(tail, 30, "1000 samples: %lu in the tail", (unsigned long)tail);
+}
+
+/* What the trace lost is counted by reason, the reasons adding up to the
+ * loss the header shows. */
+Test(aggregate, the_trace_s_losses_are_counted_by_reason)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	struct xft_sj_limits sl = { .per_vcpu = 4 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
+	uint64_t t = 1000 * MS;
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 2, .to = 0 };
+	xft_agg_sched_event(a, &e);
+	/* A hop from t: d0v0 then changes state 8 times, more than its
+	 * timeline keeps, and 5 records are lost. */
+	struct xflow_record r = rec(0, 1, 1, XFLOW_REC_START);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + US);
+	r = rec(0, 2, 1, XFLOW_REC_QUIT);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + 2 * US);
+	for (unsigned i = 0; i < 8; i++) {
+		e.t_ns = t + (i + 3) * US;
+		e.from = i % 2 ? 2 : 0;
+		e.to = i % 2 ? 0 : 2;
+		xft_agg_sched_event(a, &e);
+	}
+	struct xflow_sched_event lost = { .t_ns = t + 20 * US, .kind = XFLOW_SCHED_LOST, .pcpu = 0, .arg = 5 };
+	xft_agg_sched_event(a, &lost);
+	xft_agg_drain(a);
+	xft_agg_sched_flush(a);
+	const struct xft_sched_status *st = xft_agg_sched_status(a);
+	cr_assert_eq(st->hops_split, 1);
+	cr_assert_eq(st->lost_records, 5);
+	cr_assert_geq(st->too_old, 1, "the hop was older than what the timeline kept");
+	cr_assert_eq(st->no_vcpu_room, 0);
+	cr_assert_eq(st->trace_lost, st->lost_records + st->too_old + st->no_vcpu_room);
+	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
+	cr_assert_not_null(h);
+	cr_assert_eq(h->split.all.ns[XFT_ST_UNKNOWN], US, "its time is '?'");
 	xft_agg_free(a);
 }
 

@@ -192,6 +192,13 @@ Test(sched_join, overflow_forgets_the_oldest_and_says_so)
 	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 600, "before what is kept");
 	cr_assert_eq(s.ns[XFT_ST_RUN], 200);
 	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100);
+	cr_assert_eq(xft_sj_stats(j)->too_old, 1);
+	/* A hop wholly before what is kept is '?', and counted as well: a
+	 * trace taken too far ahead of the flows left 89 % of a replay '?'
+	 * with no count saying why. */
+	s = split(j, 150, 0, 0, 650, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 500);
+	cr_assert_eq(xft_sj_stats(j)->too_old, 2, "a hop the rings let go entirely is not counted");
 	xft_sj_free(j);
 }
 
@@ -227,6 +234,27 @@ Test(sched_join, beyond_the_watermark_is_unknown)
 	cr_assert_eq(s.ns[XFT_ST_RUN], 50);
 	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 0);
 	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 200);
+	xft_sj_free(j);
+}
+
+/* A record 100 ns before the watermark, dom0 blocked since 2000: its run
+ * may come just after the watermark, so the 900 ns behind it say nothing
+ * of the clocks (a replay splitting as soon as the trace passed its hops
+ * measured a 1.5 ms shift as 4.6 ms); once the trace shows the run, 50 ns
+ * after the record, that is the error. */
+Test(sched_join, no_clock_verdict_from_what_the_trace_has_not_reached)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	struct xft_sj_end a = { 50, 1, 0 }, b = { 2900, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 0, "checked against a run the trace cannot show yet");
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, UINT64_MAX);
+	rs(j, 2950, 1, 0, 0, BLOCKED, RUN);
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 1);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 50);
 	xft_sj_free(j);
 }
 

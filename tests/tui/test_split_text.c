@@ -320,6 +320,61 @@ Test(split_text, the_header_s_word_on_the_join)
 	cr_assert_str_eq(buf, "sched clock \u00b10ns", "a measured zero is not 'not measured'");
 }
 
+Test(split_text, the_join_s_counts_name_why_records_were_lost)
+{
+	char buf[512];
+	struct xft_sched_status st = { .joined = 1, .trace_records = 1000, .hops_split = 900, .hops_pending = 3 };
+	xft_sched_lost_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "");
+	xft_sched_counts_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1000 scheduler records, 0 lost; 900 hop samples split, 3 waiting for the trace");
+	st.lost_records = 10;
+	st.too_old = 2;
+	st.trace_lost = 12;
+	st.split_early = 5;
+	xft_sched_counts_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1000 scheduler records, 12 lost (10 lost before the join, 2 splits older than the "
+			      "timelines keep); 900 hop samples split, 3 waiting for the trace, 5 split before the "
+			      "trace came (the queue was full)");
+	st.lost_records = st.too_old = 0;
+	st.no_vcpu_room = st.trace_lost = 7;
+	xft_sched_lost_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, " (7 events of vCPUs beyond the limit)");
+	/* Cut short, still terminated, never past the buffer. */
+	char small[12];
+	size_t n = xft_sched_counts_text(&st, small, sizeof(small));
+	cr_assert_eq(n, strlen(small));
+	cr_assert_str_eq(small, "1000 schedu");
+	n = xft_sched_lost_text(&st, small, sizeof(small));
+	cr_assert_eq(n, strlen(small));
+	cr_assert_eq(xft_sched_counts_text(NULL, buf, sizeof(buf)), 0);
+	cr_assert_eq(xft_sched_lost_text(&st, buf, 0), 0);
+}
+
+/* The batch line scripts read (tests/e2e/sched_demo.sh, the Xen lab's
+ * phase C): its words and fields in their order. */
+Test(split_text, the_batch_line_keeps_its_fields)
+{
+	char buf[512];
+	struct xft_sched_status st = { 0 };
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched not joined");
+	st = (struct xft_sched_status){ .joined = 1, .clock_error_ns = UINT64_MAX, .trace_records = 1000,
+					.hops_split = 900, .hops_pending = 3 };
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched joined, clock not measured yet; trace records 1000, lost 0; hops split 900, "
+			      "pending 3, split early 0");
+	st.clock_error_ns = 3100;
+	st.lost_records = st.trace_lost = 4;
+	st.split_early = 2;
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched joined, clock \u00b13.1 \u00b5s; trace records 1000, lost 4 (4 lost before the "
+			      "join); hops split 900, pending 3, split early 2");
+	char small[8];
+	cr_assert_eq(xft_sched_batch_text(&st, small, sizeof(small)), 7);
+	cr_assert_str_eq(small, "sched j");
+}
+
 Test(split_text, a_hop_s_culprits_over_all_and_the_tail)
 {
 	char buf[256];
