@@ -31,12 +31,22 @@ static inline uint64_t rt_tsc(void)
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	return (uint64_t)hi << 32 | lo;
 }
-/* The hit's time, and its CPU + 1 (0: unknown) as @c says to learn it:
- * RDTSCP reads both at one instant, so the CPU is the one the time was
- * taken on. */
+/* The hit's time, and its CPU + 1 (0: unknown) as @c says to learn it.
+ * RDTSC then RDPID where RDPID is: RDTSCP, which reads both at one
+ * instant, waits for every instruction before it to finish, and cost 14 ns
+ * more than RDTSC alone on these machines (40 against 26; RDPID, 4).  The
+ * thread may move between the two reads: the record then names the CPU it
+ * moved to, as it would a moment later. */
 static inline uint64_t rt_tsc_cpu(const struct xflow_rt_ctl *c, uint32_t *cpu_plus1)
 {
 	uint32_t lo, hi, aux;
+	if (__builtin_expect(c->cpu_how == XFLOW_RT_CPU_RDPID, 1)) {
+		uint64_t id;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		__asm__ volatile("rdpid %0" : "=r"(id));
+		*cpu_plus1 = ((uint32_t)id & 0xfff) + 1;
+		return (uint64_t)hi << 32 | lo;
+	}
 	if (c->cpu_how == XFLOW_RT_CPU_RDTSCP) {
 		__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
 		*cpu_plus1 = (aux & 0xfff) + 1;
