@@ -176,6 +176,11 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	xa_alu_rr(a, XA_AND, XR_RCX, XR_RAX);
 	xa_imul_rri(a, XR_RCX, XR_RCX, XFLOW_RECORD_SIZE);
 	xa_alu_rm(a, XA_ADD, XR_RCX, XR_RBX, PROD(slots));
+	/* The line a few records on, asked for as to be written: its last
+	 * write was a lap of the ring ago, far from this core (a prefetch
+	 * past the ring's end is dropped, never a fault). */
+	static const uint8_t prefetchw[] = { 0x0f, 0x0d, 0x89, 0x80, 0x01, 0x00, 0x00 }; /* prefetchw 384(%rcx) */
+	xa_bytes(a, prefetchw, sizeof(prefetchw));
 	/* timestamp */
 	xa_load(a, XR_RDX, XR_RBX, LANE(now), 8);
 	xa_store(a, XR_RCX, 0, XR_RDX, 8);
