@@ -109,6 +109,8 @@ static double run_untraced(long n, int cpu)
 }
 
 static uint64_t drained;
+/* This process's CPU (the drainer's) per record drained, in the last run. */
+static double last_agent_ns;
 static void count_record(void *ctx, const struct xflow_record *r)
 {
 	(void)ctx;
@@ -165,6 +167,7 @@ static double run_inproc(long n, int cpu, uint32_t adv, bool interpret, uint64_t
 		exit(1);
 	}
 	drained = 0;
+	uint64_t agent0 = bench_process_ns();
 	if (write(go, "g", 1) != 1)
 		exit(1);
 	/* Drain while the target runs: the lanes keep emptying. */
@@ -181,6 +184,7 @@ static double run_inproc(long n, int cpu, uint32_t adv, bool interpret, uint64_t
 	struct xflow_hook_advice_stats as[HP_MAX];
 	struct xflow_hook_prog_stats all;
 	xflow_hook_prog_stats(h, hp.plan.nadvice, as, &all);
+	last_agent_ns = drained ? (double)(bench_process_ns() - agent0) / (double)drained : 0;
 	*records = drained;
 	*dropped = all.dropped;
 	xflow_hook_free(h);
@@ -277,6 +281,7 @@ static void compare(const char *how, int cpu, int agent_cpu, long n, int runs, b
 	double un[RUNS_MAX], ba[RUNS_MAX], ip[RUNS_MAX], fl[RUNS_MAX], it[RUNS_MAX], itf[RUNS_MAX];
 	uint64_t rec = 0, drop = 0, rec2 = 0, drop2 = 0, r3, d3;
 	int met = 0;
+	double agent[RUNS_MAX];
 	printf("%s:\n", how);
 	for (int i = 0; i < runs; i++) {
 		/* A run is ROUNDS rounds of the three, taken in turn, and the
@@ -289,6 +294,7 @@ static void compare(const char *how, int cpu, int agent_cpu, long n, int runs, b
 			ba[i] = v < ba[i] ? v : ba[i];
 			v = run_inproc(n, cpu, 1, false, &rec, &drop);
 			ip[i] = v < ip[i] ? v : ip[i];
+			agent[i] = last_agent_ns;
 			v = run_inproc(n, cpu, 2, false, &rec2, &drop2);
 			fl[i] = v < fl[i] ? v : fl[i];
 		}
@@ -303,7 +309,7 @@ static void compare(const char *how, int cpu, int agent_cpu, long n, int runs, b
 	}
 	double u = bench_median(un, runs), b = bench_median(ba, runs), p = bench_median(ip, runs),
 	       f = bench_median(fl, runs);
-	double hit = p - u, hitf = f - u;
+	double hit = p - u, hitf = f - u, ag = bench_median(agent, runs);
 	printf("  (last run: %llu records drained, %llu dropped; with the lookup %llu, %llu)\n",
 	       (unsigned long long)rec, (unsigned long long)drop, (unsigned long long)rec2,
 	       (unsigned long long)drop2);
@@ -313,6 +319,8 @@ static void compare(const char *how, int cpu, int agent_cpu, long n, int runs, b
 	       hit, p / b);
 	printf("  in-process hit, record and flow lookup       %7.2f ns  (%.2f ns over untraced; %.2fx bare)\n", f,
 	       hitf, f / b);
+	printf("  the agent draining the lanes (polls, copies, counts), CPU per record %.2f ns: what a target's\n"
+	       "  wall time would add where the agent shares its CPU\n", ag);
 	printf("  hit <= %.1fx the bare record of its run: %d of %d runs%s\n", HIT_BARE_MAX, met, runs,
 	       cpu < 0 || agent_cpu != cpu ? "" : met == runs ? " (target: met)" : " (target: MISSED)");
 	if (full) {
