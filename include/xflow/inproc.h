@@ -41,8 +41,8 @@
 #define XFLOW_RT_CTL_MAGIC 0x4c435258  /* "XRCL" */
 #define XFLOW_RT_PROC_MAGIC 0x52505258 /* "XRPR" */
 /* 3: ctl.cpu_how, ctl.cpu_fixed, lane.cpu_plus1; 4: off_syscall is an
- * area of XFLOW_RT_CALL_AREA bytes. */
-#define XFLOW_RT_VERSION 4
+ * area of XFLOW_RT_CALL_AREA bytes; 5: XFLOW_RT_CPU_RDPID. */
+#define XFLOW_RT_VERSION 5
 /* Bytes at off_syscall where the agent writes each call it injects. */
 #define XFLOW_RT_CALL_AREA 128
 
@@ -233,6 +233,8 @@ enum xflow_rt_cpu_how {
 	XFLOW_RT_CPU_RDTSCP,    /* the hit's time by RDTSCP, whose TSC_AUX Linux sets
 	                         * to node << 12 | cpu (the agent checked CPUID) */
 	XFLOW_RT_CPU_FIXED,     /* cpu_fixed: a simulated domain's one vCPU */
+	XFLOW_RT_CPU_RDPID,     /* the time by RDTSC, the CPU by RDPID (the same
+	                         * TSC_AUX), a third of RDTSCP's extra cost */
 };
 
 #define XFLOW_RT_ID_BLOCK 1024u

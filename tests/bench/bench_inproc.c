@@ -17,7 +17,8 @@
  * that keep emptying, as in production.  A second advice also touches the
  * flow-id table (a lookup of the hit's own key), as most woven advice do.
  *
- *   bench_inproc [HITS]      (default 2000000; medians of RUNS runs)
+ *   bench_inproc [HITS [RUNS [pinned]]]   (default 2000000 hits, 5 runs;
+ *                            "pinned": only the pinned runs, compiled advice)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,12 @@
 #include "xflow/shm.h"
 
 #define RUNS 5
+#define RUNS_MAX 32
+#define ROUNDS 3
+/* Records a lane holds, and the bare ring too: the same memory written at
+ * the same pace (a ring four times bigger than the other's cost its
+ * writer about 10 ns a record here, its lines further from the core). */
+#define SLOTS (1u << 18)
 
 void bench_ip_fn(void);
 __asm__(".text\n.p2align 4\n"
@@ -66,10 +73,10 @@ static pid_t start_target(long n, int cpu, int *go, int *res)
 		}
 		if (read(g[0], &c, 1) != 1)
 			_exit(1);
-		uint64_t t0 = bench_now_ns();
+		uint64_t t0 = bench_thread_ns();
 		for (long i = 0; i < n; i++)
 			bench_ip_fn();
-		uint64_t dt = bench_now_ns() - t0;
+		uint64_t dt = bench_thread_ns() - t0;
 		if (write(r[1], &dt, sizeof(dt)) != sizeof(dt))
 			_exit(1);
 		_exit(0);
@@ -102,6 +109,8 @@ static double run_untraced(long n, int cpu)
 }
 
 static uint64_t drained;
+/* This process's CPU (the drainer's) per record drained, in the last run. */
+static double last_agent_ns;
 static void count_record(void *ctx, const struct xflow_record *r)
 {
 	(void)ctx;
@@ -144,7 +153,7 @@ static double run_inproc(long n, int cpu, uint32_t adv, bool interpret, uint64_t
 		exit(1);
 	prog.lanes = 4;
 	prog.interpret = interpret;
-	prog.lane_slots = 1u << 18;
+	prog.lane_slots = SLOTS;
 	if (xflow_hook_new(&xflow_hook_inproc_ops, &cfg, &h) < 0 || xflow_hook_attach(h, pid, &t) < 0 ||
 	    xflow_hook_prog_load(t, &prog) < 0 ||
 	    xflow_hook_site_add(t, (uint64_t)(uintptr_t)bench_ip_fn, XFLOW_HOOK_BEFORE, NULL, (void *)(uintptr_t)s,
@@ -158,6 +167,7 @@ static double run_inproc(long n, int cpu, uint32_t adv, bool interpret, uint64_t
 		exit(1);
 	}
 	drained = 0;
+	uint64_t agent0 = bench_process_ns();
 	if (write(go, "g", 1) != 1)
 		exit(1);
 	/* Drain while the target runs: the lanes keep emptying. */
@@ -174,6 +184,7 @@ static double run_inproc(long n, int cpu, uint32_t adv, bool interpret, uint64_t
 	struct xflow_hook_advice_stats as[HP_MAX];
 	struct xflow_hook_prog_stats all;
 	xflow_hook_prog_stats(h, hp.plan.nadvice, as, &all);
+	last_agent_ns = drained ? (double)(bench_process_ns() - agent0) / (double)drained : 0;
 	*records = drained;
 	*dropped = all.dropped;
 	xflow_hook_free(h);
@@ -224,7 +235,7 @@ static double run_bare(long n, int cpu)
 {
 	struct bare *b = calloc(1, sizeof(*b));
 	struct xflow_shm shm;
-	uint32_t slots = 1u << 16;
+	uint32_t slots = SLOTS;
 	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, slots);
 	if (!b || xflow_shm_create("bench-bare", size, &shm) ||
 	    xflow_ring_format(shm.base, size, XFLOW_RECORD_SIZE, slots, XFLOW_CLOCK_TSC) ||
@@ -240,10 +251,10 @@ static double run_bare(long n, int cpu)
 		CPU_SET(cpu, &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = bench_thread_ns();
 	for (long i = 0; i < n; i++)
 		bare_record(b, (uint64_t)i);
-	uint64_t dt = bench_now_ns() - t0;
+	uint64_t dt = bench_thread_ns() - t0;
 	sched_setaffinity(0, sizeof(old), &old);
 	atomic_store(&b->stop, 1);
 	pthread_join(th, NULL);
@@ -252,41 +263,84 @@ static double run_bare(long n, int cpu)
 	return (double)dt / (double)n;
 }
 
-static void compare(const char *how, int cpu, long n)
+/* The target (issue 27): one hit at most 1.3x the bare record of the same
+ * run, in every pinned run. */
+#define HIT_BARE_MAX 1.3
+
+/* @cpu: the target's (-1: any); @agent_cpu: this process's, the drainer of
+ * the lanes and of the bare ring (-1: any). */
+static void compare(const char *how, int cpu, int agent_cpu, long n, int runs, bool full)
 {
-	double un[RUNS], ba[RUNS], ip[RUNS], fl[RUNS], it[RUNS], itf[RUNS];
-	uint64_t rec = 0, drop = 0, rec2 = 0, drop2 = 0, r3, d3;
-	for (int i = 0; i < RUNS; i++) {
-		un[i] = run_untraced(n, cpu);
-		ba[i] = run_bare(n, cpu);
-		ip[i] = run_inproc(n, cpu, 1, false, &rec, &drop);
-		fl[i] = run_inproc(n, cpu, 2, false, &rec2, &drop2);
-		it[i] = run_inproc(n, cpu, 1, true, &r3, &d3);
-		itf[i] = run_inproc(n, cpu, 2, true, &r3, &d3);
+	cpu_set_t set, old;
+	sched_getaffinity(0, sizeof(old), &old);
+	if (agent_cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(agent_cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
 	}
-	double u = bench_median(un, RUNS), b = bench_median(ba, RUNS), p = bench_median(ip, RUNS),
-	       f = bench_median(fl, RUNS), pi = bench_median(it, RUNS), fi = bench_median(itf, RUNS);
-	double hit = p - u, hitf = f - u;
-	printf("%s (last run: %llu records drained, %llu dropped; with the lookup %llu, %llu):\n", how,
+	double un[RUNS_MAX], ba[RUNS_MAX], ip[RUNS_MAX], fl[RUNS_MAX], it[RUNS_MAX], itf[RUNS_MAX];
+	uint64_t rec = 0, drop = 0, rec2 = 0, drop2 = 0, r3, d3;
+	int met = 0;
+	double agent[RUNS_MAX];
+	printf("%s:\n", how);
+	for (int i = 0; i < runs; i++) {
+		/* A run is ROUNDS rounds of the three, taken in turn, and the
+		 * least of each: other programs on these cores only ever add
+		 * time, to one side or the other of a ratio. */
+		un[i] = run_untraced(n, cpu);
+		ba[i] = ip[i] = fl[i] = 1e18;
+		for (int k = 0; k < ROUNDS; k++) {
+			double v = run_bare(n, cpu);
+			ba[i] = v < ba[i] ? v : ba[i];
+			v = run_inproc(n, cpu, 1, false, &rec, &drop);
+			ip[i] = v < ip[i] ? v : ip[i];
+			agent[i] = last_agent_ns;
+			v = run_inproc(n, cpu, 2, false, &rec2, &drop2);
+			fl[i] = v < fl[i] ? v : fl[i];
+		}
+		if (full) {
+			it[i] = run_inproc(n, cpu, 1, true, &r3, &d3);
+			itf[i] = run_inproc(n, cpu, 2, true, &r3, &d3);
+		}
+		double r = ip[i] / ba[i];
+		met += r <= HIT_BARE_MAX;
+		printf("  run %d: bare %6.2f ns, hit %6.2f ns: %.2fx bare; with the lookup %6.2f ns: %.2fx\n", i + 1, ba[i],
+		       ip[i], r, fl[i], fl[i] / ba[i]);
+	}
+	double u = bench_median(un, runs), b = bench_median(ba, runs), p = bench_median(ip, runs),
+	       f = bench_median(fl, runs);
+	double hit = p - u, hitf = f - u, ag = bench_median(agent, runs);
+	printf("  (last run: %llu records drained, %llu dropped; with the lookup %llu, %llu)\n",
 	       (unsigned long long)rec, (unsigned long long)drop, (unsigned long long)rec2,
 	       (unsigned long long)drop2);
 	printf("  untraced call                                %7.2f ns\n", u);
 	printf("  bare record (fill, rdtsc, push), per call    %7.2f ns\n", b);
-	printf("  in-process hit, record advice                %7.2f ns  (%.2f ns over untraced; %.2fx bare)  %s\n", p,
-	       hit, p / b, hit <= 30 && p <= 2 * b ? "(target <= 30 ns and <= 2x bare: met)"
-						   : "(target <= 30 ns and <= 2x bare: MISSED)");
+	printf("  in-process hit, record advice                %7.2f ns  (%.2f ns over untraced; %.2fx bare)\n", p,
+	       hit, p / b);
 	printf("  in-process hit, record and flow lookup       %7.2f ns  (%.2f ns over untraced; %.2fx bare)\n", f,
 	       hitf, f / b);
-	printf("  the same interpreted, not compiled: record   %7.2f ns  (%.2fx compiled), with the lookup %.2f ns (%.2fx)\n",
-	       pi, pi / p, fi, fi / f);
+	printf("  the agent draining the lanes (polls, copies, counts), CPU per record %.2f ns: what a target's\n"
+	       "  wall time would add where the agent shares its CPU\n", ag);
+	printf("  hit <= %.1fx the bare record of its run: %d of %d runs%s\n", HIT_BARE_MAX, met, runs,
+	       cpu < 0 || agent_cpu != cpu ? "" : met == runs ? " (target: met)" : " (target: MISSED)");
+	if (full) {
+		double pi = bench_median(it, runs), fi = bench_median(itf, runs);
+		printf("  the same interpreted, not compiled: record   %7.2f ns  (%.2fx compiled), with the lookup %.2f ns (%.2fx)\n",
+		       pi, pi / p, fi, fi / f);
+	}
 	fflush(stdout);
+	sched_setaffinity(0, sizeof(old), &old);
 }
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 2000000;
+	int runs = argc > 2 ? atoi(argv[2]) : RUNS;
+	bool pinned_only = argc > 3 && strcmp(argv[3], "pinned") == 0;
 	if (n < 10000)
 		n = 10000;
+	if (runs < 1 || runs > RUNS_MAX)
+		runs = RUNS;
 	pid_t probe = fork();
 	if (probe == 0) {
 		pause();
@@ -306,8 +360,14 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	bench_warm_up(1500);
-	printf("one hit, %ld calls per run, median of %d runs\n", n, RUNS);
-	compare("target pinned to cpu 0", 0, n);
-	compare("unpinned", -1, n);
+	printf("one hit, %ld calls per measure, %d runs of the least of %d\n", n, runs, ROUNDS);
+	/* Where the drainer runs decides the writer's cost (issue 27): on the
+	 * target's CPU it reads the lanes while the target is off it; on the
+	 * other, it pulls the lines the target just wrote across, and the
+	 * target pays for them.  Unpinned, either happens, run by run. */
+	compare("target and agent pinned to cpu 0", 0, 0, n, runs, !pinned_only);
+	compare("target pinned to cpu 0, agent to cpu 1", 0, 1, n, runs, false);
+	if (!pinned_only)
+		compare("unpinned", -1, -1, n, runs, true);
 	return 0;
 }

@@ -507,6 +507,32 @@ Test(hook_inproc, fork_flows_separate, .timeout = 120)
 	fx_end(&f);
 }
 
+/*
+ * A thread with no TLS (fs base 0, made by a bare clone) runs through the
+ * sites: the runtime, which tells threads apart by %fs:0 where every thread
+ * had a TCB at attach, must neither crash the program nor give it a lane;
+ * its hits are counted as lane-less.  The other threads' records are whole.
+ */
+Test(hook_inproc, thread_without_tls_gets_no_lane, .timeout = 120)
+{
+	struct fx f;
+	fx_start(&f, "2", "5000", "n");
+	gt_send(&f.p);
+	int status = serve_to_end(&f);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	cr_expect_eq(check_outs(f.outs, "", 5000), 2);
+	cr_expect(strstr(f.outs, "out: notls calls 5000 seq 5000 sum 12502500\n") != NULL, "%s", f.outs);
+	size_t seq;
+	check_seq(&f, 5000, true, &seq);
+	cr_expect_eq(seq, 2u * 5000, "seq records: %zu", seq);
+	struct xflow_hook_advice_stats as[NADV];
+	struct xflow_hook_prog_stats all;
+	cr_assert_eq(xflow_hook_prog_stats(f.h, NADV, as, &all), 0);
+	/* Three hooks in item_touch (SEQ before and after, SUM before). */
+	cr_expect_eq(all.nolane, 3u * 5000, "hits without a lane: %llu", (unsigned long long)all.nolane);
+	fx_end(&f);
+}
+
 Test(hook_inproc, exec_retires_the_sites, .timeout = 120)
 {
 	struct fx f;

@@ -85,6 +85,13 @@ static int rdtscp_usable(void)
 	return __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) && (edx >> 27 & 1);
 }
 
+/* RDPID is there (CPUID 7.0 ECX bit 22): the CPU without RDTSCP's wait. */
+static int rdpid_usable(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx >> 22 & 1);
+}
+
 void ip_ctl_fill(void *map, uint64_t addr, size_t size, const struct xflow_hook_prog *p)
 {
 	const struct xflow_plan *pl = p->plan;
@@ -104,7 +111,9 @@ void ip_ctl_fill(void *map, uint64_t addr, size_t size, const struct xflow_hook_
 		c->cpu_how = XFLOW_RT_CPU_FIXED;
 		c->cpu_fixed = p->fixed_cpu_plus1 - 1;
 	} else {
-		c->cpu_how = rdtscp_usable() ? XFLOW_RT_CPU_RDTSCP : XFLOW_RT_CPU_NONE;
+		c->cpu_how = rdpid_usable()    ? XFLOW_RT_CPU_RDPID
+			     : rdtscp_usable() ? XFLOW_RT_CPU_RDTSCP
+					       : XFLOW_RT_CPU_NONE;
 	}
 	c->nadvice = pl->nadvice;
 	c->nsites = d->nsites;

@@ -104,6 +104,21 @@ rt_safe_write:
 	xor %eax, %eax
 	ret
 	.size rt_safe_write, .-rt_safe_write
+
+/*
+ * uint64_t rt_safe_fs0(void)
+ *
+ * The word at %fs:0: the TCB's self pointer, the thread's fs base, where the
+ * thread follows the x86-64 TLS ABI.  A thread with no TLS (fs base 0)
+ * faults here and gets -EFAULT's 32 bits back, which no TCB's address is.
+ */
+	.globl rt_safe_fs0
+	.hidden rt_safe_fs0
+	.type rt_safe_fs0, @function
+rt_safe_fs0:
+	mov %fs:0, %rax
+	ret
+	.size rt_safe_fs0, .-rt_safe_fs0
 rt_safe_end:
 rt_safe_fault:
 	mov $-14, %eax		/* -EFAULT */

@@ -12,16 +12,6 @@ struct xflow_rt_globals rt_globals;
 
 
 
-static inline uint64_t thread_key(void)
-{
-	uint64_t v;
-	if (rt_config.fs_mode == XFLOW_RT_FS_RDFSBASE)
-		__asm__ volatile("rdfsbase %0" : "=r"(v));
-	else
-		__asm__ volatile("mov %%fs:0, %0" : "=r"(v));
-	return v;
-}
-
 static void lane_take(struct xflow_rt_proc *p, struct xflow_rt_lane *l)
 {
 	atomic_store_explicit(&l->tid, (uint32_t)rt_syscall3(RT_SYS_gettid, 0, 0, 0), memory_order_relaxed);
@@ -38,18 +28,18 @@ static void lane_take(struct xflow_rt_proc *p, struct xflow_rt_lane *l)
 }
 
 /*
- * The calling thread's lane: found by its fs base (distinct for every live
- * thread), claimed at its first hit.  Linear probing over the lanes from a
- * hash of the key; a free lane ends a search.  Lanes are never freed while
- * threads run, so a search never misses its lane.
+ * The lane of the thread whose key is @key (its fs base: distinct for every
+ * live thread), claimed at its first hit.  Linear probing over the lanes
+ * from a hash of the key; a free lane ends a search.  Lanes are never freed
+ * while threads run, so a search never misses its lane.
  */
-struct xflow_rt_lane *rt_lane_get(struct xflow_rt_proc *p)
+struct xflow_rt_lane *rt_lane_find(struct xflow_rt_proc *p, uint64_t key)
 {
-	uint64_t key = thread_key();
-	uint32_t mask = p->nlanes - 1, i = (uint32_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & mask;
+	uint32_t mask = p->nlanes - 1, i;
 	struct xflow_rt_lane *gone = NULL;
 	char *lanes = RT_AT(p, p->off_lanes);
 
+	rt_lane_at(p, key, &i);
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
 		struct xflow_rt_lane *l = (void *)(lanes + (uint64_t)i * p->lane_size);
 		/* Acquire: a lane taken by another thread is seen whole. */
