@@ -15,9 +15,10 @@
 # truth's hop counts and xflowtop's does not.
 # The slowest flow's path lists the truth's stages in the truth's order.
 . tests/e2e/lib.sh
+. tests/sim/lib.sh
 e2e_need "$BUILD/bin/xflowtop" "$BUILD/sim/truth-check"
-OUT=$(mktemp "${TMPDIR:-/tmp}/xflowtop-delay.XXXXXX")
-trap 'rm -f "$OUT" "$OUT.truth"' EXIT INT TERM
+# In the sim helpers' scratch directory, which they remove at exit.
+OUT=$TMP/out
 
 check() {
 	# The hops table's first row, and the row of the delayed hop (into
@@ -54,9 +55,9 @@ check() {
 	if [ "$from" = linux0:__skb_unlink ]; then
 		# The delay line's lateness at p90, the most it added to the
 		# hop's middle sample (ns in the truth; us here).
-		late=$(awk -F'\t' '$1 == "#late" && $2 == 0 && $3 == "netif_receive_skb" {
-			if (!n || $6 > m) m = $6; n++ } END { if (n) printf "%d", m / 1000 }' "$OUT.truth")
-		[ -n "$late" ] || { echo "dom0's netif_receive_skb line wrote no lateness"; return 1; }
+		late=$(late_p90 "$OUT.truth" 0 netif_receive_skb)
+		[ "$late" != none ] || { echo "dom0's netif_receive_skb line wrote no lateness"; return 1; }
+		late=$((late / 1000))
 		echo "the delay line released its frames late by ${late}us at p90"
 		awk -v p="$p50" -v late="$late" 'BEGIN { hi = 2100 + late
 			if (p < 1950 || p > hi) { print "p50 " p "us is not in [1950, " hi "]us: 2 ms, +5% and the line'"'"'s lateness"; exit 1 } }' ||
