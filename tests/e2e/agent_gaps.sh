@@ -69,7 +69,13 @@ PY
 	read seen whole ends <"$T/truth"
 	echo "$name: session: $seen flows seen, $whole with every record, $ends with both ends and a middle lost"
 	[ "$whole" -gt 0 ] || fail "$name: no request kept all its records: the fixture's pauses did not let the agent drain"
-	[ "$ends" -gt 0 ] || fail "$name: no request lost its middle alone: the test proves nothing"
+	# Whether the ptrace agent's ring fills is the machine's timing (a
+	# quiet run can drain it every time): such a run checks nothing, and
+	# the caller runs again rather than judge it.
+	if [ "$ends" -eq 0 ]; then
+		echo "$name: no request lost its middle alone: this run proves nothing"
+		return 2
+	fi
 
 	j() { tr ',{}' '\n\n\n' <"$T/snap.json" | sed -n "s/^ *\"$1\": *\([0-9]*\)$/\1/p" | tail -1; }
 	started=$(j flows_started)
@@ -95,6 +101,15 @@ PY
 		fail "$name: the batch header does not say the $seen_lost records seen lost"
 }
 
-run inproc --lane-slots 2
-run ptrace --backend ptrace --ring-slots 2
+# run_until_lost NAME AGENT-ARGS...: up to three runs, until one lost a
+# middle to check.
+run_until_lost() {
+	for attempt in 1 2 3; do
+		run "$@"
+		[ $? -eq 2 ] || return 0
+	done
+	fail "$1: no request lost its middle alone in three runs: the test proves nothing"
+}
+run_until_lost inproc --lane-slots 2
+run_until_lost ptrace --backend ptrace --ring-slots 2
 echo "both backends: finished = the flows whose every record arrived; the others partial; every loss seen"
