@@ -658,6 +658,7 @@ static void sched_status(struct xft_agg *a)
 	const struct xft_sj_stats *st = xft_sj_stats(a->sj);
 	a->sched.joined = 1;
 	a->sched.clock_error_ns = st->clock_error_ns;
+	a->sched.clock_bound_ns = st->clock_bound_ns;
 	a->sched.trace_records = st->events;
 	/* What a split missed: Xen's losses, and what the timelines could
 	 * not keep (entries let go before a split needed them, vCPUs
@@ -1353,6 +1354,7 @@ int xft_agg_sched_join(struct xft_agg *a, const struct xft_sj_limits *l, uint32_
 	}
 	a->st.memory_bytes += mem + xft_sj_bytes(a->sj);
 	a->sched.clock_error_ns = UINT64_MAX;
+	a->sched.clock_bound_ns = UINT64_MAX;
 	return 0;
 }
 

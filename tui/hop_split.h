@@ -70,7 +70,10 @@ struct xft_gap_split {
 struct xft_sched_status {
 	int joined;               /* a scheduler trace is being joined */
 	uint64_t clock_error_ns;  /* measured error between the flows' time and
-	                           * the trace's; UINT64_MAX: not yet measured */
+	                           * the trace's (at least this much);
+	                           * UINT64_MAX: not yet measured */
+	uint64_t clock_bound_ns;  /* the largest error the measures allow (at
+	                           * most this much); UINT64_MAX: not proven */
 	uint64_t trace_records;   /* scheduler records taken into the timeline */
 	uint64_t trace_lost;      /* records Xen or the timeline lost (counted,
 	                           * their intervals become '?'): the sum of

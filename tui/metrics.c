@@ -58,7 +58,10 @@ FAMILY(f_hop_state, "xflowtop_hop_state_seconds_total", XFX_COUNTER,
        "blocked, offline, xen, unknown), summed over their flows; hops as in xflowtop_hop_latency_seconds.");
 FAMILY(f_sched_joined, "xflowtop_sched_joined", XFX_GAUGE, "1 while Xen's scheduler trace is joined to the flows.");
 FAMILY(f_sched_error, "xflowtop_sched_clock_error_seconds", XFX_GAUGE,
-       "Measured error between the flows' time and the scheduler trace's (absent until measured).");
+       "Measured error between the flows' time and the scheduler trace's, at least (absent until measured).");
+FAMILY(f_sched_bound, "xflowtop_sched_clock_bound_seconds", XFX_GAUGE,
+       "Largest error between the flows' time and the scheduler trace's that the measures allow (absent until "
+       "proven).");
 FAMILY(f_sched_records, "xflowtop_sched_trace_records_total", XFX_COUNTER,
        "Scheduler records taken into the per-vCPU timeline.");
 FAMILY(f_sched_lost, "xflowtop_sched_trace_lost_total", XFX_COUNTER,
@@ -398,6 +401,10 @@ static void put_sched(struct xft_app *app, struct xfx_snap *s)
 	if (st->joined && st->clock_error_ns != UINT64_MAX) {
 		xfx_snap_family(s, &f_sched_error);
 		xfx_snap_seconds(s, st->clock_error_ns);
+	}
+	if (st->joined && st->clock_bound_ns != UINT64_MAX) {
+		xfx_snap_family(s, &f_sched_bound);
+		xfx_snap_seconds(s, st->clock_bound_ns);
 	}
 	one(s, &f_sched_records, st->trace_records);
 	one(s, &f_sched_lost, st->trace_lost);

@@ -442,6 +442,11 @@ static void json_sched(struct xft_json *j, const struct xft_sched_status *st)
 		xft_json_u64(j, st->clock_error_ns);
 	else
 		xft_json_null(j);
+	xft_json_key(j, "clock_bound_ns");
+	if (st->joined && st->clock_bound_ns != UINT64_MAX)
+		xft_json_u64(j, st->clock_bound_ns);
+	else
+		xft_json_null(j);
 	JU("trace_records", st->trace_records);
 	JU("trace_lost", st->trace_lost);
 	JU("lost_records", st->lost_records);

@@ -63,6 +63,15 @@ struct pcpu {
 	int have_switch;
 };
 
+/* What a window's clock checks allow of the offset between the two clocks
+ * (the trace's time of a record minus the flows' time of it), assumed
+ * constant over the window: at least lo (when has_lo), at most hi (when
+ * has_hi).  lo > hi: no constant offset fits every check. */
+struct offsets {
+	int64_t lo, hi;
+	int has_lo, has_hi;
+};
+
 struct xft_sj {
 	struct xft_sj_limits lim;
 	struct xft_sj_stats st;
@@ -78,9 +87,11 @@ struct xft_sj {
 	uint64_t *tss;
 	uint64_t *hcs;
 	struct pcpu *p;
-	/* The clock checks of the last two windows. */
+	/* The clock checks of the last two windows: the largest distance
+	 * from a run, and the offsets the runs allow (struct offsets). */
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
+	struct offsets off_cur, off_prev;
 };
 
 /* --- timelines ------------------------------------------------------------- */
@@ -595,9 +606,12 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 }
 
 /* How far @t lies from any running interval of @v (@k the last entry at
- * or before it); 0 when it ran then.  -1 when the timeline cannot say. */
-static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
+ * or before it); 0 when it ran then.  -1 when the timeline cannot say.
+ * *@ahead says whether the nearer run begins after @t (else it ended
+ * before). */
+static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int *ahead)
 {
+	*ahead = 0;
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
 	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
@@ -619,6 +633,7 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 			break;
 		if (en->state == S_RUNNING) {
 			best = en->t - t;
+			*ahead = 1;
 			break;
 		}
 	}
@@ -630,18 +645,103 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
+/* Whether entry @k of @v is where a known state of it began: its
+ * predecessor is kept and known, and not the same state (after lost
+ * records, a run's first entry is not its start). */
+static int began_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	if (k <= first_kept(j, v))
+		return 0;
+	unsigned prev = ent_at(j, v, k - 1)->state;
+	return prev != S_UNKNOWN && prev != ent_at(j, v, k)->state;
+}
+
+/* Whether the state of entry @k of @v is known to have ended: the next
+ * entry is kept, known and another state. */
+static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	if (k + 1 >= v->n)
+		return 0;
+	unsigned next = ent_at(j, v, k + 1)->state;
+	return next != S_UNKNOWN && next != ent_at(j, v, k)->state;
+}
+
+/* What the record at @t on @v, whose vCPU must have been running then,
+ * allows of the offset (struct offsets), narrowing @o.  Within a run
+ * [a, b): a - t <= offset <= b - t.  Outside every run, at distance @d
+ * from the nearer one: the record belongs to that one (the error is taken
+ * to be less than half the gap between two runs), so offset <= -d when it
+ * ended before, offset >= d when it begins after. */
+static void offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
+			   struct offsets *o)
+{
+	const struct ent *e = ent_at(j, v, (uint64_t)k);
+	if (d == 0) {
+		if (began_at(j, v, (uint64_t)k)) {
+			int64_t lo = -(int64_t)(t - e->t);
+			if (!o->has_lo || lo > o->lo)
+				o->lo = lo;
+			o->has_lo = 1;
+		}
+		if (ended_known(j, v, (uint64_t)k)) {
+			int64_t hi = (int64_t)(ent_at(j, v, (uint64_t)k + 1)->t - t);
+			if (!o->has_hi || hi < o->hi)
+				o->hi = hi;
+			o->has_hi = 1;
+		}
+		return;
+	}
+	if (!ahead) {
+		if (!o->has_hi || -d < o->hi)
+			o->hi = -d;
+		o->has_hi = 1;
+	} else {
+		if (!o->has_lo || d > o->lo)
+			o->lo = d;
+		o->has_lo = 1;
+	}
+}
+
+/* Both windows' offsets together. */
+static struct offsets offsets_both(const struct offsets *a, const struct offsets *b)
+{
+	struct offsets o = *a;
+	if (b->has_lo && (!o.has_lo || b->lo > o.lo))
+		o.lo = b->lo, o.has_lo = 1;
+	if (b->has_hi && (!o.has_hi || b->hi < o.hi))
+		o.hi = b->hi, o.has_hi = 1;
+	return o;
+}
+
+/* The error the offsets prove: the largest offset they allow, or
+ * UINT64_MAX when they allow any (a side unbounded) or none. */
+static uint64_t offsets_bound(const struct offsets *o)
+{
+	if (!o->has_lo || !o->has_hi || o->lo > o->hi)
+		return UINT64_MAX;
+	uint64_t lo = o->lo < 0 ? (uint64_t)-o->lo : (uint64_t)o->lo;
+	uint64_t hi = o->hi < 0 ? (uint64_t)-o->hi : (uint64_t)o->hi;
+	return lo > hi ? lo : hi;
+}
+
 static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int64_t d = v ? off_run(j, v, t, k) : -1;
+	int ahead;
+	int64_t d = v ? off_run(j, v, t, k, &ahead) : -1;
 	if (d < 0)
 		return;
 	j->st.checks++;
 	if ((uint64_t)d > j->err_cur)
 		j->err_cur = (uint64_t)d;
+	offsets_narrow(j, v, t, k, d, ahead, &j->off_cur);
+	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+	j->st.clock_bound_ns = offsets_bound(&both);
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
 		j->err_prev = j->err_cur;
 		j->err_cur = 0;
 		j->err_n = 0;
+		j->off_prev = j->off_cur;
+		memset(&j->off_cur, 0, sizeof(j->off_cur));
 	}
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
@@ -727,10 +827,13 @@ void xft_sj_reset(struct xft_sj *j)
 {
 	memset(&j->st, 0, sizeof(j->st));
 	j->st.clock_error_ns = UINT64_MAX;
+	j->st.clock_bound_ns = UINT64_MAX;
 	j->watermark = 0;
 	j->nv = 0;
 	j->err_cur = j->err_prev = 0;
 	j->err_n = 0;
+	memset(&j->off_cur, 0, sizeof(j->off_cur));
+	memset(&j->off_prev, 0, sizeof(j->off_prev));
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		memset(&j->p[p], 0, sizeof(j->p[p]));

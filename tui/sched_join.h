@@ -32,7 +32,15 @@
  * then; how far from any running interval the record lies is a lower
  * bound of the error between the two clocks.  The error reported is the
  * largest such distance over the last XFT_SJ_ERROR_WINDOW checks (two
- * windows, so that it follows a clock that is repaired).
+ * windows, so that it follows a clock that is repaired); it is the margin
+ * of the boundaries above.  The same checks are ordered pairs that bound
+ * the error from above: a record within the run [a, b) at t says that the
+ * offset between the clocks lies in [a - t, b - t], and one outside every
+ * run that it lies past the nearer run's edge.  Their intersection over
+ * the two windows, taken as one constant offset, gives the bound; it is
+ * not proven while every check leaves a side open (a vCPU that never
+ * stops running bounds nothing) or when no constant offset fits them all
+ * (the clocks drift against each other).
  *
  * Not thread-safe: the model's thread feeds and queries it.
  */
@@ -72,6 +80,8 @@ struct xft_sj_stats {
 	uint64_t bad;            /* events out of range (kind, state, pcpu) */
 	uint64_t checks;         /* clock checks made */
 	uint64_t clock_error_ns; /* UINT64_MAX until the first check */
+	uint64_t clock_bound_ns; /* the largest error the checks allow;
+	                          * UINT64_MAX: not proven */
 };
 
 struct xft_sj;

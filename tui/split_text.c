@@ -303,11 +303,15 @@ size_t xft_sched_status_text(const struct xft_sched_status *st, char *buf, size_
 		return written(snprintf(buf, len, "sched: not joined"), len);
 	if (st->clock_error_ns == UINT64_MAX)
 		return written(snprintf(buf, len, "sched: joined, clock not yet measured"), len);
-	char e[16];
-	xft_format_ns(st->clock_error_ns, e, sizeof(e));
+	char e[16], lost[40] = "";
 	if (st->trace_lost)
-		return written(snprintf(buf, len, "sched clock \u00b1%s, lost %" PRIu64, e, st->trace_lost), len);
-	return written(snprintf(buf, len, "sched clock \u00b1%s", e), len);
+		snprintf(lost, sizeof(lost), ", lost %" PRIu64, st->trace_lost);
+	if (st->clock_bound_ns != UINT64_MAX) {
+		xft_format_ns(st->clock_bound_ns, e, sizeof(e));
+		return written(snprintf(buf, len, "sched clock \u00b1%s%s", e, lost), len);
+	}
+	xft_format_ns(st->clock_error_ns, e, sizeof(e));
+	return written(snprintf(buf, len, "sched clock \u2265%s off, not bounded%s", e, lost), len);
 }
 
 size_t xft_sched_lost_text(const struct xft_sched_status *st, char *buf, size_t len)
@@ -366,8 +370,12 @@ size_t xft_sched_batch_text(const struct xft_sched_status *st, char *buf, size_t
 	size_t at;
 	if (st->clock_error_ns == UINT64_MAX)
 		at = written(snprintf(buf, len, "sched joined, clock not measured yet"), len);
+	else if (st->clock_bound_ns != UINT64_MAX)
+		at = written(snprintf(buf, len, "sched joined, clock \u00b1%.1f \u00b5s", (double)st->clock_bound_ns / 1e3),
+			     len);
 	else
-		at = written(snprintf(buf, len, "sched joined, clock \u00b1%.1f \u00b5s", (double)st->clock_error_ns / 1e3),
+		at = written(snprintf(buf, len, "sched joined, clock \u2265%.1f \u00b5s off, not bounded",
+				      (double)st->clock_error_ns / 1e3),
 			     len);
 	char why[160];
 	xft_sched_lost_text(st, why, sizeof(why));

@@ -93,8 +93,9 @@ size_t xft_culprit_text(const struct xft_culprit *c, uint64_t wait_ns, char *buf
 size_t xft_hop_culprits_text(const struct xft_hop_split *sp, char *buf, size_t len);
 
 /* The header's word on the join: "sched: not joined", "sched: joined,
- * clock not yet measured", "sched clock ±3.10us" (and ", lost N" when
- * records were). */
+ * clock not yet measured", "sched clock ±3.10us" (the error proven at
+ * most that) or "sched clock ≥1.20us off, not bounded" (measured at least
+ * that, no bound proven), and ", lost N" when records were. */
 size_t xft_sched_status_text(const struct xft_sched_status *st, char *buf, size_t len);
 
 /* Why the trace's records were lost, each reason with its count: " (10
@@ -108,9 +109,10 @@ size_t xft_sched_lost_text(const struct xft_sched_status *st, char *buf, size_t 
 size_t xft_sched_counts_text(const struct xft_sched_status *st, char *buf, size_t len);
 
 /* The line batch mode prints for scripts, its fields in a fixed order:
- * "sched joined, clock ±0.0 µs; trace records 1000, lost 0; hops split
+ * "sched joined, clock ±3.1 µs; trace records 1000, lost 0; hops split
  * 900, pending 3, split early 0" (the reasons of a loss after its count),
- * "sched joined, clock not measured yet; ..." or "sched not joined". */
+ * "sched joined, clock ≥1.2 µs off, not bounded; ...", "sched joined,
+ * clock not measured yet; ..." or "sched not joined". */
 size_t xft_sched_batch_text(const struct xft_sched_status *st, char *buf, size_t len);
 
 #endif

@@ -67,7 +67,8 @@ static inline int apptest_screen_has(struct xft_app *app, const char *text)
  * The model's hops are not touched: the frame is what the view draws. */
 static inline struct xft_hop_row *apptest_split_hop(struct xft_app *app)
 {
-	app->frame.sched = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 3100, .trace_records = 1000 };
+	app->frame.sched = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 1200, .clock_bound_ns = 3100,
+						     .trace_records = 1000 };
 	struct xft_hop_row *r = &app->frame.hops[app->frame.hop_order[app->ui.list[XFT_VIEW_HOPS].sel]];
 	struct xft_hop_split *sp = &r->split;
 	memset(sp, 0, sizeof(*sp));
@@ -106,6 +107,7 @@ static inline uint32_t apptest_split_flow(struct xft_app *app, struct xft_gap_sp
 	f->s.gaps = gaps;
 	app->frame.sched.joined = 1;
 	app->frame.sched.clock_error_ns = UINT64_MAX;
+	app->frame.sched.clock_bound_ns = UINT64_MAX;
 	return big;
 }
 

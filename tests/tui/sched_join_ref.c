@@ -66,6 +66,10 @@ struct ref_sj {
 	/* The clock checks of the last two windows. */
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
+	/* Each check's allowed offsets [lo, hi] (INT64_MIN, INT64_MAX: open),
+	 * all of them, the bound recomputed from the two windows' at each. */
+	int64_t (*allowed)[2];
+	uint64_t nallowed, allowed_cap;
 };
 
 static void ref_sj_free(struct ref_sj *j);
@@ -470,9 +474,10 @@ static uint64_t notify_time(const struct ref_sj *j, const struct vcpu *v, uint64
 }
 
 /* How far @t lies from any running interval of @v; 0 when it ran then.
- * -1 when the timeline cannot say. */
-static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t)
+ * -1 when the timeline cannot say.  *@ahead: the nearer run is after @t. */
+static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t, int *ahead)
 {
+	*ahead = 0;
 	int64_t k = find(j, v, t);
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
@@ -495,6 +500,7 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t)
 			break;
 		if (en->state == S_RUNNING) {
 			best = en->t - t;
+			*ahead = 1;
 			break;
 		}
 	}
@@ -506,14 +512,59 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t)
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
+/* The offsets the record at @t on @v allows (what it says with d = its
+ * distance from a run): within the run holding it, from the run's start
+ * (when the entry before says it started then) to its end (when the entry
+ * after says it ended); outside, past the nearer run's edge. */
+static void allowed_of(const struct ref_sj *j, const struct vcpu *v, uint64_t t, int64_t d, int ahead,
+		       int64_t out[2])
+{
+	out[0] = INT64_MIN;
+	out[1] = INT64_MAX;
+	if (d > 0) {
+		out[ahead ? 0 : 1] = ahead ? d : -d;
+		return;
+	}
+	uint64_t k = (uint64_t)find(j, v, t);
+	if (k > first_kept(j, v) && ent_at(j, v, k - 1)->state != S_UNKNOWN && ent_at(j, v, k - 1)->state != S_RUNNING)
+		out[0] = (int64_t)ent_at(j, v, k)->t - (int64_t)t;
+	if (k + 1 < v->n && ent_at(j, v, k + 1)->state != S_UNKNOWN && ent_at(j, v, k + 1)->state != S_RUNNING)
+		out[1] = (int64_t)ent_at(j, v, k + 1)->t - (int64_t)t;
+}
+
+/* The bound over this window's checks and the whole window before. */
+static uint64_t allowed_bound(const struct ref_sj *j)
+{
+	uint64_t w = (j->nallowed - 1) / XFT_SJ_ERROR_WINDOW;
+	uint64_t from = w ? (w - 1) * XFT_SJ_ERROR_WINDOW : 0;
+	int64_t lo = INT64_MIN, hi = INT64_MAX;
+	for (uint64_t i = from; i < j->nallowed; i++) {
+		lo = j->allowed[i][0] > lo ? j->allowed[i][0] : lo;
+		hi = j->allowed[i][1] < hi ? j->allowed[i][1] : hi;
+	}
+	if (lo == INT64_MIN || hi == INT64_MAX || lo > hi)
+		return UINT64_MAX;
+	uint64_t a = lo < 0 ? (uint64_t)-lo : (uint64_t)lo, b = hi < 0 ? (uint64_t)-hi : (uint64_t)hi;
+	return a > b ? a : b;
+}
+
 static void clock_check(struct ref_sj *j, const struct vcpu *v, uint64_t t)
 {
-	int64_t d = v ? off_run(j, v, t) : -1;
+	int ahead;
+	int64_t d = v ? off_run(j, v, t, &ahead) : -1;
 	if (d < 0)
 		return;
 	j->st.checks++;
 	if ((uint64_t)d > j->err_cur)
 		j->err_cur = (uint64_t)d;
+	if (j->nallowed == j->allowed_cap) {
+		j->allowed_cap = j->allowed_cap ? 2 * j->allowed_cap : 4096;
+		j->allowed = realloc(j->allowed, j->allowed_cap * sizeof(*j->allowed));
+		if (!j->allowed)
+			abort();
+	}
+	allowed_of(j, v, t, d, ahead, j->allowed[j->nallowed++]);
+	j->st.clock_bound_ns = allowed_bound(j);
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
 		j->err_prev = j->err_cur;
 		j->err_cur = 0;
@@ -581,10 +632,12 @@ static void ref_sj_reset(struct ref_sj *j)
 {
 	memset(&j->st, 0, sizeof(j->st));
 	j->st.clock_error_ns = UINT64_MAX;
+	j->st.clock_bound_ns = UINT64_MAX;
 	j->watermark = 0;
 	j->nv = 0;
 	j->err_cur = j->err_prev = 0;
 	j->err_n = 0;
+	j->nallowed = 0;
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		memset(&j->p[p], 0, sizeof(j->p[p]));
@@ -662,5 +715,6 @@ static void ref_sj_free(struct ref_sj *j)
 	free(j->tss);
 	free(j->hcs);
 	free(j->p);
+	free(j->allowed);
 	free(j);
 }

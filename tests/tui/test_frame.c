@@ -211,6 +211,7 @@ Test(frame, the_split_is_copied_at_every_build)
 	hops[1].split.culprit_tail.pcpu = 5;
 	sch->joined = 1;
 	sch->clock_error_ns = 1234;
+	sch->clock_bound_ns = 5678;
 	xft_frame_build(f, app->agg, &app->sites);
 	const struct xft_hop_row *r = NULL;
 	for (size_t i = 0; i < f->nhops; i++)
@@ -223,5 +224,6 @@ Test(frame, the_split_is_copied_at_every_build)
 	cr_assert_eq(r->split.culprit_tail.pcpu, 5);
 	cr_assert_eq(f->sched.joined, 1);
 	cr_assert_eq(f->sched.clock_error_ns, 1234);
+	cr_assert_eq(f->sched.clock_bound_ns, 5678);
 	apptest_free(app);
 }

@@ -365,6 +365,7 @@ Test(metrics, hop_states_are_bounded_like_the_hops_and_only_grow)
 	cr_assert_eq(count_of(body, "xflowtop_hop_state_seconds_total{"), 0, "nothing split, no series");
 	cr_assert_eq(value(body, "xflowtop_sched_joined{host=\"h\"}"), 0);
 	cr_assert_null(strstr(body, "xflowtop_sched_clock_error_seconds{"), "no error before it is measured");
+	cr_assert_null(strstr(body, "xflowtop_sched_clock_bound_seconds{"), "no bound before it is proven");
 	free(body);
 
 	size_t nh;
@@ -378,8 +379,9 @@ Test(metrics, hop_states_are_bounded_like_the_hops_and_only_grow)
 		all_wait += (double)(i + 1) * 1e-3;
 		other_wait += i >= 3 ? (double)(i + 1) * 1e-3 : 0;
 	}
-	*model_sched(app) = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 2500, .trace_records = 1234,
-						       .trace_lost = 5, .hops_split = 77, .hops_pending = 3 };
+	*model_sched(app) = (struct xft_sched_status){ .joined = 1, .clock_error_ns = 2500, .clock_bound_ns = 7500,
+						       .trace_records = 1234, .trace_lost = 5, .hops_split = 77,
+						       .hops_pending = 3 };
 	xft_metrics_publish(app);
 	body = scrape(app, &st);
 	cr_assert_eq(count_of(body, "xflowtop_hop_state_seconds_total{"), 4 * XFT_NSTATES,
@@ -399,6 +401,7 @@ Test(metrics, hop_states_are_bounded_like_the_hops_and_only_grow)
 			   1e-9, "nothing lost by folding");
 	cr_assert_eq(value(body, "xflowtop_sched_joined{host=\"h\"}"), 1);
 	cr_assert_float_eq(value(body, "xflowtop_sched_clock_error_seconds{host=\"h\"}"), 2.5e-6, 1e-15);
+	cr_assert_float_eq(value(body, "xflowtop_sched_clock_bound_seconds{host=\"h\"}"), 7.5e-6, 1e-15);
 	cr_assert_eq(value(body, "xflowtop_sched_trace_records_total{host=\"h\"}"), 1234);
 	cr_assert_eq(value(body, "xflowtop_sched_trace_lost_total{host=\"h\"}"), 5);
 	cr_assert_eq(value(body, "xflowtop_sched_hops_split_total{host=\"h\"}"), 77);

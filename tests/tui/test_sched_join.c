@@ -288,6 +288,60 @@ Test(sched_join, clock_error_is_measured_and_blurs_the_boundaries)
 	xft_sj_free(j);
 }
 
+static void check_at(struct xft_sj *j, uint64_t t1)
+{
+	struct xft_sj_end a = { 50, 1, 0 }, b = { t1, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+}
+
+/* The same checks bound the error from above: dom0's d0v0 ran over
+ * [500, 2000), so a record at 700 allows offsets in [-200, 1300]; one at
+ * 1900 narrows that to [-200, 100]; one at 2050, 50 ns after it blocked,
+ * to [-200, -50]; one at 550 to exactly -50.  A record at 2300 then fits
+ * no constant offset: no bound, while the lower one stands. */
+Test(sched_join, clock_bound_is_what_the_runs_allow)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j);
+	check_at(j, 700);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 1300);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0);
+	check_at(j, 1900);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 200);
+	check_at(j, 2050);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 200);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 50);
+	check_at(j, 550);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 50);
+	check_at(j, 2300);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, UINT64_MAX, "no constant offset fits");
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 300);
+	xft_sj_free(j);
+}
+
+/* A vCPU that never stops running bounds nothing: every record in its one
+ * run is 0 ns from it, and the error could be anything up to the run's
+ * length.  Measured 0 is not proven 0 (a quiet run on real Xen showed
+ * "clock ±0.0 µs"). */
+Test(sched_join, a_run_without_end_proves_no_bound)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 5, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 10, 1, 0, 0, BLOCKED, RUN);
+	rs(j, 5000, 0, 1, 0, RUN, BLOCKED); /* the watermark */
+	for (uint64_t t = 100; t < 4000; t += 100)
+		check_at(j, t);
+	cr_assert_eq(xft_sj_stats(j)->checks, 39);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, UINT64_MAX);
+	/* Its end known, 50 ns after the last record: offsets in [-90, 50]. */
+	rs(j, 4050, 1, 0, 0, RUN, BLOCKED);
+	check_at(j, 4000);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 90, "the run's start 90 ns before the first record");
+	xft_sj_free(j);
+}
+
 /* Random events and hops, hostile ones among them: the states always add
  * up to the hop, and nothing crashes. */
 Test(sched_join, random_input_always_adds_up)

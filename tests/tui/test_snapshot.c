@@ -392,6 +392,7 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 	cr_assert_eq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "joined")->type, JL_BOOL);
 	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_error_ns")->type, JL_NULL);
+	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_bound_ns")->type, JL_NULL);
 	const struct jl_value *h0 = &jl_get(&snap, "hops")->items[0];
 	cr_assert_eq(jl_get(jl_get(jl_get(jl_get(h0, "split"), "all"), "ns"), "wait")->number, 0);
 	cr_assert_eq(jl_get(jl_get(jl_get(h0, "split"), "all"), "culprit")->type, JL_NULL);
@@ -404,7 +405,8 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 	struct xft_hop_row *hop = apptest_split_hop(app);
 	struct xft_gap_split gaps[64];
 	uint32_t big = apptest_split_flow(app, gaps);
-	app->frame.sched.clock_error_ns = 3100;
+	app->frame.sched.clock_error_ns = 1200;
+	app->frame.sched.clock_bound_ns = 3100;
 	snprintf(base, sizeof(base), "%s/split", dir);
 	cr_assert_eq(xft_snapshot_write(app, base, err, sizeof(err)), 0, "%s", err);
 
@@ -428,7 +430,8 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 	snprintf(path, sizeof(path), "%s/split.json", dir);
 	snap = load_json(path);
 	cr_assert_eq(jl_validate(&schema, &schema, &snap, "", err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_error_ns")->number, 3100);
+	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_error_ns")->number, 1200);
+	cr_assert_eq(jl_get(jl_get(&snap, "sched"), "clock_bound_ns")->number, 3100);
 	const struct jl_value *hops = jl_get(&snap, "hops"), *sh = NULL;
 	for (size_t i = 0; i < hops->n && !sh; i++)
 		if (jl_get(jl_get(jl_get(jl_get(&hops->items[i], "split"), "all"), "ns"), "wait")->number > 0)

@@ -308,16 +308,26 @@ Test(split_text, the_header_s_word_on_the_join)
 	st.clock_error_ns = UINT64_MAX;
 	xft_sched_status_text(&st, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "sched: joined, clock not yet measured");
-	st.clock_error_ns = 3100;
+	st.clock_error_ns = 1200;
+	st.clock_bound_ns = 3100;
 	xft_sched_status_text(&st, buf, sizeof(buf));
-	cr_assert_str_eq(buf, "sched clock \u00b13.10us");
+	cr_assert_str_eq(buf, "sched clock \u00b13.10us", "the bound, not the error seen");
 	st.trace_lost = 12;
 	xft_sched_status_text(&st, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "sched clock \u00b13.10us, lost 12");
-	st.clock_error_ns = 0;
+	st.clock_bound_ns = 0;
 	st.trace_lost = 0;
 	xft_sched_status_text(&st, buf, sizeof(buf));
-	cr_assert_str_eq(buf, "sched clock \u00b10ns", "a measured zero is not 'not measured'");
+	cr_assert_str_eq(buf, "sched clock \u00b10ns", "a proven zero is not 'not measured'");
+	/* Measured, not bounded: what was seen, as a floor. */
+	st.clock_error_ns = 0;
+	st.clock_bound_ns = UINT64_MAX;
+	xft_sched_status_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched clock \u22650ns off, not bounded");
+	st.clock_error_ns = 1200;
+	st.trace_lost = 3;
+	xft_sched_status_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched clock \u22651.20us off, not bounded, lost 3");
 }
 
 Test(split_text, the_join_s_counts_name_why_records_were_lost)
@@ -359,14 +369,18 @@ Test(split_text, the_batch_line_keeps_its_fields)
 	struct xft_sched_status st = { 0 };
 	xft_sched_batch_text(&st, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "sched not joined");
-	st = (struct xft_sched_status){ .joined = 1, .clock_error_ns = UINT64_MAX, .trace_records = 1000,
-					.hops_split = 900, .hops_pending = 3 };
+	st = (struct xft_sched_status){ .joined = 1, .clock_error_ns = UINT64_MAX, .clock_bound_ns = UINT64_MAX,
+					.trace_records = 1000, .hops_split = 900, .hops_pending = 3 };
 	xft_sched_batch_text(&st, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "sched joined, clock not measured yet; trace records 1000, lost 0; hops split 900, "
 			      "pending 3, split early 0");
-	st.clock_error_ns = 3100;
+	st.clock_error_ns = 1200;
 	st.lost_records = st.trace_lost = 4;
 	st.split_early = 2;
+	xft_sched_batch_text(&st, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "sched joined, clock \u22651.2 \u00b5s off, not bounded; trace records 1000, lost 4 (4 "
+			      "lost before the join); hops split 900, pending 3, split early 2");
+	st.clock_bound_ns = 3100;
 	xft_sched_batch_text(&st, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "sched joined, clock \u00b13.1 \u00b5s; trace records 1000, lost 4 (4 lost before the "
 			      "join); hops split 900, pending 3, split early 2");
