@@ -354,7 +354,8 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,
-					   .clock_bound_ns = acoll_peer_clock_bound(p), .lies = p->vet.lies };
+					   .clock_bound_ns = acoll_peer_clock_bound(p), .lies = p->vet.lies,
+					   .progress_ns = p->gone || !p->connected ? 0 : p->progress_ns };
 	return 0;
 }
 

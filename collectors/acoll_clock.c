@@ -95,6 +95,18 @@ void acoll_peer_clock_refine(struct acoll *c, struct peer *p, const struct xflow
 		acoll_xen_peer_source(p);
 }
 
+/* Placed as its records are (peer_emit): a record it wrote before it
+ * answered is stamped before this.  A guest's clock not placed yet (its
+ * first record places it) says nothing. */
+void acoll_peer_progress(struct peer *p, uint64_t agent_ticks)
+{
+	if (!agent_ticks || (p->xen && !p->offset_checked))
+		return;
+	uint64_t t = xflow_clock_to_ns(p->conv, agent_ticks) + (uint64_t)p->offset_ns;
+	if (t > p->progress_ns)
+		p->progress_ns = t;
+}
+
 /* The Domains row's words for a clock placed by round trips. */
 void acoll_rt_how(struct peer *p)
 {

@@ -210,6 +210,7 @@ int acoll_peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct x
 			if (m->u.reply.status == 0) {
 				acoll_handle_stats(p, &m->u.reply.u.stats);
 				acoll_peer_clock_refine(c, p, &m->u.reply.u.stats);
+				acoll_peer_progress(p, m->u.reply.u.stats.clock_now);
 				acoll_xtime_heard(c, p, m->u.reply.u.stats.xen_time, m->u.reply.u.stats.xen_minus_mono);
 			}
 		} else if (m->u.reply.req_type == XFLOW_CTL_PLAN_LOAD && plan_reply &&

@@ -159,6 +159,10 @@ struct peer {
 	uint64_t lost_before_ring;
 	bool stats_pending;
 	uint64_t stats_sent_ns;
+	/* The agent's clock in its last STATS reply, on our time: it had
+	 * written every record it gave before then (xflow_domain_info's
+	 * progress_ns); 0 until it said. */
+	uint64_t progress_ns;
 	char source[200];
 	/* source, and what the domain's lanes lost, for the Domains view. */
 	char source_said[320];
@@ -235,6 +239,8 @@ void acoll_bound_note(struct peer *p);
 void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s);
 uint64_t acoll_peer_clock_bound(struct peer *p);
 void acoll_peer_clock_refine(struct acoll *c, struct peer *p, const struct xflow_ctl_stats *s);
+/* A STATS reply's clock_now (@agent_ticks, 0: not said) as p->progress_ns. */
+void acoll_peer_progress(struct peer *p, uint64_t agent_ticks);
 void acoll_rt_how(struct peer *p);
 void acoll_xen_peer_source(struct peer *p);
 void acoll_xtime_heard(struct acoll *c, struct peer *p, bool said, int64_t d);

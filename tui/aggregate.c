@@ -32,6 +32,9 @@
  * room for a thread not yet seen, or back from quiet, to be merged. */
 #define LAG_FLOOR_NS UINT64_C(1000000)
 #define LAG_PERIOD_NS UINT64_C(1000000000)
+/* A domain that has not moved for this many join graces is not waited
+ * for (handoff_horizon): its agent is stuck or gone. */
+#define HOLD_MAX_GRACES 5
 _Static_assert((PEND_LOSS & XFLOW_REC_ALL_FLAGS) == 0, "a loss is not a record");
 
 struct flow_key {
@@ -117,6 +120,17 @@ struct xft_agg {
 	uint64_t lag_now, lag_prev, lag_period_end;
 	uint64_t warm_from; /* the watermark is used from this record time on */
 	bool warm_set;
+
+	/* How far each domain's agent has given its records
+	 * (xft_agg_set_progress), for the domains that said; and the
+	 * newest time the model was told it is (records or ticks), which
+	 * says how long ago a domain last moved. */
+	struct progress {
+		uint16_t domain;
+		uint64_t t;
+	} progress[XFT_PROGRESS_DOMAINS];
+	uint32_t nprogress;
+	uint64_t clock_now;
 
 	/* Losses seen in threads' record numbers (tui/seq_gap.h), per
 	 * domain: how many were applied (dloss) and when the latest one's
@@ -1067,6 +1081,24 @@ static void loss_apply(struct xft_agg *a, uint16_t domain, uint64_t t, uint64_t 
 		a->duntil[domain] = until;
 }
 
+/* The time up to which handoff sides may run out of their grace: @t, held
+ * back to what the slowest domain that said how far it is has given (less
+ * the reorder window, which a record may still be behind by).  A domain
+ * that has not moved for HOLD_MAX_GRACES graces is not waited for. */
+static uint64_t handoff_horizon(const struct xft_agg *a, uint64_t t)
+{
+	uint64_t stale = HOLD_MAX_GRACES * a->lim.join_grace_ns;
+	for (uint32_t i = 0; i < a->nprogress; i++) {
+		uint64_t p = a->progress[i].t;
+		if (a->clock_now - p >= stale)
+			continue;
+		p = p > a->lim.window_ns ? p - a->lim.window_ns : 0;
+		if (p < t)
+			t = p;
+	}
+	return t;
+}
+
 static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
 	if (r->flags & PEND_LOSS) {
@@ -1085,8 +1117,9 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 	if (r->flags & XFLOW_REC_KEYED) {
 		int out = (r->flags & XFLOW_REC_CROSS_DOMAIN) && r->data[1] == 0;
 		if (r->data[1] == 1 || out) {
-			/* Sides wait at most the grace, as of what was applied. */
-			xft_kj_expire(&a->kj, a->last_released);
+			/* Sides wait at most the grace, as of what was applied
+			 * and what every domain has given. */
+			xft_kj_expire(&a->kj, handoff_horizon(a, a->last_released));
 			if (out)
 				keyed_out(a, r, t);
 			else
@@ -1139,8 +1172,9 @@ static void expire(struct xft_agg *a, uint64_t now)
 		a->st.flows_expired++;
 		flow_end(a, a->act_head, 1);
 	}
-	handoff_expire(a, now);
-	xft_kj_expire(&a->kj, now);
+	uint64_t h = handoff_horizon(a, now);
+	handoff_expire(a, h);
+	xft_kj_expire(&a->kj, h);
 	join_sync(a);
 }
 
@@ -1214,6 +1248,8 @@ void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 		a->warm_set = true;
 		a->warm_from = t + LAG_PERIOD_NS;
 	}
+	if (t > a->clock_now)
+		a->clock_now = t;
 	if (t > a->newest) {
 		a->newest = t;
 		if (t >= a->lag_period_end) {
@@ -1241,6 +1277,8 @@ void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 
 void xft_agg_tick(struct xft_agg *a, uint64_t now)
 {
+	if (now > a->clock_now)
+		a->clock_now = now;
 	release_until(a, now);
 	/* Expire against the oldest time not yet released, so records still
 	 * in the window cannot be overtaken by their flow's expiry. */
@@ -1294,6 +1332,27 @@ size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **
 void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_ns)
 {
 	xft_kj_set_bound(&a->kj, domain, bound_ns);
+}
+
+void xft_agg_set_progress(struct xft_agg *a, uint16_t domain, uint64_t progress_ns)
+{
+	uint32_t i;
+	for (i = 0; i < a->nprogress && a->progress[i].domain != domain; i++)
+		;
+	if (!progress_ns) {
+		if (i < a->nprogress)
+			a->progress[i] = a->progress[--a->nprogress];
+		return;
+	}
+	if (i == a->nprogress) {
+		if (a->nprogress == XFT_PROGRESS_DOMAINS)
+			return; /* beyond the table: not waited for */
+		a->progress[a->nprogress++] = (struct progress){ .domain = domain };
+	}
+	if (progress_ns > a->progress[i].t)
+		a->progress[i].t = progress_ns;
+	if (progress_ns > a->clock_now)
+		a->clock_now = progress_ns;
 }
 
 void xft_agg_reset(struct xft_agg *a)

@@ -260,4 +260,16 @@ void xft_agg_reset(struct xft_agg *a);
  * only what the bounds make certain (tui/keyed_join.h). */
 void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_ns);
 
+/* How far @domain's agent has given its records, on the records' time (a
+ * collector's xflow_domain_info.progress_ns); 0: not known, or gone.
+ * Handoff sides (keyed and not) run out of their grace only once every
+ * domain that says how far it is has passed it (less the reorder window):
+ * a guest descheduled for seconds, as an emulated host under load does,
+ * sends its side late, and a verdict by the monitor's clock alone made
+ * such pairs unmatched.  A domain that has not moved for five graces is
+ * not waited for.  At most XFT_PROGRESS_DOMAINS domains are; others are
+ * judged by the clock alone. */
+#define XFT_PROGRESS_DOMAINS 256
+void xft_agg_set_progress(struct xft_agg *a, uint16_t domain, uint64_t progress_ns);
+
 #endif

@@ -346,6 +346,7 @@ static void update_infos(struct xft_app *app, double secs)
 			if (r->info.name)
 				xft_sites_set_domain(&app->sites, r->info.id, r->info.name);
 			xft_agg_set_clock_bound(app->agg, r->info.id, r->info.clock_bound_ns);
+			xft_agg_set_progress(app->agg, r->info.id, r->info.gone ? 0 : r->info.progress_ns);
 			for (unsigned k = 0; k < nold_d; k++)
 				if (old_d[k].src == s && old_d[k].info.id == r->info.id) {
 					uint64_t d = r->info.records >= old_d[k].prev_records

@@ -31,8 +31,9 @@
  *    .note; struct xflow_hv_summary.skipped_* and .damage.
  * 5: struct xflow_domain_info.clock_bound_ns.
  * 6: the optional sched() hook and struct xflow_sched_event.
- * 7: struct xflow_domain_info.lies (at its end). */
-#define XFLOW_COLLECTOR_ABI 7
+ * 7: struct xflow_domain_info.lies (at its end).
+ * 8: struct xflow_domain_info.progress_ns (at its end). */
+#define XFLOW_COLLECTOR_ABI 8
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -91,6 +92,12 @@ struct xflow_domain_info {
 	/* ABI 7: its lies (all zero from a collector that does not judge:
 	 * a replay, the synthetic one). */
 	struct xflow_domain_lies lies;
+	/* ABI 8: every record its producer wrote before this time (on the
+	 * times emit() gives) has been given, but for those a thread held
+	 * back (the model counts them late); 0 when not known or gone.  A
+	 * domain that falls behind (a guest descheduled for seconds) holds
+	 * the model's verdicts that wait for its records. */
+	uint64_t progress_ns;
 };
 #define XFLOW_CLOCK_BOUND_UNKNOWN UINT64_MAX
 

@@ -275,6 +275,50 @@ Test(aggregate, keyed_handoff_links_a_fresh_local_id_to_the_sender)
 	xft_agg_free(a);
 }
 
+/* dom0's IN of key 0xabc at 10 s waits for the guest's OUT, which the
+ * guest wrote at 9.7 s but, descheduled, gives only at 13 s.  By the
+ * monitor's clock the IN's grace (2 s) ran out at 12 s; the guest, which
+ * says it has given its records up to 9.5 s only, holds it.  Without what
+ * the guest says, the pair is unmatched; a guest that stops moving is not
+ * waited for past five graces. */
+static void late_guest(bool said, uint64_t stuck_for, uint64_t *joined, uint64_t *unmatched_in)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	struct xflow_record r = rec(0, 5, 2, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	r.ndata = 2, r.data[0] = 0xabc, r.data[1] = 1;
+	xft_agg_feed(a, &r, 10000 * MS);
+	if (said)
+		xft_agg_set_progress(a, 3, 9500 * MS);
+	xft_agg_tick(a, (13000 + stuck_for) * MS);
+	r = rec(3, 1, 77, XFLOW_REC_START);
+	xft_agg_feed(a, &r, 9600 * MS);
+	r = rec(3, 2, 77, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED);
+	r.ndata = 2, r.data[0] = 0xabc, r.data[1] = 0;
+	xft_agg_feed(a, &r, 9700 * MS);
+	if (said)
+		xft_agg_set_progress(a, 3, (13000 + stuck_for) * MS);
+	xft_agg_tick(a, (13100 + stuck_for) * MS);
+	xft_agg_drain(a);
+	*joined = xft_agg_stats(a)->join_joined;
+	*unmatched_in = xft_agg_stats(a)->join_unmatched_in;
+	xft_agg_free(a);
+}
+
+Test(aggregate, a_guest_behind_holds_the_verdict_on_its_handoffs)
+{
+	uint64_t joined, unmatched;
+	late_guest(false, 0, &joined, &unmatched);
+	cr_assert_eq(unmatched, 1, "judged by the clock alone, the IN ran out of its grace");
+	cr_assert_eq(joined, 0);
+	late_guest(true, 0, &joined, &unmatched);
+	cr_assert_eq(joined, 1, "the guest said it was behind: its OUT joins");
+	cr_assert_eq(unmatched, 0);
+	late_guest(true, 9000, &joined, &unmatched);
+	cr_assert_eq(unmatched, 1, "a guest that did not move for 12.5 s is not waited for");
+}
+
 static uint32_t group_by_hundreds(void *opaque, uint16_t domain, uint32_t site)
 {
 	(void)opaque;

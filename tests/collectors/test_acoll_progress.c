@@ -1,0 +1,51 @@
+/*
+ * How far an agent has given its records (collectors/acoll_clock.c's
+ * acoll_peer_progress): its STATS reply's clock, placed on our time as its
+ * records are, never moving back, and nothing from a guest whose clock is
+ * not placed yet.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "collectors/acoll_priv.h"
+
+static struct peer *peer_on(const struct xflow_clock *k, bool xen, int64_t offset)
+{
+	static struct peer p;
+	memset(&p, 0, sizeof(p));
+	p.conv = k;
+	p.xen = xen;
+	p.offset_ns = offset;
+	return &p;
+}
+
+Test(acoll_progress, placed_as_the_records_are)
+{
+	/* A TSC of 2 ticks a nanosecond from tick 1000 at 5 s. */
+	struct xflow_clock k = { .kind = XFLOW_CLOCK_TSC, .base_tick = 1000, .base_ns = 5000000000ull,
+				 .mult = UINT64_C(1) << 31 };
+	struct peer *p = peer_on(&k, false, 0);
+	acoll_peer_progress(p, 3000);
+	cr_assert_eq(p->progress_ns, 5000001000ull, "%llu", (unsigned long long)p->progress_ns);
+	acoll_peer_progress(p, 0);
+	cr_assert_eq(p->progress_ns, 5000001000ull, "a reply without a clock says nothing");
+	acoll_peer_progress(p, 2000);
+	cr_assert_eq(p->progress_ns, 5000001000ull, "an older reply does not move it back");
+	p->offset_ns = -1000;
+	acoll_peer_progress(p, 5000);
+	cr_assert_eq(p->progress_ns, 5000001000ull, "with the guest's offset: 5000002000 - 1000");
+	acoll_peer_progress(p, 7000);
+	cr_assert_eq(p->progress_ns, 5000002000ull);
+}
+
+Test(acoll_progress, a_guest_not_placed_yet_says_nothing)
+{
+	struct xflow_clock k = { .kind = XFLOW_CLOCK_MONOTONIC };
+	struct peer *p = peer_on(&k, true, 0);
+	acoll_peer_progress(p, 123456789);
+	cr_assert_eq(p->progress_ns, 0, "its records are not placed yet either");
+	p->offset_checked = true;
+	p->offset_ns = 1000;
+	acoll_peer_progress(p, 123456789);
+	cr_assert_eq(p->progress_ns, 123457789ull);
+}
