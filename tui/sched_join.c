@@ -666,6 +666,22 @@ static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
 	return next != S_UNKNOWN && next != ent_at(j, v, k)->state;
 }
 
+/* The offset is at least @x. */
+static void offsets_floor(struct offsets *o, int64_t x)
+{
+	if (!o->has_lo || x > o->lo)
+		o->lo = x;
+	o->has_lo = 1;
+}
+
+/* The offset is at most @x. */
+static void offsets_ceil(struct offsets *o, int64_t x)
+{
+	if (!o->has_hi || x < o->hi)
+		o->hi = x;
+	o->has_hi = 1;
+}
+
 /* What the record at @t on @v, whose vCPU must have been running then,
  * allows of the offset (struct offsets), narrowing @o.  Within a run
  * [a, b): a - t <= offset <= b - t.  Outside every run, at distance @d
@@ -675,41 +691,27 @@ static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
 static void offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
 			   struct offsets *o)
 {
-	const struct ent *e = ent_at(j, v, (uint64_t)k);
-	if (d == 0) {
-		if (began_at(j, v, (uint64_t)k)) {
-			int64_t lo = -(int64_t)(t - e->t);
-			if (!o->has_lo || lo > o->lo)
-				o->lo = lo;
-			o->has_lo = 1;
-		}
-		if (ended_known(j, v, (uint64_t)k)) {
-			int64_t hi = (int64_t)(ent_at(j, v, (uint64_t)k + 1)->t - t);
-			if (!o->has_hi || hi < o->hi)
-				o->hi = hi;
-			o->has_hi = 1;
-		}
+	if (d > 0) {
+		if (ahead)
+			offsets_floor(o, d);
+		else
+			offsets_ceil(o, -d);
 		return;
 	}
-	if (!ahead) {
-		if (!o->has_hi || -d < o->hi)
-			o->hi = -d;
-		o->has_hi = 1;
-	} else {
-		if (!o->has_lo || d > o->lo)
-			o->lo = d;
-		o->has_lo = 1;
-	}
+	if (began_at(j, v, (uint64_t)k))
+		offsets_floor(o, -(int64_t)(t - ent_at(j, v, (uint64_t)k)->t));
+	if (ended_known(j, v, (uint64_t)k))
+		offsets_ceil(o, (int64_t)(ent_at(j, v, (uint64_t)k + 1)->t - t));
 }
 
 /* Both windows' offsets together. */
 static struct offsets offsets_both(const struct offsets *a, const struct offsets *b)
 {
 	struct offsets o = *a;
-	if (b->has_lo && (!o.has_lo || b->lo > o.lo))
-		o.lo = b->lo, o.has_lo = 1;
-	if (b->has_hi && (!o.has_hi || b->hi < o.hi))
-		o.hi = b->hi, o.has_hi = 1;
+	if (b->has_lo)
+		offsets_floor(&o, b->lo);
+	if (b->has_hi)
+		offsets_ceil(&o, b->hi);
 	return o;
 }
 
