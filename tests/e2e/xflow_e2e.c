@@ -930,6 +930,15 @@ static int mode_counts(int argc, char **argv)
 	free(text);
 	for (unsigned i = 0; i < 2; i++)
 		unlink(links[i]);
+	/* A failed run shows the end of what xflowtop printed: a run that
+	 * counted nothing once under load left no trace of why. */
+	if (failures) {
+		char cmd[200];
+		snprintf(cmd, sizeof(cmd), "echo '--- xflowtop, its last lines:'; tail -25 %s", out);
+		fflush(stdout);
+		if (system(cmd) != 0)
+			printf("(no output)\n");
+	}
 	/* KEEP=1 keeps xflowtop's output and snapshot for a post-mortem. */
 	if (getenv("KEEP")) {
 		printf("kept %s and %s.*\n", out, snap);
