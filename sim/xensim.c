@@ -160,21 +160,47 @@ static void keep_fd(int fd)
 	fcntl(fd, F_SETFD, 0);
 }
 
+/* For tests: XENSIM_EXEC_DELAY_MS holds each domain that long between its
+ * fork and its exec, the window a loaded machine can stretch. */
+static void test_exec_delay(void)
+{
+	const char *ms = getenv("XENSIM_EXEC_DELAY_MS");
+
+	if (ms && *ms) {
+		struct timespec ts = { .tv_sec = atoi(ms) / 1000, .tv_nsec = (atoi(ms) % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 /*
- * Forks and execs one domain with @argv.  @fds (n of them) are the
- * descriptors it inherits; every other one is close-on-exec.
+ * Forks and execs one domain with @argv, and returns once it runs the
+ * domain's program: the --domains file lists the pids of domains a tracer
+ * may attach to at once, and one that attached between the fork and the
+ * exec wove xensim's image, which the exec then threw away (under load its
+ * flows then counted nothing, and said nothing).  A close-on-exec pipe
+ * tells: it closes at the exec, or brings the exec's errno.  @fds (n of
+ * them) are the descriptors it inherits; every other one is close-on-exec.
  */
 static pid_t spawn(struct xensim *xs, char **argv, const int *fds, int n, sigset_t *oldmask)
 {
+	int execd[2];
+
+	if (pipe2(execd, O_CLOEXEC) < 0)
+		return -1;
 	pid_t parent = getpid(), pid = fork();
 
-	if (pid < 0)
+	if (pid < 0) {
+		close(execd[0]);
+		close(execd[1]);
 		return -1;
+	}
 	if (pid == 0) {
 		setpgid(0, xs->pgid ? xs->pgid : 0);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(1); /* the launcher died before prctl */
+		close(execd[0]);
 		for (int i = 0; i < n; i++)
 			keep_fd(fds[i]);
 		/*
@@ -188,13 +214,31 @@ static pid_t spawn(struct xensim *xs, char **argv, const int *fds, int n, sigset
 		sigprocmask(SIG_SETMASK, &m, NULL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		test_exec_delay();
 		execv(argv[0], argv);
-		fprintf(stderr, "xensim: cannot run %s: %s\n", argv[0], strerror(errno));
+		int e = errno;
+
+		fprintf(stderr, "xensim: cannot run %s: %s\n", argv[0], strerror(e));
+		if (write(execd[1], &e, sizeof(e)) != (ssize_t)sizeof(e)) {
+			/* the launcher reads an EOF, and this exit */
+		}
 		_exit(127);
 	}
+	close(execd[1]);
 	if (!xs->pgid)
 		xs->pgid = pid;
 	setpgid(pid, xs->pgid); /* also here, so that no signal finds it outside */
+	int e = 0;
+	ssize_t got;
+
+	while ((got = read(execd[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(execd[0]);
+	if (got > 0) {
+		waitpid(pid, NULL, 0);
+		errno = e;
+		return -1;
+	}
 	return pid;
 }
 
@@ -272,7 +316,7 @@ static int start_host(struct xensim *xs, sigset_t *oldmask)
 	xs->dom0.pid = spawn(xs, argv, fds, nfds, oldmask);
 	free_argv(argv, argc);
 	if (xs->dom0.pid < 0) {
-		perror("xensim: fork");
+		perror("xensim: cannot start linux0");
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -286,7 +330,7 @@ static int start_host(struct xensim *xs, sigset_t *oldmask)
 		g->pid = spawn(xs, argv, gfds, xs->sched_fd >= 0 ? 7 : 6, oldmask);
 		free_argv(argv, argc);
 		if (g->pid < 0) {
-			perror("xensim: fork");
+			perror("xensim: cannot start a linuxU");
 			return -1;
 		}
 		/* Only the domains hold these now: dom0 sees EOF when the guest dies. */

@@ -169,6 +169,23 @@ static void start_host(struct xflow_demo_opts *o)
 	}
 }
 
+/* Stop the host; after a failure, first show what its agents said (their
+ * logs go with the host's scratch directory): a run in which the targets
+ * never fired left nothing to say why. */
+static void stop_host_telling(void)
+{
+	if (failures) {
+		char cmd[PATH_MAX + 200];
+		snprintf(cmd, sizeof(cmd),
+			 "for f in %s/../agent-*.log; do echo \"--- $f, its last lines:\"; tail -30 \"$f\"; done",
+			 xflow_demo_host_socket_dir(host));
+		fflush(stdout);
+		if (system(cmd) != 0)
+			printf("(no agent logs)\n");
+	}
+	xflow_demo_host_stop(host);
+}
+
 static void open_collector(void)
 {
 	char err[1024];
@@ -514,7 +531,7 @@ static int mode_flows(int argc, char **argv)
 		FAILF("records dropped or bad");
 	check_flows(1);
 	ops->close(coll);
-	xflow_demo_host_stop(host);
+	stop_host_telling();
 	unlink(truth_path);
 	return failures ? 1 : 0;
 }
@@ -942,7 +959,7 @@ static int mode_counts(int argc, char **argv)
 	/* KEEP=1 keeps xflowtop's output and snapshot for a post-mortem. */
 	if (getenv("KEEP")) {
 		printf("kept %s and %s.*\n", out, snap);
-		xflow_demo_host_stop(host);
+		stop_host_telling();
 		return failures ? 1 : 0;
 	}
 	unlink(out);
@@ -951,7 +968,7 @@ static int mode_counts(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s%s", snap, suffix[i]);
 		unlink(path);
 	}
-	xflow_demo_host_stop(host);
+	stop_host_telling();
 	unlink(truth_path);
 	return failures ? 1 : 0;
 }
