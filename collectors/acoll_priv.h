@@ -33,10 +33,11 @@
 #define POP_CHUNK 256
 /* An agent over Xen gets this long to greet (its plan, timeout= whole:
  * a kernel agent answers once the verifier has passed every program, and
- * waiting costs nothing here, as no read waits on a guest); a domain whose
- * offer failed is not tried again for XEN_RETRY_NS. */
+ * waiting costs nothing here, as no read waits on a guest), twice as long
+ * after each time it ran out (struct failed_offer); a domain whose offer
+ * failed is not tried again for XEN_RETRY_STEPS of these. */
 #define XEN_STEP_MS 10000
-#define XEN_RETRY_NS 30000000000ull
+#define XEN_RETRY_STEPS 3
 /* A guest's clock further than this from ours is moved onto ours. */
 #define XEN_CLOCK_SKEW_NS 1000000000ll
 
@@ -159,6 +160,7 @@ struct peer {
 	uint64_t lost_before_ring;
 	bool stats_pending;
 	uint64_t stats_sent_ns;
+	uint64_t plan_sent_ns;   /* over Xen: when its plan left */
 	/* The agent's clock in its last STATS reply, on our time: it had
 	 * written every record it gave before then (xflow_domain_info's
 	 * progress_ns); 0 until it said. */
@@ -204,6 +206,8 @@ struct acoll {
 	struct failed_offer {
 		uint32_t domid;
 		uint64_t until_ns;
+		unsigned slow; /* times its agent ran out of time (greeting,
+		                * plan): each doubles its next deadlines */
 	} failed[MAX_PEERS];
 	unsigned nfailed;
 	char err[1024];

@@ -32,28 +32,66 @@
 
 /* ---- peers over Xen -------------------------------------------------------------- */
 
-static bool offer_backing_off(const struct acoll *c, uint32_t domid, uint64_t now)
+/* Whether @domid's offer is left alone now; if so, a scan is due when
+ * that ends. */
+static bool offer_backing_off(struct acoll *c, uint32_t domid, uint64_t now)
 {
 	for (unsigned i = 0; i < c->nfailed; i++)
-		if (c->failed[i].domid == domid && now < c->failed[i].until_ns)
+		if (c->failed[i].domid == domid && now < c->failed[i].until_ns) {
+			xen_discover_again_at(c->xd, c->failed[i].until_ns);
 			return true;
+		}
 	return false;
 }
 
+/* The slot of @domid's failures: its own, else one whose wait is over
+ * (forgetting that domain's), else a new one, else the first. */
+static struct failed_offer *failed_slot(struct acoll *c, uint32_t domid, uint64_t now)
+{
+	for (unsigned i = 0; i < c->nfailed; i++)
+		if (c->failed[i].domid == domid)
+			return &c->failed[i];
+	for (unsigned i = 0; i < c->nfailed; i++)
+		if (c->failed[i].until_ns <= now) {
+			c->failed[i] = (struct failed_offer){ .domid = domid };
+			return &c->failed[i];
+		}
+	unsigned slot = c->nfailed < MAX_PEERS ? c->nfailed++ : 0;
+	c->failed[slot] = (struct failed_offer){ .domid = domid };
+	return &c->failed[slot];
+}
+
 /* A domain whose offer failed is left alone for a while: a guest that
- * keeps offering garbage costs us one attempt per XEN_RETRY_NS. */
+ * keeps offering garbage costs us one attempt per XEN_RETRY_STEPS steps
+ * of the greeting's deadline (30 s by default). */
 static void offer_failed(struct acoll *c, uint32_t domid)
 {
 	uint64_t now = xflow_monotonic_ns();
-	unsigned slot = c->nfailed < MAX_PEERS ? c->nfailed : 0;
+	failed_slot(c, domid, now)->until_ns = now + XEN_RETRY_STEPS * (uint64_t)c->xen_step_ms * 1000000u;
+}
+
+/* How many times longer than the usual deadlines @domid's agent is given:
+ * a guest starved of CPU (an emulated host under load) answered its
+ * greeting after the 10 s it was given, found us gone, and the next try
+ * met the same deadline. */
+static uint64_t patience(const struct acoll *c, uint32_t domid)
+{
 	for (unsigned i = 0; i < c->nfailed; i++)
-		if (c->failed[i].domid == domid || c->failed[i].until_ns <= now) {
-			slot = i;
-			break;
-		}
-	if (slot == c->nfailed)
-		c->nfailed++;
-	c->failed[slot] = (struct failed_offer){ .domid = domid, .until_ns = now + XEN_RETRY_NS };
+		if (c->failed[i].domid == domid)
+			return UINT64_C(1) << c->failed[i].slow;
+	return 1;
+}
+
+/* @p's agent ran out of time: its next deadlines double (at most 32x). */
+static void peer_late(struct acoll *c, struct peer *p, const char *what, uint64_t waited_ns)
+{
+	struct failed_offer *f = failed_slot(c, p->domid, xflow_monotonic_ns());
+	if (f->slow < 5)
+		f->slow++;
+	char why[160];
+	snprintf(why, sizeof(why), "%s (%.0f s; it gets %.0f s next time)", what, (double)waited_ns / 1e9,
+		 (double)waited_ns * 2 / 1e9);
+	acoll_xen_peer_fail(c, p, why);
 }
 
 void acoll_xen_peer_fail(struct acoll *c, struct peer *p, const char *why)
@@ -109,7 +147,7 @@ static void xen_found(void *ctx, const struct xen_offer *o)
 	 * this, which bounds the latency its TSC anchor may claim. */
 	p->since_ns = xflow_monotonic_ns();
 	acoll_vet_init(&p->vet, c->rate, p->since_ns);
-	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull;
+	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull * patience(c, o->domid);
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
 	c->peers[c->npeers++] = p;
 }
@@ -151,7 +189,7 @@ void acoll_xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	int rc = xflow_ctl_recv(&p->conn, &m, 0);
 	if (rc == 0) {
 		if (now > p->deadline_ns)
-			acoll_xen_peer_fail(c, p, "no greeting in time");
+			peer_late(c, p, "no greeting in time", now - p->since_ns);
 		return;
 	}
 	if (rc < 0) {
@@ -216,7 +254,8 @@ void acoll_xen_peer_hello(struct acoll *c, struct peer *p, uint64_t now)
 	}
 	p->plan_seq = pm.seq;
 	p->state = PEER_PLAN;
-	p->deadline_ns = now + (uint64_t)c->timeout_ms * 1000000ull;
+	p->plan_sent_ns = now;
+	p->deadline_ns = now + (uint64_t)c->timeout_ms * 1000000ull * patience(c, p->domid);
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: weaving", p->agent_pid);
 	return;
 fail:
@@ -238,7 +277,7 @@ void acoll_xen_peer_planned(struct acoll *c, struct peer *p, uint64_t now)
 	}
 	if (!r) {
 		if (now > p->deadline_ns)
-			acoll_xen_peer_fail(c, p, "no answer to its plan in time");
+			peer_late(c, p, "no answer to its plan in time", now - p->plan_sent_ns);
 		return;
 	}
 	char why[200];

@@ -18,6 +18,7 @@ struct xen_discover {
 	struct xs_handle *xs;
 	bool dirty;          /* a watch fired since the last scan */
 	uint64_t last_scan;
+	uint64_t again_ns;   /* a scan is due then, changed or not (0: none) */
 };
 
 int xen_discover_open(struct xen_discover **out, char *err, size_t errlen)
@@ -67,10 +68,20 @@ bool xen_discover_due(struct xen_discover *d, uint64_t now_ns)
 		d->dirty = true;
 		free(ev);
 	}
+	if (d->again_ns && now_ns >= d->again_ns) {
+		d->dirty = true;
+		d->again_ns = 0;
+	}
 	if (!d->dirty || now_ns - d->last_scan < XEN_DISCOVER_MIN_GAP_NS)
 		return false;
 	d->last_scan = now_ns;
 	return true;
+}
+
+void xen_discover_again_at(struct xen_discover *d, uint64_t at_ns)
+{
+	if (!d->again_ns || at_ns < d->again_ns)
+		d->again_ns = at_ns;
 }
 
 int xen_offer_parse(const char *value, uint32_t *pid, bool *busy)

@@ -46,6 +46,11 @@ int xen_discover_fd(const struct xen_discover *d);
  * was at least XEN_DISCOVER_MIN_GAP_NS ago. */
 bool xen_discover_due(struct xen_discover *d, uint64_t now_ns);
 
+/* A scan is due at @at_ns even if nothing changes: an offer seen was left
+ * alone until then (an agent that offered again at once, while we backed
+ * off, changes nothing after, and was never tried again). */
+void xen_discover_again_at(struct xen_discover *d, uint64_t at_ns);
+
 /* Scan every domain for an offer; @found is called for each complete one.
  * Offers with unreadable or malformed values are skipped and counted in
  * *malformed (if not NULL).  Returns the number of offers, or a negative

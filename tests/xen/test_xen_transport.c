@@ -111,7 +111,11 @@ enum kind {
 	DRIFTER,      /* as GOOD, but its clock falls 25 ms behind after its
 	               * third STATS answer (as two domains' clocks part under
 	               * emulation or NTP) */
+	SLOW_GREETER, /* as GOOD, but greets SLOW_GREETING_US after each
+	               * connection (a guest starved of CPU): past the first
+	               * deadline it finds the monitor gone and offers again */
 };
+#define SLOW_GREETING_US 1500000
 
 /* The simulated hypervisor's time less our CLOCK_MONOTONIC (the
  * monitor's D, xflow/xen_time.h); a guest's is that plus how far its
@@ -178,16 +182,29 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 		fprintf(stderr, "guest %u: %s\n", (unsigned)domid, why);
 		_exit(11);
 	}
-	while (!agent_xen_monitor_arrived(&x)) {
-		if (xflow_monotonic_ns() > end)
-			_exit(12);
-		struct pollfd p = { .fd = libxenvchan_fd_for_select(x.ctl), .events = POLLIN };
-		poll(&p, 1, 50);
-		xflow_xen_vchan_ack(x.ctl);
-	}
 	struct xflow_ctl_conn c;
-	xflow_ctl_conn_init_vchan(&c, x.ctl);
-	x.ctl = NULL;
+	for (;;) {
+		while (!agent_xen_monitor_arrived(&x)) {
+			if (xflow_monotonic_ns() > end)
+				_exit(12);
+			struct pollfd p = { .fd = libxenvchan_fd_for_select(x.ctl), .events = POLLIN };
+			poll(&p, 1, 50);
+			xflow_xen_vchan_ack(x.ctl);
+		}
+		xflow_ctl_conn_init_vchan(&c, x.ctl);
+		x.ctl = NULL;
+		if (k != SLOW_GREETER)
+			break;
+		usleep(SLOW_GREETING_US);
+		/* Still there: greet below.  Gone: offer again, as the agent
+		 * does (guestrt/agent/agent_monitor.c). */
+		if (libxenvchan_is_open(c.tctx))
+			break;
+		xflow_ctl_conn_close(&c);
+		agent_xen_withdraw(&x);
+		if (agent_xen_offer(&x, why, sizeof(why)))
+			_exit(16);
+	}
 	if (k == SILENT) {
 		while (xflow_monotonic_ns() < end)
 			usleep(50000);
@@ -217,7 +234,7 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 	/* A slow greeting, as under Xen: the clock read 60 ms before it
 	 * leaves, so its round trip alone places the clock 30 ms or more
 	 * late; the STATS round trips that follow must do better. */
-	if (k == GOOD || k == DRIFTER || timed)
+	if (k == GOOD || k == DRIFTER || k == SLOW_GREETER || timed)
 		usleep(60000);
 	if (xflow_ctl_send(&c, &m, NULL, 0, 5000))
 		_exit(13);
@@ -240,6 +257,7 @@ static pid_t guest(uint32_t domid, const char *exe, enum kind k, int secs)
 		case XEN_TIMED:
 		case TIME_LIAR:
 		case DRIFTER:
+		case SLOW_GREETER:
 		case LIAR:
 			for (unsigned i = 0; i < 16; i++)
 				batch[i] = k != LIAR ? rec_for(domid, ++n, 0)
@@ -480,6 +498,38 @@ static void pump_until(const struct xflow_collector_ops *ops, struct xflow_colle
 {
 	for (int i = 0; i < 100 && y->by_dom[dom] <= n; i++)
 		pump(ops, c, y, 200);
+}
+
+/* A guest that greets 1.5 s after each connection, against a greeting
+ * deadline of 1 s (timeout=1000): the first try runs out, the guest finds
+ * us gone and offers again at once (while we leave its domain alone), the
+ * next try comes when the wait ends and gives it 2 s.  Before, nothing
+ * changed in xenstore after the new offer, so no scan came to try it, and
+ * each try would have met the same 1 s. */
+Test(xen_transport, a_slow_greeter_is_tried_again_with_more_time, .timeout = 90)
+{
+	host_up();
+	char flows[160], opts[400], err[1024];
+	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
+	sx("domain-create 3 linuxU");
+	pid_t g = guest(3, bin, SLOW_GREETER, 40);
+	snprintf(opts, sizeof(opts), "xen,flows=%s,timeout=1000", flows);
+	const struct xflow_collector_ops *ops = &xflow_collector_agent;
+	struct xflow_collector *c;
+	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	struct tally y = { { 0 } };
+	pump_until(ops, c, &y, 3, 50);
+	const char *said = ops->last_error(c);
+	cr_log_info("said: %s", said ? said : "nothing");
+	struct xflow_domain_info di;
+	for (uint32_t i = 0; ops->domain_info(c, i, &di) == 0; i++)
+		cr_log_info("domain %u: %s%s", di.id, di.source, di.gone ? " (gone)" : "");
+	cr_expect_gt(y.by_dom[3], 50, "the slow greeter's records did not arrive (%lu); said: %s", y.by_dom[3],
+		     said ? said : "nothing");
+	ops->close(c);
+	kill(g, SIGKILL);
+	waitpid(g, NULL, 0);
+	host_down();
 }
 
 Test(xen_transport, a_destroyed_domain_is_gone_and_its_successor_followed, .timeout = 150)
