@@ -31,8 +31,16 @@
 #include "xflow/xen_time.h"
 #include "collectors/acoll_priv.h"
 
+/* Take a STATS reply's counts, unless they are a lie (acoll_vet_stats):
+ * then the aspects keep the domain's last counts. */
 void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s)
 {
+	uint32_t alive = 0;
+	for (uint32_t i = 0; i < s->ntargets; i++)
+		alive += s->targets[i].state == XFLOW_CTL_TARGET_RUNNING;
+	p->ntargets = alive;
+	if (acoll_vet_stats(&p->vet, s, p->adv, p->nadv, p->ring_dropped, xflow_monotonic_ns()) != ACOLL_GIVEN)
+		return;
 	if (s->nadvice != p->nadv) {
 		free(p->adv);
 		p->adv = calloc(s->nadvice + 1, sizeof(*p->adv));
@@ -50,10 +58,6 @@ void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s)
 		if (s->ring_dropped > ring && s->ring_dropped - ring > p->lost_before_ring)
 			p->lost_before_ring = s->ring_dropped - ring;
 	}
-	uint32_t alive = 0;
-	for (uint32_t i = 0; i < s->ntargets; i++)
-		alive += s->targets[i].state == XFLOW_CTL_TARGET_RUNNING;
-	p->ntargets = alive;
 }
 
 /* A live Xen peer's source line: where from, and how its clock is placed. */

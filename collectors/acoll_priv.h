@@ -67,6 +67,10 @@ struct acoll_vet {
 	bool ids_ready, ids_failed;
 	struct acoll_vet_id *ended;  /* the ended ids kept, a ring */
 	uint32_t ended_next;
+	/* When its last STATS counts were taken (or it connected), and
+	 * whether any were: the counts it may claim since grow from them. */
+	uint64_t stats_ns;
+	bool stats_taken;
 };
 enum acoll_verdict { ACOLL_GIVEN, ACOLL_REFUSED };
 
@@ -265,6 +269,12 @@ enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const s
 /* A read of the agent ended at @now: nothing it sends later is older by
  * much. */
 void acoll_vet_read_done(struct acoll_vet *v, uint64_t now);
+/* Judge the counts of STATS reply @s at @now against @was (nwas advice)
+ * and @was_dropped, the ones last taken: ACOLL_REFUSED (and counted) when
+ * one went back or grew faster than a guest can hit a hook. */
+enum acoll_verdict acoll_vet_stats(struct acoll_vet *v, const struct xflow_ctl_stats *s,
+				   const struct xflow_ctl_advice_stats *was, uint32_t nwas, uint64_t was_dropped,
+				   uint64_t now);
 /* acoll_opts.c */
 int acoll_compile_flows(struct acoll *c);
 int acoll_parse_options(struct acoll *c, const char *options);

@@ -16,6 +16,10 @@
  *   a flood               over the rate= option, a token bucket per agent,
  *                         so that one agent cannot take the read budget.
  *
+ * A STATS reply's counts are judged too: summed with other domains' into
+ * each aspect's hits, drops and faults, a guest's absurd or shrinking
+ * counts would move what every domain's part of them shows (acoll_vet_stats).
+ *
  * Flow ids are judged, not refused: a record of an id the agent never
  * started, or of one after its QUIT, is what an honest agent sends once a
  * full ring dropped a START or a QUIT, and the model keeps it as a partial
@@ -59,6 +63,7 @@ int acoll_vet_init(struct acoll_vet *v, uint64_t rate, uint64_t now)
 	v->tokens = v->burst;
 	v->refill_ns = now;
 	v->floor_ns = now;
+	v->stats_ns = now;
 	return 0;
 }
 
@@ -192,4 +197,52 @@ void acoll_vet_read_done(struct acoll_vet *v, uint64_t now)
 {
 	if (now > v->floor_ns)
 		v->floor_ns = now;
+}
+
+/* More hits (or drops, faults) than this a second are more than any
+ * guest's vCPUs can make through a hook costing a few nanoseconds (2^34,
+ * 17 G/s); a count of 2^63 would take 17 years at it. */
+#define VET_STATS_RATE_SHIFT 34
+
+/* Whether a counter may have gone from @was to @now in @secs seconds
+ * (counting the one the reply began in): an agent's counters only grow
+ * while it lives, and by at most the rate above. */
+static bool count_plausible(uint64_t was, uint64_t now, uint64_t secs)
+{
+	if (now < was)
+		return false;
+	uint64_t most = secs + 1 >= (UINT64_C(1) << (64 - VET_STATS_RATE_SHIFT)) ? UINT64_MAX
+										 : (secs + 1) << VET_STATS_RATE_SHIFT;
+	return now - was <= most;
+}
+
+/*
+ * An agent's advice counts restart with each plan, which each connection
+ * sends (acoll_vet_init begins the time they may grow in), so its first
+ * reply is judged against zero; so is a reply with another number of
+ * advice, by the time since the last counts taken: a guest changing that
+ * number claims no more than it could have hit.  Its ring's losses may
+ * predate this connection (the ring is the agent's, filled while no
+ * monitor read it): only judged from the counts taken on.
+ */
+enum acoll_verdict acoll_vet_stats(struct acoll_vet *v, const struct xflow_ctl_stats *s,
+				   const struct xflow_ctl_advice_stats *was, uint32_t nwas, uint64_t was_dropped,
+				   uint64_t now)
+{
+	uint64_t secs = now > v->stats_ns ? (now - v->stats_ns) / 1000000000u : 0;
+	bool same_plan = v->stats_taken && nwas == s->nadvice;
+	bool ok = !v->stats_taken || count_plausible(was_dropped, s->ring_dropped, secs);
+	for (uint32_t i = 0; ok && i < s->nadvice; i++) {
+		struct xflow_ctl_advice_stats z = { 0 };
+		const struct xflow_ctl_advice_stats *w = same_plan ? &was[i] : &z, *n = &s->advice[i];
+		ok = count_plausible(w->hits, n->hits, secs) && count_plausible(w->drops, n->drops, secs) &&
+		     count_plausible(w->faults, n->faults, secs);
+	}
+	if (!ok) {
+		v->lies.stats++;
+		return ACOLL_REFUSED;
+	}
+	v->stats_taken = true;
+	v->stats_ns = now;
+	return ACOLL_GIVEN;
 }

@@ -102,6 +102,13 @@ struct dom_lru {
 	uint32_t live;
 };
 
+/* What a domain holds of the tables every domain shares, and what it was
+ * refused for wanting more than its share (hop_room, handoff_send). */
+struct dom_share {
+	uint32_t hops, handoffs;
+	uint64_t hops_refused, handoffs_refused;
+};
+
 #define CULPRITS 4
 #define P99_EVERY 64
 #define TAIL_MIN 100
@@ -152,6 +159,8 @@ struct xft_agg {
 
 	struct xft_hop *hops;
 	uint32_t nhops;
+	struct dom_share *share; /* by domain id */
+	uint32_t hop_holders;    /* domains holding a hop */
 	uint32_t *hop_slots; /* hash: hop index + 1, 0 = empty */
 	uint32_t hop_mask;
 
@@ -519,13 +528,41 @@ static uint32_t hop_hash(const struct xft_hop_key *k)
 	return (uint32_t)((x * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
 }
 
+/*
+ * Whether domain @d may take one more hop slot.  The hop is charged to
+ * the domain whose record made it (its to_domain): a guest's records name
+ * only its own domain (the collector refuses the others), so a guest
+ * pairing ever new sites is charged for every hop it makes.  A domain may
+ * hold at most max_hops / (D + 1) slots, D the domains holding hops with
+ * @d among them: each domain's share as if one more were to come, so a
+ * domain not seen yet always finds room, whatever one other domain sent
+ * before it, and a domain that came first keeps what it took.  The cost is
+ * that a lone domain uses half the table (max_hops is its limit).
+ */
+static bool hop_room(struct xft_agg *a, uint16_t d)
+{
+	if (a->nhops == a->lim.max_hops)
+		return false;
+	uint32_t holders = a->hop_holders + (a->share[d].hops == 0);
+	if (a->share[d].hops < a->lim.max_hops / (holders + 1))
+		return true;
+	a->share[d].hops_refused++;
+	return false;
+}
+
+static void hop_holders_charge(struct xft_agg *a, uint16_t d)
+{
+	if (a->share[d].hops++ == 0)
+		a->hop_holders++;
+}
+
 static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 				uint32_t from_site, uint32_t to_site)
 {
 	for (uint32_t s = hop_hash(k) & a->hop_mask;; s = (s + 1) & a->hop_mask) {
 		uint32_t v = a->hop_slots[s];
 		if (v == 0) {
-			if (a->nhops == a->lim.max_hops)
+			if (!hop_room(a, k->to_domain))
 				return NULL;
 			struct xft_hop *h = &a->hops[a->nhops];
 			memset(h, 0, sizeof(*h));
@@ -534,6 +571,7 @@ static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 			h->from_site = from_site;
 			h->to_site = to_site;
 			a->hop_slots[s] = ++a->nhops;
+			hop_holders_charge(a, k->to_domain);
 			return h;
 		}
 		struct xft_hop *h = &a->hops[v - 1];
@@ -776,6 +814,18 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 
 /* --- handoffs between domains ------------------------------------------- */
 
+/* Take the @n-th waiting handoff off the queue: later ones move up. */
+static struct handoff handoff_remove(struct xft_agg *a, uint32_t n)
+{
+	struct handoff h = a->handoffs[(a->ho_head + n) % a->lim.max_handoffs];
+	for (uint32_t m = n; m + 1 < a->ho_count; m++)
+		a->handoffs[(a->ho_head + m) % a->lim.max_handoffs] =
+			a->handoffs[(a->ho_head + m + 1) % a->lim.max_handoffs];
+	a->ho_count--;
+	a->share[h.from_domain].handoffs--;
+	return h;
+}
+
 static void handoff_expire(struct xft_agg *a, uint64_t now)
 {
 	while (a->ho_count) {
@@ -783,21 +833,46 @@ static void handoff_expire(struct xft_agg *a, uint64_t now)
 		if (h->t + a->lim.expire_ns > now)
 			break;
 		a->st.handoffs_lost++;
-		a->ho_head = (a->ho_head + 1) % a->lim.max_handoffs;
-		a->ho_count--;
+		handoff_remove(a, 0);
 	}
 }
 
+/* The queue is full: the oldest handoff of the domain holding the most
+ * goes, so that a domain flooding OUTs loses its own, never another's
+ * (with one domain, its oldest, as before). */
+static void handoff_evict(struct xft_agg *a)
+{
+	uint32_t victim = 0, most = 0;
+	for (uint32_t n = 0; n < a->ho_count; n++) {
+		uint32_t held = a->share[a->handoffs[(a->ho_head + n) % a->lim.max_handoffs].from_domain].handoffs;
+		if (held > most) {
+			most = held;
+			victim = n;
+		}
+	}
+	a->st.handoffs_lost++;
+	handoff_remove(a, victim);
+}
+
+/*
+ * An unkeyed handoff waits, unless its domain holds half the queue already:
+ * then it is refused and counted against the domain, as the keyed join
+ * refuses (tui/keyed_join.h), so that no one domain's OUTs fill the queue.
+ */
 static void handoff_send(struct xft_agg *a, uint32_t fi, const struct xflow_record *r,
 			 uint64_t t)
 {
 	if (a->lim.max_handoffs == 0)
 		return;
-	if (a->ho_count == a->lim.max_handoffs) {
+	struct dom_share *d = &a->share[r->domain_id];
+	if (d->handoffs >= (a->lim.max_handoffs + 1) / 2) {
+		d->handoffs_refused++;
+		a->st.handoffs_sent++;
 		a->st.handoffs_lost++;
-		a->ho_head = (a->ho_head + 1) % a->lim.max_handoffs;
-		a->ho_count--;
+		return;
 	}
+	if (a->ho_count == a->lim.max_handoffs)
+		handoff_evict(a);
 	struct handoff *h = &a->handoffs[(a->ho_head + a->ho_count++) % a->lim.max_handoffs];
 	unsigned bits = r->flow_kind < 16 ? a->lim.carried_bits[r->flow_kind] : 0;
 	h->kind = r->flow_kind;
@@ -807,6 +882,7 @@ static void handoff_send(struct xft_agg *a, uint32_t fi, const struct xflow_reco
 	h->flow = fi;
 	h->flow_start = a->flows[fi].start_ns;
 	h->t = t;
+	d->handoffs++;
 	a->st.handoffs_sent++;
 }
 
@@ -824,11 +900,7 @@ static uint32_t handoff_receive(struct xft_agg *a, const struct xflow_record *r)
 			continue;
 		uint32_t fi = h->flow;
 		int alive = a->flows[fi].live && a->flows[fi].start_ns == h->flow_start;
-		/* Close the gap: later entries move up one place. */
-		for (uint32_t m = n; m + 1 < a->ho_count; m++)
-			a->handoffs[(a->ho_head + m) % a->lim.max_handoffs] =
-				a->handoffs[(a->ho_head + m + 1) % a->lim.max_handoffs];
-		a->ho_count--;
+		handoff_remove(a, n);
 		if (!alive) {
 			a->st.handoffs_lost++;
 			return NIL;
@@ -1329,6 +1401,12 @@ size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **
 	return a->ntop < max ? a->ntop : max;
 }
 
+void xft_agg_domain_refused(const struct xft_agg *a, uint16_t domain, struct xft_agg_refused *out)
+{
+	out->hops = a->share[domain].hops_refused;
+	out->handoffs = a->share[domain].handoffs_refused;
+}
+
 void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_ns)
 {
 	xft_kj_set_bound(&a->kj, domain, bound_ns);
@@ -1378,6 +1456,8 @@ void xft_agg_reset(struct xft_agg *a)
 	memset(a->dslot_of, 0, 65536 * sizeof(*a->dslot_of));
 	a->ndoms = 0;
 	a->nhops = 0;
+	memset(a->share, 0, 65536 * sizeof(*a->share));
+	a->hop_holders = 0;
 	memset(a->hop_slots, 0, ((size_t)a->hop_mask + 1) * sizeof(*a->hop_slots));
 	a->ho_head = a->ho_count = 0;
 	xft_kj_reset(&a->kj);
@@ -1440,6 +1520,7 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	a->dslot_of = take(65536, sizeof(*a->dslot_of), &mem);
 	a->dloss = take(65536, sizeof(*a->dloss), &mem);
 	a->duntil = take(65536, sizeof(*a->duntil), &mem);
+	a->share = take(65536, sizeof(*a->share), &mem);
 	a->points = take((size_t)l->max_flows * l->max_path, sizeof(*a->points), &mem);
 	a->hops = take(l->max_hops, sizeof(*a->hops), &mem);
 	a->hop_slots = take(hs, sizeof(*a->hop_slots), &mem);
@@ -1462,7 +1543,7 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 		rc = xft_kj_init(&a->kj, l->max_handoffs, l->join_grace_ns, join_alive, join_expired, a);
 		mem += xft_kj_bytes(&a->kj);
 	}
-	if (rc || !a->merge || !a->flows || !a->dslot_of || !a->dloss || !a->duntil || !a->points || !a->hops ||
+	if (rc || !a->merge || !a->flows || !a->dslot_of || !a->dloss || !a->duntil || !a->share || !a->points || !a->hops ||
 	    !a->hop_slots ||
 	    !a->handoffs || !a->top || !a->sorted || !a->top_points) {
 		if (rc == 0)
@@ -1485,6 +1566,7 @@ void xft_agg_free(struct xft_agg *a)
 	free(a->dslot_of);
 	free(a->dloss);
 	free(a->duntil);
+	free(a->share);
 	free(a->points);
 	free(a->hops);
 	free(a->hop_slots);

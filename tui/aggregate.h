@@ -254,6 +254,23 @@ size_t xft_agg_slowest(const struct xft_agg *a, const struct xft_flow_summary **
 /* Forget hops, flows and statistics; keep the limits and clock bounds. */
 void xft_agg_reset(struct xft_agg *a);
 
+/*
+ * The tables every domain shares, hops and unkeyed handoffs, are shared
+ * fairly: a domain may hold at most max_hops / (D + 1) hops, D the domains
+ * holding hops with it among them (a hop is charged to the domain of the
+ * record that made it, its to_domain), and at most half of max_handoffs
+ * waiting handoffs; a full handoff queue lets the oldest of the domain
+ * holding the most go.  So one guest whose agent pairs ever new sites, or
+ * sends OUT after OUT, keeps neither another domain's new hop nor its
+ * waiting handoff out.  What each domain was refused over its share
+ * (counted in hops_dropped and handoffs_lost as well):
+ */
+struct xft_agg_refused {
+	uint64_t hops;     /* new hops past its share of the hop table */
+	uint64_t handoffs; /* OUTs past its half of the handoff queue */
+};
+void xft_agg_domain_refused(const struct xft_agg *a, uint16_t domain, struct xft_agg_refused *out);
+
 /* How far the times of @domain's records may be from the truth, in ns (a
  * collector's xflow_domain_info.clock_bound_ns): 0 on the monitor's own
  * clock, UINT64_MAX unknown (the default).  Keyed joins decide by time

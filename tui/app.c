@@ -347,6 +347,12 @@ static void update_infos(struct xft_app *app, double secs)
 				xft_sites_set_domain(&app->sites, r->info.id, r->info.name);
 			xft_agg_set_clock_bound(app->agg, r->info.id, r->info.clock_bound_ns);
 			xft_agg_set_progress(app->agg, r->info.id, r->info.gone ? 0 : r->info.progress_ns);
+			/* The model's refusals are the domain's as well, shown
+			 * with the lies its collector counted. */
+			struct xft_agg_refused ref;
+			xft_agg_domain_refused(app->agg, r->info.id, &ref);
+			r->info.lies.hop_share += ref.hops;
+			r->info.lies.handoff_share += ref.handoffs;
 			for (unsigned k = 0; k < nold_d; k++)
 				if (old_d[k].src == s && old_d[k].info.id == r->info.id) {
 					uint64_t d = r->info.records >= old_d[k].prev_records

@@ -9,12 +9,14 @@
 
 static const char *const keys[XFT_LIE_KINDS] = {
 	"other_domain", "time_past", "time_future", "flood", "never_started", "after_end",
+	"stats", "hop_share", "handoff_share",
 };
 
 /* The same, as a person reads it. */
 static const char *const words[XFT_LIE_KINDS] = {
 	"naming another domain", "stamped long past", "stamped in the future", "over its rate (flood)",
 	"of flows it never started", "after their flow's end",
+	"STATS replies refused", "new hops past its share", "handoffs past its share",
 };
 
 const char *xft_lie_key(unsigned k)
@@ -31,6 +33,9 @@ uint64_t xft_lie_count(const struct xflow_domain_lies *l, unsigned k)
 	case 3: return l->flood;
 	case 4: return l->never_started;
 	case 5: return l->after_end;
+	case 6: return l->stats;
+	case 7: return l->hop_share;
+	case 8: return l->handoff_share;
 	default: return 0;
 	}
 }

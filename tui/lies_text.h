@@ -12,10 +12,11 @@
 
 #include "xflow/collector.h"
 
-#define XFT_LIE_KINDS 6
+#define XFT_LIE_KINDS 9
 
 /* The key of lie kind @k (0 .. XFT_LIE_KINDS - 1): "other_domain",
- * "time_past", "time_future", "flood", "never_started", "after_end". */
+ * "time_past", "time_future", "flood", "never_started", "after_end",
+ * "stats", "hop_share", "handoff_share". */
 const char *xft_lie_key(unsigned k);
 /* Its count in @l. */
 uint64_t xft_lie_count(const struct xflow_domain_lies *l, unsigned k);

@@ -89,7 +89,8 @@ FAMILY(f_dom_bad, "xflowtop_domain_records_bad_total", XFX_COUNTER,
        "Records from a domain rejected as malformed (bounds, a site it does not have).");
 FAMILY(f_dom_lies, "xflowtop_domain_records_lies_total", XFX_COUNTER,
        "Records from a domain that claimed what it cannot have seen, by kind: other_domain, time_past, "
-       "time_future, flood (refused); never_started, after_end (given on as partial flows).");
+       "time_future, flood (refused); never_started, after_end (given on as partial flows); stats "
+       "(STATS counts refused); hop_share, handoff_share (refused past its share of the model's tables).");
 FAMILY(f_asp_hits, "xflowtop_aspect_hits_total", XFX_COUNTER, "Times an aspect's advice ran.");
 FAMILY(f_asp_faults, "xflowtop_aspect_faults_total", XFX_COUNTER,
        "Times an aspect's advice faulted (a bad read, a failed hook) and was skipped.");

@@ -32,7 +32,9 @@
  * 5: struct xflow_domain_info.clock_bound_ns.
  * 6: the optional sched() hook and struct xflow_sched_event.
  * 7: struct xflow_domain_info.lies (at its end).
- * 8: struct xflow_domain_info.progress_ns (at its end). */
+ * 8: struct xflow_domain_lies.stats, .hop_share and .handoff_share (at its
+ *    end, which changes struct xflow_domain_info's size), and struct
+ *    xflow_domain_info.progress_ns (at its end). */
 #define XFLOW_COLLECTOR_ABI 8
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
@@ -58,6 +60,15 @@ struct xflow_site_info {
  * domain's figures; the two flow kinds are given on (the model keeps them
  * as partial flows of their own domain, never ranked), since an honest
  * agent that lost a START to a full ring sends the same.
+ *
+ * ABI 8: stats, a STATS reply's counts the collector refused (they went
+ * back, or grew faster than any guest can hit a hook): its aspects keep
+ * the domain's last counts it accepted, so another domain's part of an
+ * aspect's totals is its own.  hop_share and handoff_share are the
+ * monitor's, not a collector's (which leaves them 0): what its model
+ * refused the domain for wanting more than its share of the tables every
+ * domain shares (tui/aggregate.h), so that no domain's records keep
+ * another's hops or handoffs out.
  */
 struct xflow_domain_lies {
 	uint64_t other_domain;  /* refused: the record names another domain */
@@ -66,12 +77,16 @@ struct xflow_domain_lies {
 	uint64_t flood;         /* refused: over the domain's record rate */
 	uint64_t never_started; /* given on: a flow id it never started */
 	uint64_t after_end;     /* given on: a flow id after its QUIT */
+	uint64_t stats;         /* ABI 8, refused: STATS counts gone back or absurd */
+	uint64_t hop_share;     /* ABI 8, the monitor's: new hops past its share */
+	uint64_t handoff_share; /* ABI 8, the monitor's: handoffs past its share */
 };
 
 /* The sum of @l's counts. */
 static inline uint64_t xflow_domain_lies_total(const struct xflow_domain_lies *l)
 {
-	return l->other_domain + l->time_past + l->time_future + l->flood + l->never_started + l->after_end;
+	return l->other_domain + l->time_past + l->time_future + l->flood + l->never_started + l->after_end +
+	       l->stats + l->hop_share + l->handoff_share;
 }
 
 /* One domain the collector sees (for the header and the Domains view). */

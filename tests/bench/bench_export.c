@@ -43,7 +43,9 @@ static struct xft_app *app_new(int listen, uint32_t max_series)
 	/* A source the app needs; at one flow a second it adds nothing. */
 	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic:rate=1");
 	cfg.ncollectors = 1;
-	cfg.limits.max_hops = HOPS + 64;
+	/* One domain makes every hop, and a domain holds at most half the
+	 * table (its share, tui/aggregate.h). */
+	cfg.limits.max_hops = 2 * (HOPS + 64);
 	cfg.limits.max_flows = 1 << 16;
 	cfg.limits.max_pending = 1 << 19;
 	if (listen)

@@ -9,6 +9,10 @@
  * A scripted record's timestamp is relative: the agent's CLOCK_MONOTONIC
  * when it writes it plus ha_rec.dt_ns, so a script can stamp the past or
  * the future.  The agent writes @pause_ms after it was planned.
+ *
+ * Its STATS replies say what a struct ha_stats scripts: the i-th reply
+ * the i-th counts (the last repeated), so a script can tell counts that
+ * go back or grow absurdly.
  */
 #ifndef XFLOW_TESTS_COLLECTORS_HOSTILE_AGENT_H
 #define XFLOW_TESTS_COLLECTORS_HOSTILE_AGENT_H
@@ -34,26 +38,59 @@ struct ha_rec {
 	uint16_t flags;
 };
 
+/* Advice an agent's STATS replies count, and its scripted counts: reply
+ * i says hits[i] (i >= n: hits[n - 1]) hits for each advice, a tenth of
+ * them dropped; n 0 says no counts at all. */
+#define HA_NADV 4
+struct ha_stats {
+	unsigned n;
+	uint64_t hits[8];
+};
+
+/* Answer STATS request @req with the @i-th counts of @st. */
+static inline void ha_reply_stats(struct xflow_ctl_conn *c, const struct xflow_ctl_msg *req, const struct ha_stats *st,
+				  unsigned i)
+{
+	uint64_t hits = st->hits[i < st->n ? i : st->n - 1];
+	struct xflow_ctl_advice_stats adv[HA_NADV];
+	for (unsigned k = 0; k < HA_NADV; k++)
+		adv[k] = (struct xflow_ctl_advice_stats){ .hits = hits, .drops = hits / 10, .sites = 1, .enabled = 1 };
+	struct xflow_ctl_msg m = { .type = XFLOW_CTL_REPLY };
+	m.u.reply = (struct xflow_ctl_reply){ .req_seq = req->seq, .req_type = XFLOW_CTL_STATS, .message = "" };
+	m.u.reply.u.stats = (struct xflow_ctl_stats){ .nadvice = HA_NADV, .advice = adv };
+	xflow_ctl_send(c, &m, NULL, 0, 2000);
+}
+
 /* What an agent does once its records are written: answer every request
- * (STATS) "ok" until DETACH, the hangup, or @ms without one. */
-static inline void ha_serve_until_detach(struct xflow_ctl_conn *c, int ms)
+ * "ok" (a STATS with @st's counts unless NULL) until DETACH, the hangup,
+ * or @ms without one. */
+static inline void ha_serve_stats_until_detach(struct xflow_ctl_conn *c, int ms, const struct ha_stats *st)
 {
 	struct xflow_ctl_msg *req;
-	for (;;) {
+	for (unsigned nstats = 0;;) {
 		if (xflow_ctl_recv(c, &req, ms) <= 0)
 			return;
 		int type = req->type;
-		xflow_ctl_reply_simple(c, req, 0, "ok");
+		if (type == XFLOW_CTL_STATS && st && st->n)
+			ha_reply_stats(c, req, st, nstats++);
+		else
+			xflow_ctl_reply_simple(c, req, 0, "ok");
 		xflow_ctl_msg_free(req);
 		if (type == XFLOW_CTL_DETACH)
 			return;
 	}
 }
 
+static inline void ha_serve_until_detach(struct xflow_ctl_conn *c, int ms)
+{
+	ha_serve_stats_until_detach(c, ms, NULL);
+}
+
 /* Serve @sock as an agent of domain @domid tracing @exe, writing @n
- * records of @script once planned.  Returns the child's pid. */
-static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, const struct ha_rec *script,
-			     size_t n, unsigned pause_ms)
+ * records of @script once planned, its STATS replies from @st (NULL: no
+ * counts).  Returns the child's pid. */
+static inline pid_t ha_agent_stats(const char *sock, const char *exe, uint16_t domid, const struct ha_rec *script,
+				   size_t n, unsigned pause_ms, const struct ha_stats *st)
 {
 	int lfd = xflow_ctl_listen(sock);
 	cr_assert_geq(lfd, 0, "listen %s: %s", sock, strerror(-lfd));
@@ -113,8 +150,14 @@ static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, 
 		xflow_ring_push_record(&prod, &rec);
 	}
 	xflow_ring_flush(&prod);
-	ha_serve_until_detach(&c, 20000);
+	ha_serve_stats_until_detach(&c, 20000, st);
 	_exit(0);
+}
+
+static inline pid_t ha_agent(const char *sock, const char *exe, uint16_t domid, const struct ha_rec *script,
+			     size_t n, unsigned pause_ms)
+{
+	return ha_agent_stats(sock, exe, domid, script, n, pause_ms, NULL);
 }
 
 #endif

@@ -33,6 +33,7 @@ struct figures {
 	uint64_t hops;
 	uint64_t whole_flows;  /* of its origin among the slowest */
 	uint64_t late;         /* the model's, every domain's */
+	uint64_t aspect_hits, aspect_drops; /* every aspect's, every domain's part */
 	char source[256];      /* di.source: the collector's own dies with it */
 };
 
@@ -83,9 +84,18 @@ static void take(struct figures *f, const struct xflow_collector_ops *ops, struc
 	for (size_t i = 0; i < nt; i++)
 		f->whole_flows += top[i].origin_domain == dom && !top[i].expired;
 	f->late = xft_agg_stats(a)->late;
+	struct xflow_aspect_info ai;
+	for (uint32_t i = 0; ops->aspect_info(c, i, &ai) == 0; i++) {
+		f->aspect_hits += ai.hits;
+		f->aspect_drops += ai.drops;
+	}
 }
 
 static char last_error[1024]; /* the collector's, at the end of a run */
+/* What the agents' STATS replies say (hostile_agent.h): the honest one's
+ * counts are steady; the liar's are a test's. */
+static const struct ha_stats honest_stats = { .n = 1, .hits = { 1000 } };
+static struct ha_stats liar_stats;
 
 /*
  * One run: the honest agent, and the liar (greeting as domain @liar_dom)
@@ -107,7 +117,8 @@ static void run_as(uint16_t liar_dom, const struct ha_rec *liar, size_t n, const
 	size_t hn = honest_script(hs);
 	/* The honest agent writes once the liar has begun: a lie that moved
 	 * the model's window would move what comes after it. */
-	pid_t a = ha_agent(s1, bin, HONEST, hs, hn, 300), b = liar ? ha_agent(s2, bin, liar_dom, liar, n, 0) : -1;
+	pid_t a = ha_agent_stats(s1, bin, HONEST, hs, hn, 300, &honest_stats);
+	pid_t b = liar ? ha_agent_stats(s2, bin, liar_dom, liar, n, 0, &liar_stats) : -1;
 	snprintf(opts, sizeof(opts), "dir=%s,flows=%s,timeout=20000%s", dir, flows, extra ? extra : "");
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
 	struct xflow_collector *c;
@@ -331,4 +342,46 @@ Test(lying_agent, rate_option_is_checked, .timeout = 30)
 	cr_expect(strstr(err, "rate=-1: expected records a second"), "%s", err);
 	cr_expect_eq(ops->open("rate=12x,socket=/nonexistent,flows=x.xml", &c, err, sizeof(err)), -EINVAL);
 	cr_expect(strstr(err, "rate=12x"), "%s", err);
+}
+
+/* A liar's STATS replies (issue 30 item 7): a few honest records, and
+ * counts of @st.  Returns the aspects' hits and drops with it and
+ * without it, and its row. */
+static void stats_run(const struct ha_stats *st, struct figures *without, struct figures *with, struct figures *liar)
+{
+	baseline(without);
+	cr_assert_gt(without->aspect_hits, 0, "the honest agent's counts were not taken");
+	size_t n = 0;
+	for (uint64_t f = 0; f < 4; f++) {
+		script[n++] = (struct ha_rec){ .flow_id = 2 * f + 1, .site = 0, .domain = LIAR, .flags = XFLOW_REC_START };
+		script[n++] = (struct ha_rec){ .flow_id = 2 * f + 1, .site = 1, .domain = LIAR, .flags = XFLOW_REC_QUIT };
+	}
+	liar_stats = *st;
+	run(script, n, NULL, with, liar);
+	memset(&liar_stats, 0, sizeof(liar_stats));
+	expect_unmoved(with, without);
+}
+
+/* Counts in the quintillions at once: summed into an aspect, they would
+ * bury every other domain's part. */
+Test(lying_agent, stats_counts_no_guest_can_make, .timeout = 120)
+{
+	struct figures without, with, liar;
+	stats_run(&(struct ha_stats){ .n = 1, .hits = { UINT64_C(1) << 62 } }, &without, &with, &liar);
+	cr_expect_eq(with.aspect_hits, without.aspect_hits, "aspect hits %lu, the honest domain's %lu",
+		     (unsigned long)with.aspect_hits, (unsigned long)without.aspect_hits);
+	cr_expect_eq(with.aspect_drops, without.aspect_drops);
+	cr_expect_geq(liar.di.lies.stats, 1, "stats lies %lu", (unsigned long)liar.di.lies.stats);
+}
+
+/* Counts that go back after a plausible first reply: its part stays what
+ * it first said, and the honest domain's part is whole. */
+Test(lying_agent, stats_counts_that_go_back, .timeout = 120)
+{
+	struct figures without, with, liar;
+	stats_run(&(struct ha_stats){ .n = 2, .hits = { 1000, 1 } }, &without, &with, &liar);
+	cr_expect_eq(with.aspect_hits, 2 * without.aspect_hits, "aspect hits %lu, the honest domain's %lu",
+		     (unsigned long)with.aspect_hits, (unsigned long)without.aspect_hits);
+	cr_expect_eq(with.aspect_drops, 2 * without.aspect_drops);
+	cr_expect_geq(liar.di.lies.stats, 1, "stats lies %lu", (unsigned long)liar.di.lies.stats);
 }

@@ -906,3 +906,94 @@ Test(aggregate, the_split_queue_wraps_and_loses_nothing)
 	split_queue_run(0, &early);
 	cr_assert_eq(early, 0, "the default queue holds 100 hops");
 }
+
+/* Issue 30 item 7: a liar's agent pairing ever new sites in its own domain
+ * (each pair a hop) before an honest domain's first hop. */
+static void hop_flood(struct xft_agg *a, uint16_t dom, uint32_t pairs, uint64_t *t)
+{
+	for (uint32_t i = 0; i < pairs; i++) {
+		struct xflow_record r = rec(dom, 1000 + 2 * i, 1 + i, XFLOW_REC_START);
+		xft_agg_feed(a, &r, *t);
+		r = rec(dom, 1001 + 2 * i, 1 + i, XFLOW_REC_QUIT);
+		xft_agg_feed(a, &r, *t + 10 * US);
+		*t += 20 * US;
+	}
+}
+
+Test(aggregate, a_domain_pairing_sites_cannot_keep_another_s_new_hop_out)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.max_hops = 64;
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1 * MS;
+	hop_flood(a, 7, 1000, &t);
+	struct xflow_record r = rec(1, 1, 5, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t);
+	r = rec(1, 2, 5, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 30 * US);
+	hop_flood(a, 7, 1000, &t); /* and on after it */
+	xft_agg_drain(a);
+	const struct xft_hop *h = find_hop(a, 1, 1, 1, 2);
+	cr_assert_not_null(h, "the honest domain's new hop found no slot: the liar holds them all");
+	cr_expect_eq(h->count, 1);
+	cr_expect_eq(h->total_ns, 30 * US);
+	struct xft_agg_refused liar, honest;
+	xft_agg_domain_refused(a, 7, &liar);
+	xft_agg_domain_refused(a, 1, &honest);
+	/* Alone it took half the table (32 hops), and no more beside the
+	 * honest one (its share of three is 21); its second round's first
+	 * 32 pairs find their hops. */
+	cr_expect_eq(liar.hops, 2000 - 32 - 32, "refused %lu", (unsigned long)liar.hops);
+	cr_expect_eq(honest.hops, 0);
+	cr_expect_eq(xft_agg_stats(a)->hops_dropped, liar.hops);
+	xft_agg_free(a);
+}
+
+/* An honest pair's unkeyed handoff (guest 1 to dom0, 12 carried bits)
+ * while domain @liar sends @outs OUT records of ids it makes up. */
+static uint64_t honest_handoff_among(uint16_t liar, uint32_t outs, uint64_t *refused)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.carried_bits[0] = 12;
+	l.max_handoffs = 64;
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1 * MS;
+	struct xflow_record r = rec(1, 20, 0x123, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t);
+	r = rec(1, 21, 0x123, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+	xft_agg_feed(a, &r, t + 5 * US);
+	for (uint32_t i = 0; i < outs; i++) {
+		r = rec(liar, 40, 0x1000 + 0x200 + i, XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+		xft_agg_feed(a, &r, t + 10 * US + i);
+	}
+	r = rec(0, 30, 0x123, 0);
+	xft_agg_feed(a, &r, t + 800 * US);
+	r = rec(0, 31, 0x123, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 900 * US);
+	xft_agg_drain(a);
+	const struct xft_hop *h = find_hop(a, 1, 21, 0, 30);
+	uint64_t n = h ? h->count : 0;
+	struct xft_agg_refused lr, hr;
+	xft_agg_domain_refused(a, liar, &lr);
+	xft_agg_domain_refused(a, 1, &hr);
+	cr_expect_eq(hr.handoffs, 0, "the honest sender was refused");
+	*refused = lr.handoffs;
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->handoffs_sent, 1 + outs);
+	cr_expect_eq(st->handoffs_matched, 1);
+	xft_agg_free(a);
+	return n;
+}
+
+Test(aggregate, a_domain_flooding_handoffs_cannot_evict_another_s)
+{
+	uint64_t refused;
+	cr_assert_eq(honest_handoff_among(9, 0, &refused), 1, "the honest handoff alone");
+	cr_expect_eq(refused, 0);
+	cr_assert_eq(honest_handoff_among(9, 1000, &refused), 1,
+		     "the liar's OUTs evicted the honest pair's waiting handoff");
+	/* Half the queue of 64 is the liar's to hold. */
+	cr_expect_eq(refused, 1000 - 32, "refused %lu", (unsigned long)refused);
+}

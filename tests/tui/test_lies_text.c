@@ -11,9 +11,11 @@
 Test(lies_text, keys_and_counts_agree)
 {
 	struct xflow_domain_lies l = { .other_domain = 1, .time_past = 2, .time_future = 3, .flood = 4,
-				       .never_started = 5, .after_end = 6 };
+				       .never_started = 5, .after_end = 6, .stats = 7, .hop_share = 8,
+				       .handoff_share = 9 };
 	static const char *const want[] = { "other_domain", "time_past", "time_future", "flood", "never_started",
-					    "after_end" };
+					    "after_end", "stats", "hop_share", "handoff_share" };
+	cr_assert_eq(sizeof(want) / sizeof(want[0]), XFT_LIE_KINDS);
 	uint64_t sum = 0;
 	for (unsigned k = 0; k < XFT_LIE_KINDS; k++) {
 		cr_expect_str_eq(xft_lie_key(k), want[k]);

@@ -462,13 +462,13 @@ Test(metrics, a_domains_lies_everywhere_its_drops_are)
 	xft_app_refresh(app, xflow_monotonic_ns() + 1000000000u);
 	cr_assert_gt(app->ndomains, 0);
 	struct xflow_domain_info *d = &app->domains[0].info;
-	d->lies = (struct xflow_domain_lies){ .other_domain = 3, .time_future = 1, .never_started = 7 };
+	d->lies = (struct xflow_domain_lies){ .other_domain = 3, .time_future = 1, .never_started = 7, .stats = 2 };
 	const char *name = d->name;
 
 	xft_ui_key(app, '6');
 	apptest_draw(app, 24, 200);
 	cr_expect(apptest_screen_has(app, "LIES"), "no LIES column");
-	cr_expect(apptest_screen_has(app, "    11  live"), "the row's lies are not 11");
+	cr_expect(apptest_screen_has(app, "    13  live"), "the row's lies are not 13");
 	cr_expect(apptest_screen_has(app, "lies: 3 naming another domain, 1 stamped in the future, 7 of flows it ne"),
 		  "the kinds are not after the source");
 
@@ -478,7 +478,7 @@ Test(metrics, a_domains_lies_everywhere_its_drops_are)
 	xft_report_domains_text(app, f);
 	fclose(f);
 	cr_expect(strstr(txt, " LIES ") && strstr(txt, "; lies: 3 naming another domain, 1 stamped in the future, "
-					       "7 of flows it never started"), "%s", txt);
+					       "7 of flows it never started, 2 STATS replies refused"), "%s", txt);
 	free(txt);
 
 	f = open_memstream(&txt, &tlen);
@@ -491,7 +491,8 @@ Test(metrics, a_domains_lies_everywhere_its_drops_are)
 			txt[w++] = txt[r];
 	txt[w] = 0;
 	cr_expect(strstr(txt, "\"lies\":{\"other_domain\":3,\"time_past\":0,\"time_future\":1,\"flood\":0,"
-			      "\"never_started\":7,\"after_end\":0}"), "%s", txt);
+			      "\"never_started\":7,\"after_end\":0,\"stats\":2,\"hop_share\":0,\"handoff_share\":0}"),
+		  "%s", txt);
 	free(txt);
 
 	xft_metrics_publish(app);
@@ -507,6 +508,44 @@ Test(metrics, a_domains_lies_everywhere_its_drops_are)
 	snprintf(series, sizeof(series), "xflowtop_domain_records_lies_total{host=\"h\",domain=\"%s\",kind=\"flood\"}",
 		 name);
 	cr_expect_eq(value(body, series), 0, "%s", series);
+	snprintf(series, sizeof(series), "xflowtop_domain_records_lies_total{host=\"h\",domain=\"%s\",kind=\"stats\"}",
+		 name);
+	cr_expect_eq(value(body, series), 2, "%s", series);
 	free(body);
+	app_free(app);
+}
+
+/* What the model refused a domain for wanting more than its share of the
+ * hop table (tui/aggregate.h) is in its row, with its lies. */
+Test(metrics, a_domains_hops_past_its_share_are_in_its_row)
+{
+	struct xft_app *app = app_new("h", 0);
+	xft_app_refresh(app, xflow_monotonic_ns() + 1000000000u);
+	cr_assert_gt(app->ndomains, 0);
+	uint16_t dom = app->domains[0].info.id;
+	/* Ever new pairs of sites in its name: far more hops than the
+	 * table of 256 holds. */
+	uint64_t t = xflow_monotonic_ns();
+	for (uint32_t i = 0; i < 1000; i++) {
+		struct xflow_record r = { .version = XFLOW_RECORD_VERSION, .domain_id = dom, .site_id = 50000 + 2 * i,
+					  .flow_id = UINT64_C(1) << 40 | i, .flags = XFLOW_REC_START };
+		xft_agg_feed(app->agg, &r, t);
+		r.site_id++;
+		r.flags = XFLOW_REC_QUIT;
+		xft_agg_feed(app->agg, &r, t + 1000);
+		t += 2000;
+	}
+	xft_agg_drain(app->agg);
+	xft_app_refresh(app, xflow_monotonic_ns() + 2000000000u);
+	const struct xft_domain_row *row = NULL;
+	for (unsigned i = 0; i < app->ndomains; i++)
+		if (app->domains[i].info.id == dom)
+			row = &app->domains[i];
+	cr_assert_not_null(row);
+	struct xft_agg_refused ref;
+	xft_agg_domain_refused(app->agg, dom, &ref);
+	cr_expect_gt(ref.hops, 0);
+	cr_expect_eq(row->info.lies.hop_share, ref.hops, "row %lu, model %lu", (unsigned long)row->info.lies.hop_share,
+		     (unsigned long)ref.hops);
 	app_free(app);
 }
