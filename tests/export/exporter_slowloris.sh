@@ -38,15 +38,21 @@ attack() {
 	# From the attackers' own address the scraper is one of them to the
 	# limits: their churn (a shed dripper reopens and sheds the next) can
 	# take its place before its request is read.  There it must be served
-	# most of the time (8 scrapes below), not every time; a scrape from
-	# any other address must never be late.
+	# most of the time (three in four, below), not every time; a scrape
+	# from any other address must never be late.
 	case $r in
 	*"late or failed 0;"*) ;;
 	*) if [ "${6:-strict}" = strict ]; then echo "FAIL: $1: a scrape was not answered within 2 s"; fail=1
 	   else echo "$1: a scrape lost to the attackers' churn on its own address (allowed)"; fi ;;
 	esac
+	# The scraper asks twice a second, but on a loaded machine (the
+	# sanitizers beside two busy loops) its own loop, beside 64 drippers,
+	# asked 7 times in 8 s, and 2 in 7: what is judged is what it asked,
+	# at least 2 of them.
 	ok=$(echo "$r" | sed -n 's/.*ok \([0-9]*\),.*/\1/p')
-	[ "${ok:-0}" -ge 8 ] || { echo "FAIL: $1: only ${ok:-0} scrapes"; fail=1; }
+	asked=$(echo "$r" | sed -n 's/.*scrapes \([0-9]*\):.*/\1/p')
+	[ "${asked:-0}" -ge 2 ] || { echo "FAIL: $1: the scraper asked ${asked:-0} times"; fail=1; }
+	[ $((4 * ${ok:-0})) -ge $((3 * ${asked:-0})) ] || { echo "FAIL: $1: only ${ok:-0} of ${asked:-0} scrapes answered"; fail=1; }
 }
 attack "other addresses" 127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5
 attack "the scraper's address" 127.0.0.1 64 8 4000 shared

@@ -54,7 +54,11 @@ t5=$(date +%s.%N)
 awk -v a="$t2" -v b="$t3" -v c="$t4" -v d="$t5" -v m0="$t0" -v m1="$t1" 'BEGIN {
 	one = b - a; max = d - c
 	printf "speed=1 took %.2fs, speed=max %.2fs (first replay %.2fs)\n", one, max, m1 - m0
-	exit !(one > 0.8 && one < 2.5 && max < one / 2) }' || fail "replay pace"
+	exit !(one > 0.8 && max < one / 2) }' || fail "replay pace"
+# Paced, it takes the recorded span at least; how much longer is the
+# machine's (2.65 s for 1.2 s under the sanitizers beside two busy loops),
+# so the bound above is the one a machine can promise: not faster than
+# the recording, and far slower than speed=max.
 
 # Broken sessions: refused at start, the offset and the reason named.
 head -c 1000 "$out/s.ses" >"$out/cut.ses"
