@@ -814,13 +814,21 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 
 /* --- handoffs between domains ------------------------------------------- */
 
-/* Take the @n-th waiting handoff off the queue: later ones move up. */
+/* Take the @n-th waiting handoff off the queue, keeping the others in
+ * order: the nearer end moves up by one, so that the oldest (expiry) goes
+ * at no cost, as the head's step it was before. */
 static struct handoff handoff_remove(struct xft_agg *a, uint32_t n)
 {
-	struct handoff h = a->handoffs[(a->ho_head + n) % a->lim.max_handoffs];
-	for (uint32_t m = n; m + 1 < a->ho_count; m++)
-		a->handoffs[(a->ho_head + m) % a->lim.max_handoffs] =
-			a->handoffs[(a->ho_head + m + 1) % a->lim.max_handoffs];
+	uint32_t cap = a->lim.max_handoffs;
+	struct handoff h = a->handoffs[(a->ho_head + n) % cap];
+	if (n < a->ho_count / 2) {
+		for (uint32_t m = n; m > 0; m--)
+			a->handoffs[(a->ho_head + m) % cap] = a->handoffs[(a->ho_head + m - 1) % cap];
+		a->ho_head = (a->ho_head + 1) % cap;
+	} else {
+		for (uint32_t m = n; m + 1 < a->ho_count; m++)
+			a->handoffs[(a->ho_head + m) % cap] = a->handoffs[(a->ho_head + m + 1) % cap];
+	}
 	a->ho_count--;
 	a->share[h.from_domain].handoffs--;
 	return h;
