@@ -32,25 +32,33 @@
 
 /* ---- peers over Xen -------------------------------------------------------------- */
 
+/* @domid's failures, or NULL. */
+static struct failed_offer *failed_of(struct acoll *c, uint32_t domid)
+{
+	for (unsigned i = 0; i < c->nfailed; i++)
+		if (c->failed[i].domid == domid)
+			return &c->failed[i];
+	return NULL;
+}
+
 /* Whether @domid's offer is left alone now; if so, a scan is due when
  * that ends. */
 static bool offer_backing_off(struct acoll *c, uint32_t domid, uint64_t now)
 {
-	for (unsigned i = 0; i < c->nfailed; i++)
-		if (c->failed[i].domid == domid && now < c->failed[i].until_ns) {
-			xen_discover_again_at(c->xd, c->failed[i].until_ns);
-			return true;
-		}
-	return false;
+	const struct failed_offer *f = failed_of(c, domid);
+	if (!f || now >= f->until_ns)
+		return false;
+	xen_discover_again_at(c->xd, f->until_ns);
+	return true;
 }
 
 /* The slot of @domid's failures: its own, else one whose wait is over
  * (forgetting that domain's), else a new one, else the first. */
 static struct failed_offer *failed_slot(struct acoll *c, uint32_t domid, uint64_t now)
 {
-	for (unsigned i = 0; i < c->nfailed; i++)
-		if (c->failed[i].domid == domid)
-			return &c->failed[i];
+	struct failed_offer *f = failed_of(c, domid);
+	if (f)
+		return f;
 	for (unsigned i = 0; i < c->nfailed; i++)
 		if (c->failed[i].until_ns <= now) {
 			c->failed[i] = (struct failed_offer){ .domid = domid };
@@ -74,12 +82,10 @@ static void offer_failed(struct acoll *c, uint32_t domid)
  * a guest starved of CPU (an emulated host under load) answered its
  * greeting after the 10 s it was given, found us gone, and the next try
  * met the same deadline. */
-static uint64_t patience(const struct acoll *c, uint32_t domid)
+static uint64_t patience(struct acoll *c, uint32_t domid)
 {
-	for (unsigned i = 0; i < c->nfailed; i++)
-		if (c->failed[i].domid == domid)
-			return UINT64_C(1) << c->failed[i].slow;
-	return 1;
+	const struct failed_offer *f = failed_of(c, domid);
+	return f ? UINT64_C(1) << f->slow : 1;
 }
 
 /* @p's agent ran out of time: its next deadlines double (at most 32x). */
