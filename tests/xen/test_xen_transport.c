@@ -500,6 +500,22 @@ static void pump_until(const struct xflow_collector_ops *ops, struct xflow_colle
 		pump(ops, c, y, 200);
 }
 
+/* The simulated host up, domain 3 created with a guest of kind @k for
+ * @secs seconds (*@pid), and the agent collector open on it with the
+ * flows and @more options; *@bin is the flows' program, for more guests. */
+static struct xflow_collector *open_on_guest3(enum kind k, int secs, const char *more, pid_t *pid, const char **bin)
+{
+	host_up();
+	char flows[160], opts[400], err[1024];
+	*bin = gt_pkt_flow_setup(flows, sizeof(flows));
+	sx("domain-create 3 linuxU");
+	*pid = guest(3, *bin, k, secs);
+	snprintf(opts, sizeof(opts), "xen,flows=%s%s", flows, more);
+	struct xflow_collector *c;
+	cr_assert_eq(xflow_collector_agent.open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	return c;
+}
+
 /* A guest that greets 1.5 s after each connection, against a greeting
  * deadline of 1 s (timeout=1000): the first try runs out, the guest finds
  * us gone and offers again at once (while we leave its domain alone), the
@@ -508,15 +524,10 @@ static void pump_until(const struct xflow_collector_ops *ops, struct xflow_colle
  * each try would have met the same 1 s. */
 Test(xen_transport, a_slow_greeter_is_tried_again_with_more_time, .timeout = 90)
 {
-	host_up();
-	char flows[160], opts[400], err[1024];
-	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
-	sx("domain-create 3 linuxU");
-	pid_t g = guest(3, bin, SLOW_GREETER, 40);
-	snprintf(opts, sizeof(opts), "xen,flows=%s,timeout=1000", flows);
+	pid_t g;
+	const char *bin;
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
-	struct xflow_collector *c;
-	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	struct xflow_collector *c = open_on_guest3(SLOW_GREETER, 40, ",timeout=1000", &g, &bin);
 	struct tally y = { { 0 } };
 	pump_until(ops, c, &y, 3, 50);
 	const char *said = ops->last_error(c);
@@ -534,15 +545,10 @@ Test(xen_transport, a_slow_greeter_is_tried_again_with_more_time, .timeout = 90)
 
 Test(xen_transport, a_destroyed_domain_is_gone_and_its_successor_followed, .timeout = 150)
 {
-	host_up();
-	char flows[160], opts[400], err[1024];
-	const char *bin = gt_pkt_flow_setup(flows, sizeof(flows));
-	sx("domain-create 3 linuxU");
-	pid_t a = guest(3, bin, GOOD, 60);
-	snprintf(opts, sizeof(opts), "xen,flows=%s", flows);
+	pid_t a;
+	const char *bin;
 	const struct xflow_collector_ops *ops = &xflow_collector_agent;
-	struct xflow_collector *c;
-	cr_assert_eq(ops->open(opts, &c, err, sizeof(err)), 0, "%s", err);
+	struct xflow_collector *c = open_on_guest3(GOOD, 60, "", &a, &bin);
 	struct tally y = { { 0 } };
 	pump_until(ops, c, &y, 3, 50);
 	cr_assert_gt(y.by_dom[3], 50, "no records from the first guest: %s",
