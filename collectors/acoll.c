@@ -355,7 +355,8 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,
 					   .clock_bound_ns = acoll_peer_clock_bound(p), .lies = p->vet.lies,
-					   .progress_ns = p->gone || !p->connected ? 0 : p->progress_ns };
+					   .progress_ns = p->gone || !p->connected ? 0 : p->progress_ns,
+					   .planning = !p->gone && p->state != PEER_LIVE };
 	return 0;
 }
 

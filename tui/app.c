@@ -286,20 +286,40 @@ uint64_t xft_app_collect(struct xft_app *app, uint64_t now, uint64_t budget)
 
 /* --- refresh -------------------------------------------------------------- */
 
-/* A weave that matches nothing runs on with empty tables: say so, once
+/* A weave that matches nothing runs on with empty tables: said once
  * where a script sees it apart from them, and in every header after. */
 static void nothing_woven_check(struct xft_app *app)
 {
-	uint64_t sites = 0;
-	for (unsigned i = 0; i < app->naspects; i++)
-		sites += app->aspects[i].info.sites;
-	app->nothing_woven = app->naspects > 0 && app->ndomains > 0 && sites == 0;
+	app->nothing_woven = xft_app_nothing_woven(app);
 	if (!app->nothing_woven || app->nothing_woven_said || !app->renderer)
 		return;
 	app->nothing_woven_said = 1;
 	xft_app_message(app, "%s", XFT_NOTHING_WOVEN);
 	if (app->renderer && app->renderer->failed)
 		app->renderer->failed(app, XFT_NOTHING_WOVEN);
+}
+
+/* Not while a domain's plan is on the way: an agent over Xen greets and
+ * weaves seconds after the monitor starts, and its sites are not in the
+ * aspects' counts until it has. */
+int xft_app_nothing_woven(const struct xft_app *app)
+{
+	uint64_t sites = 0;
+	for (unsigned i = 0; i < app->naspects; i++)
+		sites += app->aspects[i].info.sites;
+	for (unsigned i = 0; i < app->ndomains; i++)
+		if (app->domains[i].info.planning)
+			return 0;
+	return app->naspects > 0 && app->ndomains > 0 && sites == 0;
+}
+
+/* Whether a row before the app's next one is of domain @id. */
+static int domain_listed(const struct xft_app *app, uint16_t id)
+{
+	for (unsigned i = 0; i < app->ndomains; i++)
+		if (app->domains[i].info.id == id)
+			return 1;
+	return 0;
 }
 
 static void update_infos(struct xft_app *app, double secs)
@@ -348,11 +368,15 @@ static void update_infos(struct xft_app *app, double secs)
 			xft_agg_set_clock_bound(app->agg, r->info.id, r->info.clock_bound_ns);
 			xft_agg_set_progress(app->agg, r->info.id, r->info.gone ? 0 : r->info.progress_ns);
 			/* The model's refusals are the domain's as well, shown
-			 * with the lies its collector counted. */
-			struct xft_agg_refused ref;
-			xft_agg_domain_refused(app->agg, r->info.id, &ref);
-			r->info.lies.hop_share += ref.hops;
-			r->info.lies.handoff_share += ref.handoffs;
+			 * with the lies its collector counted: in its first row
+			 * only, since the model counts by domain id and two
+			 * sources may both speak of one domain. */
+			if (!domain_listed(app, r->info.id)) {
+				struct xft_agg_refused ref;
+				xft_agg_domain_refused(app->agg, r->info.id, &ref);
+				r->info.lies.hop_share += ref.hops;
+				r->info.lies.handoff_share += ref.handoffs;
+			}
 			for (unsigned k = 0; k < nold_d; k++)
 				if (old_d[k].src == s && old_d[k].info.id == r->info.id) {
 					uint64_t d = r->info.records >= old_d[k].prev_records

@@ -241,6 +241,9 @@ void xft_app_fini(struct xft_app *app);
 int xft_app_add_source(struct xft_app *app, const char *spec, char *err, size_t errlen);
 /* 1 when a collector weaves the flow file @path (named as in its flows=). */
 int xft_app_flow_file_woven(const struct xft_app *app, const char *path);
+/* 1 when the rows say the weave reached no site: aspects and domains are
+ * listed, none of them still planning, and no aspect has a site. */
+int xft_app_nothing_woven(const struct xft_app *app);
 
 /* Read what the collectors have (at most @budget records); returns how many. */
 uint64_t xft_app_collect(struct xft_app *app, uint64_t now_ns, uint64_t budget);

@@ -34,8 +34,9 @@
  * 7: struct xflow_domain_info.lies (at its end).
  * 8: struct xflow_domain_lies.stats, .hop_share and .handoff_share (at its
  *    end, which changes struct xflow_domain_info's size), and struct
- *    xflow_domain_info.progress_ns (at its end). */
-#define XFLOW_COLLECTOR_ABI 8
+ *    xflow_domain_info.progress_ns (at its end).
+ * 9: struct xflow_domain_info.planning (at its end). */
+#define XFLOW_COLLECTOR_ABI 9
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -113,6 +114,9 @@ struct xflow_domain_info {
 	 * domain that falls behind (a guest descheduled for seconds) holds
 	 * the model's verdicts that wait for its records. */
 	uint64_t progress_ns;
+	/* ABI 9: its plan is on the way (an agent greeting, or weaving what
+	 * it was sent): what the flows reach there is not known yet. */
+	int planning;
 };
 #define XFLOW_CLOCK_BOUND_UNKNOWN UINT64_MAX
 

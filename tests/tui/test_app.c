@@ -325,3 +325,69 @@ Test(app, a_descriptor_a_collector_lost_is_not_polled, .timeout = 20)
 	free(out);
 	apptest_free(app);
 }
+
+/*
+ * What the domain rows say.
+ */
+
+/* A weave that reaches no site is said only once no domain's plan is on
+ * the way: an agent over Xen answers its plan seconds after the start,
+ * and until then its aspects count no sites. */
+Test(app, nothing_woven_waits_for_the_domains_planning)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=2000", 0);
+	app->naspects = 1;
+	app->aspects[0].info = (struct xflow_aspect_info){ .name = "xflow netflow", .sites = 0, .enabled = 1 };
+	app->ndomains = 2;
+	app->domains[0].info = (struct xflow_domain_info){ .id = 0, .name = "dom0" };
+	app->domains[1].info = (struct xflow_domain_info){ .id = 5, .name = "linuxU", .planning = 1 };
+	cr_expect_eq(xft_app_nothing_woven(app), 0, "said while linuxU is still planning");
+	app->domains[1].info.planning = 0;
+	cr_expect_eq(xft_app_nothing_woven(app), 1, "not said once every domain is planned");
+	app->aspects[0].info.sites = 3;
+	cr_expect_eq(xft_app_nothing_woven(app), 0, "said with 3 sites woven");
+	app->aspects[0].info.sites = 0;
+	app->ndomains = 0;
+	cr_expect_eq(xft_app_nothing_woven(app), 0, "said with no domain at all");
+	apptest_free(app);
+}
+
+/* The model counts its refusals by domain id; two sources speaking of the
+ * same domains must not each add them to their row, or the header's and
+ * the JSON's totals count each refusal twice. */
+Test(app, the_model_s_refusals_are_added_to_one_row_per_domain)
+{
+	struct xft_config cfg;
+	char err[512];
+	xft_config_defaults(&cfg);
+	snprintf(cfg.collectors[0], sizeof(cfg.collectors[0]), "synthetic:rate=5000");
+	snprintf(cfg.collectors[1], sizeof(cfg.collectors[1]), "synthetic:rate=5000");
+	cfg.ncollectors = 2;
+	cfg.limits.max_flows = 4096;
+	cfg.limits.max_pending = 4096;
+	cfg.limits.max_hops = 16; /* small: the domains' shares fill */
+	struct xft_app *app = calloc(1, sizeof(*app));
+	cr_assert(app);
+	cr_assert_eq(xft_app_init(app, &cfg, err, sizeof(err)), 0, "%s", err);
+	uint64_t now = xflow_monotonic_ns();
+	for (int i = 1; i <= 4; i++)
+		xft_app_refresh(app, now + (uint64_t)i * 500000000u);
+	uint64_t refused = 0;
+	for (unsigned d = 0; d < app->ndomains; d++) {
+		uint16_t id = app->domains[d].info.id;
+		struct xft_agg_refused ref;
+		xft_agg_domain_refused(app->agg, id, &ref);
+		uint64_t rows = 0, nrows = 0;
+		for (unsigned e = 0; e < app->ndomains; e++)
+			if (app->domains[e].info.id == id) {
+				rows += app->domains[e].info.lies.hop_share;
+				nrows++;
+			}
+		cr_assert_eq(nrows, 2, "domain %u has %lu rows, not one per source", id, (unsigned long)nrows);
+		cr_expect_eq(rows, ref.hops, "domain %u: rows say %lu hops refused, the model %lu", id,
+			     (unsigned long)rows, (unsigned long)ref.hops);
+		refused += ref.hops;
+	}
+	cr_assert_gt(refused, 0, "no hop was refused: the test shows nothing");
+	apptest_free(app);
+}
