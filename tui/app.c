@@ -682,6 +682,7 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		goto oom;
 	if ((rc = xft_agg_new(&app->cfg.limits, xft_sites_group, &app->sites, &app->agg)))
 		goto oom;
+	xft_agg_set_roles(app->agg, xft_sites_roles, &app->sites);
 	/* A collector sees Xen's scheduler: join its trace with the flows. */
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].ops->sched) {
