@@ -73,7 +73,8 @@ static int site_lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_s
 		    app->src[s].ops->site_info(app->src[s].c, domain, site, out) == 0) {
 			if (app->session)
 				session_check(app, xflow_session_write_site(app->session, domain, site,
-					      out->domain, out->file, out->line, out->function));
+					      out->domain, out->file, out->line, out->function,
+					      out->roles));
 			return 0;
 		}
 	return -ENOENT;
@@ -157,7 +158,7 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 	if (app->session) {
 		/* A site's names go before its first record, so that a replay
 		 * can name every hop it shows. */
-		struct xflow_site_info si;
+		struct xflow_site_info si = { 0 };
 		if (!xflow_session_writer_has_site(app->session, r->domain_id, r->site_id))
 			site_lookup(app, r->domain_id, r->site_id, &si);
 		if (app->session)
