@@ -331,6 +331,7 @@ static int agent_site_info(struct xflow_collector *xc, uint16_t domain, uint32_t
 	out->line = s->line;
 	out->function = s->func ? s->func : "?";
 	out->what = p->pc->what[site];
+	out->roles = p->pc->roles[site];
 	return 0;
 }
 
@@ -492,6 +493,7 @@ static void agent_close(struct xflow_collector *xc)
 		free(c->cache[i].domain);
 		free(c->cache[i].exe);
 		free(c->cache[i].what);
+		free(c->cache[i].roles);
 	}
 	xen_discover_close(c->xd);
 	xflow_unit_free(c->unit);

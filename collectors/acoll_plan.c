@@ -169,17 +169,21 @@ struct plan_cache *acoll_plan_for(struct acoll *c, struct peer *p)
 	pc->exe = kspec ? kspec : strdup(p->exe);
 	const struct xflow_plan_domain *d = &plan->domains[0];
 	pc->what = calloc(d->nsites + 1, sizeof(*pc->what));
-	if (!pc->domain || !pc->exe || !pc->what) {
+	pc->roles = calloc(d->nsites + 1, sizeof(*pc->roles));
+	if (!pc->domain || !pc->exe || !pc->what || !pc->roles) {
 		free(pc->domain);
 		free(pc->exe);
 		free(pc->what);
+		free(pc->roles);
 		free(pc->buf);
 		xflow_plan_free(plan);
 		memset(pc, 0, sizeof(*pc));
 		return NULL;
 	}
-	for (uint32_t s = 0; s < d->nsites; s++)
+	for (uint32_t s = 0; s < d->nsites; s++) {
 		site_what(&d->sites[s], pc->what[s], sizeof(pc->what[s]));
+		pc->roles[s] = (uint8_t)xflow_plan_site_roles(plan, d, s);
+	}
 	c->ncache++;
 	return pc;
 }

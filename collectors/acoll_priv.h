@@ -80,6 +80,8 @@ struct plan_cache {
 	void *buf;        /* the plan's bytes, as sent */
 	size_t len;
 	char (*what)[96]; /* per site, for site_info */
+	uint8_t *roles;   /* per site, for site_info: enum xflow_site_roles,
+	                   * found once here, not in the bindings per lookup */
 };
 
 enum peer_state {

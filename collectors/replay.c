@@ -36,6 +36,7 @@
 struct site {
 	uint16_t domain;
 	uint32_t id, line;
+	uint32_t roles;   /* as the saving run's collector gave them */
 	char *domain_name, *file, *function;
 };
 
@@ -121,6 +122,7 @@ static int add_site(struct replay *x, const struct xflow_session_chunk *c)
 	s->domain = c->domain;
 	s->id = c->site;
 	s->line = c->line;
+	s->roles = c->roles;
 	s->domain_name = strdup(c->domain_name);
 	s->file = strdup(c->file);
 	s->function = strdup(c->function);
@@ -275,6 +277,7 @@ static int replay_site_info(struct xflow_collector *c, uint16_t domain, uint32_t
 			out->file = x->sites[i].file;
 			out->line = x->sites[i].line;
 			out->function = x->sites[i].function;
+			out->roles = x->sites[i].roles;
 			return 0;
 		}
 	return -ENOENT;

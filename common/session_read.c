@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xflow/collector.h"
 #include "xflow/session.h"
 
 struct xflow_session_reader {
 	FILE *f;
 	char name[256];
 	uint64_t offset;       /* of the next byte to read */
+	unsigned version;      /* the header's */
 	uint64_t nrecords;
 	uint64_t first, last;     /* the header's span */
 	uint64_t min_t, max_t;    /* the records' */
@@ -98,6 +100,7 @@ int xflow_session_reader_new(FILE *f, const char *name, struct xflow_session_rea
 		bad(r, rc, 10, err, errlen, "reserved header bytes are not zero");
 		goto fail;
 	}
+	r->version = get16(h + 8);
 	r->first = get64(h + 16);
 	r->last = get64(h + 24);
 	if (r->first > r->last) {
@@ -132,8 +135,12 @@ static int parse_site(struct xflow_session_reader *r, uint64_t at, uint32_t len,
 	if (len < 20)
 		return bad(r, -EBADMSG, at, err, errlen, "site: length %" PRIu32 " is below 20", len);
 	size_t nd = get16(p + 12), nf = get16(p + 14), nfn = get16(p + 16);
-	if (get16(p + 2) || get16(p + 18))
+	uint16_t roles = get16(p + 2);
+	if (get16(p + 18) || (roles && r->version < 5))
 		return bad(r, -EBADMSG, at, err, errlen, "site: reserved bytes are not zero");
+	if ((roles & ~(unsigned)XFLOW_SITE_ROLES_ALL) || (roles && !(roles & XFLOW_SITE_ROLES_KNOWN)))
+		return bad(r, -EBADMSG, at, err, errlen, "site: roles %#x (0, or %#x and any of %#x, %#x)", roles,
+			   XFLOW_SITE_ROLES_KNOWN, XFLOW_SITE_SENDS, XFLOW_SITE_RECEIVES);
 	if (nd == 0 || nd > XFLOW_SESSION_MAX_DOMAIN)
 		return bad(r, -EBADMSG, at, err, errlen, "site: domain name length %zu (1 to %d)", nd,
 			   XFLOW_SESSION_MAX_DOMAIN);
@@ -154,6 +161,7 @@ static int parse_site(struct xflow_session_reader *r, uint64_t at, uint32_t len,
 	c->domain = get16(p);
 	c->site = get32(p + 4);
 	c->line = get32(p + 8);
+	c->roles = roles;
 	c->domain_name = d;
 	c->file = f;
 	c->function = fn;

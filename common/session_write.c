@@ -9,8 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "xflow/session.h"
+#include "xflow/collector.h"
 #include "xflow/plan.h"
+#include "xflow/session.h"
 
 #define SESSION_BUF (1u << 20)
 
@@ -191,7 +192,7 @@ static size_t clean(char *dst, const char *src, size_t max)
 
 int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, uint32_t site,
 			     const char *domain_name, const char *file, uint32_t line,
-			     const char *function)
+			     const char *function, uint32_t roles)
 {
 	uint64_t key = ((uint64_t)domain << 32 | site) + 1;
 	if (w->error)
@@ -209,6 +210,10 @@ int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, ui
 	size_t nf = clean((char *)p + 20 + nd, file, XFLOW_SESSION_MAX_NAME);
 	size_t nfn = clean((char *)p + 20 + nd + nf, function, XFLOW_SESSION_MAX_NAME);
 	put16(p, domain);
+	/* What the reader would refuse is written as not known. */
+	if ((roles & ~(uint32_t)XFLOW_SITE_ROLES_ALL) || !(roles & XFLOW_SITE_ROLES_KNOWN))
+		roles = 0;
+	put16(p + 2, (uint16_t)roles);
 	put32(p + 4, site);
 	put32(p + 8, line);
 	put16(p + 12, (uint16_t)nd);
@@ -218,13 +223,19 @@ int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, ui
 	return rc ? rc : chunk(w, XFLOW_SESSION_SITE, p, 20 + nd + nf + nfn);
 }
 
-int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
-				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns)
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan *p,
+				    const struct xflow_plan_domain *d, const char *domain_name,
+				    const struct xflow_record *r, uint64_t t_ns)
 {
 	if (!d || r->site_id >= d->nsites)
 		return -EINVAL;
-	const struct xflow_plan_site *s = &d->sites[r->site_id];
-	int rc = xflow_session_write_site(w, r->domain_id, r->site_id, domain_name, s->file, s->line, s->func);
+	int rc = 0;
+	/* The roles search the bindings: once a site, not once a record. */
+	if (!xflow_session_writer_has_site(w, r->domain_id, r->site_id)) {
+		const struct xflow_plan_site *s = &d->sites[r->site_id];
+		rc = xflow_session_write_site(w, r->domain_id, r->site_id, domain_name, s->file, s->line, s->func,
+					      xflow_plan_site_roles(p, d, r->site_id));
+	}
 	return rc ? rc : xflow_session_write_record(w, r, t_ns);
 }
 

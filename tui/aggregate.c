@@ -18,6 +18,7 @@
 #include "tui/reorder.h"
 #include "tui/sched_join.h"
 #include "tui/seq_gap.h"
+#include "xflow/collector.h"
 #include "xflow/flowid.h"
 
 #define NIL UINT32_MAX
@@ -166,6 +167,8 @@ struct xft_agg {
 
 	struct handoff *handoffs; /* FIFO ring, unkeyed handoffs only */
 	uint32_t ho_head, ho_count;
+	xft_role_fn roles;        /* NULL: every site sends and receives */
+	void *roles_opaque;
 	struct xft_kj kj;
 	struct xft_point *merge; /* max_path points: scratch for a late join */
 	uint64_t gen;
@@ -894,6 +897,17 @@ static void handoff_send(struct xft_agg *a, uint32_t fi, const struct xflow_reco
 	a->st.handoffs_sent++;
 }
 
+/* May @r's site take (XFLOW_SITE_RECEIVES) or leave (XFLOW_SITE_SENDS) an
+ * unkeyed handoff?  As its plan says when its collector knows; anywhere
+ * when not (a plugin, an old session), as before roles were known. */
+static int site_may(const struct xft_agg *a, const struct xflow_record *r, unsigned role)
+{
+	if (!a->roles)
+		return 1;
+	unsigned k = a->roles(a->roles_opaque, r->domain_id, r->site_id);
+	return !(k & XFLOW_SITE_ROLES_KNOWN) || (k & role);
+}
+
 /* The oldest handoff waiting for this receiving record, taken off the
  * queue; NIL if none.  Records match on the id in the carried bits, and
  * only from another domain.  (Keyed handoffs go to the join table.) */
@@ -1223,9 +1237,14 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 	}
 	if (fi == NIL) {
 		/* A plain start begins a flow here; anything else unknown here
-		 * may be a flow that left another domain through a ring. */
+		 * may be a flow that left another domain through a ring, if
+		 * its site is one where a flow arrives.  A record elsewhere
+		 * that would have matched a waiting handoff is not counted as
+		 * a lie: an honest agent that lost a flow's first records
+		 * writes the same, and masked ids collide.  It begins a
+		 * partial flow as any unknown record does. */
 		uint32_t from = NIL;
-		if (!(r->flags & XFLOW_REC_START) && !plain)
+		if (!(r->flags & XFLOW_REC_START) && !plain && site_may(a, r, XFLOW_SITE_RECEIVES))
 			from = handoff_receive(a, r);
 		if (from != NIL) {
 			fi = from;
@@ -1237,7 +1256,9 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 		}
 	}
 	flow_point(a, fi, r, t);
-	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !plain)
+	/* The receiving side's record says CROSS_DOMAIN too: one that took
+	 * no handoff is a flow whose sender was not seen, not a sender. */
+	if ((r->flags & XFLOW_REC_CROSS_DOMAIN) && !arrived && !plain && site_may(a, r, XFLOW_SITE_SENDS))
 		handoff_send(a, fi, r, t);
 	if (r->flags & XFLOW_REC_QUIT)
 		flow_quit(a, fi);
@@ -1563,6 +1584,12 @@ int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque
 	xft_agg_reset(a);
 	*out = a;
 	return 0;
+}
+
+void xft_agg_set_roles(struct xft_agg *a, xft_role_fn roles, void *opaque)
+{
+	a->roles = roles;
+	a->roles_opaque = opaque;
 }
 
 void xft_agg_free(struct xft_agg *a)

@@ -26,10 +26,16 @@
  * for its hops, counted apart, and never ranked among the slowest, whose
  * durations are whole flows'.  Ids are scoped by domain: (domain, kind, id).  An id
  * leaving a domain through a ring header (a CROSS_DOMAIN record in the
- * sending domain) waits in a handoff queue; the next CROSS_DOMAIN record of
- * the same kind in another domain whose id matches (in the carried bits when
- * the sender's record says TRUNCATED_ID) continues the same flow under its
- * new (domain, kind, id).
+ * sending domain) waits in a handoff queue; the next record of the same
+ * kind in another domain that is not a START, of an id unknown there that
+ * matches (in the bits carried, xft_agg_limits.carried_bits), continues
+ * the same flow under its new (domain, kind, id).  Where the sites' roles
+ * are known (xft_agg_set_roles: the plan says which advice sends an id
+ * and which receives one), only a record of a site that sends leaves a
+ * handoff and only one of a site that receives takes one: a guest sending
+ * records of guessed ids elsewhere cannot take another domain's flow, and
+ * the receiving side's own CROSS_DOMAIN record is not taken for a sender's.
+ * A site whose roles are not known (0) may do either, as before roles were.
  *
  * Keyed handoffs (XFLOW_REC_KEYED: data[0] = key, data[1] = side, data[2]
  * = the sender's domain + 1 on an IN, see xflow/record.h) are joined by
@@ -104,6 +110,12 @@ void xft_agg_limits_default(struct xft_agg_limits *l);
 
 /* The point a site belongs to (e.g. its function); identity if NULL. */
 typedef uint32_t (*xft_group_fn)(void *opaque, uint16_t domain, uint32_t site);
+
+/* A site's roles in unkeyed handoffs: enum xflow_site_roles
+ * (xflow/collector.h), 0 when not known.  Called only for a record of a
+ * flow unknown in its domain and for a CROSS_DOMAIN record, never for the
+ * others; it must not feed the model. */
+typedef unsigned (*xft_role_fn)(void *opaque, uint16_t domain, uint32_t site);
 
 /* One point of a flow's path. */
 struct xft_point {
@@ -202,6 +214,10 @@ struct xft_agg;
 /* Allocate a model; all memory is taken here.  0 or -errno. */
 int xft_agg_new(const struct xft_agg_limits *l, xft_group_fn group, void *opaque, struct xft_agg **out);
 void xft_agg_free(struct xft_agg *a);
+
+/* Where unkeyed handoffs may be sent and taken (see above); NULL @roles
+ * (the default): every site may do either. */
+void xft_agg_set_roles(struct xft_agg *a, xft_role_fn roles, void *opaque);
 
 /* Feed one record whose timestamp is already in ns. */
 void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t_ns);

@@ -73,7 +73,8 @@ static int site_lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_s
 		    app->src[s].ops->site_info(app->src[s].c, domain, site, out) == 0) {
 			if (app->session)
 				session_check(app, xflow_session_write_site(app->session, domain, site,
-					      out->domain, out->file, out->line, out->function));
+					      out->domain, out->file, out->line, out->function,
+					      out->roles));
 			return 0;
 		}
 	return -ENOENT;
@@ -157,7 +158,7 @@ static void emit(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 	if (app->session) {
 		/* A site's names go before its first record, so that a replay
 		 * can name every hop it shows. */
-		struct xflow_site_info si;
+		struct xflow_site_info si = { 0 };
 		if (!xflow_session_writer_has_site(app->session, r->domain_id, r->site_id))
 			site_lookup(app, r->domain_id, r->site_id, &si);
 		if (app->session)
@@ -706,6 +707,7 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		goto oom;
 	if ((rc = xft_agg_new(&app->cfg.limits, xft_sites_group, &app->sites, &app->agg)))
 		goto oom;
+	xft_agg_set_roles(app->agg, xft_sites_roles, &app->sites);
 	/* A collector sees Xen's scheduler: join its trace with the flows. */
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].ops->sched) {

@@ -133,6 +133,7 @@ const struct xft_site *xft_sites_get(struct xft_sites *s, uint16_t domain, uint3
 	e->file = file;
 	e->what = what;
 	e->line = info.line;
+	e->roles = known && (info.roles & XFLOW_SITE_ROLES_KNOWN) ? info.roles & XFLOW_SITE_ROLES_ALL : 0;
 	s->n++;
 	if (info.domain && *info.domain) {
 		int have = 0;
@@ -148,6 +149,11 @@ const struct xft_site *xft_sites_get(struct xft_sites *s, uint16_t domain, uint3
 uint32_t xft_sites_group(void *opaque, uint16_t domain, uint32_t site)
 {
 	return xft_sites_get(opaque, domain, site)->group;
+}
+
+unsigned xft_sites_roles(void *opaque, uint16_t domain, uint32_t site)
+{
+	return xft_sites_get(opaque, domain, site)->roles;
 }
 
 const char *xft_sites_group_name(const struct xft_sites *s, uint32_t group)

@@ -27,6 +27,7 @@ struct xft_site {
 	const char *file;
 	const char *function;
 	const char *what;   /* may be "" */
+	uint32_t roles;     /* enum xflow_site_roles; 0: not known */
 	int used;
 };
 
@@ -60,6 +61,10 @@ const struct xft_site *xft_sites_get(struct xft_sites *s, uint16_t domain, uint3
 /* An xft_group_fn for xft_agg_new(): @opaque is the struct xft_sites. */
 uint32_t xft_sites_group(void *opaque, uint16_t domain, uint32_t site);
 const char *xft_sites_group_name(const struct xft_sites *s, uint32_t group);
+/* An xft_role_fn for xft_agg_set_roles(): the site's roles as its
+ * collector gave them (enum xflow_site_roles), 0 when it did not, and for
+ * the sites past max_sites (so the model treats those as it always did). */
+unsigned xft_sites_roles(void *opaque, uint16_t domain, uint32_t site);
 
 /* A domain's name: the one set, else "domN". */
 void xft_sites_set_domain(struct xft_sites *s, uint16_t id, const char *name);

@@ -8,6 +8,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "xflow/flowlang.h"
+
 static const char *s_or(const char *s, const char *dflt)
 {
 	return s && *s ? s : dflt;
@@ -63,7 +65,7 @@ static const char *origin_name(uint32_t o)
 void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode)
 {
 	fprintf(out, "weave plan v%u (bytecode v%u): %u flows, %u fields, %u advice, %u domains\n",
-		XFLOW_PLAN_VERSION, XFLOW_BC_VERSION, p->nflows, p->nfields, p->nadvice, p->ndomains);
+		p->version ? p->version : XFLOW_PLAN_VERSION, XFLOW_BC_VERSION, p->nflows, p->nfields, p->nadvice, p->ndomains);
 	for (uint32_t i = 0; i < p->nflows; i++)
 		fprintf(out, "flow %u %s\n", i, s_or(p->flows[i], "?"));
 	for (uint32_t i = 0; i < p->nfields; i++)
@@ -74,9 +76,10 @@ void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode)
 		fprintf(out, "advice %u %s", i, origin_name(a->origin));
 		if (a->flow >= 0 && (uint32_t)a->flow < p->nflows)
 			fprintf(out, " of %s", s_or(p->flows[a->flow], "?"));
-		fprintf(out, " (%s:%u:%u) %u insns, %u inputs%s%s\n", s_or(a->file, "?"), a->line, a->col,
-			a->prog.ninsns, a->prog.ninputs, a->flags & 1 ? ", after" : "",
-			a->flags & 2 ? ", after stores of its field" : "");
+		fprintf(out, " (%s:%u:%u) %u insns, %u inputs%s%s%s\n", s_or(a->file, "?"), a->line, a->col,
+			a->prog.ninsns, a->prog.ninputs, a->flags & XFLOW_ADVICE_AFTER ? ", after" : "",
+			a->flags & XFLOW_ADVICE_AFTER_STORE ? ", after stores of its field" : "",
+			a->flags & XFLOW_ADVICE_RECEIVES ? ", receives from another domain" : "");
 		for (uint32_t k = 0; k < a->prog.ninputs; k++) {
 			const struct xflow_bc_input *in = &a->prog.inputs[k];
 			fprintf(out, "  input %u %s", k, in->kind == XFLOW_IN_TARGET ? "target" : "local_var");

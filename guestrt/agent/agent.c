@@ -406,6 +406,11 @@ const struct xflow_plan_domain *xflow_agent_plan_domain(const struct xflow_agent
 	return ((const struct agent *)xa)->dom;
 }
 
+const struct xflow_plan *xflow_agent_plan(const struct xflow_agent *xa)
+{
+	return ((const struct agent *)xa)->plan;
+}
+
 void xflow_agent_free(struct xflow_agent *xa)
 {
 	struct agent *a = (struct agent *)xa;

@@ -36,6 +36,7 @@
 #include <sys/types.h>
 
 struct xflow_record;
+struct xflow_plan;
 struct xflow_plan_domain;
 
 enum xflow_agent_transport {
@@ -101,6 +102,8 @@ void xflow_agent_free(struct xflow_agent *a);
 const char *xflow_agent_socket_path(const struct xflow_agent *a);
 /* The domain of the plan loaded (its sites' names), or NULL. */
 const struct xflow_plan_domain *xflow_agent_plan_domain(const struct xflow_agent *a);
+/* The plan loaded (its advice, which say each site's roles), or NULL. */
+const struct xflow_plan *xflow_agent_plan(const struct xflow_agent *a);
 /* Records per lane for plan domain @d when none were asked for: room for
  * about a thousand passes over every placement (a request that meets
  * each site once writes one record per placement), a power of two from

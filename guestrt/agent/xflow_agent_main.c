@@ -69,7 +69,8 @@ static int record_one(void *ctx, const struct xflow_record *r, uint64_t t_ns)
 			rec->domain, (unsigned long long)rec->max);
 		return 1;
 	}
-	return xflow_session_write_plan_record(rec->w, xflow_agent_plan_domain(rec->a), rec->domain, r, t_ns);
+	return xflow_session_write_plan_record(rec->w, xflow_agent_plan(rec->a), xflow_agent_plan_domain(rec->a),
+					       rec->domain, r, t_ns);
 }
 
 /* A size: digits and an optional K, M or G (powers of 1024).  0 or -1. */

@@ -35,7 +35,8 @@
  * 8: struct xflow_domain_lies.stats, .hop_share and .handoff_share (at its
  *    end, which changes struct xflow_domain_info's size), and struct
  *    xflow_domain_info.progress_ns (at its end).
- * 9: struct xflow_domain_info.planning (at its end). */
+ * 9: struct xflow_site_info.roles and struct xflow_domain_info.planning
+ *    (each at its end). */
 #define XFLOW_COLLECTOR_ABI 9
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
@@ -52,6 +53,24 @@ struct xflow_site_info {
 	uint32_t line;
 	const char *function;
 	const char *what;   /* e.g. "access sk_buff.data (store)"; may be NULL */
+	uint32_t roles;     /* ABI 9: enum xflow_site_roles; 0 when not known */
+};
+
+/*
+ * ABI 9.  A site's part in unkeyed cross-domain handoffs (an id carried in
+ * a ring header's bits), as its weave plan says.  With ROLES_KNOWN, the
+ * model lets only records of a RECEIVES site take a waiting handoff, and
+ * only records of a SENDS site leave one: a guest sending records of
+ * guessed ids elsewhere cannot take an honest pair's handoff, nor can a
+ * record of a flow whose beginning was lost.  A collector that does not
+ * know (0) leaves the model as it was: any record may do either.  Keyed
+ * handoffs (XFLOW_REC_KEYED) are joined by key and not concerned.
+ */
+enum xflow_site_roles {
+	XFLOW_SITE_ROLES_KNOWN = 1u << 0, /* the two below are the truth */
+	XFLOW_SITE_SENDS = 1u << 1,       /* an id leaves the domain here */
+	XFLOW_SITE_RECEIVES = 1u << 2,    /* an id from another domain arrives here */
+	XFLOW_SITE_ROLES_ALL = (1u << 3) - 1,
 };
 
 /*

@@ -40,6 +40,12 @@ enum xflow_advice_flag {
 	 * field after_store_field, run after it instead of before, or the
 	 * program's own store overwrites the id bits just written. */
 	XFLOW_ADVICE_AFTER_STORE = 1u << 1,
+	/* It takes a flow from another domain through a ring header's bits
+	 * (an unkeyed xout): its records may continue a handoff.  The
+	 * monitor lets only records of sites where such advice is bound take
+	 * an unkeyed handoff, so that a record anywhere else, a guest's lie
+	 * or a flow whose beginning was lost, cannot take another's. */
+	XFLOW_ADVICE_RECEIVES = 1u << 2,
 };
 
 struct xflow_advice_info {

@@ -18,7 +18,7 @@
  * it finds at attach time.  Registers are DWARF x86-64 numbers: 0 rax,
  * 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8..15 r8..r15, 16 rip.
  *
- * ---- The file format (version 3) -------------------------------------------
+ * ---- The file format (version 4) -------------------------------------------
  *
  * All integers little-endian, no padding between fields; records follow one
  * another in the order below.  A string is a u32 offset into the string
@@ -42,7 +42,8 @@
  *   fields, nfields × { u32 struct, u32 member }
  *   advice, nadvice × {
  *     u32 origin (enum xflow_advice_origin), i32 flow (-1: none),
- *     u32 flags (enum xflow_advice_flag), i32 after_store_field (-1: none),
+ *     u32 flags (enum xflow_advice_flag; RECEIVES only from version 4),
+ *     i32 after_store_field (-1: none),
  *     u32 rec_flags, u32 file, u32 line, u32 col,
  *     u32 ninsns, u32 nconsts, u32 nlocals, u32 ninputs,
  *     insns:   ninsns × { u8 op, u8 a, u16 b, i32 k },
@@ -101,8 +102,13 @@
 #include "xflow/bytecode.h"
 
 #define XFLOW_PLAN_MAGIC "XFLOWPLN"
-/* 3: a binary's size and code_hash.  Version 2 is read too. */
-#define XFLOW_PLAN_VERSION 3
+/* 3: a binary's size and code_hash.
+ * 4: the advice flag XFLOW_ADVICE_RECEIVES.  Nothing else changed, but a
+ *    reader of version 3 would refuse the flag as an unknown bit of one
+ *    advice; the version tells it what it faces instead ("plan: version 4,
+ *    this reader knows 2 to 3").  Versions 2 and 3 are read too: they have
+ *    no RECEIVES, so their sites' roles are not known (xflow_plan_site_roles). */
+#define XFLOW_PLAN_VERSION 4
 #define XFLOW_PLAN_VERSION_MIN 2
 #define XFLOW_PLAN_HEADER_SIZE 64
 
@@ -257,6 +263,8 @@ struct xflow_plan {
 	uint32_t nadvice;
 	struct xflow_plan_domain *domains;
 	uint32_t ndomains;
+	uint32_t version;        /* the format version it was read from; 0 for
+	                          * a plan built in memory (the current one) */
 	void *mem;               /* the allocations the plan owns (the plan
 	                          * itself among them), freed by
 	                          * xflow_plan_free; NULL if the caller owns
@@ -290,6 +298,20 @@ void xflow_plan_free(struct xflow_plan *p);
 /* A readable listing: tables, sites with their bound advice and fetches,
  * and with @bytecode each program. */
 void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode);
+
+/*
+ * The roles of site @site of @d, a domain of @p, in unkeyed cross-domain
+ * handoffs (enum xflow_site_roles of xflow/collector.h): XFLOW_SITE_SENDS
+ * when advice bound there records an id leaving through a ring header
+ * (rec_flags CROSS_DOMAIN, not RECEIVES, no keyed HANDOFF in its program),
+ * XFLOW_SITE_RECEIVES when advice bound there is XFLOW_ADVICE_RECEIVES,
+ * both with XFLOW_SITE_ROLES_KNOWN.  0 (not known) for a site out of range
+ * and for a plan read from a version before 4, which could not say which
+ * side an advice is.  A binary search of the bindings: callers on a hot
+ * path compute it once per site.
+ */
+uint32_t xflow_plan_site_roles(const struct xflow_plan *p, const struct xflow_plan_domain *d,
+			       uint32_t site);
 
 const char *xflow_plan_site_kind_name(unsigned kind);
 void xflow_plan_fetch_print(const struct xflow_plan_fetch *f, FILE *out);

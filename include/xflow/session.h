@@ -2,16 +2,18 @@
  * xflow/session.h — a saved session: what xflowtop fed into its model,
  * written by --save-session and played back by the replay collector.
  *
- * The file, version 4.  Every integer is little-endian.  Versions 3 and 4
+ * The file, version 5.  Every integer is little-endian.  Versions 3 and 4
  * differ from 2 only in their records, which may be of record version 2
  * (with their CPU) in 3, and of record version 3 (with the flag
  * SEQ_COUNTS_LOST) in 4: a reader reads every version up to its own, and
  * an older reader, which would refuse the new records, is told by the
- * version here instead.
+ * version here instead.  Version 5 gives a site its roles in handoffs, in
+ * what was a zero of its SITE chunk, so that a replay matches handoffs as
+ * the saving run did; an older reader would refuse the bytes as damage.
  *
  *   Header, 32 bytes:
  *     0   8  magic "XFLOWSES"
- *     8   2  version, 4 (2 and 3 are still read)
+ *     8   2  version, 5 (2 to 4 are still read)
  *     10  2  zero
  *     12  4  zero (flags; none defined)
  *     16  8  the session's span: the earliest record time,
@@ -31,7 +33,9 @@
  *   XFLOW_SESSION_SITE (2), 20 bytes and the strings: a site's names,
  *   written before the first record that needs them.
  *     0   2  domain id
- *     2   2  zero
+ *     2   2  the site's roles (enum xflow_site_roles, xflow/collector.h):
+ *            0 not known, else ROLES_KNOWN and any of SENDS, RECEIVES;
+ *            version 5; zero in versions 2 to 4
  *     4   4  site id
  *     8   4  line
  *     12  2  length of the domain name   (1 .. 255)
@@ -58,7 +62,7 @@
 #include "xflow/record.h"
 
 #define XFLOW_SESSION_MAGIC "XFLOWSES"
-#define XFLOW_SESSION_VERSION 4
+#define XFLOW_SESSION_VERSION 5
 #define XFLOW_SESSION_VERSION_MIN 2
 #define XFLOW_SESSION_HEADER_SIZE 32
 #define XFLOW_SESSION_CHUNK_HEAD 8
@@ -92,18 +96,22 @@ int xflow_session_writer_new(const char *path, struct xflow_session_writer **out
  * again without writing (see xflow_session_writer_error()). */
 int xflow_session_write_record(struct xflow_session_writer *w, const struct xflow_record *r,
 			       uint64_t t_ns);
+/* @roles: the site's (enum xflow_site_roles), 0 when not known; bits
+ * the format does not know, or roles without ROLES_KNOWN, are written 0. */
 int xflow_session_write_site(struct xflow_session_writer *w, uint16_t domain, uint32_t site,
 			     const char *domain_name, const char *file, uint32_t line,
-			     const char *function);
+			     const char *function, uint32_t roles);
 int xflow_session_write_carried(struct xflow_session_writer *w,
 				const uint8_t bits[XFLOW_SESSION_KINDS]);
 
-/* A record of a site of the weave plan domain @d (xflow/plan.h), named
- * @domain_name: the site's names are written first, once.  A site the
- * plan does not have is -EINVAL. */
+/* A record of a site of domain @d of weave plan @p (xflow/plan.h), named
+ * @domain_name: the site's names and roles (xflow_plan_site_roles) are
+ * written first, once.  A site the plan does not have is -EINVAL. */
+struct xflow_plan;
 struct xflow_plan_domain;
-int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan_domain *d,
-				    const char *domain_name, const struct xflow_record *r, uint64_t t_ns);
+int xflow_session_write_plan_record(struct xflow_session_writer *w, const struct xflow_plan *p,
+				    const struct xflow_plan_domain *d, const char *domain_name,
+				    const struct xflow_record *r, uint64_t t_ns);
 
 /* 1 once (domain, site) has been passed to xflow_session_write_site(). */
 int xflow_session_writer_has_site(const struct xflow_session_writer *w, uint16_t domain,
@@ -134,6 +142,7 @@ struct xflow_session_chunk {
 	struct xflow_record record;   /* RECORD, decoded and validated */
 	uint16_t domain;              /* SITE */
 	uint32_t site, line;
+	uint32_t roles;               /* SITE: enum xflow_site_roles, 0 before version 5 */
 	const char *domain_name, *file, *function;
 	uint8_t carried[XFLOW_SESSION_KINDS]; /* CARRIED */
 	uint64_t nrecords;            /* END */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "collectors/builtin.h"
+#include "xflow/collector.h"
 #include "xflow/session.h"
 
 static char dir[] = "/tmp/xflow-replay-test.XXXXXX";
@@ -28,8 +29,9 @@ static void setup(void)
 	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
 	uint8_t bits[XFLOW_SESSION_KINDS] = { 0, 12 };
 	cr_assert_eq(xflow_session_write_carried(w, bits), 0);
-	cr_assert_eq(xflow_session_write_site(w, 3, 9, "linuxU", "tcp.c", 726, "tcp_sendmsg"), 0);
-	cr_assert_eq(xflow_session_write_site(w, 0, 2, "linux0", "dev.c", 1543, "netif_rx"), 0);
+	cr_assert_eq(xflow_session_write_site(w, 3, 9, "linuxU", "tcp.c", 726, "tcp_sendmsg",
+					      XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS), 0);
+	cr_assert_eq(xflow_session_write_site(w, 0, 2, "linux0", "dev.c", 1543, "netif_rx", 0), 0);
 	for (unsigned i = 0; i < 4; i++) {
 		struct xflow_record r;
 		memset(&r, 0, sizeof(r));
@@ -88,6 +90,11 @@ Test(replay, names_domains_and_bits)
 	cr_assert_str_eq(si.function, "tcp_sendmsg");
 	cr_assert_str_eq(si.file, "tcp.c");
 	cr_assert_eq(si.line, 726);
+	/* The roles as the saving run had them, so that the replay's model
+	 * matches handoffs as the live one did. */
+	cr_assert_eq(si.roles, XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS);
+	cr_assert_eq(o->site_info(c, 0, 2, &si), 0);
+	cr_assert_eq(si.roles, 0);
 	cr_assert_eq(o->site_info(c, 0, 9, &si), -ENOENT);
 	struct xflow_domain_info d;
 	cr_assert_eq(o->domain_info(c, 0, &d), 0);

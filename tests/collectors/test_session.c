@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "xflow/collector.h"
 #include "xflow/session.h"
 
 static char dir[] = "/tmp/xflow-session-test.XXXXXX";
@@ -59,8 +60,8 @@ static void write_small(unsigned n)
 	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
 	uint8_t bits[XFLOW_SESSION_KINDS] = { 12 };
 	cr_assert_eq(xflow_session_write_carried(w, bits), 0);
-	cr_assert_eq(xflow_session_write_site(w, 0, 0, "linux0", "net/core/dev.c", 1543, "netif_rx"), 0);
-	cr_assert_eq(xflow_session_write_site(w, 1, 1, "linuxU", "tcp.c", 726, "tcp_sendmsg"), 0);
+	cr_assert_eq(xflow_session_write_site(w, 0, 0, "linux0", "net/core/dev.c", 1543, "netif_rx", 0), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 1, "linuxU", "tcp.c", 726, "tcp_sendmsg", 0), 0);
 	cr_assert(xflow_session_writer_has_site(w, 1, 1));
 	cr_assert(!xflow_session_writer_has_site(w, 1, 0));
 	for (unsigned i = 0; i < n; i++) {
@@ -205,7 +206,7 @@ static void expect_bad(size_t at, const void *bytes, size_t n, const char *what)
 Test(session, named_errors)
 {
 	expect_bad(0, "XFLOWSEZ", 8, "offset 0: not a saved xflowtop session");
-	expect_bad(8, "\x05\x00", 2, "offset 8: session version 5");
+	expect_bad(8, "\x06\x00", 2, "offset 8: session version 6");
 	expect_bad(8, "\x01\x00", 2, "offset 8: session version 1");
 	expect_bad(12, "\x01", 1, "reserved header bytes");
 	expect_bad(32, "\x09", 1, "offset 32: unknown chunk type 9");
@@ -345,4 +346,100 @@ Test(session, write_error_is_sticky_and_named)
 		  xflow_session_writer_error(w));
 	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), -ENOSPC);
 	cr_assert_eq(access(path, F_OK), -1, "a failed session was renamed into place");
+}
+
+/* The small session's first site chunk, and its payload's roles. */
+#define SITE_AT 56
+#define ROLES_AT (SITE_AT + 8 + 2)
+
+static int read_sites(const unsigned char *buf, size_t len, uint32_t roles[2], char *err, size_t errlen)
+{
+	FILE *f = fmemopen((void *)buf, len, "rb");
+	cr_assert_not_null(f);
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	unsigned n = 0;
+	int rc = xflow_session_reader_new(f, "t.ses", &r, err, errlen);
+	if (rc == 0) {
+		while ((rc = xflow_session_reader_next(r, &c, err, errlen)) == 1)
+			if (c.type == XFLOW_SESSION_SITE && n < 2)
+				roles[n++] = c.roles;
+		xflow_session_reader_free(r);
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Issue 30 item 7: version 5 gives a site its roles in handoffs. */
+Test(session, site_roles_round_trip_in_version_5)
+{
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	unlink(path);
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	const uint32_t K = XFLOW_SITE_ROLES_KNOWN;
+	cr_assert_eq(xflow_session_write_site(w, 0, 0, "linux0", "netback.c", 1, "f", K | XFLOW_SITE_RECEIVES), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 1, "linuxU", "netfront.c", 2, "g", K | XFLOW_SITE_SENDS), 0);
+	/* What the reader would refuse is written as not known. */
+	cr_assert_eq(xflow_session_write_site(w, 1, 2, "linuxU", "x.c", 3, "h", XFLOW_SITE_SENDS), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 3, "linuxU", "x.c", 4, "i", K | 0x100), 0);
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	cr_assert_eq(buf[8], 5, "the version");
+	FILE *f = fmemopen(buf, len, "rb");
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
+	uint32_t want[] = { K | XFLOW_SITE_RECEIVES, K | XFLOW_SITE_SENDS, 0, 0 };
+	for (unsigned i = 0; i < 4; i++) {
+		cr_assert_eq(xflow_session_reader_next(r, &c, err, sizeof(err)), 1, "%s", err);
+		cr_assert_eq(c.type, XFLOW_SESSION_SITE);
+		cr_expect_eq(c.site, i);
+		cr_expect_eq(c.roles, want[i], "site %u: roles %#x", i, c.roles);
+	}
+	xflow_session_reader_free(r);
+	fclose(f);
+	free(buf);
+}
+
+Test(session, roles_the_format_does_not_know_are_refused)
+{
+	write_small(2);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	char err[512] = "";
+	uint32_t roles[2] = { 9, 9 };
+	cr_assert_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(roles[0], 0);
+	cr_expect_eq(roles[1], 0);
+	buf[ROLES_AT] = 0x08;
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
+	cr_expect(strstr(err, "t.ses: offset 56: site: roles 0x8"), "%s", err);
+	buf[ROLES_AT] = XFLOW_SITE_RECEIVES; /* without ROLES_KNOWN */
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
+	cr_expect(strstr(err, "t.ses: offset 56: site: roles 0x4"), "%s", err);
+	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES;
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(roles[0], XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES);
+	free(buf);
+}
+
+/* Version 4 still reads, its sites' roles not known; the bytes that are
+ * roles in version 5 are reserved there, and refused when not zero. */
+Test(session, a_version_4_file_reads_without_roles)
+{
+	write_small(2);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	buf[8] = 4;
+	char err[512] = "";
+	uint32_t roles[2] = { 9, 9 };
+	cr_assert_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(roles[0], 0);
+	cr_expect_eq(roles[1], 0);
+	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS;
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
+	cr_expect(strstr(err, "t.ses: offset 56: site: reserved bytes are not zero"), "%s", err);
+	free(buf);
 }

@@ -1,13 +1,15 @@
 /*
  * Fuzz the session reader: any bytes are read to a proper end or refused
  * with "NAME: offset N: reason"; the chunks it returns are valid (records
- * as xflow_record_decode() accepts them, names without control bytes).
+ * as xflow_record_decode() accepts them, names without control bytes,
+ * sites' roles of known bits).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "xflow/collector.h"
 #include "xflow/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,6 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				check_name(c.file, XFLOW_SESSION_MAX_NAME);
 				check_name(c.function, XFLOW_SESSION_MAX_NAME);
 				if (!c.domain_name[0])
+					abort();
+				/* Roles are none, or known with known bits. */
+				if ((c.roles & ~(uint32_t)XFLOW_SITE_ROLES_ALL) ||
+				    (c.roles && !(c.roles & XFLOW_SITE_ROLES_KNOWN)))
 					abort();
 			} else if (c.type == XFLOW_SESSION_RECORD) {
 				if (c.record.ndata > XFLOW_RECORD_MAX_DATA || c.record.flow_id > XFLOW_FLOWID_MAX)

@@ -8,6 +8,7 @@
 #include "tests/lib/testlib.h"
 #include "tui/aggregate.h"
 #include "tui/sched_join.h"
+#include "xflow/collector.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -996,4 +997,128 @@ Test(aggregate, a_domain_flooding_handoffs_cannot_evict_another_s)
 		     "the liar's OUTs evicted the honest pair's waiting handoff");
 	/* Half the queue of 64 is the liar's to hold. */
 	cr_expect_eq(refused, 1000 - 32, "refused %lu", (unsigned long)refused);
+}
+
+/*
+ * Issue 30 item 7: which sites may take and leave an unkeyed handoff.
+ * The plan of every domain here: dom0 sends at site 21, a guest receives
+ * at site 30; site 50 is any other site (say, where a liar writes).
+ */
+enum { SEND_SITE = 21, RECV_SITE = 30, OTHER_SITE = 50 };
+
+static unsigned plan_roles(void *opaque, uint16_t domain, uint32_t site)
+{
+	(void)domain;
+	if (opaque == NULL)
+		return 0; /* a collector that does not know */
+	return XFLOW_SITE_ROLES_KNOWN | (site == SEND_SITE ? XFLOW_SITE_SENDS : 0) |
+	       (site == RECV_SITE ? XFLOW_SITE_RECEIVES : 0);
+}
+
+/* dom0 starts flow 0x5123 and sends it out with 12 bits carried; liar
+ * domain 9 then writes a record of the guessed id 0x123 at OTHER_SITE
+ * before the honest guest 1 receives it at RECV_SITE and ends it.  The
+ * liar's record is no START: it claims to continue a flow.  @known: the
+ * roles callback knows the plan. */
+static struct xft_agg *liar_guesses_an_id(bool known)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.carried_bits[0] = 12;
+	struct xft_agg *a = make(&l);
+	static int plan;
+	xft_agg_set_roles(a, plan_roles, known ? &plan : NULL);
+	uint64_t t = 1 * MS;
+	struct xflow_record r = rec(0, 20, 0x5123, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t);
+	r = rec(0, SEND_SITE, 0x5123, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+	xft_agg_feed(a, &r, t + 5 * US);
+	r = rec(9, OTHER_SITE, 0x123, XFLOW_REC_TRANSIT);
+	xft_agg_feed(a, &r, t + 100 * US);
+	r = rec(1, RECV_SITE, 0x123, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_TRUNCATED_ID);
+	xft_agg_feed(a, &r, t + 800 * US);
+	r = rec(1, 31, 0x123, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t + 900 * US);
+	xft_agg_drain(a);
+	return a;
+}
+
+Test(aggregate, a_guessed_id_at_a_site_that_does_not_receive_takes_no_handoff)
+{
+	struct xft_agg *a = liar_guesses_an_id(true);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_null(find_hop(a, 0, SEND_SITE, 9, OTHER_SITE), "the liar took dom0's handoff");
+	const struct xft_hop *h = find_hop(a, 0, SEND_SITE, 1, RECV_SITE);
+	cr_assert_not_null(h, "the honest receiver found no handoff");
+	cr_expect_eq(h->count, 1);
+	cr_expect_eq(h->total_ns, 795 * US);
+	cr_expect_eq(st->handoffs_sent, 1);
+	cr_expect_eq(st->handoffs_matched, 1);
+	cr_expect_eq(st->handoffs_lost, 0);
+	/* The liar's record begins a partial flow of its own, as any record
+	 * of an unknown flow does; dom0's flow ends whole in guest 1. */
+	cr_expect_eq(st->flows_partial, 1);
+	cr_expect_eq(st->flows_finished, 1);
+	const struct xft_flow_summary *top;
+	cr_assert_eq(xft_agg_slowest(a, &top, 5), 1);
+	cr_expect_eq(top[0].origin_domain, 0);
+	cr_expect_eq(top[0].npoints, 4, "start, send, receive, quit");
+	/* Not a lie: an honest agent that lost a flow's first records
+	 * writes the same. */
+	struct xft_agg_refused ref;
+	xft_agg_domain_refused(a, 9, &ref);
+	cr_expect_eq(ref.handoffs, 0);
+	xft_agg_free(a);
+}
+
+Test(aggregate, a_record_at_a_receive_site_that_found_no_handoff_sends_none)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	static int plan;
+	xft_agg_set_roles(a, plan_roles, &plan);
+	/* Guest 1 receives a flow whose sender was not seen (its handoff
+	 * lost); a record of the same id in dom0, at a site that receives
+	 * too, comes after it. */
+	struct xflow_record r = rec(1, RECV_SITE, 0x77, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN);
+	xft_agg_feed(a, &r, 1 * MS);
+	r = rec(0, RECV_SITE, 0x77, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN);
+	xft_agg_feed(a, &r, 2 * MS);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->handoffs_sent, 0, "a receiving record was queued as sent");
+	cr_expect_eq(st->handoffs_matched, 0);
+	cr_expect_null(find_hop(a, 1, RECV_SITE, 0, RECV_SITE), "dom0's record arrived from guest 1's");
+	cr_expect_eq(st->flows_partial, 2);
+	xft_agg_free(a);
+}
+
+Test(aggregate, sites_of_unknown_roles_send_and_receive_as_before)
+{
+	/* A collector that does not know roles: the liar's record takes
+	 * the handoff, and the honest receiver begins a partial flow. */
+	struct xft_agg *a = liar_guesses_an_id(false);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_not_null(find_hop(a, 0, SEND_SITE, 9, OTHER_SITE));
+	cr_expect_null(find_hop(a, 0, SEND_SITE, 1, RECV_SITE));
+	cr_expect_eq(st->handoffs_matched, 1);
+	/* The honest receiver's record, not matched, is queued as sent. */
+	cr_expect_eq(st->handoffs_sent, 2);
+	cr_expect_eq(st->flows_partial, 1);
+	xft_agg_free(a);
+
+	/* No callback at all: the same. */
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	a = make(&l);
+	struct xflow_record r = rec(1, RECV_SITE, 0x77, XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN);
+	xft_agg_feed(a, &r, 1 * MS);
+	r = rec(0, OTHER_SITE, 0x77, 0);
+	xft_agg_feed(a, &r, 2 * MS);
+	xft_agg_drain(a);
+	cr_expect_eq(xft_agg_stats(a)->handoffs_sent, 1);
+	cr_expect_eq(xft_agg_stats(a)->handoffs_matched, 1);
+	cr_expect_not_null(find_hop(a, 1, RECV_SITE, 0, OTHER_SITE));
+	xft_agg_free(a);
 }

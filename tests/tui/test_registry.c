@@ -121,9 +121,10 @@ Test(registry, a_plugin_for_another_abi_is_refused, .init = setup, .fini = teard
 	 * domain's clock bound, which grew its info), 5 (before the sched
 	 * hook, which grew the table), 6 (before a domain's lies, which grew
 	 * its info again), 7 (before the STATS and share kinds of lie and a
-	 * domain's progress, which grew it once more) and a future one. */
-	static const int abis[] = { 1, 2, 3, 4, 5, 6, 7, XFLOW_COLLECTOR_ABI + 1 };
-	cr_assert_eq(XFLOW_COLLECTOR_ABI, 8);
+	 * domain's progress, which grew it once more), 8 (before a site's
+	 * roles, which grew its info) and a future one. */
+	static const int abis[] = { 1, 2, 3, 4, 5, 6, 7, 8, XFLOW_COLLECTOR_ABI + 1 };
+	cr_assert_eq(XFLOW_COLLECTOR_ABI, 9);
 	for (size_t i = 0; i < sizeof(abis) / sizeof(abis[0]); i++) {
 		build_plugin("old.so", abis[i], "oldplug");
 		struct xft_registry r;

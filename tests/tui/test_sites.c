@@ -71,3 +71,36 @@ Test(sites, bounded_whatever_the_ids)
 	cr_assert_str_eq(xft_sites_get(&s, 0, 1)->function, "site#1");
 	xft_sites_fini(&s);
 }
+
+static int role_lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_site_info *out)
+{
+	int rc = lookup(ctx, domain, site, out);
+	/* Site 1 sends, 2 receives, 3 says a role without knowing. */
+	if (rc == 0)
+		out->roles = site == 1 ? XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS
+			   : site == 2 ? XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES
+			   : site == 3 ? XFLOW_SITE_RECEIVES : XFLOW_SITE_ROLES_KNOWN;
+	return rc;
+}
+
+Test(sites, roles_are_cached_and_returned)
+{
+	struct xft_sites s;
+	cr_assert_eq(xft_sites_init(&s, 5, role_lookup, NULL), 0);
+	lookups = 0;
+	cr_expect_eq(xft_sites_roles(&s, 1, 1), XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS);
+	cr_expect_eq(xft_sites_roles(&s, 1, 2), XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES);
+	cr_expect_eq(xft_sites_roles(&s, 1, 0), XFLOW_SITE_ROLES_KNOWN);
+	cr_expect_eq(lookups, 3);
+	cr_expect_eq(xft_sites_roles(&s, 1, 1), XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS, "cached");
+	cr_expect_eq(xft_sites_get(&s, 1, 2)->roles, XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES);
+	cr_expect_eq(lookups, 3, "the roles were looked up again");
+	/* Not known: a role without ROLES_KNOWN, a site the collector does
+	 * not name, and one past the cache's bound. */
+	cr_expect_eq(xft_sites_roles(&s, 1, 3), 0);
+	cr_expect_eq(xft_sites_roles(&s, 1, 500), 0);
+	cr_expect_eq(xft_sites_get(&s, 1, 500)->function[0], 's', "cached as site#500");
+	cr_expect_eq(xft_sites_roles(&s, 1, 4), 0, "past max_sites");
+	cr_expect_eq(s.overflow, 1);
+	xft_sites_fini(&s);
+}

@@ -298,9 +298,9 @@ static void write_long_names_session(const char *path)
 	struct xflow_session_writer *w;
 	char err[512] = "";
 	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(xflow_session_write_site(w, 1, 1, "guestdom", "drivers/net/a.c", 10, LONG_FN), 0);
-	cr_assert_eq(xflow_session_write_site(w, 1, 2, "guestdom", "net/core/b.c", 20, "mid"), 0);
-	cr_assert_eq(xflow_session_write_site(w, 1, 3, "guestdom", "net/core/c.c", 30, LONG_FN2), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 1, "guestdom", "drivers/net/a.c", 10, LONG_FN, 0), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 2, "guestdom", "net/core/b.c", 20, "mid", 0), 0);
+	cr_assert_eq(xflow_session_write_site(w, 1, 3, "guestdom", "net/core/c.c", 30, LONG_FN2, 0), 0);
 	uint64_t t = 1000000000;
 	for (uint64_t id = 1; id <= 5; id++) {
 		static const uint16_t flags[] = { XFLOW_REC_START, 0, XFLOW_REC_QUIT };

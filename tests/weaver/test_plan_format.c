@@ -10,8 +10,10 @@
 #include "tests/lib/testlib.h"
 #include "tests/weaver/fixtures/jp_fixture.h"
 #include "weaver/jp/joinpoint.h"
+#include "xflow/collector.h"
 #include "xflow/flowlang.h"
 #include "xflow/plan.h"
+#include "xflow/record.h"
 
 uint32_t xflow_plan_fnv32(const unsigned char *p, size_t n);
 
@@ -427,7 +429,7 @@ Test(plan_format, a_binary_identity_and_version_2)
 	ver = 1;
 	memcpy(v2 + 8, &ver, 4);
 	cr_expect_neq(xflow_plan_read(v2, n2, &q, why, sizeof(why)), 0);
-	cr_expect(strstr(why, "plan: version 1, this reader knows 2 to 3"), "%s", why);
+	cr_expect(strstr(why, "plan: version 1, this reader knows 2 to 4"), "%s", why);
 	free(v2);
 	free(buf);
 }
@@ -460,4 +462,118 @@ Test(plan_format, the_weaver_records_size_and_code_hash)
 	xflow_plan_free(p);
 	free(b);
 	xflow_unit_free(u);
+}
+
+/*
+ * Issue 30 item 7: a plan in memory with the three kinds of cross-domain
+ * advice: an unkeyed xin (sends), an unkeyed xout (RECEIVES), a keyed
+ * side (neither: joined by key), and a user's advice.  Site i is bound to
+ * advice i; site 4 to the xin and the xout both.
+ */
+static const struct xflow_bc_insn ret_only[] = { { .op = XFLOW_OP_RET } };
+static const struct xflow_bc_insn keyed_side[] = {
+	{ .op = XFLOW_OP_PUSHI, .k = 7 }, { .op = XFLOW_OP_PUSHI, .k = 9 },
+	{ .op = XFLOW_OP_HANDOFF, .a = 0, .b = 0 }, { .op = XFLOW_OP_RET },
+};
+static const char *roles_flows[] = { "f" };
+
+#define PROG(i) { .version = XFLOW_BC_VERSION, .ninsns = sizeof(i) / sizeof(i[0]), .insns = i, .nflows = 1 }
+#define CROSS (XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN)
+
+static void roles_plan(struct xflow_plan *p, struct xflow_plan_domain *d, struct xflow_plan_advice adv[4],
+		       struct xflow_plan_binary *b, struct xflow_plan_site sites[5],
+		       struct xflow_plan_binding bind[6])
+{
+	adv[0] = (struct xflow_plan_advice){ .origin = XFLOW_ADVICE_TRANSIT, .flow = 0, .after_store_field = -1,
+					     .rec_flags = CROSS | XFLOW_REC_TRUNCATED_ID, .prog = PROG(ret_only) };
+	adv[1] = (struct xflow_plan_advice){ .origin = XFLOW_ADVICE_TRANSIT, .flow = 0, .after_store_field = -1,
+					     .flags = XFLOW_ADVICE_RECEIVES, .rec_flags = CROSS,
+					     .prog = PROG(ret_only) };
+	adv[2] = (struct xflow_plan_advice){ .origin = XFLOW_ADVICE_TRANSIT, .flow = 0, .after_store_field = -1,
+					     .rec_flags = CROSS, .prog = PROG(keyed_side) };
+	adv[3] = (struct xflow_plan_advice){ .origin = XFLOW_ADVICE_USER, .flow = -1, .after_store_field = -1,
+					     .prog = PROG(ret_only) };
+	*b = (struct xflow_plan_binary){ .path = "/usr/bin/x" };
+	for (uint32_t i = 0; i < 5; i++)
+		sites[i] = (struct xflow_plan_site){ .addr = 0x1000 + 16 * i, .kind = XFLOW_SITE_ENTRY, .len = 1,
+						     .when_mask = 1, .field = -1 };
+	uint32_t pairs[6][2] = { { 0, 0 }, { 1, 1 }, { 2, 2 }, { 3, 3 }, { 4, 0 }, { 4, 1 } };
+	for (int i = 0; i < 6; i++)
+		bind[i] = (struct xflow_plan_binding){ .site = pairs[i][0], .advice = pairs[i][1] };
+	*d = (struct xflow_plan_domain){ .name = "d", .binaries = b, .nbinaries = 1, .sites = sites, .nsites = 5,
+					 .bindings = bind, .nbindings = 6 };
+	*p = (struct xflow_plan){ .flows = roles_flows, .nflows = 1, .advice = adv, .nadvice = 4, .domains = d,
+				  .ndomains = 1 };
+}
+
+Test(plan_format, the_receives_flag_and_the_roles_it_gives)
+{
+	struct xflow_plan p, *q;
+	struct xflow_plan_domain d;
+	struct xflow_plan_advice adv[4];
+	struct xflow_plan_binary b;
+	struct xflow_plan_site sites[5];
+	struct xflow_plan_binding bind[6];
+	roles_plan(&p, &d, adv, &b, sites, bind);
+	void *buf;
+	size_t len;
+	char why[256];
+	cr_assert_eq(xflow_plan_write(&p, &buf, &len, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(xflow_plan_read(buf, len, &q, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(q->version, XFLOW_PLAN_VERSION);
+	cr_expect_eq(q->advice[1].flags, XFLOW_ADVICE_RECEIVES, "the flag went through the file");
+	cr_expect_eq(q->advice[0].flags, 0);
+	const struct xflow_plan_domain *qd = &q->domains[0];
+	const uint32_t K = XFLOW_SITE_ROLES_KNOWN;
+	cr_expect_eq(xflow_plan_site_roles(q, qd, 0), K | XFLOW_SITE_SENDS);
+	cr_expect_eq(xflow_plan_site_roles(q, qd, 1), K | XFLOW_SITE_RECEIVES);
+	cr_expect_eq(xflow_plan_site_roles(q, qd, 2), K, "a keyed side sends by key, not by bits");
+	cr_expect_eq(xflow_plan_site_roles(q, qd, 3), K);
+	cr_expect_eq(xflow_plan_site_roles(q, qd, 4), K | XFLOW_SITE_SENDS | XFLOW_SITE_RECEIVES);
+	cr_expect_eq(xflow_plan_site_roles(q, qd, 5), 0, "out of range");
+	cr_expect_eq(xflow_plan_site_roles(&p, &d, 1), K | XFLOW_SITE_RECEIVES, "a plan built in memory");
+	/* The dump says it. */
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	xflow_plan_dump(q, f, false);
+	fclose(f);
+	cr_expect(strstr(text, "receives from another domain"), "%s", text);
+	free(text);
+	xflow_plan_free(q);
+
+	/* A flag bit nobody defined is still refused, by the writer and the
+	 * reader alike. */
+	unsigned char *c = malloc(len);
+	memcpy(c, buf, len);
+	size_t flags_at = 64 + 4 + 8; /* header, the flow, advice 0's origin and flow */
+	cr_assert_eq(c[flags_at], 0);
+	c[flags_at] = 8;
+	refix(c, len);
+	cr_expect_neq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "plan: advice 0: unknown flags 0x8"), "%s", why);
+	adv[0].flags = 8;
+	void *refused = NULL;
+	size_t rlen;
+	cr_expect_eq(xflow_plan_write(&p, &refused, &rlen, why, sizeof(why)), -EINVAL);
+	free(refused);
+	adv[0].flags = 0;
+	/* A version 3 plan cannot say RECEIVES: the flag there is damage,
+	 * and without it the roles are not known. */
+	memcpy(c, buf, len);
+	uint32_t ver = 3;
+	memcpy(c + 8, &ver, 4);
+	refix(c, len);
+	cr_expect_neq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "plan: advice 1: flag RECEIVES in a version 3 plan"), "%s", why);
+	size_t recv_at = 64 + 4 + 56 + 8; /* advice 0 is 48 bytes and one insn */
+	cr_assert_eq(c[recv_at], XFLOW_ADVICE_RECEIVES);
+	c[recv_at] = 0;
+	refix(c, len);
+	cr_assert_eq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(q->version, 3);
+	cr_expect_eq(xflow_plan_site_roles(q, &q->domains[0], 0), 0, "a version 3 plan's roles");
+	xflow_plan_free(q);
+	free(c);
+	free(buf);
 }

@@ -123,6 +123,35 @@ Test(xflow_expand, xin_runs_after_stores_of_its_field)
 	xflow_unit_free(u);
 }
 
+/* Issue 30 item 7: the plan says which side takes a flow from another
+ * domain, for the monitor to let only that side's records take a
+ * handoff.  Both sides' records say CROSS_DOMAIN; only the flag tells. */
+Test(xflow_expand, only_the_unkeyed_xout_receives)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile(netfront, &rc);
+	cr_assert_eq(rc, 0);
+	struct xflow_advice_info in, out;
+	xflow_unit_advice(u, 0, &in);
+	xflow_unit_advice(u, 1, &out);
+	cr_expect_not(in.flags & XFLOW_ADVICE_RECEIVES, "the xin sends");
+	cr_expect(out.flags & XFLOW_ADVICE_RECEIVES, "the xout receives");
+	cr_expect(out.rec_flags & XFLOW_REC_CROSS_DOMAIN);
+	xflow_unit_free(u);
+	/* A keyed pair is joined by its key, not taken by bits: neither. */
+	u = wt_compile("<xflow name='blk'>"
+		       "<transit><pointcut>access(blkif_request.id) AND within_file(blkfront.c@linuxU)</pointcut>"
+		       "<xin_move name='req' from='bio' to='ring_req'><key member='id'/></xin_move></transit>"
+		       "<transit><pointcut>access(blkif_request.id) AND within_file(blkback.c@linux0)</pointcut>"
+		       "<xout_move name='req' from='req' to='pending'/></transit></xflow>", &rc);
+	cr_assert_eq(rc, 0);
+	for (size_t i = 0; i < xflow_unit_advice_count(u); i++) {
+		xflow_unit_advice(u, i, &in);
+		cr_expect_not(in.flags & XFLOW_ADVICE_RECEIVES, "keyed advice %zu receives", i);
+	}
+	xflow_unit_free(u);
+}
+
 /* The xin masks the id into its bits and keeps the rest of the field:
  * look for the constants the masking needs. */
 Test(xflow_expand, xin_masks_the_id_into_the_field)

@@ -230,6 +230,7 @@ struct fl_advice {
 	const char *guard_close;
 	unsigned rec_flags;            /* enum xflow_record_flag of its records */
 	int after_store_field;         /* xin trap: place after stores of this field */
+	bool receives;                 /* an unkeyed xout: XFLOW_ADVICE_RECEIVES */
 	struct fl_advice *next;
 	/* Checker results. */
 	struct fl_sym **inputs;

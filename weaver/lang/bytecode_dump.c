@@ -112,6 +112,8 @@ void xflow_unit_dump(const struct xflow_unit *u, FILE *out, bool bytecode)
 		if (a->after_store_field >= 0)
 			fprintf(out, ", after stores to %s.%s", u->fields[a->after_store_field].sname,
 				u->fields[a->after_store_field].member);
+		if (a->receives)
+			fputs(", receives from another domain", out);
 		fputs(" -->\n<advice>\n<pointcut>\n", out);
 		struct fl_buf b = { 0 };
 		if (a->pc)

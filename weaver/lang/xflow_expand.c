@@ -506,6 +506,7 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 	struct fl_buf b = { 0 };
 	unsigned rec = XFLOW_REC_TRANSIT;
 	int after_store = -1;
+	bool receives = false;
 	bool move = op->kind == FL_X_MOVE || op->kind == FL_X_XIN_MOVE || op->kind == FL_X_XOUT_MOVE;
 
 	switch (op->kind) {
@@ -609,12 +610,16 @@ static struct fl_advice *expand_op(struct xflow_unit *u, struct fl_xflow *f,
 			int fi = fl_unit_field(u, S, member, op->loc);
 			if (u->fields[fi].min_bits < xin->offset + xin->size)
 				u->fields[fi].min_bits = xin->offset + xin->size;
+			/* Its record is CROSS_DOMAIN as the sender's is; the
+			 * flag is what tells the monitor which side it is. */
+			receives = true;
 		}
 		break;
 	}
 	}
 	struct fl_advice *a = gen(u, f, p, op->loc, pc, b.s, rec);
 	a->after_store_field = after_store;
+	a->receives = receives;
 	fl_buf_free(&b);
 	return a;
 fail:
