@@ -24,6 +24,10 @@ void xft_split_add(struct xft_split *acc, const struct xft_split *s)
 {
 	for (int i = 0; i < XFT_NSTATES; i++)
 		acc->ns[i] = s->ns[i] > UINT64_MAX - acc->ns[i] ? UINT64_MAX : acc->ns[i] + s->ns[i];
+	for (int r = 0; r < XFT_UNK_NREASONS; r++) {
+		uint64_t *to = &acc->unknown_ns[r];
+		*to = s->unknown_ns[r] > UINT64_MAX - *to ? UINT64_MAX : *to + s->unknown_ns[r];
+	}
 }
 
 /*

@@ -21,7 +21,8 @@
 /* The sum of the states, UINT64_MAX when it would not fit. */
 uint64_t xft_split_total(const struct xft_split *s);
 
-/* @s added into @acc state by state, each sum stopping at UINT64_MAX. */
+/* @s added into @acc state by state and reason by reason, each sum
+ * stopping at UINT64_MAX. */
 void xft_split_add(struct xft_split *acc, const struct xft_split *s);
 
 /* Whole percentages of the states that add up to exactly 100 for a

@@ -155,11 +155,19 @@ Test(split_text, huge_values_saturate_instead_of_wrapping)
 	xft_split_add(&acc, &s);
 	cr_assert_eq(acc.ns[XFT_ST_RUN], UINT64_MAX);
 	cr_assert_eq(acc.ns[XFT_ST_WAIT], UINT64_MAX);
-	struct xft_split small = split_of(1, 2, 3, 4, 5, 6, 7, 8);
+	struct xft_split small = split_of(1, 2, 3, 4, 5, 6, 7, 15);
+	for (int r = 0; r < XFT_UNK_NREASONS; r++)
+		small.unknown_ns[r] = (uint64_t)r + 1;
 	acc = small;
 	xft_split_add(&acc, &small);
-	for (int i = 0; i < XFT_NSTATES; i++)
+	for (int i = 0; i < XFT_NSTATES - 1; i++)
 		cr_assert_eq(acc.ns[i], 2u * (unsigned)(i + 1));
+	for (int r = 0; r < XFT_UNK_NREASONS; r++)
+		cr_assert_eq(acc.unknown_ns[r], 2u * (unsigned)(r + 1), "the reasons are summed with the states");
+	cr_assert_eq(acc.ns[XFT_ST_UNKNOWN], 30);
+	acc.unknown_ns[XFT_UNK_CLOCK] = UINT64_MAX - 1;
+	xft_split_add(&acc, &small);
+	cr_assert_eq(acc.unknown_ns[XFT_UNK_CLOCK], UINT64_MAX, "and saturate as they do");
 }
 
 Test(split_text, percentages_biggest_first_tiny_ones_said_and_cut_at_whole_items)
