@@ -247,6 +247,9 @@ void xft_report_split_text(struct xft_app *app, FILE *f, int width)
 			split_line_text(f, "p99+", &sp->tail, width);
 			fprintf(f, " (%" PRIu64 " flows)\n", sp->tail_count);
 		}
+		if (xft_split_biggest(&sp->all) == XFT_ST_UNKNOWN &&
+		    xft_split_state_text(&sp->all, NULL, XFT_ST_UNKNOWN, NULL, culprits, sizeof(culprits)))
+			fprintf(f, "    %s\n", culprits);
 		if (xft_hop_culprits_text(sp, culprits, sizeof(culprits)))
 			fprintf(f, "    %s\n", culprits);
 	}
