@@ -403,6 +403,16 @@ static void json_split_ns(struct xft_json *j, const struct xft_split *s)
 	xft_json_object_end(j);
 }
 
+/* {"no_trace": ns, "lost": ns, ...}: why the '?' is, every reason by its
+ * name; they add up to the "unknown" of json_split_ns(). */
+static void json_unknown_ns(struct xft_json *j, const struct xft_split *s)
+{
+	xft_json_object_begin(j);
+	for (int r = 0; r < XFT_UNK_NREASONS; r++)
+		JU(xft_unknown_reason_name((enum xft_unknown_reason)r), s->unknown_ns[r]);
+	xft_json_object_end(j);
+}
+
 /* Who held the pCPU waited for, or null when nobody is known to. */
 static void json_culprit(struct xft_json *j, const struct xft_culprit *c)
 {
@@ -422,7 +432,8 @@ static void json_culprit(struct xft_json *j, const struct xft_culprit *c)
 	xft_json_object_end(j);
 }
 
-/* {"ns": {...}, "culprit": ...}, and "flows" first when @flows >= 0. */
+/* {"ns": {...}, "unknown_ns": {...}, "culprit": ...}, and "flows" first
+ * when @flows >= 0. */
 static void json_split(struct xft_json *j, const struct xft_split *s, const struct xft_culprit *c, int64_t flows)
 {
 	xft_json_object_begin(j);
@@ -430,6 +441,8 @@ static void json_split(struct xft_json *j, const struct xft_split *s, const stru
 		JU("flows", (uint64_t)flows);
 	xft_json_key(j, "ns");
 	json_split_ns(j, s);
+	xft_json_key(j, "unknown_ns");
+	json_unknown_ns(j, s);
 	xft_json_key(j, "culprit");
 	json_culprit(j, c);
 	xft_json_object_end(j);

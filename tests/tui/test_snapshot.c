@@ -438,6 +438,11 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 			sh = jl_get(&hops->items[i], "split");
 	cr_assert_not_null(sh);
 	cr_assert_eq(jl_get(jl_get(jl_get(sh, "all"), "ns"), "unknown")->number, 1000000);
+	const struct jl_value *why = jl_get(jl_get(sh, "all"), "unknown_ns");
+	cr_assert_not_null(why, "the '?' says why");
+	cr_assert_eq(jl_get(why, "clock")->number, 600000);
+	cr_assert_eq(jl_get(why, "lost")->number, 400000);
+	cr_assert_eq(jl_get(why, "no_trace")->number + jl_get(why, "old")->number + jl_get(why, "early")->number, 0);
 	cr_assert_str_eq(jl_get(jl_get(jl_get(sh, "all"), "culprit"), "holder")->string, "d0v1");
 	cr_assert_eq(jl_get(jl_get(jl_get(sh, "all"), "culprit"), "wait_ns")->number, 4800000);
 	cr_assert_eq(jl_get(jl_get(sh, "tail"), "flows")->number, 12);
