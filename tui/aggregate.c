@@ -595,6 +595,8 @@ static void split_add(struct xft_split *to, const struct xft_split *s)
 {
 	for (unsigned i = 0; i < XFT_NSTATES; i++)
 		to->ns[i] += s->ns[i];
+	for (unsigned r = 0; r < XFT_UNK_NREASONS; r++)
+		to->unknown_ns[r] += s->unknown_ns[r];
 }
 
 /* Add @c's wait to the hop's table @t of CULPRITS; the biggest to @best. */

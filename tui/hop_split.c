@@ -1,5 +1,6 @@
 /*
- * tui/hop_split.c — the names of the states a hop is split into.
+ * tui/hop_split.c — the names of the states a hop is split into, and of
+ * the reasons of its '?'.
  */
 #include "tui/hop_split.h"
 
@@ -19,4 +20,14 @@ const char *xft_state_name(enum xft_state s)
 const char *xft_state_label(enum xft_state s)
 {
 	return s == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(s);
+}
+
+static const char *const reason_names[XFT_UNK_NREASONS] = {
+	[XFT_UNK_NO_TRACE] = "no_trace", [XFT_UNK_LOST] = "lost",   [XFT_UNK_CLOCK] = "clock",
+	[XFT_UNK_OLD] = "old",           [XFT_UNK_EARLY] = "early",
+};
+
+const char *xft_unknown_reason_name(enum xft_unknown_reason r)
+{
+	return (unsigned)r < XFT_UNK_NREASONS ? reason_names[r] : "bad-reason";
 }

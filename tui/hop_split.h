@@ -11,7 +11,8 @@
  * the states of a hop add up to that hop's latency; a nanosecond the trace
  * cannot account for (no trace, records lost, a state change closer to a
  * hop boundary than the clock error) is XFT_ST_UNKNOWN: shown, never
- * guessed.
+ * guessed.  And every nanosecond of XFT_ST_UNKNOWN has exactly one reason
+ * (enum xft_unknown_reason), so that the user can tell what to mend.
  */
 #ifndef XFLOW_TUI_HOP_SPLIT_H
 #define XFLOW_TUI_HOP_SPLIT_H
@@ -36,9 +37,42 @@ enum xft_state {
 const char *xft_state_name(enum xft_state s);
 const char *xft_state_label(enum xft_state s);
 
-/* Nanoseconds spent in each state; sum(ns) is the latency split. */
+/* Why a nanosecond is '?': one reason each.  Each span of a hop is charged
+ * to one vCPU; its time is no_trace when that vCPU has no timeline, and
+ * otherwise, first match: before the first entry kept, old (lost when the
+ * ring never let an entry go: before the vCPU's first record); past the
+ * watermark, early; where the timeline's state is unknown, lost; a known
+ * state a window of the clock error took out, clock.  A window over time
+ * already '?' leaves it its own reason: it did not make it unknown. */
+enum xft_unknown_reason {
+	XFT_UNK_NO_TRACE, /* no timeline for the vCPU the record was written
+	                   * on: its CPU not known in a domain of several
+	                   * vCPUs, the vCPU not in the trace, no room for
+	                   * its timeline, or the timeline empty */
+	XFT_UNK_LOST,     /* the trace says the state is unknown: records
+	                   * lost, out of order, or before the vCPU's first
+	                   * record */
+	XFT_UNK_CLOCK,    /* a known state within the clock error of a hop
+	                   * boundary the vCPU changed state near */
+	XFT_UNK_OLD,      /* before what the vCPU's timeline still keeps */
+	XFT_UNK_EARLY,    /* past the trace's watermark: split before every
+	                   * pCPU's trace passed the hop's end */
+	XFT_UNK_NREASONS
+};
+
+/* "no_trace", "lost", "clock", "old", "early": as shown and exported
+ * (JSON keys, Prometheus label values); "bad-reason" out of range. */
+const char *xft_unknown_reason_name(enum xft_unknown_reason r);
+
+/* Nanoseconds spent in each state; sum(ns) is the latency split.
+ *
+ * Invariant: for every split, and every sum of splits that has not
+ * saturated, the reasons add up exactly to the '?' state:
+ * sum(unknown_ns) == ns[XFT_ST_UNKNOWN].  Renderers still show a '?'
+ * whose reasons are all zero, without a reason, rather than trust it. */
 struct xft_split {
 	uint64_t ns[XFT_NSTATES];
+	uint64_t unknown_ns[XFT_UNK_NREASONS];
 };
 
 /* Who held the physical CPU while the flow's vCPU waited for it (from

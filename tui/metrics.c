@@ -56,6 +56,10 @@ FAMILY(f_hop, "xflowtop_hop_latency_seconds", XFX_HISTOGRAM,
 FAMILY(f_hop_state, "xflowtop_hop_state_seconds_total", XFX_COUNTER,
        "Time of the hops by where it went once Xen's scheduler trace is joined (state: run, wait, notify, backend, "
        "blocked, offline, xen, unknown), summed over their flows; hops as in xflowtop_hop_latency_seconds.");
+FAMILY(f_hop_unknown, "xflowtop_hop_unknown_seconds_total", XFX_COUNTER,
+       "Time of the hops in state unknown by why it is not attributable (reason: no_trace, lost, clock, old, early; "
+       "they add up to state=\"unknown\" of xflowtop_hop_state_seconds_total), summed over their flows; hops as "
+       "in xflowtop_hop_latency_seconds.");
 FAMILY(f_sched_joined, "xflowtop_sched_joined", XFX_GAUGE, "1 while Xen's scheduler trace is joined to the flows.");
 FAMILY(f_sched_error, "xflowtop_sched_clock_error_seconds", XFX_GAUGE,
        "Measured error between the flows' time and the scheduler trace's, at least (absent until measured).");
@@ -341,6 +345,20 @@ static void hop_key_split(const char *key, size_t n, char *from, char *to)
 	to[n - fl - 1] = '\0';
 }
 
+/* The labels of hop slot @slot: its two ends, or "(other)" for the
+ * folded one (@max). */
+static void hop_slot_labels(struct xft_metrics *m, uint32_t slot, uint32_t max, char *from, char *to)
+{
+	size_t n;
+	const char *key = slot < max ? xfx_fold_key(m->hops, slot, &n) : NULL;
+	if (key) {
+		hop_key_split(key, n, from, to);
+	} else {
+		strcpy(from, OTHER);
+		strcpy(to, OTHER);
+	}
+}
+
 static void put_hops(struct xft_app *app, struct xft_metrics *m, struct xfx_snap *s)
 {
 	uint64_t folded = update_hops(app, m);
@@ -381,16 +399,28 @@ static void put_hop_states(struct xft_app *app, struct xft_metrics *m, struct xf
 	for (uint32_t slot = 0; slot <= max; slot++) {
 		if (!m->hop_acc[slot].n || !xft_split_total(&m->state_acc[slot]))
 			continue;
-		size_t n;
-		const char *key = slot < max ? xfx_fold_key(m->hops, slot, &n) : NULL;
 		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
-		if (key)
-			hop_key_split(key, n, from, to);
+		hop_slot_labels(m, slot, max, from, to);
 		for (int st = 0; st < XFT_NSTATES; st++) {
-			xfx_snap_label(s, "from", key ? from : OTHER);
-			xfx_snap_label(s, "to", key ? to : OTHER);
+			xfx_snap_label(s, "from", from);
+			xfx_snap_label(s, "to", to);
 			xfx_snap_label(s, "state", xft_state_label((enum xft_state)st));
 			xfx_snap_seconds(s, m->state_acc[slot].ns[st]);
+		}
+	}
+	/* The reasons of the same slots, all five once the slot's states
+	 * appear: a counter's series does not come and go. */
+	xfx_snap_family(s, &f_hop_unknown);
+	for (uint32_t slot = 0; slot <= max; slot++) {
+		if (!m->hop_acc[slot].n || !xft_split_total(&m->state_acc[slot]))
+			continue;
+		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
+		hop_slot_labels(m, slot, max, from, to);
+		for (int r = 0; r < XFT_UNK_NREASONS; r++) {
+			xfx_snap_label(s, "from", from);
+			xfx_snap_label(s, "to", to);
+			xfx_snap_label(s, "reason", xft_unknown_reason_name((enum xft_unknown_reason)r));
+			xfx_snap_seconds(s, m->state_acc[slot].unknown_ns[r]);
 		}
 	}
 }

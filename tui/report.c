@@ -247,6 +247,9 @@ void xft_report_split_text(struct xft_app *app, FILE *f, int width)
 			split_line_text(f, "p99+", &sp->tail, width);
 			fprintf(f, " (%" PRIu64 " flows)\n", sp->tail_count);
 		}
+		if (xft_split_biggest(&sp->all) == XFT_ST_UNKNOWN &&
+		    xft_split_state_text(&sp->all, NULL, XFT_ST_UNKNOWN, NULL, culprits, sizeof(culprits)))
+			fprintf(f, "    %s\n", culprits);
 		if (xft_hop_culprits_text(sp, culprits, sizeof(culprits)))
 			fprintf(f, "    %s\n", culprits);
 	}
@@ -400,6 +403,16 @@ static void json_split_ns(struct xft_json *j, const struct xft_split *s)
 	xft_json_object_end(j);
 }
 
+/* {"no_trace": ns, "lost": ns, ...}: why the '?' is, every reason by its
+ * name; they add up to the "unknown" of json_split_ns(). */
+static void json_unknown_ns(struct xft_json *j, const struct xft_split *s)
+{
+	xft_json_object_begin(j);
+	for (int r = 0; r < XFT_UNK_NREASONS; r++)
+		JU(xft_unknown_reason_name((enum xft_unknown_reason)r), s->unknown_ns[r]);
+	xft_json_object_end(j);
+}
+
 /* Who held the pCPU waited for, or null when nobody is known to. */
 static void json_culprit(struct xft_json *j, const struct xft_culprit *c)
 {
@@ -419,7 +432,8 @@ static void json_culprit(struct xft_json *j, const struct xft_culprit *c)
 	xft_json_object_end(j);
 }
 
-/* {"ns": {...}, "culprit": ...}, and "flows" first when @flows >= 0. */
+/* {"ns": {...}, "unknown_ns": {...}, "culprit": ...}, and "flows" first
+ * when @flows >= 0. */
 static void json_split(struct xft_json *j, const struct xft_split *s, const struct xft_culprit *c, int64_t flows)
 {
 	xft_json_object_begin(j);
@@ -427,6 +441,8 @@ static void json_split(struct xft_json *j, const struct xft_split *s, const stru
 		JU("flows", (uint64_t)flows);
 	xft_json_key(j, "ns");
 	json_split_ns(j, s);
+	xft_json_key(j, "unknown_ns");
+	json_unknown_ns(j, s);
 	xft_json_key(j, "culprit");
 	json_culprit(j, c);
 	xft_json_object_end(j);

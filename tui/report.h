@@ -11,7 +11,7 @@
 #include "tui/app.h"
 #include "tui/json.h"
 
-#define XFT_SNAPSHOT_SCHEMA "xflowtop-snapshot/4"
+#define XFT_SNAPSHOT_SCHEMA "xflowtop-snapshot/5"
 
 /* One table of the frame, @width columns wide, at most @max rows (0: all). */
 void xft_report_hops_text(struct xft_app *app, FILE *f, int width, size_t max);

@@ -358,6 +358,11 @@ struct acc {
 	uint64_t known[3][S_UNKNOWN + 1];
 	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
 	unsigned nwin;
+	/* Why the rest is '?' (tui/hop_split.h), summed as each span is
+	 * charged: what a span does not cover of its side, the unknown
+	 * inside it, the known the windows take out.  The sides cover the
+	 * hop once, so these add up to what split_of() finds '?'. */
+	uint64_t unk[XFT_UNK_NREASONS];
 	uint64_t t0, tn, t1; /* the boundaries: which hint a lookup near a
 	                      * window starts from */
 };
@@ -401,9 +406,9 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
  * is neither runnable nor running: those are zero).  What no runstate
  * covers of the hop's @len is '?'.  Constant indices, not a table: this
  * runs once a split. */
-static void split_of(uint64_t k[3][S_UNKNOWN + 1], uint64_t len, struct xft_split *out)
+static void split_of(const struct acc *a, uint64_t len, struct xft_split *out)
 {
-	const uint64_t *s = k[SENDER], *ra = k[RECEIVER_ASLEEP], *rw = k[RECEIVER_AWAKE];
+	const uint64_t *s = a->known[SENDER], *ra = a->known[RECEIVER_ASLEEP], *rw = a->known[RECEIVER_AWAKE];
 	out->ns[XFT_ST_RUN] = s[S_RUNNING];
 	out->ns[XFT_ST_WAIT] = s[S_RUNNABLE] + ra[S_RUNNABLE] + rw[S_RUNNABLE];
 	out->ns[XFT_ST_NOTIFY] = ra[S_BLOCKED];
@@ -415,61 +420,87 @@ static void split_of(uint64_t k[3][S_UNKNOWN + 1], uint64_t len, struct xft_spli
 	for (unsigned i = 0; i < XFT_ST_UNKNOWN; i++)
 		known += out->ns[i];
 	out->ns[XFT_ST_UNKNOWN] = len - known;
+	memcpy(out->unknown_ns, a->unk, sizeof(out->unknown_ns));
 }
 
 /* The known states of [s, e) of @v into @side's column (@sign -1 takes
- * them out again).  @ks and @ke are entries at or before s and e with
- * none between them and s or e but at s or e (the last such is find()'s):
- * each state's time is the difference of the running totals they carry.
- * [s, e) must lie within what is kept and the watermark. */
-static void charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
-			int64_t ke, int side, int sign, struct acc *a)
+ * them out again); returns their sum, the time of [s, e) in a known
+ * state.  @ks and @ke are entries at or before s and e with none between
+ * them and s or e but at s or e (the last such is find()'s): each state's
+ * time is the difference of the running totals they carry.  [s, e) must
+ * lie within what is kept and the watermark. */
+static uint64_t charge_span(const struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks,
+			    int64_t ke, int side, int sign, struct acc *a)
 {
 	const struct ent *x = ent_at(j, v, (uint64_t)ks), *y = ent_at(j, v, (uint64_t)ke);
-	uint64_t *col = a->known[side], to_e = e - y->t, to_s = s - x->t;
+	uint64_t *col = a->known[side], to_e = e - y->t, to_s = s - x->t, known = 0;
 	if (sign > 0) {
-		for (unsigned k = 0; k < S_UNKNOWN; k++)
+		for (unsigned k = 0; k < S_UNKNOWN; k++) {
 			col[k] += y->cum[k] - x->cum[k];
+			known += y->cum[k] - x->cum[k];
+		}
 		col[y->state] += to_e;
 		col[x->state] -= to_s;
 	} else {
-		for (unsigned k = 0; k < S_UNKNOWN; k++)
+		for (unsigned k = 0; k < S_UNKNOWN; k++) {
 			col[k] -= y->cum[k] - x->cum[k];
+			known += y->cum[k] - x->cum[k];
+		}
 		col[y->state] -= to_e;
 		col[x->state] += to_s;
 	}
+	/* The column S_UNKNOWN took the ends of an unknown state: not known. */
+	if (y->state < S_UNKNOWN)
+		known += to_e;
+	if (x->state < S_UNKNOWN)
+		known -= to_s;
+	return known;
 }
 
 /* [s, e) of @v as @side sees it, @ks and @ke the last entries at or
  * before s and e (find()), the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
- * '?'. */
+ * '?'.  Each '?' nanosecond is given its reason (tui/hop_split.h) here,
+ * from the span's ends and the sums charge_span() returns: [s, e) is cut
+ * into before what is kept, [lo, hi) charged, and past the watermark,
+ * which add up to e - s whatever the times. */
 static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, int64_t ks, int64_t ke,
 			  int side, struct acc *a)
 {
 	if (e <= s)
 		return;
-	uint64_t lo = s, hi = e < j->watermark ? e : j->watermark;
-	if (v && v->n) {
-		uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
-		if (first > lo) {
-			/* Counted even when the whole hop is gone. */
-			if (fk > 0)
-				j->st.too_old++;
-			lo = first;
-			ks = (int64_t)fk;
-		}
-	} else {
-		hi = lo;
-	}
-	if (hi <= lo)
+	if (!v || !v->n) {
+		a->unk[XFT_UNK_NO_TRACE] += e - s;
 		return;
-	charge_span(j, v, lo, hi, ks, hi == e ? ke : find(j, v, hi, H_T1), side, 1, a);
+	}
+	uint64_t lo = s, hi = e < j->watermark ? e : j->watermark;
+	uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
+	if (first > lo) {
+		/* Counted even when the whole hop is gone. */
+		if (fk > 0)
+			j->st.too_old++;
+		lo = first;
+		ks = (int64_t)fk;
+	}
+	/* Before the first entry is old when the ring let older ones go,
+	 * else before anything Xen said of the vCPU: lost. */
+	uint64_t before = (lo < e ? lo : e) - s;
+	a->unk[fk > 0 ? XFT_UNK_OLD : XFT_UNK_LOST] += before;
+	if (hi <= lo) {
+		a->unk[XFT_UNK_EARLY] += (e - s) - before;
+		return;
+	}
+	a->unk[XFT_UNK_EARLY] += e - hi;
+	uint64_t known = charge_span(j, v, lo, hi, ks, hi == e ? ke : find(j, v, hi, H_T1), side, 1, a);
+	a->unk[XFT_UNK_LOST] += (hi - lo) - known;
+	/* The windows are disjoint (window_add() merges them): each known
+	 * nanosecond is taken out once at most, and what a window covers of
+	 * an unknown state keeps its reason. */
 	for (unsigned w = 0; w < a->nwin; w++) {
 		uint64_t x = a->win[w][0] > lo ? a->win[w][0] : lo, y = a->win[w][1] < hi ? a->win[w][1] : hi;
 		if (y > x)
-			charge_span(j, v, x, y, find(j, v, x, hint_near(a, x)), find(j, v, y, hint_near(a, y)), side,
-				    -1, a);
+			a->unk[XFT_UNK_CLOCK] += charge_span(j, v, x, y, find(j, v, x, hint_near(a, x)),
+							     find(j, v, y, hint_near(a, y)), side, -1, a);
 	}
 }
 
@@ -754,6 +785,7 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	struct acc a;
 	struct xft_culprit c[NCULPRITS];
 	memset(a.known, 0, sizeof(a.known)); /* the windows are set as they come */
+	memset(a.unk, 0, sizeof(a.unk));
 	a.nwin = 0;
 	memset(c, 0, sizeof(c));
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
@@ -806,7 +838,7 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 			clock_check(j, rv, t1, r1);
 	}
 	/* Each nanosecond of [t0, t1) was charged to one side once. */
-	split_of(a.known, t1 - t0, out);
+	split_of(&a, t1 - t0, out);
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
 		if (c[k].wait_ns > best.wait_ns)

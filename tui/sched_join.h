@@ -25,7 +25,8 @@
  * timeline, before what is kept, after records were lost, an unknown CPU
  * in a domain of several vCPUs) is `?`, and so is the time within the
  * clock error of a hop boundary when the charged vCPU changed state that
- * near it.  The states always add up to t1 - t0 exactly.
+ * near it.  The states always add up to t1 - t0 exactly, and the reasons
+ * of the '?' (tui/hop_split.h) to its time exactly.
  *
  * The clock error is measured, not assumed: the record that ends a hop
  * across vCPUs is written by the receiver, whose vCPU must be running

@@ -24,36 +24,53 @@ void xft_split_add(struct xft_split *acc, const struct xft_split *s)
 {
 	for (int i = 0; i < XFT_NSTATES; i++)
 		acc->ns[i] = s->ns[i] > UINT64_MAX - acc->ns[i] ? UINT64_MAX : acc->ns[i] + s->ns[i];
+	for (int r = 0; r < XFT_UNK_NREASONS; r++) {
+		uint64_t *to = &acc->unknown_ns[r];
+		*to = s->unknown_ns[r] > UINT64_MAX - *to ? UINT64_MAX : *to + s->unknown_ns[r];
+	}
 }
 
-/*
- * Share @units among the states in proportion to their time, the largest
- * remainder method: each gets the whole part of its quota, and what is
- * left goes one by one to the biggest remainders.  The sum is computed in
- * double, which cannot overflow where the nanoseconds' sum would.  Returns
- * 0 (and all zero) for an empty split.
- */
-static int apportion(const struct xft_split *s, int units, int out[XFT_NSTATES])
+/* The biggest of @n times (ties to the earlier), -1 when all are 0. */
+static int biggest_of(const uint64_t *ns, int n)
 {
-	double tot = 0, rem[XFT_NSTATES];
-	memset(out, 0, XFT_NSTATES * sizeof(*out));
-	for (int i = 0; i < XFT_NSTATES; i++)
-		tot += (double)s->ns[i];
+	int k = -1;
+	for (int i = 0; i < n; i++)
+		if (ns[i] && (k < 0 || ns[i] > ns[k]))
+			k = i;
+	return k;
+}
+
+#define MAX_PARTS 8
+_Static_assert(XFT_NSTATES <= MAX_PARTS && XFT_UNK_NREASONS <= MAX_PARTS, "apportion()'s remainders");
+
+/*
+ * Share @units among @n parts in proportion to their time @ns, the
+ * largest remainder method: each gets the whole part of its quota, and
+ * what is left goes one by one to the biggest remainders.  The sum is
+ * computed in double, which cannot overflow where the nanoseconds' sum
+ * would.  Returns 0 (and all zero) when the parts are all empty.
+ */
+static int apportion_ns(const uint64_t *ns, int n, int units, int *out)
+{
+	double tot = 0, rem[MAX_PARTS];
+	memset(out, 0, (size_t)n * sizeof(*out));
+	for (int i = 0; i < n; i++)
+		tot += (double)ns[i];
 	if (tot <= 0 || units <= 0)
 		return 0;
 	int given = 0;
-	for (int i = 0; i < XFT_NSTATES; i++) {
-		double q = (double)s->ns[i] / tot * units;
+	for (int i = 0; i < n; i++) {
+		double q = (double)ns[i] / tot * units;
 		double f = floor(q);
 		if (f > units)
 			f = units;
 		out[i] = (int)f;
-		rem[i] = s->ns[i] ? q - f : -1; /* a state without time gets nothing */
+		rem[i] = ns[i] ? q - f : -1; /* a part without time gets nothing */
 		given += out[i];
 	}
 	for (; given < units; given++) {
 		int k = -1;
-		for (int i = 0; i < XFT_NSTATES; i++)
+		for (int i = 0; i < n; i++)
 			if (rem[i] >= 0 && (k < 0 || rem[i] > rem[k]))
 				k = i;
 		if (k < 0)
@@ -61,11 +78,16 @@ static int apportion(const struct xft_split *s, int units, int out[XFT_NSTATES])
 		out[k]++;
 		rem[k] = -1;
 	}
-	/* More units left than states with a remainder (it cannot happen
-	 * with exact arithmetic): the biggest state takes them. */
+	/* More units left than parts with a remainder (it cannot happen
+	 * with exact arithmetic): the biggest part takes them. */
 	if (given < units)
-		out[xft_split_biggest(s)] += units - given;
+		out[biggest_of(ns, n)] += units - given;
 	return 1;
+}
+
+static int apportion(const struct xft_split *s, int units, int out[XFT_NSTATES])
+{
+	return apportion_ns(s->ns, XFT_NSTATES, units, out);
 }
 
 void xft_split_percent(const struct xft_split *s, int pct[XFT_NSTATES])
@@ -110,37 +132,64 @@ size_t xft_split_bar_text(const struct xft_split *s, int width, char *buf, size_
 	return (size_t)n;
 }
 
+/* The indices of the non-zero of @n times, biggest first (by time, not by
+ * rounded share), ties in index order: when a line is cut, what is cut is
+ * the least.  Returns how many. */
+static int order_by_time(const uint64_t *ns, int n, int *order)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (ns[i])
+			order[k++] = i;
+	for (int i = 1; i < k; i++)
+		for (int m = i; m > 0 && ns[order[m]] > ns[order[m - 1]]; m--) {
+			int t = order[m];
+			order[m] = order[m - 1];
+			order[m - 1] = t;
+		}
+	return k;
+}
+
+/* Whether a line of @end characters fits @width (< 0: any) and a buffer
+ * of @len bytes with its terminator. */
+static int fits(size_t end, int width, size_t len)
+{
+	return (width < 0 || end <= (size_t)width) && end < len;
+}
+
 size_t xft_split_percent_text(const struct xft_split *s, int width, char *buf, size_t len)
 {
 	if (!len)
 		return 0;
 	buf[0] = '\0';
-	int pct[XFT_NSTATES], order[XFT_NSTATES], n = 0;
+	int pct[XFT_NSTATES], order[XFT_NSTATES];
 	if (!apportion(s, 100, pct))
 		return 0;
-	for (int i = 0; i < XFT_NSTATES; i++)
-		if (s->ns[i])
-			order[n++] = i;
-	/* Biggest first (by time, not by rounded share), ties in state order:
-	 * when the line is cut, what is cut is the least. */
-	for (int i = 1; i < n; i++)
-		for (int k = i; k > 0 && s->ns[order[k]] > s->ns[order[k - 1]]; k--) {
-			int t = order[k];
-			order[k] = order[k - 1];
-			order[k - 1] = t;
-		}
+	int n = order_by_time(s->ns, XFT_NSTATES, order);
 	size_t o = 0;
 	for (int i = 0; i < n; i++) {
-		char item[48];
 		int st = order[i];
-		if (pct[st])
-			snprintf(item, sizeof(item), "%s%c%s %d%%", o ? " " : "", xft_state_glyph(st),
-				 st == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(st), pct[st]);
-		else
-			snprintf(item, sizeof(item), "%s%c%s <1%%", o ? " " : "", xft_state_glyph(st),
-				 st == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(st));
-		size_t il = strlen(item);
-		if ((width >= 0 && o + il > (size_t)width) || o + il >= len)
+		/* The '?' says why by its two biggest reasons, by one when
+		 * two do not fit, by none when one does not: the share comes
+		 * first, and all five are in the JSON and the metrics. */
+		int most = st == XFT_ST_UNKNOWN ? 2 : 0;
+		size_t il;
+		char item[128];
+		for (;; most--) {
+			char reasons[64], why[68] = "";
+			if (most > 0 && xft_unknown_reasons_text(s, most, reasons, sizeof(reasons)))
+				snprintf(why, sizeof(why), " (%s)", reasons);
+			if (pct[st])
+				snprintf(item, sizeof(item), "%s%c%s %d%%%s", o ? " " : "", xft_state_glyph(st),
+					 st == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(st), pct[st], why);
+			else
+				snprintf(item, sizeof(item), "%s%c%s <1%%%s", o ? " " : "", xft_state_glyph(st),
+					 st == XFT_ST_UNKNOWN ? "unknown" : xft_state_name(st), why);
+			il = strlen(item);
+			if (most <= 0 || fits(o + il, width, len))
+				break;
+		}
+		if (!fits(o + il, width, len))
 			break;
 		memcpy(buf + o, item, il + 1);
 		o += il;
@@ -158,11 +207,33 @@ void xft_vcpu_name(uint16_t domain, uint16_t vcpu, char *buf, size_t len)
 
 int xft_split_biggest(const struct xft_split *s)
 {
-	int k = -1;
-	for (int i = 0; i < XFT_NSTATES; i++)
-		if (s->ns[i] && (k < 0 || s->ns[i] > s->ns[k]))
-			k = i;
-	return k;
+	return biggest_of(s->ns, XFT_NSTATES);
+}
+
+size_t xft_unknown_reasons_text(const struct xft_split *s, int most, char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	int pct[XFT_NSTATES], share[XFT_UNK_NREASONS], order[XFT_UNK_NREASONS];
+	if (!s->ns[XFT_ST_UNKNOWN] || !apportion(s, 100, pct))
+		return 0;
+	/* The '?' share shared again among the reasons, so that they add up
+	 * to it as the states add up to 100 (all "<1%" when it is). */
+	apportion_ns(s->unknown_ns, XFT_UNK_NREASONS, pct[XFT_ST_UNKNOWN], share);
+	int n = order_by_time(s->unknown_ns, XFT_UNK_NREASONS, order);
+	size_t o = 0;
+	for (int i = 0; i < n && i < most; i++) {
+		const char *name = xft_unknown_reason_name((enum xft_unknown_reason)order[i]);
+		int w = share[order[i]] ? snprintf(buf + o, len - o, "%s%s %d%%", i ? ", " : "", name, share[order[i]])
+					: snprintf(buf + o, len - o, "%s%s <1%%", i ? ", " : "", name);
+		if (w < 0 || (size_t)w >= len - o) {
+			buf[o] = '\0'; /* whole items only */
+			break;
+		}
+		o += (size_t)w;
+	}
+	return o;
 }
 
 /* snprintf's length, kept within the buffer it wrote. */
@@ -171,6 +242,31 @@ static size_t written(int n, size_t len)
 	if (n < 0 || !len)
 		return 0;
 	return (size_t)n < len ? (size_t)n : len - 1;
+}
+
+/* What each reason of '?' says, after "not attributable". */
+static const char *const unknown_why[XFT_UNK_NREASONS] = {
+	[XFT_UNK_NO_TRACE] = "the trace has no timeline of its vCPU",
+	[XFT_UNK_LOST] = "the trace lost its vCPU's state (records lost)",
+	[XFT_UNK_CLOCK] = "within the clock error of a boundary",
+	[XFT_UNK_OLD] = "older than its vCPU's timeline keeps",
+	[XFT_UNK_EARLY] = "split before the trace reached it",
+};
+
+/* "1.20ms not attributable: within the clock error of a boundary" when
+ * one reason is all of the '?' (@d its time in words), "1.20ms not
+ * attributable, 800.0us of it within ..." when it is the biggest of
+ * several, "1.20ms not attributable (?)" when no reason is known. */
+static int unknown_sentence(const struct xft_split *s, const char *d, char *buf, size_t len)
+{
+	int r = biggest_of(s->unknown_ns, XFT_UNK_NREASONS);
+	if (r < 0)
+		return snprintf(buf, len, "%s not attributable (?)", d);
+	if (s->unknown_ns[r] >= s->ns[XFT_ST_UNKNOWN])
+		return snprintf(buf, len, "%s not attributable: %s", d, unknown_why[r]);
+	char part[16];
+	xft_format_ns(s->unknown_ns[r], part, sizeof(part));
+	return snprintf(buf, len, "%s not attributable, %s of it %s", d, part, unknown_why[r]);
 }
 
 size_t xft_split_state_text(const struct xft_split *s, const struct xft_culprit *c, enum xft_state st,
@@ -219,7 +315,7 @@ size_t xft_split_state_text(const struct xft_split *s, const struct xft_culprit 
 		n = snprintf(buf, len, "%s in Xen itself", d);
 		break;
 	default:
-		n = snprintf(buf, len, "%s not attributable (?)", d);
+		n = unknown_sentence(s, d, buf, len);
 		break;
 	}
 	return written(n, len);

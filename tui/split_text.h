@@ -21,7 +21,8 @@
 /* The sum of the states, UINT64_MAX when it would not fit. */
 uint64_t xft_split_total(const struct xft_split *s);
 
-/* @s added into @acc state by state, each sum stopping at UINT64_MAX. */
+/* @s added into @acc state by state and reason by reason, each sum
+ * stopping at UINT64_MAX. */
 void xft_split_add(struct xft_split *acc, const struct xft_split *s);
 
 /* Whole percentages of the states that add up to exactly 100 for a
@@ -43,10 +44,18 @@ int xft_split_cells(const struct xft_split *s, int width, unsigned char *cells);
 /* The bar as text, its glyphs, @width of them (0 for an empty split). */
 size_t xft_split_bar_text(const struct xft_split *s, int width, char *buf, size_t len);
 
-/* The states there are, biggest first, as "#wait 62% =run 30% ?unknown 8%"
- * (a share under 1 % as "<1%"), with only as many whole items as fit in
- * @width characters (@width < 0: no limit).  Returns the length. */
+/* The states there are, biggest first, as "#wait 62% =run 30% ?unknown 8%
+ * (clock 6%, lost 2%)" (a share under 1 % as "<1%"; the '?' with its two
+ * biggest reasons, xft_unknown_reasons_text()), with only as many whole
+ * items as fit in @width characters (@width < 0: no limit).  Returns the
+ * length. */
 size_t xft_split_percent_text(const struct xft_split *s, int width, char *buf, size_t len);
+
+/* The reasons of the '?' of @s, biggest first, at most @most of them:
+ * "clock 6%, lost 2%", each a share of the whole split (those of all five
+ * add up to the '?' share of xft_split_percent()); "" when @s has no '?'
+ * or its reasons are all zero.  Whole items only.  Returns the length. */
+size_t xft_unknown_reasons_text(const struct xft_split *s, int most, char *buf, size_t len);
 
 /* "d0v1", the idle domain's "idlev3". */
 void xft_vcpu_name(uint16_t domain, uint16_t vcpu, char *buf, size_t len);
@@ -58,8 +67,11 @@ int xft_split_biggest(const struct xft_split *s);
 /*
  * One sentence of what state @st cost a gap, its duration first:
  * "waited 1.20ms for pCPU1, which ran d0v1", "blocked 4.90ms after its
- * wake", "notify 800us until linux0 woke".  @c names the wait's culprit
- * (NULL or wait_ns 0: none known); @receiver names the receiving side
+ * wake", "notify 800us until linux0 woke"; the '?' says its biggest
+ * reason: "1.20ms not attributable: within the clock error of a boundary"
+ * (all of it), "1.20ms not attributable, 800us of it within the clock
+ * error of a boundary" (the biggest of several).  @c names the wait's
+ * culprit (NULL or wait_ns 0: none known); @receiver names the receiving side
  * ("linux0"; NULL: "the receiver").  Returns the length; "" when the state
  * took no time.
  */

@@ -285,7 +285,15 @@ static void hops_pane(struct xft_app *app, struct xft_canvas *cv, int y, int row
 		xft_canvas_put(cv, y + 2, 0, XFT_A_TITLE, "p99+", -1);
 		put_cut(cv, y + 2, 5, XFT_A_DIM, "no flow at or above the p99 split yet");
 	}
-	if (!xft_hop_culprits_text(sp, line, sizeof(line)))
+	/* When '?' holds most of the hop, why comes first: the wait's
+	 * holder matters less than what cannot be told at all. */
+	size_t at = 0;
+	if (xft_split_biggest(&sp->all) == XFT_ST_UNKNOWN)
+		at = xft_split_state_text(&sp->all, NULL, XFT_ST_UNKNOWN, NULL, line, sizeof(line));
+	char culprits[384];
+	if (xft_hop_culprits_text(sp, culprits, sizeof(culprits)))
+		snprintf(line + at, sizeof(line) - at, "%s%s", at ? "; " : "", culprits);
+	else if (!at)
 		snprintf(line, sizeof(line), "no wait for a physical CPU");
 	put_cut(cv, y + 3, 0, XFT_A_NORMAL, line);
 }

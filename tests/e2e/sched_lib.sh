@@ -10,7 +10,8 @@ command -v python3 > /dev/null || { echo "python3 is needed to read the JSON"; e
 CROSS="1:network_start_xmit->0:netbk_fill_frags"
 CROSS_TRUTH="U:network_start_xmit->0:netbk_fill_frags"
 # Columns of a split line: 4 run, 5 wait, 6 notify, 7 backend, 8 blocked,
-# 9 offline, 10 xen, 11 unknown, 12 culprit.
+# 9 offline, 10 xen, 11 unknown, 12 culprit, then the unknown's reasons:
+# 13 no_trace, 14 lost, 15 clock, 16 old, 17 early.
 COLS="run:4 wait:5 notify:6 backend:7 blocked:8 offline:9 xen:10 unknown:11"
 
 # Runs the host for 3 s with the knobs "$@" and xflowtop on it, into
@@ -35,14 +36,16 @@ split_pct() {
 	awk -F'\t' -v h="$2" -v c="$3" '$1 == h { print $c }' "$1" | percentile "$4"
 }
 
-# Every sample's states add up to its hop, exactly, and there are at least
-# $2 samples of hop $CROSS.
+# Every sample's states add up to its hop, and the reasons of its unknown
+# to that, exactly; and there are at least $2 samples of hop $CROSS.
 check_sums() {
 	awk -F'\t' -v h="$CROSS" '$1 !~ /^#/ { s = 0; for (i = 4; i <= 11; i++) s += $i
+		u = 0; for (i = 13; i <= 17; i++) u += $i
 		if (s != $3 - $2) { if (bad++ < 3) print "sample " $0 " adds up to " s; }
+		if (u != $11) { if (bad++ < 3) print "sample " $0 " has reasons adding up to " u; }
 		n++; if ($1 == h) x++ }
 		END { print n " samples split, " x " of the hop across; " bad + 0 " do not add up"; exit bad > 0 }' "$1" ||
-		fail "the states do not add up to the hop"
+		fail "the states do not add up to the hop, or the reasons to the unknown"
 	n=$(awk -F'\t' -v h="$CROSS" '$1 == h' "$1" | wc -l)
 	[ "$n" -ge "$2" ] || fail "only $n samples of $CROSS"
 }

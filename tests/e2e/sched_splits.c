@@ -6,7 +6,11 @@
  * as the simulated host writes it), one a line:
  *
  *   FROMDOM:FUNCTION->TODOM:FUNCTION  t0  t1  run wait notify backend
- *   blocked offline xen unknown  CULPRIT (dDvV@pcpuP, or -)
+ *   blocked offline xen unknown  CULPRIT (dDvV@pcpuP, or -)  no_trace lost
+ *   clock old early
+ *
+ * (the reasons of the unknown last, so that the columns before keep
+ * their place)
  *
  * then "#sched" with the join's status (joined, clock error or -, trace
  * records, lost, hops split).  The records go through the model as
@@ -64,9 +68,12 @@ static void on_split(void *ctx, const struct xft_hop *h, uint64_t t0, uint64_t t
 	for (unsigned i = 0; i < XFT_NSTATES; i++)
 		printf("\t%" PRIu64, s->ns[i]);
 	if (c->wait_ns)
-		printf("\td%uv%u@pcpu%u\n", c->domain, c->vcpu, c->pcpu);
+		printf("\td%uv%u@pcpu%u", c->domain, c->vcpu, c->pcpu);
 	else
-		printf("\t-\n");
+		printf("\t-");
+	for (unsigned r = 0; r < XFT_UNK_NREASONS; r++)
+		printf("\t%" PRIu64, s->unknown_ns[r]);
+	printf("\n");
 }
 
 static uint64_t lose_from, lose_to;

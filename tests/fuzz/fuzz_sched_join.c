@@ -2,8 +2,9 @@
  * Fuzz the scheduler join (tui/sched_join.h): any bytes are scheduler
  * events and hop splits, hostile ones included (unknown kinds and states,
  * pCPUs and vCPUs past the limits, times going back), on small timelines
- * that overflow; each split adds up to its hop exactly and its culprit's
- * wait is within its wait, without a crash, a leak or unbounded memory.
+ * that overflow; each split adds up to its hop exactly, its reasons to
+ * its unknown, and its culprit's wait is within its wait, without a
+ * crash, a leak or unbounded memory.
  *
  * Input: 16-byte items.  Byte 0 bit 7 set: a split, the rest its ends
  * (time offsets back from the newest event, domains, CPUs); else an event:
@@ -39,10 +40,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct xft_split s;
 			struct xft_culprit c;
 			xft_sj_split(j, &a, &b, p[13] & 1, &s, &c);
-			uint64_t sum = 0;
+			uint64_t sum = 0, why = 0;
 			for (unsigned i = 0; i < XFT_NSTATES; i++)
 				sum += s.ns[i];
-			if (sum != b.t_ns - a.t_ns || c.wait_ns > s.ns[XFT_ST_WAIT])
+			for (unsigned r = 0; r < XFT_UNK_NREASONS; r++)
+				why += s.unknown_ns[r];
+			if (sum != b.t_ns - a.t_ns || c.wait_ns > s.ns[XFT_ST_WAIT] || why != s.ns[XFT_ST_UNKNOWN])
 				abort();
 			continue;
 		}

@@ -63,7 +63,8 @@ static inline int apptest_screen_has(struct xft_app *app, const char *text)
  * yet: these write it into the frame, which is what the renderers draw. */
 
 /* The selected hop of the hops view gets a split: 60 % wait, 30 % run,
- * 10 % unknown over all its flows; its tail all wait but 5 % blocked.
+ * 10 % unknown (6 % clock, 4 % lost) over all its flows; its tail all
+ * wait but 5 % blocked.
  * The model's hops are not touched: the frame is what the view draws. */
 static inline struct xft_hop_row *apptest_split_hop(struct xft_app *app)
 {
@@ -75,6 +76,8 @@ static inline struct xft_hop_row *apptest_split_hop(struct xft_app *app)
 	sp->all.ns[XFT_ST_WAIT] = 6000000;
 	sp->all.ns[XFT_ST_RUN] = 3000000;
 	sp->all.ns[XFT_ST_UNKNOWN] = 1000000;
+	sp->all.unknown_ns[XFT_UNK_CLOCK] = 600000;
+	sp->all.unknown_ns[XFT_UNK_LOST] = 400000;
 	sp->tail_count = 12;
 	sp->tail.ns[XFT_ST_WAIT] = 950000;
 	sp->tail.ns[XFT_ST_BLOCKED] = 50000;

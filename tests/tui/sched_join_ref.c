@@ -3,8 +3,9 @@
  * the engine as it was before it swept its timelines, every lookup a plain
  * binary search of its own, and nothing remembered between two lookups.
  * It is slow and obviously right; the engine must give the same split,
- * culprit and counts for any input.  Included by the test, not built
- * alone.
+ * reasons of its '?', culprit and counts for any input.  The reasons are
+ * found by a walk of each span, not from the sums the split is made of.
+ * Included by the test, not built alone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -347,6 +348,52 @@ static void charge_span(const struct ref_sj *j, const struct vcpu *v, uint64_t s
 	a->out->ns[XFT_ST_UNKNOWN] += sign > 0 ? (e - s) - known : known;
 }
 
+/* Why each nanosecond of [s, e) charged to @v is '?' (tui/hop_split.h),
+ * found afresh: the stretches between @v's entries walked one by one,
+ * each given its reason, a known one against every window; not from the
+ * sums the split is made of, as the engine finds them. */
+static void unknown_reasons(const struct ref_sj *j, const struct vcpu *v, uint64_t s, uint64_t e, const struct acc *a)
+{
+	uint64_t *u = a->out->unknown_ns;
+	if (!v || !v->n) {
+		u[XFT_UNK_NO_TRACE] += e - s;
+		return;
+	}
+	uint64_t fk = first_kept(j, v), first = ent_at(j, v, fk)->t;
+	int64_t k = -1;
+	for (uint64_t t = s, next; t < e; t = next) {
+		int why = -1; /* known */
+		if (t < first) {
+			why = fk ? XFT_UNK_OLD : XFT_UNK_LOST;
+			next = first;
+		} else if (t >= j->watermark) {
+			why = XFT_UNK_EARLY;
+			next = e;
+		} else {
+			if (k < 0)
+				k = find(j, v, t);
+			while ((uint64_t)k + 1 < v->n && ent_at(j, v, (uint64_t)k + 1)->t <= t)
+				k++;
+			next = (uint64_t)k + 1 < v->n ? ent_at(j, v, (uint64_t)k + 1)->t : j->watermark;
+			if (next > j->watermark)
+				next = j->watermark;
+			if (ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
+				why = XFT_UNK_LOST;
+		}
+		if (next > e)
+			next = e;
+		if (why >= 0) {
+			u[why] += next - t;
+			continue;
+		}
+		for (unsigned w = 0; w < a->nwin; w++) {
+			uint64_t x = a->win[w][0] > t ? a->win[w][0] : t, y = a->win[w][1] < next ? a->win[w][1] : next;
+			if (y > x)
+				u[XFT_UNK_CLOCK] += y - x;
+		}
+	}
+}
+
 /* [s, e) of @v as @side sees it, the windows within the clock error of a
  * boundary taken out as '?'; before what is kept and past the watermark,
  * '?'. */
@@ -354,6 +401,7 @@ static void charge(struct ref_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 {
 	if (e <= s)
 		return;
+	unknown_reasons(j, v, s, e, a);
 	uint64_t lo = s, hi = e < j->watermark ? e : j->watermark;
 	if (v && v->n) {
 		uint64_t first = ent_at(j, v, first_kept(j, v))->t;

@@ -811,6 +811,10 @@ static void split_queue_run(uint32_t max_pending, uint64_t *early)
 	cr_assert_eq(xft_agg_sched_status(a)->hops_split, hops);
 	cr_assert_eq(xft_agg_sched_status(a)->hops_pending, 0);
 	cr_assert_eq(total, h->total_ns, "every nanosecond of every hop is in a state");
+	uint64_t why = 0;
+	for (unsigned r = 0; r < XFT_UNK_NREASONS; r++)
+		why += h->split.all.unknown_ns[r];
+	cr_assert_eq(why, h->split.all.ns[XFT_ST_UNKNOWN], "the hop's sums carry the reasons of its '?'");
 	*early = xft_agg_stats(a)->split_early;
 	cr_assert_eq(xft_agg_sched_status(a)->split_early, *early, "the join's status says how many");
 	xft_agg_free(a);
@@ -896,6 +900,7 @@ Test(aggregate, the_trace_s_losses_are_counted_by_reason)
 	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
 	cr_assert_not_null(h);
 	cr_assert_eq(h->split.all.ns[XFT_ST_UNKNOWN], US, "its time is '?'");
+	cr_assert_eq(h->split.all.unknown_ns[XFT_UNK_OLD], US, "because the timeline let it go");
 	xft_agg_free(a);
 }
 

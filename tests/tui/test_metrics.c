@@ -428,6 +428,59 @@ Test(metrics, hop_states_are_bounded_like_the_hops_and_only_grow)
 	app_free(app);
 }
 
+/* The series of @h's '?' for @reason, on host "h". */
+static void unknown_series(struct xft_app *app, const struct xft_hop *h, const char *reason, char *out, size_t len)
+{
+	char from[256], to[256];
+	snprintf(from, sizeof(from), "%s:%s", xft_sites_domain(&app->sites, h->key.from_domain),
+		 xft_sites_group_name(&app->sites, h->key.from_group));
+	snprintf(to, sizeof(to), "%s:%s", xft_sites_domain(&app->sites, h->key.to_domain),
+		 xft_sites_group_name(&app->sites, h->key.to_group));
+	snprintf(out, len, "xflowtop_hop_unknown_seconds_total{host=\"h\",from=\"%s\",to=\"%s\",reason=\"%s\"}", from,
+		 to, reason);
+}
+
+/* The '?' of each hop by its reasons, under the same bound: all five for
+ * every slot the states have, adding up to its "unknown" state. */
+Test(metrics, hop_unknown_says_why_under_the_same_bound)
+{
+	struct xft_app *app = app_new("h", 3);
+	xft_app_refresh(app, xflow_monotonic_ns() + 2000000000u);
+	struct expo_stats st;
+	size_t nh;
+	struct xft_hop *hops = model_hops(app, &nh);
+	cr_assert_gt(nh, 4);
+	for (size_t i = 0; i < nh; i++) {
+		hops[i].split.all.ns[XFT_ST_RUN] = 500000;
+		hops[i].split.all.ns[XFT_ST_UNKNOWN] = 250000 + i * 1000;
+		hops[i].split.all.unknown_ns[XFT_UNK_CLOCK] = 200000;
+		hops[i].split.all.unknown_ns[XFT_UNK_EARLY] = 50000 + i * 1000;
+	}
+	model_sched(app)->joined = 1;
+	xft_metrics_publish(app);
+	char *body = scrape(app, &st);
+	cr_assert(strstr(body, "# HELP xflowtop_hop_unknown_seconds_total Time of the hops in state unknown by why"),
+		  "%s", body);
+	cr_assert(strstr(body, "# TYPE xflowtop_hop_unknown_seconds_total counter"));
+	cr_assert_eq(count_of(body, "xflowtop_hop_unknown_seconds_total{"), 4 * XFT_UNK_NREASONS,
+		     "three hops and (other), every reason");
+	char series[1024];
+	unknown_series(app, &hops[1], "clock", series, sizeof(series));
+	cr_assert_float_eq(value(body, series), 2e-4, 1e-12, "%s", series);
+	unknown_series(app, &hops[1], "early", series, sizeof(series));
+	cr_assert_float_eq(value(body, series), 5.1e-5, 1e-12, "%s", series);
+	unknown_series(app, &hops[1], "no_trace", series, sizeof(series));
+	cr_assert_eq(value(body, series), 0, "reasons without time are there, at 0");
+	cr_assert_float_eq(sum_of(body, "xflowtop_hop_unknown_seconds_total"),
+			   sum_of(body, "xflowtop_hop_state_seconds_total") - (double)nh * 5e-4, 1e-9,
+			   "the reasons add up to the unknown, folded or not");
+	cr_assert_float_eq(value(body, "xflowtop_hop_unknown_seconds_total{host=\"h\",from=\"(other)\",to=\"(other)\","
+				       "reason=\"clock\"}"),
+			   (double)(nh - 3) * 2e-4, 1e-9, "the hops past the bound are summed into (other)");
+	free(body);
+	app_free(app);
+}
+
 Test(metrics, hop_state_labels_are_escaped)
 {
 	struct xft_app *app = app_new("h", 0);

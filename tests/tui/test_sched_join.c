@@ -52,6 +52,15 @@ static uint64_t sum(const struct xft_split *s)
 	return n;
 }
 
+/* The reasons of the '?'. */
+static uint64_t reasons(const struct xft_split *s)
+{
+	uint64_t n = 0;
+	for (unsigned r = 0; r < XFT_UNK_NREASONS; r++)
+		n += s->unknown_ns[r];
+	return n;
+}
+
 static struct xft_split split(struct xft_sj *j, uint64_t t0, unsigned d0, int c0, uint64_t t1, unsigned d1, int c1,
 			      struct xft_culprit *cu)
 {
@@ -60,7 +69,19 @@ static struct xft_split split(struct xft_sj *j, uint64_t t0, unsigned d0, int c0
 	xft_sj_split(j, &a, &b, 0, &s, cu);
 	cr_assert_eq(sum(&s), t1 - t0, "the states add up to the hop: %lu for %lu", (unsigned long)sum(&s),
 		     (unsigned long)(t1 - t0));
+	cr_assert_eq(reasons(&s), s.ns[XFT_ST_UNKNOWN], "the reasons add up to the '?': %lu for %lu",
+		     (unsigned long)reasons(&s), (unsigned long)s.ns[XFT_ST_UNKNOWN]);
 	return s;
+}
+
+/* The '?' of @s is @ns, all of it for @why. */
+static void only_reason(const struct xft_split *s, enum xft_unknown_reason why, uint64_t ns)
+{
+	cr_assert_eq(s->ns[XFT_ST_UNKNOWN], ns, "'?' %lu, not %lu", (unsigned long)s->ns[XFT_ST_UNKNOWN],
+		     (unsigned long)ns);
+	for (unsigned r = 0; r < XFT_UNK_NREASONS; r++)
+		cr_assert_eq(s->unknown_ns[r], r == why ? ns : 0, "%s: %lu", xft_unknown_reason_name(r),
+			     (unsigned long)s->unknown_ns[r]);
 }
 
 /* The guest d1v0 notifies at 100; dom0's d0v0, blocked, is woken at 300,
@@ -342,6 +363,148 @@ Test(sched_join, a_run_without_end_proves_no_bound)
 	xft_sj_free(j);
 }
 
+/* --- why '?' --------------------------------------------------------------- */
+
+/* No timeline for the vCPU: an empty trace, a vCPU it does not know, a
+ * record whose CPU is not known in a domain of two vCPUs. */
+Test(sched_join, unknown_reason_no_trace)
+{
+	struct xft_sj *j = mk(0, 0);
+	struct xft_split s = split(j, 50, 1, 0, 700, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_NO_TRACE, 650);
+	scenario(j);
+	s = split(j, 50, 1, 0, 700, 0, 7, NULL);
+	only_reason(&s, XFT_UNK_NO_TRACE, 600);
+	rs(j, 2100, 2, 0, 1, BLOCKED, RUN);
+	s = split(j, 50, 1, -1, 700, 0, -1, NULL);
+	only_reason(&s, XFT_UNK_NO_TRACE, 600);
+	xft_sj_free(j);
+}
+
+/* Records lost: '?' from the loss to the next change; and before the
+ * vCPU's first record, the trace never said. */
+Test(sched_join, unknown_reason_lost)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 10, 0, 0, 0, RUNNABLE, RUN);
+	lost(j, 100, 1);
+	rs(j, 400, 0, 0, 0, RUN, BLOCKED);
+	rs(j, 600, 0, 1, 0, RUN, BLOCKED);
+	struct xft_split s = split(j, 50, 0, 0, 500, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_LOST, 300);
+	s = split(j, 5, 0, 0, 50, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_LOST, 5);
+	cr_assert_eq(xft_sj_stats(j)->too_old, 0, "nothing was let go");
+	xft_sj_free(j);
+}
+
+/* The clock error measured 300 ns, as in
+ * clock_error_is_measured_and_blurs_the_boundaries. */
+static void scenario_with_error(struct xft_sj *j)
+{
+	scenario(j);
+	check_at(j, 700);
+	check_at(j, 2300);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 300);
+}
+
+/* The error measured 300 ns: [t0 - 300, tn + 300) is '?', every
+ * nanosecond of it a known state (the sender running, the receiver
+ * blocked, then runnable). */
+Test(sched_join, unknown_reason_clock)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_with_error(j);
+	struct xft_split s = split(j, 50, 1, 0, 1500, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_CLOCK, 350);
+	xft_sj_free(j);
+}
+
+/* Kept: 700 (run), 800 (blocked), 900 (run), 1000 (blocked); the rest was
+ * let go. */
+Test(sched_join, unknown_reason_old)
+{
+	struct xft_sj *j = mk(4, 0);
+	for (unsigned i = 0; i < 10; i++)
+		rs(j, 100 * (i + 1), 0, 0, 0, i % 2 ? RUN : BLOCKED, i % 2 ? BLOCKED : RUN);
+	struct xft_split s = split(j, 100, 0, 0, 1000, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_OLD, 600);
+	s = split(j, 150, 0, 0, 650, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_OLD, 500);
+	xft_sj_free(j);
+}
+
+/* Split before the trace passed the hop's end (the pending queue full):
+ * past the watermark is '?'. */
+Test(sched_join, unknown_reason_early)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 10, 0, 0, 0, RUNNABLE, RUN);
+	rs(j, 100, 0, 0, 0, RUN, BLOCKED);
+	struct xft_split s = split(j, 50, 0, 0, 300, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_EARLY, 200);
+	/* Wholly past it. */
+	s = split(j, 150, 0, 0, 300, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_EARLY, 150);
+	xft_sj_free(j);
+}
+
+/* Windows over time '?' for another reason leave it that reason: over the
+ * receiver no trace knows, the windows of t0 and tn take out only the
+ * sender's run. */
+Test(sched_join, unknown_reasons_a_window_over_no_trace)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_with_error(j);
+	struct xft_split s = split(j, 50, 1, 0, 3200, 0, 7, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 3150);
+	cr_assert_eq(s.unknown_ns[XFT_UNK_CLOCK], 50, "the sender's [50, 100)");
+	cr_assert_eq(s.unknown_ns[XFT_UNK_NO_TRACE], 3100, "the receiver's, past the watermark too");
+	xft_sj_free(j);
+}
+
+/* Every reason but no_trace and old in one hop, windows over lost and
+ * early time: d1v0 runs, notifies at 100; d0v0 is woken at 300, runs from
+ * 500, blocks at 2000, is unknown from a loss at 2500 and runs at 3050,
+ * the watermark.  The windows are [0, 400) (t0 and tn) and [2900, 3500)
+ * (t1 = 3200, near the run at 3050). */
+Test(sched_join, unknown_reasons_mixed_add_up_exactly)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_with_error(j);
+	lost(j, 2500, 1);
+	rs(j, 3050, 1, 0, 0, BLOCKED, RUN);
+	struct xft_split s = split(j, 50, 1, 0, 3200, 0, 0, NULL);
+	cr_assert_eq(s.unknown_ns[XFT_UNK_CLOCK], 50 + 200 + 100, "run, notify and wait within [0, 400)");
+	cr_assert_eq(s.unknown_ns[XFT_UNK_LOST], 550, "[2500, 3050), the window over it not counted twice");
+	cr_assert_eq(s.unknown_ns[XFT_UNK_EARLY], 150, "past 3050, the window over it not counted twice");
+	cr_assert_eq(s.unknown_ns[XFT_UNK_NO_TRACE] + s.unknown_ns[XFT_UNK_OLD], 0);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 1050);
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 100);
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 1500);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 500);
+	xft_sj_free(j);
+}
+
+/* A window reaching before what is kept: the part before is old, the
+ * part after, a known state, clock. */
+Test(sched_join, unknown_reasons_a_window_before_what_is_kept)
+{
+	struct xft_sj *j = mk(4, 0);
+	for (unsigned i = 0; i < 10; i++)
+		rs(j, 1000 * (i + 1), 1, 0, 0, i % 2 ? RUN : BLOCKED, i % 2 ? BLOCKED : RUN);
+	/* Kept: 7000 (run), 8000 (blocked), 9000 (run), 10000 (blocked). */
+	check_at(j, 9500);
+	check_at(j, 8100);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 100);
+	struct xft_split s = split(j, 6950, 0, 0, 7500, 0, 0, NULL);
+	cr_assert_eq(s.unknown_ns[XFT_UNK_OLD], 50, "[6950, 7000)");
+	cr_assert_eq(s.unknown_ns[XFT_UNK_CLOCK], 50, "[7000, 7050): the run, within 100 of t0");
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 100);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 450);
+	xft_sj_free(j);
+}
+
 /* Random events and hops, hostile ones among them: the states always add
  * up to the hop, and nothing crashes. */
 Test(sched_join, random_input_always_adds_up)
@@ -373,6 +536,7 @@ Test(sched_join, random_input_always_adds_up)
 			struct xft_culprit c;
 			xft_sj_split(j, &a, &b, rand() % 2, &s, &c);
 			cr_assert_eq(sum(&s), t1 - t0);
+			cr_assert_eq(reasons(&s), s.ns[XFT_ST_UNKNOWN]);
 			cr_assert_leq(c.wait_ns, s.ns[XFT_ST_WAIT]);
 		}
 	}
@@ -463,6 +627,14 @@ static void against_reference(uint64_t seed, const struct xft_sj_limits *l, uint
 			ref_sj_split(r, &a, &b, check, &rs_, &rc);
 			splits++;
 			cr_assert_eq(sum(&s), b.t_ns - a.t_ns);
+			cr_assert_eq(reasons(&s), s.ns[XFT_ST_UNKNOWN], "seed %lu split %lu: the reasons add up to %lu",
+				     (unsigned long)seed, (unsigned long)splits, (unsigned long)reasons(&s));
+			cr_assert_eq(reasons(&rs_), rs_.ns[XFT_ST_UNKNOWN], "seed %lu split %lu: the reference's reasons",
+				     (unsigned long)seed, (unsigned long)splits);
+			for (unsigned k = 0; k < XFT_UNK_NREASONS; k++)
+				cr_assert_eq(s.unknown_ns[k], rs_.unknown_ns[k], "seed %lu split %lu: %s %lu, reference %lu",
+					     (unsigned long)seed, (unsigned long)splits, xft_unknown_reason_name(k),
+					     (unsigned long)s.unknown_ns[k], (unsigned long)rs_.unknown_ns[k]);
 			for (unsigned k = 0; k < XFT_NSTATES; k++)
 				cr_assert_eq(s.ns[k], rs_.ns[k], "seed %lu split %lu: %s %lu, reference %lu",
 					     (unsigned long)seed, (unsigned long)splits, xft_state_name(k),

@@ -417,7 +417,7 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 		 hop->to->function);
 	cr_assert(strstr(text, want), "no split of %s in\n%s", want, text);
 	cr_assert(strstr(text, "sched clock \u00b13.10us; 1000 scheduler records, 0 lost"));
-	cr_assert(strstr(text, "???] #wait 60% =run 30% ?unknown 10%\n"));
+	cr_assert(strstr(text, "???] #wait 60% =run 30% ?unknown 10% (clock 6%, lost 4%)\n"), "%s", text);
 	cr_assert(strstr(text, "-] #wait 95% -blocked 5% (12 flows)\n"));
 	cr_assert(strstr(text, "    waited for pCPU1, which ran d0v1 (80% of the wait); p99+: waited for pCPU1, which ran d0v2"));
 	cr_assert(strstr(text, "  gaps by state:\n"));
@@ -438,6 +438,11 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 			sh = jl_get(&hops->items[i], "split");
 	cr_assert_not_null(sh);
 	cr_assert_eq(jl_get(jl_get(jl_get(sh, "all"), "ns"), "unknown")->number, 1000000);
+	const struct jl_value *why = jl_get(jl_get(sh, "all"), "unknown_ns");
+	cr_assert_not_null(why, "the '?' says why");
+	cr_assert_eq(jl_get(why, "clock")->number, 600000);
+	cr_assert_eq(jl_get(why, "lost")->number, 400000);
+	cr_assert_eq(jl_get(why, "no_trace")->number + jl_get(why, "old")->number + jl_get(why, "early")->number, 0);
 	cr_assert_str_eq(jl_get(jl_get(jl_get(sh, "all"), "culprit"), "holder")->string, "d0v1");
 	cr_assert_eq(jl_get(jl_get(jl_get(sh, "all"), "culprit"), "wait_ns")->number, 4800000);
 	cr_assert_eq(jl_get(jl_get(sh, "tail"), "flows")->number, 12);
@@ -479,5 +484,28 @@ Test(snapshot, the_split_is_in_every_file, .init = make_dir, .fini = remove_dir)
 	cr_assert(found, "no slice for the longest gap");
 	jl_free(&tr);
 	jl_free(&schema);
+	apptest_free(app);
+}
+
+/* The batch text of a hop mostly '?' says why on a line of its own, before
+ * the culprits. */
+Test(snapshot, batch_split_text_says_why_the_hop_is_unknown)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	struct xft_hop_row *hop = apptest_split_hop(app);
+	hop->split.all.ns[XFT_ST_UNKNOWN] = 20000000;
+	hop->split.all.unknown_ns[XFT_UNK_CLOCK] = 15000000;
+	hop->split.all.unknown_ns[XFT_UNK_LOST] = 5000000;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	cr_assert_not_null(f);
+	xft_report_split_text(app, f, 30);
+	fclose(f);
+	cr_assert(strstr(text, "] ?unknown 69% (clock 52%, lost 17%) #wait 21% =run 10%\n"), "%s", text);
+	cr_assert(strstr(text, "\n    20.0ms not attributable, 15.0ms of it within the clock error of a boundary\n"
+			       "    waited for pCPU1"),
+		  "%s", text);
+	free(text);
 	apptest_free(app);
 }

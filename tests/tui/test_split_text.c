@@ -155,11 +155,19 @@ Test(split_text, huge_values_saturate_instead_of_wrapping)
 	xft_split_add(&acc, &s);
 	cr_assert_eq(acc.ns[XFT_ST_RUN], UINT64_MAX);
 	cr_assert_eq(acc.ns[XFT_ST_WAIT], UINT64_MAX);
-	struct xft_split small = split_of(1, 2, 3, 4, 5, 6, 7, 8);
+	struct xft_split small = split_of(1, 2, 3, 4, 5, 6, 7, 15);
+	for (int r = 0; r < XFT_UNK_NREASONS; r++)
+		small.unknown_ns[r] = (uint64_t)r + 1;
 	acc = small;
 	xft_split_add(&acc, &small);
-	for (int i = 0; i < XFT_NSTATES; i++)
+	for (int i = 0; i < XFT_NSTATES - 1; i++)
 		cr_assert_eq(acc.ns[i], 2u * (unsigned)(i + 1));
+	for (int r = 0; r < XFT_UNK_NREASONS; r++)
+		cr_assert_eq(acc.unknown_ns[r], 2u * (unsigned)(r + 1), "the reasons are summed with the states");
+	cr_assert_eq(acc.ns[XFT_ST_UNKNOWN], 30);
+	acc.unknown_ns[XFT_UNK_CLOCK] = UINT64_MAX - 1;
+	xft_split_add(&acc, &small);
+	cr_assert_eq(acc.unknown_ns[XFT_UNK_CLOCK], UINT64_MAX, "and saturate as they do");
 }
 
 Test(split_text, percentages_biggest_first_tiny_ones_said_and_cut_at_whole_items)
@@ -410,4 +418,84 @@ Test(split_text, a_hop_s_culprits_over_all_and_the_tail)
 	sp.culprit_all.wait_ns = 0;
 	xft_hop_culprits_text(&sp, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "waited, but no switch record names the holder");
+}
+
+/* --- why '?' ---------------------------------------------------------------- */
+
+/* 88 % run, 12 % '?': 8 % of it within the clock error, 3 % lost, 1 % past
+ * the watermark. */
+static struct xft_split with_reasons(void)
+{
+	struct xft_split s = split_of(880, 0, 0, 0, 0, 0, 0, 120);
+	s.unknown_ns[XFT_UNK_CLOCK] = 80;
+	s.unknown_ns[XFT_UNK_LOST] = 30;
+	s.unknown_ns[XFT_UNK_EARLY] = 10;
+	return s;
+}
+
+Test(split_text, the_unknown_names_its_biggest_reasons)
+{
+	struct xft_split s = with_reasons();
+	char buf[128];
+	xft_split_percent_text(&s, -1, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "=run 88% ?unknown 12% (clock 8%, lost 3%)");
+	cr_assert_eq(xft_unknown_reasons_text(&s, 5, buf, sizeof(buf)), strlen("clock 8%, lost 3%, early 1%"));
+	cr_assert_str_eq(buf, "clock 8%, lost 3%, early 1%", "all five add up to the '?' share");
+	xft_unknown_reasons_text(&s, 1, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "clock 8%");
+	/* A '?' under 1 %: its reasons are too. */
+	s = split_of(100000, 0, 0, 0, 0, 0, 0, 30);
+	s.unknown_ns[XFT_UNK_OLD] = 20;
+	s.unknown_ns[XFT_UNK_NO_TRACE] = 10;
+	xft_split_percent_text(&s, -1, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "=run 100% ?unknown <1% (old <1%, no_trace <1%)");
+	/* No reason known: the '?' alone, as before. */
+	s = split_of(880, 0, 0, 0, 0, 0, 0, 120);
+	cr_assert_eq(xft_unknown_reasons_text(&s, 2, buf, sizeof(buf)), 0);
+	xft_split_percent_text(&s, -1, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "=run 88% ?unknown 12%");
+}
+
+Test(split_text, a_narrow_line_drops_the_reasons_before_the_unknown)
+{
+	struct xft_split s = with_reasons();
+	char buf[128];
+	xft_split_percent_text(&s, 34, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "=run 88% ?unknown 12% (clock 8%)", "one reason where two do not fit");
+	xft_split_percent_text(&s, 24, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "=run 88% ?unknown 12%", "none where one does not");
+	xft_split_percent_text(&s, 20, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "=run 88%");
+	char small[8];
+	cr_assert_eq(xft_unknown_reasons_text(&s, 2, small, sizeof(small)), 0, "whole items only");
+	cr_assert_str_eq(small, "");
+}
+
+Test(split_text, the_unknown_sentence_says_why)
+{
+	static const struct {
+		enum xft_unknown_reason why;
+		const char *text;
+	} want[] = {
+		{ XFT_UNK_NO_TRACE, "1.20ms not attributable: the trace has no timeline of its vCPU" },
+		{ XFT_UNK_LOST, "1.20ms not attributable: the trace lost its vCPU's state (records lost)" },
+		{ XFT_UNK_CLOCK, "1.20ms not attributable: within the clock error of a boundary" },
+		{ XFT_UNK_OLD, "1.20ms not attributable: older than its vCPU's timeline keeps" },
+		{ XFT_UNK_EARLY, "1.20ms not attributable: split before the trace reached it" },
+	};
+	char buf[128];
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct xft_split s = split_of(1000, 0, 0, 0, 0, 0, 0, 1200000);
+		s.unknown_ns[want[i].why] = 1200000;
+		cr_assert_eq(xft_split_cause_text(&s, NULL, NULL, buf, sizeof(buf)), XFT_ST_UNKNOWN);
+		cr_assert_str_eq(buf, want[i].text);
+	}
+	struct xft_split s = split_of(1000, 0, 0, 0, 0, 0, 0, 1200000);
+	s.unknown_ns[XFT_UNK_CLOCK] = 800000;
+	s.unknown_ns[XFT_UNK_LOST] = 400000;
+	xft_split_cause_text(&s, NULL, NULL, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1.20ms not attributable, 800.0us of it within the clock error of a boundary",
+			 "the biggest of several");
+	cr_assert_str_eq(xft_unknown_reason_name(XFT_UNK_NO_TRACE), "no_trace");
+	cr_assert_str_eq(xft_unknown_reason_name(XFT_UNK_NREASONS), "bad-reason");
 }

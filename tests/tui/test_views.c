@@ -522,7 +522,8 @@ Test(views, hops_show_where_the_selected_hop_s_time_went)
 	/* 80 columns: a bar of (80 - 6) / 3 = 24 cells, 60/30/10 of them. */
 	cr_assert_eq(count_char(line, '#'), 14 + 1, "%s", line); /* 14 cells, and the legend's */
 	cr_assert_eq(count_char(line, '='), 7 + 1, "%s", line);
-	cr_assert(strstr(line, "#wait 60% =run 30% ?unknown 10%"), "%s", line);
+	cr_assert(strstr(line, "#wait 60% =run 30% ?unknown 10% (clock 6%)"), "one reason where two do not fit: %s",
+		  line);
 	cr_assert(strstr(line, "============") == NULL);
 	char bar[32];
 	memcpy(bar, line + 5, 24);
@@ -545,6 +546,26 @@ Test(views, hops_show_where_the_selected_hop_s_time_went)
 	cr_assert_eq(app->canvas.attr[at], XFT_A_STATE + XFT_ST_RUN);
 	cr_assert_eq(app->canvas.attr[at + 7], XFT_A_STATE + XFT_ST_WAIT);
 	cr_assert_eq(app->canvas.attr[at + 23], XFT_A_STATE + XFT_ST_UNKNOWN);
+	apptest_free(app);
+}
+
+/* When '?' holds most of the hop, the line under its bars says why first. */
+Test(views, hops_say_why_when_unknown_is_the_biggest)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	struct xft_hop_row *r = apptest_split_hop(app);
+	r->split.all.ns[XFT_ST_UNKNOWN] = 20000000;
+	r->split.all.unknown_ns[XFT_UNK_CLOCK] = 0;
+	r->split.all.unknown_ns[XFT_UNK_LOST] = 20000000;
+	apptest_draw(app, 24, 160);
+	char line[1024];
+	int y = row_starting(app, "all ", line, sizeof(line));
+	cr_assert_geq(y, 0);
+	cr_assert(strstr(line, "?unknown 69% (lost 69%) #wait 21% =run 10%"), "%s", line);
+	xft_canvas_row(&app->canvas, y + 2, line, sizeof(line));
+	cr_assert(!strncmp(line, "20.0ms not attributable: the trace lost its vCPU's state (records lost); waited for pCPU1",
+			   strlen("20.0ms not attributable: the trace lost its vCPU's state (records lost); waited for pCPU1")),
+		  "%s", line);
 	apptest_free(app);
 }
 
@@ -630,6 +651,33 @@ Test(views, slowest_flows_name_the_selected_flow_s_biggest_cause)
 	xft_format_ns(gaps[big].split.ns[XFT_ST_WAIT], d, sizeof(d));
 	snprintf(want, sizeof(want), "cause waited %s for pCPU1, which ran d0v1 (gap %" PRIu32 ", ", d, big + 1);
 	cr_assert(!strncmp(line, want, strlen(want)), "'%s' is not '%s...'", line, want);
+	apptest_free(app);
+}
+
+/* A flow whose biggest cause is '?' says why, in the pane and in the path
+ * view's line of the selected gap. */
+Test(views, slowest_flows_say_why_their_time_is_unknown)
+{
+	struct xft_app *app = apptest_new("synthetic:rate=1000", 1.0);
+	key(app, '2');
+	struct xft_gap_split gaps[64];
+	uint32_t big = apptest_split_flow(app, gaps);
+	struct xft_split *g = &gaps[big].split;
+	g->ns[XFT_ST_UNKNOWN] = g->ns[XFT_ST_WAIT];
+	g->unknown_ns[XFT_UNK_EARLY] = g->ns[XFT_ST_WAIT];
+	g->ns[XFT_ST_WAIT] = 0;
+	gaps[big].culprit.wait_ns = 0;
+	apptest_draw(app, 24, 160);
+	char line[1024], want[160], d[16];
+	cr_assert_geq(row_starting(app, "cause ", line, sizeof(line)), 0);
+	xft_format_ns(g->ns[XFT_ST_UNKNOWN], d, sizeof(d));
+	snprintf(want, sizeof(want), "cause %s not attributable: split before the trace reached it (gap %" PRIu32 ", ", d,
+		 big + 1);
+	cr_assert(!strncmp(line, want, strlen(want)), "'%s' is not '%s...'", line, want);
+	const struct xft_flow_row *f = &app->frame.flows[app->frame.flow_order[0]];
+	snprintf(want, sizeof(want), "flow %" PRIu64 " ", f->s.id);
+	cr_assert_geq(row_starting(app, want, line, sizeof(line)), 0);
+	cr_assert(strstr(line, "?unknown ") && strstr(line, "(early "), "the flow's sum carries the reasons: %s", line);
 	apptest_free(app);
 }
 
