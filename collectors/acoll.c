@@ -142,6 +142,7 @@ static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record
 			p->offset_ns += skew;
 			t += (uint64_t)skew;
 			p->clk = PEER_CLOCK_FIRST;
+			p->progress_ns = 0; /* said on the clock it no longer has */
 			acoll_bound_note(p);
 		}
 		p->offset_checked = true;

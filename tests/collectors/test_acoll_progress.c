@@ -2,7 +2,8 @@
  * How far an agent has given its records (collectors/acoll_clock.c's
  * acoll_peer_progress): its STATS reply's clock, placed on our time as its
  * records are, never moving back, and nothing from a guest whose clock is
- * not placed yet.
+ * not placed yet: placed by evidence (Xen's system time, round trips) it
+ * says it before its first record.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -48,4 +49,26 @@ Test(acoll_progress, a_guest_not_placed_yet_says_nothing)
 	p->offset_ns = 1000;
 	acoll_peer_progress(p, 123456789);
 	cr_assert_eq(p->progress_ns, 123457789ull);
+}
+
+/* Under load a guest's first records came seconds after dom0's sides of
+ * the same requests: its handoffs must be held from its first STATS on,
+ * when Xen's time or its round trips placed its clock at its greeting. */
+Test(acoll_progress, a_guest_placed_by_evidence_says_it_before_its_first_record)
+{
+	struct xflow_clock k = { .kind = XFLOW_CLOCK_MONOTONIC };
+	struct peer *p = peer_on(&k, true, 2000);
+	p->clk = PEER_CLOCK_XTIME;
+	acoll_peer_progress(p, 123456789);
+	cr_assert_eq(p->progress_ns, 123458789ull, "placed by Xen's system time, it said %llu",
+		     (unsigned long long)p->progress_ns);
+	p = peer_on(&k, true, -2000);
+	p->clk = PEER_CLOCK_RT;
+	acoll_peer_progress(p, 123456789);
+	cr_assert_eq(p->progress_ns, 123454789ull, "placed by round trips, it said %llu",
+		     (unsigned long long)p->progress_ns);
+	p = peer_on(&k, true, 0);
+	p->clk = PEER_CLOCK_FIRST;
+	acoll_peer_progress(p, 123456789);
+	cr_assert_eq(p->progress_ns, 0, "placed by its first record, it is not placed before it");
 }
