@@ -59,18 +59,22 @@ err=$(json_last "$L" 'd["sched"]["clock_error_ns"]')
 json_last "$L" 'hop("network_start_xmit", "netbk_fill_frags")["split"]' > "$TMP/live.split"
 cat "$TMP/live.split"
 # Live, over all flows: the culprit is the hog, and the tail (the slowest
-# 1 %) holds samples slower than the mean on average, but not the first 100
-# of the hop (TAIL_MIN in tui/aggregate.c: before them its p99 means
-# nothing); what dominates it on a loaded machine may be anything (a
-# backend thread woken late).  Its size is not bounded by a share: a
-# sample joins it when it is at or above the hop's p99 as it stands when
-# the sample is split, and a burst of stalls on a loaded machine puts a
-# whole burst above the p99 of the moment (45 of 600 flows once).  The wait's
+# 1 %) leaves out the hop's first 100 samples (TAIL_MIN in
+# tui/aggregate.c: before them its p99 means nothing) and, when it holds
+# any, holds samples slower than the mean on average.  Neither its size nor
+# that it holds any is the machine's to promise: a sample joins it when it
+# is at or above the hop's p99 as it stands when the sample is split (the
+# middle of the histogram's bucket), so a burst of stalls on a loaded
+# machine put 45 of 600 flows above the p99 of the moment once, and a run
+# whose slowest samples were split before the p99 rose to them left it
+# empty another time (fc42, beside two busy loops and a sanitized make
+# check).  What enters it and when is the unit test's to check, on input it
+# controls (aggregate's tail_after).  The wait's
 # size is checked above against the truth, sample by sample; its share of
 # the hop's time is not (the backend's own run grows with the machine's
 # load, summed over the run); the live split is checked against the
 # replay's below, and the replay's against the model's exactly.
-json_last "$L" '(lambda h, s: s["all"]["culprit"]["domain_id"] == 2 and 0 < s["tail"]["flows"] <= h["count"] - 100 and sum(s["tail"]["ns"].values()) / s["tail"]["flows"] >= sum(s["all"]["ns"].values()) / h["count"])(hop("network_start_xmit", "netbk_fill_frags"), hop("network_start_xmit", "netbk_fill_frags")["split"])' |
+json_last "$L" '(lambda h, s: s["all"]["culprit"]["domain_id"] == 2 and s["tail"]["flows"] <= h["count"] - 100 and (s["tail"]["flows"] == 0 or sum(s["tail"]["ns"].values()) / s["tail"]["flows"] >= sum(s["all"]["ns"].values()) / h["count"]))(hop("network_start_xmit", "netbk_fill_frags"), hop("network_start_xmit", "netbk_fill_frags")["split"])' |
 	grep -qx True || fail "live: the hop's tail or culprit is wrong"
 
 # Replay with the trace: the same split as the model gives the records.
