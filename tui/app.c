@@ -3,6 +3,7 @@
  * libuv loop that drives them.  libuv is included here only.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -741,6 +742,40 @@ oom:
 	return rc;
 }
 
+/* The signals that end the loop, and SIGUSR1's snapshot, whose default
+ * action ends the process. */
+static void quit_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+}
+
+static void hold_quit_signals(struct xft_app *app)
+{
+	sigset_t set;
+	quit_signals(&set);
+	if (!app->quit_held && pthread_sigmask(SIG_BLOCK, &set, &app->quit_held_before) == 0)
+		app->quit_held = 1;
+}
+
+/* Those that came during the shutdown are taken (the quit they ask for is
+ * done), then the mask is what it was. */
+static void release_quit_signals(struct xft_app *app)
+{
+	if (!app->quit_held)
+		return;
+	sigset_t set;
+	quit_signals(&set);
+	const struct timespec now = { 0, 0 };
+	while (sigtimedwait(&set, NULL, &now) > 0)
+		;
+	pthread_sigmask(SIG_SETMASK, &app->quit_held_before, NULL);
+	app->quit_held = 0;
+}
+
 void xft_app_fini(struct xft_app *app)
 {
 	xft_metrics_stop(app);
@@ -780,6 +815,7 @@ void xft_app_fini(struct xft_app *app)
 	app->hv = NULL;
 	xft_canvas_free(&app->canvas);
 	xft_registry_fini(&app->reg);
+	release_quit_signals(app);
 }
 
 /* --- the loop --------------------------------------------------------------- */
@@ -961,6 +997,10 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 			app->exit_code = 1;
 		}
 	}
+	/* Closing the signal handles gives the quit signals their default
+	 * action back, which kills; the shutdown still has the session to
+	 * commit and the agents to let go (xft_app_fini). */
+	hold_quit_signals(app);
 	uv_walk(&l->loop, walk_close, NULL);
 	uv_run(&l->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&l->loop);

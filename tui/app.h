@@ -10,6 +10,7 @@
 #ifndef XFLOW_TUI_APP_H
 #define XFLOW_TUI_APP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -202,6 +203,13 @@ struct xft_app {
 	 * a site (XFT_NOTHING_WOVEN); said in the header, the batch text and
 	 * the JSON's note, and once on standard error. */
 	int nothing_woven, nothing_woven_said;
+	/* Quit signals held from the loop's end to xft_app_fini()'s (a
+	 * second Ctrl-C, or timeout(1)'s signal to the child and then to its
+	 * group, would otherwise find their default action there and kill the
+	 * shutdown before the session is committed and the agents detach),
+	 * and the mask to restore once those pending are taken. */
+	int quit_held;
+	sigset_t quit_held_before;
 };
 
 #define XFT_NOTHING_WOVEN "the flows match nothing: no site was woven in any domain " \

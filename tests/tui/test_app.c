@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,4 +391,33 @@ Test(app, the_model_s_refusals_are_added_to_one_row_per_domain)
 	}
 	cr_assert_gt(refused, 0, "no hop was refused: the test shows nothing");
 	apptest_free(app);
+}
+
+/* A quit signal that comes once the loop has ended (a second Ctrl-C, or
+ * timeout(1)'s signal sent to the child and then to its whole group) must
+ * not find its default action, which kills, while the shutdown still
+ * commits the session and lets the agents go; once the shutdown is done
+ * it is taken, and the signal mask is what it was. */
+Test(app, a_quit_signal_during_the_shutdown_does_not_kill_it)
+{
+	sigset_t before, after;
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	struct xft_app *app = loop_app(2);
+	int rc;
+	free(run_loop(app, &xft_renderer_batch_text, &rc));
+	cr_assert_eq(rc, 0);
+	/* Here a killed test process would be a crash, not a failure. */
+	raise(SIGINT);
+	raise(SIGTERM);
+	raise(SIGUSR1);
+	sigset_t pending;
+	sigpending(&pending);
+	cr_expect(sigismember(&pending, SIGINT) && sigismember(&pending, SIGTERM), "the quit signals wait");
+	apptest_free(app);
+	sigpending(&pending);
+	cr_expect(!sigismember(&pending, SIGINT) && !sigismember(&pending, SIGUSR1), "taken by the shutdown's end");
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	cr_expect(!sigismember(&after, SIGINT) && !sigismember(&after, SIGTERM) && !sigismember(&after, SIGHUP),
+		  "the mask is what it was");
+	cr_expect_eq(sigismember(&after, SIGUSR1), sigismember(&before, SIGUSR1));
 }
