@@ -250,12 +250,16 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		free(h);
 		return rc;
 	}
-	static const char *const sims[] = { "@/xensim", "@/../lib/xflowtop/sim/xensim", "build/bin/xensim" };
-	static const char *const agents[] = { "@/xflow-agent", "build/bin/xflow-agent" };
+	/* Beside this binary (a build's bin/, or installed); a test suite's
+	 * own build's bin/ (a sanitized build's tests run its binaries, not
+	 * those of a plain build that may be older); the plain build's. */
+	static const char *const sims[] = { "@/xensim", "@/../lib/xflowtop/sim/xensim", "@/../bin/xensim",
+					    "build/bin/xensim" };
+	static const char *const agents[] = { "@/xflow-agent", "@/../bin/xflow-agent", "build/bin/xflow-agent" };
 	static const char *const flowfiles[] = { "@/../share/xflowtop/flows/netflow.xml", "@/../../flows/netflow.xml",
 						 "flows/netflow.xml" };
-	if (find_file(sims, 3, self, X_OK, xensim, sizeof(xensim)) ||
-	    find_file(agents, 2, self, X_OK, agent, sizeof(agent))) {
+	if (find_file(sims, sizeof(sims) / sizeof(sims[0]), self, X_OK, xensim, sizeof(xensim)) ||
+	    find_file(agents, sizeof(agents) / sizeof(agents[0]), self, X_OK, agent, sizeof(agent))) {
 		snprintf(err, errlen, "demo: xensim and xflow-agent are not beside %.300s nor in build/bin", self);
 		free(h);
 		return -ENOENT;
