@@ -57,6 +57,7 @@
 
 #include "collectors/xentrace_collector.h"
 #include "common/mem.h"
+#include "common/quiet_thread.h"
 #include "collectors/xentrace.h"
 #include "xflow/histogram.h"
 
@@ -781,7 +782,7 @@ static int xt_open(const char *options, struct xflow_collector **out, char *err,
 		}
 	}
 	if (!rc && x->live) {
-		rc = -pthread_create(&x->th, NULL, live_main, x);
+		rc = xflow_thread_create_quiet(&x->th, live_main, x);
 		if (rc)
 			snprintf(err, errlen, "xentrace: cannot start the reading thread: %s", strerror(-rc));
 		else

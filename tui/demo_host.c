@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/quiet_thread.h"
 #include "tui/demo_host.h"
 
 #define MAX_DOMAINS 65
@@ -343,7 +344,7 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 			snprintf(err, errlen, "demo: cannot make the trace's FIFO: %s", strerror(errno));
 			goto fail;
 		}
-		if ((rc = -pthread_create(&h->tee, NULL, tee_main, h))) {
+		if ((rc = xflow_thread_create_quiet(&h->tee, tee_main, h))) {
 			snprintf(err, errlen, "demo: cannot start the trace's reader: %s", strerror(-rc));
 			goto fail;
 		}
