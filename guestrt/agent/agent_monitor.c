@@ -39,7 +39,7 @@
  * vchan (what does not fit waits in the ring).  A record vchan whose
  * monitor end is gone ends the connection. */
 
-static void lane_record(void *ctx, const struct xflow_record *r)
+static int lane_record(void *ctx, const struct xflow_record *r)
 {
 	struct agent *a = ctx;
 	if (a->o.plan_path) {
@@ -52,14 +52,21 @@ static void lane_record(void *ctx, const struct xflow_record *r)
 		if (a->record_rc == 1) {
 			a->record_rc = 0;
 			a->not_kept++;
-		} else if (!a->record_rc) {
-			a->records++;
+			return -ENOSPC;
 		}
-		return;
-	}
-	/* Full: dropped and counted by the producer, like any other. */
-	if (xflow_ring_push_record(&a->prod, r) == 0)
+		if (a->record_rc)
+			return -EIO;
 		a->records++;
+		a->notes += !!(r->flags & XFLOW_REC_LOSS_NOTE);
+		return 0;
+	}
+	/* Full: dropped and counted by the producer, like any other; the
+	 * backend's loss note then counts it after a thread's last record. */
+	if (xflow_ring_push_record(&a->prod, r) != 0)
+		return -ENOBUFS;
+	a->records++;
+	a->notes += !!(r->flags & XFLOW_REC_LOSS_NOTE);
+	return 0;
 }
 
 void agent_ring_flush_out(struct agent *a)
@@ -67,6 +74,7 @@ void agent_ring_flush_out(struct agent *a)
 	/* In-process: the targets' lanes first, in each thread's order. */
 	if (a->intarget)
 		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
+	agent_tseq_notes(a);
 	xflow_ring_flush(&a->prod);
 	if (a->o.plan_path)
 		agent_self_drain(a);
