@@ -1,6 +1,7 @@
 /*
  * State of xflow-agent shared by its files (not for other folders): the
- * set-up and the loop (agent.c), the hit path (agent_hit.c), targets
+ * set-up and the loop (agent.c), the hit path (agent_hit.c) and its
+ * records' numbers (agent_tseq.c), targets
  * (agent_targets.c), the plan (agent_plan.c) and the monitor
  * (agent_monitor.c).
  */
@@ -126,7 +127,7 @@ struct agent {
 	struct xflow_hook_target *cur;
 	uint64_t hit_ticks;
 	uint64_t scratch[NSCRATCH];
-	/* ptrace backend: each thread's next thread_seq (agent_hit.c). */
+	/* ptrace backend: each thread's next thread_seq (agent_tseq.c). */
 	struct agent_tseq tseq[AGENT_TSEQ];
 	uint64_t tseq_uses, tseq_evicted;
 	uint32_t tseq_owed;  /* entries that owe a loss note */
@@ -140,6 +141,10 @@ void agent_logf(struct agent *a, int level, const char *fmt, ...) __attribute__(
 bool agent_xtime_now(struct agent *a, int64_t *d);
 /* agent_hit.c */
 void agent_on_hit(const struct xflow_hook_hit *hit, void *data);
+/* agent_tseq.c: @r numbered as its thread's next record (flagged
+ * SEQ_COUNTS_LOST) and pushed into the ring: 0, or -ENOBUFS when the
+ * full ring dropped it. */
+int agent_tseq_push(struct agent *a, struct xflow_record *r);
 /* The ptrace backend's loss notes: one for each thread whose last records
  * the agent's ring refused, as far as the ring takes them now. */
 void agent_tseq_notes(struct agent *a);
