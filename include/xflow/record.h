@@ -88,8 +88,10 @@ enum xflow_record_flag {
  * between the thread's last record and then).  The note stands for that
  * last lost record: a consumer following the thread counts the gap up to
  * the note's number, the note's included, and the thread's next record,
- * numbered one after it, follows on without a gap.  Only the in-process
- * backend's agent writes notes today.
+ * numbered one after it, follows on without a gap.  The agents of the
+ * in-process and ptrace backends write notes; the kernel backend's does
+ * not yet (a CPU's stream writes again soon on a busy host, and until then
+ * such a loss is in the drops only).
  *
  * Why a sequence and not the lost records' flow ids: the number costs the
  * writer nothing it did not already do, where a list of lost ids would be
