@@ -609,8 +609,8 @@ static struct xflow_rt_lane *lane_of(void *proc, uint32_t i)
 	return (void *)((char *)proc + p->off_lanes + (uint64_t)i * p->lane_size);
 }
 
-/* Hand the loss note for @lost records of @ln's thread, ending before
- * @seq, to @fn; true when it was kept. */
+/* Hand the loss note of @ln's thread, whose lost numbers end before @seq,
+ * to @fn; true when it was kept. */
 static bool note_out(struct ip_engine *e, struct ip_lane *ln, uint32_t seq, xflow_hook_record_fn fn, void *ctx)
 {
 	struct xflow_record n;
