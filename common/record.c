@@ -51,6 +51,20 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 	} else if (out->version < 3 && (out->flags & XFLOW_REC_SEQ_COUNTS_LOST)) {
 		bad = "flags";
 		rc = -EBADMSG;
+	} else if (out->version < 4 && (out->flags & XFLOW_REC_LOSS_NOTE)) {
+		bad = "flags";
+		rc = -EBADMSG;
+	} else if ((out->flags & XFLOW_REC_LOSS_NOTE) &&
+		   out->flags != (XFLOW_REC_LOSS_NOTE | XFLOW_REC_SEQ_COUNTS_LOST)) {
+		/* A note is a number and nothing else: a consumer that took it
+		 * for a flow's record, or for a count of its own, would apply
+		 * a loss twice. */
+		bad = "loss note";
+		rc = -EBADMSG;
+	} else if ((out->flags & XFLOW_REC_LOSS_NOTE) &&
+		   (out->flow_id || out->flow_kind != XFLOW_FLOW_KIND_NONE || out->site_id || out->ndata)) {
+		bad = "loss note";
+		rc = -EBADMSG;
 	} else if (out->flow_id > XFLOW_FLOWID_MAX) {
 		bad = "flow_id";
 		rc = -EBADMSG;

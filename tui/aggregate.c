@@ -1202,6 +1202,13 @@ static void apply(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 		return;
 	}
 	a->st.released++;
+	if (r->flags & XFLOW_REC_LOSS_NOTE) {
+		/* Its loss went in when it came (xft_agg_feed); it is no
+		 * flow's, and its time, its agent's, says nothing of the
+		 * order of the records around it. */
+		a->st.no_flow++;
+		return;
+	}
 	if (t < a->last_released)
 		a->st.late++;
 	else
@@ -1321,7 +1328,10 @@ static void pend_add(struct xft_agg *a, const struct xflow_record *r, uint64_t t
 		a->st.window_full++;
 		release_one(a);
 	}
-	if (r->flags & PEND_LOSS)
+	/* A loss note's time is its agent's, not its thread's: the thread's
+	 * next record may be stamped before it, so it must not move the
+	 * thread's watermark. */
+	if (r->flags & (PEND_LOSS | XFLOW_REC_LOSS_NOTE))
 		xft_reorder_push_loose(&a->rq, r, t);
 	else
 		xft_reorder_push(&a->rq, r, t, r->flags & XFLOW_REC_SEQ_COUNTS_LOST);

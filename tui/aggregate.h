@@ -64,6 +64,9 @@
  * is exact when no other flow overlaps the gap, and errs towards partial
  * when flows do.  A gap is placed in the window at the time of the
  * record before it, so that flows ending inside it are judged with it.
+ * A loss after a thread's last record is one gap too, closed by its
+ * agent's loss note (XFLOW_REC_LOSS_NOTE), which counts as one of the
+ * records lost and in no_flow.
  *
  * A hop is two consecutive points of a flow, a point being (domain, group):
  * the group of a site comes from a callback (the function it is in, say) so

@@ -76,18 +76,21 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 	if (oldest->used && own)
 		oldest = own;
 	uint32_t lost = 0;
+	/* A loss note (xflow/record.h, "Losses") is the last record its
+	 * thread lost: counted with the gap before it, so that a loss after
+	 * the thread's last record is one gap like any other. */
+	uint32_t note = !!(r->flags & XFLOW_REC_LOSS_NOTE);
 	if (th) {
 		/* Unsigned: the numbers wrap.  A step back is no loss we can
 		 * count; a thread id the kernel gave again, whose new lane
-		 * numbers from elsewhere, is the likely story. */
+		 * numbers from elsewhere, is the likely story (a note that
+		 * steps back, a note seen twice, counts nothing either). */
 		uint32_t d = r->thread_seq - th->next;
 		if (d >= UINT32_C(1) << 31) {
 			s->restarts++;
-		} else if (d) {
-			lost = d;
+		} else if (d + note) {
+			lost = d + note;
 			*prev_ns = th->t_ns;
-			s->gaps++;
-			s->lost += d;
 		}
 	} else {
 		th = oldest;
@@ -95,6 +98,16 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 		th->used = 1;
 		th->domain = r->domain_id;
 		th->tid = r->thread_id;
+		/* Its first word: where its numbers began is not known, but
+		 * a note is one lost record at least, lost before now. */
+		if (note) {
+			lost = 1;
+			*prev_ns = t_ns;
+		}
+	}
+	if (lost) {
+		s->gaps++;
+		s->lost += lost;
 	}
 	th->next = r->thread_seq + 1;
 	th->t_ns = t_ns;

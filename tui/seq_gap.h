@@ -51,7 +51,10 @@ size_t xft_seqs_bytes(const struct xft_seqs *s);
  * records its thread lost just before it, and then sets *@prev_ns to the
  * time of the thread's record before the gap: the lost ones were written
  * between *@prev_ns and @t_ns.  0 when none was lost, or when the thread
- * was not followed before (its first record, or one forgotten).
+ * was not followed before (its first record, or one forgotten).  A loss
+ * note (XFLOW_REC_LOSS_NOTE) is itself a lost record, counted in the gap
+ * before it; one of a thread not followed is counted alone, its gap
+ * starting at @t_ns.
  */
 uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns);
 

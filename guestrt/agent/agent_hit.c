@@ -82,51 +82,11 @@ static uint64_t agent_new_id(void *ctx)
 	return a->next_id;
 }
 
-/* The next number of thread @tid's records.  A few probes from the
- * tid's place; a thread not found takes the first free entry, else the
- * one of the thread idle longest. */
-#define TSEQ_PROBES 16
-static uint32_t thread_seq_next(struct agent *a, uint32_t tid)
-{
-	uint32_t at = (uint32_t)((tid * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & (AGENT_TSEQ - 1);
-	struct agent_tseq *e = NULL, *victim = NULL;
-	a->tseq_uses++;
-	for (unsigned i = 0; i < TSEQ_PROBES; i++) {
-		struct agent_tseq *x = &a->tseq[(at + i) & (AGENT_TSEQ - 1)];
-		if (x->used && x->tid == tid) {
-			e = x;
-			break;
-		}
-		/* Entries are never freed one by one: past a free one, the
-		 * thread has none. */
-		if (!x->used) {
-			victim = x;
-			break;
-		}
-		if (!victim || x->used < victim->used)
-			victim = x;
-	}
-	if (!e) {
-		a->tseq_evicted += victim->used != 0;
-		*victim = (struct agent_tseq){ .tid = tid };
-		e = victim;
-	}
-	e->used = a->tseq_uses;
-	return e->next++;
-}
-
-/* Each record takes its thread's next number before it is pushed, so
- * that one the full ring drops leaves a gap the monitor sees between its
- * thread's records around it (xflow/record.h, "Losses"). */
+/* Each record takes its thread's next number before it is pushed
+ * (agent_tseq.c). */
 static int ring_sink(void *ctx, struct xflow_record *r)
 {
-	struct agent *a = ctx;
-	r->thread_seq = thread_seq_next(a, r->thread_id);
-	r->flags |= XFLOW_REC_SEQ_COUNTS_LOST;
-	if (xflow_ring_push_record(&a->prod, r) != 0)
-		return -ENOBUFS;
-	a->records++;
-	return 0;
+	return agent_tseq_push(ctx, r);
 }
 
 /* struct xflow_hook_regs offsets by DWARF x86-64 register number. */

@@ -39,9 +39,10 @@
  * vchan (what does not fit waits in the ring).  A record vchan whose
  * monitor end is gone ends the connection. */
 
-static void lane_record(void *ctx, const struct xflow_record *r)
+static int lane_record(void *ctx, const struct xflow_record *r)
 {
 	struct agent *a = ctx;
+	bool note = r->flags & XFLOW_REC_LOSS_NOTE;
 	if (a->o.plan_path) {
 		/* --plan: the targets' records go straight to the session,
 		 * not through the agent's ring (encoded into it and decoded
@@ -50,16 +51,29 @@ static void lane_record(void *ctx, const struct xflow_record *r)
 		if (!a->record_rc)
 			a->record_rc = a->o.record(a->o.record_ctx, r, xflow_clock_to_ns(&a->clock, r->timestamp));
 		if (a->record_rc == 1) {
+			/* A note refused is no record lost: the backend
+			 * tries it again, and nothing is counted. */
 			a->record_rc = 0;
-			a->not_kept++;
-		} else if (!a->record_rc) {
-			a->records++;
+			a->not_kept += !note;
+			return -ENOSPC;
 		}
-		return;
-	}
-	/* Full: dropped and counted by the producer, like any other. */
-	if (xflow_ring_push_record(&a->prod, r) == 0)
+		if (a->record_rc)
+			return -EIO;
 		a->records++;
+		a->notes += note;
+		return 0;
+	}
+	/* Full: dropped and counted by the producer, like any other; the
+	 * backend's loss note then counts it after a thread's last record.
+	 * A note is pushed only into room, so that one refused is not
+	 * counted with the drops (it is tried again). */
+	if (note && xflow_ring_free_slots(&a->prod) == 0)
+		return -ENOBUFS;
+	if (xflow_ring_push_record(&a->prod, r) != 0)
+		return -ENOBUFS;
+	a->records++;
+	a->notes += note;
+	return 0;
 }
 
 void agent_ring_flush_out(struct agent *a)
@@ -67,6 +81,7 @@ void agent_ring_flush_out(struct agent *a)
 	/* In-process: the targets' lanes first, in each thread's order. */
 	if (a->intarget)
 		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
+	agent_tseq_notes(a);
 	xflow_ring_flush(&a->prod);
 	if (a->o.plan_path)
 		agent_self_drain(a);

@@ -647,13 +647,19 @@ void agent_plan_summary(struct agent *a)
 		memset(&all, 0, sizeof(all));
 	uint64_t lost = a->prod.dropped + all.dropped + all.nolane + all.nested + a->not_kept;
 	/* The share of what the targets' advice wrote: 34.7 M lost of 35 M
-	 * says more than 34.7 M lost. */
-	double made = (double)(a->records + lost);
+	 * says more than 34.7 M lost.  Loss notes are ours, not the
+	 * advice's. */
+	uint64_t written = a->records - a->notes + lost;
+	char notes[80] = "";
+	if (a->notes)
+		snprintf(notes, sizeof(notes), "; %" PRIu64 " loss notes among the records %s", a->notes,
+			 a->o.plan_path ? "saved" : "sent");
 	agent_logf(a, 0, "%s %" PRIu64 " records; lost %" PRIu64 " (%.1f%% of the %" PRIu64 " written): %" PRIu64
 		   " to full lanes, %" PRIu64 " to a full ring, %" PRIu64 " of threads without a lane, %" PRIu64
-		   " of hits inside hits, %" PRIu64 " past the session's size limit",
-		   a->o.plan_path ? "saved" : "sent", a->records, lost, made > 0 ? 100.0 * (double)lost / made : 0.0,
-		   a->records + lost, all.dropped, a->prod.dropped, all.nolane, all.nested, a->not_kept);
+		   " of hits inside hits, %" PRIu64 " past the session's size limit%s",
+		   a->o.plan_path ? "saved" : "sent", a->records, lost,
+		   written > 0 ? 100.0 * (double)lost / (double)written : 0.0, written, all.dropped, a->prod.dropped,
+		   all.nolane, all.nested, a->not_kept, notes);
 }
 
 void agent_detach_all(struct agent *a)

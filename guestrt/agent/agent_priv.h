@@ -1,6 +1,7 @@
 /*
  * State of xflow-agent shared by its files (not for other folders): the
- * set-up and the loop (agent.c), the hit path (agent_hit.c), targets
+ * set-up and the loop (agent.c), the hit path (agent_hit.c) and its
+ * records' numbers (agent_tseq.c), targets
  * (agent_targets.c), the plan (agent_plan.c) and the monitor
  * (agent_monitor.c).
  */
@@ -65,10 +66,14 @@ struct advice_rt {
 /* The ptrace backend numbers each thread's records (xflow/record.h,
  * "Losses") in a table fixed with the agent: a thread that finds no room
  * takes the place of the one idle longest, which, if it writes again,
- * numbers afresh (the monitor sees a restart, never a loss). */
+ * numbers afresh (the monitor sees a restart, never a loss).  A thread
+ * whose last records the agent's ring refused owes a loss note
+ * (agent_tseq_notes). */
 #define AGENT_TSEQ 1024
 struct agent_tseq {
 	uint32_t tid, next;
+	uint32_t kept;       /* the number after its last record the ring took,
+	                      * or noted: next != kept owes a note */
 	uint64_t used;       /* tseq_uses when last used; 0: free */
 };
 
@@ -101,6 +106,7 @@ struct agent {
 	bool summary_said;   /* agent_plan_summary() ran for this plan */
 	int record_rc;       /* --plan: the first failure to keep a record */
 	uint64_t not_kept;   /* --plan: records the record callback did not keep */
+	uint64_t notes;      /* loss notes among the records (xflow/record.h, "Losses") */
 	long moved;          /* records the last drain of their lanes moved */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
 	/* The socket and the one monitor. */
@@ -121,9 +127,10 @@ struct agent {
 	struct xflow_hook_target *cur;
 	uint64_t hit_ticks;
 	uint64_t scratch[NSCRATCH];
-	/* ptrace backend: each thread's next thread_seq (agent_hit.c). */
+	/* ptrace backend: each thread's next thread_seq (agent_tseq.c). */
 	struct agent_tseq tseq[AGENT_TSEQ];
 	uint64_t tseq_uses, tseq_evicted;
+	uint32_t tseq_owed;  /* entries that owe a loss note */
 	uint64_t records, faults_total;
 	bool quit;
 	int exit_rc;
@@ -134,6 +141,13 @@ void agent_logf(struct agent *a, int level, const char *fmt, ...) __attribute__(
 bool agent_xtime_now(struct agent *a, int64_t *d);
 /* agent_hit.c */
 void agent_on_hit(const struct xflow_hook_hit *hit, void *data);
+/* agent_tseq.c: @r numbered as its thread's next record (flagged
+ * SEQ_COUNTS_LOST) and pushed into the ring: 0, or -ENOBUFS when the
+ * full ring dropped it. */
+int agent_tseq_push(struct agent *a, struct xflow_record *r);
+/* The ptrace backend's loss notes: one for each thread whose last records
+ * the agent's ring refused, as far as the ring takes them now. */
+void agent_tseq_notes(struct agent *a);
 /* agent_targets.c */
 void agent_on_event(const struct xflow_hook_event *ev, void *data);
 struct target *agent_target_add(struct agent *a, struct xflow_hook_target *ht);

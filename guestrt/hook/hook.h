@@ -369,8 +369,11 @@ struct xflow_hook_prog_stats {
 	uint64_t bad;            /* records that did not decode (a lane given up) */
 };
 
-/* Receives each record drain() moves out (decoded, from private memory). */
-typedef void (*xflow_hook_record_fn)(void *ctx, const struct xflow_record *r);
+/* Receives each record drain() moves out (decoded, from private memory).
+ * Returns 0 when it kept the record, a negative errno when the record is
+ * lost after all (a full ring): a backend that writes loss notes
+ * (xflow/record.h, "Losses") counts such a record lost too. */
+typedef int (*xflow_hook_record_fn)(void *ctx, const struct xflow_record *r);
 
 struct xflow_hook_intarget_ops {
 	/* Compile @prog into t's memory (it is copied: the caller may free

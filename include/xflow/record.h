@@ -25,8 +25,10 @@
 /* 2: cpu_plus1 (offset 36, formerly reserved).  Version 1 records are
  * still accepted: they decode with cpu_plus1 0, the CPU not known.
  * 3: the flag XFLOW_REC_SEQ_COUNTS_LOST (bit 8, formerly zero); records of
- * versions 1 and 2 never have it. */
-#define XFLOW_RECORD_VERSION 3
+ * versions 1 and 2 never have it.
+ * 4: the flag XFLOW_REC_LOSS_NOTE (bit 9, formerly zero); records of
+ * versions 1 to 3 never have it. */
+#define XFLOW_RECORD_VERSION 4
 #define XFLOW_RECORD_VERSION_MIN 1
 #define XFLOW_RECORD_SIZE 88
 /* STORE_DATA1 .. STORE_DATA6: the most values one record carries. */
@@ -51,7 +53,11 @@ enum xflow_record_flag {
 	XFLOW_REC_SEQ_COUNTS_LOST = 1u << 8, /* (version 3) thread_seq counts every
 	                                   * record of its thread, those lost on
 	                                   * the way too: see "Losses" below */
-	XFLOW_REC_ALL_FLAGS = (1u << 9) - 1,
+	XFLOW_REC_LOSS_NOTE = 1u << 9,    /* (version 4) no hit's record: its
+	                                   * thread lost the records numbered
+	                                   * up to this one's thread_seq, this
+	                                   * one's included ("Losses") */
+	XFLOW_REC_ALL_FLAGS = (1u << 10) - 1,
 	/* What advice may ask its records to say; the rest is the
 	 * producer's own claim. */
 	XFLOW_REC_OP_FLAGS = (1u << 8) - 1,
@@ -70,9 +76,22 @@ enum xflow_record_flag {
  * lanes (a lane belongs to one thread at a time), the ptrace backend's
  * agent per thread, and the kernel backend's BPF program per CPU and
  * level of nesting, whose stream is its thread_id (0x80000000 and up,
- * above any tid: guestrt/hook/kernel/kabi.h, "Numbering").  A loss after
- * a thread's last record (it exits, or writes no more) leaves no gap: it
- * is in the drops only.
+ * above any tid: guestrt/hook/kernel/kabi.h, "Numbering").
+ *
+ * A loss after a thread's last record (a burst fills its lane, then it
+ * exits or writes no more) leaves no gap until the thread writes again,
+ * maybe never.  The one who knows both ends, the agent that empties the
+ * lane, then writes a loss note for the thread: flagged SEQ_COUNTS_LOST
+ * and LOSS_NOTE, flow_id 0, flow_kind none, site_id 0, no data, the
+ * thread's thread_id, thread_seq the number of the last record it lost,
+ * and the time the agent saw the lane idle (the lost records were written
+ * between the thread's last record and then).  The note stands for that
+ * last lost record: a consumer following the thread counts the gap up to
+ * the note's number, the note's included, and the thread's next record,
+ * numbered one after it, follows on without a gap.  The agents of the
+ * in-process and ptrace backends write notes; the kernel backend's does
+ * not yet (a CPU's stream writes again soon on a busy host, and until then
+ * such a loss is in the drops only).
  *
  * Why a sequence and not the lost records' flow ids: the number costs the
  * writer nothing it did not already do, where a list of lost ids would be
@@ -157,12 +176,15 @@ void xflow_record_encode(const struct xflow_record *r, void *out);
  * out of shared memory first: the producer could change bytes between the
  * check and the use).  Returns 0, or:
  *   -EMSGSIZE  len is not XFLOW_RECORD_SIZE
- *   -EPROTO    unknown version (1 to 3 are known: a version 1 record
+ *   -EPROTO    unknown version (1 to 4 are known: a version 1 record
  *              decodes as one of version 2 whose CPU is not known)
  *   -EBADMSG   a field out of range (ndata > 6, unknown flag bits, a
- *              version 1 or 2 record flagged SEQ_COUNTS_LOST, flow id
- *              over 48 bits, a version 1 record's reserved word not zero,
- *              a CPU over XFLOW_RECORD_MAX_CPU, unused data not zero)
+ *              version 1 or 2 record flagged SEQ_COUNTS_LOST, one of
+ *              version 1 to 3 flagged LOSS_NOTE, a loss note that is not
+ *              only a number (another flag than SEQ_COUNTS_LOST, a flow
+ *              id, a flow kind, a site, data), flow id over 48 bits, a
+ *              version 1 record's reserved word not zero, a CPU over
+ *              XFLOW_RECORD_MAX_CPU, unused data not zero)
  * @why, when not NULL, is set to a static string naming the bad field.
  */
 int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,

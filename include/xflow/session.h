@@ -2,7 +2,7 @@
  * xflow/session.h — a saved session: what xflowtop fed into its model,
  * written by --save-session and played back by the replay collector.
  *
- * The file, version 5.  Every integer is little-endian.  Versions 3 and 4
+ * The file, version 6.  Every integer is little-endian.  Versions 3 and 4
  * differ from 2 only in their records, which may be of record version 2
  * (with their CPU) in 3, and of record version 3 (with the flag
  * SEQ_COUNTS_LOST) in 4: a reader reads every version up to its own, and
@@ -10,10 +10,13 @@
  * version here instead.  Version 5 gives a site its roles in handoffs, in
  * what was a zero of its SITE chunk, so that a replay matches handoffs as
  * the saving run did; an older reader would refuse the bytes as damage.
+ * Version 6 differs from 5 only in its records, which may be of record
+ * version 4 (an agent's loss notes, flagged LOSS_NOTE), for the same
+ * reason as 3 and 4.
  *
  *   Header, 32 bytes:
  *     0   8  magic "XFLOWSES"
- *     8   2  version, 5 (2 to 4 are still read)
+ *     8   2  version, 6 (2 to 5 are still read)
  *     10  2  zero
  *     12  4  zero (flags; none defined)
  *     16  8  the session's span: the earliest record time,
@@ -35,7 +38,7 @@
  *     0   2  domain id
  *     2   2  the site's roles (enum xflow_site_roles, xflow/collector.h):
  *            0 not known, else ROLES_KNOWN and any of SENDS, RECEIVES;
- *            version 5; zero in versions 2 to 4
+ *            versions 5 and 6; zero in versions 2 to 4
  *     4   4  site id
  *     8   4  line
  *     12  2  length of the domain name   (1 .. 255)
@@ -62,7 +65,7 @@
 #include "xflow/record.h"
 
 #define XFLOW_SESSION_MAGIC "XFLOWSES"
-#define XFLOW_SESSION_VERSION 5
+#define XFLOW_SESSION_VERSION 6
 #define XFLOW_SESSION_VERSION_MIN 2
 #define XFLOW_SESSION_HEADER_SIZE 32
 #define XFLOW_SESSION_CHUNK_HEAD 8

@@ -111,11 +111,12 @@ static double run_untraced(long n, int cpu)
 static uint64_t drained;
 /* This process's CPU (the drainer's) per record drained, in the last run. */
 static double last_agent_ns;
-static void count_record(void *ctx, const struct xflow_record *r)
+static int count_record(void *ctx, const struct xflow_record *r)
 {
 	(void)ctx;
 	(void)r;
 	drained++;
+	return 0;
 }
 
 static const char advice_xml[] =

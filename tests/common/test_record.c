@@ -65,7 +65,7 @@ Test(record, every_invalid_field_is_rejected_and_named)
 	r = valid(); r.version = XFLOW_RECORD_VERSION + 1; expect_bad(r, -EPROTO, "version");
 	r = valid(); r.version = 0; expect_bad(r, -EPROTO, "version");
 	r = valid(); r.ndata = 7; expect_bad(r, -EBADMSG, "ndata");
-	r = valid(); r.flags = 1u << 9; expect_bad(r, -EBADMSG, "flags");
+	r = valid(); r.flags = 1u << 10; expect_bad(r, -EBADMSG, "flags");
 	r = valid(); r.flow_id = XFLOW_FLOWID_MAX + 1; expect_bad(r, -EBADMSG, "flow_id");
 	r = valid(); r.version = 1; r.cpu_plus1 = 1; expect_bad(r, -EBADMSG, "reserved");
 	r = valid(); r.cpu_plus1 = XFLOW_RECORD_MAX_CPU + 2; expect_bad(r, -EBADMSG, "cpu");
@@ -113,6 +113,42 @@ Test(record, seq_counts_lost_only_from_version_3)
 	r.version = 1;
 	r.cpu_plus1 = 0;
 	expect_bad(r, -EBADMSG, "flags");
+}
+
+/* A loss note (version 4): the number of its thread's last lost record
+ * and nothing else.  An earlier version cannot say it, and a note that
+ * also claimed a flow, a site or data would be applied as a record. */
+static struct xflow_record note(void)
+{
+	struct xflow_record r;
+	memset(&r, 0, sizeof(r));
+	r.version = 4;
+	r.timestamp = 5000;
+	r.flow_kind = XFLOW_FLOW_KIND_NONE;
+	r.domain_id = 3;
+	r.flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
+	r.thread_id = 77;
+	r.thread_seq = 41;
+	return r;
+}
+
+Test(record, a_loss_note_is_a_number_and_nothing_else)
+{
+	unsigned char w[XFLOW_RECORD_SIZE];
+	struct xflow_record r = note(), out;
+	xflow_record_encode(&r, w);
+	cr_assert_eq(w[25], XFLOW_REC_LOSS_NOTE >> 8 | XFLOW_REC_SEQ_COUNTS_LOST >> 8, "bits 8 and 9 of flags");
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0);
+	cr_assert_eq(out.flags, XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE);
+	cr_assert_eq(out.thread_seq, 41);
+	r.version = 3;
+	expect_bad(r, -EBADMSG, "flags");
+	r = note(); r.flags = XFLOW_REC_LOSS_NOTE; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.flags |= XFLOW_REC_QUIT; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.flow_id = 9; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.flow_kind = 0; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.site_id = 1; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.ndata = 1; r.data[0] = 1; expect_bad(r, -EBADMSG, "loss note");
 }
 
 Test(record, wrong_length_is_rejected)

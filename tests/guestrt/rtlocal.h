@@ -129,7 +129,7 @@ static inline long rtlocal_records(struct rtlocal *r, struct xflow_record *out, 
 {
 	long n = 0;
 	for (uint32_t i = 0; i < r->t.nlanes && (size_t)n < max; i++) {
-		long k = xflow_ring_pop_records(&r->t.lanes[i], out + n, max - (size_t)n);
+		long k = xflow_ring_pop_records(&r->t.lanes[i].ring, out + n, max - (size_t)n);
 		if (k < 0)
 			return k;
 		n += k;

@@ -64,7 +64,7 @@ static void on_event(const struct xflow_hook_event *ev, void *data)
 		f->execs++;
 }
 
-static void collect(void *ctx, const struct xflow_record *r)
+static int collect(void *ctx, const struct xflow_record *r)
 {
 	struct fx *f = ctx;
 	if (f->nrec == f->caprec) {
@@ -73,6 +73,7 @@ static void collect(void *ctx, const struct xflow_record *r)
 		cr_assert_not_null(f->rec);
 	}
 	f->rec[f->nrec++] = *r;
+	return 0;
 }
 
 /* The plan for the fixture loaded at @base. */
@@ -572,7 +573,7 @@ struct stream {
 	size_t nopen, untracked;
 };
 
-static void stream_record(void *ctx, const struct xflow_record *r)
+static int stream_record(void *ctx, const struct xflow_record *r)
 {
 	struct stream *s = ctx;
 	if (r->site_id == S_SEQ && r->ndata == 2 && r->data[1] == 1) {
@@ -595,7 +596,7 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 			if (s->nopen >= mask / 2) {
 				s->untracked++;
 				s->flows++;
-				return;
+				return 0;
 			}
 			for (; s->open[i & mask].id; i++)
 				if (s->open[i & mask].id == r->flow_id)
@@ -609,7 +610,7 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 				;
 			if (!s->open[i & mask].id) {
 				s->orphan_quits++;
-				return;
+				return 0;
 			}
 			if (s->open[i & mask].tid != r->thread_id)
 				s->bad++; /* ended in another thread */
@@ -627,6 +628,7 @@ static void stream_record(void *ctx, const struct xflow_record *r)
 			}
 		}
 	}
+	return 0;
 }
 
 /* Serve and check records as they come until a line starting with @want. */

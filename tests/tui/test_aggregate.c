@@ -584,6 +584,69 @@ Test(aggregate, a_flow_that_lost_its_middle_record_is_partial_not_finished)
 	xft_agg_free(a);
 }
 
+/* The loss note an agent writes for a thread's records lost after its
+ * last one (xflow/record.h, "Losses"). */
+static struct xflow_record loss_note(uint16_t dom, uint32_t tid, uint32_t seq)
+{
+	struct xflow_record r = rec(dom, 0, 0, XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE);
+	r.flow_kind = XFLOW_FLOW_KIND_NONE;
+	r.thread_id = tid;
+	r.thread_seq = seq;
+	return r;
+}
+
+/* Issue 26 item 1, its remainder: thread 9 passes flows 1 to 4 on, and
+ * its records for 3 and 4, its last, are lost; it then idles, and thread
+ * 8 ends the flows.  No later record of thread 9 shows the gap: its
+ * agent's note does, and the flows live in it are partial, not finished,
+ * with exactly the lost records counted.  Thread 9's next record follows
+ * the note: no restart, nothing counted again. */
+Test(aggregate, a_note_after_a_thread_s_last_record_marks_the_flows_it_may_have_lost)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	uint64_t t = 1000 * MS;
+	struct xflow_record r;
+	for (uint32_t id = 1; id <= 4; id++) {
+		r = trec(1, 1, id, XFLOW_REC_START, 8, id - 1);
+		xft_agg_feed(a, &r, t + id * US);
+	}
+	r = trec(1, 2, 1, 0, 9, 0);
+	xft_agg_feed(a, &r, t + 10 * US);
+	r = trec(1, 3, 1, XFLOW_REC_QUIT, 8, 4); /* flow 1 ends before the gap */
+	xft_agg_feed(a, &r, t + 15 * US);
+	r = trec(1, 2, 2, 0, 9, 1); /* thread 9's last record; 2 and 3 are lost */
+	xft_agg_feed(a, &r, t + 20 * US);
+	for (uint32_t id = 2; id <= 4; id++) {
+		r = trec(1, 3, id, XFLOW_REC_QUIT, 8, 3 + id);
+		xft_agg_feed(a, &r, t + (40 + 10 * id) * US);
+	}
+	r = loss_note(1, 9, 3); /* the agent saw thread 9's lane idle */
+	xft_agg_feed(a, &r, t + 100 * US);
+	/* Flow 5, after the gap, has thread 9's next record. */
+	r = trec(1, 1, 5, XFLOW_REC_START, 8, 7);
+	xft_agg_feed(a, &r, t + 200 * US);
+	r = trec(1, 2, 5, 0, 9, 4);
+	xft_agg_feed(a, &r, t + 210 * US);
+	r = trec(1, 3, 5, XFLOW_REC_QUIT, 8, 8);
+	xft_agg_feed(a, &r, t + 220 * US);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_expect_eq(st->records_lost, 2, "the two records lost, not %lu", (unsigned long)st->records_lost);
+	cr_expect_eq(st->loss_gaps, 1);
+	cr_expect_eq(st->loss_late, 0);
+	cr_expect_eq(st->flows_finished, 2, "flows 1 and 5 whole, not %lu", (unsigned long)st->flows_finished);
+	cr_expect_eq(st->flows_partial, 3, "flows 2 to 4 suspect, not %lu", (unsigned long)st->flows_partial);
+	cr_expect_eq(st->no_flow, 1, "the note is no flow's record");
+	const struct xft_flow_summary *s;
+	size_t n = xft_agg_slowest(a, &s, 100);
+	cr_expect_eq(n, 2);
+	for (size_t i = 0; i < n; i++)
+		cr_expect(s[i].id == 1 || s[i].id == 5, "flow %lu ranked", (unsigned long)s[i].id);
+	xft_agg_free(a);
+}
+
 /* Which flow a lost record was of is not known: every flow of the
  * losing domain live at the gap or begun in it is suspect, on any
  * thread; flows that ended before it, or began after it, are not, nor

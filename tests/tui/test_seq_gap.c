@@ -41,6 +41,55 @@ Test(seq_gap, a_skipped_number_is_a_loss_between_two_times)
 	xft_seqs_fini(&s);
 }
 
+static uint32_t note(struct xft_seqs *s, uint16_t dom, uint32_t tid, uint32_t seq, uint64_t t, uint64_t *prev)
+{
+	struct xflow_record r = rec(dom, tid, seq);
+	r.flags |= XFLOW_REC_LOSS_NOTE;
+	*prev = UINT64_MAX;
+	return xft_seqs_check(s, &r, t, prev);
+}
+
+/* Records lost after a thread's last one: its agent's note, numbered as
+ * the last of them, is one gap of them all, the note included; the
+ * thread's next record follows on from it. */
+Test(seq_gap, a_loss_note_counts_the_tail_it_ends_and_the_thread_goes_on)
+{
+	struct xft_seqs s;
+	uint64_t prev;
+	cr_assert_eq(xft_seqs_init(&s, 16), 0);
+	check(&s, 1, 10, 7, 100, &prev);
+	check(&s, 1, 10, 8, 200, &prev);
+	cr_assert_eq(note(&s, 1, 10, 11, 900, &prev), 3, "9, 10 and 11 were lost");
+	cr_assert_eq(prev, 200, "after the record of time 200");
+	cr_assert_eq(check(&s, 1, 10, 12, 1000, &prev), 0, "the next record follows the note");
+	cr_assert_eq(check(&s, 1, 10, 14, 1100, &prev), 1, "and a later gap is seen as ever");
+	cr_assert_eq(s.gaps, 2);
+	cr_assert_eq(s.lost, 4);
+	cr_assert_eq(s.restarts, 0);
+	xft_seqs_fini(&s);
+}
+
+/* A note always stands for one lost record at least; one seen twice (or
+ * stepping back) counts nothing more, and the thread is followed on. */
+Test(seq_gap, a_note_is_one_loss_at_least_and_never_counted_twice)
+{
+	struct xft_seqs s;
+	uint64_t prev;
+	cr_assert_eq(xft_seqs_init(&s, 16), 0);
+	check(&s, 1, 10, 8, 200, &prev);
+	cr_assert_eq(note(&s, 1, 10, 9, 300, &prev), 1, "the note's own number");
+	cr_assert_eq(note(&s, 1, 10, 9, 310, &prev), 0, "the same note again");
+	cr_assert_eq(check(&s, 1, 10, 10, 400, &prev), 0);
+	cr_assert_eq(s.lost, 1);
+	/* A thread first seen by its note lost that one at least, before it. */
+	cr_assert_eq(note(&s, 1, 11, 50, 500, &prev), 1);
+	cr_assert_eq(prev, 500);
+	cr_assert_eq(check(&s, 1, 11, 51, 600, &prev), 0);
+	cr_assert_eq(s.lost, 2);
+	cr_assert_eq(s.gaps, 2);
+	xft_seqs_fini(&s);
+}
+
 Test(seq_gap, threads_are_told_apart_by_domain_and_id)
 {
 	struct xft_seqs s;

@@ -27,6 +27,7 @@
 
 #include "guestrt/hook/inproc/inproc_priv.h"
 #include "guestrt/interp/interp.h"
+#include "xflow/clock.h"
 #include "xflow/plan.h"
 
 #define ENGINE(h) IP_ENGINE(xflow_container_of(h, struct pt_engine, pub))
@@ -179,12 +180,19 @@ static void ext_thread_exit(struct pt_thread *th)
 	if (!p)
 		return;
 	/* A new thread with the same fs base (the C library reuses the
-	 * block of a thread that exited) asks its own tid at its next hit. */
-	for (uint32_t i = 0; i < p->nlanes; i++) {
-		struct xflow_rt_lane *l = (void *)((char *)p + p->off_lanes + (uint64_t)i * p->lane_size);
+	 * block of a thread that exited) asks its own tid at its next hit.
+	 * The exited thread's numbers end at its lane's seq: it is stopped
+	 * or gone, so seq holds its last hit's (the kernel's stop orders
+	 * its stores before our read), and what it lost after its last
+	 * record kept is noted once the lane has given the rest. */
+	for (uint32_t i = 0; i < t->nlanes; i++) {
+		struct xflow_rt_lane *l = t->lanes[i].rt;
 		if (atomic_load_explicit(&l->owner, memory_order_relaxed) > XFLOW_RT_LANE_GONE &&
-		    atomic_load_explicit(&l->tid, memory_order_relaxed) == (uint32_t)th->tid)
+		    atomic_load_explicit(&l->tid, memory_order_relaxed) == (uint32_t)th->tid) {
 			atomic_store_explicit(&l->stale, 1, memory_order_relaxed);
+			ip_tail_exit(&t->lanes[i].tail, (uint32_t)th->tid,
+				     atomic_load_explicit((_Atomic uint32_t *)&l->seq, memory_order_acquire));
+		}
 	}
 }
 
@@ -275,9 +283,14 @@ static int ext_detach(struct pt_target *pt)
 	int rc = quiesce(t, why, sizeof(why));
 	if (rc == -EBUSY) {
 		/* Harmless to leave (no byte of the program leads there any
-		 * more), fatal to take away from under a thread. */
+		 * more), fatal to take away from under a thread, which may
+		 * still end a hit in its lane. */
+		struct ip_engine *e = IP_ENGINE(pt->e);
+		void *proc = t->proc.map;
 		xflow_hook_fail(&pt->e->pub, 0, "pid %d: the runtime stays mapped: %s", (int)pt->pub.pid, why);
 		ip_release(t);
+		if (proc && e->ngone > 0 && e->gone[e->ngone - 1].proc.map == proc)
+			e->gone[e->ngone - 1].running = true;
 		return 0;
 	}
 	return ip_eject(t);
@@ -596,42 +609,103 @@ static struct xflow_rt_lane *lane_of(void *proc, uint32_t i)
 	return (void *)((char *)proc + p->off_lanes + (uint64_t)i * p->lane_size);
 }
 
-/* Records of one process's lanes.  Our own copy of the geometry (in the
+/* Hand the loss note of @ln's thread, whose lost numbers end before @seq,
+ * to @fn; true when it was kept. */
+static bool note_out(struct ip_engine *e, struct ip_lane *ln, uint32_t seq, xflow_hook_record_fn fn, void *ctx)
+{
+	struct xflow_record n;
+	/* The lanes' clock is the TSC (ip_proc_format): the note's time is
+	 * ours now, the end of the gap, on the records' own line. */
+	ip_tail_note(&ln->tail, seq, e->domain_id, xflow_tsc_read(), &n);
+	if (fn(ctx, &n) != 0)
+		return false; /* lost too: tried again at the next drain */
+	ip_tail_noted(&ln->tail, &n);
+	return true;
+}
+
+/* An exited thread's note, once its records are all handed on. */
+static void exit_note_out(struct ip_engine *e, struct ip_lane *ln, xflow_hook_record_fn fn, void *ctx)
+{
+	if (!ln->tail.exited)
+		return;
+	if (!ip_tail_exit_lost(&ln->tail) || note_out(e, ln, ln->tail.exit_seq, fn, ctx))
+		ip_tail_forget(&ln->tail);
+}
+
+/*
+ * Records of one process's lanes.  Our own copy of the geometry (in the
  * consumers) bounds everything; the target may have scribbled on the
- * region, which makes a lane corrupt, not us. */
-static size_t drain_lanes(struct ip_engine *e, struct xflow_ring_consumer *lanes, uint32_t n, xflow_hook_record_fn fn,
-			  void *ctx, size_t max, uint64_t *bad)
+ * region, which makes a lane corrupt, not us.  @settled: no thread of the
+ * process can be inside a hit any more (it is gone, or the runtime was
+ * taken out after every thread left it).
+ *
+ * Loss notes (inproc_tail.h).  Before emptying a lane we read its seq,
+ * then its busy flag, both with acquire; the thread's hit sets busy, takes
+ * its record's number in seq, publishes the record (the ring's release
+ * store of prod) and clears busy, in that order of its stores (plain
+ * stores, kept in order by the compiler barriers around busy and by
+ * x86's total store order; the compiled hit emits them in that order).
+ * So a seq we read that counts a record's number, with busy read as 0
+ * after it, means the hit that took the number had ended, its record
+ * published before: the ring emptied after that holds every record
+ * numbered below seq that was not dropped.  Numbers between the last
+ * record kept and seq are then lost ones.  A busy flag set, a ring not
+ * emptied, or a lane now another thread's, and we wait for a later look.
+ */
+static size_t drain_lanes(struct ip_engine *e, struct ip_lane *lanes, uint32_t n, bool settled,
+			  xflow_hook_record_fn fn, void *ctx, size_t max, uint64_t *bad)
 {
 	struct xflow_record buf[64];
 	size_t moved = 0;
 	for (uint32_t i = 0; i < n && (!max || moved < max); i++) {
-		bool was = lanes[i].corrupt != 0;
+		struct ip_lane *ln = &lanes[i];
+		struct xflow_rt_lane *l = ln->rt;
+		bool was = ln->ring.corrupt != 0, drained = false;
+		struct ip_tail_seen seen = { 0 };
+		if (ln->tail.known) {
+			seen.seq = atomic_load_explicit((_Atomic uint32_t *)&l->seq, memory_order_acquire);
+			seen.busy = !settled && atomic_load_explicit((_Atomic uint32_t *)&l->busy, memory_order_acquire);
+			seen.tid = atomic_load_explicit(&l->tid, memory_order_relaxed);
+		}
 		/* At most one ring's worth per lane and call: threads that
 		 * write as fast as we read must not keep us here for ever
 		 * (the agent has its monitor and the targets' stops to see
 		 * to); what is left waits for the next call. */
-		size_t lap = lanes[i].nslots;
+		size_t lap = ln->ring.nslots;
 		for (;;) {
 			size_t want = max && max - moved < 64 ? max - moved : 64;
 			if (want > lap)
 				want = lap;
 			if (want == 0)
 				break;
-			long k = xflow_ring_pop_records(&lanes[i], buf, want);
+			long k = xflow_ring_pop_records(&ln->ring, buf, want);
 			for (long j = 0; j < k; j++) {
 				/* The agent names its domain, not the target. */
 				buf[j].domain_id = e->domain_id;
-				fn(ctx, &buf[j]);
+				/* An exited thread's records end before the
+				 * next thread's first: its note goes between. */
+				if (ln->tail.exited && buf[j].thread_id != ln->tail.tid)
+					exit_note_out(e, ln, fn, ctx);
+				if (fn(ctx, &buf[j]) == 0)
+					ip_tail_kept(&ln->tail, &buf[j]);
 			}
 			if (k > 0) {
 				moved += (size_t)k;
 				lap -= (size_t)k;
 			}
-			if (k < (long)want)
+			if (k < (long)want) {
+				drained = k >= 0;
 				break;
+			}
 		}
-		if (!was && lanes[i].corrupt)
+		if (!was && ln->ring.corrupt)
 			(*bad)++;
+		if (!drained || ln->ring.corrupt)
+			continue;
+		exit_note_out(e, ln, fn, ctx);
+		seen.drained = true;
+		if (ip_tail_idle_lost(&ln->tail, &seen))
+			note_out(e, ln, seen.seq, fn, ctx);
 	}
 	return moved;
 }
@@ -643,13 +717,13 @@ static long ip_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, s
 	for (int i = 0; i < e->pt.ntargets; i++) {
 		struct ip_target *t = IP_TARGET(e->pt.targets[i]);
 		if (t->lanes)
-			moved += drain_lanes(e, t->lanes, t->nlanes, fn, ctx, max ? max - moved : 0, &t->bad);
+			moved += drain_lanes(e, t->lanes, t->nlanes, false, fn, ctx, max ? max - moved : 0, &t->bad);
 	}
 	return (long)moved;
 }
 
 /* Add one process's counters. */
-static void add_counts(void *proc, struct xflow_ring_consumer *lanes, uint32_t n, uint32_t nadvice,
+static void add_counts(void *proc, struct ip_lane *lanes, uint32_t n, uint32_t nadvice,
 		       struct xflow_hook_advice_stats *adv, struct xflow_hook_prog_stats *all)
 {
 	struct xflow_rt_proc *p = proc;
@@ -662,7 +736,7 @@ static void add_counts(void *proc, struct xflow_ring_consumer *lanes, uint32_t n
 			adv[a].faults += cnt[XFLOW_RT_CNT_FAULTS * XFLOW_RT_NCOUNTERS + a];
 			adv[a].drops += cnt[XFLOW_RT_CNT_DROPS * XFLOW_RT_NCOUNTERS + a];
 		}
-		all->dropped += xflow_ring_dropped(&lanes[i]);
+		all->dropped += xflow_ring_dropped(&lanes[i].ring);
 		all->nested += l->nested;
 	}
 	all->nolane += atomic_load_explicit(&p->nolane, memory_order_relaxed);
@@ -693,7 +767,7 @@ static long ip_drain_all(struct xflow_hook *h, xflow_hook_record_fn fn, void *ct
 	while (e->ngone > 0 && (!max || moved < max)) {
 		struct ip_gone *g = &e->gone[e->ngone - 1];
 		uint64_t bad = 0;
-		moved += drain_lanes(e, g->lanes, g->nlanes, fn, ctx, max ? max - moved : 0, &bad);
+		moved += drain_lanes(e, g->lanes, g->nlanes, !g->running, fn, ctx, max ? max - moved : 0, &bad);
 		e->acc_all.bad += bad;
 		if (max && moved >= max)
 			break;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "guestrt/hook/inproc/inproc_tail.h"
 #include "guestrt/hook/ptrace/ptrace_priv.h"
 #include "xflow/inproc.h"
 
@@ -26,6 +27,16 @@
 /* How far from its site a zone may be: a rel32 jump's reach, with room
  * for the zone's own size. */
 #define IP_ZONE_REACH ((1ull << 31) - 2 * IP_ZONE_SIZE)
+
+/* Our side of one lane: its ring's consumer, and its numbers as far as we
+ * kept its records (for the loss notes, inproc_tail.h). */
+struct ip_lane {
+	struct xflow_ring_consumer ring;
+	struct ip_tail tail;
+	struct xflow_rt_lane *rt;    /* the lane in our mapping, placed when we
+				      * formatted it (the region's own geometry
+				      * is the target's to scribble on) */
+};
 
 /* A memfd region of the target that this process maps too. */
 struct ip_region {
@@ -89,7 +100,7 @@ struct ip_target {
 	struct ip_ctl *ctl;          /* the program, NULL: none loaded */
 	struct ip_region proc;       /* this process's data region */
 	bool need_setup;             /* a forked child, its data region to make */
-	struct xflow_ring_consumer *lanes; /* one per lane of proc */
+	struct ip_lane *lanes;       /* one per lane of proc */
 	uint32_t nlanes;
 	uint64_t records;            /* moved out of its lanes */
 	uint64_t bad;
@@ -106,8 +117,10 @@ struct ip_target {
  * a last drain and its counters. */
 struct ip_gone {
 	struct ip_region proc;
-	struct xflow_ring_consumer *lanes;
+	struct ip_lane *lanes;
 	uint32_t nlanes;
+	bool running;                /* the runtime was left mapped with a thread
+				      * maybe inside: a hit may still end */
 };
 
 struct ip_engine {

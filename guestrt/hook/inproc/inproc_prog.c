@@ -230,11 +230,12 @@ int ip_proc_format(struct ip_target *t, uint32_t lanes, uint32_t lane_slots, uin
 		return -ENOMEM;
 	t->nlanes = lanes;
 	for (uint32_t i = 0; i < lanes; i++) {
-		char *ring = (char *)lane_at(t, i) + ring_off;
+		t->lanes[i].rt = lane_at(t, i);
+		char *ring = (char *)t->lanes[i].rt + ring_off;
 		size_t rsize = lane_size - ring_off;
 		int rc = xflow_ring_format(ring, rsize, XFLOW_RECORD_SIZE, lane_slots, XFLOW_CLOCK_TSC);
 		if (rc == 0)
-			rc = xflow_ring_consumer_init(&t->lanes[i], ring, rsize, XFLOW_RECORD_SIZE, NULL);
+			rc = xflow_ring_consumer_init(&t->lanes[i].ring, ring, rsize, XFLOW_RECORD_SIZE, NULL);
 		if (rc < 0)
 			return rc;
 	}

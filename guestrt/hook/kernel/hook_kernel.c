@@ -197,7 +197,7 @@ static int on_rec(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	ke->moved++;
-	ke->fn(ke->fn_ctx, &r);
+	(void)ke->fn(ke->fn_ctx, &r);
 	return 0;
 }
 

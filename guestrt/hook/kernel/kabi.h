@@ -130,7 +130,7 @@ struct xk_count {
 
 /* The record version the program writes: XFLOW_RECORD_VERSION (checked in
  * hook_kernel.c; the BPF side cannot include xflow/record.h). */
-#define XK_RECORD_VERSION 3
+#define XK_RECORD_VERSION 4
 
 /*
  * Numbering (xflow/record.h, "Losses").  The program numbers its records

@@ -1,0 +1,84 @@
+/*
+ * The agent's bookkeeping of a lane's record numbers, and the loss notes
+ * it writes from them (guestrt/hook/inproc/inproc_tail.h).
+ */
+#include <string.h>
+
+#include "guestrt/hook/inproc/inproc_tail.h"
+
+/* Numbers wrap: a distance of half of them or more is a step back. */
+#define HALF (UINT32_C(1) << 31)
+
+void ip_tail_kept(struct ip_tail *t, const struct xflow_record *r)
+{
+	if (!(r->flags & XFLOW_REC_SEQ_COUNTS_LOST))
+		return;
+	/* Another thread's record before the exited one's note was kept:
+	 * that note's moment has passed (the monitor would see it after a
+	 * record the note should have come before). */
+	if (t->exited && r->thread_id != t->tid)
+		t->exited = false;
+	t->next = r->thread_seq + 1;
+	t->tid = r->thread_id;
+	t->known = true;
+}
+
+void ip_tail_exit(struct ip_tail *t, uint32_t tid, uint32_t seq)
+{
+	/* A thread none of whose records was kept: where its numbers began
+	 * is not known, so neither is what it lost. */
+	if (!t->known || t->tid != tid)
+		return;
+	t->exited = true;
+	t->exit_seq = seq;
+}
+
+static uint32_t lost_before(const struct ip_tail *t, uint32_t seq)
+{
+	uint32_t n = seq - t->next;
+	return n < HALF ? n : 0;
+}
+
+uint32_t ip_tail_idle_lost(const struct ip_tail *t, const struct ip_tail_seen *s)
+{
+	/* Busy: the running hit may have taken a number for a record it has
+	 * not yet pushed.  Not drained: what is left may hold the numbers.
+	 * Another thread's lane now: the numbers since are its too. */
+	if (!t->known || t->exited || s->busy || !s->drained || s->tid != t->tid)
+		return 0;
+	return lost_before(t, s->seq);
+}
+
+uint32_t ip_tail_exit_lost(const struct ip_tail *t)
+{
+	return t->known && t->exited ? lost_before(t, t->exit_seq) : 0;
+}
+
+void ip_tail_note(const struct ip_tail *t, uint32_t seq, uint16_t domain, uint64_t now, struct xflow_record *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->timestamp = now;
+	out->flow_kind = XFLOW_FLOW_KIND_NONE;
+	out->domain_id = domain;
+	out->flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
+	out->version = XFLOW_RECORD_VERSION;
+	out->thread_id = t->tid;
+	/* It stands for the last record lost, so that a consumer following
+	 * the thread counts the gap and this one, and the thread's next
+	 * record (numbered seq) follows without a gap. */
+	out->thread_seq = seq - 1;
+}
+
+void ip_tail_noted(struct ip_tail *t, const struct xflow_record *n)
+{
+	if (t->exited)
+		ip_tail_forget(t);
+	else
+		t->next = n->thread_seq + 1;
+}
+
+void ip_tail_forget(struct ip_tail *t)
+{
+	t->known = false;
+	t->exited = false;
+}
