@@ -269,7 +269,7 @@ static int synth_site_info(struct xflow_collector *c, uint16_t domain, uint32_t 
 	 * arrives at dom0's first point, so the model matches the synthetic
 	 * pairs as it matches an agent's. */
 	out->roles = XFLOW_SITE_ROLES_KNOWN | (site == XIN_POINT ? XFLOW_SITE_SENDS : 0) |
-		     (p->dom0 && !xflow_synthetic_path[site - 1].dom0 ? XFLOW_SITE_RECEIVES : 0);
+		     (p->dom0 && site > 0 && !xflow_synthetic_path[site - 1].dom0 ? XFLOW_SITE_RECEIVES : 0);
 	return 0;
 }
 

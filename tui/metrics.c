@@ -372,21 +372,62 @@ static void put_hops(struct xft_app *app, struct xft_metrics *m, struct xfx_snap
 		const struct hist_acc *a = &m->hop_acc[slot];
 		if (!a->n)
 			continue;
-		size_t n;
-		const char *key = slot < max ? xfx_fold_key(m->hops, slot, &n) : NULL;
 		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
-		if (key)
-			hop_key_split(key, n, from, to);
-		xfx_snap_label(s, "from", key ? from : OTHER);
-		xfx_snap_label(s, "to", key ? to : OTHER);
+		hop_slot_labels(m, slot, max, from, to);
+		xfx_snap_label(s, "from", from);
+		xfx_snap_label(s, "to", to);
 		xfx_snap_hist(s, a->buckets, a->count, a->sum_ns);
 	}
+}
+
+/* One split family by the hop series' slots: for each slot whose time was
+ * split, its @n series, @label naming each by @name, valued by @value. */
+static void put_split_family(struct xft_metrics *m, struct xfx_snap *s, const struct xfx_family *f,
+			     const char *label, int n, const char *(*name)(int),
+			     uint64_t (*value)(const struct xft_split *, int))
+{
+	uint32_t max = xfx_fold_max(m->hops);
+	xfx_snap_family(s, f);
+	for (uint32_t slot = 0; slot <= max; slot++) {
+		if (!m->hop_acc[slot].n || !xft_split_total(&m->state_acc[slot]))
+			continue;
+		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
+		hop_slot_labels(m, slot, max, from, to);
+		for (int i = 0; i < n; i++) {
+			xfx_snap_label(s, "from", from);
+			xfx_snap_label(s, "to", to);
+			xfx_snap_label(s, label, name(i));
+			xfx_snap_seconds(s, value(&m->state_acc[slot], i));
+		}
+	}
+}
+
+static const char *state_name(int i)
+{
+	return xft_state_label((enum xft_state)i);
+}
+
+static uint64_t state_ns(const struct xft_split *sp, int i)
+{
+	return sp->ns[i];
+}
+
+static const char *reason_name(int i)
+{
+	return xft_unknown_reason_name((enum xft_unknown_reason)i);
+}
+
+static uint64_t reason_ns(const struct xft_split *sp, int i)
+{
+	return sp->unknown_ns[i];
 }
 
 /* Where the hops' time went, by the hop series' slots (so bounded and
  * folded as they are).  Summed again at each publish: a hop's split grows
  * after its samples were counted, when the trace has passed them.  A
- * slot's states appear once some of its time was split, and stay. */
+ * slot's states appear once some of its time was split, and stay; so do
+ * all five reasons of its unknown time (a counter's series does not come
+ * and go). */
 static void put_hop_states(struct xft_app *app, struct xft_metrics *m, struct xfx_snap *s)
 {
 	size_t nh;
@@ -395,34 +436,8 @@ static void put_hop_states(struct xft_app *app, struct xft_metrics *m, struct xf
 	memset(m->state_acc, 0, (max + 1) * sizeof(*m->state_acc));
 	for (size_t i = 0; i < m->nhops && i < nh; i++)
 		xft_split_add(&m->state_acc[m->cache[i].slot], &hops[i].split.all);
-	xfx_snap_family(s, &f_hop_state);
-	for (uint32_t slot = 0; slot <= max; slot++) {
-		if (!m->hop_acc[slot].n || !xft_split_total(&m->state_acc[slot]))
-			continue;
-		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
-		hop_slot_labels(m, slot, max, from, to);
-		for (int st = 0; st < XFT_NSTATES; st++) {
-			xfx_snap_label(s, "from", from);
-			xfx_snap_label(s, "to", to);
-			xfx_snap_label(s, "state", xft_state_label((enum xft_state)st));
-			xfx_snap_seconds(s, m->state_acc[slot].ns[st]);
-		}
-	}
-	/* The reasons of the same slots, all five once the slot's states
-	 * appear: a counter's series does not come and go. */
-	xfx_snap_family(s, &f_hop_unknown);
-	for (uint32_t slot = 0; slot <= max; slot++) {
-		if (!m->hop_acc[slot].n || !xft_split_total(&m->state_acc[slot]))
-			continue;
-		char from[XFX_LABEL_MAX + 1], to[XFX_LABEL_MAX + 1];
-		hop_slot_labels(m, slot, max, from, to);
-		for (int r = 0; r < XFT_UNK_NREASONS; r++) {
-			xfx_snap_label(s, "from", from);
-			xfx_snap_label(s, "to", to);
-			xfx_snap_label(s, "reason", xft_unknown_reason_name((enum xft_unknown_reason)r));
-			xfx_snap_seconds(s, m->state_acc[slot].unknown_ns[r]);
-		}
-	}
+	put_split_family(m, s, &f_hop_state, "state", XFT_NSTATES, state_name, state_ns);
+	put_split_family(m, s, &f_hop_unknown, "reason", XFT_UNK_NREASONS, reason_name, reason_ns);
 }
 
 static void put_sched(struct xft_app *app, struct xfx_snap *s)
