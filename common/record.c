@@ -62,7 +62,8 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 		bad = "loss note";
 		rc = -EBADMSG;
 	} else if ((out->flags & XFLOW_REC_LOSS_NOTE) &&
-		   (out->flow_id || out->flow_kind != XFLOW_FLOW_KIND_NONE || out->site_id || out->ndata)) {
+		   (out->flow_id || out->flow_kind != XFLOW_FLOW_KIND_NONE || out->site_id || out->ndata != 1 ||
+		    out->thread_seq - (uint32_t)out->data[0] >= UINT32_C(1) << 31 || out->data[0] > UINT32_MAX)) {
 		bad = "loss note";
 		rc = -EBADMSG;
 	} else if (out->flow_id > XFLOW_FLOWID_MAX) {

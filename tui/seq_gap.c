@@ -98,10 +98,11 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 		th->used = 1;
 		th->domain = r->domain_id;
 		th->tid = r->thread_id;
-		/* Its first word: where its numbers began is not known, but
-		 * a note is one lost record at least, lost before now. */
+		/* Its first word a note: every record it kept was lost, the
+		 * numbers the note names from its first (decoded: fewer than
+		 * 2^31 of them), before now. */
 		if (note) {
-			lost = 1;
+			lost = r->thread_seq - (uint32_t)r->data[0] + 1;
 			*prev_ns = t_ns;
 		}
 	}

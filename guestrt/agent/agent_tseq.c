@@ -90,6 +90,8 @@ void agent_tseq_notes(struct agent *a)
 		n.version = XFLOW_RECORD_VERSION;
 		n.thread_id = e->tid;
 		n.thread_seq = e->next - 1;
+		n.ndata = 1;
+		n.data[0] = e->kept; /* the first lost: after the last kept */
 		/* Room first: a note the ring refused is no record lost, and
 		 * must not be counted with the drops the monitor is told. */
 		if (xflow_ring_free_slots(&a->prod) == 0 || xflow_ring_push_record(&a->prod, &n) != 0)

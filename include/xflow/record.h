@@ -55,8 +55,8 @@ enum xflow_record_flag {
 	                                   * the way too: see "Losses" below */
 	XFLOW_REC_LOSS_NOTE = 1u << 9,    /* (version 4) no hit's record: its
 	                                   * thread lost the records numbered
-	                                   * up to this one's thread_seq, this
-	                                   * one's included ("Losses") */
+	                                   * data[0] to this one's thread_seq,
+	                                   * this one's included ("Losses") */
 	XFLOW_REC_ALL_FLAGS = (1u << 10) - 1,
 	/* What advice may ask its records to say; the rest is the
 	 * producer's own claim. */
@@ -82,16 +82,20 @@ enum xflow_record_flag {
  * exits or writes no more) leaves no gap until the thread writes again,
  * maybe never.  The one who knows both ends, the agent that empties the
  * lane, then writes a loss note for the thread: flagged SEQ_COUNTS_LOST
- * and LOSS_NOTE, flow_id 0, flow_kind none, site_id 0, no data, the
- * thread's thread_id, thread_seq the number of the last record it lost,
- * and the time the agent saw the lane idle (the lost records were written
- * between the thread's last record and then).  The note stands for that
- * last lost record: a consumer following the thread counts the gap up to
- * the note's number, the note's included, and the thread's next record,
- * numbered one after it, follows on without a gap.  The agents of the
- * in-process and ptrace backends write notes; the kernel backend's does
- * not yet (a CPU's stream writes again soon on a busy host, and until then
- * such a loss is in the drops only).
+ * and LOSS_NOTE, flow_id 0, flow_kind none, site_id 0, the thread's
+ * thread_id, thread_seq the number of the last record it lost, one datum,
+ * data[0], the number of the first (the note covers data[0] to thread_seq,
+ * fewer than 2^31 numbers, wrapping), and the time the agent saw the lane
+ * idle (the lost records were written between the thread's last record
+ * and then).  The note stands for that last lost record: a consumer
+ * following the thread counts the gap up to the note's number, the note's
+ * included, and the thread's next record, numbered one after it, follows
+ * on without a gap.  A consumer that has seen nothing of the thread yet
+ * (every record it kept was lost) counts data[0] to thread_seq.  Every
+ * backend's agent writes notes: the in-process one per lane, the ptrace
+ * one per thread, the kernel one per CPU stream (guestrt/hook/kernel/kabi.h,
+ * "Numbering": its streams number from 0 at each load, so even a stream
+ * none of whose records got through is noted whole).
  *
  * Why a sequence and not the lost records' flow ids: the number costs the
  * writer nothing it did not already do, where a list of lost ids would be
@@ -181,8 +185,10 @@ void xflow_record_encode(const struct xflow_record *r, void *out);
  *   -EBADMSG   a field out of range (ndata > 6, unknown flag bits, a
  *              version 1 or 2 record flagged SEQ_COUNTS_LOST, one of
  *              version 1 to 3 flagged LOSS_NOTE, a loss note that is not
- *              only a number (another flag than SEQ_COUNTS_LOST, a flow
- *              id, a flow kind, a site, data), flow id over 48 bits, a
+ *              only its numbers (another flag than SEQ_COUNTS_LOST, a flow
+ *              id, a flow kind, a site, a datum but its first number, or
+ *              a first number 2^31 or more before its last), flow id over
+ *              48 bits, a
  *              version 1 record's reserved word not zero, a CPU over
  *              XFLOW_RECORD_MAX_CPU, unused data not zero)
  * @why, when not NULL, is set to a static string naming the bad field.

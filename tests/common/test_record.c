@@ -129,6 +129,8 @@ static struct xflow_record note(void)
 	r.flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
 	r.thread_id = 77;
 	r.thread_seq = 41;
+	r.ndata = 1;
+	r.data[0] = 39; /* 39 to 41 */
 	return r;
 }
 
@@ -148,7 +150,16 @@ Test(record, a_loss_note_is_a_number_and_nothing_else)
 	r = note(); r.flow_id = 9; expect_bad(r, -EBADMSG, "loss note");
 	r = note(); r.flow_kind = 0; expect_bad(r, -EBADMSG, "loss note");
 	r = note(); r.site_id = 1; expect_bad(r, -EBADMSG, "loss note");
-	r = note(); r.ndata = 1; r.data[0] = 1; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.ndata = 0; r.data[0] = 0; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.ndata = 2; r.data[1] = 1; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.data[0] = 42; expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.data[0] = 41u - (1u << 31); expect_bad(r, -EBADMSG, "loss note");
+	r = note(); r.data[0] = UINT64_C(1) << 32 | 39; expect_bad(r, -EBADMSG, "loss note");
+	/* Its first number may be its last (one lost), or wrap below 0. */
+	r = note(); r.data[0] = 41; xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0);
+	r = note(); r.thread_seq = 3; r.data[0] = UINT32_MAX - 2; xflow_record_encode(&r, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "a note across the numbers' wrap");
 }
 
 Test(record, wrong_length_is_rejected)

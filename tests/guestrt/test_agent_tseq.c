@@ -73,6 +73,8 @@ Test(agent_tseq, a_thread_s_dropped_tail_gets_one_note_when_the_ring_has_room)
 	cr_assert_eq(pop(&f, got, 4), 1);
 	cr_assert_eq(got[0].flags, XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE);
 	cr_assert_eq(got[0].thread_seq, 3, "numbered as the last record lost (2 and 3 were)");
+	cr_assert_eq(got[0].ndata, 1);
+	cr_assert_eq(got[0].data[0], 2, "and naming the first");
 	cr_assert_eq(got[0].thread_id, 5);
 	cr_assert_eq(got[0].domain_id, 3);
 	cr_assert_eq(got[0].flow_id, 0);

@@ -43,7 +43,8 @@ Test(inproc_tail, an_idle_lane_past_its_last_record_is_noted_once_and_exactly)
 	cr_assert_eq(n.flags, XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE);
 	cr_assert_eq(n.flow_id, 0);
 	cr_assert_eq(n.flow_kind, XFLOW_FLOW_KIND_NONE);
-	cr_assert_eq(n.ndata, 0);
+	cr_assert_eq(n.ndata, 1);
+	cr_assert_eq(n.data[0], 9, "the first lost");
 	unsigned char w[XFLOW_RECORD_SIZE];
 	struct xflow_record back;
 	xflow_record_encode(&n, w);

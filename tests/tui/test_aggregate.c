@@ -592,6 +592,8 @@ static struct xflow_record loss_note(uint16_t dom, uint32_t tid, uint32_t seq)
 	r.flow_kind = XFLOW_FLOW_KIND_NONE;
 	r.thread_id = tid;
 	r.thread_seq = seq;
+	r.ndata = 1;
+	r.data[0] = seq; /* the gap before it is the model's to count */
 	return r;
 }
 

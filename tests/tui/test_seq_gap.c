@@ -41,10 +41,24 @@ Test(seq_gap, a_skipped_number_is_a_loss_between_two_times)
 	xft_seqs_fini(&s);
 }
 
+static uint32_t note_from(struct xft_seqs *s, uint16_t dom, uint32_t tid, uint32_t first, uint32_t seq, uint64_t t,
+			  uint64_t *prev)
+{
+	struct xflow_record r = rec(dom, tid, seq);
+	r.flags |= XFLOW_REC_LOSS_NOTE;
+	r.ndata = 1;
+	r.data[0] = first;
+	*prev = UINT64_MAX;
+	return xft_seqs_check(s, &r, t, prev);
+}
+
+/* A note as the agent writes it for a thread it has seen keep @seq - 1. */
 static uint32_t note(struct xft_seqs *s, uint16_t dom, uint32_t tid, uint32_t seq, uint64_t t, uint64_t *prev)
 {
 	struct xflow_record r = rec(dom, tid, seq);
 	r.flags |= XFLOW_REC_LOSS_NOTE;
+	r.ndata = 1;
+	r.data[0] = seq;
 	*prev = UINT64_MAX;
 	return xft_seqs_check(s, &r, t, prev);
 }
@@ -81,12 +95,33 @@ Test(seq_gap, a_note_is_one_loss_at_least_and_never_counted_twice)
 	cr_assert_eq(note(&s, 1, 10, 9, 310, &prev), 0, "the same note again");
 	cr_assert_eq(check(&s, 1, 10, 10, 400, &prev), 0);
 	cr_assert_eq(s.lost, 1);
-	/* A thread first seen by its note lost that one at least, before it. */
+	/* A thread first seen by its note lost what the note names. */
 	cr_assert_eq(note(&s, 1, 11, 50, 500, &prev), 1);
 	cr_assert_eq(prev, 500);
 	cr_assert_eq(check(&s, 1, 11, 51, 600, &prev), 0);
 	cr_assert_eq(s.lost, 2);
 	cr_assert_eq(s.gaps, 2);
+	xft_seqs_fini(&s);
+}
+
+/* A stream none of whose records got through (a kernel CPU stream, which
+ * numbers from 0 at its load): its note names the first number too, and
+ * the whole of it is counted; across the numbers' wrap as well.  A thread
+ * already followed counts from what it last saw, whatever the note says
+ * of its first. */
+Test(seq_gap, a_note_of_a_thread_never_seen_counts_every_number_it_names)
+{
+	struct xft_seqs s;
+	uint64_t prev;
+	cr_assert_eq(xft_seqs_init(&s, 16), 0);
+	cr_assert_eq(note_from(&s, 1, 0x80000004u, 0, 9, 500, &prev), 10, "numbers 0 to 9");
+	cr_assert_eq(prev, 500);
+	cr_assert_eq(check(&s, 1, 0x80000004u, 10, 600, &prev), 0, "the stream goes on from the note");
+	cr_assert_eq(note_from(&s, 1, 0x80000005u, UINT32_MAX - 1, 2, 700, &prev), 5, "across the wrap");
+	check(&s, 1, 12, 20, 800, &prev);
+	cr_assert_eq(note_from(&s, 1, 12, 25, 30, 900, &prev), 10, "21 to 30: the thread's own view");
+	cr_assert_eq(s.lost, 25);
+	cr_assert_eq(s.gaps, 3);
 	xft_seqs_fini(&s);
 }
 

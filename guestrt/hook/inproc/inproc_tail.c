@@ -67,6 +67,10 @@ void ip_tail_note(const struct ip_tail *t, uint32_t seq, uint16_t domain, uint64
 	 * the thread counts the gap and this one, and the thread's next
 	 * record (numbered seq) follows without a gap. */
 	out->thread_seq = seq - 1;
+	/* And the first: what the thread lost began after its last record
+	 * kept (xflow/record.h, "Losses"). */
+	out->ndata = 1;
+	out->data[0] = t->next;
 }
 
 void ip_tail_noted(struct ip_tail *t, const struct xflow_record *n)
