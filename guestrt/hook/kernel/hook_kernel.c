@@ -31,6 +31,8 @@
 #include "guestrt/hook/hook.h"
 #include "guestrt/hook/kernel/kabi.h"
 #include "guestrt/hook/kernel/klower.h"
+#include "guestrt/hook/kernel/kn_tail.h"
+#include "xflow/clock.h"
 #include "xflow/plan.h"
 #include "xflow/record.h"
 #include "xflow_kern.skel.h"
@@ -68,6 +70,11 @@ struct kengine {
 	xflow_hook_record_fn fn;
 	void *fn_ctx;
 	uint64_t moved, bad;
+	/* Loss notes (kn_tail.h): the streams of the loaded program, and
+	 * when the agent last looked at them. */
+	struct kn_tail tail;
+	uint64_t tail_at;
+	uint16_t domain_id;
 	/* Counters of programs unloaded, kept for stats(). */
 	uint64_t gone_drops;
 	uint8_t *adv_off;        /* per advice: switched off */
@@ -120,6 +127,7 @@ static void unload(struct kengine *ke)
 		xflow_kern__destroy(ke->skel);
 		ke->skel = NULL;
 	}
+	kn_tail_fini(&ke->tail);
 	if (ke->lowered)
 		xk_lowered_fini(&ke->low);
 	ke->lowered = false;
@@ -197,7 +205,8 @@ static int on_rec(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	ke->moved++;
-	(void)ke->fn(ke->fn_ctx, &r);
+	if (ke->fn(ke->fn_ctx, &r) == 0)
+		kn_tail_kept(&ke->tail, &r);
 	return 0;
 }
 
@@ -318,6 +327,13 @@ static int kn_prog_load(struct xflow_hook_target *t, const struct xflow_hook_pro
 		unload(ke);
 		return xflow_hook_fail(h, rc, "cannot read the BPF ring buffer: %s", strerror(-rc));
 	}
+	/* The new program's streams number from 0 (its map is new). */
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0 || kn_tail_init(&ke->tail, (uint32_t)ncpu) != 0) {
+		unload(ke);
+		return xflow_hook_fail(h, ncpu <= 0 ? ncpu : -ENOMEM, "cannot follow the CPU streams' numbers");
+	}
+	ke->domain_id = prog->domain_id;
 	return 0;
 }
 
@@ -485,16 +501,52 @@ static int kn_control_fd(struct xflow_hook *h, int fd)
 	return xflow_hook_control_fd_watch(h, fd);
 }
 
+/* How often the streams are looked at for losses after their last
+ * record: a note comes within this of the loss, well inside the model's
+ * reorder window, and the two map reads cost a few microseconds each. */
+#define TAIL_EVERY_NS 10000000ull
+
+/* Every CPU's streams, into @to (t->a or t->b). */
+static int seqs_read(struct kengine *ke, struct xk_seq *to)
+{
+	uint32_t zero = 0;
+	return bpf_map_lookup_elem(bpf_map__fd(ke->skel->maps.xk_seqs), &zero, to) ? -errno : 0;
+}
+
+/* The notes of the streams that lost records after their last one, from
+ * the two reads around an emptied ring buffer (kn_tail.h).  One the
+ * caller does not keep is said again at a later look. */
+static void notes_out(struct kengine *ke)
+{
+	uint32_t n = ke->tail.ncpu * XK_SEQ_LEVELS;
+	for (uint32_t s = 0; s < n; s++) {
+		if (!kn_tail_lost(&ke->tail, s))
+			continue;
+		struct xflow_record note;
+		kn_tail_note(&ke->tail, s, ke->domain_id, xflow_monotonic_ns(), &note);
+		if (ke->fn(ke->fn_ctx, &note) == 0)
+			kn_tail_noted(&ke->tail, s);
+	}
+}
+
 static long kn_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max)
 {
 	struct kengine *ke = ke_of(h);
 	(void)max; /* the ring buffer is emptied: it is the kernel's to fill */
 	if (!ke->rb)
 		return 0;
-	uint64_t before = ke->moved;
+	uint64_t before = ke->moved, now = xflow_monotonic_ns();
 	ke->fn = fn;
 	ke->fn_ctx = ctx;
+	/* The streams read before and after the ring buffer is emptied, and
+	 * the ring found empty after that (kn_tail.h). */
+	bool look = ke->tail.ncpu && now - ke->tail_at >= TAIL_EVERY_NS && seqs_read(ke, ke->tail.a) == 0;
 	int rc = ring_buffer__consume(ke->rb);
+	if (look && rc >= 0) {
+		ke->tail_at = now;
+		if (seqs_read(ke, ke->tail.b) == 0 && (rc = ring_buffer__consume(ke->rb)) == 0)
+			notes_out(ke);
+	}
 	ke->fn = NULL;
 	return rc < 0 ? rc : (long)(ke->moved - before);
 }

@@ -154,6 +154,11 @@ struct xk_count {
  * buffer's order, which the agent and the monitor keep.  A run that finds
  * every level busy (only a preempted program could leave them so) writes
  * its records unnumbered and unflagged, thread_id its task's.
+ *
+ * The streams number from 0 at the program's load, and busy covers a run
+ * from before its first number to after its last ring buffer commit: the
+ * agent reads both to tell what was lost after a stream's last record
+ * from what is still on its way (kn_tail.h, loss notes).
  */
 #define XK_SEQ_LEVELS 4
 #define XK_STREAM(cpu, level) (0x80000000u | (__u32)(cpu) << 2 | (__u32)(level))

@@ -1,0 +1,85 @@
+/*
+ * The kernel backend's loss notes (guestrt/hook/kernel/kn_tail.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guestrt/hook/kernel/kn_tail.h"
+
+_Static_assert(XK_STREAM(5, 3) == (0x80000000u | (5 * XK_SEQ_LEVELS + 3)), "a stream's index is its thread_id's low bits");
+
+/* Numbers wrap: a distance of half of them or more is a step back. */
+#define HALF (UINT32_C(1) << 31)
+
+int kn_tail_init(struct kn_tail *t, uint32_t ncpu)
+{
+	memset(t, 0, sizeof(*t));
+	t->next = calloc((size_t)ncpu * XK_SEQ_LEVELS, sizeof(*t->next));
+	t->a = calloc(ncpu, sizeof(*t->a));
+	t->b = calloc(ncpu, sizeof(*t->b));
+	if (!t->next || !t->a || !t->b) {
+		kn_tail_fini(t);
+		return -ENOMEM;
+	}
+	t->ncpu = ncpu;
+	return 0;
+}
+
+void kn_tail_fini(struct kn_tail *t)
+{
+	free(t->next);
+	free(t->a);
+	free(t->b);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The stream of @r, or -1: a record of a stream is flagged as numbered
+ * and names it in thread_id (XK_STREAM). */
+static int64_t stream_of(const struct kn_tail *t, const struct xflow_record *r)
+{
+	if (!(r->flags & XFLOW_REC_SEQ_COUNTS_LOST) || !(r->thread_id & 0x80000000u))
+		return -1;
+	uint32_t s = r->thread_id & 0x7fffffffu;
+	return s / XK_SEQ_LEVELS < t->ncpu ? (int64_t)s : -1;
+}
+
+void kn_tail_kept(struct kn_tail *t, const struct xflow_record *r)
+{
+	int64_t s = stream_of(t, r);
+	if (s >= 0)
+		t->next[s] = r->thread_seq + 1;
+}
+
+uint32_t kn_tail_lost(const struct kn_tail *t, uint32_t s)
+{
+	if (s / XK_SEQ_LEVELS >= t->ncpu)
+		return 0;
+	const struct xk_seq *a = &t->a[s / XK_SEQ_LEVELS], *b = &t->b[s / XK_SEQ_LEVELS];
+	uint32_t l = s % XK_SEQ_LEVELS;
+	if (a->busy[l] || b->busy[l] || a->next[l] != b->next[l])
+		return 0;
+	uint32_t n = b->next[l] - t->next[s];
+	/* A step back: the stream is not the one followed (a reload the
+	 * agent has not seen yet); nothing is said of it. */
+	return n < HALF ? n : 0;
+}
+
+void kn_tail_note(const struct kn_tail *t, uint32_t s, uint16_t domain, uint64_t now_ns, struct xflow_record *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->timestamp = now_ns;
+	out->flow_kind = XFLOW_FLOW_KIND_NONE;
+	out->domain_id = domain;
+	out->flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
+	out->version = XFLOW_RECORD_VERSION;
+	out->thread_id = 0x80000000u | s; /* XK_STREAM(cpu, level) */
+	out->thread_seq = t->b[s / XK_SEQ_LEVELS].next[s % XK_SEQ_LEVELS] - 1;
+	out->ndata = 1;
+	out->data[0] = t->next[s];
+}
+
+void kn_tail_noted(struct kn_tail *t, uint32_t s)
+{
+	t->next[s] = t->b[s / XK_SEQ_LEVELS].next[s % XK_SEQ_LEVELS];
+}
