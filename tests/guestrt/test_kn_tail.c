@@ -28,6 +28,7 @@ static void settled(struct kn_tail *t, uint32_t cpu, uint32_t level, uint32_t ne
 {
 	t->a[cpu].next[level] = t->b[cpu].next[level] = next;
 	t->a[cpu].busy[level] = t->b[cpu].busy[level] = 0;
+	kn_tail_settle(t);
 }
 
 #define S(cpu, level) ((cpu) * XK_SEQ_LEVELS + (level))
@@ -91,13 +92,32 @@ Test(kn_tail, a_run_in_flight_proves_nothing)
 	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 0, "busy before");
 	settled(&t, 0, 2, 5);
 	t.b[0].busy[2] = 1;
+	kn_tail_settle(&t);
 	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 0, "busy after");
 	settled(&t, 0, 2, 5);
 	t.b[0].next[2] = 6;
 	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 0, "a number taken between the reads");
 	settled(&t, 0, 2, 5);
-	t.b[0].busy[1] = 1;
-	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 5, "another level's run is another stream's");
+	t.a[0].busy[1] = 1;
+	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 5, "another level busy before is another stream's");
+	kn_tail_fini(&t);
+}
+
+/* A run of any stream busy after the ring was emptied may hold the ring
+ * buffer's head, uncommitted, with other streams' committed records
+ * behind it, unread: no stream is concluded until none is busy. */
+Test(kn_tail, any_run_in_flight_after_the_ring_was_emptied_holds_every_stream)
+{
+	struct kn_tail t;
+	cr_assert_eq(kn_tail_init(&t, 2), 0);
+	settled(&t, 0, 0, 5);
+	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 5);
+	t.b[1].busy[3] = 1;
+	kn_tail_settle(&t);
+	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 0, "CPU 1's interrupt level was running");
+	t.b[1].busy[3] = 0;
+	kn_tail_settle(&t);
+	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 5);
 	kn_tail_fini(&t);
 }
 

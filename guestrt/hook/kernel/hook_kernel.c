@@ -518,7 +518,8 @@ static int seqs_read(struct kengine *ke, struct xk_seq *to)
  * caller does not keep is said again at a later look. */
 static void notes_out(struct kengine *ke)
 {
-	uint32_t n = ke->tail.ncpu * XK_SEQ_LEVELS;
+	kn_tail_settle(&ke->tail);
+	uint32_t n = ke->tail.quiet ? ke->tail.ncpu * XK_SEQ_LEVELS : 0;
 	for (uint32_t s = 0; s < n; s++) {
 		if (!kn_tail_lost(&ke->tail, s))
 			continue;

@@ -51,9 +51,17 @@ void kn_tail_kept(struct kn_tail *t, const struct xflow_record *r)
 		t->next[s] = r->thread_seq + 1;
 }
 
+void kn_tail_settle(struct kn_tail *t)
+{
+	t->quiet = true;
+	for (uint32_t c = 0; c < t->ncpu; c++)
+		for (uint32_t l = 0; l < XK_SEQ_LEVELS; l++)
+			t->quiet &= !t->b[c].busy[l];
+}
+
 uint32_t kn_tail_lost(const struct kn_tail *t, uint32_t s)
 {
-	if (s / XK_SEQ_LEVELS >= t->ncpu)
+	if (!t->quiet || s / XK_SEQ_LEVELS >= t->ncpu)
 		return 0;
 	const struct xk_seq *a = &t->a[s / XK_SEQ_LEVELS], *b = &t->b[s / XK_SEQ_LEVELS];
 	uint32_t l = s % XK_SEQ_LEVELS;

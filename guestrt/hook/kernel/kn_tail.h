@@ -12,15 +12,20 @@
  * on their way, it reads the streams' map (A), empties the ring buffer,
  * reads the map again (B) and finds the ring buffer empty once more:
  *
- *   - a stream busy in A or in B, or whose next number moved from A to B,
- *     had a run in flight: nothing is concluded;
+ *   - any stream busy in B: nothing is concluded, for any stream.  That
+ *     run's record, reserved and not yet committed, may head the ring
+ *     buffer, and the ring reads as empty up to it while committed records
+ *     of other streams wait behind it;
+ *   - a stream busy in A, or whose next number moved from A to B, had a
+ *     run in flight: nothing is concluded for it;
  *   - else every number below B's next was taken by a run that had ended
  *     (a read that tore, busy read before a run began and next after it
  *     took a number, shows as a move at B or as busy there), and that run
- *     committed its record before it ended: the ring buffer, empty after
- *     B, held it, so it was passed on.  The numbers from the last kept to
- *     B's next were lost: the program's (ring buffer full, id map full, a
- *     fault) or the agent's (its ring full).
+ *     committed its record before it ended, where no uncommitted record
+ *     could be ahead of it (its run would have been busy in B): the ring
+ *     buffer, empty after B, held it, so it was passed on.  The numbers
+ *     from the last kept to B's next were lost: the program's (ring buffer
+ *     full, id map full, a fault) or the agent's (its ring full).
  *
  * Pure bookkeeping, unit-tested; hook_kernel.c reads the map and the ring.
  */
@@ -38,6 +43,7 @@ struct kn_tail {
 	uint32_t *next; /* per stream (cpu * XK_SEQ_LEVELS + level): the
 	                 * number after the last record kept or noted */
 	struct xk_seq *a, *b; /* the map's two reads, ncpu values each */
+	bool quiet;           /* no stream busy in b (kn_tail_settle) */
 };
 
 /* For a program of @ncpu possible CPUs, just loaded: every stream at 0.
@@ -50,9 +56,13 @@ void kn_tail_fini(struct kn_tail *t);
  * are no stream's business. */
 void kn_tail_kept(struct kn_tail *t, const struct xflow_record *r);
 
+/* t->b was read, after t->a and an emptied ring buffer, and the ring
+ * buffer found empty again: whether any stream was busy in it. */
+void kn_tail_settle(struct kn_tail *t);
+
 /* How many numbers stream @s lost after its last record kept, from the
- * reads t->a and t->b around an emptied ring buffer (found empty again
- * after b): 0 when a run was in flight or nothing was lost. */
+ * reads t->a and t->b as kn_tail_settle found them: 0 when a run was in
+ * flight or nothing was lost. */
 uint32_t kn_tail_lost(const struct kn_tail *t, uint32_t s);
 
 /* Stream @s's note for what kn_tail_lost counted, of @domain, at @now_ns
