@@ -7,7 +7,8 @@
 # records of datagrams on a namespace's loopback overflow; xflowtop watches live and saves
 # what arrived.  From that session: every record is numbered in a stream
 # of its CPU, no stream's numbers go back (the ring buffer kept the
-# program's order), the monitor saw every gap in it, and it finished the
+# program's order), the monitor saw every gap in it (and every loss after
+# a stream's last record, in the agent's loss notes), and it finished the
 # flows no gap touched and no other (exactly, unless a gap came so late
 # that flows had ended in it before it was seen, which the JSON says in
 # loss_late: then at least those).  Root, BTF, ip and python3 are needed;
