@@ -30,8 +30,8 @@
  *
  * Besides the summary, the collector gives the scheduler's records as
  * events for the join with the flows (the sched() hook, xflow/collector.h):
- * runstate changes, switches, hypercalls and lost records, on the
- * monitor's clock by clock-offset, in a queue of SCHED_QUEUE events.  From
+ * runstate changes, switches, hypercalls, lost records and the interrupts
+ * Xen handled (its own time), on the monitor's clock by clock-offset, in a queue of SCHED_QUEUE events.  From
  * a file, reading waits while the queue is full once someone takes from
  * it; from a pipe, what does not fit is given as a LOST event.
  *
@@ -375,15 +375,20 @@ static void anchor(uint64_t *tsc, uint64_t *ns)
 #endif
 }
 
+/* ns per TSC tick with clock-offset=auto: measured between the anchors
+ * once they are a second apart, cpu-hz's until then. */
+static double auto_rate(const struct xentrace_col *x)
+{
+	return x->a_ns1 - x->a_ns0 >= 1000000000u && x->a_tsc1 > x->a_tsc0
+		       ? (double)(x->a_ns1 - x->a_ns0) / (double)(x->a_tsc1 - x->a_tsc0)
+		       : 1e9 / (double)x->hz;
+}
+
 /* A TSC on the monitor's clock. */
 static uint64_t tsc_ns(struct xentrace_col *x, uint64_t tsc)
 {
 	if (x->clock_auto) {
-		/* ns per tick: measured between the anchors, or cpu-hz's. */
-		double rate = x->a_ns1 - x->a_ns0 >= 1000000000u && x->a_tsc1 > x->a_tsc0
-				      ? (double)(x->a_ns1 - x->a_ns0) / (double)(x->a_tsc1 - x->a_tsc0)
-				      : 1e9 / (double)x->hz;
-		double d = (double)x->a_ns1 + ((double)tsc - (double)x->a_tsc1) * rate;
+		double d = (double)x->a_ns1 + ((double)tsc - (double)x->a_tsc1) * auto_rate(x);
 		uint64_t t = d > 0 ? (uint64_t)d : 0;
 		/* A new anchor moves the line by its own error (some 100 ns):
 		 * never so that a later TSC lands before an earlier one. */
@@ -396,6 +401,15 @@ static uint64_t tsc_ns(struct xentrace_col *x, uint64_t tsc)
 	unsigned __int128 ns = (unsigned __int128)tsc * 1000000000u / x->hz;
 	int64_t t = (int64_t)(uint64_t)ns + x->clock_offset_ns;
 	return t > 0 ? (uint64_t)t : 0;
+}
+
+/* A duration of @cycles TSC ticks in ns, at the rate tsc_ns() places
+ * times with (so that a span ends where its end is placed). */
+static uint32_t cycles_ns(const struct xentrace_col *x, uint32_t cycles)
+{
+	uint64_t ns = x->clock_auto ? (uint64_t)((double)cycles * auto_rate(x))
+				    : (uint64_t)((unsigned __int128)cycles * 1000000000u / x->hz);
+	return ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
 /* The records the join uses, as events (xflow/collector.h). */
@@ -432,6 +446,12 @@ static void sched_event(struct xentrace_col *x, const struct xentrace_record *re
 		 * queue, losing the runstate changes the join needs. */
 		e.kind = XFLOW_SCHED_HYPERCALL;
 		e.arg = rec->extra[0] & 0xfffff;
+	} else if (ev == 0x00802008u && rec->nextra >= 3) {
+		/* TRC_HW_IRQ_HANDLED: irq, TSC at entry and at exit (their low
+		 * words, so the difference is taken on 32 bits), written after
+		 * the handler on the pCPU it interrupted. */
+		e.kind = XFLOW_SCHED_XEN;
+		e.arg = cycles_ns(x, rec->extra[2] - rec->extra[1]);
 	} else {
 		return;
 	}

@@ -27,7 +27,8 @@ enum xft_state {
 	XFT_ST_BACKEND, /* the receiver runs until the hop ends */
 	XFT_ST_BLOCKED, /* blocked after it was woken (timers, disk, netem) */
 	XFT_ST_OFFLINE, /* paused, or parked by a cap */
-	XFT_ST_XEN,     /* time Xen's trace accounts to Xen itself */
+	XFT_ST_XEN,     /* Xen ran instead of the running vCPU: the interrupts
+	                 * it handled on that vCPU's pCPU */
 	XFT_ST_UNKNOWN, /* not attributable: shown as '?' */
 	XFT_NSTATES
 };

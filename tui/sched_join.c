@@ -7,6 +7,11 @@
  * counted and makes the vCPU's state unknown from its last entry on, as
  * a loss does).  A runnable entry is given its culprit when it ends: the
  * previous vCPU of the switch that let it run.
+ *
+ * An interrupt Xen handled while a vCPU ran is two entries inside its run,
+ * S_XEN and S_RUNNING again, marked irq: every question about where a
+ * state begins or ends (the clock windows, the clock checks) looks
+ * through them, as if the run were whole; only the sums see them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,8 +31,9 @@
  * and its end. */
 enum { H_T0, H_TN, H_T1, NHINTS };
 
-/* The states of a timeline: Xen's runstates, and one for "not known". */
-enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_UNKNOWN };
+/* The states of a timeline: Xen's runstates, Xen itself running instead of
+ * a running vCPU, and one for "not known". */
+enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_XEN, S_UNKNOWN };
 
 struct ent {
 	uint64_t t;
@@ -35,11 +41,15 @@ struct ent {
 	                          * from its first entry to t: a state's time
 	                          * over any span is two lookups */
 	uint8_t state;
-	uint8_t has_culprit; /* runnable, ended by a switch from another vCPU */
+	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU */
+	uint8_t irq : 1;         /* one of an interrupt's two: no state change */
 	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
 	uint16_t cdom, cvcpu;
 	uint32_t nculprits;  /* entries before this one with a culprit (mod
 	                      * 2^32): whether a span has any is two lookups */
+	uint32_t nchanges;   /* entries up to this one that are not irq (mod
+	                      * 2^32): whether a span has a state change is
+	                      * two lookups, however many interrupts it has */
 };
 
 struct vcpu {
@@ -150,12 +160,12 @@ static uint64_t first_kept(const struct xft_sj *j, const struct vcpu *v)
 	return v->n > j->lim.per_vcpu ? v->n - j->lim.per_vcpu : 0;
 }
 
-static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
+static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, int irq)
 {
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
 	uint64_t cum[S_UNKNOWN] = { 0 };
-	uint32_t nc = 0;
+	uint32_t nc = 0, nch = 0;
 	if (v->n) {
 		/* Only the last entry is ever given a culprit: the one before
 		 * this is final. */
@@ -164,6 +174,7 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 		if (p->state < S_UNKNOWN)
 			cum[p->state] += t - p->t;
 		nc = p->nculprits + p->has_culprit;
+		nch = p->nchanges;
 	}
 	v->ts[v->n & j->ring_mask] = t;
 	struct ent *e = ent_at(j, v, v->n++);
@@ -171,7 +182,9 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 	e->t = t;
 	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
+	e->irq = irq ? 1 : 0;
 	e->nculprits = nc;
+	e->nchanges = nch + !irq;
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -192,7 +205,7 @@ static void runstate(struct xft_sj *j, const struct xflow_sched_event *e)
 		/* Not where it belongs: what the vCPU did since is not known. */
 		j->st.out_of_order++;
 		if (ent_at(j, v, v->n - 1)->state != S_UNKNOWN)
-			push(j, v, last_t(j, v), S_UNKNOWN);
+			push(j, v, last_t(j, v), S_UNKNOWN, 0);
 		return;
 	}
 	if (e->to == S_RUNNING && v->n) {
@@ -205,7 +218,7 @@ static void runstate(struct xft_sj *j, const struct xflow_sched_event *e)
 			prev->cvcpu = p->prev_vcpu;
 		}
 	}
-	push(j, v, e->t_ns, e->to);
+	push(j, v, e->t_ns, e->to, 0);
 	if (e->to == S_RUNNING)
 		p->cur = vi;
 	else if (p->cur == vi)
@@ -227,6 +240,35 @@ static void hypercall(struct xft_sj *j, const struct xflow_sched_event *e)
 	v->hc[v->nhc++ & j->hc_mask] = e->t_ns;
 }
 
+/* Xen ran on a pCPU for e->arg ns until e->t_ns: an interrupt, carved out
+ * of the run of the vCPU it interrupted.  Its start is clamped to the
+ * vCPU's last entry, so that entries stay in time order when the trace's
+ * times put it before the run's start (its ends are two TSC reads, its
+ * record's time a third).  On an idle pCPU, or when the trace does not
+ * show the vCPU running, it is no vCPU's time. */
+static void xen_ran(struct xft_sj *j, const struct xflow_sched_event *e)
+{
+	uint32_t vi = j->p[e->pcpu].cur;
+	j->st.events++;
+	struct vcpu *v = vi == NONE ? NULL : &j->v[vi];
+	if (!v || !v->n || ent_at(j, v, v->n - 1)->state != S_RUNNING) {
+		j->st.xen_idle++;
+		return;
+	}
+	uint64_t last = last_t(j, v);
+	if (e->t_ns < last) {
+		j->st.out_of_order++;
+		return;
+	}
+	uint64_t from = e->t_ns > e->arg ? e->t_ns - e->arg : 0;
+	if (from < last)
+		from = last;
+	if (from == e->t_ns)
+		return;
+	push(j, v, from, S_XEN, 1);
+	push(j, v, e->t_ns, S_RUNNING, 1);
+}
+
 /* Records were lost on a pCPU: any vCPU may have changed state unseen. */
 static void lost(struct xft_sj *j, const struct xflow_sched_event *e)
 {
@@ -235,7 +277,7 @@ static void lost(struct xft_sj *j, const struct xflow_sched_event *e)
 		struct vcpu *v = &j->v[i];
 		uint64_t t = v->n && last_t(j, v) > e->t_ns ? last_t(j, v) : e->t_ns;
 		if (!v->n || ent_at(j, v, v->n - 1)->state != S_UNKNOWN)
-			push(j, v, t, S_UNKNOWN);
+			push(j, v, t, S_UNKNOWN, 0);
 	}
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		j->p[p].cur = NONE;
@@ -271,6 +313,9 @@ void xft_sj_event(struct xft_sj *j, const struct xflow_sched_event *e)
 		break;
 	case XFLOW_SCHED_LOST:
 		lost(j, e);
+		break;
+	case XFLOW_SCHED_XEN:
+		xen_ran(j, e);
 		break;
 	}
 }
@@ -330,22 +375,41 @@ static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_
 	return (int64_t)lo;
 }
 
+/* The entries of @v that are state changes (not irq), from its first up
+ * to @k (find()'s answer; -1: before every one kept), mod 2^32. */
+static uint32_t changes_to(const struct xft_sj *j, const struct vcpu *v, int64_t k)
+{
+	if (k >= 0)
+		return ent_at(j, v, (uint64_t)k)->nchanges;
+	const struct ent *f = ent_at(j, v, first_kept(j, v));
+	return f->nchanges - !f->irq;
+}
+
 /* A state change of @v within (b - err, b + err); @k is the last entry at
- * or before @b (find()), so that this costs no lookup of its own. */
-static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err)
+ * or before @b (find() with @hint), so that the common cases cost no
+ * lookup of their own.  An interrupt's entries are no change: they come
+ * every few hundred microseconds and would make a window of nearly every
+ * boundary. */
+static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err,
+			       unsigned hint)
 {
 	if (!v || !err)
 		return 0;
 	uint64_t lo = b > err ? b - err : 0, hi = b + err - 1;
 	if (hi < b) {
 		/* Past the clock's end: what a search of the wrapped time says. */
-		k = find(j, v, hi, H_T1);
-		return k >= 0 && t_at(j, v, (uint64_t)k) > lo;
+		int64_t kh = find(j, v, hi, H_T1), kl = find(j, v, lo, H_T1);
+		return kh > kl && changes_to(j, v, kh) != changes_to(j, v, kl);
 	}
-	if (k >= 0 && t_at(j, v, (uint64_t)k) > lo)
-		return 1;
 	uint64_t next = k >= 0 ? (uint64_t)k + 1 : first_kept(j, v);
-	return next < v->n && t_at(j, v, next) <= hi;
+	int at = k >= 0 && t_at(j, v, (uint64_t)k) > lo, after = next < v->n && t_at(j, v, next) <= hi;
+	if ((at && !ent_at(j, v, (uint64_t)k)->irq) || (after && !ent_at(j, v, next)->irq))
+		return 1;
+	if (!at && !after)
+		return 0;
+	/* Interrupts near @b: count the changes among every entry there. */
+	int64_t kl = at ? find(j, v, lo, hint) : k, kh = after ? find(j, v, hi, hint) : k;
+	return changes_to(j, v, kh) != changes_to(j, v, kl);
 }
 
 /* --- the split ------------------------------------------------------------- */
@@ -403,9 +467,9 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 /* Xen's runstates as each side sees them, onto the split's states: the
  * sender's are its own; the receiver running is `backend`, blocked is
  * `notify` until its first wake and `blocked` after it (before the wake it
- * is neither runnable nor running: those are zero).  What no runstate
- * covers of the hop's @len is '?'.  Constant indices, not a table: this
- * runs once a split. */
+ * is neither runnable nor running: those are zero); Xen's own time is
+ * `xen` on every side.  What no runstate covers of the hop's @len is '?'.
+ * Constant indices, not a table: this runs once a split. */
 static void split_of(const struct acc *a, uint64_t len, struct xft_split *out)
 {
 	const uint64_t *s = a->known[SENDER], *ra = a->known[RECEIVER_ASLEEP], *rw = a->known[RECEIVER_AWAKE];
@@ -415,7 +479,7 @@ static void split_of(const struct acc *a, uint64_t len, struct xft_split *out)
 	out->ns[XFT_ST_BACKEND] = ra[S_RUNNING] + rw[S_RUNNING];
 	out->ns[XFT_ST_BLOCKED] = s[S_BLOCKED] + rw[S_BLOCKED];
 	out->ns[XFT_ST_OFFLINE] = s[S_OFFLINE] + ra[S_OFFLINE] + rw[S_OFFLINE];
-	out->ns[XFT_ST_XEN] = 0;
+	out->ns[XFT_ST_XEN] = s[S_XEN] + ra[S_XEN] + rw[S_XEN];
 	uint64_t known = 0;
 	for (unsigned i = 0; i < XFT_ST_UNKNOWN; i++)
 		known += out->ns[i];
@@ -505,9 +569,9 @@ static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, ui
 }
 
 /* The receiver's first wake at or after @tn (the first time it is
- * runnable or running), or @t1 when it has none before; @kn and @k1 are
- * the last entries at or before tn and t1, and *@kw becomes the one of
- * the wake. */
+ * runnable or running, an interrupt inside a run being running), or @t1
+ * when it has none before; @kn and @k1 are the last entries at or before
+ * tn and t1, and *@kw becomes the one of the wake. */
 static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1, int64_t kn,
 			   int64_t k1, int64_t *kw)
 {
@@ -518,7 +582,7 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 		const struct ent *e = ent_at(j, v, i);
 		if (e->t >= t1)
 			break;
-		if (e->state == S_RUNNING || e->state == S_RUNNABLE) {
+		if (e->state == S_RUNNING || e->state == S_RUNNABLE || e->state == S_XEN) {
 			uint64_t tw = e->t > tn ? e->t : tn;
 			while (i + 1 < v->n && t_at(j, v, i + 1) <= tw)
 				i++;
@@ -639,13 +703,18 @@ static uint64_t notify_time(const struct xft_sj *j, const struct vcpu *v, uint64
 /* How far @t lies from any running interval of @v (@k the last entry at
  * or before it); 0 when it ran then.  -1 when the timeline cannot say.
  * *@ahead says whether the nearer run begins after @t (else it ended
- * before). */
+ * before).  An interrupt is part of the run it interrupted: no record is
+ * written while Xen runs, but an interrupt is shorter than the clock
+ * error these checks measure, and a run cut into pieces by each would
+ * make every record near one look late.  A run never ends on an
+ * interrupt's S_XEN (its S_RUNNING follows), so the scans below need not
+ * know them. */
 static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int *ahead)
 {
 	*ahead = 0;
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
-	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
+	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING || ent_at(j, v, (uint64_t)k)->state == S_XEN)
 		return 0;
 	uint64_t best = UINT64_MAX;
 	for (int64_t b = k; b >= (int64_t)first_kept(j, v); b--) {
@@ -676,25 +745,62 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
-/* Whether entry @k of @v is where a known state of it began: its
- * predecessor is kept and known, and not the same state (after lost
- * records, a run's first entry is not its start). */
+/* The entry where the state of entry @k of @v was entered, looking
+ * through interrupts: @k, or the last entry before it that is not irq;
+ * UINT64_MAX when that one is no longer kept.  Binary, on nchanges: a run
+ * may hold thousands of interrupts. */
+static uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	if (!ent_at(j, v, k)->irq)
+		return k;
+	uint32_t c = ent_at(j, v, k)->nchanges;
+	uint64_t lo = first_kept(j, v), hi = k; /* the first with c is in [lo, hi] */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ent_at(j, v, mid)->nchanges != c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return ent_at(j, v, lo)->irq ? UINT64_MAX : lo;
+}
+
+/* The first entry after @k of @v that is not irq: where its state is left
+ * (v->n: not yet). */
+static uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	uint32_t c = ent_at(j, v, k)->nchanges;
+	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ent_at(j, v, mid)->nchanges == c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether entry @k of @v (state_entered()'s; UINT64_MAX: not kept) is
+ * where a known state of it began: its predecessor is kept and known, and
+ * not the same state (after lost records, a run's first entry is not its
+ * start; an S_XEN is never just before an entry that is not irq). */
 static int began_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
 {
-	if (k <= first_kept(j, v))
+	if (k == UINT64_MAX || k <= first_kept(j, v))
 		return 0;
 	unsigned prev = ent_at(j, v, k - 1)->state;
 	return prev != S_UNKNOWN && prev != ent_at(j, v, k)->state;
 }
 
-/* Whether the state of entry @k of @v is known to have ended: the next
- * entry is kept, known and another state. */
-static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+/* Whether a run of @v is known to have ended at entry @next (state_left()
+ * of an entry in it): kept, known and another state. */
+static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t next)
 {
-	if (k + 1 >= v->n)
+	if (next >= v->n)
 		return 0;
-	unsigned next = ent_at(j, v, k + 1)->state;
-	return next != S_UNKNOWN && next != ent_at(j, v, k)->state;
+	unsigned s = ent_at(j, v, next)->state;
+	return s != S_UNKNOWN && s != S_RUNNING;
 }
 
 /* The offset is at least @x. */
@@ -729,10 +835,11 @@ static void offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_
 			offsets_ceil(o, -d);
 		return;
 	}
-	if (began_at(j, v, (uint64_t)k))
-		offsets_floor(o, -(int64_t)(t - ent_at(j, v, (uint64_t)k)->t));
-	if (ended_known(j, v, (uint64_t)k))
-		offsets_ceil(o, (int64_t)(ent_at(j, v, (uint64_t)k + 1)->t - t));
+	uint64_t a = state_entered(j, v, (uint64_t)k), b = state_left(j, v, (uint64_t)k);
+	if (began_at(j, v, a))
+		offsets_floor(o, -(int64_t)(t - ent_at(j, v, a)->t));
+	if (ended_known(j, v, b))
+		offsets_ceil(o, (int64_t)(ent_at(j, v, b)->t - t));
 }
 
 /* Both windows' offsets together. */
@@ -817,10 +924,12 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		const struct vcpu *v, *w;
 		int64_t kv, kw;
 	} bd[3] = { { t0, sv, NULL, s0, -1 }, { tn, sv, rv, sn, rn }, { t1, same ? sv : rv, NULL, r1, -1 } };
+	static const unsigned hint[3] = { H_T0, H_TN, H_T1 };
 	for (unsigned i = 0; i < 3; i++) {
 		if (i == 1 && same)
 			continue;
-		if (changed_near(j, bd[i].v, bd[i].b, bd[i].kv, err) || changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err))
+		if (changed_near(j, bd[i].v, bd[i].b, bd[i].kv, err, hint[i]) ||
+		    changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err, hint[i]))
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
 	}
 	if (same) {

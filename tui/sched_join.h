@@ -4,7 +4,8 @@
  * tui/hop_split.h (issue 24).
  *
  * Input is the scheduler events of xflow/collector.h (runstate changes,
- * switches, hypercalls, lost records), in the trace's merged order, their
+ * switches, hypercalls, lost records, Xen's own time), in the trace's
+ * merged order, their
  * times already on the flows' time line; the last event's time is the
  * watermark: every physical CPU's trace has passed it.
  *
@@ -21,12 +22,21 @@
  * notification tn (its first evtchn_op in [t0, t1]; t0 when it made none)
  * in the same way, and the receiver's from tn: blocked until its first
  * wake after tn is `notify`, blocked after that `blocked`, runnable
- * `wait`, running `backend`.  Time in a state the trace does not give (no
+ * `wait`, running `backend`.  On either side, the time Xen ran instead of
+ * the running vCPU (an interrupt it handled on that vCPU's pCPU) is `xen`:
+ * carved out of the run, from the interrupt's start (never before the
+ * vCPU's last state change: clamped there) to its end; an interrupt on an
+ * idle pCPU, or while the trace does not show a vCPU running there, is
+ * nobody's (stats.xen_idle).  Time in a state the trace does not give (no
  * timeline, before what is kept, after records were lost, an unknown CPU
  * in a domain of several vCPUs) is `?`, and so is the time within the
  * clock error of a hop boundary when the charged vCPU changed state that
- * near it.  The states always add up to t1 - t0 exactly, and the reasons
- * of the '?' (tui/hop_split.h) to its time exactly.
+ * near it.  An interrupt is no state change there: interrupts come every
+ * few hundred microseconds, and each one near a boundary would make twice
+ * the clock error '?'; so `xen` within the clock error of a boundary is
+ * charged as the trace says, at most one interrupt's length off.  The
+ * states always add up to t1 - t0 exactly, and the reasons of the '?'
+ * (tui/hop_split.h) to its time exactly.
  *
  * The clock error is measured, not assumed: the record that ends a hop
  * across vCPUs is written by the receiver, whose vCPU must be running
@@ -41,7 +51,11 @@
  * the two windows, taken as one constant offset, gives the bound; it is
  * not proven while every check leaves a side open (a vCPU that never
  * stops running bounds nothing) or when no constant offset fits them all
- * (the clocks drift against each other).
+ * (the clocks drift against each other).  The checks take an interrupt
+ * as part of the run it interrupted.
+ *
+ * Each interrupt takes two entries of its vCPU's ring: a vCPU that Xen
+ * interrupts often keeps a shorter past (stats.overwritten, too_old).
  *
  * Not thread-safe: the model's thread feeds and queries it.
  */
@@ -79,6 +93,8 @@ struct xft_sj_stats {
 	uint64_t out_of_order;   /* events older than their vCPU's last */
 	uint64_t no_vcpu_room;   /* events of a vCPU beyond max_vcpus */
 	uint64_t bad;            /* events out of range (kind, state, pcpu) */
+	uint64_t xen_idle;       /* Xen's own time charged to no vCPU: on an
+	                          * idle pCPU, or none seen running there */
 	uint64_t checks;         /* clock checks made */
 	uint64_t clock_error_ns; /* UINT64_MAX until the first check */
 	uint64_t clock_bound_ns; /* the largest error the checks allow;

@@ -36,8 +36,9 @@
  *    end, which changes struct xflow_domain_info's size), and struct
  *    xflow_domain_info.progress_ns (at its end).
  * 9: struct xflow_site_info.roles and struct xflow_domain_info.planning
- *    (each at its end). */
-#define XFLOW_COLLECTOR_ABI 9
+ *    (each at its end).
+ * 10: XFLOW_SCHED_XEN (before XFLOW_SCHED_NKINDS, which it moves). */
+#define XFLOW_COLLECTOR_ABI 10
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -279,6 +280,9 @@ enum xflow_sched_kind {
 	XFLOW_SCHED_LOST,      /* records lost on pcpu from t_ns on (.arg of them): who
 	                        * ran and in which state is not known until each
 	                        * vCPU's next runstate change */
+	XFLOW_SCHED_XEN,       /* ABI 10: Xen itself ran on pcpu for .arg ns, ending
+	                        * at t_ns, while the vCPU running there waited:
+	                        * an interrupt it handled (TRC_HW_IRQ_HANDLED) */
 	XFLOW_SCHED_NKINDS
 };
 
@@ -290,7 +294,8 @@ struct xflow_sched_event {
 	uint8_t from, to;      /* RUNSTATE */
 	uint16_t dom, vcpu;    /* RUNSTATE; SWITCH: the previous one */
 	uint16_t dom2, vcpu2;  /* SWITCH: the next one */
-	uint32_t arg;          /* HYPERCALL: its number; LOST: how many records */
+	uint32_t arg;          /* HYPERCALL: its number; LOST: how many records;
+	                        * XEN: how long, in ns */
 };
 
 /* Called by sched() for each event. */

@@ -494,6 +494,33 @@ Test(xentrace_collector, gives_the_schedulers_records_as_events)
 	unlink(path);
 }
 
+/* TRC_HW_IRQ_HANDLED {irq, TSC at entry, TSC at exit}, the TSCs' low
+ * words: Xen's own time, its length the difference on 32 bits (which
+ * wraps here) at cpu-hz, ending at the record's time.  A record too short
+ * to say is no event. */
+Test(xentrace_collector, an_interrupt_handled_is_xens_own_time)
+{
+	FILE *f;
+	struct xentrace_writer *w = begin(&f, 2, 4096);
+	uint32_t irq[3] = { 19, 0xfffff000u, 0x00000e00u }; /* 0x1e00 = 7680 cycles */
+	cr_assert_eq(xentrace_writer_add(w, 1, 24000, true, 0x802008, 3, irq), 0);
+	cr_assert_eq(xentrace_writer_add(w, 1, 26400, true, 0x802008, 2, irq), 0);
+	end(f, w);
+	char opts[160];
+	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=2.4G,clock-offset=-500", path);
+	struct xflow_collector *c = open_ok(opts);
+	struct xflow_sched_event ev[4];
+	memset(ev, 0, sizeof(ev));
+	cr_assert_eq(read_all(c), -ENODATA);
+	cr_assert_eq(ops->sched(c, 0, sched_collect, ev, 3), 1);
+	cr_assert_eq(ev[1].kind, XFLOW_SCHED_XEN);
+	cr_assert_eq(ev[1].pcpu, 1);
+	cr_assert_eq(ev[1].t_ns, 10000 - 500, "24000 cycles at 2.4 GHz, 500 ns earlier");
+	cr_assert_eq(ev[1].arg, 3200, "7680 cycles at 2.4 GHz: %u ns", ev[1].arg);
+	ops->close(c);
+	unlink(path);
+}
+
 #if defined(__x86_64__)
 /* clock-offset=auto: a record at the TSC this CPU reads now is placed at
  * this host's CLOCK_MONOTONIC now, whatever the rate given. */

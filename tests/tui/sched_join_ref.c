@@ -20,8 +20,9 @@
  * past them the culprit is the biggest among these. */
 #define CULPRIT_SCAN 64
 
-/* The states of a timeline: Xen's runstates, and one for "not known". */
-enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_UNKNOWN };
+/* The states of a timeline: Xen's runstates, Xen running instead of a
+ * running vCPU, and one for "not known". */
+enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_XEN, S_UNKNOWN };
 
 struct ent {
 	uint64_t t;
@@ -32,6 +33,7 @@ struct ent {
 	uint8_t has_culprit; /* runnable, ended by a switch from another vCPU */
 	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
 	uint16_t cdom, cvcpu;
+	uint8_t irq;         /* pushed by an interrupt: no state change */
 };
 
 struct vcpu {
@@ -131,7 +133,7 @@ static uint64_t first_kept(const struct ref_sj *j, const struct vcpu *v)
 	return v->n > j->lim.per_vcpu ? v->n - j->lim.per_vcpu : 0;
 }
 
-static void push(struct ref_sj *j, struct vcpu *v, uint64_t t, unsigned state)
+static void push(struct ref_sj *j, struct vcpu *v, uint64_t t, unsigned state, int irq)
 {
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
@@ -148,6 +150,7 @@ static void push(struct ref_sj *j, struct vcpu *v, uint64_t t, unsigned state)
 	e->t = t;
 	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
+	e->irq = (uint8_t)irq;
 }
 
 static uint64_t last_t(const struct ref_sj *j, const struct vcpu *v)
@@ -168,7 +171,7 @@ static void runstate(struct ref_sj *j, const struct xflow_sched_event *e)
 		/* Not where it belongs: what the vCPU did since is not known. */
 		j->st.out_of_order++;
 		if (ent_at(j, v, v->n - 1)->state != S_UNKNOWN)
-			push(j, v, last_t(j, v), S_UNKNOWN);
+			push(j, v, last_t(j, v), S_UNKNOWN, 0);
 		return;
 	}
 	if (e->to == S_RUNNING && v->n) {
@@ -181,7 +184,7 @@ static void runstate(struct ref_sj *j, const struct xflow_sched_event *e)
 			prev->cvcpu = p->prev_vcpu;
 		}
 	}
-	push(j, v, e->t_ns, e->to);
+	push(j, v, e->t_ns, e->to, 0);
 	if (e->to == S_RUNNING)
 		p->cur = vi;
 	else if (p->cur == vi)
@@ -203,6 +206,30 @@ static void hypercall(struct ref_sj *j, const struct xflow_sched_event *e)
 	v->hc[v->nhc++ & j->hc_mask] = e->t_ns;
 }
 
+/* Xen ran on a pCPU for e->arg ns until e->t_ns: carved out of the run
+ * of the vCPU there, from no earlier than its last entry. */
+static void ref_xen(struct ref_sj *j, const struct xflow_sched_event *e)
+{
+	uint32_t vi = j->p[e->pcpu].cur;
+	j->st.events++;
+	if (vi == NONE || !j->v[vi].n || ent_at(j, &j->v[vi], j->v[vi].n - 1)->state != S_RUNNING) {
+		j->st.xen_idle++;
+		return;
+	}
+	struct vcpu *v = &j->v[vi];
+	if (e->t_ns < last_t(j, v)) {
+		j->st.out_of_order++;
+		return;
+	}
+	uint64_t from = e->arg < e->t_ns ? e->t_ns - e->arg : 0;
+	if (from < last_t(j, v))
+		from = last_t(j, v);
+	if (from < e->t_ns) {
+		push(j, v, from, S_XEN, 1);
+		push(j, v, e->t_ns, S_RUNNING, 1);
+	}
+}
+
 /* Records were lost on a pCPU: any vCPU may have changed state unseen. */
 static void ref_lost(struct ref_sj *j, const struct xflow_sched_event *e)
 {
@@ -211,7 +238,7 @@ static void ref_lost(struct ref_sj *j, const struct xflow_sched_event *e)
 		struct vcpu *v = &j->v[i];
 		uint64_t t = v->n && last_t(j, v) > e->t_ns ? last_t(j, v) : e->t_ns;
 		if (!v->n || ent_at(j, v, v->n - 1)->state != S_UNKNOWN)
-			push(j, v, t, S_UNKNOWN);
+			push(j, v, t, S_UNKNOWN, 0);
 	}
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		j->p[p].cur = NONE;
@@ -248,6 +275,9 @@ static void ref_sj_event(struct ref_sj *j, const struct xflow_sched_event *e)
 	case XFLOW_SCHED_LOST:
 		ref_lost(j, e);
 		break;
+	case XFLOW_SCHED_XEN:
+		ref_xen(j, e);
+		break;
 	}
 }
 
@@ -269,14 +299,18 @@ static int64_t find(const struct ref_sj *j, const struct vcpu *v, uint64_t t)
 	return (int64_t)lo;
 }
 
-/* A state change of @v within (b - err, b + err). */
+/* A state change of @v within (b - err, b + err): an entry there that an
+ * interrupt did not push, found by walking back from the window's end. */
 static int changed_near(const struct ref_sj *j, const struct vcpu *v, uint64_t b, uint64_t err)
 {
 	if (!v || !err)
 		return 0;
 	uint64_t lo = b > err ? b - err : 0;
-	int64_t k = find(j, v, b + err - 1);
-	return k >= 0 && ent_at(j, v, (uint64_t)k)->t > lo;
+	for (int64_t k = find(j, v, b + err - 1); k >= (int64_t)first_kept(j, v) && ent_at(j, v, (uint64_t)k)->t > lo;
+	     k--)
+		if (!ent_at(j, v, (uint64_t)k)->irq)
+			return 1;
+	return 0;
 }
 
 /* --- the split ------------------------------------------------------------- */
@@ -322,11 +356,11 @@ static void cum_at(const struct ref_sj *j, const struct vcpu *v, uint64_t x, uin
  * the sender, the receiver before its wake, and after it. */
 enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 static const uint8_t charged[3][S_UNKNOWN] = {
-	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
+	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN },
 	/* Before its first wake it is not runnable or running: those zeros
 	 * go nowhere. */
-	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE },
-	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE },
+	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE, XFT_ST_XEN },
+	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN },
 };
 
 /* The known states of [s, e) of @v, each into its state as @side sees
@@ -426,7 +460,8 @@ static void charge(struct ref_sj *j, const struct vcpu *v, uint64_t s, uint64_t 
 }
 
 /* The receiver's first wake at or after @tn (the first time it is
- * runnable or running), or @t1 when it has none before. */
+ * runnable, running, or interrupted while running), or @t1 when it has
+ * none before. */
 static uint64_t first_wake(const struct ref_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1)
 {
 	if (!v)
@@ -438,7 +473,7 @@ static uint64_t first_wake(const struct ref_sj *j, const struct vcpu *v, uint64_
 		const struct ent *e = ent_at(j, v, i);
 		if (e->t >= t1)
 			break;
-		if (e->state == S_RUNNING || e->state == S_RUNNABLE)
+		if (e->state == S_RUNNING || e->state == S_RUNNABLE || e->state == S_XEN)
 			return e->t > tn ? e->t : tn;
 	}
 	return t1;
@@ -529,8 +564,8 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t,
 	int64_t k = find(j, v, t);
 	if (k < 0 || ent_at(j, v, (uint64_t)k)->state == S_UNKNOWN)
 		return -1; /* what the vCPU did then is not known */
-	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING)
-		return 0;
+	if (ent_at(j, v, (uint64_t)k)->state == S_RUNNING || ent_at(j, v, (uint64_t)k)->state == S_XEN)
+		return 0; /* an interrupt is part of its run */
 	uint64_t best = UINT64_MAX;
 	for (int64_t b = k; b >= (int64_t)first_kept(j, v); b--) {
 		const struct ent *en = ent_at(j, v, (uint64_t)b);
@@ -563,7 +598,8 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t,
 /* The offsets the record at @t on @v allows (what it says with d = its
  * distance from a run): within the run holding it, from the run's start
  * (when the entry before says it started then) to its end (when the entry
- * after says it ended); outside, past the nearer run's edge. */
+ * after says it ended), an interrupt's entries walked over as part of the
+ * run; outside, past the nearer run's edge. */
 static void allowed_of(const struct ref_sj *j, const struct vcpu *v, uint64_t t, int64_t d, int ahead,
 		       int64_t out[2])
 {
@@ -573,11 +609,16 @@ static void allowed_of(const struct ref_sj *j, const struct vcpu *v, uint64_t t,
 		out[ahead ? 0 : 1] = ahead ? d : -d;
 		return;
 	}
-	uint64_t k = (uint64_t)find(j, v, t);
-	if (k > first_kept(j, v) && ent_at(j, v, k - 1)->state != S_UNKNOWN && ent_at(j, v, k - 1)->state != S_RUNNING)
-		out[0] = (int64_t)ent_at(j, v, k)->t - (int64_t)t;
-	if (k + 1 < v->n && ent_at(j, v, k + 1)->state != S_UNKNOWN && ent_at(j, v, k + 1)->state != S_RUNNING)
-		out[1] = (int64_t)ent_at(j, v, k + 1)->t - (int64_t)t;
+	uint64_t k = (uint64_t)find(j, v, t), a = k, b = k + 1;
+	while (a > first_kept(j, v) && ent_at(j, v, a)->irq)
+		a--;
+	while (b < v->n && ent_at(j, v, b)->irq)
+		b++;
+	if (!ent_at(j, v, a)->irq && a > first_kept(j, v) && ent_at(j, v, a - 1)->state != S_UNKNOWN &&
+	    ent_at(j, v, a - 1)->state != S_RUNNING)
+		out[0] = (int64_t)ent_at(j, v, a)->t - (int64_t)t;
+	if (b < v->n && ent_at(j, v, b)->state != S_UNKNOWN && ent_at(j, v, b)->state != S_RUNNING)
+		out[1] = (int64_t)ent_at(j, v, b)->t - (int64_t)t;
 }
 
 /* The bound over this window's checks and the whole window before. */

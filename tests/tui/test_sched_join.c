@@ -44,6 +44,13 @@ static void lost(struct xft_sj *j, uint64_t t, unsigned pcpu)
 	xft_sj_event(j, &e);
 }
 
+/* Xen ran on @pcpu for @ns until @t: an interrupt it handled. */
+static void xen(struct xft_sj *j, uint64_t t, unsigned pcpu, uint32_t ns)
+{
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_XEN, .pcpu = (uint16_t)pcpu, .arg = ns };
+	xft_sj_event(j, &e);
+}
+
 static uint64_t sum(const struct xft_split *s)
 {
 	uint64_t n = 0;
@@ -505,6 +512,156 @@ Test(sched_join, unknown_reasons_a_window_before_what_is_kept)
 	xft_sj_free(j);
 }
 
+/* --- Xen's own time -------------------------------------------------------- */
+
+/* scenario(), with interrupts: d1v0 is interrupted over [60, 80) on pCPU
+ * 0, d0v0 over [620, 650) and [990, 1010) on pCPU 1. */
+static void scenario_irq(struct xft_sj *j)
+{
+	rs(j, 10, 0, 1, 0, RUNNABLE, RUN);
+	rs(j, 10, 1, 0, 0, RUN, BLOCKED);
+	xen(j, 80, 0, 20);
+	hc(j, 100, 0, 32);
+	rs(j, 300, 0, 0, 0, BLOCKED, RUNNABLE);
+	sw(j, 500, 1, 2, 0, 0, 0);
+	rs(j, 500, 1, 2, 0, RUN, BLOCKED);
+	rs(j, 500, 1, 0, 0, RUNNABLE, RUN);
+	xen(j, 650, 1, 30);
+	xen(j, 1010, 1, 20);
+	rs(j, 2000, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 3000, 0, 1, 0, RUN, BLOCKED); /* the watermark */
+}
+
+Test(sched_join, an_interrupt_in_a_run_is_xen_not_run_nor_backend)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_irq(j);
+	struct xft_culprit c;
+	struct xft_split s = split(j, 50, 1, 0, 700, 0, 0, &c);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 20 + 30, "the sender's and the receiver's interrupts: %lu",
+		     (unsigned long)s.ns[XFT_ST_XEN]);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 50 - 20, "the sender's run less its interrupt");
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 200 - 30, "the receiver's run less its interrupt");
+	cr_assert_eq(s.ns[XFT_ST_NOTIFY], 200);
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 200);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 0);
+	cr_assert_eq(c.wait_ns, 200, "the culprit is the hog's, as without interrupts");
+	cr_assert_eq(c.domain, 2);
+	/* A hop on one vCPU, starting inside an interrupt. */
+	s = split(j, 1000, 0, 0, 1500, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 10);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 490);
+	cr_assert_eq(xft_sj_stats(j)->xen_idle, 0);
+	xft_sj_free(j);
+}
+
+/* On an idle pCPU, on one whose vCPU is blocked, and on one whose last
+ * vCPU the trace saw leave running elsewhere: Xen's time is nobody's. */
+Test(sched_join, an_interrupt_with_no_running_vcpu_charges_nothing)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_irq(j);
+	xen(j, 3100, 2, 50);                /* pCPU 2: never anyone there */
+	rs(j, 3200, 1, 0, 0, BLOCKED, RUN); /* d0v0 runs on pCPU 1 */
+	rs(j, 3300, 3, 0, 0, RUN, BLOCKED); /* and blocks, logged on pCPU 3 */
+	xen(j, 3400, 1, 50);
+	rs(j, 3500, 0, 1, 0, BLOCKED, RUN);
+	rs(j, 3600, 0, 1, 0, RUN, BLOCKED); /* d1v0 blocked on pCPU 0 */
+	xen(j, 3700, 0, 50);
+	rs(j, 4000, 2, 5, 0, RUN, BLOCKED); /* the watermark */
+	cr_assert_eq(xft_sj_stats(j)->xen_idle, 3);
+	struct xft_split s = split(j, 3050, 0, 0, 3900, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 0);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 150 + 600);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 100);
+	s = split(j, 3550, 1, 0, 3900, 1, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 0);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 300);
+	xft_sj_free(j);
+}
+
+/* An interrupt the trace says began before the vCPU's run: it is charged
+ * from the run's start, so that the timeline stays in time order; one
+ * that ended before the vCPU's last entry is out of order. */
+Test(sched_join, an_interrupt_before_the_last_entry_is_clamped)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 50, 0, 0, 0, BLOCKED, RUNNABLE);
+	rs(j, 100, 0, 0, 0, RUNNABLE, RUN);
+	xen(j, 130, 0, 100);
+	rs(j, 200, 1, 0, 0, BLOCKED, BLOCKED); /* d0v0's last entry, logged elsewhere */
+	rs(j, 300, 0, 0, 0, BLOCKED, RUN);
+	xen(j, 250, 0, 10);
+	cr_assert_eq(xft_sj_stats(j)->out_of_order, 1);
+	rs(j, 400, 0, 0, 0, RUN, BLOCKED);
+	rs(j, 1000, 1, 5, 0, RUN, BLOCKED); /* the watermark */
+	struct xft_split s = split(j, 60, 0, 0, 300, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 40);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 30, "[100, 130), not [30, 130): %lu", (unsigned long)s.ns[XFT_ST_XEN]);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 70);
+	cr_assert_eq(s.ns[XFT_ST_BLOCKED], 100);
+	xft_sj_free(j);
+}
+
+/* The clock error measured 300 ns: the interrupt [990, 1010) lies within
+ * it of the hop's start at 1000, and the run began long before.  It is
+ * no state change: no window, its 10 ns in the hop charged as `xen`. */
+Test(sched_join, an_interrupt_near_a_boundary_opens_no_clock_window)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_irq(j);
+	check_at(j, 700);
+	check_at(j, 2300);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 300);
+	struct xft_split s = split(j, 1000, 0, 0, 1500, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_UNKNOWN], 0, "%lu", (unsigned long)s.ns[XFT_ST_UNKNOWN]);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 10);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 490);
+	/* A real change near a boundary still makes its window: the run's
+	 * start at 500, 100 ns from this hop's start, interrupts or not;
+	 * [300, 900) is '?', the interrupt [620, 650) with it. */
+	s = split(j, 600, 0, 0, 1500, 0, 0, NULL);
+	only_reason(&s, XFT_UNK_CLOCK, 300);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 20, "only [990, 1010): %lu", (unsigned long)s.ns[XFT_ST_XEN]);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 580);
+	xft_sj_free(j);
+}
+
+/* A record written inside an interrupt is inside the run it interrupted:
+ * its clock check is bounded by the run, [500, 2000), not by the
+ * interrupt. */
+Test(sched_join, a_record_inside_an_interrupt_is_inside_its_run)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_irq(j);
+	check_at(j, 1005);
+	cr_assert_eq(xft_sj_stats(j)->checks, 1);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 995, "offsets in [500 - 1005, 2000 - 1005]: %lu",
+		     (unsigned long)xft_sj_stats(j)->clock_bound_ns);
+	xft_sj_free(j);
+}
+
+/* Two entries an interrupt: a ring of 8 keeps the last three of five,
+ * and says it let the rest go. */
+Test(sched_join, interrupts_fill_the_ring_and_are_counted)
+{
+	struct xft_sj *j = mk(8, 0);
+	rs(j, 100, 0, 0, 0, BLOCKED, RUN);
+	for (unsigned i = 1; i <= 5; i++)
+		xen(j, 100 + 100 * i, 0, 10);
+	rs(j, 1000, 0, 0, 0, RUN, BLOCKED);
+	rs(j, 2000, 1, 5, 0, RUN, BLOCKED);
+	cr_assert_eq(xft_sj_stats(j)->overwritten, 12 - 8);
+	/* Kept from 300 on. */
+	struct xft_split s = split(j, 200, 0, 0, 1000, 0, 0, NULL);
+	cr_assert_eq(s.ns[XFT_ST_XEN], 30, "the three kept");
+	cr_assert_eq(s.ns[XFT_ST_RUN], 670);
+	only_reason(&s, XFT_UNK_OLD, 100);
+	cr_assert_eq(xft_sj_stats(j)->too_old, 1);
+	xft_sj_free(j);
+}
+
 /* Random events and hops, hostile ones among them: the states always add
  * up to the hop, and nothing crashes. */
 Test(sched_join, random_input_always_adds_up)
@@ -517,7 +674,7 @@ Test(sched_join, random_input_always_adds_up)
 		memset(&e, 0, sizeof(e));
 		t += (uint64_t)(rand() % 1000);
 		e.t_ns = rand() % 50 ? t : t - (uint64_t)(rand() % 2000 < (int)t ? rand() % 2000 : 0);
-		e.kind = (uint16_t)(rand() % 5);
+		e.kind = (uint16_t)(rand() % (XFLOW_SCHED_NKINDS + 1));
 		e.pcpu = (uint16_t)(rand() % 5);
 		e.from = (uint8_t)(rand() % 5);
 		e.to = (uint8_t)(rand() % 5);
@@ -566,22 +723,27 @@ static void random_event(uint64_t t, struct xflow_sched_event *e)
 	e->dom2 = (uint16_t)rnd(4);
 	e->vcpu2 = (uint16_t)rnd(2);
 	uint64_t k = rnd(100);
-	if (k < 50) {
+	if (k < 45) {
 		e->kind = XFLOW_SCHED_RUNSTATE;
 		e->from = (uint8_t)rnd(4);
 		e->to = (uint8_t)rnd(4);
-	} else if (k < 70) {
+	} else if (k < 60) {
 		e->kind = XFLOW_SCHED_SWITCH;
 		if (rnd(4) == 0)
 			e->dom = 32767;
-	} else if (k < 95) {
+	} else if (k < 80) {
 		e->kind = XFLOW_SCHED_HYPERCALL;
 		e->arg = rnd(5) ? 32 : 3;
+	} else if (k < 95) {
+		/* Interrupts, some longer than the run they land in, some
+		 * of length 0. */
+		e->kind = XFLOW_SCHED_XEN;
+		e->arg = (uint32_t)rnd(rnd(4) ? 200 : 3000);
 	} else if (k < 97) {
 		e->kind = XFLOW_SCHED_LOST;
 		e->arg = (uint32_t)rnd(3);
 	} else {
-		e->kind = (uint16_t)rnd(6); /* some out of range */
+		e->kind = (uint16_t)rnd(XFLOW_SCHED_NKINDS + 2); /* some out of range */
 		e->to = (uint8_t)rnd(6);
 	}
 }
@@ -604,7 +766,7 @@ static void against_reference(uint64_t seed, const struct xft_sj_limits *l, uint
 	cr_assert_eq(xft_sj_new(l, &j), 0);
 	cr_assert_eq(ref_sj_new(l, &r), 0);
 	rnd_state = seed;
-	uint64_t t = 1000000, splits = 0;
+	uint64_t t = 1000000, splits = 0, xen_ns = 0;
 	for (unsigned i = 0; i < 40000; i++) {
 		struct xflow_sched_event e;
 		t += rnd(max_step);
@@ -626,6 +788,7 @@ static void against_reference(uint64_t seed, const struct xft_sj_limits *l, uint
 			xft_sj_split(j, &a, &b, check, &s, &c);
 			ref_sj_split(r, &a, &b, check, &rs_, &rc);
 			splits++;
+			xen_ns += s.ns[XFT_ST_XEN];
 			cr_assert_eq(sum(&s), b.t_ns - a.t_ns);
 			cr_assert_eq(reasons(&s), s.ns[XFT_ST_UNKNOWN], "seed %lu split %lu: the reasons add up to %lu",
 				     (unsigned long)seed, (unsigned long)splits, (unsigned long)reasons(&s));
@@ -647,6 +810,8 @@ static void against_reference(uint64_t seed, const struct xft_sj_limits *l, uint
 			     (unsigned long)seed, i);
 	}
 	cr_assert_gt(xft_sj_stats(j)->checks, 0);
+	cr_assert_gt(xen_ns, 0, "interrupts were charged");
+	cr_assert_gt(xft_sj_stats(j)->xen_idle, 0, "and some were nobody's");
 	if (l->per_vcpu <= 64)
 		cr_assert_gt(xft_sj_stats(j)->too_old, 0, "the rings overflowed under the splits");
 	xft_sj_free(j);
