@@ -31,9 +31,10 @@
  * Besides the summary, the collector gives the scheduler's records as
  * events for the join with the flows (the sched() hook, xflow/collector.h):
  * runstate changes, switches, hypercalls, lost records and the interrupts
- * Xen handled (its own time), on the monitor's clock by clock-offset, in a queue of SCHED_QUEUE events.  From
- * a file, reading waits while the queue is full once someone takes from
- * it; from a pipe, what does not fit is given as a LOST event.
+ * Xen handled (its own time), on the monitor's clock by clock-offset, in a
+ * queue of SCHED_QUEUE events.  From a file, reading waits while the queue
+ * is full once someone takes from it; from a pipe, what does not fit is
+ * given as a LOST event.
  *
  * A file is read on the monitor's thread (read() takes at most MAX_BATCH
  * records per call, all of them at speed=max for files below that).  A
