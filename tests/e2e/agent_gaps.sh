@@ -57,6 +57,9 @@ while at + 8 <= len(data):
     if typ == 1:
         flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)
         flags, = struct.unpack_from('<H', data, p + 8 + 24)
+        if flags & (1 << 9):
+            at = p + ln
+            continue  # a loss note: no flow's (xflow/record.h, "Losses")
         f = flows.setdefault(flow_id, [0, 0, 0])
         f[0] += bool(flags & 1)
         f[1] += bool(flags & 2)
