@@ -44,6 +44,11 @@ notes=${notes:-0}
 [ $((records - notes + drops)) -eq $WROTE ] ||
 	fail "header: $records records ($notes of them loss notes) + $drops drops, the program wrote $WROTE"
 [ "$drops" -gt 0 ] || fail "lanes of 64 records lost nothing in a burst of $WROTE"
+# Every record lost is one the monitor saw missing: the last ones came
+# after the program's last record kept, and only the agent's loss note
+# says them (a process gone is drained once, its full lane whole).
+seen=$(echo "$head" | sed -n 's/.*, seen lost \([0-9]*\) in .*/\1/p')
+[ "$seen" = "$drops" ] || fail "the monitor saw '$seen' records missing, the agent dropped $drops"
 
 row=$(grep -A1 '^  ID NAME ' "$T/top.out" | grep -E '^ +[0-9]+ burst ' | tail -1)
 echo "$row"

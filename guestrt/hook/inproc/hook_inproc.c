@@ -662,7 +662,11 @@ static size_t drain_lanes(struct ip_engine *e, struct ip_lane *lanes, uint32_t n
 		struct xflow_rt_lane *l = ln->rt;
 		bool was = ln->ring.corrupt != 0, drained = false;
 		struct ip_tail_seen seen = { 0 };
-		if (ln->tail.known) {
+		/* Settled, the lane's numbers are final: read even before a
+		 * record of it was kept, so that a program that filled its lanes
+		 * in one burst and exited before our first look (its records
+		 * kept only now) gets its note too. */
+		if (ln->tail.known || settled) {
 			seen.seq = atomic_load_explicit((_Atomic uint32_t *)&l->seq, memory_order_acquire);
 			seen.busy = !settled && atomic_load_explicit((_Atomic uint32_t *)&l->busy, memory_order_acquire);
 			seen.tid = atomic_load_explicit(&l->tid, memory_order_relaxed);
@@ -670,8 +674,11 @@ static size_t drain_lanes(struct ip_engine *e, struct ip_lane *lanes, uint32_t n
 		/* At most one ring's worth per lane and call: threads that
 		 * write as fast as we read must not keep us here for ever
 		 * (the agent has its monitor and the targets' stops to see
-		 * to); what is left waits for the next call. */
-		size_t lap = ln->ring.nslots;
+		 * to); what is left waits for the next call.  A settled lane has
+		 * no writer and no next call (a process gone is let go after
+		 * this one): emptied whole, so that its full ring counts as
+		 * emptied and its loss note is written. */
+		size_t lap = settled ? SIZE_MAX : ln->ring.nslots;
 		for (;;) {
 			size_t want = max && max - moved < 64 ? max - moved : 64;
 			if (want > lap)
