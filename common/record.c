@@ -22,6 +22,25 @@ static_assert(XFLOW_RECORD_SIZE % 8 == 0, "records keep 64-bit alignment in a ri
 #error "xflowtop's wire format is little-endian; add byte swapping for this host"
 #endif
 
+void xflow_record_loss_note(struct xflow_record *out, uint16_t domain, uint32_t thread_id, uint32_t first,
+			    uint32_t last, uint64_t t)
+{
+	memset(out, 0, sizeof(*out));
+	out->timestamp = t;
+	out->flow_kind = XFLOW_FLOW_KIND_NONE;
+	out->domain_id = domain;
+	out->flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
+	out->version = XFLOW_RECORD_VERSION;
+	out->thread_id = thread_id;
+	/* It stands for the last record lost, so that a consumer following
+	 * the producer counts the gap and this one, and the producer's next
+	 * record follows without a gap; the first is for a consumer that has
+	 * seen nothing of it. */
+	out->thread_seq = last;
+	out->ndata = 1;
+	out->data[0] = first;
+}
+
 void xflow_record_encode(const struct xflow_record *r, void *out)
 {
 	memcpy(out, r, XFLOW_RECORD_SIZE);

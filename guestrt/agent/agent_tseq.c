@@ -6,7 +6,6 @@
  * last records the ring dropped gets a loss note.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "guestrt/agent/agent_priv.h"
 
@@ -82,16 +81,8 @@ void agent_tseq_notes(struct agent *a)
 		if (!tseq_owes(e))
 			continue;
 		struct xflow_record n;
-		memset(&n, 0, sizeof(n));
-		n.timestamp = xflow_clock_ticks(&a->clock);
-		n.flow_kind = XFLOW_FLOW_KIND_NONE;
-		n.domain_id = a->o.domain_id;
-		n.flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
-		n.version = XFLOW_RECORD_VERSION;
-		n.thread_id = e->tid;
-		n.thread_seq = e->next - 1;
-		n.ndata = 1;
-		n.data[0] = e->kept; /* the first lost: after the last kept */
+		/* The first lost is after the last kept. */
+		xflow_record_loss_note(&n, a->o.domain_id, e->tid, e->kept, e->next - 1, xflow_clock_ticks(&a->clock));
 		/* Room first: a note the ring refused is no record lost, and
 		 * must not be counted with the drops the monitor is told. */
 		if (xflow_ring_free_slots(&a->prod) == 0 || xflow_ring_push_record(&a->prod, &n) != 0)

@@ -175,6 +175,13 @@ static inline int32_t xflow_record_cpu(const struct xflow_record *r)
  */
 void xflow_record_encode(const struct xflow_record *r, void *out);
 
+/* The loss note ("Losses") of producer @thread_id of @domain, which lost
+ * its records numbered @first to @last, said at @t (the producer's
+ * clock): every agent's notes are built here, so that they agree with
+ * what xflow_record_decode() accepts. */
+void xflow_record_loss_note(struct xflow_record *out, uint16_t domain, uint32_t thread_id, uint32_t first,
+			    uint32_t last, uint64_t t);
+
 /*
  * Decode and validate @len bytes at @in.  @in must be private memory (copy
  * out of shared memory first: the producer could change bytes between the

@@ -162,6 +162,24 @@ Test(record, a_loss_note_is_a_number_and_nothing_else)
 	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "a note across the numbers' wrap");
 }
 
+/* Every agent builds its notes with xflow_record_loss_note(): what it
+ * builds is the note the decoder accepts, numbered first to last. */
+Test(record, a_loss_note_built_is_one_the_decoder_takes)
+{
+	unsigned char w[XFLOW_RECORD_SIZE];
+	struct xflow_record n, out;
+	xflow_record_loss_note(&n, 3, 77, 39, 41, 5000);
+	struct xflow_record want = note();
+	cr_assert_eq(memcmp(&n, &want, sizeof(n)), 0, "the note the decoder's test takes, field for field");
+	xflow_record_encode(&n, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0);
+	xflow_record_loss_note(&n, 3, 0x80000005u, UINT32_MAX - 2, 3, 1);
+	xflow_record_encode(&n, w);
+	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "across the numbers' wrap");
+	cr_assert_eq(out.data[0], UINT32_MAX - 2);
+	cr_assert_eq(out.thread_seq, 3);
+}
+
 Test(record, wrong_length_is_rejected)
 {
 	unsigned char w[XFLOW_RECORD_SIZE + 1] = { 0 };

@@ -2,8 +2,6 @@
  * The agent's bookkeeping of a lane's record numbers, and the loss notes
  * it writes from them (guestrt/hook/inproc/inproc_tail.h).
  */
-#include <string.h>
-
 #include "guestrt/hook/inproc/inproc_tail.h"
 
 /* Numbers wrap: a distance of half of them or more is a step back. */
@@ -56,21 +54,9 @@ uint32_t ip_tail_exit_lost(const struct ip_tail *t)
 
 void ip_tail_note(const struct ip_tail *t, uint32_t seq, uint16_t domain, uint64_t now, struct xflow_record *out)
 {
-	memset(out, 0, sizeof(*out));
-	out->timestamp = now;
-	out->flow_kind = XFLOW_FLOW_KIND_NONE;
-	out->domain_id = domain;
-	out->flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
-	out->version = XFLOW_RECORD_VERSION;
-	out->thread_id = t->tid;
-	/* It stands for the last record lost, so that a consumer following
-	 * the thread counts the gap and this one, and the thread's next
-	 * record (numbered seq) follows without a gap. */
-	out->thread_seq = seq - 1;
-	/* And the first: what the thread lost began after its last record
-	 * kept (xflow/record.h, "Losses"). */
-	out->ndata = 1;
-	out->data[0] = t->next;
+	/* The thread's numbers from after its last record kept to before
+	 * its next one (numbered seq). */
+	xflow_record_loss_note(out, domain, t->tid, t->next, seq - 1, now);
 }
 
 void ip_tail_noted(struct ip_tail *t, const struct xflow_record *n)

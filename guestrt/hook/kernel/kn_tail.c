@@ -75,16 +75,10 @@ uint32_t kn_tail_lost(const struct kn_tail *t, uint32_t s)
 
 void kn_tail_note(const struct kn_tail *t, uint32_t s, uint16_t domain, uint64_t now_ns, struct xflow_record *out)
 {
-	memset(out, 0, sizeof(*out));
-	out->timestamp = now_ns;
-	out->flow_kind = XFLOW_FLOW_KIND_NONE;
-	out->domain_id = domain;
-	out->flags = XFLOW_REC_SEQ_COUNTS_LOST | XFLOW_REC_LOSS_NOTE;
-	out->version = XFLOW_RECORD_VERSION;
-	out->thread_id = 0x80000000u | s; /* XK_STREAM(cpu, level) */
-	out->thread_seq = t->b[s / XK_SEQ_LEVELS].next[s % XK_SEQ_LEVELS] - 1;
-	out->ndata = 1;
-	out->data[0] = t->next[s];
+	/* XK_STREAM(cpu, level); from after its last record kept to before
+	 * B's next number. */
+	xflow_record_loss_note(out, domain, 0x80000000u | s, t->next[s],
+			       t->b[s / XK_SEQ_LEVELS].next[s % XK_SEQ_LEVELS] - 1, now_ns);
 }
 
 void kn_tail_noted(struct kn_tail *t, uint32_t s)
