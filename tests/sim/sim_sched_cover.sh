@@ -67,7 +67,9 @@ echo "netif_rx->netif_receive_skb: p50 $hop ns, while dom0 was blocked or runnin
 # start, and lasts the interrupt at least (but the few the host's stop or a
 # domain's exit cut short); the trace's records say the same: each the
 # interrupt's length to the nanosecond, written just after its end (as Xen
-# writes it: the exit's TSC read, then the record's own).
+# writes it: the exit's TSC read, then the record's own; two reads of the
+# clock apart, but a domain preempted between them on a loaded machine
+# writes it later: up to 10 ms is allowed).
 "$XENSIM" --duration 1 --rate 500 --block-rate 50 --xen-irq 300us \
 	--xentrace "$TMP/x.trace" --truth "$TMP/x" > "$TMP/log" 2>&1 || { cat "$TMP/log"; fail "xensim --xen-irq"; }
 check_trace "$TMP/x.trace"
@@ -84,7 +86,7 @@ awk -F'\t' 'FNR == NR { if ($1 == "#sched" && $4 == "running") run[$2 "." $3 "."
 	sort -k2,2n | awk '$1 == "t" { te[++nt] = $2; td[nt] = $3 } $1 == "r" { re[++nr] = $2; rd[nr] = $3 }
 	END { for (i = 1; i <= nt || i <= nr; i++) {
 			e = re[i] - te[i]; d = rd[i] - td[i]
-			if (e < -1 || e > 100000 || d < -1 || d > 1) { if (bad++ < 3) print "truth " te[i] " (" td[i] " ns) vs record " re[i] " (" rd[i] " ns)" } }
+			if (e < -1 || e > 10000000 || d < -1 || d > 1) { if (bad++ < 3) print "truth " te[i] " (" td[i] " ns) vs record " re[i] " (" rd[i] " ns)" } }
 		print nr + 0 " records for " nt + 0 " interrupts of the truth, " bad + 0 " apart"; exit bad || nr != nt }' ||
 	fail "the trace's interrupts are not the truth's"
 
