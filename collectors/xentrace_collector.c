@@ -453,6 +453,17 @@ static void sched_event(struct xentrace_col *x, const struct xentrace_record *re
 		 * the handler on the pCPU it interrupted. */
 		e.kind = XFLOW_SCHED_XEN;
 		e.arg = cycles_ns(x, rec->extra[2] - rec->extra[1]);
+		/* Xen reads the exit's TSC, then the record takes its own
+		 * (do_IRQ, then __trace_var): the span ends that much before
+		 * the record.  tsc_ns() is given the record's TSC and the gap
+		 * taken off after, because its auto clock keeps the last TSC
+		 * it placed and expects them in order.  A gap past 2^31
+		 * cycles is an exit after its record, no Xen's: ignored. */
+		uint32_t gap = (uint32_t)rec->tsc - rec->extra[2];
+		uint64_t t = tsc_ns(x, rec->tsc), g = gap < UINT32_C(1) << 31 ? cycles_ns(x, gap) : 0;
+		e.t_ns = t > g ? t - g : 0;
+		sq_put(x, &e);
+		return;
 	} else {
 		return;
 	}

@@ -10,7 +10,7 @@
 const char *const sim_knob_names[] = {
 	"rate", "size", "guests", "delay", "jitter", "seed", "duration",
 	"block-rate", "block-service", "truth", "hold", "xentrace", "pcpus",
-	"wake-delay", "notify-delay", NULL,
+	"wake-delay", "notify-delay", "xen-irq", NULL,
 };
 
 void sim_knobs_init(struct sim_knobs *k)
@@ -190,7 +190,7 @@ static int set_path(const char *name, const char *value, const char **out, FILE 
 
 bool sim_knobs_sched(const struct sim_knobs *k)
 {
-	if (k->xentrace || k->pcpus || k->notify_delay_ns)
+	if (k->xentrace || k->pcpus || k->notify_delay_ns || k->xen_irq_ns)
 		return true;
 	for (int i = 0; i <= KNOBS_MAX_GUESTS; i++)
 		if (k->wake_delay_ns[i])
@@ -283,6 +283,15 @@ int sim_knobs_set(struct sim_knobs *k, const char *name, const char *value, FILE
 			return -1;
 		}
 		k->notify_delay_ns = ns;
+	} else if (strcmp(name, "xen-irq") == 0) {
+		int64_t ns;
+
+		if (sim_parse_duration(value, &ns) < 0 || ns > KNOBS_MAX_XEN_IRQ_NS) {
+			fprintf(err, "xensim: --xen-irq: bad duration '%s' (write e.g. 300us, 1ms; at most 100ms)\n",
+				value);
+			return -1;
+		}
+		k->xen_irq_ns = ns;
 	} else if (strcmp(name, "truth") == 0) {
 		return set_path(name, value, &k->truth, err);
 	} else {
@@ -327,6 +336,8 @@ void sim_knobs_to_argv(const struct sim_knobs *k, char **argv, int *argc, int ma
 			PUSH("--wake-delay=%d=%" PRId64 "ns", i, k->wake_delay_ns[i]);
 	if (k->notify_delay_ns)
 		PUSH("--notify-delay=%" PRId64 "ns", k->notify_delay_ns);
+	if (k->xen_irq_ns)
+		PUSH("--xen-irq=%" PRId64 "ns", k->xen_irq_ns);
 #undef PUSH
 }
 
@@ -352,6 +363,9 @@ void sim_knobs_usage(FILE *out)
 	      "  --wake-delay DOM=DUR  after each wake, domain DOM's vCPU waits DUR for a\n"
 	      "                        pCPU that a CPU hog holds (repeatable)\n"
 	      "  --notify-delay DUR    an event channel notification wakes its receiver DUR\n"
-	      "                        after the sender's hypercall\n",
+	      "                        after the sender's hypercall\n"
+	      "  --xen-irq DUR         Xen handles an interrupt of DUR (at most 100ms) on a\n"
+	      "                        pCPU each time it switches to a guest's vCPU, which\n"
+	      "                        runs once the interrupt is over\n",
 	      out);
 }

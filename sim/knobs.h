@@ -33,10 +33,14 @@ struct sim_knobs {
 	uint32_t pcpus;           /* physical CPUs; 0: not given (KNOBS_PCPUS) */
 	int64_t wake_delay_ns[KNOBS_MAX_GUESTS + 1]; /* per domain id */
 	int64_t notify_delay_ns;  /* evtchn_op to the receiver's wake */
+	int64_t xen_irq_ns;       /* Xen's interrupt at each switch to a guest's vCPU */
 };
 
 #define KNOBS_PCPUS 2
 #define KNOBS_MAX_PCPUS 16
+/* --xen-irq's bound: far below 2^32 cycles, as the record carries the
+ * interrupt's TSCs in their low 32 bits (2^32 cycles are 1.79 s at 2.4 GHz). */
+#define KNOBS_MAX_XEN_IRQ_NS INT64_C(100000000)
 
 /* Whether the scheduler model runs: any of its knobs was given. */
 bool sim_knobs_sched(const struct sim_knobs *k);

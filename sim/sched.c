@@ -33,6 +33,10 @@
 /* Xen's runstates (public/vcpu.h), as RUNSTATE_CHANGE encodes them. */
 enum { RS_RUNNING, RS_RUNNABLE, RS_BLOCKED, RS_OFFLINE };
 static const char *const rs_name[] = { "running", "runnable", "blocked", "offline" };
+/* Not a runstate: an interval of the ring that is an interrupt Xen handled
+ * inside a vCPU's run ("#xen" in the truth, not "#sched", whose intervals
+ * of a vCPU never overlap). */
+#define IV_XEN 4
 
 /* Xen 4.17's public/trace.h. */
 #define TRC_LOST_RECORDS 0x0001f001u
@@ -45,6 +49,9 @@ static const char *const rs_name[] = { "running", "runnable", "blocked", "offlin
 #define HYPERCALL_SCHED_OP 29
 #define HYPERCALL_EVTCHN_OP 32
 #define SCHEDOP_BLOCK 1
+#define TRC_HW_IRQ_HANDLED 0x00802008u
+/* The line of --xen-irq's interrupts: the model has one source of them. */
+#define SCHED_IRQ 24
 
 struct sched_vcpu {
 	uint8_t used, state, queued;
@@ -63,6 +70,10 @@ struct sched_pcpu {
 	int32_t cur;       /* vCPU index, or IDLE */
 	uint32_t lost;     /* records not written since the last that was */
 	uint64_t lost_first;
+	/* --xen-irq: Xen handles an interrupt here from irq_start until
+	 * irq_due (TSCs) or, on a loaded machine, until someone notices that
+	 * it is over (run_expired); irq_due 0: none. */
+	uint64_t irq_start, irq_due;
 	/* The producers write under the lock; the launcher reads without it. */
 	_Atomic uint64_t prod, cons;
 };
@@ -72,7 +83,7 @@ struct sched_interval {
 	uint32_t ident;      /* dom << 16 | vcpu */
 	int32_t culprit;     /* ident of who held the pCPU before it ran, or -1 */
 	uint64_t sent;       /* TSC of the evtchn_op whose notification ended it; 0 */
-	uint8_t state;
+	uint8_t state;       /* a runstate, or IV_XEN */
 	int8_t pcpu;
 };
 
@@ -81,13 +92,14 @@ struct sched_shared {
 	pthread_mutex_t lock; /* robust and process-shared: over everything below */
 	uint32_t npcpus, nguests, hog_dom, log_intervals;
 	uint64_t notify_delay_ns;
+	uint64_t xen_irq_tsc;
 	uint64_t start_tsc, last_tsc, qseq;
 	uint64_t lost_records, lost_intervals;
 	struct sched_vcpu v[SCHED_NVCPUS];
 	struct sched_pcpu p[KNOBS_MAX_PCPUS];
 	_Atomic uint64_t iprod, icons;
 	struct sched_interval iv[SCHED_INTERVALS];
-	struct sim_late wake_late[SCHED_NDOMS], notify_late[SCHED_NDOMS];
+	struct sim_late wake_late[SCHED_NDOMS], notify_late[SCHED_NDOMS], xen_late[SCHED_NDOMS];
 };
 
 #define TRACE_OFF (((sizeof(struct sched_shared) + 4095) / 4096) * 4096)
@@ -244,7 +256,7 @@ static uint64_t runstate(unsigned p, int vi, int from, int to)
 
 /* --- state --------------------------------------------------------------- */
 
-static void log_interval(int vi, uint64_t start, uint64_t end, int pcpu, int32_t culprit, uint64_t sent)
+static void log_interval(int vi, int state, uint64_t start, uint64_t end, int pcpu, int32_t culprit, uint64_t sent)
 {
 	uint64_t prod = atomic_load_explicit(&S->iprod, memory_order_relaxed);
 	struct sched_interval *iv;
@@ -257,7 +269,7 @@ static void log_interval(int vi, uint64_t start, uint64_t end, int pcpu, int32_t
 	}
 	iv = &S->iv[prod % SCHED_INTERVALS];
 	*iv = (struct sched_interval){ .start = start, .end = end, .ident = ident(vi, 0), .culprit = culprit,
-				       .sent = sent, .state = S->v[vi].state, .pcpu = (int8_t)pcpu };
+				       .sent = sent, .state = (uint8_t)state, .pcpu = (int8_t)pcpu };
 	atomic_store_explicit(&S->iprod, prod + 1, memory_order_release);
 }
 
@@ -268,15 +280,41 @@ static void change(int vi, int state, uint64_t t, int pcpu, int32_t culprit, uin
 {
 	struct sched_vcpu *v = &S->v[vi];
 
-	log_interval(vi, v->since, t, pcpu, culprit, sent);
+	log_interval(vi, v->state, v->since, t, pcpu, culprit, sent);
 	v->state = (uint8_t)state;
 	v->since = t;
 	atomic_fetch_add(&v->seq, 1);
 	futex_wake_all(&v->seq);
 }
 
+/*
+ * The interrupt pCPU @p handles is over now: written as Xen's do_IRQ writes
+ * it on exit, {irq, low words of the TSC at entry and at exit}, the exit's
+ * TSC read before the record takes its own.  Its end is when the model let
+ * the vCPU go, however late that was: the truth says what happened.
+ */
+static void irq_close(unsigned p)
+{
+	struct sched_pcpu *pc = &S->p[p];
+	int vi = pc->cur;
+	uint64_t end = tick();
+	uint32_t x[3] = { SCHED_IRQ, (uint32_t)pc->irq_start, (uint32_t)end };
+
+	emit(p, TRC_HW_IRQ_HANDLED, 3, x);
+	log_interval(vi, IV_XEN, pc->irq_start, end, (int)p, -1, 0);
+	/* (Cut short only by the domain's exit: no lateness to count.) */
+	if (end >= pc->irq_due)
+		sim_late_note(&S->xen_late[vi], (int64_t)tsc_to_ns(end - pc->irq_due));
+	pc->irq_due = 0;
+	/* Its threads held for the interrupt (enter_locked) may go. */
+	atomic_fetch_add(&S->v[vi].seq, 1);
+	futex_wake_all(&S->v[vi].seq);
+}
+
 /* pCPU @p switches from whoever runs there (who goes to @prev_state) to
- * @next (IDLE or a vCPU that is runnable), in Xen's order of records. */
+ * @next (IDLE or a vCPU that is runnable), in Xen's order of records.  With
+ * --xen-irq, a guest's vCPU begins its run with Xen handling an interrupt
+ * on the pCPU (not a hog's: no thread of it would be held). */
 static void switch_to(unsigned p, int next, int prev_state)
 {
 	int prev = S->p[p].cur;
@@ -284,6 +322,10 @@ static void switch_to(unsigned p, int next, int prev_state)
 	uint32_t x[4] = { a >> 16, a & 0xffff, b >> 16, b & 0xffff };
 	uint64_t t;
 
+	/* Only a domain's exit takes the pCPU from a vCPU inside its
+	 * interrupt: Xen finishes the handler before it schedules. */
+	if (S->p[p].irq_due)
+		irq_close(p);
 	emit(p, TRC_SCHED_SWITCH, 4, x);
 	if (prev == IDLE) {
 		runstate(p, IDLE, RS_RUNNING, RS_RUNNABLE);
@@ -299,6 +341,10 @@ static void switch_to(unsigned p, int next, int prev_state)
 		change(next, RS_RUNNING, t, (int)p, prev == IDLE ? -1 : (int32_t)a, 0);
 		S->v[next].pcpu = (int32_t)p;
 		S->v[next].last_pcpu = (int32_t)p;
+		if (S->xen_irq_tsc && !IS_HOG(next)) {
+			S->p[p].irq_start = t;
+			S->p[p].irq_due = t + S->xen_irq_tsc;
+		}
 	}
 	S->p[p].cur = next;
 }
@@ -379,9 +425,10 @@ static void block(int vi)
 	give(p, pick_next(), RS_BLOCKED);
 }
 
-/* Ends the hogs whose time is up: each gives its pCPU to the vCPU it held
- * it from.  Whoever takes the lock next does it, and the held vCPU's own
- * threads wait with the due time as their deadline. */
+/* Ends the hogs and the interrupts whose time is up: each hog gives its
+ * pCPU to the vCPU it held it from.  Whoever takes the lock next does it,
+ * and the held vCPU's own threads wait with the due time as their
+ * deadline. */
 static void run_expired(void)
 {
 	uint64_t now = ns_to_tsc((uint64_t)mono_ns());
@@ -402,13 +449,33 @@ static void run_expired(void)
 		emit2(p, TRC_SCHED_BLOCK, id >> 16, id & 0xffff);
 		switch_to(p, h - SCHED_NDOMS, RS_BLOCKED);
 	}
+	for (unsigned p = 0; p < S->npcpus; p++)
+		if (S->p[p].irq_due && S->p[p].irq_due <= now)
+			irq_close(p);
+}
+
+/* Whether @v's threads are held: it waits for a pCPU, or Xen handles an
+ * interrupt on its pCPU.  *@due_ns: until when at most (the hog's or the
+ * interrupt's due time; else a timeout that only re-checks). */
+static bool held(const struct sched_vcpu *v, int64_t *due_ns)
+{
+	if (v->state == RS_RUNNABLE) {
+		*due_ns = v->hog_due ? (int64_t)tsc_to_ns(v->hog_due) : mono_ns() + 50000000;
+		return true;
+	}
+	if (v->state == RS_RUNNING && S->p[v->pcpu].irq_due) {
+		/* Rounded up: not woken a fraction of a ns before it is due. */
+		*due_ns = (int64_t)tsc_to_ns(S->p[v->pcpu].irq_due) + 1;
+		return true;
+	}
+	return false;
 }
 
 /*
  * The calling thread has work for my vCPU: counts it, wakes the vCPU if it
  * is blocked (logged on @wp for @waker's notification, or where it last ran
  * for a timer or an interrupt), and returns, with the lock held, once the
- * vCPU runs.
+ * vCPU runs and Xen is not handling an interrupt on its pCPU.
  */
 static void enter_locked(bool arrival, int wp, int32_t waker, uint64_t sent)
 {
@@ -421,9 +488,8 @@ static void enter_locked(bool arrival, int wp, int32_t waker, uint64_t sent)
 		v->arrivals--;
 	if (v->state == RS_BLOCKED)
 		wake(my_vi, (unsigned)(wp >= 0 ? wp : v->last_pcpu), wp >= 0 ? waker : -1, wp >= 0 ? sent : 0);
-	while (v->state == RS_RUNNABLE) {
+	for (int64_t due; held(v, &due);) {
 		unsigned seq = atomic_load(&v->seq);
-		int64_t due = v->hog_due ? (int64_t)tsc_to_ns(v->hog_due) : mono_ns() + 50000000;
 
 		unlock();
 		futex_wait_until(&v->seq, seq, due);
@@ -604,6 +670,7 @@ int sched_create(const struct sim_knobs *k)
 	S->hog_dom = k->guests + 1;
 	S->log_intervals = k->truth != NULL;
 	S->notify_delay_ns = (uint64_t)k->notify_delay_ns;
+	S->xen_irq_tsc = ns_to_tsc((uint64_t)k->xen_irq_ns);
 	S->start_tsc = tick();
 	for (unsigned p = 0; p < S->npcpus; p++)
 		S->p[p].cur = IDLE;
@@ -693,6 +760,12 @@ static int drain_intervals(FILE *truth)
 		const struct sched_interval *iv = &S->iv[cons % SCHED_INTERVALS];
 		char culprit[24], sent[24];
 
+		if (iv->state == IV_XEN) {
+			if (truth && fprintf(truth, "#xen\t%u\t%u\t%" PRIu64 "\t%" PRIu64 "\t%d\n", iv->ident >> 16,
+					     iv->ident & 0xffff, tsc_to_ns(iv->start), tsc_to_ns(iv->end), iv->pcpu) < 0)
+				rc = -EIO;
+			continue;
+		}
 		culprit_name(culprit, sizeof(culprit), iv->culprit);
 		if (iv->sent)
 			snprintf(sent, sizeof(sent), "%" PRIu64, tsc_to_ns(iv->sent));
@@ -734,13 +807,17 @@ int sched_finish(FILE *trace, FILE *truth)
 		return 0;
 	lock();
 	run_expired();
-	/* The intervals still open end with the host. */
+	/* The intervals still open end with the host, the interrupts first:
+	 * each lies inside its vCPU's run. */
+	for (unsigned p = 0; p < S->npcpus; p++)
+		if (S->p[p].irq_due)
+			irq_close(p);
 	uint64_t end = tick();
 	for (int i = 0; i < SCHED_NVCPUS; i++) {
 		struct sched_vcpu *v = &S->v[i];
 
 		if (v->used)
-			log_interval(i, v->since, end, v->state == RS_RUNNING ? v->pcpu : -1, -1, 0);
+			log_interval(i, v->state, v->since, end, v->state == RS_RUNNING ? v->pcpu : -1, -1, 0);
 	}
 	unlock();
 	rc = sched_drain(trace, truth);
@@ -750,6 +827,8 @@ int sched_finish(FILE *trace, FILE *truth)
 			fputs(line, truth);
 		if (S->notify_late[d].count &&
 		    sim_late_line(line, sizeof(line), d, "notify-delay", &S->notify_late[d]) > 0)
+			fputs(line, truth);
+		if (S->xen_late[d].count && sim_late_line(line, sizeof(line), d, "xen-irq", &S->xen_late[d]) > 0)
 			fputs(line, truth);
 	}
 	if (truth)

@@ -16,7 +16,10 @@
  * DOM of the hog domain (id guests + 1, no process), takes the pCPU that
  * DOM's vCPU was to run on and holds it until D after the wake, as if the
  * two were pinned to one pCPU.  --notify-delay D: the receiver's WAKE comes
- * D after the sender's evtchn_op, its thread held until then.
+ * D after the sender's evtchn_op, its thread held until then.  --xen-irq D:
+ * each time a pCPU switches to a domain's vCPU, Xen first handles an
+ * interrupt there for D (TRC_HW_IRQ_HANDLED), the vCPU's threads held until
+ * it is over.
  *
  * All the state is in one memfd that the launcher creates and every domain
  * maps: a robust process-shared lock over everything, per-pCPU trace
@@ -48,7 +51,8 @@ int sched_create(const struct sim_knobs *k);
 /*
  * Moves what the domains logged since the last call: the trace records to
  * @trace as xentrace windows (NULL: dropped) and the closed intervals to
- * @truth as "#sched" lines (NULL: dropped).  Returns 0 or -EIO.
+ * @truth as "#sched" lines, the interrupts as "#xen" ones (NULL: dropped).
+ * Returns 0 or -EIO.
  */
 int sched_drain(FILE *trace, FILE *truth);
 

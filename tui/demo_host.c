@@ -352,7 +352,8 @@ int xflow_demo_host_start(const struct xflow_demo_opts *o, struct xflow_demo_hos
 		xentrace = fifo;
 	}
 	const char *sched[][2] = { { "--xentrace", xentrace }, { "--pcpus", o->pcpus ? pcpus : NULL },
-				   { "--wake-delay", o->wake_delay }, { "--notify-delay", o->notify_delay } };
+				   { "--wake-delay", o->wake_delay }, { "--notify-delay", o->notify_delay },
+				   { "--xen-irq", o->xen_irq } };
 	for (unsigned i = 0; i < sizeof(sched) / sizeof(sched[0]); i++)
 		if (sched[i][1]) {
 			argv[n++] = (char *)sched[i][0];

@@ -46,7 +46,7 @@ struct xflow_demo_opts {
 	int hold;                  /* 1: traffic waits for xflow_demo_host_go() */
 	/* The scheduler model (sim/sched.h): xensim --xentrace PATH (a file
 	 * or a FIFO the caller reads), --pcpus, --wake-delay DOM=DUR,
-	 * --notify-delay DUR; NULL or 0: not given. */
+	 * --notify-delay DUR, --xen-irq DUR; NULL or 0: not given. */
 	const char *xentrace;
 	/* Or 1: run the scheduler model and give its trace to the caller,
 	 * live, on xflow_demo_host_trace_fd() (xentrace is then ignored). */
@@ -54,6 +54,7 @@ struct xflow_demo_opts {
 	unsigned pcpus;
 	const char *wake_delay;
 	const char *notify_delay;
+	const char *xen_irq;
 };
 
 struct xflow_demo_host;

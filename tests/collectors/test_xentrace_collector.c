@@ -496,15 +496,18 @@ Test(xentrace_collector, gives_the_schedulers_records_as_events)
 
 /* TRC_HW_IRQ_HANDLED {irq, TSC at entry, TSC at exit}, the TSCs' low
  * words: Xen's own time, its length the difference on 32 bits (which
- * wraps here) at cpu-hz, ending at the record's time.  A record too short
+ * wraps here) at cpu-hz, ending at the exit (its low word is the record's
+ * TSC's, less the time Xen took to write the record).  A record too short
  * to say is no event. */
 Test(xentrace_collector, an_interrupt_handled_is_xens_own_time)
 {
 	FILE *f;
 	struct xentrace_writer *w = begin(&f, 2, 4096);
 	uint32_t irq[3] = { 19, 0xfffff000u, 0x00000e00u }; /* 0x1e00 = 7680 cycles */
-	cr_assert_eq(xentrace_writer_add(w, 1, 24000, true, 0x802008, 3, irq), 0);
-	cr_assert_eq(xentrace_writer_add(w, 1, 26400, true, 0x802008, 2, irq), 0);
+	/* The exit at 2^32 + 0xe00 cycles, the record written 240 later. */
+	uint64_t exit_tsc = (UINT64_C(1) << 32) + 0xe00;
+	cr_assert_eq(xentrace_writer_add(w, 1, exit_tsc + 240, true, 0x802008, 3, irq), 0);
+	cr_assert_eq(xentrace_writer_add(w, 1, exit_tsc + 2640, true, 0x802008, 2, irq), 0);
 	end(f, w);
 	char opts[160];
 	snprintf(opts, sizeof(opts), "file=%s,cpu-hz=2.4G,clock-offset=-500", path);
@@ -515,7 +518,8 @@ Test(xentrace_collector, an_interrupt_handled_is_xens_own_time)
 	cr_assert_eq(ops->sched(c, 0, sched_collect, ev, 3), 1);
 	cr_assert_eq(ev[1].kind, XFLOW_SCHED_XEN);
 	cr_assert_eq(ev[1].pcpu, 1);
-	cr_assert_eq(ev[1].t_ns, 10000 - 500, "24000 cycles at 2.4 GHz, 500 ns earlier");
+	cr_assert_eq(ev[1].t_ns, 1789571200 - 500, "at the exit, 2^32 + 0xe00 cycles at 2.4 GHz, 500 ns earlier: %llu",
+		     (unsigned long long)ev[1].t_ns);
 	cr_assert_eq(ev[1].arg, 3200, "7680 cycles at 2.4 GHz: %u ns", ev[1].arg);
 	ops->close(c);
 	unlink(path);

@@ -1,6 +1,7 @@
 /*
  * sched-e2e XFLOWTOP OUTDIR [--duration S] [--rate N] [--block-rate N]
- *           [--wake-delay DOM=DUR] [--notify-delay DUR] [--delay STAGE=DUR]
+ *           [--wake-delay DOM=DUR] [--notify-delay DUR] [--xen-irq DUR]
+ *           [--delay STAGE=DUR]
  *           [--no-trace] [--clock-offset NS] [--iterations N] [--refresh S]
  *
  * Issue 24 end to end: the demo host with its scheduler model, xensim's
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
 			o.wake_delay = v;
 		else if (!strcmp(argv[i], "--notify-delay"))
 			o.notify_delay = v;
+		else if (!strcmp(argv[i], "--xen-irq"))
+			o.xen_irq = v;
 		else if (!strcmp(argv[i], "--delay") && o.ndelays < XFLOW_DEMO_MAX_DELAYS)
 			o.delays[o.ndelays++] = v;
 		else if (!strcmp(argv[i], "--clock-offset"))

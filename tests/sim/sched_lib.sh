@@ -30,12 +30,14 @@ check_trace() {
 #   ns cpu kind fields...
 # kinds: rs DOM VCPU FROM TO; wake DOM VCPU; block DOM VCPU;
 # switch PREVDOM PREVVCPU NEXTDOM NEXTVCPU; hc OP DOM VCPU (the vCPU that
-# ran there).  The dump counts from the first record; the first runstate
+# ran there); irq IRQ NS (Xen handled it for NS, until the record's time).  The dump counts from the first record; the first runstate
 # change ends a vCPU's first interval, whose end the truth has.
 trace_events() {
 	"$XFLOW_XENTRACE" --cpu-hz 2.4G --dump "$1" > "$3.dump" || fail "xflow-xentrace --dump $1"
 	# (Plain awk has no hex constants: 33 is 0x21 (runstate changes),
-	# 163844/163846/163850 WAKE/BLOCK/SWITCH, 2101261 PV_HYPERCALL_V2.)
+	# 163844/163846/163850 WAKE/BLOCK/SWITCH, 2101261 PV_HYPERCALL_V2,
+	# 8396808 HW_IRQ_HANDLED, whose TSCs are low words: their difference
+	# is taken mod 2^32.)
 	awk -F'\t' '
 		FNR == NR {
 			if ($1 == "#xentrace") ns0 = $4
@@ -66,6 +68,9 @@ trace_events() {
 				printf "%.0f %s switch %d %d %d %d\n", ns, cpu, hex(f[4]), hex(f[5]), hex(f[6]), hex(f[7])
 			} else if (ev == 2101261) {
 				printf "%.0f %s hc %d %s\n", ns, cpu, hex(f[4]) % 1048576, cur[cpu]
+			} else if (ev == 8396808) {
+				cy = hex(f[6]) - hex(f[5]); if (cy < 0) cy += 4294967296
+				printf "%.0f %s irq %d %.0f\n", ns, cpu, hex(f[4]), cy / 2.4
 			}
 		}' "$2" "$3.dump" > "$3"
 	[ -s "$3" ] || fail "no scheduler records in $1"

@@ -50,11 +50,14 @@ bad --wake-delay --wake-delay 65=1ms
 bad --wake-delay --wake-delay 2=1ms --guests 1
 bad --notify-delay --notify-delay 1
 bad --notify-delay --notify-delay soon
+bad --xen-irq --xen-irq 300
+bad --xen-irq --xen-irq -1us
+bad --xen-irq --xen-irq 101ms
 bad unexpected --rate 10 extra
 out=$("$XENSIM" --no-such-option 2>&1); [ $? -eq 2 ] || fail "an unknown option is not exit 2"
 
 "$XENSIM" --help | grep -q -- '--delay STAGE=DUR' || fail "--help does not describe --delay"
-for o in '--xentrace FILE' '--pcpus N' '--wake-delay DOM=DUR' '--notify-delay DUR'; do
+for o in '--xentrace FILE' '--pcpus N' '--wake-delay DOM=DUR' '--notify-delay DUR' '--xen-irq DUR'; do
 	"$XENSIM" --help | grep -q -- "$o" || fail "--help does not describe $o"
 done
 # The accepted spellings.
