@@ -82,7 +82,7 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 		rc = -EBADMSG;
 	} else if ((out->flags & XFLOW_REC_LOSS_NOTE) &&
 		   (out->flow_id || out->flow_kind != XFLOW_FLOW_KIND_NONE || out->site_id || out->ndata != 1 ||
-		    out->thread_seq - (uint32_t)out->data[0] >= UINT32_C(1) << 31 || out->data[0] > UINT32_MAX)) {
+		    !xflow_seq_ahead((uint32_t)out->data[0], out->thread_seq) || out->data[0] > UINT32_MAX)) {
 		bad = "loss note";
 		rc = -EBADMSG;
 	} else if (out->flow_id > XFLOW_FLOWID_MAX) {

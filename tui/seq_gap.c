@@ -86,7 +86,7 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 		 * numbers from elsewhere, is the likely story (a note that
 		 * steps back, a note seen twice, counts nothing either). */
 		uint32_t d = r->thread_seq - th->next;
-		if (d >= UINT32_C(1) << 31) {
+		if (!xflow_seq_ahead(th->next, r->thread_seq)) {
 			s->restarts++;
 		} else if (d + note) {
 			lost = d + note;

@@ -168,6 +168,15 @@ static inline int32_t xflow_record_cpu(const struct xflow_record *r)
 	return r->cpu_plus1 ? (int32_t)(r->cpu_plus1 - 1) : -1;
 }
 
+/* Sequence numbers (thread_seq, a loss note's data[0]) wrap: @to is at or
+ * after @from when fewer than 2^31 numbers lie between them; further is
+ * a step back (no honest gap is that long).  The one rule every producer
+ * and consumer of the numbers applies. */
+static inline int xflow_seq_ahead(uint32_t from, uint32_t to)
+{
+	return to - from < UINT32_C(1) << 31;
+}
+
 /*
  * Serialise @r into @out (exactly XFLOW_RECORD_SIZE bytes, little-endian).
  * On little-endian hosts this is a copy; it is the only sanctioned way to

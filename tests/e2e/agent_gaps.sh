@@ -20,56 +20,14 @@ STEPS=3 # the fixture's steps per request: START + STEPS transits + QUIT
 run() {
 	name=$1
 	shift
-	rm -f "$T/s.ses" "$T/snap.json"
-	agent_start --domain app "$@" -- "$T/gaps" $N
-	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$T/s.ses" --snapshot-on-exit "$T/snap" \
-		--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
-	TOP=$!
-	KILL=$TOP
-	wait $AGENT
-	rc=$?
-	echo "== $name: the agent"
-	cat "$T/agent.err"
-	[ $rc -eq 0 ] || fail "$name: xflow-agent exited with $rc"
-	grep -q "^$N requests" "$T/agent.out" || fail "$name: the program's own output: '$(cat "$T/agent.out")'"
-	# The agent is gone; a second lets the monitor read the rest and
-	# its window let the last records go.
-	sleep 1
-	kill -TERM $TOP
-	wait $TOP
-	rc=$?
-	KILL=""
-	[ $rc -eq 0 ] || { cat "$T/top.err"; fail "$name: xflowtop exited with $rc"; }
-
-	# The truth, from what arrived (xflow/session.h: 32-byte header,
-	# chunks of an 8-byte head; a record chunk is its time and the
-	# 88-byte record).
-	python3 - "$T/s.ses" $STEPS >"$T/truth" <<'PY' || fail "$name: cannot read the session"
-import struct, sys
-data = open(sys.argv[1], 'rb').read()
-steps = int(sys.argv[2])
-assert data[:8] == b'XFLOWSES', 'not a session'
-flows = {}
-at = 32
-while at + 8 <= len(data):
-    typ, ln = struct.unpack_from('<II', data, at)
-    p = at + 8
-    if typ == 1:
-        flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)
-        flags, = struct.unpack_from('<H', data, p + 8 + 24)
-        if flags & (1 << 9):
-            at = p + ln
-            continue  # a loss note: no flow's (xflow/record.h, "Losses")
-        f = flows.setdefault(flow_id, [0, 0, 0])
-        f[0] += bool(flags & 1)
-        f[1] += bool(flags & 2)
-        f[2] += bool(flags & 4)
-    at = p + ln
-whole = sum(1 for s, t, q in flows.values() if s == 1 and t == steps and q == 1)
-ends = sum(1 for s, t, q in flows.values() if s == 1 and q == 1 and t < steps)
-print(len(flows), whole, ends)
-PY
-	read seen whole ends <"$T/truth"
+	watch "$name" $N "$T/gaps" $N "$@"
+	# What arrived: the flows whose every record did, and those that kept
+	# both ends and lost a middle.
+	session_flows >"$T/truth" || fail "$name: cannot read the session"
+	awk -v steps=$STEPS '$1 == "notes" { next } { n++ }
+		$2 == 1 && $3 == steps && $4 == 1 { whole++ } $2 == 1 && $4 == 1 && $3 < steps { ends++ }
+		END { print n + 0, whole + 0, ends + 0 }' "$T/truth" >"$T/counts"
+	read seen whole ends <"$T/counts"
 	echo "$name: session: $seen flows seen, $whole with every record, $ends with both ends and a middle lost"
 	[ "$whole" -gt 0 ] || fail "$name: no request kept all its records: the fixture's pauses did not let the agent drain"
 	# Whether the ptrace agent's ring fills is the machine's timing (a
@@ -80,11 +38,10 @@ PY
 		return 2
 	fi
 
-	j() { tr ',{}' '\n\n\n' <"$T/snap.json" | sed -n "s/^ *\"$1\": *\([0-9]*\)$/\1/p" | tail -1; }
-	started=$(j flows_started)
-	finished=$(j flows_finished)
-	partial=$(j flows_partial)
-	seen_lost=$(j loss_records)
+	started=$(snap flows_started)
+	finished=$(snap flows_finished)
+	partial=$(snap flows_partial)
+	seen_lost=$(snap loss_records)
 	echo "$name: xflowtop: started $started, finished $finished, partial $partial, $seen_lost records seen lost"
 	[ -n "$started" ] && [ -n "$finished" ] && [ -n "$partial" ] || fail "$name: no flow counts in the JSON"
 	[ "$finished" -eq "$whole" ] ||

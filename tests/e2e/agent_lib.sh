@@ -5,7 +5,8 @@
 # the scratch directory T (removed on exit, with the pids KILL names) and
 # builds the fixtures tests/guestrt/fixtures/agent_burst.c as $T/burst,
 # agent_gaps.c as $T/gaps and agent_tail.c as $T/tail; their request's flow
-# is tests/e2e/req.xml (REQ_FLOW).
+# is tests/e2e/req.xml (REQ_FLOW).  watch, session_flows and snap (below)
+# run a fixture under the agent and xflowtop and read back what arrived.
 BUILD=${BUILD:-build}
 for b in "$BUILD/bin/xflow-agent" "$BUILD/bin/xflowtop"; do
 	[ -x "$b" ] || { echo "missing $b"; exit 77; }
@@ -36,3 +37,71 @@ agent_start() {
 	fi
 	[ -S "$T/s/a.sock" ] || { cat "$T/agent.err"; fail "the agent made no socket"; }
 }
+
+# watch NAME REQUESTS PROGRAM ARG AGENT-ARGS...: the agent runs PROGRAM ARG
+# (which prints "REQUESTS requests ...") with AGENT-ARGS, xflowtop watches
+# it live (batch output $T/top.out), saves the session to $T/s.ses and its
+# exit snapshot to $T/snap.json; returns once both are gone, failing on
+# any error of theirs.
+watch() {
+	_name=$1 _reqs=$2 _prog=$3 _arg=$4
+	shift 4
+	rm -f "$T/s.ses" "$T/snap.json"
+	agent_start --domain app "$@" -- "$_prog" "$_arg"
+	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$T/s.ses" --snapshot-on-exit "$T/snap" \
+		--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
+	TOP=$!
+	KILL=$TOP
+	wait $AGENT
+	_rc=$?
+	echo "== $_name: the agent"
+	cat "$T/agent.err"
+	[ $_rc -eq 0 ] || fail "$_name: xflow-agent exited with $_rc"
+	grep -q "^$_reqs requests" "$T/agent.out" || fail "$_name: the program's own output: '$(cat "$T/agent.out")'"
+	# The agent is gone; a second lets the monitor read the rest and its
+	# window let the last records go.
+	sleep 1
+	kill -TERM $TOP
+	wait $TOP
+	_rc=$?
+	KILL=""
+	[ $_rc -eq 0 ] || { cat "$T/top.err"; fail "$_name: xflowtop exited with $_rc"; }
+}
+
+# session_flows: the truth of what arrived, from the session $T/s.ses
+# (xflow/session.h: a 32-byte header, chunks of an 8-byte head; a record
+# chunk is its time and the 88-byte record).  One line per flow, in the
+# order they began: "START_NS STARTS TRANSITS QUITS" (the time of its
+# START, else of its first record); then "notes N", the loss notes (flag
+# bit 9, no flow's: xflow/record.h, "Losses").
+session_flows() {
+	python3 - "$T/s.ses" <<'PY'
+import struct, sys
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'XFLOWSES', 'not a session'
+flows, notes, at = {}, 0, 32
+while at + 8 <= len(data):
+    typ, ln = struct.unpack_from('<II', data, at)
+    p = at + 8
+    if typ == 1:
+        t, = struct.unpack_from('<Q', data, p)
+        flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)
+        flags, = struct.unpack_from('<H', data, p + 8 + 24)
+        if flags & (1 << 9):
+            notes += 1
+        elif flow_id:
+            f = flows.setdefault(flow_id, [t, 0, 0, 0])
+            f[1] += bool(flags & 1)
+            f[2] += bool(flags & 2)
+            f[3] += bool(flags & 4)
+            if flags & 1:
+                f[0] = t
+    at = p + ln
+for f in sorted(flows.values()):
+    print(*f)
+print('notes', notes)
+PY
+}
+
+# snap KEY: the last number named KEY in the exit snapshot $T/snap.json.
+snap() { tr ',{}' '\n\n\n' <"$T/snap.json" | sed -n "s/^ *\"$1\": *\([0-9]*\)$/\1/p" | tail -1; }

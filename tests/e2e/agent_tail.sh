@@ -23,61 +23,16 @@ STEPS=3 # the fixture's steps a request
 run() {
 	name=$1
 	shift
-	rm -f "$T/s.ses" "$T/snap.json"
-	agent_start --domain app "$@" -- "$T/tail" $ROUNDS
-	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$T/s.ses" --snapshot-on-exit "$T/snap" \
-		--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
-	TOP=$!
-	KILL=$TOP
-	wait $AGENT
-	rc=$?
-	echo "== $name: the agent"
-	cat "$T/agent.err"
-	[ $rc -eq 0 ] || fail "$name: xflow-agent exited with $rc"
-	grep -q "^$((ROUNDS * REQS)) requests" "$T/agent.out" || fail "$name: the program's own output: '$(cat "$T/agent.out")'"
-	sleep 1
-	kill -TERM $TOP
-	wait $TOP
-	rc=$?
-	KILL=""
-	[ $rc -eq 0 ] || { cat "$T/top.err"; fail "$name: xflowtop exited with $rc"; }
-
-	# The truth (xflow/session.h: a 32-byte header, chunks of an 8-byte head;
-	# a record chunk is its time and the 88-byte record).  Flows in the order
-	# they began, REQS a round; a round whose every flow kept its START, its
-	# STEPS steps and its QUIT lost nothing; the loss notes (flag bit 9, no
-	# flow) are counted apart.
-	python3 - "$T/s.ses" $REQS $STEPS >"$T/truth" <<'PY' || fail "$name: cannot read the session"
-import struct, sys
-data = open(sys.argv[1], 'rb').read()
-reqs, steps = int(sys.argv[2]), int(sys.argv[3])
-assert data[:8] == b'XFLOWSES', 'not a session'
-flows, notes, at = {}, 0, 32
-while at + 8 <= len(data):
-    typ, ln = struct.unpack_from('<II', data, at)
-    p = at + 8
-    if typ == 1:
-        t, = struct.unpack_from('<Q', data, p)
-        flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)
-        flags, = struct.unpack_from('<H', data, p + 8 + 24)
-        if flags & (1 << 9):
-            notes += 1
-        elif flow_id:
-            f = flows.setdefault(flow_id, [0, 0, 0, t])
-            f[0] += bool(flags & 1)
-            f[1] += bool(flags & 2)
-            f[2] += bool(flags & 4)
-            if flags & 1:
-                f[3] = t
-    at = p + ln
-order = sorted(flows.values(), key=lambda f: f[3])
-ends = all(s == 1 and q == 1 for s, _, q, _ in order)
-rounds = [order[i:i + reqs] for i in range(0, len(order), reqs)]
-whole_rounds = sum(1 for r in rounds if len(r) == reqs and all(f[1] == steps for f in r))
-lossy = sum(1 for f in order if f[1] < steps)
-print(len(order), int(ends), whole_rounds * reqs, lossy, notes)
-PY
-	read seen ends expect lossy notes <"$T/truth"
+	watch "$name" $((ROUNDS * REQS)) "$T/tail" $ROUNDS "$@"
+	# What arrived: flows in the order they began, REQS a round; a round
+	# whose every flow kept its START, its STEPS steps and its QUIT lost
+	# nothing; the loss notes are counted apart.
+	session_flows >"$T/truth" || fail "$name: cannot read the session"
+	awk -v reqs=$REQS -v steps=$STEPS '$1 == "notes" { notes = $2; next }
+		{ n++; if ($2 != 1 || $4 != 1) bad = 1; if ($3 < steps) { lossy++; lost[int((n - 1) / reqs)] = 1 } }
+		END { for (r = 0; r * reqs + reqs <= n; r++) if (!(r in lost)) whole += reqs
+			print n + 0, !bad, whole + 0, lossy + 0, notes + 0 }' "$T/truth" >"$T/counts"
+	read seen ends expect lossy notes <"$T/counts"
 	echo "$name: session: $seen flows, every one with both ends: $ends; $lossy lost a step; $expect in rounds that lost nothing; $notes loss notes"
 	[ "$seen" -eq $((ROUNDS * REQS)) ] || fail "$name: $seen flows in the session, not $((ROUNDS * REQS))"
 	# Whether the worker's records find the lane (or the ptrace agent's
@@ -89,11 +44,10 @@ PY
 	fi
 	[ "$notes" -gt 0 ] || fail "$name: the agent wrote no loss note"
 
-	j() { tr ',{}' '\n\n\n' <"$T/snap.json" | sed -n "s/^ *\"$1\": *\([0-9]*\)$/\1/p" | tail -1; }
-	finished=$(j flows_finished)
-	partial=$(j flows_partial)
-	seen_lost=$(j loss_records)
-	late=$(j loss_late)
+	finished=$(snap flows_finished)
+	partial=$(snap flows_partial)
+	seen_lost=$(snap loss_records)
+	late=$(snap loss_late)
 	echo "$name: xflowtop: finished $finished, partial $partial, $seen_lost records seen lost, $late gaps late"
 	[ -n "$finished" ] && [ -n "$partial" ] && [ -n "$seen_lost" ] || fail "$name: no flow or loss counts in the JSON"
 	lost=$(sed -n 's/.*sent [0-9]* records; lost \([0-9]*\) .*/\1/p' "$T/agent.err")

@@ -4,8 +4,6 @@
  */
 #include "guestrt/hook/inproc/inproc_tail.h"
 
-/* Numbers wrap: a distance of half of them or more is a step back. */
-#define HALF (UINT32_C(1) << 31)
 
 void ip_tail_kept(struct ip_tail *t, const struct xflow_record *r)
 {
@@ -33,8 +31,7 @@ void ip_tail_exit(struct ip_tail *t, uint32_t tid, uint32_t seq)
 
 static uint32_t lost_before(const struct ip_tail *t, uint32_t seq)
 {
-	uint32_t n = seq - t->next;
-	return n < HALF ? n : 0;
+	return xflow_seq_ahead(t->next, seq) ? seq - t->next : 0;
 }
 
 uint32_t ip_tail_idle_lost(const struct ip_tail *t, const struct ip_tail_seen *s)

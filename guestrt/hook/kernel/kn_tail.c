@@ -9,8 +9,6 @@
 
 _Static_assert(XK_STREAM(5, 3) == (0x80000000u | (5 * XK_SEQ_LEVELS + 3)), "a stream's index is its thread_id's low bits");
 
-/* Numbers wrap: a distance of half of them or more is a step back. */
-#define HALF (UINT32_C(1) << 31)
 
 int kn_tail_init(struct kn_tail *t, uint32_t ncpu)
 {
@@ -67,10 +65,9 @@ uint32_t kn_tail_lost(const struct kn_tail *t, uint32_t s)
 	uint32_t l = s % XK_SEQ_LEVELS;
 	if (a->busy[l] || b->busy[l] || a->next[l] != b->next[l])
 		return 0;
-	uint32_t n = b->next[l] - t->next[s];
 	/* A step back: the stream is not the one followed (a reload the
 	 * agent has not seen yet); nothing is said of it. */
-	return n < HALF ? n : 0;
+	return xflow_seq_ahead(t->next[s], b->next[l]) ? b->next[l] - t->next[s] : 0;
 }
 
 void kn_tail_note(const struct kn_tail *t, uint32_t s, uint16_t domain, uint64_t now_ns, struct xflow_record *out)
