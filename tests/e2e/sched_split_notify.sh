@@ -28,8 +28,14 @@ awk -v w="$notify" -v t="$truth" 'BEGIN { d = w - t; if (d < 0) d = -d; exit d >
 	fail "the notification's p50 $notify is not the delay (+10% + lateness)"
 check_others "$S" "$CROSS" "notify" $((D / 10 + late))
 [ "$(json_last "$TMP/run/live.json" 'd["sched"]["joined"]')" = True ] || fail "live: the trace is not joined"
-json_last "$TMP/run/live.json" '(lambda s: s["all"]["ns"]["notify"] / sum(s["all"]["ns"].values()))(hop("network_start_xmit", "netbk_fill_frags")["split"])' |
-	awk '{ print "live: notify is " $1 " of the hop"; exit !($1 > 0.5) }' || fail "live: the hop's split is not mostly notify"
+# Live, the hop's time the trace explained is mostly notify.  Time it
+# could not explain ('?': a hop split before the trace had passed it, on a
+# machine too loaded for the trace to keep up) is shown with its reasons
+# and left out: it is said, not guessed, and the samples above check the
+# states against the truth whatever live had time for.
+json_last "$TMP/run/live.json" '(lambda s: "%s %s unknown %s" % (s["all"]["ns"]["notify"] / max(1, sum(s["all"]["ns"].values()) - s["all"]["ns"]["unknown"]), s["all"]["ns"], s["all"]["unknown_ns"]))(hop("network_start_xmit", "netbk_fill_frags")["split"])' |
+	awk '{ print "live: notify is " $1 " of the time explained; the split " substr($0, length($1) + 2); exit !($1 > 0.5) }' ||
+	fail "live: the hop's split is not mostly notify"
 
 # No trace: the same host, xflowtop without the xentrace collector.
 mkdir -p "$TMP/nt"
