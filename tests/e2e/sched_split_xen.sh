@@ -54,11 +54,14 @@ awk -v w="$xen" -v t="$truth" 'BEGIN { d = w - t; if (d < 0) d = -d; exit !(t > 
 # wake-up on this loaded machine is in the interrupt's lateness, not here).
 check_others "$S" "$CROSS" "xen" $((D / 10 + late))
 
-# Live: joined, and the hop's split mostly xen.
+# Live: joined, and the hop's time the trace explained mostly xen ('?',
+# a hop split before a loaded machine's trace passed it, is printed with
+# its reasons and left out, as in sched_split_notify.sh).
 L=$TMP/run/live.json
 [ "$(json_last "$L" 'd["sched"]["joined"]')" = True ] || fail "live: the trace is not joined"
-json_last "$L" '(lambda s: s["all"]["ns"]["xen"] / sum(s["all"]["ns"].values()))(hop("network_start_xmit", "netbk_fill_frags")["split"])' |
-	awk '{ print "live: xen is " $1 " of the hop"; exit !($1 > 0.5) }' || fail "live: the hop's split is not mostly xen"
+json_last "$L" '(lambda s: "%s %s unknown %s" % (s["all"]["ns"]["xen"] / max(1, sum(s["all"]["ns"].values()) - s["all"]["ns"]["unknown"]), s["all"]["ns"], s["all"]["unknown_ns"]))(hop("network_start_xmit", "netbk_fill_frags")["split"])' |
+	awk '{ print "live: xen is " $1 " of the time explained; the split " substr($0, length($1) + 2); exit !($1 > 0.5) }' ||
+	fail "live: the hop's split is not mostly xen"
 
 # Replay with the trace, read from its file: the same split as the model
 # gives the records.
