@@ -128,7 +128,7 @@ rm -rf "$run/domu-root/usr/share/man"
 "$XL_DIR/domu-initrd.sh" "$img" "$(cat "$img/kver2")" "$run/domu-root" "$x/domu2.cpio.gz" ||
 	die "cannot assemble the second kernel's domU initramfs"
 cp "$img/kver2" "$x/kver2"
-cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/batch.awk" "$XL_DIR/unit-start" "$x/"
+cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/dom0-split-cases.sh" "$XL_DIR/batch.awk" "$XL_DIR/unit-start" "$x/"
 # Phase C's measure of dom0's timer lateness (tests/xen/timer_lateness.c).
 cp "${BUILD:-build}/tests/xen/timer-lateness" "$x/" || die "no timer-lateness: make builds it for xen-check"
 echo "${XENLAB_PHASES:-ABCD}" >"$x/phases"
