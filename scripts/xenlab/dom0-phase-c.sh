@@ -152,12 +152,11 @@ stop_top() {
 	wait_for 15 eval '! kill -0 $toppid 2>/dev/null' || kill -KILL "$toppid" 2>/dev/null
 	cp "$1" "$1.err" "$OUT/" 2>/dev/null
 }
-# The scheduler split on real Xen (issue 24), asked for with S in
-# XENLAB_PHASES (not in CI's default until it has passed here): Xen's
-# scheduler and PV records, live from xentrace through a FIFO into C2's
-# monitor, which places their TSC on dom0's clock by dom0's own anchors
-# (clock-offset=auto); a copy in a file for xenalyze.  Opt-in until it has
-# passed here several times.
+# The scheduler split on real Xen (issue 24), S in XENLAB_PHASES (in the
+# default): Xen's scheduler, PV and hardware records, live from xentrace
+# through a FIFO into C2's monitor (and C4's, dom0-split-cases.sh), which
+# places their TSC on dom0's clock by dom0's own anchors
+# (clock-offset=auto); a copy in a file for xenalyze.
 # xentrace's output is named /proc/self/fd/1, not /dev/stdout: this dom0
 # has no udev, so /dev (devtmpfs) has no stdout link, and xentrace's
 # open(O_CREAT) made a regular file of that name and wrote the trace into
