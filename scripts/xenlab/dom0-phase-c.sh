@@ -36,6 +36,8 @@
 # Ping rates untraced (agents idle) and traced (C1) go in a NOTE too.
 # Result lines: "C PASS|FAIL why" (one), NOTEs for the figures.
 
+. "$X/dom0-split-cases.sh"
+
 NETF=/usr/share/xflowtop/flows/kernel/xen_net.xml
 BLKF=/usr/share/xflowtop/flows/kernel/xen_blk.xml
 # dom0's agent: the unit's socket, named after the domain it is told it is.
@@ -150,12 +152,11 @@ stop_top() {
 	wait_for 15 eval '! kill -0 $toppid 2>/dev/null' || kill -KILL "$toppid" 2>/dev/null
 	cp "$1" "$1.err" "$OUT/" 2>/dev/null
 }
-# The scheduler split on real Xen (issue 24), asked for with S in
-# XENLAB_PHASES (not in CI's default until it has passed here): Xen's
-# scheduler and PV records, live from xentrace through a FIFO into C2's
-# monitor, which places their TSC on dom0's clock by dom0's own anchors
-# (clock-offset=auto); a copy in a file for xenalyze.  Opt-in until it has
-# passed here several times.
+# The scheduler split on real Xen (issue 24), S in XENLAB_PHASES (in the
+# default): Xen's scheduler, PV and hardware records, live from xentrace
+# through a FIFO into C2's monitor (and C4's, dom0-split-cases.sh), which
+# places their TSC on dom0's clock by dom0's own anchors
+# (clock-offset=auto); a copy in a file for xenalyze.
 # xentrace's output is named /proc/self/fd/1, not /dev/stdout: this dom0
 # has no udev, so /dev (devtmpfs) has no stdout link, and xentrace's
 # open(O_CREAT) made a regular file of that name and wrote the trace into
@@ -265,6 +266,26 @@ timed_ping() {
 	domu_cmd 300 "a=\$(cut -d' ' -f1 /proc/uptime); ping -A -q -c $1 10.99.0.1; b=\$(cut -d' ' -f1 /proc/uptime); echo elapsed \$a \$b"
 }
 
+# dom0's agent: the package's (installed again after a purge), as its
+# unit starts it; the drop-in names the domain the flows call dom0 and
+# asks for -v.  Sets kpid; on failure agent0_why, and returns 1.
+agent0_start() {
+	if ! dpkg-query -W -f '${db:Status-Status}' xflow-agent 2>/dev/null | grep -qx installed; then
+		timeout 300 dpkg -i "$X"/debs/xflow-agent_*.deb >/tmp/dpkg-agent.log 2>&1 ||
+			{ agent0_why="dpkg -i xflow-agent failed: $(tail -n 2 /tmp/dpkg-agent.log | tr '\n' ' ')"; return 1; }
+	fi
+	# A socket left by the agent the purge stopped would pass for the
+	# new one's.
+	rm -f "$KSOCK"
+	mkdir -p /etc/systemd/system/xflow-agent.service.d
+	printf '[Service]\nEnvironment="XFLOW_AGENT_ARGS=--backend kernel -v" "XFLOW_AGENT_DOMAIN=linux0"\n' \
+		>/etc/systemd/system/xflow-agent.service.d/xenlab.conf
+	(unit_start xflow-agent.service) >/tmp/k0.log 2>&1 &
+	kpid=$!
+	wait_for 30 test -S "$KSOCK" || { agent0_why="dom0's kernel agent did not start: $(tail -n 2 /tmp/k0.log | tr '\n' ' ')"; return 1; }
+	log "dom0's agent, pid $kpid: $(tr '\0' ' ' </proc/$kpid/cmdline); $(grep ^Cap /proc/$kpid/status | tr '\n\t' '  ')"
+}
+
 phase_c_setup() {
 	[ -f /run/linuxK.cfg ] && return 0
 	# The backends (/etc/init.d/xen loads neither), netem, loop.
@@ -354,20 +375,7 @@ phase_c_run() {
 		{ result "$PH FAIL the domU cannot ping dom0's bridge: $(cat /tmp/c-warm.out)"; return; }
 	mark "phase $PH: linuxU ($id) pings the bridge over $vif"
 
-	# dom0's agent: the package's (installed again after the previous
-	# run's purge), as its unit starts it; the drop-in names the
-	# domain the flows call dom0 and asks for -v.
-	if ! dpkg-query -W -f '${db:Status-Status}' xflow-agent 2>/dev/null | grep -qx installed; then
-		timeout 300 dpkg -i "$X"/debs/xflow-agent_*.deb >/tmp/dpkg-agent.log 2>&1 ||
-			{ result "$PH FAIL dpkg -i xflow-agent failed: $(tail -n 2 /tmp/dpkg-agent.log | tr '\n' ' ')"; return; }
-	fi
-	mkdir -p /etc/systemd/system/xflow-agent.service.d
-	printf '[Service]\nEnvironment="XFLOW_AGENT_ARGS=--backend kernel -v" "XFLOW_AGENT_DOMAIN=linux0"\n' \
-		>/etc/systemd/system/xflow-agent.service.d/xenlab.conf
-	(unit_start xflow-agent.service) >/tmp/k0.log 2>&1 &
-	kpid=$!
-	wait_for 30 test -S "$KSOCK" || { result "$PH FAIL dom0's kernel agent did not start: $(tail -n 2 /tmp/k0.log | tr '\n' ' ')"; return; }
-	log "dom0's agent, pid $kpid: $(tr '\0' ' ' </proc/$kpid/cmdline); $(grep ^Cap /proc/$kpid/status | tr '\n\t' '  ')"
+	agent0_start || { result "$PH FAIL $agent0_why"; return; }
 
 	# Untraced: both agents idle, no monitor.
 	untraced=$(ping_rate "$(timed_ping "$NPING")")
@@ -542,6 +550,7 @@ phase_c_run() {
 			bc ? sprintf("%.0f ns/hit over %d hits", bt / bc, bc) : "no hits" }' /tmp/stats0 /tmp/stats1)
 	note "${PH}2 per-hit cost on dom0's attach points of xen_net.xml, same run: $cost"
 	split_report
+	split_cases
 
 	# C3: everything unloaded.  The monitor has left: the agents took
 	# their programs out; then they are stopped.
@@ -567,6 +576,7 @@ phase_c_run() {
 	[ $c3ok = 1 ] || why="$why C3: $c3."
 	[ "$pok" = 1 ] || why="$why purge: $pwhy."
 	[ "$sok" = 1 ] || why="$why split: the scheduler trace was not joined, or no hop was split (${sl:-no sched line})."
+	[ "$cok" = 1 ] || why="$why split's causes (C4, C5):$cwhy"
 	if [ -z "$why" ]; then
 		result "$PH PASS joined across linuxU (on $domu_kernel) and linux0: $joined of $want requests (network $netexp, disk $ios; $neg with a negative hop), hops in both kernels, netem 5ms seen as ${qp50} us, purged while woven, nothing left loaded"
 	else
@@ -614,7 +624,7 @@ purge() {
 # stopped, however it ended.
 phase_c() {
 	PH=$1
-	toppid= kpid= btpid= pok=0 pwhy="not run" sok=1 TOP_TRACE=
+	toppid= kpid= btpid= pok=0 pwhy="not run" sok=1 cok=1 cwhy= TOP_TRACE=
 	phase_c_run
 	for p in $toppid $btpid $kpid; do kill -INT "$p" 2>/dev/null; done
 	sleep 1
@@ -622,8 +632,9 @@ phase_c() {
 	echo 0 >/proc/sys/kernel/bpf_stats_enabled
 	cp /tmp/k0.log "$OUT/kagent0-$PH.log" 2>/dev/null
 	cp "$CON" "$OUT/domu-console.log" 2>/dev/null
-	for f in c1.out c1.out.err c1.out.session c1.tab c2.out c2.out.err c2.tab bt.out purge.log; do
+	want S && unpin
+	for f in c1.out c1.out.err c1.out.session c1.tab c2.out c2.out.err c2.tab c4.out c4.out.err c4-hog.out bt.out purge.log; do
 		[ -f "/tmp/$f" ] && mv "/tmp/$f" "$OUT/$PH-$f"
 	done
-	rm -f "$OUT"/c1.* "$OUT"/c2.*
+	rm -f "$OUT"/c1.* "$OUT"/c2.* "$OUT"/c4.*
 }

@@ -26,9 +26,10 @@
 # ~/.cache/xflowtop-xenlab), XENLAB_TIMEOUT (seconds for the boot and the
 # test, default 2700; dom0's own watchdog fires at 2100), XENLAB_KEEP=1
 # (keep the run's directory), XENLAB_CPU (QEMU's CPU model, default
-# Nehalem, see below), XENLAB_PHASES (the phases to run, default ABCD;
-# with S, phase C2 and D2 read Xen's scheduler trace too: issue 24's split;
-# the others report SKIP: for work on one phase, not for CI).
+# Nehalem, see below), XENLAB_PHASES (the phases to run, default ABCDS;
+# S: phase C2 and D2 read Xen's scheduler trace too, and phase C adds the
+# hog and cap cases C4 and C5 (issue 24's split, dom0-split-cases.sh); the
+# phases left out report SKIP: for work on one phase, not for CI).
 set -u
 . "$(dirname "$0")/lib.sh"
 T0=$(now)
@@ -128,10 +129,10 @@ rm -rf "$run/domu-root/usr/share/man"
 "$XL_DIR/domu-initrd.sh" "$img" "$(cat "$img/kver2")" "$run/domu-root" "$x/domu2.cpio.gz" ||
 	die "cannot assemble the second kernel's domU initramfs"
 cp "$img/kver2" "$x/kver2"
-cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/batch.awk" "$XL_DIR/unit-start" "$x/"
+cp "$XL_DIR/dom0-run.sh" "$XL_DIR/dom0-phase-c.sh" "$XL_DIR/dom0-split-cases.sh" "$XL_DIR/batch.awk" "$XL_DIR/unit-start" "$x/"
 # Phase C's measure of dom0's timer lateness (tests/xen/timer_lateness.c).
 cp "${BUILD:-build}/tests/xen/timer-lateness" "$x/" || die "no timer-lateness: make builds it for xen-check"
-echo "${XENLAB_PHASES:-ABCD}" >"$x/phases"
+echo "${XENLAB_PHASES:-ABCDS}" >"$x/phases"
 T_INSTALL=$(elapsed "$t")
 say "install: packages $(cd "$x/debs" && ls -s --block-size=K | tail -n +2 | tr -s ' \n' '  ')into the share, domU initramfs $(($(wc -c <"$x/domu.cpio.gz") / 1024)) KiB ($(cat "$img/kver")), $(($(wc -c <"$x/domu2.cpio.gz") / 1024)) KiB ($(cat "$img/kver2")), $T_INSTALL s"
 
