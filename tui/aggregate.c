@@ -723,6 +723,7 @@ static void sched_status(struct xft_agg *a)
 	a->sched.lost_records = st->lost;
 	a->sched.too_old = st->too_old;
 	a->sched.no_vcpu_room = st->no_vcpu_room;
+	a->sched.xen_idle = st->xen_idle;
 	a->sched.trace_lost = st->lost + st->too_old + st->no_vcpu_room;
 	a->sched.split_early = a->st.split_early;
 }

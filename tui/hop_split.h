@@ -122,6 +122,9 @@ struct xft_sched_status {
 	uint64_t hops_pending;    /* waiting for every pCPU's trace to pass them */
 	uint64_t split_early;     /* split before the trace passed them: the
 	                           * queue of waiting ones was full */
+	uint64_t xen_idle;        /* interrupts Xen handled with no vCPU shown
+	                           * running on their pCPU: nobody's time, in
+	                           * no hop's split */
 };
 
 #endif

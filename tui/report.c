@@ -471,6 +471,7 @@ static void json_sched(struct xft_json *j, const struct xft_sched_status *st)
 	JU("hops_split", st->hops_split);
 	JU("hops_pending", st->hops_pending);
 	JU("split_early", st->split_early);
+	JU("xen_idle", st->xen_idle);
 	xft_json_object_end(j);
 }
 

@@ -454,6 +454,10 @@ size_t xft_sched_counts_text(const struct xft_sched_status *st, char *buf, size_
 		at += written(snprintf(buf + at, len - at, ", %" PRIu64 " split before the trace came (the queue was full)",
 				       st->split_early),
 			      len - at);
+	if (st->xen_idle && at < len)
+		at += written(snprintf(buf + at, len - at, ", %" PRIu64 " interrupts on pCPUs running no vCPU (in no hop)",
+				       st->xen_idle),
+			      len - at);
 	return at;
 }
 

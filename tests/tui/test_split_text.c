@@ -354,6 +354,10 @@ Test(split_text, the_join_s_counts_name_why_records_were_lost)
 	cr_assert_str_eq(buf, "1000 scheduler records, 12 lost (10 lost before the join, 2 splits older than the "
 			      "timelines keep); 900 hop samples split, 3 waiting for the trace, 5 split before the "
 			      "trace came (the queue was full)");
+	st.xen_idle = 4;
+	xft_sched_counts_text(&st, buf, sizeof(buf));
+	cr_assert(strstr(buf, "(the queue was full), 4 interrupts on pCPUs running no vCPU (in no hop)"), "%s", buf);
+	st.xen_idle = 0;
 	st.lost_records = st.too_old = 0;
 	st.no_vcpu_room = st.trace_lost = 7;
 	xft_sched_lost_text(&st, buf, sizeof(buf));
