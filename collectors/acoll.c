@@ -197,6 +197,8 @@ static long peer_read_xen(struct acoll *c, struct peer *p, uint64_t now, xflow_c
 			done += peer_emit(c, p, &c->buf[i], now, emit, ctx);
 		if (n > 0)
 			taken += (size_t)n;
+		if (n == 0 && p->detached)
+			p->empty_after_detach++;
 		if (n < 0 || (n == 0 && p->gone)) {
 			/* Closed, garbage, or drained after the agent went. */
 			libxenvchan_close(p->rec);
@@ -249,7 +251,11 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 			while (rc >= 0 && budget-- > 0 && (rc = acoll_peer_control(c, p, 0, NULL)) > 0)
 				;
 			if (rc < 0)
-				acoll_peer_drop(c, p, rc == -ECONNRESET ? "went away" : p->conn.why ? p->conn.why : strerror(-rc));
+				/* One that answered our DETACH leaves as asked. */
+				acoll_peer_drop(c, p, p->detached ? NULL
+								  : rc == -ECONNRESET ? "went away"
+								  : p->conn.why	   ? p->conn.why
+										   : strerror(-rc));
 			else if (!p->stats_pending && now_ns - p->stats_sent_ns >= STATS_EVERY_NS) {
 				struct xflow_ctl_msg m = { .type = XFLOW_CTL_STATS };
 				if (xflow_ctl_send_async(&p->conn, &m) == 0) {
@@ -449,6 +455,41 @@ static const char *agent_last_error(struct xflow_collector *xc)
 	return c->err[0] ? c->err : NULL;
 }
 
+/* Whether everything @p will send has been read: it answered our DETACH
+ * (having moved its targets' records first) or was not asked, and its
+ * records are read: the ring empty, or over Xen the vchan found empty
+ * twice since the answer (once could be a record stream's half record). */
+static bool peer_done(const struct peer *p)
+{
+	if (p->connected && p->detach_seq && !p->detached)
+		return false;
+	if (!p->ring_ok)
+		return true;
+	if (p->xen)
+		return p->empty_after_detach >= 2 || !p->detached;
+	return p->cons.cons == atomic_load(&p->cons.hdr->prod);
+}
+
+static int agent_detach(struct xflow_collector *xc, uint64_t now_ns)
+{
+	struct acoll *c = (struct acoll *)xc;
+	(void)now_ns;
+	bool done = true;
+	for (unsigned i = 0; i < c->npeers; i++) {
+		struct peer *p = c->peers[i];
+		if (!p->detach_asked) {
+			p->detach_asked = true;
+			struct xflow_ctl_msg m = { .type = XFLOW_CTL_DETACH };
+			if (p->connected && p->state == PEER_LIVE && xflow_ctl_send_async(&p->conn, &m) == 0)
+				p->detach_seq = m.seq;
+		}
+		if (p->connected && xflow_ctl_flush(&p->conn) < 0)
+			acoll_peer_drop(c, p, NULL);
+		done = done && peer_done(p);
+	}
+	return done;
+}
+
 static void agent_close(struct xflow_collector *xc)
 {
 	struct acoll *c = (struct acoll *)xc;
@@ -460,7 +501,10 @@ static void agent_close(struct xflow_collector *xc)
 	 * restore their targets now rather than when they notice the hangup. */
 	for (unsigned i = 0; i < c->npeers; i++) {
 		struct peer *p = c->peers[i];
-		if (!p->connected)
+		/* Asked already (agent_detach): its answer was waited for
+		 * there, or the monitor stopped waiting. */
+		p->plan_seq = 0;
+		if (!p->connected || p->detach_asked)
 			continue;
 		struct xflow_ctl_msg m = { .type = XFLOW_CTL_DETACH };
 		if ((p->xen ? xflow_ctl_send_async(&p->conn, &m) : xflow_ctl_send(&p->conn, &m, NULL, 0, 500)) == 0)
@@ -519,4 +563,5 @@ const struct xflow_collector_ops xflow_collector_agent = {
 	.carried_bits = agent_carried_bits,
 	.last_error = agent_last_error,
 	.close = agent_close,
+	.detach = agent_detach,
 };

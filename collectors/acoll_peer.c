@@ -213,6 +213,10 @@ int acoll_peer_control(struct acoll *c, struct peer *p, int timeout_ms, struct x
 				acoll_peer_progress(p, m->u.reply.u.stats.clock_now);
 				acoll_xtime_heard(c, p, m->u.reply.u.stats.xen_time, m->u.reply.u.stats.xen_minus_mono);
 			}
+		} else if (m->u.reply.req_type == XFLOW_CTL_DETACH && p->detach_asked &&
+			   m->u.reply.req_seq == p->detach_seq) {
+			/* It moved what its targets recorded before answering. */
+			p->detached = true;
 		} else if (m->u.reply.req_type == XFLOW_CTL_PLAN_LOAD && plan_reply &&
 			   m->u.reply.req_seq == p->plan_seq) {
 			*plan_reply = m;

@@ -149,6 +149,12 @@ struct peer {
 	const struct xflow_clock *conv;
 	struct plan_cache *pc;
 	uint32_t plan_seq;
+	/* The monitor leaving (agent_detach): DETACH sent (its seq; 0: it
+	 * could not be), answered, and reads of its vchan that found nothing
+	 * since the answer (over Xen, where no counter says "drained"). */
+	bool detach_asked, detached;
+	uint32_t detach_seq;
+	unsigned empty_after_detach;
 	uint32_t installed, sites;
 	/* Plan sites the agent serves with a breakpoint (its in-process
 	 * backend could not put a jump there), and the first reason. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -873,6 +874,37 @@ static void on_collect(uv_timer_t *t)
 	collect_sched(app, now);
 }
 
+/*
+ * The monitor is leaving: each source that traces live is asked to let go
+ * (an agent moves what its targets recorded into its ring, answers, then
+ * restores them) and read until it says nothing more comes, or
+ * DETACH_WAIT_NS, so that the exit snapshot and the saved session keep the
+ * records written before the quit, and count what was lost among them,
+ * instead of leaving them in a ring.  A guest's agent, over Xen, gets the
+ * same time: its answer crosses two domains.
+ */
+#define DETACH_WAIT_NS 3000000000ull
+static void drain_at_exit(struct xft_app *app)
+{
+	const uint64_t t0 = xflow_monotonic_ns();
+	for (;;) {
+		int waiting = 0;
+		uint64_t now = xflow_monotonic_ns();
+		for (unsigned s = 0; s < app->nsrc; s++) {
+			struct xft_source *src = &app->src[s];
+			if (!src->ops->detach || src->detached || src->ended)
+				continue;
+			src->detached = src->ops->detach(src->c, now) == 1;
+			collect_one(app, s, now, READ_BATCH * 16);
+			waiting |= !src->detached;
+		}
+		if (!waiting || now - t0 >= DETACH_WAIT_NS)
+			return;
+		const struct timespec pause = { 0, 2000000 };
+		nanosleep(&pause, NULL);
+	}
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
 	struct xft_app_loop *l = h->data;
@@ -981,6 +1013,7 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 
 	if (r->stop)
 		r->stop(app);
+	drain_at_exit(app);
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].failed) {
 			/* A broken source (a corrupted trace file...) is an error

@@ -48,6 +48,7 @@ struct xft_source {
 	int failed;      /* ... and it was an error: xflowtop exits non-zero */
 	int record_clock; /* a replay: the model follows its records' time */
 	int sched_ended;  /* its sched() hook said -ENODATA (or it has none) */
+	int detached;     /* leaving: its detach() hook said nothing more comes */
 	char error[256];
 	struct xflow_collector_stats st;
 	int nfds;

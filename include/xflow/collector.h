@@ -37,8 +37,9 @@
  *    xflow_domain_info.progress_ns (at its end).
  * 9: struct xflow_site_info.roles and struct xflow_domain_info.planning
  *    (each at its end).
- * 10: XFLOW_SCHED_XEN (before XFLOW_SCHED_NKINDS, which it moves). */
-#define XFLOW_COLLECTOR_ABI 10
+ * 10: XFLOW_SCHED_XEN (before XFLOW_SCHED_NKINDS, which it moves).
+ * 11: the optional detach() hook (at the end of the ops). */
+#define XFLOW_COLLECTOR_ABI 11
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -359,6 +360,17 @@ struct xflow_collector_ops {
 	 * NULL: the collector sees no scheduler. */
 	long (*sched)(struct xflow_collector *c, uint64_t now_ns, xflow_sched_emit_fn emit, void *ctx,
 		      size_t max);
+
+	/* ABI 11.  Optional: the monitor is leaving.  The first call asks
+	 * whatever the collector traces live to let go (an agent is sent
+	 * DETACH: it moves what its targets recorded into its ring, answers,
+	 * then restores them); each call returns 1 once nothing more will
+	 * come (every agent answered or went away, and what it sent has
+	 * been read), else 0.  The monitor calls read() between calls until
+	 * 1 or a deadline of its own, so that records written before it quit
+	 * are kept and counted, not left in a ring; close() follows.  NULL:
+	 * nothing to wait for. */
+	int (*detach)(struct xflow_collector *c, uint64_t now_ns);
 };
 
 /* What a plugin exports. */

@@ -70,9 +70,11 @@
  *   ASPECT_SET (monitor -> agent): u8 kind (enum xflow_ctl_aspect_kind),
  *     u8 enabled (0 or 1), u32 index (advice index, or flow kind).
  *   STATS (monitor -> agent): empty.  Answered by a REPLY with stats.
- *   DETACH (monitor -> agent): empty.  The agent answers, restores every
+ *   DETACH (monitor -> agent): empty.  The agent moves what its targets
+ *     recorded into its ring (and its loss notes), answers, restores every
  *     byte, lets its targets go and exits (or, with --stay, waits for the
- *     next monitor).
+ *     next monitor).  So a monitor that reads the ring until the answer
+ *     (xflow/collector.h, detach()) has every record sent.
  *   REPLY (agent -> monitor): u32 req_seq, u16 req_type, i32 status
  *     (0 or a negative errno), str message, then by req_type:
  *       PLAN_LOAD: u32 sites (in the plan's domain), u32 installed,

@@ -1,12 +1,12 @@
 # Helpers for the end-to-end scripts that trace a program of their own with
 # one agent on this host (sourced; not a test itself): agent_burst.sh,
-# agent_gaps.sh, agent_nothing.sh, agent_tail.sh.  Sourcing it checks the
-# programs and the C compiler (else the script is skipped, status 77), makes
-# the scratch directory T (removed on exit, with the pids KILL names) and
-# builds the fixtures tests/guestrt/fixtures/agent_burst.c as $T/burst,
-# agent_gaps.c as $T/gaps and agent_tail.c as $T/tail; their request's flow
-# is tests/e2e/req.xml (REQ_FLOW).  watch, session_flows and snap (below)
-# run a fixture under the agent and xflowtop and read back what arrived.
+# agent_gaps.sh, agent_nothing.sh, agent_quit.sh, agent_tail.sh.  Sourcing
+# it checks the programs and the C compiler (else the script is skipped,
+# status 77), makes the scratch directory T (removed on exit, with the pids
+# KILL names) and builds the fixtures tests/guestrt/fixtures/agent_NAME.c
+# as $T/NAME (burst, gaps, tail, steady); their request's flow is
+# tests/e2e/req.xml (REQ_FLOW).  watch, session_flows and snap (below) run
+# a fixture under the agent and xflowtop and read back what arrived.
 BUILD=${BUILD:-build}
 for b in "$BUILD/bin/xflow-agent" "$BUILD/bin/xflowtop"; do
 	[ -x "$b" ] || { echo "missing $b"; exit 77; }
@@ -16,7 +16,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-agent-e2e.XXXXXX")
 KILL=""
 trap 'for p in $KILL; do kill $p 2>/dev/null; done; rm -rf "$T"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
-for f in burst gaps tail; do
+for f in burst gaps tail steady; do
 	cc -g -O1 -pthread -o "$T/$f" tests/guestrt/fixtures/agent_$f.c || fail "cannot build the fixture agent_$f.c"
 done
 REQ_FLOW=tests/e2e/req.xml
