@@ -363,6 +363,8 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 				} else {
 					if (signo)
 						*signo = why > 0 ? why : 0;
+					/* A signal asks it out now: no wait for the
+					 * monitor to make room for the last notes. */
 					agent_ring_flush_out(a);
 					agent_plan_summary(a);
 					agent_logf(a, 0, "stopped by %s; every target detached",
@@ -374,7 +376,7 @@ int xflow_agent_run(struct xflow_agent *xa, int *signo)
 			continue;
 		}
 		if (!agent_targets_alive(a) && !a->spawned_held) {
-			agent_ring_flush_out(a);
+			agent_ring_flush_final(a, 2000);
 			agent_plan_summary(a);
 			agent_logf(a, 0, "no target left");
 			if (a->connected)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,8 +68,10 @@ static int lane_record(void *ctx, const struct xflow_record *r)
 	 * backend's loss note then counts it after a thread's last record.
 	 * A note is pushed only into room, so that one refused is not
 	 * counted with the drops (it is tried again). */
-	if (note && xflow_ring_free_slots(&a->prod) == 0)
+	if (note && xflow_ring_free_slots(&a->prod) == 0) {
+		a->note_refused = true; /* agent_ring_flush_final() waits for room */
 		return -ENOBUFS;
+	}
 	if (xflow_ring_push_record(&a->prod, r) != 0)
 		return -ENOBUFS;
 	a->records++;
@@ -87,6 +90,27 @@ void agent_ring_flush_out(struct agent *a)
 		agent_self_drain(a);
 	if (a->xen && a->connected && agent_xen_pump(&a->xt) == -EPIPE)
 		agent_monitor_gone(a, "its record vchan closed");
+}
+
+/*
+ * The last flush before the agent lets go or leaves: a loss note goes only
+ * into room (lane_record, agent_tseq_notes), and a ring the monitor has
+ * not read yet may have none, so the notes of losses after a thread's last
+ * record would go unsaid.  While one was refused and a monitor is
+ * connected, and so reading, wait for room and flush again, for at most
+ * @max_ms: the one leaving has nothing else to do, the one asked to detach
+ * must answer soon.
+ */
+void agent_ring_flush_final(struct agent *a, int max_ms)
+{
+	a->note_refused = false;
+	agent_ring_flush_out(a);
+	for (int ms = 0; ms < max_ms && a->connected && (a->note_refused || a->tseq_owed); ms += 5) {
+		const struct timespec pause = { 0, 5000000 };
+		nanosleep(&pause, NULL);
+		a->note_refused = false;
+		agent_ring_flush_out(a);
+	}
 }
 
 int agent_ring_reset(struct agent *a)
@@ -307,7 +331,11 @@ void agent_monitor_serve(struct agent *a)
 			rc = agent_stats_reply(a, m);
 			break;
 		case XFLOW_CTL_DETACH:
-			agent_ring_flush_out(a);
+			/* The hits stop first, so that the flush moves all
+			 * there will be: a hit between the two would be lost
+			 * and counted nowhere, after the monitor's last read. */
+			agent_sites_remove(a);
+			agent_ring_flush_final(a, 200);
 			agent_plan_summary(a);
 			rc = xflow_ctl_reply_simple(&a->conn, m, 0, "detaching");
 			xflow_ctl_msg_free(m);

@@ -36,15 +36,22 @@
 
 /* ---- plans -------------------------------------------------------------------- */
 
-void agent_plan_unload(struct agent *a)
+void agent_sites_remove(struct agent *a)
 {
 	for (unsigned i = 0; i < a->ntargets; i++) {
 		struct target *t = a->targets[i];
 		if (t->ctx && t->ht && a->dom)
 			for (uint32_t k = 0; k < a->dom->nsites * 2; k++)
-				if (t->ctx[k].installed)
+				if (t->ctx[k].installed) {
 					xflow_hook_site_remove(t->ht, t->ctx[k].hook_site);
+					t->ctx[k].installed = 0;
+				}
 	}
+}
+
+void agent_plan_unload(struct agent *a)
+{
+	agent_sites_remove(a);
 	/* Forked children share their parent's tables: free each once. */
 	for (unsigned i = 0; i < a->ntargets; i++) {
 		struct target *t = a->targets[i];

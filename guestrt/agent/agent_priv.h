@@ -131,6 +131,7 @@ struct agent {
 	struct agent_tseq tseq[AGENT_TSEQ];
 	uint64_t tseq_uses, tseq_evicted;
 	uint32_t tseq_owed;  /* entries that owe a loss note */
+	bool note_refused;   /* a lane's loss note found the ring full */
 	uint64_t records, faults_total;
 	bool quit;
 	int exit_rc;
@@ -161,6 +162,9 @@ void agent_fill_targets(const struct agent *a, struct xflow_ctl_target *v, uint3
 int agent_plan_file_load(struct agent *a, char *err, size_t errlen);
 int agent_plan_load(struct agent *a, const struct xflow_ctl_msg *req);
 void agent_plan_summary(struct agent *a);
+/* Take every placement out of every target, so that no hit records
+ * more; the plan stays (agent_plan_unload() frees it). */
+void agent_sites_remove(struct agent *a);
 void agent_plan_unload(struct agent *a);
 void agent_self_drain(struct agent *a);
 int agent_stats_reply(struct agent *a, const struct xflow_ctl_msg *req);
@@ -171,6 +175,9 @@ void agent_monitor_gone(struct agent *a, const char *why);
 void agent_monitor_serve(struct agent *a);
 void agent_monitor_last_stats(struct agent *a);
 void agent_ring_flush_out(struct agent *a);
+/* The same, then waits (at most @max_ms) for room for the last loss
+ * notes. */
+void agent_ring_flush_final(struct agent *a, int max_ms);
 int agent_ring_reset(struct agent *a);
 
 #endif

@@ -34,12 +34,14 @@ run() {
 			print n + 0, !bad, whole + 0, lossy + 0, notes + 0 }' "$T/truth" >"$T/counts"
 	read seen ends expect lossy notes <"$T/counts"
 	echo "$name: session: $seen flows, every one with both ends: $ends; $lossy lost a step; $expect in rounds that lost nothing; $notes loss notes"
-	[ "$seen" -eq $((ROUNDS * REQS)) ] || fail "$name: $seen flows in the session, not $((ROUNDS * REQS))"
 	# Whether the worker's records find the lane (or the ptrace agent's
 	# ring) full, and the main thread's find room, is the machine's
-	# timing: a run where they did not checks nothing.
-	if [ "$ends" -ne 1 ] || [ "$lossy" -eq 0 ]; then
-		echo "$name: a flow lost its start or its end, or no step was lost: this run proves nothing"
+	# timing: a run where they did not checks nothing.  A flow whose every
+	# record was lost is not in the session at all (the ptrace agent's
+	# ring of two, beside a slow monitor, lost 27 of 80 records once,
+	# starts among them): that run checks nothing either.
+	if [ "$seen" -ne $((ROUNDS * REQS)) ] || [ "$ends" -ne 1 ] || [ "$lossy" -eq 0 ]; then
+		echo "$name: a flow lost its start or its end, or all its records, or no step was lost: this run proves nothing"
 		return 2
 	fi
 	[ "$notes" -gt 0 ] || fail "$name: the agent wrote no loss note"
