@@ -48,6 +48,17 @@ state_pct() {
 		print 0; exit }'
 }
 
+# reason_pct BLOCK REASON: the share of the hop in percent that the "all"
+# line's '?' gives REASON, from its "(clock 11%, lost 2%)"; 0 when absent.
+reason_pct() {
+	echo "$1" | awk -v s="$2" '$1 == "all" {
+		for (i = 2; i < NF; i++) {
+			t = $i; gsub(/[(),]/, "", t)
+			if (t == s && $(i - 1) ~ /%,?$|^\?unknown$|%$/) { v = $(i + 1); if (v ~ /^</) { print 0.5; exit } sub(/%.*/, "", v); print v + 0; exit }
+		}
+		print 0; exit }'
+}
+
 # Placed again: dom0's agent (its log is new) and the domU's (its console
 # counts on from $conp).
 placed_again() {
