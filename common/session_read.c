@@ -139,8 +139,12 @@ static int parse_site(struct xflow_session_reader *r, uint64_t at, uint32_t len,
 	if (get16(p + 18) || (roles && r->version < 5))
 		return bad(r, -EBADMSG, at, err, errlen, "site: reserved bytes are not zero");
 	if ((roles & ~(unsigned)XFLOW_SITE_ROLES_ALL) || (roles && !(roles & XFLOW_SITE_ROLES_KNOWN)))
-		return bad(r, -EBADMSG, at, err, errlen, "site: roles %#x (0, or %#x and any of %#x, %#x)", roles,
-			   XFLOW_SITE_ROLES_KNOWN, XFLOW_SITE_SENDS, XFLOW_SITE_RECEIVES);
+		return bad(r, -EBADMSG, at, err, errlen, "site: roles %#x (0, or %#x and any of %#x, %#x, %#x)", roles,
+			   XFLOW_SITE_ROLES_KNOWN, XFLOW_SITE_SENDS, XFLOW_SITE_RECEIVES, XFLOW_SITE_NOTIFIES);
+	/* An older writer knew no NOTIFIES: the bit there is damage. */
+	if ((roles & XFLOW_SITE_NOTIFIES) && r->version < 7)
+		return bad(r, -EBADMSG, at, err, errlen, "site: role NOTIFIES in a version %u session (from version 7)",
+			   (unsigned)r->version);
 	if (nd == 0 || nd > XFLOW_SESSION_MAX_DOMAIN)
 		return bad(r, -EBADMSG, at, err, errlen, "site: domain name length %zu (1 to %d)", nd,
 			   XFLOW_SESSION_MAX_DOMAIN);

@@ -588,7 +588,8 @@ static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 static struct xft_sj_end sj_end(const struct xft_point *p)
 {
 	return (struct xft_sj_end){ .t_ns = p->t_ns, .domain = p->domain,
-				    .cpu = p->cpu_plus1 ? (int32_t)p->cpu_plus1 - 1 : -1 };
+				    .cpu = p->cpu_plus1 ? (int32_t)p->cpu_plus1 - 1 : -1,
+				    .has_tn = p->notify_plus1 != 0, .tn_ns = p->t_ns + p->notify_plus1 - 1 };
 }
 
 static void split_add(struct xft_split *to, const struct xft_split *s)
@@ -792,6 +793,27 @@ static void hop_sample(struct xft_agg *a, const struct xft_point *from, const st
 	}
 }
 
+/* Note in @p when @r, at @t, is its point's first record at a NOTIFIES
+ * site: the woven notification, where the split ends the sender's part of
+ * the hop that begins at @p.  Records of one function fold into one point,
+ * so the notification is seldom the point's first record.  Only with the
+ * scheduler join: nothing else reads it, and it costs a lookup a record. */
+static void point_notify(const struct xft_agg *a, struct xft_point *p, const struct xflow_record *r, uint64_t t)
+{
+	if (!a->sj || !a->roles || p->notify_plus1 || t < p->t_ns || t - p->t_ns >= UINT32_MAX)
+		return;
+	if (a->roles(a->roles_opaque, r->domain_id, r->site_id) & XFLOW_SITE_NOTIFIES)
+		p->notify_plus1 = (uint32_t)(t - p->t_ns) + 1;
+}
+
+/* The last point kept in @f's path, when it is @f's current one. */
+static struct xft_point *kept_last(struct xft_agg *a, uint32_t i)
+{
+	const struct flow *f = &a->flows[i];
+	struct xft_point *p = f->npoints ? &a->points[(size_t)i * a->lim.max_path + f->npoints - 1] : NULL;
+	return p && p->t_ns == f->last.t_ns && p->domain == f->last.domain && p->group == f->last.group ? p : NULL;
+}
+
 static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record *r, uint64_t t)
 {
 	uint16_t domain = r->domain_id;
@@ -802,10 +824,16 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 		f->last_ns = t;
 	act_unlink(a, i);
 	act_append(a, i);
-	if (f->has_last && f->last.domain == domain && f->last.group == g)
+	if (f->has_last && f->last.domain == domain && f->last.group == g) {
+		struct xft_point *kept = kept_last(a, i);
+		point_notify(a, &f->last, r, t);
+		if (kept)
+			kept->notify_plus1 = f->last.notify_plus1;
 		return;
+	}
 	flow_touch(a, f, domain, t);
 	struct xft_point p = { .domain = domain, .site = site, .group = g, .t_ns = t, .cpu_plus1 = r->cpu_plus1 };
+	point_notify(a, &p, r, t);
 	if (f->has_last)
 		hop_sample(a, &f->last, &p);
 	f->last = p;

@@ -114,10 +114,11 @@ void xft_agg_limits_default(struct xft_agg_limits *l);
 /* The point a site belongs to (e.g. its function); identity if NULL. */
 typedef uint32_t (*xft_group_fn)(void *opaque, uint16_t domain, uint32_t site);
 
-/* A site's roles in unkeyed handoffs: enum xflow_site_roles
- * (xflow/collector.h), 0 when not known.  Called only for a record of a
- * flow unknown in its domain and for a CROSS_DOMAIN record, never for the
- * others; it must not feed the model. */
+/* A site's roles: enum xflow_site_roles (xflow/collector.h), 0 when not
+ * known.  Called for a record of a flow unknown in its domain and for a
+ * CROSS_DOMAIN record (handoffs), and, with the scheduler join, for each
+ * record a flow's path takes (XFLOW_SITE_NOTIFIES); it must not feed the
+ * model. */
 typedef unsigned (*xft_role_fn)(void *opaque, uint16_t domain, uint32_t site);
 
 /* One point of a flow's path. */
@@ -128,6 +129,9 @@ struct xft_point {
 	uint64_t t_ns;   /* when the flow reached it */
 	uint32_t cpu_plus1; /* the CPU its record was written on + 1, 0: not
 	                     * known (xflow/record.h) */
+	uint32_t notify_plus1; /* its first record at a NOTIFIES site, in ns
+	                        * after t_ns, + 1; 0: none (with the
+	                        * scheduler join only) */
 };
 
 struct xft_hop_key {

@@ -15,6 +15,6 @@ $(SCHED_SPLITS): $(OBJDIR)/tests/e2e/sched_splits.o $(LINK_LIBS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
-TEST_SCRIPTS += tests/e2e/sched_split_wake.sh tests/e2e/sched_split_notify.sh tests/e2e/sched_split_delay.sh tests/e2e/sched_split_live.sh \
+TEST_SCRIPTS += tests/e2e/sched_split_wake.sh tests/e2e/sched_split_notify.sh tests/e2e/sched_split_notify_point.sh tests/e2e/sched_split_delay.sh tests/e2e/sched_split_live.sh \
 	tests/e2e/sched_split_xen.sh \
 	tests/e2e/sched_demo.sh

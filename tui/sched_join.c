@@ -886,6 +886,80 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
+/* The woven notification of @from, into [t0, t1]. */
+static uint64_t tn_clamped(const struct xft_sj_end *from, uint64_t t0, uint64_t t1)
+{
+	return from->tn_ns < t0 ? t0 : from->tn_ns > t1 ? t1 : from->tn_ns;
+}
+
+/* Where a hop across vCPUs crosses: where the flow says its sender
+ * notified, when it says; else where the trace shows it did. */
+static uint64_t crossing_time(const struct xft_sj *j, const struct vcpu *sv, const struct xft_sj_end *from,
+			      uint64_t t0, uint64_t t1)
+{
+	return from->has_tn ? tn_clamped(from, t0, t1) : notify_time(j, sv, t0, t1);
+}
+
+/* The first evtchn_op of @v kept at or after @t (v->nhc: none), and in
+ * *@all whether every one of @v's at or after @t is still kept. */
+static uint64_t hc_first_at(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int *all)
+{
+	uint64_t first = v->nhc > j->lim.per_vcpu_hc ? v->nhc - j->lim.per_vcpu_hc : 0, lo = first, hi = v->nhc;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (v->hc[mid & j->hc_mask] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*all = lo > first || first == 0;
+	return lo;
+}
+
+/* The check with one more clock check's results in: the windows turn
+ * over as in clock_check(). */
+static void checks_turn(struct xft_sj *j)
+{
+	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+	j->st.clock_bound_ns = offsets_bound(&both);
+	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
+		j->err_prev = j->err_cur;
+		j->err_cur = 0;
+		j->err_n = 0;
+		j->off_prev = j->off_cur;
+		memset(&j->off_cur, 0, sizeof(j->off_cur));
+	}
+	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+}
+
+/* The ordered pair of a woven notification at @tn on @v (sched_join.h):
+ * offset <= h - tn, h the one evtchn_op of the run holding tn.  Within
+ * one run nothing else of the vCPU's runs between its notify point and
+ * its hypercall, so one evtchn_op there is this notification's; the run
+ * must be whole (start and end seen), or one outside what is seen could
+ * be it. */
+static void notify_check(struct xft_sj *j, const struct vcpu *v, uint64_t tn)
+{
+	int64_t k = v ? find(j, v, tn, H_TN) : -1;
+	if (k < 0 || (ent_at(j, v, (uint64_t)k)->state != S_RUNNING && ent_at(j, v, (uint64_t)k)->state != S_XEN))
+		return;
+	uint64_t a = state_entered(j, v, (uint64_t)k), b = state_left(j, v, (uint64_t)k);
+	if (!began_at(j, v, a) || !ended_known(j, v, b))
+		return;
+	uint64_t ta = ent_at(j, v, a)->t, tb = ent_at(j, v, b)->t;
+	int all;
+	uint64_t i = hc_first_at(j, v, ta, &all);
+	if (!all || i >= v->nhc || v->hc[i & j->hc_mask] >= tb ||
+	    (i + 1 < v->nhc && v->hc[(i + 1) & j->hc_mask] < tb))
+		return;
+	uint64_t h = v->hc[i & j->hc_mask];
+	j->st.checks++;
+	if (h < tn && tn - h > j->err_cur)
+		j->err_cur = tn - h;
+	offsets_ceil(&j->off_cur, (int64_t)h - (int64_t)tn);
+	checks_turn(j);
+}
+
 void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
 		  struct xft_split *out, struct xft_culprit *culprit)
 {
@@ -900,7 +974,7 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	int same = sv && sv == rv;
-	uint64_t tn = same ? t1 : notify_time(j, sv, t0, t1);
+	uint64_t tn = same ? t1 : crossing_time(j, sv, from, t0, t1);
 	a.t0 = t0;
 	a.tn = tn;
 	a.t1 = t1;
@@ -946,6 +1020,8 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		if (check)
 			clock_check(j, rv, t1, r1);
 	}
+	if (check && from->has_tn)
+		notify_check(j, sv, tn_clamped(from, t0, t1));
 	/* Each nanosecond of [t0, t1) was charged to one side once. */
 	split_of(&a, t1 - t0, out);
 	struct xft_culprit best = { 0 };

@@ -19,10 +19,12 @@
  * split thus.  When both ends are on one vCPU, that vCPU is charged the
  * whole hop: running is `run`, runnable `wait`, blocked `blocked`, offline
  * `offline`.  Otherwise the sender's vCPU is charged until the
- * notification tn (its first evtchn_op in [t0, t1]; t0 when it made none)
- * in the same way, and the receiver's from tn: blocked until its first
- * wake after tn is `notify`, blocked after that `blocked`, runnable
- * `wait`, running `backend`.  On either side, the time Xen ran instead of
+ * notification tn in the same way, and the receiver's from tn: blocked
+ * until its first wake after tn is `notify`, blocked after that
+ * `blocked`, runnable `wait`, running `backend`.  tn is the woven
+ * notification when the sending end has one (has_tn: its point's record
+ * at a notify="yes" point of the flow, clamped into [t0, t1]); else the
+ * sender's first evtchn_op in [t0, t1], or t0 when it made none.  On either side, the time Xen ran instead of
  * the running vCPU (an interrupt it handled on that vCPU's pCPU) is `xen`:
  * carved out of the run, from the interrupt's start (never before the
  * vCPU's last state change: clamped there) to its end; an interrupt on an
@@ -54,6 +56,15 @@
  * (the clocks drift against each other).  The checks take an interrupt
  * as part of the run it interrupted.
  *
+ * A woven notification gives a second ordered pair: the guest's record
+ * at tn precedes Xen's record of the evtchn_op it makes next, h, so the
+ * offset is at most h - tn (one side only).  It is taken only where h is
+ * unambiguous: the run of the sender's vCPU that holds tn, its start and
+ * end known, holds exactly one evtchn_op (with two, either could be this
+ * notification's, and with none it was not made in that run).  h before
+ * tn is a violated pair: the error is at least tn - h.  Each pair counts
+ * as one check of the windows above.
+ *
  * Each interrupt takes two entries of its vCPU's ring: a vCPU that Xen
  * interrupts often keeps a shorter past (stats.overwritten, too_old).
  *
@@ -78,11 +89,15 @@ struct xft_sj_limits {
 };
 
 /* One side of a hop: its time, domain and the CPU its record was written
- * on (-1: not known). */
+ * on (-1: not known).  The sending side may also say when its point
+ * notified the next domain (has_tn: a record at an XFLOW_SITE_NOTIFIES
+ * site, xflow/collector.h, at tn_ns); the receiving side's are not read. */
 struct xft_sj_end {
 	uint64_t t_ns;
 	uint16_t domain;
 	int32_t cpu;
+	int has_tn;
+	uint64_t tn_ns;
 };
 
 struct xft_sj_stats {

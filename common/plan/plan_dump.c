@@ -76,10 +76,11 @@ void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode)
 		fprintf(out, "advice %u %s", i, origin_name(a->origin));
 		if (a->flow >= 0 && (uint32_t)a->flow < p->nflows)
 			fprintf(out, " of %s", s_or(p->flows[a->flow], "?"));
-		fprintf(out, " (%s:%u:%u) %u insns, %u inputs%s%s%s\n", s_or(a->file, "?"), a->line, a->col,
+		fprintf(out, " (%s:%u:%u) %u insns, %u inputs%s%s%s%s\n", s_or(a->file, "?"), a->line, a->col,
 			a->prog.ninsns, a->prog.ninputs, a->flags & XFLOW_ADVICE_AFTER ? ", after" : "",
 			a->flags & XFLOW_ADVICE_AFTER_STORE ? ", after stores of its field" : "",
-			a->flags & XFLOW_ADVICE_RECEIVES ? ", receives from another domain" : "");
+			a->flags & XFLOW_ADVICE_RECEIVES ? ", receives from another domain" : "",
+			a->flags & XFLOW_ADVICE_NOTIFIES ? ", notifies the next domain" : "");
 		for (uint32_t k = 0; k < a->prog.ninputs; k++) {
 			const struct xflow_bc_input *in = &a->prog.inputs[k];
 			fprintf(out, "  input %u %s", k, in->kind == XFLOW_IN_TARGET ? "target" : "local_var");

@@ -100,12 +100,16 @@ int xflow_plan_check(const struct xflow_plan *p, char *why, size_t whylen)
 			return bad(why, whylen, "plan: advice %u: unknown origin %u", i, a->origin);
 		if (a->flow < -1 || (a->flow >= 0 && (uint32_t)a->flow >= p->nflows))
 			return bad(why, whylen, "plan: advice %u: flow %d out of range", i, a->flow);
-		if (a->flags & ~(uint32_t)(XFLOW_ADVICE_AFTER | XFLOW_ADVICE_AFTER_STORE | XFLOW_ADVICE_RECEIVES))
+		if (a->flags & ~(uint32_t)(XFLOW_ADVICE_AFTER | XFLOW_ADVICE_AFTER_STORE | XFLOW_ADVICE_RECEIVES |
+					   XFLOW_ADVICE_NOTIFIES))
 			return bad(why, whylen, "plan: advice %u: unknown flags %#x", i, a->flags);
 		/* A plan of an older version says nothing of receiving:
 		 * a flag there is damage, not a claim to believe. */
 		if ((a->flags & XFLOW_ADVICE_RECEIVES) && p->version && p->version < 4)
 			return bad(why, whylen, "plan: advice %u: flag RECEIVES in a version %u plan (from version 4)", i,
+				   p->version);
+		if ((a->flags & XFLOW_ADVICE_NOTIFIES) && p->version && p->version < 5)
+			return bad(why, whylen, "plan: advice %u: flag NOTIFIES in a version %u plan (from version 5)", i,
 				   p->version);
 		if (a->after_store_field < -1 ||
 		    (a->after_store_field >= 0 && (uint32_t)a->after_store_field >= p->nfields))

@@ -50,6 +50,8 @@ uint32_t xflow_plan_site_roles(const struct xflow_plan *p, const struct xflow_pl
 			roles |= XFLOW_SITE_RECEIVES;
 		else if ((a->rec_flags & XFLOW_REC_CROSS_DOMAIN) && !is_keyed(a))
 			roles |= XFLOW_SITE_SENDS;
+		if (a->flags & XFLOW_ADVICE_NOTIFIES)
+			roles |= XFLOW_SITE_NOTIFIES;
 	}
 	return roles;
 }

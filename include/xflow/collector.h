@@ -38,8 +38,10 @@
  * 9: struct xflow_site_info.roles and struct xflow_domain_info.planning
  *    (each at its end).
  * 10: XFLOW_SCHED_XEN (before XFLOW_SCHED_NKINDS, which it moves).
- * 11: the optional detach() hook (at the end of the ops). */
-#define XFLOW_COLLECTOR_ABI 11
+ * 11: the optional detach() hook (at the end of the ops).
+ * 12: XFLOW_SITE_NOTIFIES (a new bit of xflow_site_info.roles, which moves
+ *     XFLOW_SITE_ROLES_ALL). */
+#define XFLOW_COLLECTOR_ABI 12
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -72,7 +74,12 @@ enum xflow_site_roles {
 	XFLOW_SITE_ROLES_KNOWN = 1u << 0, /* the two below are the truth */
 	XFLOW_SITE_SENDS = 1u << 1,       /* an id leaves the domain here */
 	XFLOW_SITE_RECEIVES = 1u << 2,    /* an id from another domain arrives here */
-	XFLOW_SITE_ROLES_ALL = (1u << 3) - 1,
+	/* ABI 12: a point written notify="yes" (XFLOW_ADVICE_NOTIFIES): the
+	 * domain notifies the next one here, so a hop beginning at a record
+	 * of this site crosses vCPUs at that record's time (tui/sched_join.h).
+	 * Not about handoffs: the model's matching ignores it. */
+	XFLOW_SITE_NOTIFIES = 1u << 3,
+	XFLOW_SITE_ROLES_ALL = (1u << 4) - 1,
 };
 
 /*

@@ -46,6 +46,12 @@ enum xflow_advice_flag {
 	 * an unkeyed handoff, so that a record anywhere else, a guest's lie
 	 * or a flow whose beginning was lost, cannot take another's. */
 	XFLOW_ADVICE_RECEIVES = 1u << 2,
+	/* Of a point written notify="yes" (xflow(5)): where it runs, the
+	 * domain has published its request and notifies the next one, so
+	 * the hop that begins at its records crosses to the next vCPU at
+	 * their time.  The monitor splits such a hop there instead of at the
+	 * sender's first event-channel hypercall (tui/sched_join.h). */
+	XFLOW_ADVICE_NOTIFIES = 1u << 3,
 };
 
 struct xflow_advice_info {

@@ -18,7 +18,7 @@
  * it finds at attach time.  Registers are DWARF x86-64 numbers: 0 rax,
  * 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8..15 r8..r15, 16 rip.
  *
- * ---- The file format (version 4) -------------------------------------------
+ * ---- The file format (version 5) -------------------------------------------
  *
  * All integers little-endian, no padding between fields; records follow one
  * another in the order below.  A string is a u32 offset into the string
@@ -42,7 +42,8 @@
  *   fields, nfields × { u32 struct, u32 member }
  *   advice, nadvice × {
  *     u32 origin (enum xflow_advice_origin), i32 flow (-1: none),
- *     u32 flags (enum xflow_advice_flag; RECEIVES only from version 4),
+ *     u32 flags (enum xflow_advice_flag; RECEIVES only from version 4,
+ *                NOTIFIES only from version 5),
  *     i32 after_store_field (-1: none),
  *     u32 rec_flags, u32 file, u32 line, u32 col,
  *     u32 ninsns, u32 nconsts, u32 nlocals, u32 ninputs,
@@ -107,8 +108,12 @@
  *    reader of version 3 would refuse the flag as an unknown bit of one
  *    advice; the version tells it what it faces instead ("plan: version 4,
  *    this reader knows 2 to 3").  Versions 2 and 3 are read too: they have
- *    no RECEIVES, so their sites' roles are not known (xflow_plan_site_roles). */
-#define XFLOW_PLAN_VERSION 4
+ *    no RECEIVES, so their sites' roles are not known (xflow_plan_site_roles).
+ * 5: the advice flag XFLOW_ADVICE_NOTIFIES (a point written notify="yes"),
+ *    for the same reason: an agent of version 4 names the version instead
+ *    of calling the bit an unknown flag.  A NOTIFIES bit in an older plan
+ *    is refused as damage. */
+#define XFLOW_PLAN_VERSION 5
 #define XFLOW_PLAN_VERSION_MIN 2
 #define XFLOW_PLAN_HEADER_SIZE 64
 
@@ -305,7 +310,8 @@ void xflow_plan_dump(const struct xflow_plan *p, FILE *out, bool bytecode);
  * when advice bound there records an id leaving through a ring header
  * (rec_flags CROSS_DOMAIN, not RECEIVES, no keyed HANDOFF in its program),
  * XFLOW_SITE_RECEIVES when advice bound there is XFLOW_ADVICE_RECEIVES,
- * both with XFLOW_SITE_ROLES_KNOWN.  0 (not known) for a site out of range
+ * XFLOW_SITE_NOTIFIES when advice bound there is XFLOW_ADVICE_NOTIFIES
+ * (whatever else it is), all with XFLOW_SITE_ROLES_KNOWN.  0 (not known) for a site out of range
  * and for a plan read from a version before 4, which could not say which
  * side an advice is.  A binary search of the bindings: callers on a hot
  * path compute it once per site.

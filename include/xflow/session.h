@@ -2,7 +2,7 @@
  * xflow/session.h — a saved session: what xflowtop fed into its model,
  * written by --save-session and played back by the replay collector.
  *
- * The file, version 6.  Every integer is little-endian.  Versions 3 and 4
+ * The file, version 7.  Every integer is little-endian.  Versions 3 and 4
  * differ from 2 only in their records, which may be of record version 2
  * (with their CPU) in 3, and of record version 3 (with the flag
  * SEQ_COUNTS_LOST) in 4: a reader reads every version up to its own, and
@@ -12,11 +12,13 @@
  * the saving run did; an older reader would refuse the bytes as damage.
  * Version 6 differs from 5 only in its records, which may be of record
  * version 4 (an agent's loss notes, flagged LOSS_NOTE), for the same
- * reason as 3 and 4.
+ * reason as 3 and 4.  Version 7 adds the role NOTIFIES to a site's
+ * roles (a point written notify="yes"), which an older reader would
+ * refuse as damage; a version before 7 with that bit is refused.
  *
  *   Header, 32 bytes:
  *     0   8  magic "XFLOWSES"
- *     8   2  version, 6 (2 to 5 are still read)
+ *     8   2  version, 7 (2 to 6 are still read)
  *     10  2  zero
  *     12  4  zero (flags; none defined)
  *     16  8  the session's span: the earliest record time,
@@ -37,8 +39,9 @@
  *   written before the first record that needs them.
  *     0   2  domain id
  *     2   2  the site's roles (enum xflow_site_roles, xflow/collector.h):
- *            0 not known, else ROLES_KNOWN and any of SENDS, RECEIVES;
- *            versions 5 and 6; zero in versions 2 to 4
+ *            0 not known, else ROLES_KNOWN and any of SENDS, RECEIVES
+ *            and (from version 7) NOTIFIES; versions 5 to 7; zero in
+ *            versions 2 to 4
  *     4   4  site id
  *     8   4  line
  *     12  2  length of the domain name   (1 .. 255)
@@ -65,7 +68,7 @@
 #include "xflow/record.h"
 
 #define XFLOW_SESSION_MAGIC "XFLOWSES"
-#define XFLOW_SESSION_VERSION 6
+#define XFLOW_SESSION_VERSION 7
 #define XFLOW_SESSION_VERSION_MIN 2
 #define XFLOW_SESSION_HEADER_SIZE 32
 #define XFLOW_SESSION_CHUNK_HEAD 8

@@ -417,15 +417,47 @@ Test(session, roles_the_format_does_not_know_are_refused)
 	cr_assert_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(roles[0], 0);
 	cr_expect_eq(roles[1], 0);
-	buf[ROLES_AT] = 0x08;
+	buf[ROLES_AT] = 0x10;
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
-	cr_expect(strstr(err, "t.ses: offset 56: site: roles 0x8"), "%s", err);
+	cr_expect(strstr(err, "t.ses: offset 56: site: roles 0x10"), "%s", err);
 	buf[ROLES_AT] = XFLOW_SITE_RECEIVES; /* without ROLES_KNOWN */
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
 	cr_expect(strstr(err, "t.ses: offset 56: site: roles 0x4"), "%s", err);
 	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES;
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(roles[0], XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_RECEIVES);
+	free(buf);
+}
+
+/* Issue 24: version 7 carries a notify point's role; version 6 did not
+ * know it, so the bit there is damage. */
+Test(session, the_notifies_role_from_version_7)
+{
+	write_small(2);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	char err[512] = "";
+	uint32_t roles[2] = { 9, 9 };
+	cr_assert_eq(buf[8], 7, "the version");
+	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES;
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(roles[0], XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES);
+	buf[8] = 6;
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
+	cr_expect(strstr(err, "t.ses: offset 56: site: role NOTIFIES in a version 6 session (from version 7)"), "%s",
+		  err);
+	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS;
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
+	free(buf);
+	/* The writer keeps it. */
+	struct xflow_session_writer *w;
+	unlink(path);
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(xflow_session_write_site(w, 1, 0, "linuxU", "netfront.c", 2, "g",
+					      XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_NOTIFIES), 0);
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	buf = slurp(&len);
+	cr_expect_eq(buf[32 + 8 + 2], XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_NOTIFIES, "the first chunk's roles");
 	free(buf);
 }
 

@@ -3,6 +3,7 @@
  *           [--wake-delay DOM=DUR] [--notify-delay DUR] [--xen-irq DUR]
  *           [--delay STAGE=DUR]
  *           [--no-trace] [--clock-offset NS] [--iterations N] [--refresh S]
+ *           [--flows FILE]
  *
  * Issue 24 end to end: the demo host with its scheduler model, xensim's
  * trace read live by xflowtop's xentrace collector (through a FIFO this
@@ -12,7 +13,8 @@
  * x.trace, truth (xensim's).  --no-trace runs the scheduler model (the same
  * host) without giving xflowtop its trace; --clock-offset NS shifts the
  * trace on xflowtop's clock; --refresh S is xflowtop's -d (1 s by
- * default).  Exit 0 when xflowtop and the host finished
+ * default); --flows FILE weaves FILE instead of the shipped netflow.xml
+ * (a variant of it: the host's truth follows netflow's stages).  Exit 0 when xflowtop and the host finished
  * well, 1 otherwise, 77 to skip.
  */
 #include <errno.h>
@@ -114,6 +116,8 @@ int main(int argc, char **argv)
 			iterations = atoi(v);
 		else if (!strcmp(argv[i], "--refresh"))
 			refresh = v;
+		else if (!strcmp(argv[i], "--flows"))
+			o.flows = v;
 		else {
 			fprintf(stderr, "sched-e2e: unknown option %s\n", argv[i]);
 			return 2;

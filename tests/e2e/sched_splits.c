@@ -12,10 +12,13 @@
  * (the reasons of the unknown last, so that the columns before keep
  * their place)
  *
- * then "#sched" with the join's status (joined, clock error or -, trace
- * records, lost, hops split).  The records go through the model as
+ * each record at a notify point's site (XFLOW_SITE_NOTIFIES) as
+ * "#notify DOMAIN T_NS FLOW_ID" when it is fed, then "#sched" with the
+ * join's status (joined, clock error or -, trace records, lost, hops
+ * split).  The records go through the model as
  * xflowtop feeds them (tui/aggregate.h, hops grouped by function), the
- * trace's events 50 ms ahead of them at most, as xflowtop takes them.
+ * trace's events 50 ms ahead of them at most, as xflowtop takes them,
+ * with the sites' roles the session saved.
  * --offset NS places the trace NS later on the flows' clock (the
  * collector's clock-offset); --lose drops the trace's events in [FROM, TO)
  * and says so with one LOST event at FROM, as Xen does when its buffers
@@ -35,7 +38,7 @@
 
 struct site {
 	uint16_t domain;
-	uint32_t site, line;
+	uint32_t site, line, roles;
 	char *dom, *file, *fn;
 };
 
@@ -56,6 +59,22 @@ static int lookup(void *ctx, uint16_t domain, uint32_t site, struct xflow_site_i
 			return 0;
 		}
 	return -ENOENT;
+}
+
+static const struct site *site_of(uint16_t domain, uint32_t site)
+{
+	for (size_t i = 0; i < nsites; i++)
+		if (sites[i].domain == domain && sites[i].site == site)
+			return &sites[i];
+	return NULL;
+}
+
+/* The roles the session saved, as xflowtop's model had them live. */
+static unsigned roles_of(void *ctx, uint16_t domain, uint32_t site)
+{
+	(void)ctx;
+	const struct site *s = site_of(domain, site);
+	return s ? s->roles : 0;
 }
 
 static void on_split(void *ctx, const struct xft_hop *h, uint64_t t0, uint64_t t1, const struct xft_split *s,
@@ -159,6 +178,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	xft_agg_on_split(a, on_split, NULL);
+	xft_agg_set_roles(a, roles_of, NULL);
 	struct xflow_session_chunk ch;
 	int ended = 0;
 	while ((rc = xflow_session_reader_next(r, &ch, err, sizeof(err))) == 1) {
@@ -169,13 +189,17 @@ int main(int argc, char **argv)
 				if (!sites)
 					return 1;
 			}
-			sites[nsites++] = (struct site){ ch.domain, ch.site, ch.line, strdup(ch.domain_name),
+			sites[nsites++] = (struct site){ ch.domain, ch.site, ch.line, ch.roles, strdup(ch.domain_name),
 							 strdup(ch.file), strdup(ch.function) };
 			xft_sites_set_domain(&names, ch.domain, ch.domain_name);
 		} else if (ch.type == XFLOW_SESSION_RECORD) {
 			if (pull(ops, c, a, ch.t_ns + UINT64_C(50000000), &ended))
 				return 1;
 			xft_agg_feed(a, &ch.record, ch.t_ns);
+			const struct site *st = site_of(ch.record.domain_id, ch.record.site_id);
+			if (st && (st->roles & XFLOW_SITE_NOTIFIES))
+				printf("#notify\t%u\t%" PRIu64 "\t%" PRIu64 "\n", st->domain, ch.t_ns,
+				       (uint64_t)ch.record.flow_id);
 		}
 	}
 	if (rc < 0) {

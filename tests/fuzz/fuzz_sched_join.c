@@ -7,7 +7,8 @@
  * crash, a leak or unbounded memory.
  *
  * Input: 16-byte items.  Byte 0 bit 7 set: a split, the rest its ends
- * (time offsets back from the newest event, domains, CPUs); else an event:
+ * (time offsets back from the newest event, domains, CPUs, a woven
+ * notification); else an event:
  * kind, pcpu, from, to, dom, vcpu, dom2, vcpu2 (a byte each), arg (2
  * bytes), time delta (4 bytes, signed: events may go back).
  */
@@ -37,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint64_t back0 = u32(p + 1) % (1u << 22), len = u32(p + 5) % (1u << 22);
 			struct xft_sj_end a = { t > back0 ? t - back0 : 0, p[9] % 8, (int8_t)p[10] % 8 };
 			struct xft_sj_end b = { a.t_ns + len, p[11] % 8, (int8_t)p[12] % 8 };
+			/* Byte 13 bit 1: the sender's woven notification, at byte 14
+			 * times 2^15 ns into the hop (or past it: clamped). */
+			a.has_tn = (p[13] & 2) != 0;
+			a.tn_ns = a.t_ns + ((uint64_t)p[14] << 15);
 			struct xft_split s;
 			struct xft_culprit c;
 			xft_sj_split(j, &a, &b, p[13] & 1, &s, &c);

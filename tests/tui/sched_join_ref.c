@@ -662,6 +662,56 @@ static void clock_check(struct ref_sj *j, const struct vcpu *v, uint64_t t)
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
+/* The ordered pair of a woven notification at @tn on @v: offset <= h - tn,
+ * h the only evtchn_op of the run holding tn, that run's start and end
+ * seen and every evtchn_op it may hold kept.  A walk of the entries and of
+ * every evtchn_op kept. */
+static void notify_check(struct ref_sj *j, const struct vcpu *v, uint64_t tn)
+{
+	int64_t k = v ? find(j, v, tn) : -1;
+	if (k < 0 || (ent_at(j, v, (uint64_t)k)->state != S_RUNNING && ent_at(j, v, (uint64_t)k)->state != S_XEN))
+		return;
+	uint64_t a = (uint64_t)k, b = (uint64_t)k + 1;
+	while (a > first_kept(j, v) && ent_at(j, v, a)->irq)
+		a--;
+	while (b < v->n && ent_at(j, v, b)->irq)
+		b++;
+	if (ent_at(j, v, a)->irq || a == first_kept(j, v) || ent_at(j, v, a - 1)->state == S_UNKNOWN ||
+	    ent_at(j, v, a - 1)->state == S_RUNNING)
+		return; /* its start not seen */
+	if (b == v->n || ent_at(j, v, b)->state == S_UNKNOWN || ent_at(j, v, b)->state == S_RUNNING)
+		return; /* its end not seen */
+	uint64_t ta = ent_at(j, v, a)->t, tb = ent_at(j, v, b)->t, first = v->nhc > j->lim.per_vcpu_hc ? v->nhc - j->lim.per_vcpu_hc : 0;
+	if (first > 0 && v->hc[first & j->hc_mask] >= ta)
+		return; /* one let go may have been in the run */
+	uint64_t h = 0, n = 0;
+	for (uint64_t i = first; i < v->nhc; i++)
+		if (v->hc[i & j->hc_mask] >= ta && v->hc[i & j->hc_mask] < tb) {
+			h = v->hc[i & j->hc_mask];
+			n++;
+		}
+	if (n != 1)
+		return;
+	j->st.checks++;
+	if (h < tn && tn - h > j->err_cur)
+		j->err_cur = tn - h;
+	if (j->nallowed == j->allowed_cap) {
+		j->allowed_cap = j->allowed_cap ? 2 * j->allowed_cap : 4096;
+		j->allowed = realloc(j->allowed, j->allowed_cap * sizeof(*j->allowed));
+		if (!j->allowed)
+			abort();
+	}
+	j->allowed[j->nallowed][0] = INT64_MIN;
+	j->allowed[j->nallowed++][1] = (int64_t)h - (int64_t)tn;
+	j->st.clock_bound_ns = allowed_bound(j);
+	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
+		j->err_prev = j->err_cur;
+		j->err_cur = 0;
+		j->err_n = 0;
+	}
+	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+}
+
 static void ref_sj_split(struct ref_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
 		  struct xft_split *out, struct xft_culprit *culprit)
 {
@@ -676,7 +726,9 @@ static void ref_sj_split(struct ref_sj *j, const struct xft_sj_end *from, const 
 	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	int same = sv && sv == rv;
-	uint64_t tn = same ? t1 : notify_time(j, sv, t0, t1);
+	/* The woven notification, into the hop, when the sender has one. */
+	uint64_t wn = from->tn_ns < t0 ? t0 : from->tn_ns > t1 ? t1 : from->tn_ns;
+	uint64_t tn = same ? t1 : from->has_tn ? wn : notify_time(j, sv, t0, t1);
 	/* The boundaries near which the charged vCPU changed state. */
 	struct {
 		uint64_t b;
@@ -703,6 +755,8 @@ static void ref_sj_split(struct ref_sj *j, const struct xft_sj_end *from, const 
 		if (check)
 			clock_check(j, rv, t1);
 	}
+	if (check && from->has_tn)
+		notify_check(j, sv, wn);
 	struct xft_culprit best = { 0 };
 	for (unsigned k = 0; k < NCULPRITS; k++)
 		if (c[k].wait_ns > best.wait_ns)

@@ -1192,3 +1192,65 @@ Test(aggregate, sites_of_unknown_roles_send_and_receive_as_before)
 	cr_expect_not_null(find_hop(a, 1, RECV_SITE, 0, OTHER_SITE));
 	xft_agg_free(a);
 }
+
+/* Site 105 is a notify point's (XFLOW_SITE_NOTIFIES); the others are known
+ * to be nothing. */
+static unsigned notify_roles(void *opaque, uint16_t domain, uint32_t site)
+{
+	(void)opaque;
+	(void)domain;
+	return XFLOW_SITE_ROLES_KNOWN | (site == 105 ? XFLOW_SITE_NOTIFIES : 0);
+}
+
+/* A hop from d0v0 to d0v1: its point (group 1) begins at site 101 at t,
+ * notifies at site 105 at t + 30 us, and the hop ends at site 201 at
+ * t + 100 us.  d0v0 runs throughout and makes its evtchn_op at t + 60 us;
+ * d0v1 is blocked until t + 90 us.  The run of the hop's split. */
+static uint64_t run_of_notified_hop(bool roles)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 10 * US;
+	struct xft_agg *a;
+	cr_assert_eq(xft_agg_new(&l, group_by_hundreds, NULL, &a), 0);
+	if (roles)
+		xft_agg_set_roles(a, notify_roles, NULL);
+	struct xft_sj_limits sl = { 0 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
+	uint64_t t = 1000 * MS;
+	struct xflow_sched_event e[] = {
+		{ .t_ns = t - 10 * US, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .dom = 0, .vcpu = 0, .from = 1, .to = 0 },
+		{ .t_ns = t - 10 * US, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 1, .dom = 0, .vcpu = 1, .from = 0, .to = 2 },
+		{ .t_ns = t + 60 * US, .kind = XFLOW_SCHED_HYPERCALL, .pcpu = 0, .arg = 32 },
+		{ .t_ns = t + 90 * US, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 1, .dom = 0, .vcpu = 1, .from = 2, .to = 0 },
+		{ .t_ns = t + 200 * US, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .dom = 0, .vcpu = 0, .from = 0, .to = 2 },
+	};
+	for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++)
+		xft_agg_sched_event(a, &e[i]);
+	struct xflow_record r = rec(0, 101, 7, XFLOW_REC_START);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t);
+	r = rec(0, 105, 7, XFLOW_REC_TRANSIT);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + 30 * US);
+	r = rec(0, 201, 7, XFLOW_REC_QUIT);
+	r.cpu_plus1 = 2;
+	xft_agg_feed(a, &r, t + 100 * US);
+	xft_agg_drain(a);
+	xft_agg_sched_flush(a);
+	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
+	cr_assert_not_null(h);
+	cr_assert_eq(h->split.all.ns[XFT_ST_NOTIFY] + h->split.all.ns[XFT_ST_RUN], 90 * US,
+		     "the sender's run and the receiver's sleep make the hop but its last 10 us");
+	uint64_t run = h->split.all.ns[XFT_ST_RUN];
+	xft_agg_free(a);
+	return run;
+}
+
+/* Issue 24: the point's record at the notify site, not its first, is
+ * where the sender's part ends; without the roles, the evtchn_op is. */
+Test(aggregate, a_notify_site_in_a_point_ends_the_senders_part)
+{
+	cr_assert_eq(run_of_notified_hop(true), 30 * US);
+	cr_assert_eq(run_of_notified_hop(false), 60 * US);
+}

@@ -370,6 +370,123 @@ Test(sched_join, a_run_without_end_proves_no_bound)
 	xft_sj_free(j);
 }
 
+/* --- the woven notification ------------------------------------------------ */
+
+/* scenario() with the sender's run whole: d1v0 runnable from 5, running
+ * [10, 3000) with one evtchn_op, at 100. */
+static void scenario_whole_run(struct xft_sj *j)
+{
+	rs(j, 5, 0, 1, 0, BLOCKED, RUNNABLE);
+	scenario(j);
+}
+
+/* The hop from a point that notified at @tn (on d1v0, from 50) to one at
+ * @t1 on d0v0, with the clock checks. */
+static struct xft_split notified(struct xft_sj *j, uint64_t tn, uint64_t t1)
+{
+	struct xft_sj_end a = { 50, 1, 0, 1, tn }, b = { t1, 0, 0, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(sum(&s), t1 - 50);
+	cr_assert_eq(reasons(&s), s.ns[XFT_ST_UNKNOWN]);
+	return s;
+}
+
+/* The flow says where the sender notified: its part ends there, at 80,
+ * not at its evtchn_op at 100, and the receiver's blocked time from 80 to
+ * its wake is the notification's. */
+Test(sched_join, the_woven_notification_ends_the_senders_part)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_whole_run(j);
+	struct xft_culprit c;
+	struct xft_sj_end a = { 50, 1, 0, 1, 80 }, b = { 700, 0, 0, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 0, &s, &c);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 30, "the sender runs until its notify point: %lu", (unsigned long)s.ns[XFT_ST_RUN]);
+	cr_assert_eq(s.ns[XFT_ST_NOTIFY], 220, "the receiver is blocked from it until its wake");
+	cr_assert_eq(s.ns[XFT_ST_WAIT], 200);
+	cr_assert_eq(s.ns[XFT_ST_BACKEND], 200);
+	/* Without it, the evtchn_op as before. */
+	a.has_tn = 0;
+	xft_sj_split(j, &a, &b, 0, &s, &c);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 50);
+	/* A notification said to be outside the hop is taken at its edge. */
+	a = (struct xft_sj_end){ 50, 1, 0, 1, 900 };
+	xft_sj_split(j, &a, &b, 0, &s, &c);
+	cr_assert_eq(s.ns[XFT_ST_RUN], 650, "the whole hop is the sender's");
+	xft_sj_free(j);
+}
+
+/* The pair bounds the offset from above only: the receiver's record at
+ * 700 in dom0's run [500, 2000) allows [-200, 1300]; the notification at
+ * 80 before Xen's evtchn_op at 100, the only one of d1v0's run
+ * [10, 3000), says at most 20: the bound is 200 (the lower side's), and
+ * nothing is measured, since 100 is after 80. */
+Test(sched_join, the_notification_pair_bounds_the_offset_from_one_side)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_whole_run(j);
+	check_at(j, 700);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 1300);
+	notified(j, 80, 700);
+	cr_assert_eq(xft_sj_stats(j)->checks, 3, "the receiver's check twice, the pair once");
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 200);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0);
+	xft_sj_free(j);
+	/* Alone it proves no bound: the lower side is open. */
+	j = mk(0, 0);
+	scenario_whole_run(j);
+	struct xft_sj_end a = { 50, 1, 0, 1, 80 }, b = { 700, 1, 0, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 1, "the pair, on a hop within one vCPU");
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, UINT64_MAX);
+	xft_sj_free(j);
+}
+
+/* A flow clock 60 ns ahead of the trace's puts the notification at 160,
+ * after Xen's record of it at 100: the error is at least 60, though the
+ * receiver's record, well inside its run [500, 2000) at 760, shows
+ * nothing; with it the offset lies in [-260, -60]. */
+Test(sched_join, a_shifted_clock_is_caught_by_the_notification_pair)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario_whole_run(j);
+	notified(j, 160, 760);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 60, "%lu", (unsigned long)xft_sj_stats(j)->clock_error_ns);
+	cr_assert_eq(xft_sj_stats(j)->checks, 2);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 260, "the offset in [-260, -60]: %lu",
+		     (unsigned long)xft_sj_stats(j)->clock_bound_ns);
+	xft_sj_free(j);
+}
+
+/* With two evtchn_ops in the run either could be the notification's; a
+ * run whose start was not seen could hold another: no pair. */
+Test(sched_join, an_ambiguous_notification_pair_is_not_taken)
+{
+	struct xft_sj *j = mk(0, 0);
+	scenario(j); /* d1v0's run starts at its first entry: not seen */
+	notified(j, 160, 760);
+	cr_assert_eq(xft_sj_stats(j)->checks, 1, "the receiver's check only");
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0);
+	xft_sj_free(j);
+	j = mk(0, 0);
+	rs(j, 5, 0, 1, 0, BLOCKED, RUNNABLE);
+	rs(j, 10, 0, 1, 0, RUNNABLE, RUN);
+	rs(j, 10, 1, 0, 0, RUN, BLOCKED);
+	hc(j, 100, 0, 32);
+	hc(j, 120, 0, 32);
+	rs(j, 300, 0, 0, 0, BLOCKED, RUNNABLE);
+	rs(j, 500, 1, 0, 0, RUNNABLE, RUN);
+	rs(j, 2000, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 3000, 0, 1, 0, RUN, BLOCKED);
+	notified(j, 160, 760);
+	cr_assert_eq(xft_sj_stats(j)->checks, 1, "two evtchn_ops: the receiver's check only");
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 0);
+	xft_sj_free(j);
+}
+
 /* --- why '?' --------------------------------------------------------------- */
 
 /* No timeline for the vCPU: an empty trace, a vCPU it does not know, a
@@ -753,6 +870,10 @@ static void random_end(uint64_t t, struct xft_sj_end *e)
 	e->t_ns = t;
 	e->domain = (uint16_t)rnd(5); /* domain 4 is never traced */
 	e->cpu = (int32_t)rnd(4) - 1;  /* -1: not known; 2: never traced */
+	/* A woven notification on a third of the sending ends, somewhere
+	 * near the hop: inside it mostly, before or after it at times. */
+	e->has_tn = rnd(3) == 0;
+	e->tn_ns = t + rnd(4000) - 500;
 }
 
 /* One random run: events of 4 domains of 2 vCPUs on 4 pCPUs, a few of

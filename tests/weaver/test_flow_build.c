@@ -53,6 +53,24 @@ Test(flow_build, aspects_root_is_flows)
 	wt_expect_error("<xflows/>", "unknown element <xflows>");
 }
 
+/* Issue 24: notify is yes or no, and a hop begins at a <start> or a
+ * <transit>, never at a <quit>; each error names where it is. */
+Test(flow_build, notify_where_a_hop_begins)
+{
+	wt_expect_error("<xflow name='f'><start notify='1'><pointcut>access(s.a)</pointcut></start></xflow>",
+			"t.xml:1:32: error: '1' is not a valid notify (yes or no)");
+	wt_expect_error("<xflow name='f'><quit notify='yes'><pointcut>access(s.a)</pointcut></quit></xflow>",
+			"t.xml:1:23: error: notify on a <quit>: the flow ends there, so no hop begins there to cross");
+	int rc;
+	struct xflow_unit *u =
+		wt_compile("<xflow name='f'><start notify='yes'><pointcut>access(s.a)</pointcut></start>"
+			   "<quit notify='no'><pointcut>access(s.b)</pointcut></quit></xflow>", &rc);
+	cr_expect_eq(rc, 0, "notify on a <start>, and notify='no' on a <quit>");
+	xflow_unit_free(u);
+	wt_expect_error("<xflow name='f'><start><pointcut notify='yes'>access(s.a)</pointcut></start></xflow>",
+			"unknown attribute 'notify' on <pointcut>");
+}
+
 Test(flow_build, element_rules)
 {
 	wt_expect_error("<flows><nonsense/></flows>", "t.xml:1:8: error: unknown element <nonsense>");

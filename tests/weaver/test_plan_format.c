@@ -551,11 +551,11 @@ Test(plan_format, the_receives_flag_and_the_roles_it_gives)
 	memcpy(c, buf, len);
 	size_t flags_at = 64 + 4 + 8; /* header, the flow, advice 0's origin and flow */
 	cr_assert_eq(c[flags_at], 0);
-	c[flags_at] = 8;
+	c[flags_at] = 0x10;
 	refix(c, len);
 	cr_expect_neq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0);
-	cr_expect(strstr(why, "plan: advice 0: unknown flags 0x8"), "%s", why);
-	adv[0].flags = 8;
+	cr_expect(strstr(why, "plan: advice 0: unknown flags 0x10"), "%s", why);
+	adv[0].flags = 0x10;
 	void *refused = NULL;
 	size_t rlen;
 	cr_expect_eq(xflow_plan_write(&p, &refused, &rlen, why, sizeof(why)), -EINVAL);
@@ -576,6 +576,59 @@ Test(plan_format, the_receives_flag_and_the_roles_it_gives)
 	cr_assert_eq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0, "%s", why);
 	cr_expect_eq(q->version, 3);
 	cr_expect_eq(xflow_plan_site_roles(q, &q->domains[0], 0), 0, "a version 3 plan's roles");
+	xflow_plan_free(q);
+	free(c);
+	free(buf);
+}
+
+/* Issue 24: a point written notify="yes" marks its advice NOTIFIES, and
+ * its sites NOTIFIES whatever else they are; the plan carries the flag
+ * from version 5 and refuses it in an older one. */
+Test(plan_format, the_notifies_flag_and_the_role_it_gives)
+{
+	struct xflow_plan p, *q;
+	struct xflow_plan_domain d;
+	struct xflow_plan_advice adv[4];
+	struct xflow_plan_binary b;
+	struct xflow_plan_site sites[5];
+	struct xflow_plan_binding bind[6];
+	roles_plan(&p, &d, adv, &b, sites, bind);
+	adv[0].flags = XFLOW_ADVICE_NOTIFIES; /* the xin, also bound at site 4 */
+	void *buf;
+	size_t len;
+	char why[256];
+	cr_assert_eq(xflow_plan_write(&p, &buf, &len, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(xflow_plan_read(buf, len, &q, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(q->version, 5);
+	cr_expect_eq(q->advice[0].flags, XFLOW_ADVICE_NOTIFIES, "the flag went through the file");
+	const uint32_t K = XFLOW_SITE_ROLES_KNOWN;
+	cr_expect_eq(xflow_plan_site_roles(q, &q->domains[0], 0), K | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES);
+	cr_expect_eq(xflow_plan_site_roles(q, &q->domains[0], 1), K | XFLOW_SITE_RECEIVES, "not bound there");
+	cr_expect_eq(xflow_plan_site_roles(q, &q->domains[0], 4),
+		     K | XFLOW_SITE_SENDS | XFLOW_SITE_RECEIVES | XFLOW_SITE_NOTIFIES);
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	xflow_plan_dump(q, f, false);
+	fclose(f);
+	cr_expect(strstr(text, "weave plan v5"), "%s", text);
+	cr_expect(strstr(text, "notifies the next domain"), "%s", text);
+	free(text);
+	xflow_plan_free(q);
+	/* A version 4 plan cannot say NOTIFIES: the bit there is damage. */
+	unsigned char *c = malloc(len);
+	memcpy(c, buf, len);
+	uint32_t ver = 4;
+	memcpy(c + 8, &ver, 4);
+	refix(c, len);
+	cr_expect_neq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "plan: advice 0: flag NOTIFIES in a version 4 plan (from version 5)"), "%s", why);
+	size_t flags_at = 64 + 4 + 8;
+	cr_assert_eq(c[flags_at], XFLOW_ADVICE_NOTIFIES);
+	c[flags_at] = 0;
+	refix(c, len);
+	cr_assert_eq(xflow_plan_read(c, len, &q, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(xflow_plan_site_roles(q, &q->domains[0], 0), K | XFLOW_SITE_SENDS, "a version 4 plan's roles");
 	xflow_plan_free(q);
 	free(c);
 	free(buf);

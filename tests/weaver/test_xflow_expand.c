@@ -152,6 +152,28 @@ Test(xflow_expand, only_the_unkeyed_xout_receives)
 	xflow_unit_free(u);
 }
 
+/* Issue 24: every advice of a notify="yes" point, and only those, is
+ * NOTIFIES: any record written there is the hop's crossing. */
+Test(xflow_expand, a_notify_point_marks_its_advice)
+{
+	int rc;
+	struct xflow_unit *u = wt_compile("<xflow name='f'>"
+					  "<start><pointcut>access(s.a) AND within_function(f0)</pointcut></start>"
+					  "<transit notify='yes'><pointcut>access(s.b) AND within_function(f1)</pointcut>"
+					  "<move from='p' to='q'/></transit>"
+					  "<transit notify='no'><pointcut>access(s.c) AND within_function(f2)</pointcut>"
+					  "<select local_var='q'/></transit>"
+					  "<quit><pointcut>access(s.d)</pointcut></quit></xflow>", &rc);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(xflow_unit_advice_count(u), 4);
+	for (size_t i = 0; i < 4; i++) {
+		struct xflow_advice_info a;
+		xflow_unit_advice(u, i, &a);
+		cr_expect_eq(!!(a.flags & XFLOW_ADVICE_NOTIFIES), i == 1, "advice %zu: flags %#x", i, a.flags);
+	}
+	xflow_unit_free(u);
+}
+
 /* The xin masks the id into its bits and keeps the rest of the field:
  * look for the constants the masking needs. */
 Test(xflow_expand, xin_masks_the_id_into_the_field)

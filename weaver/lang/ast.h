@@ -186,6 +186,7 @@ struct fl_xpoint {
 	const struct fl_xnode *pc_node;
 	const char *select;          /* start/quit: <select local_var> */
 	struct fl_loc select_loc;
+	bool notifies;               /* notify="yes": XFLOW_ADVICE_NOTIFIES */
 	struct fl_xop **ops;
 	size_t nops, ops_cap;
 	const struct fl_xnode *action;  /* free advice code, or NULL */
@@ -231,6 +232,7 @@ struct fl_advice {
 	unsigned rec_flags;            /* enum xflow_record_flag of its records */
 	int after_store_field;         /* xin trap: place after stores of this field */
 	bool receives;                 /* an unkeyed xout: XFLOW_ADVICE_RECEIVES */
+	bool notifies;                 /* of a notify="yes" point: XFLOW_ADVICE_NOTIFIES */
 	struct fl_advice *next;
 	/* Checker results. */
 	struct fl_sym **inputs;

@@ -114,6 +114,8 @@ void xflow_unit_dump(const struct xflow_unit *u, FILE *out, bool bytecode)
 				u->fields[a->after_store_field].member);
 		if (a->receives)
 			fputs(", receives from another domain", out);
+		if (a->notifies)
+			fputs(", notifies the next domain", out);
 		fputs(" -->\n<advice>\n<pointcut>\n", out);
 		struct fl_buf b = { 0 };
 		if (a->pc)

@@ -35,9 +35,11 @@ static const struct elem_rule elem_rules[] = {
 	{ "before", { NULL }, { NULL }, "<before>...</before>" },
 	{ "after", { NULL }, { NULL }, "<after>...</after>" },
 	{ "xflow", { "name" }, { NULL }, "<xflow name=\"netflow\">" },
-	{ "start", { NULL }, { NULL }, "<start><pointcut>...</pointcut></start>" },
-	{ "transit", { NULL }, { NULL }, "<transit><pointcut>...</pointcut><move from=\"skb\" to=\"n\"/></transit>" },
-	{ "quit", { NULL }, { NULL }, "<quit><pointcut>...</pointcut></quit>" },
+	/* notify is known on <quit> too, so that it is refused there with
+	 * the reason rather than as an unknown attribute (point_notify). */
+	{ "start", { NULL }, { "notify" }, "<start><pointcut>...</pointcut></start>" },
+	{ "transit", { NULL }, { "notify" }, "<transit><pointcut>...</pointcut><move from=\"skb\" to=\"n\"/></transit>" },
+	{ "quit", { NULL }, { "notify" }, "<quit><pointcut>...</pointcut></quit>" },
 	{ "select", { "local_var" }, { NULL }, "<select local_var=\"data\"/>" },
 	{ "action", { NULL }, { NULL }, "<action>...</action>" },
 	{ "move", { "from", "to" }, { NULL }, "<move from=\"skb\" to=\"n\"/>" },
@@ -517,6 +519,28 @@ static struct fl_xop *build_xop(struct build *B, struct fl_xflow *f, const struc
 	return op;
 }
 
+/* The notify attribute of point @n: true for notify="yes".  A hop begins
+ * at a <start> or a <transit>; a <quit> ends its flow, so no hop begins
+ * there to cross at it, and notify is refused. */
+static bool point_notify(struct build *B, const struct fl_xnode *n, enum fl_xpoint_kind kind)
+{
+	const struct fl_xattr *a = fl_xnode_attr(n, "notify");
+	if (!a)
+		return false;
+	if (strcmp(a->value, "yes") != 0 && strcmp(a->value, "no") != 0) {
+		fl_error(&B->u->diag, a->vloc, "write notify=\"yes\" where the domain notifies the next one, or leave it out",
+			 "'%s' is not a valid notify (yes or no)", a->value);
+		return false;
+	}
+	if (kind == FL_XP_QUIT && strcmp(a->value, "yes") == 0) {
+		fl_error(&B->u->diag, a->loc,
+			 "put notify=\"yes\" on the <start> or <transit> where the domain notifies the next one",
+			 "notify on a <quit>: the flow ends there, so no hop begins there to cross");
+		return false;
+	}
+	return strcmp(a->value, "yes") == 0;
+}
+
 static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xnode *n,
 			enum fl_xpoint_kind kind)
 {
@@ -526,6 +550,7 @@ static void build_point(struct build *B, struct fl_xflow *f, const struct fl_xno
 	struct fl_xpoint *p = fl_arena_alloc(&B->u->arena, sizeof(*p));
 	p->kind = kind;
 	p->loc = n->loc;
+	p->notifies = point_notify(B, n, kind);
 	const struct fl_xnode *pcn = NULL;
 	struct fl_xop *last = NULL;
 	size_t op_elems = 0;   /* valid or not: no "says nothing" after an error */

@@ -157,7 +157,8 @@ int xflow_unit_advice(const struct xflow_unit *u, size_t i, struct xflow_advice_
 	out->flow = a->flow ? a->flow->index : -1;
 	out->flags = (a->when == FL_AFTER ? XFLOW_ADVICE_AFTER : 0) |
 		     (a->after_store_field >= 0 ? XFLOW_ADVICE_AFTER_STORE : 0) |
-		     (a->receives ? XFLOW_ADVICE_RECEIVES : 0);
+		     (a->receives ? XFLOW_ADVICE_RECEIVES : 0) |
+		     (a->notifies ? XFLOW_ADVICE_NOTIFIES : 0);
 	out->after_store_field = a->after_store_field;
 	out->rec_flags = a->rec_flags;
 	out->file = a->loc.src ? a->loc.src->path : NULL;

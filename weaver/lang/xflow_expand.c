@@ -131,6 +131,9 @@ static struct fl_advice *gen(struct xflow_unit *u, struct fl_xflow *f, const str
 	a->code.gen_loc = loc;
 	a->rec_flags = rec_flags;
 	a->after_store_field = -1;
+	/* Every advice of a notify point marks its site: any record written
+	 * there is the moment the hop beginning at it crosses. */
+	a->notifies = p->notifies;
 	bool ok;
 	a->body = fl_advice_parse(u, &a->code, &ok);
 	if (!ok)
