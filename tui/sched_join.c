@@ -864,16 +864,11 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
-static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
+/* One more clock check's results in (clock_check(), notify_check()): the
+ * bound they prove, and the windows turned over every
+ * XFT_SJ_ERROR_WINDOW checks. */
+static void checks_turn(struct xft_sj *j)
 {
-	int ahead;
-	int64_t d = v ? off_run(j, v, t, k, &ahead) : -1;
-	if (d < 0)
-		return;
-	j->st.checks++;
-	if ((uint64_t)d > j->err_cur)
-		j->err_cur = (uint64_t)d;
-	offsets_narrow(j, v, t, k, d, ahead, &j->off_cur);
 	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
 	j->st.clock_bound_ns = offsets_bound(&both);
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
@@ -884,6 +879,19 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 		memset(&j->off_cur, 0, sizeof(j->off_cur));
 	}
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+}
+
+static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
+{
+	int ahead;
+	int64_t d = v ? off_run(j, v, t, k, &ahead) : -1;
+	if (d < 0)
+		return;
+	j->st.checks++;
+	if ((uint64_t)d > j->err_cur)
+		j->err_cur = (uint64_t)d;
+	offsets_narrow(j, v, t, k, d, ahead, &j->off_cur);
+	checks_turn(j);
 }
 
 /* The woven notification of @from, into [t0, t1]. */
@@ -914,22 +922,6 @@ static uint64_t hc_first_at(const struct xft_sj *j, const struct vcpu *v, uint64
 	}
 	*all = lo > first || first == 0;
 	return lo;
-}
-
-/* The check with one more clock check's results in: the windows turn
- * over as in clock_check(). */
-static void checks_turn(struct xft_sj *j)
-{
-	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
-	j->st.clock_bound_ns = offsets_bound(&both);
-	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
-		j->err_prev = j->err_cur;
-		j->err_cur = 0;
-		j->err_n = 0;
-		j->off_prev = j->off_cur;
-		memset(&j->off_cur, 0, sizeof(j->off_cur));
-	}
-	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
 /* The ordered pair of a woven notification at @tn on @v (sched_join.h):
