@@ -41,21 +41,37 @@ struct ent {
 	                          * from its first entry to t: a state's time
 	                          * over any span is two lookups */
 	uint8_t state;
-	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU */
+	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU
+	                          * (its struct cul says who) */
 	uint8_t irq : 1;         /* one of an interrupt's two: no state change */
-	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
-	uint16_t cdom, cvcpu;
 	uint32_t nculprits;  /* entries before this one with a culprit (mod
 	                      * 2^32): whether a span has any is two lookups */
 	uint32_t nchanges;   /* entries up to this one that are not irq (mod
 	                      * 2^32): whether a span has a state change is
 	                      * two lookups, however many interrupts it has */
+	/* Where the state this entry is in was entered and is left, so that
+	 * the clock windows and checks ask it in one step, not a search
+	 * over a run's interrupts: irq, how many entries back the last
+	 * state change is (LINK_FAR: farther than any ring); not irq, how
+	 * many forward the next one is (0: not yet). */
+	uint32_t link;
+};
+
+/* Farther back than any ring keeps (per_vcpu <= 2^24). */
+#define LINK_FAR (UINT32_C(1) << 31)
+
+/* Who held the pCPU a runnable entry waited for: read only by the walk
+ * for culprits, so kept beside the ring, and an entry is one cache line. */
+struct cul {
+	uint16_t pcpu; /* the pCPU it then ran on */
+	uint16_t cdom, cvcpu;
 };
 
 struct vcpu {
 	uint16_t dom, vcpu;
 	uint64_t n;      /* entries ever pushed; ring[k % per_vcpu] */
 	struct ent *ring;
+	struct cul *cul; /* ring[k]'s culprit, when it has one */
 	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
 	uint64_t nhc;    /* evtchn_op times ever pushed */
 	uint64_t *hc;
@@ -94,6 +110,7 @@ struct xft_sj {
 	uint64_t ring_mask; /* per_vcpu - 1, a power of two */
 	uint64_t hc_mask;   /* per_vcpu_hc - 1, a power of two */
 	struct ent *ents;
+	struct cul *culs;
 	uint64_t *tss;
 	uint64_t *hcs;
 	struct pcpu *p;
@@ -165,7 +182,7 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, i
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
 	uint64_t cum[S_UNKNOWN] = { 0 };
-	uint32_t nc = 0, nch = 0;
+	uint32_t nc = 0, nch = 0, link = 0;
 	if (v->n) {
 		/* Only the last entry is ever given a culprit: the one before
 		 * this is final. */
@@ -175,16 +192,27 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, i
 			cum[p->state] += t - p->t;
 		nc = p->nculprits + p->has_culprit;
 		nch = p->nchanges;
+		uint32_t back = p->irq ? p->link : 0;
+		if (irq) {
+			link = back < LINK_FAR ? back + 1 : LINK_FAR;
+		} else if (back < LINK_FAR) {
+			/* The state entered last is left here; its entry is
+			 * told, unless this one takes its slot. */
+			uint64_t from = v->n - 1 - back;
+			if (from + j->lim.per_vcpu > v->n)
+				ent_at(j, v, from)->link = (uint32_t)(v->n - from);
+		}
 	}
 	v->ts[v->n & j->ring_mask] = t;
 	struct ent *e = ent_at(j, v, v->n++);
-	memset(e, 0, sizeof(*e));
 	e->t = t;
 	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
+	e->has_culprit = 0;
 	e->irq = irq ? 1 : 0;
 	e->nculprits = nc;
 	e->nchanges = nch + !irq;
+	e->link = link;
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -212,10 +240,11 @@ static void runstate(struct xft_sj *j, const struct xflow_sched_event *e)
 		struct ent *prev = ent_at(j, v, v->n - 1);
 		if (prev->state == S_RUNNABLE && p->have_switch && p->next_dom == e->dom &&
 		    p->next_vcpu == e->vcpu && p->prev_dom != IDLE_DOMAIN) {
+			struct cul *c = &v->cul[(v->n - 1) & j->ring_mask];
 			prev->has_culprit = 1;
-			prev->pcpu = e->pcpu;
-			prev->cdom = p->prev_dom;
-			prev->cvcpu = p->prev_vcpu;
+			c->pcpu = e->pcpu;
+			c->cdom = p->prev_dom;
+			c->cvcpu = p->prev_vcpu;
 		}
 	}
 	push(j, v, e->t_ns, e->to, 0);
@@ -385,11 +414,48 @@ static uint32_t changes_to(const struct xft_sj *j, const struct vcpu *v, int64_t
 	return f->nchanges - !f->irq;
 }
 
+/* The entry where the state of entry @k of @v was entered, looking
+ * through interrupts: @k, or the last entry before it that is not irq;
+ * UINT64_MAX when that one is no longer kept.  The entry's link says
+ * where, however many interrupts the run holds. */
+static inline uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	const struct ent *e = ent_at(j, v, k);
+	if (!e->irq)
+		return k;
+	/* LINK_FAR is farther than any ring, so not kept either. */
+	return e->link <= k - first_kept(j, v) ? k - e->link : UINT64_MAX;
+}
+
+/* The first entry after @k of @v that is not irq: where its state is left
+ * (v->n: not yet).  From the link of the entry that entered it; when that
+ * one is no longer kept, binary, on nchanges: a run may hold thousands of
+ * interrupts. */
+static inline uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	uint64_t from = state_entered(j, v, k);
+	if (from != UINT64_MAX) {
+		uint32_t l = ent_at(j, v, from)->link;
+		return l ? from + l : v->n;
+	}
+	uint32_t c = ent_at(j, v, k)->nchanges;
+	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ent_at(j, v, mid)->nchanges == c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* A state change of @v within (b - err, b + err); @k is the last entry at
- * or before @b (find() with @hint), so that the common cases cost no
- * lookup of their own.  An interrupt's entries are no change: they come
- * every few hundred microseconds and would make a window of nearly every
- * boundary. */
+ * or before @b (find() with @hint): the changes nearest @b on either side
+ * are where the state of @k was entered and is left, which its links say,
+ * so that no lookup of its own is needed.  An interrupt's entries are no
+ * change: they come every few hundred microseconds and would make a
+ * window of nearly every boundary. */
 static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err,
 			       unsigned hint)
 {
@@ -401,15 +467,23 @@ static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uin
 		int64_t kh = find(j, v, hi, H_T1), kl = find(j, v, lo, H_T1);
 		return kh > kl && changes_to(j, v, kh) != changes_to(j, v, kl);
 	}
-	uint64_t next = k >= 0 ? (uint64_t)k + 1 : first_kept(j, v);
-	int at = k >= 0 && t_at(j, v, (uint64_t)k) > lo, after = next < v->n && t_at(j, v, next) <= hi;
-	if ((at && !ent_at(j, v, (uint64_t)k)->irq) || (after && !ent_at(j, v, next)->irq))
-		return 1;
-	if (!at && !after)
+	if (k >= 0) {
+		/* The last change at or before @b, and the first after it:
+		 * any change within the window is one of these two. */
+		uint64_t from = state_entered(j, v, (uint64_t)k);
+		if (from != UINT64_MAX && t_at(j, v, from) > lo)
+			return 1;
+		uint64_t to = state_left(j, v, (uint64_t)k);
+		return to < v->n && t_at(j, v, to) <= hi;
+	}
+	/* @b is before every entry kept: count the changes among those up to
+	 * the window's end. */
+	uint64_t first = first_kept(j, v);
+	if (first == v->n || t_at(j, v, first) > hi)
 		return 0;
-	/* Interrupts near @b: count the changes among every entry there. */
-	int64_t kl = at ? find(j, v, lo, hint) : k, kh = after ? find(j, v, hi, hint) : k;
-	return changes_to(j, v, kh) != changes_to(j, v, kl);
+	if (!ent_at(j, v, first)->irq)
+		return 1;
+	return changes_to(j, v, find(j, v, hi, hint)) != changes_to(j, v, k);
 }
 
 /* --- the split ------------------------------------------------------------- */
@@ -619,6 +693,7 @@ static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64
 		seen++;
 		if (!en->has_culprit)
 			continue;
+		const struct cul *cu = &v->cul[i & j->ring_mask];
 		uint64_t x = en->t > s ? en->t : s, y = i + 1 < v->n ? ent_at(j, v, i + 1)->t : j->watermark;
 		if (y > e)
 			y = e;
@@ -626,14 +701,14 @@ static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64
 			continue;
 		unsigned m, min = 0;
 		for (m = 0; m < NCULPRITS; m++) {
-			if (c[m].wait_ns && c[m].domain == en->cdom && c[m].vcpu == en->cvcpu && c[m].pcpu == en->pcpu)
+			if (c[m].wait_ns && c[m].domain == cu->cdom && c[m].vcpu == cu->cvcpu && c[m].pcpu == cu->pcpu)
 				break;
 			if (c[m].wait_ns < c[min].wait_ns)
 				min = m;
 		}
 		if (m == NCULPRITS) { /* a new holder takes the smallest's place */
 			m = min;
-			c[m] = (struct xft_culprit){ .domain = en->cdom, .vcpu = en->cvcpu, .pcpu = en->pcpu };
+			c[m] = (struct xft_culprit){ .domain = cu->cdom, .vcpu = cu->cvcpu, .pcpu = cu->pcpu };
 		}
 		c[m].wait_ns += y - x;
 	}
@@ -743,42 +818,6 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 	if (f == v->n && (j->watermark < t || j->watermark - t < best))
 		return -1;
 	return best == UINT64_MAX ? -1 : (int64_t)best;
-}
-
-/* The entry where the state of entry @k of @v was entered, looking
- * through interrupts: @k, or the last entry before it that is not irq;
- * UINT64_MAX when that one is no longer kept.  Binary, on nchanges: a run
- * may hold thousands of interrupts. */
-static uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	if (!ent_at(j, v, k)->irq)
-		return k;
-	uint32_t c = ent_at(j, v, k)->nchanges;
-	uint64_t lo = first_kept(j, v), hi = k; /* the first with c is in [lo, hi] */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (ent_at(j, v, mid)->nchanges != c)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return ent_at(j, v, lo)->irq ? UINT64_MAX : lo;
-}
-
-/* The first entry after @k of @v that is not irq: where its state is left
- * (v->n: not yet). */
-static uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	uint32_t c = ent_at(j, v, k)->nchanges;
-	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (ent_at(j, v, mid)->nchanges == c)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 /* Whether entry @k of @v (state_entered()'s; UINT64_MAX: not kept) is
@@ -1026,15 +1065,17 @@ int xft_sj_new(const struct xft_sj_limits *l, struct xft_sj **out)
 	j->v = take(j->lim.max_vcpus, sizeof(*j->v), &j->bytes);
 	j->slots = take(hs, sizeof(*j->slots), &j->bytes);
 	j->ents = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->ents), &j->bytes);
+	j->culs = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->culs), &j->bytes);
 	j->tss = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->tss), &j->bytes);
 	j->hcs = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu_hc, sizeof(*j->hcs), &j->bytes);
 	j->p = take(j->lim.max_pcpus, sizeof(*j->p), &j->bytes);
-	if (!j->v || !j->slots || !j->ents || !j->tss || !j->hcs || !j->p) {
+	if (!j->v || !j->slots || !j->ents || !j->culs || !j->tss || !j->hcs || !j->p) {
 		xft_sj_free(j);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < j->lim.max_vcpus; i++) {
 		j->v[i].ring = &j->ents[(size_t)i * j->lim.per_vcpu];
+		j->v[i].cul = &j->culs[(size_t)i * j->lim.per_vcpu];
 		j->v[i].ts = &j->tss[(size_t)i * j->lim.per_vcpu];
 		j->v[i].hc = &j->hcs[(size_t)i * j->lim.per_vcpu_hc];
 	}
@@ -1055,6 +1096,7 @@ void xft_sj_free(struct xft_sj *j)
 	free(j->v);
 	free(j->slots);
 	free(j->ents);
+	free(j->culs);
 	free(j->tss);
 	free(j->hcs);
 	free(j->p);
