@@ -83,6 +83,38 @@ struct vcpu {
 	uint64_t hc_hint; /* the same for the evtchn_op times */
 };
 
+/*
+ * The last split of a hop from one (domain, cpu) to another, and how far
+ * its ends may move with nothing changing but the time charged to the
+ * state each end lies in: the span of the entry it lies in, clear of any
+ * state change within the clock error, on the same side of the sender's
+ * evtchn_ops.  Many hops go between the same two vCPUs and end within a
+ * few microseconds of each other, while the trace changes them every few
+ * tens: so most splits are this one moved, not searched and summed again.
+ * It is kept only for splits across vCPUs with no clock window, no culprit,
+ * nothing old or early.  It holds while the vCPUs known and the clock
+ * error are the same, the entries and evtchn_op times it used are still
+ * kept, and what the trace added since lies past the hop's end by more
+ * than the clock error (a later event can say nothing of the hop then:
+ * no lookup, window, wake or notification changes), and did not give the
+ * last entry of either vCPU a culprit.
+ */
+struct memo {
+	struct xft_sj_end from, to; /* t_ns unused: the key is where */
+	const struct vcpu *sv, *rv;
+	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
+	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
+	uint32_t nv;
+	int valid;
+	uint64_t t0, t1;            /* the ends of the split below */
+	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
+	uint8_t col0, col1;         /* the split's state each end's time is in */
+	int64_t r1;                 /* the receiver's entry at t1 */
+	struct xft_split out;
+};
+
+#define MEMO_SLOTS 16
+
 struct pcpu {
 	uint32_t cur;    /* the vCPU running there (index), or NONE */
 	uint16_t prev_dom, prev_vcpu, next_dom, next_vcpu; /* its last switch */
@@ -119,6 +151,7 @@ struct xft_sj {
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
 	struct offsets off_cur, off_prev;
+	struct memo memo[MEMO_SLOTS];
 };
 
 /* --- timelines ------------------------------------------------------------- */
@@ -644,12 +677,13 @@ static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, ui
 
 /* The receiver's first wake at or after @tn (the first time it is
  * runnable or running, an interrupt inside a run being running), or @t1
- * when it has none before; @kn and @k1 are the last entries at or before
- * tn and t1, and *@kw becomes the one of the wake. */
+ * when it has none before (*@woke 0); @kn and @k1 are the last entries at
+ * or before tn and t1, and *@kw becomes the one of the wake. */
 static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1, int64_t kn,
-			   int64_t k1, int64_t *kw)
+			   int64_t k1, int64_t *kw, int *woke)
 {
 	*kw = kn;
+	*woke = 1;
 	if (!v || kn < 0)
 		return tn; /* before what is kept: all '?' anyway */
 	for (uint64_t i = (uint64_t)kn; i < v->n; i++) {
@@ -665,6 +699,7 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 		}
 	}
 	*kw = k1;
+	*woke = 0;
 	return t1;
 }
 
@@ -925,19 +960,197 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
+/* --- the memo (struct memo) ------------------------------------------------ */
+
+/* The split's state of time in runstate @s of a timeline on each side
+ * (split_of()'s mapping, one cell at a time). */
+static const uint8_t side_state[3][S_UNKNOWN + 1] = {
+	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+};
+
+static struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
+{
+	uint64_t k = (uint64_t)from->domain << 48 ^ (uint64_t)(uint32_t)from->cpu << 24 ^ (uint64_t)to->domain << 16 ^
+		     (uint32_t)to->cpu;
+	/* splitmix64's finisher: one multiply alone left the two domains'
+	 * hops between vCPUs 0 and 1 in one slot, taking it from each other. */
+	k = (k ^ k >> 30) * UINT64_C(0xBF58476D1CE4E5B9);
+	k = (k ^ k >> 27) * UINT64_C(0x94D049BB133111EB);
+	return &j->memo[(k ^ k >> 31) & (MEMO_SLOTS - 1)];
+}
+
+/* The split of [t0, t1] from @m, when it holds (struct memo): its split
+ * with the time each end moved taken from or given to the state it lies
+ * in.  Unsigned: what an end gave back wraps and comes back exactly. */
+static inline int memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
+			   const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
+{
+	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
+	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
+		return 0;
+	if (t0 < m->lo0 || t0 >= m->hi0 || t1 < m->lo1 || t1 >= m->hi1 || t1 > j->watermark || t1 > UINT64_MAX - err)
+		return 0;
+	const struct vcpu *sv = m->sv, *rv = m->rv;
+	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
+			       ent_at(j, sv, m->sn - 1)->has_culprit))
+		return 0;
+	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
+			       ent_at(j, rv, m->rn - 1)->has_culprit))
+		return 0;
+	if (sv->nhc != m->nhc &&
+	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
+		return 0;
+	*out = m->out;
+	out->ns[m->col0] += m->t0 - t0;
+	out->ns[m->col1] += t1 - m->t1;
+	if (m->col0 == XFT_ST_UNKNOWN)
+		out->unknown_ns[XFT_UNK_LOST] += m->t0 - t0;
+	if (m->col1 == XFT_ST_UNKNOWN)
+		out->unknown_ns[XFT_UNK_LOST] += t1 - m->t1;
+	return 1;
+}
+
+/* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
+ * window: no state change within err of it (changed_near()). */
+static void memo_clear_of_changes(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t err, uint64_t *lo,
+				  uint64_t *hi)
+{
+	if (!err)
+		return;
+	uint64_t from = state_entered(j, v, k), to = state_left(j, v, k);
+	if (from != UINT64_MAX) {
+		uint64_t x = t_at(j, v, from) > UINT64_MAX - err ? UINT64_MAX : t_at(j, v, from) + err;
+		if (x > *lo)
+			*lo = x;
+	}
+	if (to < v->n) {
+		uint64_t y = t_at(j, v, to) >= err ? t_at(j, v, to) - err + 1 : 0;
+		if (y < *hi)
+			*hi = y;
+	}
+}
+
+/* Narrow [*lo, *hi) to the span of entry @k of @v. */
+static void memo_within(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+	if (t_at(j, v, k) > *lo)
+		*lo = t_at(j, v, k);
+	if (k + 1 < v->n && t_at(j, v, k + 1) < *hi)
+		*hi = t_at(j, v, k + 1);
+}
+
+/* No runnable entry with a culprit among entries [ks, ke] of @v. */
+static int memo_no_culprit(const struct xft_sj *j, const struct vcpu *v, int64_t ks, int64_t ke)
+{
+	if (ke < ks)
+		return 1;
+	const struct ent *last = ent_at(j, v, (uint64_t)ke);
+	return last->nculprits + last->has_culprit == ent_at(j, v, (uint64_t)ks)->nculprits;
+}
+
+/* Keep the split just made of a hop across vCPUs in @m when its kind
+ * allows (struct memo): the lookups it made (s0, sn, rn, r1 and the wake
+ * kw), whether the notification is the sender's evtchn_op (else t0) and
+ * the receiver woke (else t1) say how far each end may move. */
+static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
+		     const struct vcpu *sv, const struct vcpu *rv, uint64_t t0, uint64_t tn, uint64_t t1, uint64_t err,
+		     int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw, int woke, const struct xft_split *out)
+{
+	m->valid = 0;
+	if (s0 < 0 || sn < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err ||
+	    t_at(j, rv, (uint64_t)r1) >= t1)
+		return;
+	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = t_at(j, rv, (uint64_t)r1) + 1, hi1 = UINT64_MAX;
+	memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
+	memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	/* The notification: the same evtchn_op, or none in [t0, t1]. */
+	int fixed = 0;
+	uint64_t h = 0;
+	if (sv->nhc) {
+		uint64_t first = sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0;
+		h = sv->hc_hint;
+		if (h > first && sv->hc[(h - 1) & j->hc_mask] + 1 > lo0)
+			lo0 = sv->hc[(h - 1) & j->hc_mask] + 1;
+		if (h < sv->nhc) {
+			uint64_t hp = sv->hc[h & j->hc_mask];
+			fixed = hp <= t1;
+			if (fixed) {
+				if (hp + 1 < hi0)
+					hi0 = hp + 1;
+				if (hp > lo1)
+					lo1 = hp;
+			} else if (hp < hi1) {
+				hi1 = hp;
+			}
+		}
+	}
+	unsigned col0;
+	if (fixed) {
+		if (!memo_no_culprit(j, sv, s0, sn))
+			return;
+		col0 = side_state[SENDER][ent_at(j, sv, (uint64_t)s0)->state];
+	} else {
+		/* The notification is t0, on the receiver too. */
+		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
+		memo_clear_of_changes(j, rv, (uint64_t)rn, err, &lo0, &hi0);
+		unsigned st = ent_at(j, rv, (uint64_t)rn)->state;
+		col0 = side_state[st == S_RUNNING || st == S_RUNNABLE || st == S_XEN ? RECEIVER_AWAKE : RECEIVER_ASLEEP][st];
+	}
+	if (woke && !memo_no_culprit(j, rv, kw, r1))
+		return;
+	if (t0 < lo0 || t0 >= hi0 || t1 < lo1 || t1 >= hi1)
+		return;
+	(void)tn;
+	m->from = *from;
+	m->to = *to;
+	m->sv = sv;
+	m->rv = rv;
+	m->sn = sv->n;
+	m->rn = rv->n;
+	m->nhc = sv->nhc;
+	m->err = err;
+	m->nv = j->nv;
+	m->smin = (uint64_t)s0;
+	m->rmin = (uint64_t)rn;
+	m->hmin = h;
+	m->t0 = t0;
+	m->t1 = t1;
+	m->lo0 = lo0;
+	m->hi0 = hi0;
+	m->lo1 = lo1;
+	m->hi1 = hi1;
+	m->col0 = (uint8_t)col0;
+	m->col1 = side_state[woke ? RECEIVER_AWAKE : RECEIVER_ASLEEP][ent_at(j, rv, (uint64_t)r1)->state];
+	m->r1 = r1;
+	m->out = *out;
+	m->valid = 1;
+}
+
 void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
 		  struct xft_split *out, struct xft_culprit *culprit)
 {
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+	struct memo *m = memo_slot(j, from, to);
+	if (memo_get(j, m, from, to, t0, t1, err, out)) {
+		if (check)
+			clock_check(j, m->rv, t1, m->r1);
+		if (culprit)
+			*culprit = (struct xft_culprit){ 0 };
+		return;
+	}
 	struct acc a;
 	struct xft_culprit c[NCULPRITS];
 	memset(a.known, 0, sizeof(a.known)); /* the windows are set as they come */
 	memset(a.unk, 0, sizeof(a.unk));
 	a.nwin = 0;
 	memset(c, 0, sizeof(c));
-	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	const struct vcpu *sv = vcpu_of(j, from->domain, from->cpu);
 	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
-	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	int same = sv && sv == rv;
 	uint64_t tn = same ? t1 : notify_time(j, sv, t0, t1);
 	a.t0 = t0;
@@ -974,9 +1187,11 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	if (same) {
 		charge(j, sv, t0, t1, s0, r1, SENDER, &a);
 		culprits(j, sv, t0, t1, s0, r1, c);
-	} else {
-		int64_t kw;
-		uint64_t tw = first_wake(j, rv, tn, t1, rn, r1, &kw);
+	}
+	int64_t kw = -1;
+	int woke = 0;
+	if (!same) {
+		uint64_t tw = first_wake(j, rv, tn, t1, rn, r1, &kw, &woke);
 		charge(j, sv, t0, tn, s0, sn, SENDER, &a);
 		charge(j, rv, tn, tw, rn, kw, RECEIVER_ASLEEP, &a);
 		charge(j, rv, tw, t1, kw, r1, RECEIVER_AWAKE, &a);
@@ -996,6 +1211,8 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		best.wait_ns = out->ns[XFT_ST_WAIT];
 	if (culprit)
 		*culprit = best;
+	if (sv && rv && !same && !a.nwin)
+		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, woke, out);
 }
 
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
@@ -1016,6 +1233,7 @@ void xft_sj_reset(struct xft_sj *j)
 	j->err_n = 0;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	memset(&j->off_prev, 0, sizeof(j->off_prev));
+	memset(j->memo, 0, sizeof(j->memo));
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		memset(&j->p[p], 0, sizeof(j->p[p]));
