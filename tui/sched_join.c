@@ -151,6 +151,7 @@ struct xft_sj {
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
 	struct offsets off_cur, off_prev;
+	int bound_stale; /* the windows turned since clock_bound_ns was taken */
 	struct memo memo[MEMO_SLOTS];
 };
 
@@ -877,20 +878,24 @@ static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t ne
 	return s != S_UNKNOWN && s != S_RUNNING;
 }
 
-/* The offset is at least @x. */
-static void offsets_floor(struct offsets *o, int64_t x)
+/* The offset is at least @x; whether that narrowed @o. */
+static int offsets_floor(struct offsets *o, int64_t x)
 {
-	if (!o->has_lo || x > o->lo)
-		o->lo = x;
+	if (o->has_lo && x <= o->lo)
+		return 0;
+	o->lo = x;
 	o->has_lo = 1;
+	return 1;
 }
 
-/* The offset is at most @x. */
-static void offsets_ceil(struct offsets *o, int64_t x)
+/* The offset is at most @x; whether that narrowed @o. */
+static int offsets_ceil(struct offsets *o, int64_t x)
 {
-	if (!o->has_hi || x < o->hi)
-		o->hi = x;
+	if (o->has_hi && x >= o->hi)
+		return 0;
+	o->hi = x;
 	o->has_hi = 1;
+	return 1;
 }
 
 /* What the record at @t on @v, whose vCPU must have been running then,
@@ -898,22 +903,19 @@ static void offsets_ceil(struct offsets *o, int64_t x)
  * [a, b): a - t <= offset <= b - t.  Outside every run, at distance @d
  * from the nearer one: the record belongs to that one (the error is taken
  * to be less than half the gap between two runs), so offset <= -d when it
- * ended before, offset >= d when it begins after. */
-static void offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
-			   struct offsets *o)
+ * ended before, offset >= d when it begins after.  Whether it narrowed. */
+static int offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
+			  struct offsets *o)
 {
-	if (d > 0) {
-		if (ahead)
-			offsets_floor(o, d);
-		else
-			offsets_ceil(o, -d);
-		return;
-	}
+	if (d > 0)
+		return ahead ? offsets_floor(o, d) : offsets_ceil(o, -d);
+	int narrowed = 0;
 	uint64_t a = state_entered(j, v, (uint64_t)k), b = state_left(j, v, (uint64_t)k);
 	if (began_at(j, v, a))
-		offsets_floor(o, -(int64_t)(t - ent_at(j, v, a)->t));
+		narrowed |= offsets_floor(o, -(int64_t)(t - ent_at(j, v, a)->t));
 	if (ended_known(j, v, b))
-		offsets_ceil(o, (int64_t)(ent_at(j, v, b)->t - t));
+		narrowed |= offsets_ceil(o, (int64_t)(ent_at(j, v, b)->t - t));
+	return narrowed;
 }
 
 /* Both windows' offsets together. */
@@ -947,15 +949,20 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	j->st.checks++;
 	if ((uint64_t)d > j->err_cur)
 		j->err_cur = (uint64_t)d;
-	offsets_narrow(j, v, t, k, d, ahead, &j->off_cur);
-	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
-	j->st.clock_bound_ns = offsets_bound(&both);
+	/* The bound is of both windows' offsets: it moves only when this
+	 * check narrowed them or the windows turned since it was taken. */
+	if (offsets_narrow(j, v, t, k, d, ahead, &j->off_cur) || j->bound_stale) {
+		struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+		j->st.clock_bound_ns = offsets_bound(&both);
+		j->bound_stale = 0;
+	}
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
 		j->err_prev = j->err_cur;
 		j->err_cur = 0;
 		j->err_n = 0;
 		j->off_prev = j->off_cur;
 		memset(&j->off_cur, 0, sizeof(j->off_cur));
+		j->bound_stale = 1;
 	}
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
@@ -1231,6 +1238,7 @@ void xft_sj_reset(struct xft_sj *j)
 	j->nv = 0;
 	j->err_cur = j->err_prev = 0;
 	j->err_n = 0;
+	j->bound_stale = 0;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	memset(&j->off_prev, 0, sizeof(j->off_prev));
 	memset(j->memo, 0, sizeof(j->memo));
