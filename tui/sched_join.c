@@ -99,6 +99,9 @@ struct vcpu {
  * no lookup, window, wake or notification changes), and did not give the
  * last entry of either vCPU a culprit.
  */
+#define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
+#define MEMO_TERMS 8
+
 struct memo {
 	struct xft_sj_end from, to; /* t_ns unused: the key is where */
 	const struct vcpu *sv, *rv;
@@ -108,9 +111,13 @@ struct memo {
 	int valid;
 	uint64_t t0, t1;            /* the ends of the split below */
 	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
-	uint8_t col0, col1;         /* the split's state each end's time is in */
 	int64_t r1;                 /* the receiver's entry at t1 */
 	struct xft_split out;
+	/* What one nanosecond more of t0 and of t1 changes in out, as the
+	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
+	uint8_t nd0, nd1;
+	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
+	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
 };
 
 #define MEMO_SLOTS 16
@@ -988,9 +995,28 @@ static struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, c
 	return &j->memo[(k ^ k >> 31) & (MEMO_SLOTS - 1)];
 }
 
+/* Cell @i of @s: ns, then unknown_ns. */
+static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
+{
+	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
+}
+
+/* The cells @d changes, into @at and @by; their number. */
+static uint8_t memo_terms(const int8_t d[MEMO_CELLS], uint8_t at[MEMO_TERMS], int8_t by[MEMO_TERMS])
+{
+	uint8_t n = 0;
+	for (unsigned i = 0; i < MEMO_CELLS; i++)
+		if (d[i]) {
+			at[n] = (uint8_t)i;
+			by[n++] = d[i];
+		}
+	return n;
+}
+
 /* The split of [t0, t1] from @m, when it holds (struct memo): its split
- * with the time each end moved taken from or given to the state it lies
- * in.  Unsigned: what an end gave back wraps and comes back exactly. */
+ * with the nanoseconds each end moved over taken from or given to the
+ * states they are in.  Unsigned: what a negative slope takes wraps and
+ * comes back exactly. */
 static inline int memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
 			   const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
 {
@@ -1009,13 +1035,12 @@ static inline int memo_get(const struct xft_sj *j, const struct memo *m, const s
 	if (sv->nhc != m->nhc &&
 	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
 		return 0;
+	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
 	*out = m->out;
-	out->ns[m->col0] += m->t0 - t0;
-	out->ns[m->col1] += t1 - m->t1;
-	if (m->col0 == XFT_ST_UNKNOWN)
-		out->unknown_ns[XFT_UNK_LOST] += m->t0 - t0;
-	if (m->col1 == XFT_ST_UNKNOWN)
-		out->unknown_ns[XFT_UNK_LOST] += t1 - m->t1;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0; i < m->nd1; i++)
+		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
 	return 1;
 }
 
@@ -1057,23 +1082,135 @@ static int memo_no_culprit(const struct xft_sj *j, const struct vcpu *v, int64_t
 	return last->nculprits + last->has_culprit == ent_at(j, v, (uint64_t)ks)->nculprits;
 }
 
+/* The shape of a split across vCPUs as memo_put() reads it: its
+ * boundaries and sides, and the clock windows that stay where they are
+ * when its ends move (the notification's, when it is an evtchn_op). */
+struct shape {
+	const struct xft_sj *j;
+	const struct vcpu *sv, *rv;
+	uint64_t t0, tn, t1, tw;
+	int fixed;   /* tn is an evtchn_op of the sender (else t0) */
+	int tw_set;  /* tw stays where it is (else it is tn or t1, and moves) */
+	int woke;
+	uint64_t win[3][2];
+	unsigned nwin; /* the windows that stay */
+};
+
+/* The side nanosecond @x of the hop is charged to. */
+static int shape_side(const struct shape *h, uint64_t x)
+{
+	if (h->fixed && x < h->tn)
+		return SENDER;
+	if (!h->woke)
+		return RECEIVER_ASLEEP;
+	return h->tw_set && x < h->tw ? RECEIVER_ASLEEP : RECEIVER_AWAKE;
+}
+
+/* Nanosecond @x of the hop: its side, the runstate it is charged in and
+ * whether a window that stays covers it; [*lo, *hi) narrowed to where
+ * each of these is the same.  0: @x is before what is kept. */
+static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *state, int *inwin, uint64_t *lo,
+		    uint64_t *hi)
+{
+	const struct xft_sj *j = h->j;
+	*side = shape_side(h, x);
+	const struct vcpu *v = *side == SENDER ? h->sv : h->rv;
+	int64_t k = find(j, v, x, *side == SENDER ? H_T0 : H_T1);
+	if (k < 0)
+		return 0;
+	*state = ent_at(j, v, (uint64_t)k)->state;
+	memo_within(j, v, (uint64_t)k, lo, hi);
+	uint64_t cut[2] = { h->fixed ? h->tn : 0, h->woke && h->tw_set ? h->tw : 0 };
+	for (unsigned c = 0; c < 2; c++) {
+		if (!cut[c])
+			continue;
+		if (x < cut[c] && cut[c] < *hi)
+			*hi = cut[c];
+		if (x >= cut[c] && cut[c] > *lo)
+			*lo = cut[c];
+	}
+	*inwin = 0;
+	for (unsigned w = 0; w < h->nwin; w++) {
+		uint64_t a = h->win[w][0], b = h->win[w][1];
+		if (x < a) {
+			if (a < *hi)
+				*hi = a;
+		} else if (x < b) {
+			*inwin = 1;
+			if (a > *lo)
+				*lo = a;
+			if (b < *hi)
+				*hi = b;
+		} else if (b > *lo) {
+			*lo = b;
+		}
+	}
+	return 1;
+}
+
+/* @sign times what a nanosecond of @side in @state does to the split
+ * (ns then unknown_ns), in a window or not, into @d. */
+static void slope_add(int8_t *d, int sign, int side, unsigned state, int inwin)
+{
+	if (state == S_UNKNOWN) {
+		d[XFT_ST_UNKNOWN] = (int8_t)(d[XFT_ST_UNKNOWN] + sign);
+		d[XFT_NSTATES + XFT_UNK_LOST] = (int8_t)(d[XFT_NSTATES + XFT_UNK_LOST] + sign);
+	} else if (inwin) {
+		d[XFT_ST_UNKNOWN] = (int8_t)(d[XFT_ST_UNKNOWN] + sign);
+		d[XFT_NSTATES + XFT_UNK_CLOCK] = (int8_t)(d[XFT_NSTATES + XFT_UNK_CLOCK] + sign);
+	} else {
+		d[side_state[side][state]] = (int8_t)(d[side_state[side][state]] + sign);
+	}
+}
+
+/* A state change of @v within (b - err, b + err) near entry @k (the last
+ * at or before b), as changed_near() finds it: its entry, or UINT64_MAX. */
+static uint64_t change_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t k, uint64_t err)
+{
+	if (b <= err || b > UINT64_MAX - err)
+		return UINT64_MAX; /* a window clamped at either end: not kept */
+	uint64_t from = state_entered(j, v, k), to = state_left(j, v, k);
+	if (from != UINT64_MAX && t_at(j, v, from) > b - err)
+		return from;
+	if (to < v->n && t_at(j, v, to) <= b + err - 1)
+		return to;
+	return UINT64_MAX;
+}
+
+/* Narrow [*lo, *hi) to where a window of an end at b stays: the change
+ * at entry @c within (b - err, b + err - 1].  b > err is kept, so that the
+ * window's start is never clamped at 0. */
+static void memo_keeps_change(const struct xft_sj *j, const struct vcpu *v, uint64_t c, uint64_t err, uint64_t *lo,
+			      uint64_t *hi)
+{
+	uint64_t tc = t_at(j, v, c), a = tc > err ? tc - err + 1 : 0, b = tc + err;
+	if (err + 1 > a)
+		a = err + 1;
+	if (a > *lo)
+		*lo = a;
+	if (b < *hi)
+		*hi = b;
+}
+
 /* Keep the split just made of a hop across vCPUs in @m when its kind
- * allows (struct memo): the lookups it made (s0, sn, rn, r1 and the wake
- * kw), whether the notification is the sender's evtchn_op (else t0) and
- * the receiver woke (else t1) say how far each end may move. */
+ * allows (struct memo).  Moving t0 by a nanosecond takes the nanosecond at
+ * t0 out of the hop and, with a window of its own, moves that window's end
+ * t0 + err over one more; moving t1 adds the nanosecond at t1 and moves
+ * its window's start t1 - err.  So the split is linear in each end while
+ * each of these points stays in one entry, side and window, the windows
+ * are the same and apart, and the lookups it made (s0, sn, rn, r1 and the
+ * wake kw) are still the answers: [lo0, hi0) and [lo1, hi1) are where. */
 static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
 		     const struct vcpu *sv, const struct vcpu *rv, uint64_t t0, uint64_t tn, uint64_t t1, uint64_t err,
-		     int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw, int woke, const struct xft_split *out)
+		     int64_t s0, int64_t rn, int64_t r1, int64_t kw, uint64_t tw, int woke, const unsigned wflag[3],
+		     const struct acc *a, const struct xft_split *out)
 {
 	m->valid = 0;
-	if (s0 < 0 || sn < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err ||
+	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err ||
 	    t_at(j, rv, (uint64_t)r1) >= t1)
 		return;
 	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = t_at(j, rv, (uint64_t)r1) + 1, hi1 = UINT64_MAX;
-	memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
-	memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
-	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
-	memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	uint64_t smin = (uint64_t)s0, rmin = (uint64_t)rn;
 	/* The notification: the same evtchn_op, or none in [t0, t1]. */
 	int fixed = 0;
 	uint64_t h = 0;
@@ -1095,23 +1232,132 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 			}
 		}
 	}
-	unsigned col0;
-	if (fixed) {
-		if (!memo_no_culprit(j, sv, s0, sn))
-			return;
-		col0 = side_state[SENDER][ent_at(j, sv, (uint64_t)s0)->state];
-	} else {
-		/* The notification is t0, on the receiver too. */
-		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
-		memo_clear_of_changes(j, rv, (uint64_t)rn, err, &lo0, &hi0);
-		unsigned st = ent_at(j, rv, (uint64_t)rn)->state;
-		col0 = side_state[st == S_RUNNING || st == S_RUNNABLE || st == S_XEN ? RECEIVER_AWAKE : RECEIVER_ASLEEP][st];
-	}
+	if (fixed ? !memo_no_culprit(j, sv, s0, find(j, sv, tn, H_TN)) : 0)
+		return;
 	if (woke && !memo_no_culprit(j, rv, kw, r1))
 		return;
+	/* The windows: each end's own (at t0: the sender's change, or the
+	 * receiver's too when tn is t0), which moves with it, and the
+	 * notification's, which stays; each must be alone in a.win, not
+	 * merged with another, for the points above to be all that moves. */
+	struct shape sh = { .j = j, .sv = sv, .rv = rv, .t0 = t0, .tn = tn, .t1 = t1, .tw = tw, .fixed = fixed,
+			    .woke = woke, .tw_set = woke && !(tw == tn && !fixed) };
+	int own0 = wflag[0] || (!fixed && wflag[1]), own1 = wflag[2];
+	unsigned expect = (unsigned)own0 + (unsigned)own1;
+	if (fixed && wflag[1]) {
+		sh.win[0][0] = tn > err ? tn - err : 0;
+		sh.win[0][1] = tn + err;
+		sh.nwin = 1;
+		expect++;
+	}
+	if (a->nwin != expect)
+		return;
+	if (own0 || own1) {
+		uint64_t w0[2] = { t0 > err ? t0 - err : 0, t0 + err }, w1[2] = { t1 > err ? t1 - err : 0, t1 + err };
+		unsigned found = 0;
+		for (unsigned w = 0; w < a->nwin; w++) {
+			if (own0 && a->win[w][0] == w0[0] && a->win[w][1] == w0[1])
+				found++;
+			else if (own1 && a->win[w][0] == w1[0] && a->win[w][1] == w1[1])
+				found++;
+			else if (!(sh.nwin && a->win[w][0] == sh.win[0][0] && a->win[w][1] == sh.win[0][1]))
+				return;
+		}
+		if (found != (unsigned)own0 + (unsigned)own1)
+			return;
+	}
+	/* Where each end's window is, or is not, the same. */
+	if (own0) {
+		uint64_t c = wflag[0] ? change_near(j, sv, t0, (uint64_t)s0, err) : UINT64_MAX;
+		const struct vcpu *cv = sv;
+		if (c == UINT64_MAX) {
+			c = change_near(j, rv, t0, (uint64_t)rn, err);
+			cv = rv;
+		}
+		if (c == UINT64_MAX)
+			return;
+		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
+		if (cv == sv && c < smin)
+			smin = c;
+		if (cv == rv && c < rmin)
+			rmin = c;
+	} else {
+		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+		if (!fixed)
+			memo_clear_of_changes(j, rv, (uint64_t)rn, err, &lo0, &hi0);
+	}
+	if (own1) {
+		uint64_t c = change_near(j, rv, t1, (uint64_t)r1, err);
+		if (c == UINT64_MAX)
+			return;
+		memo_keeps_change(j, rv, c, err, &lo1, &hi1);
+		if (c < rmin)
+			rmin = c;
+	} else {
+		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	}
+	/* The lookups stay the answers. */
+	memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	if (!fixed)
+		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
+	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
+	/* The points that move, and what a nanosecond of each does. */
+	int8_t d0[MEMO_CELLS] = { 0 }, d1[MEMO_CELLS] = { 0 };
+	int side, inwin;
+	unsigned st;
+	uint64_t ul = 0, uh = UINT64_MAX;
+	if (!shape_at(&sh, t0, &side, &st, &inwin, &ul, &uh))
+		return;
+	slope_add(d0, -1, side, st, inwin || own0);
+	if (ul > lo0)
+		lo0 = ul;
+	if (uh < hi0)
+		hi0 = uh;
+	if (own0) {
+		ul = 0, uh = UINT64_MAX;
+		if (!shape_at(&sh, t0 + err, &side, &st, &inwin, &ul, &uh) || inwin)
+			return;
+		slope_add(d0, 1, side, st, 1);
+		slope_add(d0, -1, side, st, 0);
+		uint64_t x = ul > err ? ul - err : 0, y = uh > err ? uh - err : 0;
+		if (x > lo0)
+			lo0 = x;
+		if (y < hi0)
+			hi0 = y;
+	}
+	ul = 0, uh = UINT64_MAX;
+	if (!shape_at(&sh, t1, &side, &st, &inwin, &ul, &uh))
+		return;
+	slope_add(d1, 1, side, st, inwin || own1);
+	if (ul > lo1)
+		lo1 = ul;
+	if (uh < hi1)
+		hi1 = uh;
+	if (own1) {
+		ul = 0, uh = UINT64_MAX;
+		if (t1 <= err || !shape_at(&sh, t1 - err, &side, &st, &inwin, &ul, &uh) || inwin)
+			return;
+		slope_add(d1, -1, side, st, 1);
+		slope_add(d1, 1, side, st, 0);
+		if (ul + err > lo1)
+			lo1 = ul + err;
+		if (uh <= UINT64_MAX - err && uh + err < hi1)
+			hi1 = uh + err;
+	}
+	/* Whatever t0 moves (up to hi0 - 1, and its window to err past that)
+	 * stays below whatever t1 moves (from lo1, its window from err before
+	 * that), with a gap: the two ends' windows never meet.  The line
+	 * between them is drawn halfway. */
+	uint64_t reach0 = own0 ? err : 0, reach1 = own1 ? err : 0;
+	if (t1 < reach1 || t0 + reach0 >= t1 - reach1)
+		return;
+	uint64_t mid = t0 + reach0 + (t1 - reach1 - t0 - reach0) / 2;
+	if (mid - reach0 + 1 < hi0)
+		hi0 = mid - reach0 + 1;
+	if (mid + 1 + reach1 > lo1)
+		lo1 = mid + 1 + reach1;
 	if (t0 < lo0 || t0 >= hi0 || t1 < lo1 || t1 >= hi1)
 		return;
-	(void)tn;
 	m->from = *from;
 	m->to = *to;
 	m->sv = sv;
@@ -1121,8 +1367,8 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	m->nhc = sv->nhc;
 	m->err = err;
 	m->nv = j->nv;
-	m->smin = (uint64_t)s0;
-	m->rmin = (uint64_t)rn;
+	m->smin = smin;
+	m->rmin = rmin;
 	m->hmin = h;
 	m->t0 = t0;
 	m->t1 = t1;
@@ -1130,10 +1376,12 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	m->hi0 = hi0;
 	m->lo1 = lo1;
 	m->hi1 = hi1;
-	m->col0 = (uint8_t)col0;
-	m->col1 = side_state[woke ? RECEIVER_AWAKE : RECEIVER_ASLEEP][ent_at(j, rv, (uint64_t)r1)->state];
 	m->r1 = r1;
 	m->out = *out;
+	/* Each end moves at most two points, each changing at most three
+	 * cells: never more than MEMO_TERMS. */
+	m->nd0 = memo_terms(d0, m->at0, m->by0);
+	m->nd1 = memo_terms(d1, m->at1, m->by1);
 	m->valid = 1;
 }
 
@@ -1184,12 +1432,15 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		int64_t kv, kw;
 	} bd[3] = { { t0, sv, NULL, s0, -1 }, { tn, sv, rv, sn, rn }, { t1, same ? sv : rv, NULL, r1, -1 } };
 	static const unsigned hint[3] = { H_T0, H_TN, H_T1 };
+	unsigned wflag[3] = { 0, 0, 0 };
 	for (unsigned i = 0; i < 3; i++) {
 		if (i == 1 && same)
 			continue;
 		if (changed_near(j, bd[i].v, bd[i].b, bd[i].kv, err, hint[i]) ||
-		    changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err, hint[i]))
+		    changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err, hint[i])) {
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
+			wflag[i] = 1;
+		}
 	}
 	if (same) {
 		charge(j, sv, t0, t1, s0, r1, SENDER, &a);
@@ -1197,8 +1448,9 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	}
 	int64_t kw = -1;
 	int woke = 0;
+	uint64_t tw = t1;
 	if (!same) {
-		uint64_t tw = first_wake(j, rv, tn, t1, rn, r1, &kw, &woke);
+		tw = first_wake(j, rv, tn, t1, rn, r1, &kw, &woke);
 		charge(j, sv, t0, tn, s0, sn, SENDER, &a);
 		charge(j, rv, tn, tw, rn, kw, RECEIVER_ASLEEP, &a);
 		charge(j, rv, tw, t1, kw, r1, RECEIVER_AWAKE, &a);
@@ -1218,8 +1470,8 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		best.wait_ns = out->ns[XFT_ST_WAIT];
 	if (culprit)
 		*culprit = best;
-	if (sv && rv && !same && !a.nwin)
-		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, woke, out);
+	if (sv && rv && !same)
+		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, rn, r1, kw, tw, woke, wflag, &a, out);
 }
 
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
