@@ -917,7 +917,15 @@ static int offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t
 	if (d > 0)
 		return ahead ? offsets_floor(o, d) : offsets_ceil(o, -d);
 	int narrowed = 0;
-	uint64_t a = state_entered(j, v, (uint64_t)k), b = state_left(j, v, (uint64_t)k);
+	/* The run's ends: b from a's link, as state_left() would, without
+	 * looking for a again. */
+	uint64_t a = state_entered(j, v, (uint64_t)k), b;
+	if (a != UINT64_MAX) {
+		uint32_t l = ent_at(j, v, a)->link;
+		b = l ? a + l : v->n;
+	} else {
+		b = state_left(j, v, (uint64_t)k);
+	}
 	if (began_at(j, v, a))
 		narrowed |= offsets_floor(o, -(int64_t)(t - ent_at(j, v, a)->t));
 	if (ended_known(j, v, b))
@@ -947,10 +955,17 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
+/* A record inside a run (nearly every one) asks off_run() nothing: it
+ * runs once a split. */
 static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int ahead;
-	int64_t d = v ? off_run(j, v, t, k, &ahead) : -1;
+	int ahead = 0;
+	int64_t d;
+	unsigned st = v && k >= 0 ? ent_at(j, v, (uint64_t)k)->state : S_UNKNOWN;
+	if (st == S_RUNNING || st == S_XEN)
+		d = 0;
+	else
+		d = v ? off_run(j, v, t, k, &ahead) : -1;
 	if (d < 0)
 		return;
 	j->st.checks++;
@@ -1094,7 +1109,24 @@ struct shape {
 	int woke;
 	uint64_t win[3][2];
 	unsigned nwin; /* the windows that stay */
+	int64_t ks, kr, k1; /* the entries at t0 (sender), tn and t1 (receiver) */
 };
+
+/* The last entry of @v at or before @x, stepping from entry @k near it: the
+ * points memo_put() asks of are within a few entries of a boundary's. */
+static int64_t step_to(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k)
+{
+	int64_t first = (int64_t)first_kept(j, v);
+	for (unsigned n = 0; n < 8; n++) {
+		if (k + 1 < (int64_t)v->n && t_at(j, v, (uint64_t)k + 1) <= x)
+			k++;
+		else if (k >= first && t_at(j, v, (uint64_t)k) > x)
+			k--;
+		else
+			return k < first ? -1 : k;
+	}
+	return find(j, v, x, H_T1);
+}
 
 /* The side nanosecond @x of the hop is charged to. */
 static int shape_side(const struct shape *h, uint64_t x)
@@ -1115,7 +1147,7 @@ static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *stat
 	const struct xft_sj *j = h->j;
 	*side = shape_side(h, x);
 	const struct vcpu *v = *side == SENDER ? h->sv : h->rv;
-	int64_t k = find(j, v, x, *side == SENDER ? H_T0 : H_T1);
+	int64_t k = step_to(j, v, x, *side == SENDER ? h->ks : x >= t_at(j, v, (uint64_t)h->k1) ? h->k1 : h->kr);
 	if (k < 0)
 		return 0;
 	*state = ent_at(j, v, (uint64_t)k)->state;
@@ -1202,7 +1234,8 @@ static void memo_keeps_change(const struct xft_sj *j, const struct vcpu *v, uint
  * wake kw) are still the answers: [lo0, hi0) and [lo1, hi1) are where. */
 static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
 		     const struct vcpu *sv, const struct vcpu *rv, uint64_t t0, uint64_t tn, uint64_t t1, uint64_t err,
-		     int64_t s0, int64_t rn, int64_t r1, int64_t kw, uint64_t tw, int woke, const unsigned wflag[3],
+		     int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw, uint64_t tw, int woke,
+		     const unsigned wflag[3],
 		     const struct acc *a, const struct xft_split *out)
 {
 	m->valid = 0;
@@ -1232,7 +1265,7 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 			}
 		}
 	}
-	if (fixed ? !memo_no_culprit(j, sv, s0, find(j, sv, tn, H_TN)) : 0)
+	if (fixed && !memo_no_culprit(j, sv, s0, sn))
 		return;
 	if (woke && !memo_no_culprit(j, rv, kw, r1))
 		return;
@@ -1241,7 +1274,7 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	 * notification's, which stays; each must be alone in a.win, not
 	 * merged with another, for the points above to be all that moves. */
 	struct shape sh = { .j = j, .sv = sv, .rv = rv, .t0 = t0, .tn = tn, .t1 = t1, .tw = tw, .fixed = fixed,
-			    .woke = woke, .tw_set = woke && !(tw == tn && !fixed) };
+			    .woke = woke, .tw_set = woke && !(tw == tn && !fixed), .ks = s0, .kr = rn, .k1 = r1 };
 	int own0 = wflag[0] || (!fixed && wflag[1]), own1 = wflag[2];
 	unsigned expect = (unsigned)own0 + (unsigned)own1;
 	if (fixed && wflag[1]) {
@@ -1471,7 +1504,7 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	if (culprit)
 		*culprit = best;
 	if (sv && rv && !same)
-		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, rn, r1, kw, tw, woke, wflag, &a, out);
+		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
 }
 
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
