@@ -99,6 +99,13 @@ struct vcpu {
  * no lookup, window, wake or notification changes), and did not give the
  * last entry of either vCPU a culprit.
  */
+/* Where a run is known to have begun and ended (began_at(), ended_known()):
+ * what a record inside it allows of the offset. */
+struct run {
+	uint64_t a, b;
+	int began, ended;
+};
+
 #define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
 #define MEMO_TERMS 8
 
@@ -112,6 +119,10 @@ struct memo {
 	uint64_t t0, t1;            /* the ends of the split below */
 	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
 	int64_t r1;                 /* the receiver's entry at t1 */
+	/* When t1 lies in a run of the receiver, the run, so that its clock
+	 * check is two compares while the receiver's timeline is the same. */
+	int in_run;
+	struct run run;
 	struct xft_split out;
 	/* What one nanosecond more of t0 and of t1 changes in out, as the
 	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
@@ -905,6 +916,36 @@ static int offsets_ceil(struct offsets *o, int64_t x)
 	return 1;
 }
 
+/* The run holding entry @k of @v. */
+static void run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r)
+{
+	/* b from a's link, as state_left() would, without looking for a
+	 * again. */
+	uint64_t a = state_entered(j, v, k), b;
+	if (a != UINT64_MAX) {
+		uint32_t l = ent_at(j, v, a)->link;
+		b = l ? a + l : v->n;
+	} else {
+		b = state_left(j, v, k);
+	}
+	r->began = began_at(j, v, a);
+	r->ended = ended_known(j, v, b);
+	r->a = r->began ? ent_at(j, v, a)->t : 0;
+	r->b = r->ended ? ent_at(j, v, b)->t : 0;
+}
+
+/* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
+ * narrowed @o. */
+static int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+{
+	int narrowed = 0;
+	if (r->began)
+		narrowed |= offsets_floor(o, -(int64_t)(t - r->a));
+	if (r->ended)
+		narrowed |= offsets_ceil(o, (int64_t)(r->b - t));
+	return narrowed;
+}
+
 /* What the record at @t on @v, whose vCPU must have been running then,
  * allows of the offset (struct offsets), narrowing @o.  Within a run
  * [a, b): a - t <= offset <= b - t.  Outside every run, at distance @d
@@ -916,21 +957,9 @@ static int offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t
 {
 	if (d > 0)
 		return ahead ? offsets_floor(o, d) : offsets_ceil(o, -d);
-	int narrowed = 0;
-	/* The run's ends: b from a's link, as state_left() would, without
-	 * looking for a again. */
-	uint64_t a = state_entered(j, v, (uint64_t)k), b;
-	if (a != UINT64_MAX) {
-		uint32_t l = ent_at(j, v, a)->link;
-		b = l ? a + l : v->n;
-	} else {
-		b = state_left(j, v, (uint64_t)k);
-	}
-	if (began_at(j, v, a))
-		narrowed |= offsets_floor(o, -(int64_t)(t - ent_at(j, v, a)->t));
-	if (ended_known(j, v, b))
-		narrowed |= offsets_ceil(o, (int64_t)(ent_at(j, v, b)->t - t));
-	return narrowed;
+	struct run r;
+	run_of(j, v, (uint64_t)k, &r);
+	return offsets_in_run(o, t, &r);
 }
 
 /* Both windows' offsets together. */
@@ -955,6 +984,28 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
+/* A clock check made (@narrowed: it narrowed the current window's
+ * offsets): the bound, the windows' turn, the error. */
+static void clock_account(struct xft_sj *j, int narrowed)
+{
+	/* The bound is of both windows' offsets: it moves only when this
+	 * check narrowed them or the windows turned since it was taken. */
+	if (narrowed || j->bound_stale) {
+		struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+		j->st.clock_bound_ns = offsets_bound(&both);
+		j->bound_stale = 0;
+	}
+	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
+		j->err_prev = j->err_cur;
+		j->err_cur = 0;
+		j->err_n = 0;
+		j->off_prev = j->off_cur;
+		memset(&j->off_cur, 0, sizeof(j->off_cur));
+		j->bound_stale = 1;
+	}
+	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+}
+
 /* A record inside a run (nearly every one) asks off_run() nothing: it
  * runs once a split. */
 static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
@@ -971,23 +1022,9 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	j->st.checks++;
 	if ((uint64_t)d > j->err_cur)
 		j->err_cur = (uint64_t)d;
-	/* The bound is of both windows' offsets: it moves only when this
-	 * check narrowed them or the windows turned since it was taken. */
-	if (offsets_narrow(j, v, t, k, d, ahead, &j->off_cur) || j->bound_stale) {
-		struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
-		j->st.clock_bound_ns = offsets_bound(&both);
-		j->bound_stale = 0;
-	}
-	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
-		j->err_prev = j->err_cur;
-		j->err_cur = 0;
-		j->err_n = 0;
-		j->off_prev = j->off_cur;
-		memset(&j->off_cur, 0, sizeof(j->off_cur));
-		j->bound_stale = 1;
-	}
-	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+	clock_account(j, offsets_narrow(j, v, t, k, d, ahead, &j->off_cur));
 }
+
 
 /* --- the memo (struct memo) ------------------------------------------------ */
 
@@ -1410,6 +1447,10 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	m->lo1 = lo1;
 	m->hi1 = hi1;
 	m->r1 = r1;
+	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
+	if (m->in_run)
+		run_of(j, rv, (uint64_t)r1, &m->run);
 	m->out = *out;
 	/* Each end moves at most two points, each changing at most three
 	 * cells: never more than MEMO_TERMS. */
@@ -1425,8 +1466,12 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	struct memo *m = memo_slot(j, from, to);
 	if (memo_get(j, m, from, to, t0, t1, err, out)) {
-		if (check)
+		if (check && m->in_run && m->rv->n == m->rn) {
+			j->st.checks++;
+			clock_account(j, offsets_in_run(&j->off_cur, t1, &m->run));
+		} else if (check) {
 			clock_check(j, m->rv, t1, m->r1);
+		}
 		if (culprit)
 			*culprit = (struct xft_culprit){ 0 };
 		return;
