@@ -131,7 +131,8 @@ struct memo {
 	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
 };
 
-#define MEMO_SLOTS 16
+#define MEMO_BITS 4
+#define MEMO_SLOTS (1u << MEMO_BITS)
 
 struct pcpu {
 	uint32_t cur;    /* the vCPU running there (index), or NONE */
@@ -1038,13 +1039,14 @@ static const uint8_t side_state[3][S_UNKNOWN + 1] = {
 
 static struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
 {
-	uint64_t k = (uint64_t)from->domain << 48 ^ (uint64_t)(uint32_t)from->cpu << 24 ^ (uint64_t)to->domain << 16 ^
-		     (uint32_t)to->cpu;
-	/* splitmix64's finisher: one multiply alone left the two domains'
-	 * hops between vCPUs 0 and 1 in one slot, taking it from each other. */
-	k = (k ^ k >> 30) * UINT64_C(0xBF58476D1CE4E5B9);
-	k = (k ^ k >> 27) * UINT64_C(0x94D049BB133111EB);
-	return &j->memo[(k ^ k >> 31) & (MEMO_SLOTS - 1)];
+	/* Each end multiplied by its own odd constant and the two mixed once
+	 * more: one multiply of the ends packed together left the two
+	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
+	 * each other. */
+	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16, b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
+	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
+	k = (k ^ k >> 15) * 0x2C1B3C6Du;
+	return &j->memo[k >> (32 - MEMO_BITS)];
 }
 
 /* Cell @i of @s: ns, then unknown_ns. */
@@ -1459,23 +1461,12 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	m->valid = 1;
 }
 
-void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
-		  struct xft_split *out, struct xft_culprit *culprit)
+/* A split the memo does not answer: every lookup and sum made, and kept in
+ * @m when it can be. */
+static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
+		       int check, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out,
+		       struct xft_culprit *culprit)
 {
-	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
-	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
-	struct memo *m = memo_slot(j, from, to);
-	if (memo_get(j, m, from, to, t0, t1, err, out)) {
-		if (check && m->in_run && m->rv->n == m->rn) {
-			j->st.checks++;
-			clock_account(j, offsets_in_run(&j->off_cur, t1, &m->run));
-		} else if (check) {
-			clock_check(j, m->rv, t1, m->r1);
-		}
-		if (culprit)
-			*culprit = (struct xft_culprit){ 0 };
-		return;
-	}
 	struct acc a;
 	struct xft_culprit c[NCULPRITS];
 	memset(a.known, 0, sizeof(a.known)); /* the windows are set as they come */
@@ -1550,6 +1541,28 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		*culprit = best;
 	if (sv && rv && !same)
 		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+}
+
+/* The memo first, in a function of its own: most splits end here, and
+ * should not pay for the frame of split_anew(). */
+void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		  struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+	struct memo *m = memo_slot(j, from, to);
+	if (!memo_get(j, m, from, to, t0, t1, err, out)) {
+		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
+		return;
+	}
+	if (check && m->in_run && m->rv->n == m->rn) {
+		j->st.checks++;
+		clock_account(j, offsets_in_run(&j->off_cur, t1, &m->run));
+	} else if (check) {
+		clock_check(j, m->rv, t1, m->r1);
+	}
+	if (culprit)
+		*culprit = (struct xft_culprit){ 0 };
 }
 
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
