@@ -510,6 +510,20 @@ static inline uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, 
 	return lo;
 }
 
+/* Both: where the state of entry @k of @v was entered (UINT64_MAX: no
+ * longer kept) and is left (v->n: not yet), the second from the first's
+ * link without looking for it again. */
+static inline void state_span(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *from, uint64_t *to)
+{
+	*from = state_entered(j, v, k);
+	if (*from == UINT64_MAX) {
+		*to = state_left(j, v, k);
+	} else {
+		uint32_t l = ent_at(j, v, *from)->link;
+		*to = l ? *from + l : v->n;
+	}
+}
+
 /* A state change of @v within (b - err, b + err); @k is the last entry at
  * or before @b (find() with @hint): the changes nearest @b on either side
  * are where the state of @k was entered and is left, which its links say,
@@ -530,10 +544,10 @@ static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uin
 	if (k >= 0) {
 		/* The last change at or before @b, and the first after it:
 		 * any change within the window is one of these two. */
-		uint64_t from = state_entered(j, v, (uint64_t)k);
+		uint64_t from, to;
+		state_span(j, v, (uint64_t)k, &from, &to);
 		if (from != UINT64_MAX && t_at(j, v, from) > lo)
 			return 1;
-		uint64_t to = state_left(j, v, (uint64_t)k);
 		return to < v->n && t_at(j, v, to) <= hi;
 	}
 	/* @b is before every entry kept: count the changes among those up to
@@ -927,15 +941,8 @@ static int offsets_ceil(struct offsets *o, int64_t x)
 /* The run holding entry @k of @v. */
 static void run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r)
 {
-	/* b from a's link, as state_left() would, without looking for a
-	 * again. */
-	uint64_t a = state_entered(j, v, k), b;
-	if (a != UINT64_MAX) {
-		uint32_t l = ent_at(j, v, a)->link;
-		b = l ? a + l : v->n;
-	} else {
-		b = state_left(j, v, k);
-	}
+	uint64_t a, b;
+	state_span(j, v, k, &a, &b);
 	r->began = began_at(j, v, a);
 	r->ended = ended_known(j, v, b);
 	r->a = r->began ? ent_at(j, v, a)->t : 0;
@@ -1062,15 +1069,25 @@ static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
 }
 
-/* The cells @d changes, into @at and @by; their number. */
-static uint8_t memo_terms(const int8_t d[MEMO_CELLS], uint8_t at[MEMO_TERMS], int8_t by[MEMO_TERMS])
+/* What a nanosecond more of one end does to each cell of the split (ns,
+ * then unknown_ns), as memo_put() adds it up: the cells touched marked, so
+ * that only they are read back. */
+struct dense {
+	int8_t d[MEMO_CELLS];
+	uint16_t touched;
+};
+
+/* The cells @s changes, into @at and @by; their number. */
+static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t by[MEMO_TERMS])
 {
 	uint8_t n = 0;
-	for (unsigned i = 0; i < MEMO_CELLS; i++)
-		if (d[i]) {
+	for (unsigned t = s->touched; t; t &= t - 1) {
+		unsigned i = (unsigned)__builtin_ctz(t);
+		if (s->d[i]) {
 			at[n] = (uint8_t)i;
-			by[n++] = d[i];
+			by[n++] = s->d[i];
 		}
+	}
 	return n;
 }
 
@@ -1112,7 +1129,8 @@ static void memo_clear_of_changes(const struct xft_sj *j, const struct vcpu *v, 
 {
 	if (!err)
 		return;
-	uint64_t from = state_entered(j, v, k), to = state_left(j, v, k);
+	uint64_t from, to;
+	state_span(j, v, k, &from, &to);
 	if (from != UINT64_MAX) {
 		uint64_t x = t_at(j, v, from) > UINT64_MAX - err ? UINT64_MAX : t_at(j, v, from) + err;
 		if (x > *lo)
@@ -1228,16 +1246,18 @@ static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *stat
 
 /* @sign times what a nanosecond of @side in @state does to the split
  * (ns then unknown_ns), in a window or not, into @d. */
-static void slope_add(int8_t *d, int sign, int side, unsigned state, int inwin)
+static void slope_add(struct dense *s, int sign, int side, unsigned state, int inwin)
 {
-	if (state == S_UNKNOWN) {
-		d[XFT_ST_UNKNOWN] = (int8_t)(d[XFT_ST_UNKNOWN] + sign);
-		d[XFT_NSTATES + XFT_UNK_LOST] = (int8_t)(d[XFT_NSTATES + XFT_UNK_LOST] + sign);
-	} else if (inwin) {
-		d[XFT_ST_UNKNOWN] = (int8_t)(d[XFT_ST_UNKNOWN] + sign);
-		d[XFT_NSTATES + XFT_UNK_CLOCK] = (int8_t)(d[XFT_NSTATES + XFT_UNK_CLOCK] + sign);
-	} else {
-		d[side_state[side][state]] = (int8_t)(d[side_state[side][state]] + sign);
+	unsigned a = side_state[side][state], b = MEMO_CELLS;
+	if (state == S_UNKNOWN || inwin) {
+		a = XFT_ST_UNKNOWN;
+		b = XFT_NSTATES + (state == S_UNKNOWN ? XFT_UNK_LOST : XFT_UNK_CLOCK);
+	}
+	s->d[a] = (int8_t)(s->d[a] + sign);
+	s->touched |= (uint16_t)(1u << a);
+	if (b < MEMO_CELLS) {
+		s->d[b] = (int8_t)(s->d[b] + sign);
+		s->touched |= (uint16_t)(1u << b);
 	}
 }
 
@@ -1247,7 +1267,8 @@ static uint64_t change_near(const struct xft_sj *j, const struct vcpu *v, uint64
 {
 	if (b <= err || b > UINT64_MAX - err)
 		return UINT64_MAX; /* a window clamped at either end: not kept */
-	uint64_t from = state_entered(j, v, k), to = state_left(j, v, k);
+	uint64_t from, to;
+	state_span(j, v, k, &from, &to);
 	if (from != UINT64_MAX && t_at(j, v, from) > b - err)
 		return from;
 	if (to < v->n && t_at(j, v, to) <= b + err - 1)
@@ -1381,13 +1402,13 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
 	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
 	/* The points that move, and what a nanosecond of each does. */
-	int8_t d0[MEMO_CELLS] = { 0 }, d1[MEMO_CELLS] = { 0 };
+	struct dense d0 = { { 0 }, 0 }, d1 = { { 0 }, 0 };
 	int side, inwin;
 	unsigned st;
 	uint64_t ul = 0, uh = UINT64_MAX;
 	if (!shape_at(&sh, t0, &side, &st, &inwin, &ul, &uh))
 		return;
-	slope_add(d0, -1, side, st, inwin || own0);
+	slope_add(&d0, -1, side, st, inwin || own0);
 	if (ul > lo0)
 		lo0 = ul;
 	if (uh < hi0)
@@ -1396,8 +1417,8 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 		ul = 0, uh = UINT64_MAX;
 		if (!shape_at(&sh, t0 + err, &side, &st, &inwin, &ul, &uh) || inwin)
 			return;
-		slope_add(d0, 1, side, st, 1);
-		slope_add(d0, -1, side, st, 0);
+		slope_add(&d0, 1, side, st, 1);
+		slope_add(&d0, -1, side, st, 0);
 		uint64_t x = ul > err ? ul - err : 0, y = uh > err ? uh - err : 0;
 		if (x > lo0)
 			lo0 = x;
@@ -1407,7 +1428,7 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	ul = 0, uh = UINT64_MAX;
 	if (!shape_at(&sh, t1, &side, &st, &inwin, &ul, &uh))
 		return;
-	slope_add(d1, 1, side, st, inwin || own1);
+	slope_add(&d1, 1, side, st, inwin || own1);
 	if (ul > lo1)
 		lo1 = ul;
 	if (uh < hi1)
@@ -1416,8 +1437,8 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 		ul = 0, uh = UINT64_MAX;
 		if (t1 <= err || !shape_at(&sh, t1 - err, &side, &st, &inwin, &ul, &uh) || inwin)
 			return;
-		slope_add(d1, -1, side, st, 1);
-		slope_add(d1, 1, side, st, 0);
+		slope_add(&d1, -1, side, st, 1);
+		slope_add(&d1, 1, side, st, 0);
 		if (ul + err > lo1)
 			lo1 = ul + err;
 		if (uh <= UINT64_MAX - err && uh + err < hi1)
@@ -1463,8 +1484,8 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 	m->out = *out;
 	/* Each end moves at most two points, each changing at most three
 	 * cells: never more than MEMO_TERMS. */
-	m->nd0 = memo_terms(d0, m->at0, m->by0);
-	m->nd1 = memo_terms(d1, m->at1, m->by1);
+	m->nd0 = memo_terms(&d0, m->at0, m->by0);
+	m->nd1 = memo_terms(&d1, m->at1, m->by1);
 	m->valid = 1;
 }
 
