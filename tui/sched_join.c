@@ -122,6 +122,7 @@ struct memo {
 	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
 	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
 	uint32_t nv;
+	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
 	int valid;
 	uint64_t t0, t1;            /* the ends of the split below */
 	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
@@ -1057,7 +1058,8 @@ static struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, c
 	 * more: one multiply of the ends packed together left the two
 	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
 	 * each other. */
-	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16, b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
+	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16;
+	uint32_t b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
 	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
 	k = (k ^ k >> 15) * 0x2C1B3C6Du;
 	return &j->memo[k >> (32 - MEMO_BITS)];
@@ -1299,11 +1301,9 @@ static void memo_keeps_change(const struct xft_sj *j, const struct vcpu *v, uint
  * each of these points stays in one entry, side and window, the windows
  * are the same and apart, and the lookups it made (s0, sn, rn, r1 and the
  * wake kw) are still the answers: [lo0, hi0) and [lo1, hi1) are where. */
-static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
-		     const struct vcpu *sv, const struct vcpu *rv, uint64_t t0, uint64_t tn, uint64_t t1, uint64_t err,
-		     int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw, uint64_t tw, int woke,
-		     const unsigned wflag[3],
-		     const struct acc *a, const struct xft_split *out)
+static void memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
+		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
+		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out)
 {
 	m->valid = 0;
 	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err ||
@@ -1458,15 +1458,11 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct xft_sj_end *
 		lo1 = mid + 1 + reach1;
 	if (t0 < lo0 || t0 >= hi0 || t1 < lo1 || t1 >= hi1)
 		return;
-	m->from = *from;
-	m->to = *to;
-	m->sv = sv;
-	m->rv = rv;
+	/* from, to, sv, rv and nv are the key split_anew() set. */
 	m->sn = sv->n;
 	m->rn = rv->n;
 	m->nhc = sv->nhc;
 	m->err = err;
-	m->nv = j->nv;
 	m->smin = smin;
 	m->rmin = rmin;
 	m->hmin = h;
@@ -1501,8 +1497,24 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	memset(a.unk, 0, sizeof(a.unk));
 	a.nwin = 0;
 	memset(c, 0, sizeof(c));
-	const struct vcpu *sv = vcpu_of(j, from->domain, from->cpu);
-	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
+	/* The vCPUs of the ends: the memo's, when it is of the same ends and
+	 * no vCPU came since, whether or not its split still holds. */
+	const struct vcpu *sv, *rv;
+	if (m->keyed && m->nv == j->nv && m->from.domain == from->domain && m->from.cpu == from->cpu &&
+	    m->to.domain == to->domain && m->to.cpu == to->cpu) {
+		sv = m->sv;
+		rv = m->rv;
+	} else {
+		sv = vcpu_of(j, from->domain, from->cpu);
+		rv = vcpu_of(j, to->domain, to->cpu);
+		m->valid = 0;
+		m->keyed = 1;
+		m->from = *from;
+		m->to = *to;
+		m->sv = sv;
+		m->rv = rv;
+		m->nv = j->nv;
+	}
 	int same = sv && sv == rv;
 	uint64_t tn = same ? t1 : notify_time(j, sv, t0, t1);
 	a.t0 = t0;
@@ -1568,7 +1580,7 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	if (culprit)
 		*culprit = best;
 	if (sv && rv && !same)
-		memo_put(j, m, from, to, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+		memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
 }
 
 /* The memo first, in a function of its own: most splits end here, and
