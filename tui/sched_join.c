@@ -1306,10 +1306,16 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out)
 {
 	m->valid = 0;
-	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err ||
-	    t_at(j, rv, (uint64_t)r1) >= t1)
+	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
 		return;
-	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = t_at(j, rv, (uint64_t)r1) + 1, hi1 = UINT64_MAX;
+	/* The wake is looked for among the entries before t1: one at t1 is
+	 * left out, and taken in once t1 moves past it.  That changes nothing
+	 * when the receiver woke before it or it is no wake. */
+	uint64_t tr1 = t_at(j, rv, (uint64_t)r1);
+	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	if (tr1 == t1 && !woke && (st1 == S_RUNNING || st1 == S_RUNNABLE || st1 == S_XEN))
+		return;
+	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = tr1 < t1 ? tr1 + 1 : tr1, hi1 = UINT64_MAX;
 	uint64_t smin = (uint64_t)s0, rmin = (uint64_t)rn;
 	/* The notification: the same evtchn_op, or none in [t0, t1]. */
 	int fixed = 0;
@@ -1473,7 +1479,6 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->lo1 = lo1;
 	m->hi1 = hi1;
 	m->r1 = r1;
-	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run)
 		run_of(j, rv, (uint64_t)r1, &m->run);
