@@ -1402,10 +1402,17 @@ static void memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	} else {
 		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
 	}
-	/* The lookups stay the answers. */
-	memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
-	if (!fixed)
+	/* The lookups stay the answers.  When the notification is t0 the
+	 * sender is charged nothing: past its entry at t0, t0 may go on over
+	 * its interrupts, which the window above already says are no change,
+	 * and not below it, before what was looked at. */
+	if (fixed) {
+		memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	} else {
+		if (t_at(j, sv, (uint64_t)s0) > lo0)
+			lo0 = t_at(j, sv, (uint64_t)s0);
 		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
+	}
 	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
 	/* The points that move, and what a nanosecond of each does. */
 	struct dense d0 = { { 0 }, 0 }, d1 = { { 0 }, 0 };
