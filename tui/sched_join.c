@@ -124,6 +124,11 @@ struct memo {
 	uint32_t nv;
 	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
 	int valid;
+	/* Whether the split kept last answered any, and how many splits of
+	 * these ends in a row found the one before them unused: from the
+	 * third on, a memo is made only once in MEMO_DRY_EVERY of those. */
+	int used;
+	uint32_t dry;
 	uint64_t t0, t1;            /* the ends of the split below */
 	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
 	int64_t r1;                 /* the receiver's entry at t1 */
@@ -140,6 +145,7 @@ struct memo {
 };
 
 #define MEMO_BITS 4
+#define MEMO_DRY_EVERY 16
 #define MEMO_SLOTS (1u << MEMO_BITS)
 
 struct pcpu {
@@ -1516,10 +1522,15 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	    m->to.domain == to->domain && m->to.cpu == to->cpu) {
 		sv = m->sv;
 		rv = m->rv;
+		if (m->used)
+			m->dry = 0;
+		else if (m->dry < UINT32_MAX)
+			m->dry++;
 	} else {
 		sv = vcpu_of(j, from->domain, from->cpu);
 		rv = vcpu_of(j, to->domain, to->cpu);
 		m->valid = 0;
+		m->dry = 0;
 		m->keyed = 1;
 		m->from = *from;
 		m->to = *to;
@@ -1591,7 +1602,14 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 		best.wait_ns = out->ns[XFT_ST_WAIT];
 	if (culprit)
 		*culprit = best;
-	if (sv && rv && !same)
+	/* Where hops between these ends never come close enough to answer
+	 * one another (few flows, or their ends always across a change), a
+	 * memo costs half a split and buys nothing: after three unused ones
+	 * in a row, one is made only now and then, to notice when that
+	 * changes. */
+	m->valid = 0;
+	m->used = 0;
+	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0))
 		memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
 }
 
@@ -1607,6 +1625,7 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return;
 	}
+	m->used = 1;
 	if (check && m->in_run && m->rv->n == m->rn) {
 		j->st.checks++;
 		clock_account(j, offsets_in_run(&j->off_cur, t1, &m->run));
