@@ -12,6 +12,13 @@
  * S_XEN and S_RUNNING again, marked irq: every question about where a
  * state begins or ends (the clock windows, the clock checks) looks
  * through them, as if the run were whole; only the sums see them.
+ *
+ * Most splits are answered without a lookup: the last split between each
+ * two ends is kept with how far each end may move before anything but the
+ * time charged to the states at its moving points changes (struct memo),
+ * and the next hop between the same vCPUs, a few microseconds later, is
+ * that split moved.  The reference comparisons of the tests hold either
+ * way: the memo changes the cost, never an answer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,21 +48,37 @@ struct ent {
 	                          * from its first entry to t: a state's time
 	                          * over any span is two lookups */
 	uint8_t state;
-	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU */
+	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU
+	                          * (its struct cul says who) */
 	uint8_t irq : 1;         /* one of an interrupt's two: no state change */
-	uint16_t pcpu;       /* runnable: the pCPU it then ran on */
-	uint16_t cdom, cvcpu;
 	uint32_t nculprits;  /* entries before this one with a culprit (mod
 	                      * 2^32): whether a span has any is two lookups */
 	uint32_t nchanges;   /* entries up to this one that are not irq (mod
 	                      * 2^32): whether a span has a state change is
 	                      * two lookups, however many interrupts it has */
+	/* Where the state this entry is in was entered and is left, so that
+	 * the clock windows and checks ask it in one step, not a search
+	 * over a run's interrupts: irq, how many entries back the last
+	 * state change is (LINK_FAR: farther than any ring); not irq, how
+	 * many forward the next one is (0: not yet). */
+	uint32_t link;
+};
+
+/* Farther back than any ring keeps (per_vcpu <= 2^24). */
+#define LINK_FAR (UINT32_C(1) << 31)
+
+/* Who held the pCPU a runnable entry waited for: read only by the walk
+ * for culprits, so kept beside the ring, and an entry is one cache line. */
+struct cul {
+	uint16_t pcpu; /* the pCPU it then ran on */
+	uint16_t cdom, cvcpu;
 };
 
 struct vcpu {
 	uint16_t dom, vcpu;
 	uint64_t n;      /* entries ever pushed; ring[k % per_vcpu] */
 	struct ent *ring;
+	struct cul *cul; /* ring[k]'s culprit, when it has one */
 	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
 	uint64_t nhc;    /* evtchn_op times ever pushed */
 	uint64_t *hc;
@@ -66,6 +89,67 @@ struct vcpu {
 	uint64_t hint[NHINTS];
 	uint64_t hc_hint; /* the same for the evtchn_op times */
 };
+
+/*
+ * The last split of a hop from one (domain, cpu) to another, and how far
+ * its ends may move with nothing changing but the time charged to the
+ * state each end lies in: the span of the entry it lies in, clear of any
+ * state change within the clock error, on the same side of the sender's
+ * evtchn_ops.  Many hops go between the same two vCPUs and end within a
+ * few microseconds of each other, while the trace changes them every few
+ * tens: so most splits are this one moved, not searched and summed again.
+ * It is kept only for splits across vCPUs with no clock window, no culprit,
+ * nothing old or early.  It holds while the vCPUs known and the clock
+ * error are the same, the entries and evtchn_op times it used are still
+ * kept, and what the trace added since lies past the hop's end by more
+ * than the clock error (a later event can say nothing of the hop then:
+ * no lookup, window, wake or notification changes), and did not give the
+ * last entry of either vCPU a culprit.  A sending end with a woven
+ * notification (has_tn) neither asks nor makes one: its ranges say where
+ * tn stays the sender's evtchn_op (or t0), and a woven tn moves with
+ * neither; such a split leaves the memo of its ends as it was.
+ */
+/* Where a run is known to have begun and ended (began_at(), ended_known()):
+ * what a record inside it allows of the offset. */
+struct run {
+	uint64_t a, b;
+	int began, ended;
+};
+
+#define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
+#define MEMO_TERMS 8
+
+struct memo {
+	struct xft_sj_end from, to; /* t_ns unused: the key is where */
+	const struct vcpu *sv, *rv;
+	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
+	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
+	uint32_t nv;
+	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
+	int valid;
+	/* Whether the split kept last answered any, and how many splits of
+	 * these ends in a row found the one before them unused: from the
+	 * third on, a memo is made only once in MEMO_DRY_EVERY of those. */
+	int used;
+	uint32_t dry;
+	uint64_t t0, t1;            /* the ends of the split below */
+	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
+	int64_t r1;                 /* the receiver's entry at t1 */
+	/* When t1 lies in a run of the receiver, the run, so that its clock
+	 * check is two compares while the receiver's timeline is the same. */
+	int in_run;
+	struct run run;
+	struct xft_split out;
+	/* What one nanosecond more of t0 and of t1 changes in out, as the
+	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
+	uint8_t nd0, nd1;
+	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
+	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
+};
+
+#define MEMO_BITS 4
+#define MEMO_DRY_EVERY 16
+#define MEMO_SLOTS (1u << MEMO_BITS)
 
 struct pcpu {
 	uint32_t cur;    /* the vCPU running there (index), or NONE */
@@ -94,6 +178,7 @@ struct xft_sj {
 	uint64_t ring_mask; /* per_vcpu - 1, a power of two */
 	uint64_t hc_mask;   /* per_vcpu_hc - 1, a power of two */
 	struct ent *ents;
+	struct cul *culs;
 	uint64_t *tss;
 	uint64_t *hcs;
 	struct pcpu *p;
@@ -102,6 +187,8 @@ struct xft_sj {
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
 	struct offsets off_cur, off_prev;
+	int bound_stale; /* the windows turned since clock_bound_ns was taken */
+	struct memo memo[MEMO_SLOTS];
 };
 
 /* --- timelines ------------------------------------------------------------- */
@@ -165,7 +252,7 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, i
 	if (v->n >= j->lim.per_vcpu)
 		j->st.overwritten++;
 	uint64_t cum[S_UNKNOWN] = { 0 };
-	uint32_t nc = 0, nch = 0;
+	uint32_t nc = 0, nch = 0, link = 0;
 	if (v->n) {
 		/* Only the last entry is ever given a culprit: the one before
 		 * this is final. */
@@ -175,16 +262,27 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, i
 			cum[p->state] += t - p->t;
 		nc = p->nculprits + p->has_culprit;
 		nch = p->nchanges;
+		uint32_t back = p->irq ? p->link : 0;
+		if (irq) {
+			link = back < LINK_FAR ? back + 1 : LINK_FAR;
+		} else if (back < LINK_FAR) {
+			/* The state entered last is left here; its entry is
+			 * told, unless this one takes its slot. */
+			uint64_t from = v->n - 1 - back;
+			if (from + j->lim.per_vcpu > v->n)
+				ent_at(j, v, from)->link = (uint32_t)(v->n - from);
+		}
 	}
 	v->ts[v->n & j->ring_mask] = t;
 	struct ent *e = ent_at(j, v, v->n++);
-	memset(e, 0, sizeof(*e));
 	e->t = t;
 	memcpy(e->cum, cum, sizeof(cum));
 	e->state = (uint8_t)state;
+	e->has_culprit = 0;
 	e->irq = irq ? 1 : 0;
 	e->nculprits = nc;
 	e->nchanges = nch + !irq;
+	e->link = link;
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -212,10 +310,11 @@ static void runstate(struct xft_sj *j, const struct xflow_sched_event *e)
 		struct ent *prev = ent_at(j, v, v->n - 1);
 		if (prev->state == S_RUNNABLE && p->have_switch && p->next_dom == e->dom &&
 		    p->next_vcpu == e->vcpu && p->prev_dom != IDLE_DOMAIN) {
+			struct cul *c = &v->cul[(v->n - 1) & j->ring_mask];
 			prev->has_culprit = 1;
-			prev->pcpu = e->pcpu;
-			prev->cdom = p->prev_dom;
-			prev->cvcpu = p->prev_vcpu;
+			c->pcpu = e->pcpu;
+			c->cdom = p->prev_dom;
+			c->cvcpu = p->prev_vcpu;
 		}
 	}
 	push(j, v, e->t_ns, e->to, 0);
@@ -385,11 +484,62 @@ static uint32_t changes_to(const struct xft_sj *j, const struct vcpu *v, int64_t
 	return f->nchanges - !f->irq;
 }
 
+/* The entry where the state of entry @k of @v was entered, looking
+ * through interrupts: @k, or the last entry before it that is not irq;
+ * UINT64_MAX when that one is no longer kept.  The entry's link says
+ * where, however many interrupts the run holds. */
+static inline uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	const struct ent *e = ent_at(j, v, k);
+	if (!e->irq)
+		return k;
+	/* LINK_FAR is farther than any ring, so not kept either. */
+	return e->link <= k - first_kept(j, v) ? k - e->link : UINT64_MAX;
+}
+
+/* The first entry after @k of @v that is not irq: where its state is left
+ * (v->n: not yet).  From the link of the entry that entered it; when that
+ * one is no longer kept, binary, on nchanges: a run may hold thousands of
+ * interrupts. */
+static inline uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	uint64_t from = state_entered(j, v, k);
+	if (from != UINT64_MAX) {
+		uint32_t l = ent_at(j, v, from)->link;
+		return l ? from + l : v->n;
+	}
+	uint32_t c = ent_at(j, v, k)->nchanges;
+	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ent_at(j, v, mid)->nchanges == c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Both: where the state of entry @k of @v was entered (UINT64_MAX: no
+ * longer kept) and is left (v->n: not yet), the second from the first's
+ * link without looking for it again. */
+static inline void state_span(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *from, uint64_t *to)
+{
+	*from = state_entered(j, v, k);
+	if (*from == UINT64_MAX) {
+		*to = state_left(j, v, k);
+	} else {
+		uint32_t l = ent_at(j, v, *from)->link;
+		*to = l ? *from + l : v->n;
+	}
+}
+
 /* A state change of @v within (b - err, b + err); @k is the last entry at
- * or before @b (find() with @hint), so that the common cases cost no
- * lookup of their own.  An interrupt's entries are no change: they come
- * every few hundred microseconds and would make a window of nearly every
- * boundary. */
+ * or before @b (find() with @hint): the changes nearest @b on either side
+ * are where the state of @k was entered and is left, which its links say,
+ * so that no lookup of its own is needed.  An interrupt's entries are no
+ * change: they come every few hundred microseconds and would make a
+ * window of nearly every boundary. */
 static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, int64_t k, uint64_t err,
 			       unsigned hint)
 {
@@ -401,15 +551,23 @@ static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uin
 		int64_t kh = find(j, v, hi, H_T1), kl = find(j, v, lo, H_T1);
 		return kh > kl && changes_to(j, v, kh) != changes_to(j, v, kl);
 	}
-	uint64_t next = k >= 0 ? (uint64_t)k + 1 : first_kept(j, v);
-	int at = k >= 0 && t_at(j, v, (uint64_t)k) > lo, after = next < v->n && t_at(j, v, next) <= hi;
-	if ((at && !ent_at(j, v, (uint64_t)k)->irq) || (after && !ent_at(j, v, next)->irq))
-		return 1;
-	if (!at && !after)
+	if (k >= 0) {
+		/* The last change at or before @b, and the first after it:
+		 * any change within the window is one of these two. */
+		uint64_t from, to;
+		state_span(j, v, (uint64_t)k, &from, &to);
+		if (from != UINT64_MAX && t_at(j, v, from) > lo)
+			return 1;
+		return to < v->n && t_at(j, v, to) <= hi;
+	}
+	/* @b is before every entry kept: count the changes among those up to
+	 * the window's end. */
+	uint64_t first = first_kept(j, v);
+	if (first == v->n || t_at(j, v, first) > hi)
 		return 0;
-	/* Interrupts near @b: count the changes among every entry there. */
-	int64_t kl = at ? find(j, v, lo, hint) : k, kh = after ? find(j, v, hi, hint) : k;
-	return changes_to(j, v, kh) != changes_to(j, v, kl);
+	if (!ent_at(j, v, first)->irq)
+		return 1;
+	return changes_to(j, v, find(j, v, hi, hint)) != changes_to(j, v, k);
 }
 
 /* --- the split ------------------------------------------------------------- */
@@ -570,12 +728,13 @@ static inline void charge(struct xft_sj *j, const struct vcpu *v, uint64_t s, ui
 
 /* The receiver's first wake at or after @tn (the first time it is
  * runnable or running, an interrupt inside a run being running), or @t1
- * when it has none before; @kn and @k1 are the last entries at or before
- * tn and t1, and *@kw becomes the one of the wake. */
+ * when it has none before (*@woke 0); @kn and @k1 are the last entries at
+ * or before tn and t1, and *@kw becomes the one of the wake. */
 static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_t tn, uint64_t t1, int64_t kn,
-			   int64_t k1, int64_t *kw)
+			   int64_t k1, int64_t *kw, int *woke)
 {
 	*kw = kn;
+	*woke = 1;
 	if (!v || kn < 0)
 		return tn; /* before what is kept: all '?' anyway */
 	for (uint64_t i = (uint64_t)kn; i < v->n; i++) {
@@ -591,6 +750,7 @@ static uint64_t first_wake(const struct xft_sj *j, const struct vcpu *v, uint64_
 		}
 	}
 	*kw = k1;
+	*woke = 0;
 	return t1;
 }
 
@@ -619,6 +779,7 @@ static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64
 		seen++;
 		if (!en->has_culprit)
 			continue;
+		const struct cul *cu = &v->cul[i & j->ring_mask];
 		uint64_t x = en->t > s ? en->t : s, y = i + 1 < v->n ? ent_at(j, v, i + 1)->t : j->watermark;
 		if (y > e)
 			y = e;
@@ -626,14 +787,14 @@ static inline void culprits(const struct xft_sj *j, const struct vcpu *v, uint64
 			continue;
 		unsigned m, min = 0;
 		for (m = 0; m < NCULPRITS; m++) {
-			if (c[m].wait_ns && c[m].domain == en->cdom && c[m].vcpu == en->cvcpu && c[m].pcpu == en->pcpu)
+			if (c[m].wait_ns && c[m].domain == cu->cdom && c[m].vcpu == cu->cvcpu && c[m].pcpu == cu->pcpu)
 				break;
 			if (c[m].wait_ns < c[min].wait_ns)
 				min = m;
 		}
 		if (m == NCULPRITS) { /* a new holder takes the smallest's place */
 			m = min;
-			c[m] = (struct xft_culprit){ .domain = en->cdom, .vcpu = en->cvcpu, .pcpu = en->pcpu };
+			c[m] = (struct xft_culprit){ .domain = cu->cdom, .vcpu = cu->cvcpu, .pcpu = cu->pcpu };
 		}
 		c[m].wait_ns += y - x;
 	}
@@ -745,42 +906,6 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
-/* The entry where the state of entry @k of @v was entered, looking
- * through interrupts: @k, or the last entry before it that is not irq;
- * UINT64_MAX when that one is no longer kept.  Binary, on nchanges: a run
- * may hold thousands of interrupts. */
-static uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	if (!ent_at(j, v, k)->irq)
-		return k;
-	uint32_t c = ent_at(j, v, k)->nchanges;
-	uint64_t lo = first_kept(j, v), hi = k; /* the first with c is in [lo, hi] */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (ent_at(j, v, mid)->nchanges != c)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return ent_at(j, v, lo)->irq ? UINT64_MAX : lo;
-}
-
-/* The first entry after @k of @v that is not irq: where its state is left
- * (v->n: not yet). */
-static uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	uint32_t c = ent_at(j, v, k)->nchanges;
-	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (ent_at(j, v, mid)->nchanges == c)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Whether entry @k of @v (state_entered()'s; UINT64_MAX: not kept) is
  * where a known state of it began: its predecessor is kept and known, and
  * not the same state (after lost records, a run's first entry is not its
@@ -803,20 +928,47 @@ static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t ne
 	return s != S_UNKNOWN && s != S_RUNNING;
 }
 
-/* The offset is at least @x. */
-static void offsets_floor(struct offsets *o, int64_t x)
+/* The offset is at least @x; whether that narrowed @o. */
+static int offsets_floor(struct offsets *o, int64_t x)
 {
-	if (!o->has_lo || x > o->lo)
-		o->lo = x;
+	if (o->has_lo && x <= o->lo)
+		return 0;
+	o->lo = x;
 	o->has_lo = 1;
+	return 1;
 }
 
-/* The offset is at most @x. */
-static void offsets_ceil(struct offsets *o, int64_t x)
+/* The offset is at most @x; whether that narrowed @o. */
+static int offsets_ceil(struct offsets *o, int64_t x)
 {
-	if (!o->has_hi || x < o->hi)
-		o->hi = x;
+	if (o->has_hi && x >= o->hi)
+		return 0;
+	o->hi = x;
 	o->has_hi = 1;
+	return 1;
+}
+
+/* The run holding entry @k of @v. */
+static void run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r)
+{
+	uint64_t a, b;
+	state_span(j, v, k, &a, &b);
+	r->began = began_at(j, v, a);
+	r->ended = ended_known(j, v, b);
+	r->a = r->began ? ent_at(j, v, a)->t : 0;
+	r->b = r->ended ? ent_at(j, v, b)->t : 0;
+}
+
+/* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
+ * narrowed @o. */
+static int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+{
+	int narrowed = 0;
+	if (r->began)
+		narrowed |= offsets_floor(o, -(int64_t)(t - r->a));
+	if (r->ended)
+		narrowed |= offsets_ceil(o, (int64_t)(r->b - t));
+	return narrowed;
 }
 
 /* What the record at @t on @v, whose vCPU must have been running then,
@@ -824,22 +976,15 @@ static void offsets_ceil(struct offsets *o, int64_t x)
  * [a, b): a - t <= offset <= b - t.  Outside every run, at distance @d
  * from the nearer one: the record belongs to that one (the error is taken
  * to be less than half the gap between two runs), so offset <= -d when it
- * ended before, offset >= d when it begins after. */
-static void offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
-			   struct offsets *o)
+ * ended before, offset >= d when it begins after.  Whether it narrowed. */
+static int offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
+			  struct offsets *o)
 {
-	if (d > 0) {
-		if (ahead)
-			offsets_floor(o, d);
-		else
-			offsets_ceil(o, -d);
-		return;
-	}
-	uint64_t a = state_entered(j, v, (uint64_t)k), b = state_left(j, v, (uint64_t)k);
-	if (began_at(j, v, a))
-		offsets_floor(o, -(int64_t)(t - ent_at(j, v, a)->t));
-	if (ended_known(j, v, b))
-		offsets_ceil(o, (int64_t)(ent_at(j, v, b)->t - t));
+	if (d > 0)
+		return ahead ? offsets_floor(o, d) : offsets_ceil(o, -d);
+	struct run r;
+	run_of(j, v, (uint64_t)k, &r);
+	return offsets_in_run(o, t, &r);
 }
 
 /* Both windows' offsets together. */
@@ -864,34 +1009,47 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
-/* One more clock check's results in (clock_check(), notify_check()): the
- * bound they prove, and the windows turned over every
+/* One more clock check's results in (clock_check(), notify_check() and
+ * a split the memo answers; @narrowed: it narrowed the current window's
+ * offsets): the bound they prove, and the windows turned over every
  * XFT_SJ_ERROR_WINDOW checks. */
-static void checks_turn(struct xft_sj *j)
+static void checks_turn(struct xft_sj *j, int narrowed)
 {
-	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
-	j->st.clock_bound_ns = offsets_bound(&both);
+	/* The bound is of both windows' offsets: it moves only when this
+	 * check narrowed them or the windows turned since it was taken. */
+	if (narrowed || j->bound_stale) {
+		struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+		j->st.clock_bound_ns = offsets_bound(&both);
+		j->bound_stale = 0;
+	}
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
 		j->err_prev = j->err_cur;
 		j->err_cur = 0;
 		j->err_n = 0;
 		j->off_prev = j->off_cur;
 		memset(&j->off_cur, 0, sizeof(j->off_cur));
+		j->bound_stale = 1;
 	}
 	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
+/* A record inside a run (nearly every one) asks off_run() nothing: it
+ * runs once a split. */
 static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k)
 {
-	int ahead;
-	int64_t d = v ? off_run(j, v, t, k, &ahead) : -1;
+	int ahead = 0;
+	int64_t d;
+	unsigned st = v && k >= 0 ? ent_at(j, v, (uint64_t)k)->state : S_UNKNOWN;
+	if (st == S_RUNNING || st == S_XEN)
+		d = 0;
+	else
+		d = v ? off_run(j, v, t, k, &ahead) : -1;
 	if (d < 0)
 		return;
 	j->st.checks++;
 	if ((uint64_t)d > j->err_cur)
 		j->err_cur = (uint64_t)d;
-	offsets_narrow(j, v, t, k, d, ahead, &j->off_cur);
-	checks_turn(j);
+	checks_turn(j, offsets_narrow(j, v, t, k, d, ahead, &j->off_cur));
 }
 
 /* The woven notification of @from, into [t0, t1]. */
@@ -948,12 +1106,470 @@ static void notify_check(struct xft_sj *j, const struct vcpu *v, uint64_t tn)
 	j->st.checks++;
 	if (h < tn && tn - h > j->err_cur)
 		j->err_cur = tn - h;
-	offsets_ceil(&j->off_cur, (int64_t)h - (int64_t)tn);
-	checks_turn(j);
+	checks_turn(j, offsets_ceil(&j->off_cur, (int64_t)h - (int64_t)tn));
 }
 
-void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
-		  struct xft_split *out, struct xft_culprit *culprit)
+
+/* --- the memo (struct memo) ------------------------------------------------ */
+
+/* The split's state of time in runstate @s of a timeline on each side
+ * (split_of()'s mapping, one cell at a time). */
+static const uint8_t side_state[3][S_UNKNOWN + 1] = {
+	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+};
+
+static struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
+{
+	/* Each end multiplied by its own odd constant and the two mixed once
+	 * more: one multiply of the ends packed together left the two
+	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
+	 * each other. */
+	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16;
+	uint32_t b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
+	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
+	k = (k ^ k >> 15) * 0x2C1B3C6Du;
+	return &j->memo[k >> (32 - MEMO_BITS)];
+}
+
+/* Cell @i of @s: ns, then unknown_ns. */
+static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
+{
+	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
+}
+
+/* What a nanosecond more of one end does to each cell of the split (ns,
+ * then unknown_ns), as memo_put() adds it up: the cells touched marked, so
+ * that only they are read back. */
+struct dense {
+	int8_t d[MEMO_CELLS];
+	uint16_t touched;
+};
+
+/* The cells @s changes, into @at and @by; their number. */
+static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t by[MEMO_TERMS])
+{
+	uint8_t n = 0;
+	for (unsigned t = s->touched; t; t &= t - 1) {
+		unsigned i = (unsigned)__builtin_ctz(t);
+		if (s->d[i]) {
+			at[n] = (uint8_t)i;
+			by[n++] = s->d[i];
+		}
+	}
+	return n;
+}
+
+/* The split of [t0, t1] from @m, when it holds (struct memo): its split
+ * with the nanoseconds each end moved over taken from or given to the
+ * states they are in.  Unsigned: what a negative slope takes wraps and
+ * comes back exactly. */
+static inline int memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
+			   const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
+{
+	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
+	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
+		return 0;
+	if (t0 < m->lo0 || t0 >= m->hi0 || t1 < m->lo1 || t1 >= m->hi1 || t1 > j->watermark || t1 > UINT64_MAX - err)
+		return 0;
+	const struct vcpu *sv = m->sv, *rv = m->rv;
+	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
+			       ent_at(j, sv, m->sn - 1)->has_culprit))
+		return 0;
+	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
+			       ent_at(j, rv, m->rn - 1)->has_culprit))
+		return 0;
+	if (sv->nhc != m->nhc &&
+	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
+		return 0;
+	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
+	*out = m->out;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0; i < m->nd1; i++)
+		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
+	return 1;
+}
+
+/* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
+ * window: no state change within err of it (changed_near()). */
+static void memo_clear_of_changes(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t err, uint64_t *lo,
+				  uint64_t *hi)
+{
+	if (!err)
+		return;
+	uint64_t from, to;
+	state_span(j, v, k, &from, &to);
+	if (from != UINT64_MAX) {
+		uint64_t x = t_at(j, v, from) > UINT64_MAX - err ? UINT64_MAX : t_at(j, v, from) + err;
+		if (x > *lo)
+			*lo = x;
+	}
+	if (to < v->n) {
+		uint64_t y = t_at(j, v, to) >= err ? t_at(j, v, to) - err + 1 : 0;
+		if (y < *hi)
+			*hi = y;
+	}
+}
+
+/* Narrow [*lo, *hi) to the span of entry @k of @v. */
+static void memo_within(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+	if (t_at(j, v, k) > *lo)
+		*lo = t_at(j, v, k);
+	if (k + 1 < v->n && t_at(j, v, k + 1) < *hi)
+		*hi = t_at(j, v, k + 1);
+}
+
+/* No runnable entry with a culprit among entries [ks, ke] of @v. */
+static int memo_no_culprit(const struct xft_sj *j, const struct vcpu *v, int64_t ks, int64_t ke)
+{
+	if (ke < ks)
+		return 1;
+	const struct ent *last = ent_at(j, v, (uint64_t)ke);
+	return last->nculprits + last->has_culprit == ent_at(j, v, (uint64_t)ks)->nculprits;
+}
+
+/* The shape of a split across vCPUs as memo_put() reads it: its
+ * boundaries and sides, and the clock windows that stay where they are
+ * when its ends move (the notification's, when it is an evtchn_op). */
+struct shape {
+	const struct xft_sj *j;
+	const struct vcpu *sv, *rv;
+	uint64_t t0, tn, t1, tw;
+	int fixed;   /* tn is an evtchn_op of the sender (else t0) */
+	int tw_set;  /* tw stays where it is (else it is tn or t1, and moves) */
+	int woke;
+	uint64_t win[3][2];
+	unsigned nwin; /* the windows that stay */
+	int64_t ks, kr, k1; /* the entries at t0 (sender), tn and t1 (receiver) */
+};
+
+/* The last entry of @v at or before @x, stepping from entry @k near it: the
+ * points memo_put() asks of are within a few entries of a boundary's. */
+static int64_t step_to(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k)
+{
+	int64_t first = (int64_t)first_kept(j, v);
+	for (unsigned n = 0; n < 8; n++) {
+		if (k + 1 < (int64_t)v->n && t_at(j, v, (uint64_t)k + 1) <= x)
+			k++;
+		else if (k >= first && t_at(j, v, (uint64_t)k) > x)
+			k--;
+		else
+			return k < first ? -1 : k;
+	}
+	return find(j, v, x, H_T1);
+}
+
+/* The side nanosecond @x of the hop is charged to. */
+static int shape_side(const struct shape *h, uint64_t x)
+{
+	if (h->fixed && x < h->tn)
+		return SENDER;
+	if (!h->woke)
+		return RECEIVER_ASLEEP;
+	return h->tw_set && x < h->tw ? RECEIVER_ASLEEP : RECEIVER_AWAKE;
+}
+
+/* Nanosecond @x of the hop: its side, the runstate it is charged in and
+ * whether a window that stays covers it; [*lo, *hi) narrowed to where
+ * each of these is the same.  0: @x is before what is kept. */
+static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *state, int *inwin, uint64_t *lo,
+		    uint64_t *hi)
+{
+	const struct xft_sj *j = h->j;
+	*side = shape_side(h, x);
+	const struct vcpu *v = *side == SENDER ? h->sv : h->rv;
+	int64_t k = step_to(j, v, x, *side == SENDER ? h->ks : x >= t_at(j, v, (uint64_t)h->k1) ? h->k1 : h->kr);
+	if (k < 0)
+		return 0;
+	*state = ent_at(j, v, (uint64_t)k)->state;
+	memo_within(j, v, (uint64_t)k, lo, hi);
+	uint64_t cut[2] = { h->fixed ? h->tn : 0, h->woke && h->tw_set ? h->tw : 0 };
+	for (unsigned c = 0; c < 2; c++) {
+		if (!cut[c])
+			continue;
+		if (x < cut[c] && cut[c] < *hi)
+			*hi = cut[c];
+		if (x >= cut[c] && cut[c] > *lo)
+			*lo = cut[c];
+	}
+	*inwin = 0;
+	for (unsigned w = 0; w < h->nwin; w++) {
+		uint64_t a = h->win[w][0], b = h->win[w][1];
+		if (x < a) {
+			if (a < *hi)
+				*hi = a;
+		} else if (x < b) {
+			*inwin = 1;
+			if (a > *lo)
+				*lo = a;
+			if (b < *hi)
+				*hi = b;
+		} else if (b > *lo) {
+			*lo = b;
+		}
+	}
+	return 1;
+}
+
+/* @sign times what a nanosecond of @side in @state does to the split
+ * (ns then unknown_ns), in a window or not, into @d. */
+static void slope_add(struct dense *s, int sign, int side, unsigned state, int inwin)
+{
+	unsigned a = side_state[side][state], b = MEMO_CELLS;
+	if (state == S_UNKNOWN || inwin) {
+		a = XFT_ST_UNKNOWN;
+		b = XFT_NSTATES + (state == S_UNKNOWN ? XFT_UNK_LOST : XFT_UNK_CLOCK);
+	}
+	s->d[a] = (int8_t)(s->d[a] + sign);
+	s->touched |= (uint16_t)(1u << a);
+	if (b < MEMO_CELLS) {
+		s->d[b] = (int8_t)(s->d[b] + sign);
+		s->touched |= (uint16_t)(1u << b);
+	}
+}
+
+/* A state change of @v within (b - err, b + err) near entry @k (the last
+ * at or before b), as changed_near() finds it: its entry, or UINT64_MAX. */
+static uint64_t change_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t k, uint64_t err)
+{
+	if (b <= err || b > UINT64_MAX - err)
+		return UINT64_MAX; /* a window clamped at either end: not kept */
+	uint64_t from, to;
+	state_span(j, v, k, &from, &to);
+	if (from != UINT64_MAX && t_at(j, v, from) > b - err)
+		return from;
+	if (to < v->n && t_at(j, v, to) <= b + err - 1)
+		return to;
+	return UINT64_MAX;
+}
+
+/* Narrow [*lo, *hi) to where a window of an end at b stays: the change
+ * at entry @c within (b - err, b + err - 1].  b > err is kept, so that the
+ * window's start is never clamped at 0. */
+static void memo_keeps_change(const struct xft_sj *j, const struct vcpu *v, uint64_t c, uint64_t err, uint64_t *lo,
+			      uint64_t *hi)
+{
+	uint64_t tc = t_at(j, v, c), a = tc > err ? tc - err + 1 : 0, b = tc + err;
+	if (err + 1 > a)
+		a = err + 1;
+	if (a > *lo)
+		*lo = a;
+	if (b < *hi)
+		*hi = b;
+}
+
+/* Keep the split just made of a hop across vCPUs in @m when its kind
+ * allows (struct memo).  Moving t0 by a nanosecond takes the nanosecond at
+ * t0 out of the hop and, with a window of its own, moves that window's end
+ * t0 + err over one more; moving t1 adds the nanosecond at t1 and moves
+ * its window's start t1 - err.  So the split is linear in each end while
+ * each of these points stays in one entry, side and window, the windows
+ * are the same and apart, and the lookups it made (s0, sn, rn, r1 and the
+ * wake kw) are still the answers: [lo0, hi0) and [lo1, hi1) are where. */
+static void memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
+		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
+		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out)
+{
+	m->valid = 0;
+	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
+		return;
+	/* The wake is looked for among the entries before t1: one at t1 is
+	 * left out, and taken in once t1 moves past it.  That changes nothing
+	 * when the receiver woke before it or it is no wake. */
+	uint64_t tr1 = t_at(j, rv, (uint64_t)r1);
+	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	if (tr1 == t1 && !woke && (st1 == S_RUNNING || st1 == S_RUNNABLE || st1 == S_XEN))
+		return;
+	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = tr1 < t1 ? tr1 + 1 : tr1, hi1 = UINT64_MAX;
+	uint64_t smin = (uint64_t)s0, rmin = (uint64_t)rn;
+	/* The notification: the same evtchn_op, or none in [t0, t1]. */
+	int fixed = 0;
+	uint64_t h = 0;
+	if (sv->nhc) {
+		uint64_t first = sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0;
+		h = sv->hc_hint;
+		if (h > first && sv->hc[(h - 1) & j->hc_mask] + 1 > lo0)
+			lo0 = sv->hc[(h - 1) & j->hc_mask] + 1;
+		if (h < sv->nhc) {
+			uint64_t hp = sv->hc[h & j->hc_mask];
+			fixed = hp <= t1;
+			if (fixed) {
+				if (hp + 1 < hi0)
+					hi0 = hp + 1;
+				if (hp > lo1)
+					lo1 = hp;
+			} else if (hp < hi1) {
+				hi1 = hp;
+			}
+		}
+	}
+	if (fixed && !memo_no_culprit(j, sv, s0, sn))
+		return;
+	if (woke && !memo_no_culprit(j, rv, kw, r1))
+		return;
+	/* The windows: each end's own (at t0: the sender's change, or the
+	 * receiver's too when tn is t0), which moves with it, and the
+	 * notification's, which stays; each must be alone in a.win, not
+	 * merged with another, for the points above to be all that moves. */
+	struct shape sh = { .j = j, .sv = sv, .rv = rv, .t0 = t0, .tn = tn, .t1 = t1, .tw = tw, .fixed = fixed,
+			    .woke = woke, .tw_set = woke && !(tw == tn && !fixed), .ks = s0, .kr = rn, .k1 = r1 };
+	int own0 = wflag[0] || (!fixed && wflag[1]), own1 = wflag[2];
+	unsigned expect = (unsigned)own0 + (unsigned)own1;
+	if (fixed && wflag[1]) {
+		sh.win[0][0] = tn > err ? tn - err : 0;
+		sh.win[0][1] = tn + err;
+		sh.nwin = 1;
+		expect++;
+	}
+	if (a->nwin != expect)
+		return;
+	if (own0 || own1) {
+		uint64_t w0[2] = { t0 > err ? t0 - err : 0, t0 + err }, w1[2] = { t1 > err ? t1 - err : 0, t1 + err };
+		unsigned found = 0;
+		for (unsigned w = 0; w < a->nwin; w++) {
+			if (own0 && a->win[w][0] == w0[0] && a->win[w][1] == w0[1])
+				found++;
+			else if (own1 && a->win[w][0] == w1[0] && a->win[w][1] == w1[1])
+				found++;
+			else if (!(sh.nwin && a->win[w][0] == sh.win[0][0] && a->win[w][1] == sh.win[0][1]))
+				return;
+		}
+		if (found != (unsigned)own0 + (unsigned)own1)
+			return;
+	}
+	/* Where each end's window is, or is not, the same. */
+	if (own0) {
+		uint64_t c = wflag[0] ? change_near(j, sv, t0, (uint64_t)s0, err) : UINT64_MAX;
+		const struct vcpu *cv = sv;
+		if (c == UINT64_MAX) {
+			c = change_near(j, rv, t0, (uint64_t)rn, err);
+			cv = rv;
+		}
+		if (c == UINT64_MAX)
+			return;
+		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
+		if (cv == sv && c < smin)
+			smin = c;
+		if (cv == rv && c < rmin)
+			rmin = c;
+	} else {
+		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+		if (!fixed)
+			memo_clear_of_changes(j, rv, (uint64_t)rn, err, &lo0, &hi0);
+	}
+	if (own1) {
+		uint64_t c = change_near(j, rv, t1, (uint64_t)r1, err);
+		if (c == UINT64_MAX)
+			return;
+		memo_keeps_change(j, rv, c, err, &lo1, &hi1);
+		if (c < rmin)
+			rmin = c;
+	} else {
+		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	}
+	/* The lookups stay the answers.  When the notification is t0 the
+	 * sender is charged nothing: past its entry at t0, t0 may go on over
+	 * its interrupts, which the window above already says are no change,
+	 * and not below it, before what was looked at. */
+	if (fixed) {
+		memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	} else {
+		if (t_at(j, sv, (uint64_t)s0) > lo0)
+			lo0 = t_at(j, sv, (uint64_t)s0);
+		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
+	}
+	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
+	/* The points that move, and what a nanosecond of each does. */
+	struct dense d0 = { { 0 }, 0 }, d1 = { { 0 }, 0 };
+	int side, inwin;
+	unsigned st;
+	uint64_t ul = 0, uh = UINT64_MAX;
+	if (!shape_at(&sh, t0, &side, &st, &inwin, &ul, &uh))
+		return;
+	slope_add(&d0, -1, side, st, inwin || own0);
+	if (ul > lo0)
+		lo0 = ul;
+	if (uh < hi0)
+		hi0 = uh;
+	if (own0) {
+		ul = 0, uh = UINT64_MAX;
+		if (!shape_at(&sh, t0 + err, &side, &st, &inwin, &ul, &uh) || inwin)
+			return;
+		slope_add(&d0, 1, side, st, 1);
+		slope_add(&d0, -1, side, st, 0);
+		uint64_t x = ul > err ? ul - err : 0, y = uh > err ? uh - err : 0;
+		if (x > lo0)
+			lo0 = x;
+		if (y < hi0)
+			hi0 = y;
+	}
+	ul = 0, uh = UINT64_MAX;
+	if (!shape_at(&sh, t1, &side, &st, &inwin, &ul, &uh))
+		return;
+	slope_add(&d1, 1, side, st, inwin || own1);
+	if (ul > lo1)
+		lo1 = ul;
+	if (uh < hi1)
+		hi1 = uh;
+	if (own1) {
+		ul = 0, uh = UINT64_MAX;
+		if (t1 <= err || !shape_at(&sh, t1 - err, &side, &st, &inwin, &ul, &uh) || inwin)
+			return;
+		slope_add(&d1, -1, side, st, 1);
+		slope_add(&d1, 1, side, st, 0);
+		if (ul + err > lo1)
+			lo1 = ul + err;
+		if (uh <= UINT64_MAX - err && uh + err < hi1)
+			hi1 = uh + err;
+	}
+	/* Whatever t0 moves (up to hi0 - 1, and its window to err past that)
+	 * stays below whatever t1 moves (from lo1, its window from err before
+	 * that), with a gap: the two ends' windows never meet.  The line
+	 * between them is drawn halfway. */
+	uint64_t reach0 = own0 ? err : 0, reach1 = own1 ? err : 0;
+	if (t1 < reach1 || t0 + reach0 >= t1 - reach1)
+		return;
+	uint64_t mid = t0 + reach0 + (t1 - reach1 - t0 - reach0) / 2;
+	if (mid - reach0 + 1 < hi0)
+		hi0 = mid - reach0 + 1;
+	if (mid + 1 + reach1 > lo1)
+		lo1 = mid + 1 + reach1;
+	if (t0 < lo0 || t0 >= hi0 || t1 < lo1 || t1 >= hi1)
+		return;
+	/* from, to, sv, rv and nv are the key split_anew() set. */
+	m->sn = sv->n;
+	m->rn = rv->n;
+	m->nhc = sv->nhc;
+	m->err = err;
+	m->smin = smin;
+	m->rmin = rmin;
+	m->hmin = h;
+	m->t0 = t0;
+	m->t1 = t1;
+	m->lo0 = lo0;
+	m->hi0 = hi0;
+	m->lo1 = lo1;
+	m->hi1 = hi1;
+	m->r1 = r1;
+	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
+	if (m->in_run)
+		run_of(j, rv, (uint64_t)r1, &m->run);
+	m->out = *out;
+	/* Each end moves at most two points, each changing at most three
+	 * cells: never more than MEMO_TERMS. */
+	m->nd0 = memo_terms(&d0, m->at0, m->by0);
+	m->nd1 = memo_terms(&d1, m->at1, m->by1);
+	m->valid = 1;
+}
+
+/* A split the memo does not answer: every lookup and sum made, and kept in
+ * @m when it can be (NULL: a split the memo must not see, struct memo). */
+static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
+		       int check, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out,
+		       struct xft_culprit *culprit)
 {
 	struct acc a;
 	struct xft_culprit c[NCULPRITS];
@@ -961,10 +1577,32 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	memset(a.unk, 0, sizeof(a.unk));
 	a.nwin = 0;
 	memset(c, 0, sizeof(c));
-	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
-	const struct vcpu *sv = vcpu_of(j, from->domain, from->cpu);
-	const struct vcpu *rv = vcpu_of(j, to->domain, to->cpu);
-	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+	/* The vCPUs of the ends: the memo's, when it is of the same ends and
+	 * no vCPU came since, whether or not its split still holds. */
+	const struct vcpu *sv, *rv;
+	if (!m) {
+		sv = vcpu_of(j, from->domain, from->cpu);
+		rv = vcpu_of(j, to->domain, to->cpu);
+	} else if (m->keyed && m->nv == j->nv && m->from.domain == from->domain && m->from.cpu == from->cpu &&
+	    m->to.domain == to->domain && m->to.cpu == to->cpu) {
+		sv = m->sv;
+		rv = m->rv;
+		if (m->used)
+			m->dry = 0;
+		else if (m->dry < UINT32_MAX)
+			m->dry++;
+	} else {
+		sv = vcpu_of(j, from->domain, from->cpu);
+		rv = vcpu_of(j, to->domain, to->cpu);
+		m->valid = 0;
+		m->dry = 0;
+		m->keyed = 1;
+		m->from = *from;
+		m->to = *to;
+		m->sv = sv;
+		m->rv = rv;
+		m->nv = j->nv;
+	}
 	int same = sv && sv == rv;
 	uint64_t tn = same ? t1 : crossing_time(j, sv, from, t0, t1);
 	a.t0 = t0;
@@ -991,19 +1629,25 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		int64_t kv, kw;
 	} bd[3] = { { t0, sv, NULL, s0, -1 }, { tn, sv, rv, sn, rn }, { t1, same ? sv : rv, NULL, r1, -1 } };
 	static const unsigned hint[3] = { H_T0, H_TN, H_T1 };
+	unsigned wflag[3] = { 0, 0, 0 };
 	for (unsigned i = 0; i < 3; i++) {
 		if (i == 1 && same)
 			continue;
 		if (changed_near(j, bd[i].v, bd[i].b, bd[i].kv, err, hint[i]) ||
-		    changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err, hint[i]))
+		    changed_near(j, bd[i].w, bd[i].b, bd[i].kw, err, hint[i])) {
 			window_add(&a, bd[i].b > err ? bd[i].b - err : 0, bd[i].b + err);
+			wflag[i] = 1;
+		}
 	}
 	if (same) {
 		charge(j, sv, t0, t1, s0, r1, SENDER, &a);
 		culprits(j, sv, t0, t1, s0, r1, c);
-	} else {
-		int64_t kw;
-		uint64_t tw = first_wake(j, rv, tn, t1, rn, r1, &kw);
+	}
+	int64_t kw = -1;
+	int woke = 0;
+	uint64_t tw = t1;
+	if (!same) {
+		tw = first_wake(j, rv, tn, t1, rn, r1, &kw, &woke);
 		charge(j, sv, t0, tn, s0, sn, SENDER, &a);
 		charge(j, rv, tn, tw, rn, kw, RECEIVER_ASLEEP, &a);
 		charge(j, rv, tw, t1, kw, r1, RECEIVER_AWAKE, &a);
@@ -1025,6 +1669,45 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		best.wait_ns = out->ns[XFT_ST_WAIT];
 	if (culprit)
 		*culprit = best;
+	/* Where hops between these ends never come close enough to answer
+	 * one another (few flows, or their ends always across a change), a
+	 * memo costs half a split and buys nothing: after three unused ones
+	 * in a row, one is made only now and then, to notice when that
+	 * changes. */
+	if (!m)
+		return;
+	m->valid = 0;
+	m->used = 0;
+	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0))
+		memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+}
+
+/* The memo first, in a function of its own: most splits end here, and
+ * should not pay for the frame of split_anew(). */
+void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		  struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+	if (from->has_tn) {
+		/* Its notify_check() is made there, and only there. */
+		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
+		return;
+	}
+	struct memo *m = memo_slot(j, from, to);
+	if (!memo_get(j, m, from, to, t0, t1, err, out)) {
+		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
+		return;
+	}
+	m->used = 1;
+	if (check && m->in_run && m->rv->n == m->rn) {
+		j->st.checks++;
+		checks_turn(j, offsets_in_run(&j->off_cur, t1, &m->run));
+	} else if (check) {
+		clock_check(j, m->rv, t1, m->r1);
+	}
+	if (culprit)
+		*culprit = (struct xft_culprit){ 0 };
 }
 
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
@@ -1043,8 +1726,10 @@ void xft_sj_reset(struct xft_sj *j)
 	j->nv = 0;
 	j->err_cur = j->err_prev = 0;
 	j->err_n = 0;
+	j->bound_stale = 0;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	memset(&j->off_prev, 0, sizeof(j->off_prev));
+	memset(j->memo, 0, sizeof(j->memo));
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		memset(&j->p[p], 0, sizeof(j->p[p]));
@@ -1094,15 +1779,17 @@ int xft_sj_new(const struct xft_sj_limits *l, struct xft_sj **out)
 	j->v = take(j->lim.max_vcpus, sizeof(*j->v), &j->bytes);
 	j->slots = take(hs, sizeof(*j->slots), &j->bytes);
 	j->ents = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->ents), &j->bytes);
+	j->culs = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->culs), &j->bytes);
 	j->tss = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu, sizeof(*j->tss), &j->bytes);
 	j->hcs = take((size_t)j->lim.max_vcpus * j->lim.per_vcpu_hc, sizeof(*j->hcs), &j->bytes);
 	j->p = take(j->lim.max_pcpus, sizeof(*j->p), &j->bytes);
-	if (!j->v || !j->slots || !j->ents || !j->tss || !j->hcs || !j->p) {
+	if (!j->v || !j->slots || !j->ents || !j->culs || !j->tss || !j->hcs || !j->p) {
 		xft_sj_free(j);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < j->lim.max_vcpus; i++) {
 		j->v[i].ring = &j->ents[(size_t)i * j->lim.per_vcpu];
+		j->v[i].cul = &j->culs[(size_t)i * j->lim.per_vcpu];
 		j->v[i].ts = &j->tss[(size_t)i * j->lim.per_vcpu];
 		j->v[i].hc = &j->hcs[(size_t)i * j->lim.per_vcpu_hc];
 	}
@@ -1123,6 +1810,7 @@ void xft_sj_free(struct xft_sj *j)
 	free(j->v);
 	free(j->slots);
 	free(j->ents);
+	free(j->culs);
 	free(j->tss);
 	free(j->hcs);
 	free(j->p);

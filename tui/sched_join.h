@@ -137,7 +137,10 @@ uint64_t xft_sj_watermark(const struct xft_sj *j);
  * looked for among the first 64 runnable intervals of the hop, and its
  * wait never more than the split's).  Each state's time is two lookups
  * into its timeline (each entry carries the time spent in each state so
- * far), whatever the number of state changes inside the hop.
+ * far), whatever the number of state changes inside the hop; a hop between
+ * the same two ends as one split just before, whose ends moved over no
+ * state change, entry or window, is that split moved, with no lookup
+ * (neither is from a woven notification, has_tn: it is always split anew).
  * Call once the watermark has passed to->t_ns; before, the part after the
  * watermark is '?'.  With @check, the receiving end is also checked against
  * the clock (see above; the split uses the error as it was before).
