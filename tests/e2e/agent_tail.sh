@@ -44,7 +44,6 @@ run() {
 		echo "$name: a flow lost its start or its end, or all its records, or no step was lost: this run proves nothing"
 		return 2
 	fi
-	[ "$notes" -gt 0 ] || fail "$name: the agent wrote no loss note"
 
 	finished=$(snap flows_finished)
 	partial=$(snap flows_partial)
@@ -57,6 +56,15 @@ run() {
 	[ "$seen_lost" = "$lost" ] ||
 		fail "$name: the agent lost $lost records, the monitor saw '$seen_lost' missing from the threads' numbers"
 	[ "$late" = 0 ] || fail "$name: $late gaps were seen only after the flows in them were judged"
+	# Every loss seen, and no note: each lost record had a kept one of its
+	# thread after it, so no tail was lost.  The ptrace agent's ring of two
+	# drops where the monitor's timing says (a sanitized run lost 21, all
+	# followed by kept records); the lanes of four lose the tail of every
+	# burst, so for inproc the caller fails on it.
+	if [ "$notes" -eq 0 ]; then
+		echo "$name: no loss after the worker's last record, so no note owed: this run proves nothing"
+		return 2
+	fi
 	[ "$finished" -eq "$expect" ] ||
 		fail "$name: $finished flows finished, but $expect were in rounds that lost nothing ($lossy lost a step)"
 	echo "$name: the worker's tail losses: every one seen in time, and no flow of a losing round finished"
