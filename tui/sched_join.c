@@ -15,16 +15,17 @@
  *
  * Most splits are answered without a lookup: the last split between each
  * two ends is kept with how far each end may move before anything but the
- * time charged to the states at its moving points changes (struct memo),
- * and the next hop between the same vCPUs, a few microseconds later, is
- * that split moved.  The reference comparisons of the tests hold either
- * way: the memo changes the cost, never an answer.
+ * time charged to the states at its moving points changes (struct memo,
+ * tui/sched_join_memo.c), and the next hop between the same vCPUs, a few
+ * microseconds later, is that split moved.  The reference comparisons of
+ * the tests hold either way: the memo changes the cost, never an answer.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tui/sched_join.h"
+#include "tui/sched_join_priv.h"
 
 #define NONE UINT32_MAX
 #define IDLE_DOMAIN 32767
@@ -33,163 +34,6 @@
 /* Runnable intervals a split looks at for its culprit, from its start:
  * past them the culprit is the biggest among these. */
 #define CULPRIT_SCAN 64
-
-/* The hints of a timeline (struct vcpu): a hop's start, its notification
- * and its end. */
-enum { H_T0, H_TN, H_T1, NHINTS };
-
-/* The states of a timeline: Xen's runstates, Xen itself running instead of
- * a running vCPU, and one for "not known". */
-enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_XEN, S_UNKNOWN };
-
-struct ent {
-	uint64_t t;
-	uint64_t cum[S_UNKNOWN]; /* time the vCPU spent in each known state
-	                          * from its first entry to t: a state's time
-	                          * over any span is two lookups */
-	uint8_t state;
-	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU
-	                          * (its struct cul says who) */
-	uint8_t irq : 1;         /* one of an interrupt's two: no state change */
-	uint32_t nculprits;  /* entries before this one with a culprit (mod
-	                      * 2^32): whether a span has any is two lookups */
-	uint32_t nchanges;   /* entries up to this one that are not irq (mod
-	                      * 2^32): whether a span has a state change is
-	                      * two lookups, however many interrupts it has */
-	/* Where the state this entry is in was entered and is left, so that
-	 * the clock windows and checks ask it in one step, not a search
-	 * over a run's interrupts: irq, how many entries back the last
-	 * state change is (LINK_FAR: farther than any ring); not irq, how
-	 * many forward the next one is (0: not yet). */
-	uint32_t link;
-};
-
-/* Farther back than any ring keeps (per_vcpu <= 2^24). */
-#define LINK_FAR (UINT32_C(1) << 31)
-
-/* Who held the pCPU a runnable entry waited for: read only by the walk
- * for culprits, so kept beside the ring, and an entry is one cache line. */
-struct cul {
-	uint16_t pcpu; /* the pCPU it then ran on */
-	uint16_t cdom, cvcpu;
-};
-
-struct vcpu {
-	uint16_t dom, vcpu;
-	uint64_t n;      /* entries ever pushed; ring[k % per_vcpu] */
-	struct ent *ring;
-	struct cul *cul; /* ring[k]'s culprit, when it has one */
-	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
-	uint64_t nhc;    /* evtchn_op times ever pushed */
-	uint64_t *hc;
-	/* Where the last search for each boundary of a hop ended: a cache,
-	 * not state.  Hops are split nearly in the order they end, so each
-	 * boundary moves a little from one split to the next; one hint for
-	 * all of them would bounce across the hop at every lookup. */
-	uint64_t hint[NHINTS];
-	uint64_t hc_hint; /* the same for the evtchn_op times */
-};
-
-/*
- * The last split of a hop from one (domain, cpu) to another, and how far
- * its ends may move with nothing changing but the time charged to the
- * state each end lies in: the span of the entry it lies in, clear of any
- * state change within the clock error, on the same side of the sender's
- * evtchn_ops.  Many hops go between the same two vCPUs and end within a
- * few microseconds of each other, while the trace changes them every few
- * tens: so most splits are this one moved, not searched and summed again.
- * It is kept only for splits across vCPUs with no clock window, no culprit,
- * nothing old or early.  It holds while the vCPUs known and the clock
- * error are the same, the entries and evtchn_op times it used are still
- * kept, and what the trace added since lies past the hop's end by more
- * than the clock error (a later event can say nothing of the hop then:
- * no lookup, window, wake or notification changes), and did not give the
- * last entry of either vCPU a culprit.  A sending end with a woven
- * notification (has_tn) neither asks nor makes one: its ranges say where
- * tn stays the sender's evtchn_op (or t0), and a woven tn moves with
- * neither; such a split leaves the memo of its ends as it was.
- */
-/* Where a run is known to have begun and ended (began_at(), ended_known()):
- * what a record inside it allows of the offset. */
-struct run {
-	uint64_t a, b;
-	int began, ended;
-};
-
-#define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
-#define MEMO_TERMS 8
-
-struct memo {
-	struct xft_sj_end from, to; /* t_ns unused: the key is where */
-	const struct vcpu *sv, *rv;
-	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
-	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
-	uint32_t nv;
-	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
-	int valid;
-	/* Whether the split kept last answered any, and how many splits of
-	 * these ends in a row found the one before them unused: from the
-	 * third on, a memo is made only once in MEMO_DRY_EVERY of those. */
-	int used;
-	uint32_t dry;
-	uint64_t t0, t1;            /* the ends of the split below */
-	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
-	int64_t r1;                 /* the receiver's entry at t1 */
-	/* When t1 lies in a run of the receiver, the run, so that its clock
-	 * check is two compares while the receiver's timeline is the same. */
-	int in_run;
-	struct run run;
-	struct xft_split out;
-	/* What one nanosecond more of t0 and of t1 changes in out, as the
-	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
-	uint8_t nd0, nd1;
-	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
-	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
-};
-
-#define MEMO_BITS 4
-#define MEMO_DRY_EVERY 16
-#define MEMO_SLOTS (1u << MEMO_BITS)
-
-struct pcpu {
-	uint32_t cur;    /* the vCPU running there (index), or NONE */
-	uint16_t prev_dom, prev_vcpu, next_dom, next_vcpu; /* its last switch */
-	int have_switch;
-};
-
-/* What a window's clock checks allow of the offset between the two clocks
- * (the trace's time of a record minus the flows' time of it), assumed
- * constant over the window: at least lo (when has_lo), at most hi (when
- * has_hi).  lo > hi: no constant offset fits every check. */
-struct offsets {
-	int64_t lo, hi;
-	int has_lo, has_hi;
-};
-
-struct xft_sj {
-	struct xft_sj_limits lim;
-	struct xft_sj_stats st;
-	uint64_t bytes;
-	uint64_t watermark;
-	struct vcpu *v;
-	uint32_t nv;
-	uint32_t *slots; /* hash of (dom, vcpu): index + 1, 0 empty */
-	uint32_t mask;
-	uint64_t ring_mask; /* per_vcpu - 1, a power of two */
-	uint64_t hc_mask;   /* per_vcpu_hc - 1, a power of two */
-	struct ent *ents;
-	struct cul *culs;
-	uint64_t *tss;
-	uint64_t *hcs;
-	struct pcpu *p;
-	/* The clock checks of the last two windows: the largest distance
-	 * from a run, and the offsets the runs allow (struct offsets). */
-	uint64_t err_cur, err_prev;
-	uint32_t err_n;
-	struct offsets off_cur, off_prev;
-	int bound_stale; /* the windows turned since clock_bound_ns was taken */
-	struct memo memo[MEMO_SLOTS];
-};
 
 /* --- timelines ------------------------------------------------------------- */
 
@@ -229,22 +73,6 @@ static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 	v->n = v->nhc = 0;
 	j->slots[s] = ++j->nv;
 	return j->nv - 1;
-}
-
-static struct ent *ent_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	return &v->ring[k & j->ring_mask];
-}
-
-static uint64_t t_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	return v->ts[k & j->ring_mask];
-}
-
-/* The first entry still kept. */
-static uint64_t first_kept(const struct xft_sj *j, const struct vcpu *v)
-{
-	return v->n > j->lim.per_vcpu ? v->n - j->lim.per_vcpu : 0;
 }
 
 static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, int irq)
@@ -424,56 +252,6 @@ uint64_t xft_sj_watermark(const struct xft_sj *j)
 	return j->watermark;
 }
 
-/* The last entry at or before @t (k in [first_kept, n)), or -1 when @t is
- * before every entry kept.  Splits come nearly in time order, so each
- * boundary of a hop moves little from one split to the next: the search
- * starts where the last one for the same boundary (@hint) ended, returns
- * at once when that is still the answer, else gallops, then halves, so it
- * costs the log of how far it moved, not of the ring. */
-static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
-{
-	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
-	/* Most lookups land where the hint is. */
-	if (h >= first && h < v->n && t_at(j, v, h) <= t && (h + 1 == v->n || t_at(j, v, h + 1) > t))
-		return (int64_t)h;
-	if (first == v->n || t_at(j, v, first) > t)
-		return -1;
-	h = v->hint[hint] >= first && v->hint[hint] < v->n ? v->hint[hint] : v->n - 1;
-	if (t_at(j, v, h) <= t) {
-		/* Forward: [lo, hi) holds the answer, ent(lo) <= t. */
-		lo = h;
-		hi = v->n;
-		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
-			uint64_t probe = lo + step;
-			if (t_at(j, v, probe) > t) {
-				hi = probe;
-				break;
-			}
-			lo = probe;
-		}
-	} else {
-		lo = first;
-		hi = h;
-		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
-			uint64_t probe = hi - step;
-			if (t_at(j, v, probe) <= t) {
-				lo = probe;
-				break;
-			}
-			hi = probe;
-		}
-	}
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (t_at(j, v, mid) <= t)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	((struct vcpu *)v)->hint[hint] = lo;
-	return (int64_t)lo;
-}
-
 /* The entries of @v that are state changes (not irq), from its first up
  * to @k (find()'s answer; -1: before every one kept), mod 2^32. */
 static uint32_t changes_to(const struct xft_sj *j, const struct vcpu *v, int64_t k)
@@ -482,56 +260,6 @@ static uint32_t changes_to(const struct xft_sj *j, const struct vcpu *v, int64_t
 		return ent_at(j, v, (uint64_t)k)->nchanges;
 	const struct ent *f = ent_at(j, v, first_kept(j, v));
 	return f->nchanges - !f->irq;
-}
-
-/* The entry where the state of entry @k of @v was entered, looking
- * through interrupts: @k, or the last entry before it that is not irq;
- * UINT64_MAX when that one is no longer kept.  The entry's link says
- * where, however many interrupts the run holds. */
-static inline uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	const struct ent *e = ent_at(j, v, k);
-	if (!e->irq)
-		return k;
-	/* LINK_FAR is farther than any ring, so not kept either. */
-	return e->link <= k - first_kept(j, v) ? k - e->link : UINT64_MAX;
-}
-
-/* The first entry after @k of @v that is not irq: where its state is left
- * (v->n: not yet).  From the link of the entry that entered it; when that
- * one is no longer kept, binary, on nchanges: a run may hold thousands of
- * interrupts. */
-static inline uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
-{
-	uint64_t from = state_entered(j, v, k);
-	if (from != UINT64_MAX) {
-		uint32_t l = ent_at(j, v, from)->link;
-		return l ? from + l : v->n;
-	}
-	uint32_t c = ent_at(j, v, k)->nchanges;
-	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (ent_at(j, v, mid)->nchanges == c)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Both: where the state of entry @k of @v was entered (UINT64_MAX: no
- * longer kept) and is left (v->n: not yet), the second from the first's
- * link without looking for it again. */
-static inline void state_span(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *from, uint64_t *to)
-{
-	*from = state_entered(j, v, k);
-	if (*from == UINT64_MAX) {
-		*to = state_left(j, v, k);
-	} else {
-		uint32_t l = ent_at(j, v, *from)->link;
-		*to = l ? *from + l : v->n;
-	}
 }
 
 /* A state change of @v within (b - err, b + err); @k is the last entry at
@@ -572,23 +300,6 @@ static inline int changed_near(const struct xft_sj *j, const struct vcpu *v, uin
 
 /* --- the split ------------------------------------------------------------- */
 
-struct acc {
-	/* The time of each of Xen's runstates charged to each side (below):
-	 * mapped onto the split's states once, at the end, and what they do
-	 * not cover is '?'.  The last column takes what is unknown and is
-	 * not read. */
-	uint64_t known[3][S_UNKNOWN + 1];
-	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
-	unsigned nwin;
-	/* Why the rest is '?' (tui/hop_split.h), summed as each span is
-	 * charged: what a span does not cover of its side, the unknown
-	 * inside it, the known the windows take out.  The sides cover the
-	 * hop once, so these add up to what split_of() finds '?'. */
-	uint64_t unk[XFT_UNK_NREASONS];
-	uint64_t t0, tn, t1; /* the boundaries: which hint a lookup near a
-	                      * window starts from */
-};
-
 /* The hint for a lookup at @x: that of the boundary nearest to it. */
 static unsigned hint_near(const struct acc *a, uint64_t x)
 {
@@ -617,10 +328,6 @@ static void window_add(struct acc *a, uint64_t lo, uint64_t hi)
 	a->win[a->nwin][1] = hi;
 	a->nwin++;
 }
-
-/* The sides a hop's time is charged to: the sender, the receiver before
- * its wake, and after it. */
-enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 
 /* Xen's runstates as each side sees them, onto the split's states: the
  * sender's are its own; the receiver running is `backend`, blocked is
@@ -949,7 +656,7 @@ static int offsets_ceil(struct offsets *o, int64_t x)
 }
 
 /* The run holding entry @k of @v. */
-static void run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r)
+void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r)
 {
 	uint64_t a, b;
 	state_span(j, v, k, &a, &b);
@@ -983,7 +690,7 @@ static int offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t
 	if (d > 0)
 		return ahead ? offsets_floor(o, d) : offsets_ceil(o, -d);
 	struct run r;
-	run_of(j, v, (uint64_t)k, &r);
+	xft_sj_run_of(j, v, (uint64_t)k, &r);
 	return offsets_in_run(o, t, &r);
 }
 
@@ -1109,462 +816,6 @@ static void notify_check(struct xft_sj *j, const struct vcpu *v, uint64_t tn)
 	checks_turn(j, offsets_ceil(&j->off_cur, (int64_t)h - (int64_t)tn));
 }
 
-
-/* --- the memo (struct memo) ------------------------------------------------ */
-
-/* The split's state of time in runstate @s of a timeline on each side
- * (split_of()'s mapping, one cell at a time). */
-static const uint8_t side_state[3][S_UNKNOWN + 1] = {
-	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
-	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
-	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
-};
-
-static struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
-{
-	/* Each end multiplied by its own odd constant and the two mixed once
-	 * more: one multiply of the ends packed together left the two
-	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
-	 * each other. */
-	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16;
-	uint32_t b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
-	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
-	k = (k ^ k >> 15) * 0x2C1B3C6Du;
-	return &j->memo[k >> (32 - MEMO_BITS)];
-}
-
-/* Cell @i of @s: ns, then unknown_ns. */
-static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
-{
-	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
-}
-
-/* What a nanosecond more of one end does to each cell of the split (ns,
- * then unknown_ns), as memo_put() adds it up: the cells touched marked, so
- * that only they are read back. */
-struct dense {
-	int8_t d[MEMO_CELLS];
-	uint16_t touched;
-};
-
-/* The cells @s changes, into @at and @by; their number. */
-static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t by[MEMO_TERMS])
-{
-	uint8_t n = 0;
-	for (unsigned t = s->touched; t; t &= t - 1) {
-		unsigned i = (unsigned)__builtin_ctz(t);
-		if (s->d[i]) {
-			at[n] = (uint8_t)i;
-			by[n++] = s->d[i];
-		}
-	}
-	return n;
-}
-
-/* The split of [t0, t1] from @m, when it holds (struct memo): its split
- * with the nanoseconds each end moved over taken from or given to the
- * states they are in.  Unsigned: what a negative slope takes wraps and
- * comes back exactly. */
-static inline int memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
-			   const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
-{
-	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
-	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
-		return 0;
-	if (t0 < m->lo0 || t0 >= m->hi0 || t1 < m->lo1 || t1 >= m->hi1 || t1 > j->watermark || t1 > UINT64_MAX - err)
-		return 0;
-	const struct vcpu *sv = m->sv, *rv = m->rv;
-	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
-			       ent_at(j, sv, m->sn - 1)->has_culprit))
-		return 0;
-	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
-			       ent_at(j, rv, m->rn - 1)->has_culprit))
-		return 0;
-	if (sv->nhc != m->nhc &&
-	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
-		return 0;
-	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
-	*out = m->out;
-	for (unsigned i = 0; i < m->nd0; i++)
-		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
-	for (unsigned i = 0; i < m->nd1; i++)
-		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
-	return 1;
-}
-
-/* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
- * window: no state change within err of it (changed_near()). */
-static void memo_clear_of_changes(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t err, uint64_t *lo,
-				  uint64_t *hi)
-{
-	if (!err)
-		return;
-	uint64_t from, to;
-	state_span(j, v, k, &from, &to);
-	if (from != UINT64_MAX) {
-		uint64_t x = t_at(j, v, from) > UINT64_MAX - err ? UINT64_MAX : t_at(j, v, from) + err;
-		if (x > *lo)
-			*lo = x;
-	}
-	if (to < v->n) {
-		uint64_t y = t_at(j, v, to) >= err ? t_at(j, v, to) - err + 1 : 0;
-		if (y < *hi)
-			*hi = y;
-	}
-}
-
-/* Narrow [*lo, *hi) to the span of entry @k of @v. */
-static void memo_within(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *lo, uint64_t *hi)
-{
-	if (t_at(j, v, k) > *lo)
-		*lo = t_at(j, v, k);
-	if (k + 1 < v->n && t_at(j, v, k + 1) < *hi)
-		*hi = t_at(j, v, k + 1);
-}
-
-/* No runnable entry with a culprit among entries [ks, ke] of @v. */
-static int memo_no_culprit(const struct xft_sj *j, const struct vcpu *v, int64_t ks, int64_t ke)
-{
-	if (ke < ks)
-		return 1;
-	const struct ent *last = ent_at(j, v, (uint64_t)ke);
-	return last->nculprits + last->has_culprit == ent_at(j, v, (uint64_t)ks)->nculprits;
-}
-
-/* The shape of a split across vCPUs as memo_put() reads it: its
- * boundaries and sides, and the clock windows that stay where they are
- * when its ends move (the notification's, when it is an evtchn_op). */
-struct shape {
-	const struct xft_sj *j;
-	const struct vcpu *sv, *rv;
-	uint64_t t0, tn, t1, tw;
-	int fixed;   /* tn is an evtchn_op of the sender (else t0) */
-	int tw_set;  /* tw stays where it is (else it is tn or t1, and moves) */
-	int woke;
-	uint64_t win[3][2];
-	unsigned nwin; /* the windows that stay */
-	int64_t ks, kr, k1; /* the entries at t0 (sender), tn and t1 (receiver) */
-};
-
-/* The last entry of @v at or before @x, stepping from entry @k near it: the
- * points memo_put() asks of are within a few entries of a boundary's. */
-static int64_t step_to(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k)
-{
-	int64_t first = (int64_t)first_kept(j, v);
-	for (unsigned n = 0; n < 8; n++) {
-		if (k + 1 < (int64_t)v->n && t_at(j, v, (uint64_t)k + 1) <= x)
-			k++;
-		else if (k >= first && t_at(j, v, (uint64_t)k) > x)
-			k--;
-		else
-			return k < first ? -1 : k;
-	}
-	return find(j, v, x, H_T1);
-}
-
-/* The side nanosecond @x of the hop is charged to. */
-static int shape_side(const struct shape *h, uint64_t x)
-{
-	if (h->fixed && x < h->tn)
-		return SENDER;
-	if (!h->woke)
-		return RECEIVER_ASLEEP;
-	return h->tw_set && x < h->tw ? RECEIVER_ASLEEP : RECEIVER_AWAKE;
-}
-
-/* Nanosecond @x of the hop: its side, the runstate it is charged in and
- * whether a window that stays covers it; [*lo, *hi) narrowed to where
- * each of these is the same.  0: @x is before what is kept. */
-static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *state, int *inwin, uint64_t *lo,
-		    uint64_t *hi)
-{
-	const struct xft_sj *j = h->j;
-	*side = shape_side(h, x);
-	const struct vcpu *v = *side == SENDER ? h->sv : h->rv;
-	int64_t k = step_to(j, v, x, *side == SENDER ? h->ks : x >= t_at(j, v, (uint64_t)h->k1) ? h->k1 : h->kr);
-	if (k < 0)
-		return 0;
-	*state = ent_at(j, v, (uint64_t)k)->state;
-	memo_within(j, v, (uint64_t)k, lo, hi);
-	uint64_t cut[2] = { h->fixed ? h->tn : 0, h->woke && h->tw_set ? h->tw : 0 };
-	for (unsigned c = 0; c < 2; c++) {
-		if (!cut[c])
-			continue;
-		if (x < cut[c] && cut[c] < *hi)
-			*hi = cut[c];
-		if (x >= cut[c] && cut[c] > *lo)
-			*lo = cut[c];
-	}
-	*inwin = 0;
-	for (unsigned w = 0; w < h->nwin; w++) {
-		uint64_t a = h->win[w][0], b = h->win[w][1];
-		if (x < a) {
-			if (a < *hi)
-				*hi = a;
-		} else if (x < b) {
-			*inwin = 1;
-			if (a > *lo)
-				*lo = a;
-			if (b < *hi)
-				*hi = b;
-		} else if (b > *lo) {
-			*lo = b;
-		}
-	}
-	return 1;
-}
-
-/* @sign times what a nanosecond of @side in @state does to the split
- * (ns then unknown_ns), in a window or not, into @d. */
-static void slope_add(struct dense *s, int sign, int side, unsigned state, int inwin)
-{
-	unsigned a = side_state[side][state], b = MEMO_CELLS;
-	if (state == S_UNKNOWN || inwin) {
-		a = XFT_ST_UNKNOWN;
-		b = XFT_NSTATES + (state == S_UNKNOWN ? XFT_UNK_LOST : XFT_UNK_CLOCK);
-	}
-	s->d[a] = (int8_t)(s->d[a] + sign);
-	s->touched |= (uint16_t)(1u << a);
-	if (b < MEMO_CELLS) {
-		s->d[b] = (int8_t)(s->d[b] + sign);
-		s->touched |= (uint16_t)(1u << b);
-	}
-}
-
-/* A state change of @v within (b - err, b + err) near entry @k (the last
- * at or before b), as changed_near() finds it: its entry, or UINT64_MAX. */
-static uint64_t change_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t k, uint64_t err)
-{
-	if (b <= err || b > UINT64_MAX - err)
-		return UINT64_MAX; /* a window clamped at either end: not kept */
-	uint64_t from, to;
-	state_span(j, v, k, &from, &to);
-	if (from != UINT64_MAX && t_at(j, v, from) > b - err)
-		return from;
-	if (to < v->n && t_at(j, v, to) <= b + err - 1)
-		return to;
-	return UINT64_MAX;
-}
-
-/* Narrow [*lo, *hi) to where a window of an end at b stays: the change
- * at entry @c within (b - err, b + err - 1].  b > err is kept, so that the
- * window's start is never clamped at 0. */
-static void memo_keeps_change(const struct xft_sj *j, const struct vcpu *v, uint64_t c, uint64_t err, uint64_t *lo,
-			      uint64_t *hi)
-{
-	uint64_t tc = t_at(j, v, c), a = tc > err ? tc - err + 1 : 0, b = tc + err;
-	if (err + 1 > a)
-		a = err + 1;
-	if (a > *lo)
-		*lo = a;
-	if (b < *hi)
-		*hi = b;
-}
-
-/* Keep the split just made of a hop across vCPUs in @m when its kind
- * allows (struct memo).  Moving t0 by a nanosecond takes the nanosecond at
- * t0 out of the hop and, with a window of its own, moves that window's end
- * t0 + err over one more; moving t1 adds the nanosecond at t1 and moves
- * its window's start t1 - err.  So the split is linear in each end while
- * each of these points stays in one entry, side and window, the windows
- * are the same and apart, and the lookups it made (s0, sn, rn, r1 and the
- * wake kw) are still the answers: [lo0, hi0) and [lo1, hi1) are where. */
-static void memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
-		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
-		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out)
-{
-	m->valid = 0;
-	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
-		return;
-	/* The wake is looked for among the entries before t1: one at t1 is
-	 * left out, and taken in once t1 moves past it.  That changes nothing
-	 * when the receiver woke before it or it is no wake. */
-	uint64_t tr1 = t_at(j, rv, (uint64_t)r1);
-	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
-	if (tr1 == t1 && !woke && (st1 == S_RUNNING || st1 == S_RUNNABLE || st1 == S_XEN))
-		return;
-	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = tr1 < t1 ? tr1 + 1 : tr1, hi1 = UINT64_MAX;
-	uint64_t smin = (uint64_t)s0, rmin = (uint64_t)rn;
-	/* The notification: the same evtchn_op, or none in [t0, t1]. */
-	int fixed = 0;
-	uint64_t h = 0;
-	if (sv->nhc) {
-		uint64_t first = sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0;
-		h = sv->hc_hint;
-		if (h > first && sv->hc[(h - 1) & j->hc_mask] + 1 > lo0)
-			lo0 = sv->hc[(h - 1) & j->hc_mask] + 1;
-		if (h < sv->nhc) {
-			uint64_t hp = sv->hc[h & j->hc_mask];
-			fixed = hp <= t1;
-			if (fixed) {
-				if (hp + 1 < hi0)
-					hi0 = hp + 1;
-				if (hp > lo1)
-					lo1 = hp;
-			} else if (hp < hi1) {
-				hi1 = hp;
-			}
-		}
-	}
-	if (fixed && !memo_no_culprit(j, sv, s0, sn))
-		return;
-	if (woke && !memo_no_culprit(j, rv, kw, r1))
-		return;
-	/* The windows: each end's own (at t0: the sender's change, or the
-	 * receiver's too when tn is t0), which moves with it, and the
-	 * notification's, which stays; each must be alone in a.win, not
-	 * merged with another, for the points above to be all that moves. */
-	struct shape sh = { .j = j, .sv = sv, .rv = rv, .t0 = t0, .tn = tn, .t1 = t1, .tw = tw, .fixed = fixed,
-			    .woke = woke, .tw_set = woke && !(tw == tn && !fixed), .ks = s0, .kr = rn, .k1 = r1 };
-	int own0 = wflag[0] || (!fixed && wflag[1]), own1 = wflag[2];
-	unsigned expect = (unsigned)own0 + (unsigned)own1;
-	if (fixed && wflag[1]) {
-		sh.win[0][0] = tn > err ? tn - err : 0;
-		sh.win[0][1] = tn + err;
-		sh.nwin = 1;
-		expect++;
-	}
-	if (a->nwin != expect)
-		return;
-	if (own0 || own1) {
-		uint64_t w0[2] = { t0 > err ? t0 - err : 0, t0 + err }, w1[2] = { t1 > err ? t1 - err : 0, t1 + err };
-		unsigned found = 0;
-		for (unsigned w = 0; w < a->nwin; w++) {
-			if (own0 && a->win[w][0] == w0[0] && a->win[w][1] == w0[1])
-				found++;
-			else if (own1 && a->win[w][0] == w1[0] && a->win[w][1] == w1[1])
-				found++;
-			else if (!(sh.nwin && a->win[w][0] == sh.win[0][0] && a->win[w][1] == sh.win[0][1]))
-				return;
-		}
-		if (found != (unsigned)own0 + (unsigned)own1)
-			return;
-	}
-	/* Where each end's window is, or is not, the same. */
-	if (own0) {
-		uint64_t c = wflag[0] ? change_near(j, sv, t0, (uint64_t)s0, err) : UINT64_MAX;
-		const struct vcpu *cv = sv;
-		if (c == UINT64_MAX) {
-			c = change_near(j, rv, t0, (uint64_t)rn, err);
-			cv = rv;
-		}
-		if (c == UINT64_MAX)
-			return;
-		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
-		if (cv == sv && c < smin)
-			smin = c;
-		if (cv == rv && c < rmin)
-			rmin = c;
-	} else {
-		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
-		if (!fixed)
-			memo_clear_of_changes(j, rv, (uint64_t)rn, err, &lo0, &hi0);
-	}
-	if (own1) {
-		uint64_t c = change_near(j, rv, t1, (uint64_t)r1, err);
-		if (c == UINT64_MAX)
-			return;
-		memo_keeps_change(j, rv, c, err, &lo1, &hi1);
-		if (c < rmin)
-			rmin = c;
-	} else {
-		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
-	}
-	/* The lookups stay the answers.  When the notification is t0 the
-	 * sender is charged nothing: past its entry at t0, t0 may go on over
-	 * its interrupts, which the window above already says are no change,
-	 * and not below it, before what was looked at. */
-	if (fixed) {
-		memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
-	} else {
-		if (t_at(j, sv, (uint64_t)s0) > lo0)
-			lo0 = t_at(j, sv, (uint64_t)s0);
-		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
-	}
-	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
-	/* The points that move, and what a nanosecond of each does. */
-	struct dense d0 = { { 0 }, 0 }, d1 = { { 0 }, 0 };
-	int side, inwin;
-	unsigned st;
-	uint64_t ul = 0, uh = UINT64_MAX;
-	if (!shape_at(&sh, t0, &side, &st, &inwin, &ul, &uh))
-		return;
-	slope_add(&d0, -1, side, st, inwin || own0);
-	if (ul > lo0)
-		lo0 = ul;
-	if (uh < hi0)
-		hi0 = uh;
-	if (own0) {
-		ul = 0, uh = UINT64_MAX;
-		if (!shape_at(&sh, t0 + err, &side, &st, &inwin, &ul, &uh) || inwin)
-			return;
-		slope_add(&d0, 1, side, st, 1);
-		slope_add(&d0, -1, side, st, 0);
-		uint64_t x = ul > err ? ul - err : 0, y = uh > err ? uh - err : 0;
-		if (x > lo0)
-			lo0 = x;
-		if (y < hi0)
-			hi0 = y;
-	}
-	ul = 0, uh = UINT64_MAX;
-	if (!shape_at(&sh, t1, &side, &st, &inwin, &ul, &uh))
-		return;
-	slope_add(&d1, 1, side, st, inwin || own1);
-	if (ul > lo1)
-		lo1 = ul;
-	if (uh < hi1)
-		hi1 = uh;
-	if (own1) {
-		ul = 0, uh = UINT64_MAX;
-		if (t1 <= err || !shape_at(&sh, t1 - err, &side, &st, &inwin, &ul, &uh) || inwin)
-			return;
-		slope_add(&d1, -1, side, st, 1);
-		slope_add(&d1, 1, side, st, 0);
-		if (ul + err > lo1)
-			lo1 = ul + err;
-		if (uh <= UINT64_MAX - err && uh + err < hi1)
-			hi1 = uh + err;
-	}
-	/* Whatever t0 moves (up to hi0 - 1, and its window to err past that)
-	 * stays below whatever t1 moves (from lo1, its window from err before
-	 * that), with a gap: the two ends' windows never meet.  The line
-	 * between them is drawn halfway. */
-	uint64_t reach0 = own0 ? err : 0, reach1 = own1 ? err : 0;
-	if (t1 < reach1 || t0 + reach0 >= t1 - reach1)
-		return;
-	uint64_t mid = t0 + reach0 + (t1 - reach1 - t0 - reach0) / 2;
-	if (mid - reach0 + 1 < hi0)
-		hi0 = mid - reach0 + 1;
-	if (mid + 1 + reach1 > lo1)
-		lo1 = mid + 1 + reach1;
-	if (t0 < lo0 || t0 >= hi0 || t1 < lo1 || t1 >= hi1)
-		return;
-	/* from, to, sv, rv and nv are the key split_anew() set. */
-	m->sn = sv->n;
-	m->rn = rv->n;
-	m->nhc = sv->nhc;
-	m->err = err;
-	m->smin = smin;
-	m->rmin = rmin;
-	m->hmin = h;
-	m->t0 = t0;
-	m->t1 = t1;
-	m->lo0 = lo0;
-	m->hi0 = hi0;
-	m->lo1 = lo1;
-	m->hi1 = hi1;
-	m->r1 = r1;
-	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
-	if (m->in_run)
-		run_of(j, rv, (uint64_t)r1, &m->run);
-	m->out = *out;
-	/* Each end moves at most two points, each changing at most three
-	 * cells: never more than MEMO_TERMS. */
-	m->nd0 = memo_terms(&d0, m->at0, m->by0);
-	m->nd1 = memo_terms(&d1, m->at1, m->by1);
-	m->valid = 1;
-}
-
 /* A split the memo does not answer: every lookup and sum made, and kept in
  * @m when it can be (NULL: a split the memo must not see, struct memo). */
 static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end *from, const struct xft_sj_end *to,
@@ -1679,7 +930,7 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	m->valid = 0;
 	m->used = 0;
 	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0))
-		memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+		xft_sj_memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
 }
 
 /* The memo first, in a function of its own: most splits end here, and
@@ -1694,8 +945,8 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
 		return;
 	}
-	struct memo *m = memo_slot(j, from, to);
-	if (!memo_get(j, m, from, to, t0, t1, err, out)) {
+	struct memo *m = xft_sj_memo_slot(j, from, to);
+	if (!xft_sj_memo_get(j, m, from, to, t0, t1, err, out)) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return;
 	}

@@ -880,7 +880,7 @@ static void random_end(uint64_t t, struct xft_sj_end *e)
  * two vCPUs of one domain, several after each event, each ending a little
  * after the one before and about as long (against_reference with
  * @sliding).  The engine keeps the last split of each pair of ends and
- * moves it (struct memo in tui/sched_join.c): these are the splits it
+ * moves it (struct memo, tui/sched_join_memo.c): these are the splits it
  * answers so, and the ones that must not. */
 static void sliding_hop(uint64_t wm, uint64_t max_step, uint64_t max_hop, uint64_t *t1, struct xft_sj_end *a,
 			struct xft_sj_end *b)

@@ -1,0 +1,465 @@
+/*
+ * The memo of the scheduler join (struct memo, tui/sched_join_priv.h): the
+ * last split between each two ends, and how far they may move with that
+ * split still the answer once moved.  tui/sched_join.c asks it first and
+ * fills it after each split it makes anew.
+ */
+#include <stdint.h>
+
+#include "tui/sched_join_priv.h"
+
+/* --- the memo (struct memo) ------------------------------------------------ */
+
+/* The split's state of time in runstate @s of a timeline on each side
+ * (split_of()'s mapping, one cell at a time). */
+static const uint8_t side_state[3][S_UNKNOWN + 1] = {
+	[SENDER] = { XFT_ST_RUN, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+	[RECEIVER_ASLEEP] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_NOTIFY, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
+};
+
+struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
+{
+	/* Each end multiplied by its own odd constant and the two mixed once
+	 * more: one multiply of the ends packed together left the two
+	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
+	 * each other. */
+	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16;
+	uint32_t b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
+	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
+	k = (k ^ k >> 15) * 0x2C1B3C6Du;
+	return &j->memo[k >> (32 - MEMO_BITS)];
+}
+
+/* Cell @i of @s: ns, then unknown_ns. */
+static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
+{
+	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
+}
+
+/* What a nanosecond more of one end does to each cell of the split (ns,
+ * then unknown_ns), as xft_sj_memo_put() adds it up: the cells touched
+ * marked, so that only they are read back. */
+struct dense {
+	int8_t d[MEMO_CELLS];
+	uint16_t touched;
+};
+
+/* The cells @s changes, into @at and @by; their number. */
+static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t by[MEMO_TERMS])
+{
+	uint8_t n = 0;
+	for (unsigned t = s->touched; t; t &= t - 1) {
+		unsigned i = (unsigned)__builtin_ctz(t);
+		if (s->d[i]) {
+			at[n] = (uint8_t)i;
+			by[n++] = s->d[i];
+		}
+	}
+	return n;
+}
+
+/* The split of [t0, t1] from @m, when it holds (struct memo): its split
+ * with the nanoseconds each end moved over taken from or given to the
+ * states they are in.  Unsigned: what a negative slope takes wraps and
+ * comes back exactly. */
+int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
+		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
+{
+	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
+	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
+		return 0;
+	if (t0 < m->lo0 || t0 >= m->hi0 || t1 < m->lo1 || t1 >= m->hi1 || t1 > j->watermark || t1 > UINT64_MAX - err)
+		return 0;
+	const struct vcpu *sv = m->sv, *rv = m->rv;
+	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
+			       ent_at(j, sv, m->sn - 1)->has_culprit))
+		return 0;
+	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
+			       ent_at(j, rv, m->rn - 1)->has_culprit))
+		return 0;
+	if (sv->nhc != m->nhc &&
+	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
+		return 0;
+	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
+	*out = m->out;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0; i < m->nd1; i++)
+		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
+	return 1;
+}
+
+/* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
+ * window: no state change within err of it (changed_near()). */
+static void memo_clear_of_changes(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t err, uint64_t *lo,
+				  uint64_t *hi)
+{
+	if (!err)
+		return;
+	uint64_t from, to;
+	state_span(j, v, k, &from, &to);
+	if (from != UINT64_MAX) {
+		uint64_t x = t_at(j, v, from) > UINT64_MAX - err ? UINT64_MAX : t_at(j, v, from) + err;
+		if (x > *lo)
+			*lo = x;
+	}
+	if (to < v->n) {
+		uint64_t y = t_at(j, v, to) >= err ? t_at(j, v, to) - err + 1 : 0;
+		if (y < *hi)
+			*hi = y;
+	}
+}
+
+/* Narrow [*lo, *hi) to the span of entry @k of @v. */
+static void memo_within(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+	if (t_at(j, v, k) > *lo)
+		*lo = t_at(j, v, k);
+	if (k + 1 < v->n && t_at(j, v, k + 1) < *hi)
+		*hi = t_at(j, v, k + 1);
+}
+
+/* No runnable entry with a culprit among entries [ks, ke] of @v. */
+static int memo_no_culprit(const struct xft_sj *j, const struct vcpu *v, int64_t ks, int64_t ke)
+{
+	if (ke < ks)
+		return 1;
+	const struct ent *last = ent_at(j, v, (uint64_t)ke);
+	return last->nculprits + last->has_culprit == ent_at(j, v, (uint64_t)ks)->nculprits;
+}
+
+/* The shape of a split across vCPUs as xft_sj_memo_put() reads it: its
+ * boundaries and sides, and the clock windows that stay where they are
+ * when its ends move (the notification's, when it is an evtchn_op). */
+struct shape {
+	const struct xft_sj *j;
+	const struct vcpu *sv, *rv;
+	uint64_t t0, tn, t1, tw;
+	int fixed;   /* tn is an evtchn_op of the sender (else t0) */
+	int tw_set;  /* tw stays where it is (else it is tn or t1, and moves) */
+	int woke;
+	uint64_t win[3][2];
+	unsigned nwin; /* the windows that stay */
+	int64_t ks, kr, k1; /* the entries at t0 (sender), tn and t1 (receiver) */
+};
+
+/* The last entry of @v at or before @x, stepping from entry @k near it: the
+ * points xft_sj_memo_put() asks of are within a few entries of a
+ * boundary's. */
+static int64_t step_to(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k)
+{
+	int64_t first = (int64_t)first_kept(j, v);
+	for (unsigned n = 0; n < 8; n++) {
+		if (k + 1 < (int64_t)v->n && t_at(j, v, (uint64_t)k + 1) <= x)
+			k++;
+		else if (k >= first && t_at(j, v, (uint64_t)k) > x)
+			k--;
+		else
+			return k < first ? -1 : k;
+	}
+	return find(j, v, x, H_T1);
+}
+
+/* The side nanosecond @x of the hop is charged to. */
+static int shape_side(const struct shape *h, uint64_t x)
+{
+	if (h->fixed && x < h->tn)
+		return SENDER;
+	if (!h->woke)
+		return RECEIVER_ASLEEP;
+	return h->tw_set && x < h->tw ? RECEIVER_ASLEEP : RECEIVER_AWAKE;
+}
+
+/* Nanosecond @x of the hop: its side, the runstate it is charged in and
+ * whether a window that stays covers it; [*lo, *hi) narrowed to where
+ * each of these is the same.  0: @x is before what is kept. */
+static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *state, int *inwin, uint64_t *lo,
+		    uint64_t *hi)
+{
+	const struct xft_sj *j = h->j;
+	*side = shape_side(h, x);
+	const struct vcpu *v = *side == SENDER ? h->sv : h->rv;
+	int64_t k = step_to(j, v, x, *side == SENDER ? h->ks : x >= t_at(j, v, (uint64_t)h->k1) ? h->k1 : h->kr);
+	if (k < 0)
+		return 0;
+	*state = ent_at(j, v, (uint64_t)k)->state;
+	memo_within(j, v, (uint64_t)k, lo, hi);
+	uint64_t cut[2] = { h->fixed ? h->tn : 0, h->woke && h->tw_set ? h->tw : 0 };
+	for (unsigned c = 0; c < 2; c++) {
+		if (!cut[c])
+			continue;
+		if (x < cut[c] && cut[c] < *hi)
+			*hi = cut[c];
+		if (x >= cut[c] && cut[c] > *lo)
+			*lo = cut[c];
+	}
+	*inwin = 0;
+	for (unsigned w = 0; w < h->nwin; w++) {
+		uint64_t a = h->win[w][0], b = h->win[w][1];
+		if (x < a) {
+			if (a < *hi)
+				*hi = a;
+		} else if (x < b) {
+			*inwin = 1;
+			if (a > *lo)
+				*lo = a;
+			if (b < *hi)
+				*hi = b;
+		} else if (b > *lo) {
+			*lo = b;
+		}
+	}
+	return 1;
+}
+
+/* @sign times what a nanosecond of @side in @state does to the split
+ * (ns then unknown_ns), in a window or not, into @d. */
+static void slope_add(struct dense *s, int sign, int side, unsigned state, int inwin)
+{
+	unsigned a = side_state[side][state], b = MEMO_CELLS;
+	if (state == S_UNKNOWN || inwin) {
+		a = XFT_ST_UNKNOWN;
+		b = XFT_NSTATES + (state == S_UNKNOWN ? XFT_UNK_LOST : XFT_UNK_CLOCK);
+	}
+	s->d[a] = (int8_t)(s->d[a] + sign);
+	s->touched |= (uint16_t)(1u << a);
+	if (b < MEMO_CELLS) {
+		s->d[b] = (int8_t)(s->d[b] + sign);
+		s->touched |= (uint16_t)(1u << b);
+	}
+}
+
+/* A state change of @v within (b - err, b + err) near entry @k (the last
+ * at or before b), as changed_near() finds it: its entry, or UINT64_MAX. */
+static uint64_t change_near(const struct xft_sj *j, const struct vcpu *v, uint64_t b, uint64_t k, uint64_t err)
+{
+	if (b <= err || b > UINT64_MAX - err)
+		return UINT64_MAX; /* a window clamped at either end: not kept */
+	uint64_t from, to;
+	state_span(j, v, k, &from, &to);
+	if (from != UINT64_MAX && t_at(j, v, from) > b - err)
+		return from;
+	if (to < v->n && t_at(j, v, to) <= b + err - 1)
+		return to;
+	return UINT64_MAX;
+}
+
+/* Narrow [*lo, *hi) to where a window of an end at b stays: the change
+ * at entry @c within (b - err, b + err - 1].  b > err is kept, so that the
+ * window's start is never clamped at 0. */
+static void memo_keeps_change(const struct xft_sj *j, const struct vcpu *v, uint64_t c, uint64_t err, uint64_t *lo,
+			      uint64_t *hi)
+{
+	uint64_t tc = t_at(j, v, c), a = tc > err ? tc - err + 1 : 0, b = tc + err;
+	if (err + 1 > a)
+		a = err + 1;
+	if (a > *lo)
+		*lo = a;
+	if (b < *hi)
+		*hi = b;
+}
+
+/* Keep the split just made of a hop across vCPUs in @m when its kind
+ * allows (struct memo).  Moving t0 by a nanosecond takes the nanosecond at
+ * t0 out of the hop and, with a window of its own, moves that window's end
+ * t0 + err over one more; moving t1 adds the nanosecond at t1 and moves
+ * its window's start t1 - err.  So the split is linear in each end while
+ * each of these points stays in one entry, side and window, the windows
+ * are the same and apart, and the lookups it made (s0, sn, rn, r1 and the
+ * wake kw) are still the answers: [lo0, hi0) and [lo1, hi1) are where. */
+void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
+		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
+		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out)
+{
+	m->valid = 0;
+	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
+		return;
+	/* The wake is looked for among the entries before t1: one at t1 is
+	 * left out, and taken in once t1 moves past it.  That changes nothing
+	 * when the receiver woke before it or it is no wake. */
+	uint64_t tr1 = t_at(j, rv, (uint64_t)r1);
+	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	if (tr1 == t1 && !woke && (st1 == S_RUNNING || st1 == S_RUNNABLE || st1 == S_XEN))
+		return;
+	uint64_t lo0 = 0, hi0 = UINT64_MAX, lo1 = tr1 < t1 ? tr1 + 1 : tr1, hi1 = UINT64_MAX;
+	uint64_t smin = (uint64_t)s0, rmin = (uint64_t)rn;
+	/* The notification: the same evtchn_op, or none in [t0, t1]. */
+	int fixed = 0;
+	uint64_t h = 0;
+	if (sv->nhc) {
+		uint64_t first = sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0;
+		h = sv->hc_hint;
+		if (h > first && sv->hc[(h - 1) & j->hc_mask] + 1 > lo0)
+			lo0 = sv->hc[(h - 1) & j->hc_mask] + 1;
+		if (h < sv->nhc) {
+			uint64_t hp = sv->hc[h & j->hc_mask];
+			fixed = hp <= t1;
+			if (fixed) {
+				if (hp + 1 < hi0)
+					hi0 = hp + 1;
+				if (hp > lo1)
+					lo1 = hp;
+			} else if (hp < hi1) {
+				hi1 = hp;
+			}
+		}
+	}
+	if (fixed && !memo_no_culprit(j, sv, s0, sn))
+		return;
+	if (woke && !memo_no_culprit(j, rv, kw, r1))
+		return;
+	/* The windows: each end's own (at t0: the sender's change, or the
+	 * receiver's too when tn is t0), which moves with it, and the
+	 * notification's, which stays; each must be alone in a.win, not
+	 * merged with another, for the points above to be all that moves. */
+	struct shape sh = { .j = j, .sv = sv, .rv = rv, .t0 = t0, .tn = tn, .t1 = t1, .tw = tw, .fixed = fixed,
+			    .woke = woke, .tw_set = woke && !(tw == tn && !fixed), .ks = s0, .kr = rn, .k1 = r1 };
+	int own0 = wflag[0] || (!fixed && wflag[1]), own1 = wflag[2];
+	unsigned expect = (unsigned)own0 + (unsigned)own1;
+	if (fixed && wflag[1]) {
+		sh.win[0][0] = tn > err ? tn - err : 0;
+		sh.win[0][1] = tn + err;
+		sh.nwin = 1;
+		expect++;
+	}
+	if (a->nwin != expect)
+		return;
+	if (own0 || own1) {
+		uint64_t w0[2] = { t0 > err ? t0 - err : 0, t0 + err }, w1[2] = { t1 > err ? t1 - err : 0, t1 + err };
+		unsigned found = 0;
+		for (unsigned w = 0; w < a->nwin; w++) {
+			if (own0 && a->win[w][0] == w0[0] && a->win[w][1] == w0[1])
+				found++;
+			else if (own1 && a->win[w][0] == w1[0] && a->win[w][1] == w1[1])
+				found++;
+			else if (!(sh.nwin && a->win[w][0] == sh.win[0][0] && a->win[w][1] == sh.win[0][1]))
+				return;
+		}
+		if (found != (unsigned)own0 + (unsigned)own1)
+			return;
+	}
+	/* Where each end's window is, or is not, the same. */
+	if (own0) {
+		uint64_t c = wflag[0] ? change_near(j, sv, t0, (uint64_t)s0, err) : UINT64_MAX;
+		const struct vcpu *cv = sv;
+		if (c == UINT64_MAX) {
+			c = change_near(j, rv, t0, (uint64_t)rn, err);
+			cv = rv;
+		}
+		if (c == UINT64_MAX)
+			return;
+		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
+		if (cv == sv && c < smin)
+			smin = c;
+		if (cv == rv && c < rmin)
+			rmin = c;
+	} else {
+		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+		if (!fixed)
+			memo_clear_of_changes(j, rv, (uint64_t)rn, err, &lo0, &hi0);
+	}
+	if (own1) {
+		uint64_t c = change_near(j, rv, t1, (uint64_t)r1, err);
+		if (c == UINT64_MAX)
+			return;
+		memo_keeps_change(j, rv, c, err, &lo1, &hi1);
+		if (c < rmin)
+			rmin = c;
+	} else {
+		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	}
+	/* The lookups stay the answers.  When the notification is t0 the
+	 * sender is charged nothing: past its entry at t0, t0 may go on over
+	 * its interrupts, which the window above already says are no change,
+	 * and not below it, before what was looked at. */
+	if (fixed) {
+		memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	} else {
+		if (t_at(j, sv, (uint64_t)s0) > lo0)
+			lo0 = t_at(j, sv, (uint64_t)s0);
+		memo_within(j, rv, (uint64_t)rn, &lo0, &hi0);
+	}
+	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
+	/* The points that move, and what a nanosecond of each does. */
+	struct dense d0 = { { 0 }, 0 }, d1 = { { 0 }, 0 };
+	int side, inwin;
+	unsigned st;
+	uint64_t ul = 0, uh = UINT64_MAX;
+	if (!shape_at(&sh, t0, &side, &st, &inwin, &ul, &uh))
+		return;
+	slope_add(&d0, -1, side, st, inwin || own0);
+	if (ul > lo0)
+		lo0 = ul;
+	if (uh < hi0)
+		hi0 = uh;
+	if (own0) {
+		ul = 0, uh = UINT64_MAX;
+		if (!shape_at(&sh, t0 + err, &side, &st, &inwin, &ul, &uh) || inwin)
+			return;
+		slope_add(&d0, 1, side, st, 1);
+		slope_add(&d0, -1, side, st, 0);
+		uint64_t x = ul > err ? ul - err : 0, y = uh > err ? uh - err : 0;
+		if (x > lo0)
+			lo0 = x;
+		if (y < hi0)
+			hi0 = y;
+	}
+	ul = 0, uh = UINT64_MAX;
+	if (!shape_at(&sh, t1, &side, &st, &inwin, &ul, &uh))
+		return;
+	slope_add(&d1, 1, side, st, inwin || own1);
+	if (ul > lo1)
+		lo1 = ul;
+	if (uh < hi1)
+		hi1 = uh;
+	if (own1) {
+		ul = 0, uh = UINT64_MAX;
+		if (t1 <= err || !shape_at(&sh, t1 - err, &side, &st, &inwin, &ul, &uh) || inwin)
+			return;
+		slope_add(&d1, -1, side, st, 1);
+		slope_add(&d1, 1, side, st, 0);
+		if (ul + err > lo1)
+			lo1 = ul + err;
+		if (uh <= UINT64_MAX - err && uh + err < hi1)
+			hi1 = uh + err;
+	}
+	/* Whatever t0 moves (up to hi0 - 1, and its window to err past that)
+	 * stays below whatever t1 moves (from lo1, its window from err before
+	 * that), with a gap: the two ends' windows never meet.  The line
+	 * between them is drawn halfway. */
+	uint64_t reach0 = own0 ? err : 0, reach1 = own1 ? err : 0;
+	if (t1 < reach1 || t0 + reach0 >= t1 - reach1)
+		return;
+	uint64_t mid = t0 + reach0 + (t1 - reach1 - t0 - reach0) / 2;
+	if (mid - reach0 + 1 < hi0)
+		hi0 = mid - reach0 + 1;
+	if (mid + 1 + reach1 > lo1)
+		lo1 = mid + 1 + reach1;
+	if (t0 < lo0 || t0 >= hi0 || t1 < lo1 || t1 >= hi1)
+		return;
+	/* from, to, sv, rv and nv are the key split_anew() (sched_join.c) set. */
+	m->sn = sv->n;
+	m->rn = rv->n;
+	m->nhc = sv->nhc;
+	m->err = err;
+	m->smin = smin;
+	m->rmin = rmin;
+	m->hmin = h;
+	m->t0 = t0;
+	m->t1 = t1;
+	m->lo0 = lo0;
+	m->hi0 = hi0;
+	m->lo1 = lo1;
+	m->hi1 = hi1;
+	m->r1 = r1;
+	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
+	if (m->in_run)
+		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	m->out = *out;
+	/* Each end moves at most two points, each changing at most three
+	 * cells: never more than MEMO_TERMS. */
+	m->nd0 = memo_terms(&d0, m->at0, m->by0);
+	m->nd1 = memo_terms(&d1, m->at1, m->by1);
+	m->valid = 1;
+}

@@ -1,0 +1,327 @@
+/*
+ * What the scheduler join (tui/sched_join.c) and its memo
+ * (tui/sched_join_memo.c) share: the timelines, the memo and the state of
+ * a split they both read.  Private to those two files; the interface is
+ * tui/sched_join.h.  The entry accessors and lookups are static inline so
+ * that the split pays no call for them in either file.
+ */
+#ifndef XFLOW_TUI_SCHED_JOIN_PRIV_H
+#define XFLOW_TUI_SCHED_JOIN_PRIV_H
+
+#include <stdint.h>
+
+#include "tui/sched_join.h"
+
+/* The hints of a timeline (struct vcpu): a hop's start, its notification
+ * and its end. */
+enum { H_T0, H_TN, H_T1, NHINTS };
+
+/* The states of a timeline: Xen's runstates, Xen itself running instead of
+ * a running vCPU, and one for "not known". */
+enum { S_RUNNING, S_RUNNABLE, S_BLOCKED, S_OFFLINE, S_XEN, S_UNKNOWN };
+
+struct ent {
+	uint64_t t;
+	uint64_t cum[S_UNKNOWN]; /* time the vCPU spent in each known state
+	                          * from its first entry to t: a state's time
+	                          * over any span is two lookups */
+	uint8_t state;
+	uint8_t has_culprit : 1; /* runnable, ended by a switch from another vCPU
+	                          * (its struct cul says who) */
+	uint8_t irq : 1;         /* one of an interrupt's two: no state change */
+	uint32_t nculprits;  /* entries before this one with a culprit (mod
+	                      * 2^32): whether a span has any is two lookups */
+	uint32_t nchanges;   /* entries up to this one that are not irq (mod
+	                      * 2^32): whether a span has a state change is
+	                      * two lookups, however many interrupts it has */
+	/* Where the state this entry is in was entered and is left, so that
+	 * the clock windows and checks ask it in one step, not a search
+	 * over a run's interrupts: irq, how many entries back the last
+	 * state change is (LINK_FAR: farther than any ring); not irq, how
+	 * many forward the next one is (0: not yet). */
+	uint32_t link;
+};
+
+/* Farther back than any ring keeps (per_vcpu <= 2^24). */
+#define LINK_FAR (UINT32_C(1) << 31)
+
+/* Who held the pCPU a runnable entry waited for: read only by the walk
+ * for culprits, so kept beside the ring, and an entry is one cache line. */
+struct cul {
+	uint16_t pcpu; /* the pCPU it then ran on */
+	uint16_t cdom, cvcpu;
+};
+
+struct vcpu {
+	uint16_t dom, vcpu;
+	uint64_t n;      /* entries ever pushed; ring[k % per_vcpu] */
+	struct ent *ring;
+	struct cul *cul; /* ring[k]'s culprit, when it has one */
+	uint64_t *ts;    /* ring[k].t again, packed: what searches read */
+	uint64_t nhc;    /* evtchn_op times ever pushed */
+	uint64_t *hc;
+	/* Where the last search for each boundary of a hop ended: a cache,
+	 * not state.  Hops are split nearly in the order they end, so each
+	 * boundary moves a little from one split to the next; one hint for
+	 * all of them would bounce across the hop at every lookup. */
+	uint64_t hint[NHINTS];
+	uint64_t hc_hint; /* the same for the evtchn_op times */
+};
+
+/*
+ * The last split of a hop from one (domain, cpu) to another, and how far
+ * its ends may move with nothing changing but the time charged to the
+ * state each end lies in: the span of the entry it lies in, clear of any
+ * state change within the clock error, on the same side of the sender's
+ * evtchn_ops.  Many hops go between the same two vCPUs and end within a
+ * few microseconds of each other, while the trace changes them every few
+ * tens: so most splits are this one moved, not searched and summed again.
+ * It is kept only for splits across vCPUs with no clock window, no culprit,
+ * nothing old or early.  It holds while the vCPUs known and the clock
+ * error are the same, the entries and evtchn_op times it used are still
+ * kept, and what the trace added since lies past the hop's end by more
+ * than the clock error (a later event can say nothing of the hop then:
+ * no lookup, window, wake or notification changes), and did not give the
+ * last entry of either vCPU a culprit.  A sending end with a woven
+ * notification (has_tn) neither asks nor makes one: its ranges say where
+ * tn stays the sender's evtchn_op (or t0), and a woven tn moves with
+ * neither; such a split leaves the memo of its ends as it was.
+ */
+/* Where a run is known to have begun and ended (began_at(), ended_known()):
+ * what a record inside it allows of the offset. */
+struct run {
+	uint64_t a, b;
+	int began, ended;
+};
+
+#define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
+#define MEMO_TERMS 8
+
+struct memo {
+	struct xft_sj_end from, to; /* t_ns unused: the key is where */
+	const struct vcpu *sv, *rv;
+	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
+	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
+	uint32_t nv;
+	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
+	int valid;
+	/* Whether the split kept last answered any, and how many splits of
+	 * these ends in a row found the one before them unused: from the
+	 * third on, a memo is made only once in MEMO_DRY_EVERY of those. */
+	int used;
+	uint32_t dry;
+	uint64_t t0, t1;            /* the ends of the split below */
+	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
+	int64_t r1;                 /* the receiver's entry at t1 */
+	/* When t1 lies in a run of the receiver, the run, so that its clock
+	 * check is two compares while the receiver's timeline is the same. */
+	int in_run;
+	struct run run;
+	struct xft_split out;
+	/* What one nanosecond more of t0 and of t1 changes in out, as the
+	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
+	uint8_t nd0, nd1;
+	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
+	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
+};
+
+#define MEMO_BITS 4
+#define MEMO_DRY_EVERY 16
+#define MEMO_SLOTS (1u << MEMO_BITS)
+
+struct pcpu {
+	uint32_t cur;    /* the vCPU running there (index), or NONE */
+	uint16_t prev_dom, prev_vcpu, next_dom, next_vcpu; /* its last switch */
+	int have_switch;
+};
+
+/* What a window's clock checks allow of the offset between the two clocks
+ * (the trace's time of a record minus the flows' time of it), assumed
+ * constant over the window: at least lo (when has_lo), at most hi (when
+ * has_hi).  lo > hi: no constant offset fits every check. */
+struct offsets {
+	int64_t lo, hi;
+	int has_lo, has_hi;
+};
+
+struct xft_sj {
+	struct xft_sj_limits lim;
+	struct xft_sj_stats st;
+	uint64_t bytes;
+	uint64_t watermark;
+	struct vcpu *v;
+	uint32_t nv;
+	uint32_t *slots; /* hash of (dom, vcpu): index + 1, 0 empty */
+	uint32_t mask;
+	uint64_t ring_mask; /* per_vcpu - 1, a power of two */
+	uint64_t hc_mask;   /* per_vcpu_hc - 1, a power of two */
+	struct ent *ents;
+	struct cul *culs;
+	uint64_t *tss;
+	uint64_t *hcs;
+	struct pcpu *p;
+	/* The clock checks of the last two windows: the largest distance
+	 * from a run, and the offsets the runs allow (struct offsets). */
+	uint64_t err_cur, err_prev;
+	uint32_t err_n;
+	struct offsets off_cur, off_prev;
+	int bound_stale; /* the windows turned since clock_bound_ns was taken */
+	struct memo memo[MEMO_SLOTS];
+};
+
+/* --- entries --------------------------------------------------------------- */
+
+static inline struct ent *ent_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	return &v->ring[k & j->ring_mask];
+}
+
+static inline uint64_t t_at(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	return v->ts[k & j->ring_mask];
+}
+
+/* The first entry still kept. */
+static inline uint64_t first_kept(const struct xft_sj *j, const struct vcpu *v)
+{
+	return v->n > j->lim.per_vcpu ? v->n - j->lim.per_vcpu : 0;
+}
+
+/* The last entry at or before @t (k in [first_kept, n)), or -1 when @t is
+ * before every entry kept.  Splits come nearly in time order, so each
+ * boundary of a hop moves little from one split to the next: the search
+ * starts where the last one for the same boundary (@hint) ended, returns
+ * at once when that is still the answer, else gallops, then halves, so it
+ * costs the log of how far it moved, not of the ring. */
+static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
+{
+	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
+	/* Most lookups land where the hint is. */
+	if (h >= first && h < v->n && t_at(j, v, h) <= t && (h + 1 == v->n || t_at(j, v, h + 1) > t))
+		return (int64_t)h;
+	if (first == v->n || t_at(j, v, first) > t)
+		return -1;
+	h = v->hint[hint] >= first && v->hint[hint] < v->n ? v->hint[hint] : v->n - 1;
+	if (t_at(j, v, h) <= t) {
+		/* Forward: [lo, hi) holds the answer, ent(lo) <= t. */
+		lo = h;
+		hi = v->n;
+		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
+			uint64_t probe = lo + step;
+			if (t_at(j, v, probe) > t) {
+				hi = probe;
+				break;
+			}
+			lo = probe;
+		}
+	} else {
+		lo = first;
+		hi = h;
+		for (uint64_t step = 1; hi - lo > step; step <<= 1) {
+			uint64_t probe = hi - step;
+			if (t_at(j, v, probe) <= t) {
+				lo = probe;
+				break;
+			}
+			hi = probe;
+		}
+	}
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (t_at(j, v, mid) <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	((struct vcpu *)v)->hint[hint] = lo;
+	return (int64_t)lo;
+}
+
+/* The entry where the state of entry @k of @v was entered, looking
+ * through interrupts: @k, or the last entry before it that is not irq;
+ * UINT64_MAX when that one is no longer kept.  The entry's link says
+ * where, however many interrupts the run holds. */
+static inline uint64_t state_entered(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	const struct ent *e = ent_at(j, v, k);
+	if (!e->irq)
+		return k;
+	/* LINK_FAR is farther than any ring, so not kept either. */
+	return e->link <= k - first_kept(j, v) ? k - e->link : UINT64_MAX;
+}
+
+/* The first entry after @k of @v that is not irq: where its state is left
+ * (v->n: not yet).  From the link of the entry that entered it; when that
+ * one is no longer kept, binary, on nchanges: a run may hold thousands of
+ * interrupts. */
+static inline uint64_t state_left(const struct xft_sj *j, const struct vcpu *v, uint64_t k)
+{
+	uint64_t from = state_entered(j, v, k);
+	if (from != UINT64_MAX) {
+		uint32_t l = ent_at(j, v, from)->link;
+		return l ? from + l : v->n;
+	}
+	uint32_t c = ent_at(j, v, k)->nchanges;
+	uint64_t lo = k + 1, hi = v->n; /* the first past c is in [lo, hi] */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (ent_at(j, v, mid)->nchanges == c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Both: where the state of entry @k of @v was entered (UINT64_MAX: no
+ * longer kept) and is left (v->n: not yet), the second from the first's
+ * link without looking for it again. */
+static inline void state_span(const struct xft_sj *j, const struct vcpu *v, uint64_t k, uint64_t *from, uint64_t *to)
+{
+	*from = state_entered(j, v, k);
+	if (*from == UINT64_MAX) {
+		*to = state_left(j, v, k);
+	} else {
+		uint32_t l = ent_at(j, v, *from)->link;
+		*to = l ? *from + l : v->n;
+	}
+}
+
+/* --- the split's state, as the memo reads it ------------------------------- */
+
+struct acc {
+	/* The time of each of Xen's runstates charged to each side (below):
+	 * mapped onto the split's states once, at the end, and what they do
+	 * not cover is '?'.  The last column takes what is unknown and is
+	 * not read. */
+	uint64_t known[3][S_UNKNOWN + 1];
+	uint64_t win[3][2]; /* times within the clock error of a boundary: '?' */
+	unsigned nwin;
+	/* Why the rest is '?' (tui/hop_split.h), summed as each span is
+	 * charged: what a span does not cover of its side, the unknown
+	 * inside it, the known the windows take out.  The sides cover the
+	 * hop once, so these add up to what split_of() finds '?'. */
+	uint64_t unk[XFT_UNK_NREASONS];
+	uint64_t t0, tn, t1; /* the boundaries: which hint a lookup near a
+	                      * window starts from */
+};
+
+/* The sides a hop's time is charged to: the sender, the receiver before
+ * its wake, and after it. */
+enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
+
+/* --- between the two files ------------------------------------------------- */
+
+/* The run holding entry @k of @v (sched_join.c). */
+void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
+/* The memo slot of the ends @from and @to (sched_join_memo.c). */
+struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to);
+/* 1 and the split of [t0, t1] into @out when @m holds for it, else 0 (sched_join_memo.c). */
+int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
+		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
+/* Keep the split just made in @m when it may answer the next (sched_join_memo.c). */
+void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
+		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
+		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out);
+
+#endif
