@@ -637,6 +637,31 @@ static uint64_t allowed_bound(const struct ref_sj *j)
 	return a > b ? a : b;
 }
 
+/* Room for one more check's allowed offsets [lo, hi]. */
+static int64_t *allowed_next(struct ref_sj *j)
+{
+	if (j->nallowed == j->allowed_cap) {
+		j->allowed_cap = j->allowed_cap ? 2 * j->allowed_cap : 4096;
+		j->allowed = realloc(j->allowed, j->allowed_cap * sizeof(*j->allowed));
+		if (!j->allowed)
+			abort();
+	}
+	return j->allowed[j->nallowed++];
+}
+
+/* One more check's results in: the bound over the last two windows, and
+ * the error's windows turned every XFT_SJ_ERROR_WINDOW checks. */
+static void checks_turn(struct ref_sj *j)
+{
+	j->st.clock_bound_ns = allowed_bound(j);
+	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
+		j->err_prev = j->err_cur;
+		j->err_cur = 0;
+		j->err_n = 0;
+	}
+	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+}
+
 static void clock_check(struct ref_sj *j, const struct vcpu *v, uint64_t t)
 {
 	int ahead;
@@ -646,20 +671,8 @@ static void clock_check(struct ref_sj *j, const struct vcpu *v, uint64_t t)
 	j->st.checks++;
 	if ((uint64_t)d > j->err_cur)
 		j->err_cur = (uint64_t)d;
-	if (j->nallowed == j->allowed_cap) {
-		j->allowed_cap = j->allowed_cap ? 2 * j->allowed_cap : 4096;
-		j->allowed = realloc(j->allowed, j->allowed_cap * sizeof(*j->allowed));
-		if (!j->allowed)
-			abort();
-	}
-	allowed_of(j, v, t, d, ahead, j->allowed[j->nallowed++]);
-	j->st.clock_bound_ns = allowed_bound(j);
-	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
-		j->err_prev = j->err_cur;
-		j->err_cur = 0;
-		j->err_n = 0;
-	}
-	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+	allowed_of(j, v, t, d, ahead, allowed_next(j));
+	checks_turn(j);
 }
 
 /* The ordered pair of a woven notification at @tn on @v: offset <= h - tn,
@@ -695,21 +708,10 @@ static void notify_check(struct ref_sj *j, const struct vcpu *v, uint64_t tn)
 	j->st.checks++;
 	if (h < tn && tn - h > j->err_cur)
 		j->err_cur = tn - h;
-	if (j->nallowed == j->allowed_cap) {
-		j->allowed_cap = j->allowed_cap ? 2 * j->allowed_cap : 4096;
-		j->allowed = realloc(j->allowed, j->allowed_cap * sizeof(*j->allowed));
-		if (!j->allowed)
-			abort();
-	}
-	j->allowed[j->nallowed][0] = INT64_MIN;
-	j->allowed[j->nallowed++][1] = (int64_t)h - (int64_t)tn;
-	j->st.clock_bound_ns = allowed_bound(j);
-	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
-		j->err_prev = j->err_cur;
-		j->err_cur = 0;
-		j->err_n = 0;
-	}
-	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+	int64_t *range = allowed_next(j);
+	range[0] = INT64_MIN;
+	range[1] = (int64_t)h - (int64_t)tn;
+	checks_turn(j);
 }
 
 static void ref_sj_split(struct ref_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
