@@ -64,6 +64,20 @@ check_others() {
 	echo "$2 p50:$line"
 }
 
+# xflowtop --replay of the run's session with its trace ($TMP/run) splits
+# hop $CROSS exactly as the model split its samples in splits $1: the same
+# nanoseconds in every state, summed.  Leaves the replay's JSON in
+# $TMP/replay.json.
+check_replay_is_model() {
+	"$XFLOWTOP" --replay "$TMP/run/session" --xentrace "$TMP/run/x.trace" --cpu-hz 2.4G -b --json -d 0.2 \
+		> "$TMP/replay.json" 2> "$TMP/replay.err" || { cat "$TMP/replay.err"; fail "xflowtop --replay"; }
+	json_last "$TMP/replay.json" '" ".join(str(v) for v in hop("network_start_xmit", "netbk_fill_frags")["split"]["all"]["ns"].values())' > "$TMP/replay.sums"
+	awk -F'\t' -v h="$CROSS" '$1 == h { for (i = 4; i <= 11; i++) t[i] += $i }
+		END { for (i = 4; i <= 11; i++) printf "%s%d", (i > 4 ? " " : ""), t[i]; print "" }' "$1" > "$TMP/model.sums"
+	echo "replay: $(cat "$TMP/replay.sums"); the model: $(cat "$TMP/model.sums")"
+	cmp -s "$TMP/replay.sums" "$TMP/model.sums" || fail "the replay's split is not the model's"
+}
+
 # The last JSON object xflowtop printed in $1, as Python's json sees it,
 # through the expression $2 (the object is d; hop(FROM, TO) finds a hop).
 json_last() {

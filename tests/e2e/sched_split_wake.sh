@@ -78,13 +78,7 @@ json_last "$L" '(lambda h, s: s["all"]["culprit"]["domain_id"] == 2 and s["tail"
 	grep -qx True || fail "live: the hop's tail or culprit is wrong"
 
 # Replay with the trace: the same split as the model gives the records.
-"$XFLOWTOP" --replay "$TMP/run/session" --xentrace "$TMP/run/x.trace" --cpu-hz 2.4G -b --json -d 0.2 \
-	> "$TMP/replay.json" 2> "$TMP/replay.err" || { cat "$TMP/replay.err"; fail "xflowtop --replay"; }
-json_last "$TMP/replay.json" '" ".join(str(v) for v in hop("network_start_xmit", "netbk_fill_frags")["split"]["all"]["ns"].values())' > "$TMP/replay.sums"
-awk -F'\t' -v h="$CROSS" '$1 == h { for (i = 4; i <= 11; i++) t[i] += $i }
-	END { for (i = 4; i <= 11; i++) printf "%s%d", (i > 4 ? " " : ""), t[i]; print "" }' "$S" > "$TMP/model.sums"
-echo "replay: $(cat "$TMP/replay.sums"); the model: $(cat "$TMP/model.sums")"
-cmp -s "$TMP/replay.sums" "$TMP/model.sums" || fail "the replay's split is not the model's"
+check_replay_is_model "$S"
 [ "$(json_last "$TMP/replay.json" 'sum(hop("network_start_xmit", "netbk_fill_frags")["split"]["all"]["ns"].values()) == hop("network_start_xmit", "netbk_fill_frags")["total_ns"]')" = True ] ||
 	fail "the replay's split does not add up to the hop's total"
 python3 - "$L" "$TMP/replay.json" <<'EOF' || fail "the live split is not the replay's"

@@ -65,11 +65,5 @@ json_last "$L" '(lambda s: "%s %s unknown %s" % (s["all"]["ns"]["xen"] / max(1, 
 
 # Replay with the trace, read from its file: the same split as the model
 # gives the records.
-"$XFLOWTOP" --replay "$TMP/run/session" --xentrace "$TMP/run/x.trace" --cpu-hz 2.4G -b --json -d 0.2 \
-	> "$TMP/replay.json" 2> "$TMP/replay.err" || { cat "$TMP/replay.err"; fail "xflowtop --replay"; }
-json_last "$TMP/replay.json" '" ".join(str(v) for v in hop("network_start_xmit", "netbk_fill_frags")["split"]["all"]["ns"].values())' > "$TMP/replay.sums"
-awk -F'\t' -v h="$CROSS" '$1 == h { for (i = 4; i <= 11; i++) t[i] += $i }
-	END { for (i = 4; i <= 11; i++) printf "%s%d", (i > 4 ? " " : ""), t[i]; print "" }' "$S" > "$TMP/model.sums"
-echo "replay: $(cat "$TMP/replay.sums"); the model: $(cat "$TMP/model.sums")"
-cmp -s "$TMP/replay.sums" "$TMP/model.sums" || fail "the replay's split is not the model's"
+check_replay_is_model "$S"
 echo ok
