@@ -38,6 +38,16 @@ agent_start() {
 	[ -S "$T/s/a.sock" ] || { cat "$T/agent.err"; fail "the agent made no socket"; }
 }
 
+# top_start: xflowtop watching the agent live (batch output $T/top.out),
+# saving the session to $T/s.ses and its exit snapshot to $T/snap.json;
+# TOP is its pid, also in KILL.
+top_start() {
+	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$T/s.ses" --snapshot-on-exit "$T/snap" \
+		--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
+	TOP=$!
+	KILL=$TOP
+}
+
 # watch NAME REQUESTS PROGRAM ARG AGENT-ARGS...: the agent runs PROGRAM ARG
 # (which prints "REQUESTS requests ...") with AGENT-ARGS, xflowtop watches
 # it live (batch output $T/top.out), saves the session to $T/s.ses and its
@@ -48,10 +58,7 @@ watch() {
 	shift 4
 	rm -f "$T/s.ses" "$T/snap.json"
 	agent_start --domain app "$@" -- "$_prog" "$_arg"
-	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$T/s.ses" --snapshot-on-exit "$T/snap" \
-		--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
-	TOP=$!
-	KILL=$TOP
+	top_start
 	wait $AGENT
 	_rc=$?
 	echo "== $_name: the agent"
@@ -72,18 +79,20 @@ watch() {
 # (xflow/session.h: a 32-byte header, chunks of an 8-byte head; a record
 # chunk is its time and the 88-byte record).  One line per flow, in the
 # order they began: "START_NS STARTS TRANSITS QUITS" (the time of its
-# START, else of its first record); then "notes N", the loss notes (flag
-# bit 9, no flow's: xflow/record.h, "Losses").
+# START, else of its first record); then "notes N records M": the loss
+# notes (flag bit 9, no flow's: xflow/record.h, "Losses") and every record
+# the session holds, notes included.
 session_flows() {
 	python3 - "$T/s.ses" <<'PY'
 import struct, sys
 data = open(sys.argv[1], 'rb').read()
 assert data[:8] == b'XFLOWSES', 'not a session'
-flows, notes, at = {}, 0, 32
+flows, notes, records, at = {}, 0, 0, 32
 while at + 8 <= len(data):
     typ, ln = struct.unpack_from('<II', data, at)
     p = at + 8
     if typ == 1:
+        records += 1
         t, = struct.unpack_from('<Q', data, p)
         flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)
         flags, = struct.unpack_from('<H', data, p + 8 + 24)
@@ -99,7 +108,7 @@ while at + 8 <= len(data):
     at = p + ln
 for f in sorted(flows.values()):
     print(*f)
-print('notes', notes)
+print('notes', notes, 'records', records)
 PY
 }
 
