@@ -190,6 +190,8 @@ struct xft_agg {
 	xft_agg_split_fn on_split;
 	void *on_split_ctx;
 	uint8_t *top_gaps_final;      /* per top slot: split after the trace passed its end */
+	uint32_t top_unsplit;         /* slots in use not final: sched_advance() looks
+	                               * at every slot only while there are some */
 };
 
 void xft_agg_limits_default(struct xft_agg_limits *l)
@@ -362,8 +364,10 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 		return;
 	uint64_t dur = end - f->start_ns;
 	uint32_t slot;
+	int fresh = 0;
 	if (a->ntop < a->lim.top_k) {
 		slot = a->ntop++;
+		fresh = 1;
 	} else {
 		slot = 0;
 		for (uint32_t k = 1; k < a->ntop; k++)
@@ -388,6 +392,8 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 	if (a->sj) {
 		/* Split once the trace has passed its end (sched_advance). */
 		s->gaps = &a->top_gaps[(size_t)slot * a->lim.max_path];
+		if (fresh || a->top_gaps_final[slot])
+			a->top_unsplit++;
 		a->top_gaps_final[slot] = 0;
 	}
 }
@@ -697,10 +703,13 @@ static void sched_advance(struct xft_agg *a)
 	uint64_t wm = xft_sj_watermark(a->sj);
 	while (a->nwaits && a->waits[a->wait_head].to.t_ns <= wm)
 		split_head(a);
-	for (uint32_t k = 0; k < a->ntop; k++)
+	/* Every event that moves the watermark comes here: most find every
+	 * slot final, and need not look. */
+	for (uint32_t k = 0; a->top_unsplit && k < a->ntop; k++)
 		if (!a->top_gaps_final[k] && a->top[k].end_ns <= wm) {
 			top_gaps(a, k);
 			a->top_gaps_final[k] = 1;
+			a->top_unsplit--;
 		}
 	a->sched.hops_pending = a->nwaits;
 }
@@ -760,6 +769,7 @@ void xft_agg_sched_flush(struct xft_agg *a)
 		if (!a->top_gaps_final[k]) {
 			top_gaps(a, k);
 			a->top_gaps_final[k] = 1;
+			a->top_unsplit--;
 		}
 	a->sched.hops_pending = 0;
 	sched_status(a);
@@ -1542,6 +1552,7 @@ void xft_agg_reset(struct xft_agg *a)
 	a->ho_head = a->ho_count = 0;
 	xft_kj_reset(&a->kj);
 	a->ntop = 0;
+	a->top_unsplit = 0;
 	/* The trace goes on: its timelines stay, the hops waiting for it go. */
 	a->resets++;
 	a->nwaits = a->wait_head = 0;

@@ -926,6 +926,60 @@ Test(aggregate, the_slowest_1_percent_waits_for_100_samples)
 	cr_assert_leq(tail, 30, "1000 samples: %lu in the tail", (unsigned long)tail);
 }
 
+/* A slowest flow's path is split once the trace has passed its end, and
+ * that split is kept: the timelines it read may forget those times soon
+ * after (a ring of 8 entries here), and split again then, its gaps would
+ * be '?'.  With top_k 1, flow 2 takes the slot of flow 1, whose split was
+ * final: the slot is split again when the trace passes flow 2's end. */
+Test(aggregate, the_slowest_flows_gaps_are_split_once_the_trace_passes_them)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 10 * US;
+	l.top_k = 1;
+	struct xft_agg *a = make(&l);
+	struct xft_sj_limits sl = { .per_vcpu = 8 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
+	uint64_t t = 1000 * MS;
+	/* d0v0 runs from t on pCPU 0. */
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
+	xft_agg_sched_event(a, &e);
+	for (uint64_t id = 1; id <= 2; id++) {
+		uint64_t t0 = t + id * MS;
+		struct xflow_record r = rec(0, 1, id, XFLOW_REC_START);
+		r.cpu_plus1 = 1;
+		xft_agg_feed(a, &r, t0);
+		r = rec(0, 2, id, XFLOW_REC_QUIT);
+		r.cpu_plus1 = 1;
+		xft_agg_feed(a, &r, t0 + id * 100 * US); /* flow 2 is the slower */
+		xft_agg_tick(a, t0 + MS);
+		/* The trace passes the flow's end, then d0v0 keeps blocking
+		 * and running until its ring holds none of the flow's time. */
+		e.kind = XFLOW_SCHED_SWITCH;
+		e.t_ns = t0 + 500 * US;
+		xft_agg_sched_event(a, &e);
+		e.kind = XFLOW_SCHED_RUNSTATE;
+		for (unsigned i = 0; i < 20; i++) {
+			e.t_ns = t0 + 600 * US + i * US;
+			e.from = i % 2 ? 2 : 0;
+			e.to = i % 2 ? 0 : 2;
+			xft_agg_sched_event(a, &e);
+		}
+		const struct xft_flow_summary *top;
+		cr_assert_eq(xft_agg_slowest(a, &top, 1), 1);
+		cr_assert_eq(top[0].id, id, "flow %lu is the slowest", (unsigned long)id);
+		cr_assert_eq(top[0].npoints, 2);
+		cr_assert_not_null(top[0].gaps);
+		const struct xft_split *g = &top[0].gaps[0].split;
+		cr_expect_eq(g->ns[XFT_ST_RUN], id * 100 * US, "flow %lu ran its whole gap: run %lu ns, '?' %lu ns",
+			     (unsigned long)id, (unsigned long)g->ns[XFT_ST_RUN],
+			     (unsigned long)g->ns[XFT_ST_UNKNOWN]);
+		cr_expect_eq(g->ns[XFT_ST_UNKNOWN], 0);
+	}
+	cr_expect_eq(xft_agg_sched_status(a)->too_old, 0, "a path was split again after its ring forgot it");
+	xft_agg_free(a);
+}
+
 /* What the trace lost is counted by reason, the reasons adding up to the
  * loss the header shows. */
 Test(aggregate, the_trace_s_losses_are_counted_by_reason)
