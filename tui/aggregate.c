@@ -176,6 +176,9 @@ struct xft_agg {
 	struct xft_flow_summary *top;
 	struct xft_point *top_points;
 	uint32_t ntop;
+	uint32_t top_fastest; /* the slot a slower flow takes once all are in
+	                       * use: the fastest of them, found again only
+	                       * when a slot changes, not at every flow's end */
 	struct xft_flow_summary *sorted; /* xft_agg_slowest()'s answer */
 
 	/* The scheduler join; NULL without it. */
@@ -369,11 +372,7 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 		slot = a->ntop++;
 		fresh = 1;
 	} else {
-		slot = 0;
-		for (uint32_t k = 1; k < a->ntop; k++)
-			if (a->top[k].end_ns - a->top[k].start_ns <
-			    a->top[slot].end_ns - a->top[slot].start_ns)
-				slot = k;
+		slot = a->top_fastest;
 		if (a->top[slot].end_ns - a->top[slot].start_ns >= dur)
 			return;
 	}
@@ -395,6 +394,13 @@ static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, u
 		if (fresh || a->top_gaps_final[slot])
 			a->top_unsplit++;
 		a->top_gaps_final[slot] = 0;
+	}
+	if (a->ntop == a->lim.top_k) {
+		uint32_t fast = 0;
+		for (uint32_t k = 1; k < a->ntop; k++)
+			if (a->top[k].end_ns - a->top[k].start_ns < a->top[fast].end_ns - a->top[fast].start_ns)
+				fast = k;
+		a->top_fastest = fast;
 	}
 }
 
@@ -842,8 +848,13 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 	uint32_t g = a->group ? a->group(a->opaque, domain, site) : site;
 	if (t > f->last_ns)
 		f->last_ns = t;
-	act_unlink(a, i);
-	act_append(a, i);
+	/* The newest already (the record before was this flow's, as most are
+	 * where a thread's records of one request come together): it is the
+	 * tail of its domain's list too, and nothing would move. */
+	if (a->act_tail != i) {
+		act_unlink(a, i);
+		act_append(a, i);
+	}
 	if (f->has_last && f->last.domain == domain && f->last.group == g) {
 		struct xft_point *kept = kept_last(a, i);
 		point_notify(a, &f->last, r, t);
