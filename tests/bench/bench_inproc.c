@@ -19,6 +19,13 @@
  *
  *   bench_inproc [HITS [RUNS [pinned]]]   (default 2000000 hits, 5 runs;
  *                            "pinned": only the pinned runs, compiled advice)
+ *   bench_inproc count hit|bare N [vg|time]
+ *                            N hits (or bare records) in this process, no
+ *                            agent: for valgrind --tool=callgrind
+ *                            --toggle-collect=count_loop, whose instruction
+ *                            count over N is the cost of one ("vg": the CPU
+ *                            by RDTSCP, as valgrind has no RDPID); "time":
+ *                            both timed in turns, in this process alone
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +44,7 @@
 #include "guestrt/hook/hook.h"
 #include "tests/bench/bench_util.h"
 #include "tests/guestrt/handplan.h"
+#include "tests/guestrt/rtlocal.h"
 #include "xflow/clock.h"
 #include "xflow/ring.h"
 #include "xflow/shm.h"
@@ -264,6 +273,135 @@ static double run_bare(long n, int cpu)
 	return (double)dt / (double)n;
 }
 
+/*
+ * The hit and the bare record counted: the hit is the real trampoline of
+ * bench_ip_fn's patch and the advice compiled for it, on the runtime image
+ * mapped in this process (tests/guestrt/rtlocal.h), entered by a call
+ * rather than by the patched jump, with a lane and a ring of the timed
+ * runs' sizes.  Nobody drains them: N stays below SLOTS, or the counts
+ * would be those of drops.  "time" times them instead, in turns, in this
+ * one process, each ring emptied by hand every half lap (a consumer that
+ * costs the writer nothing): the two paths alone, without the agent, the
+ * drainer or another process.
+ */
+__attribute__((noinline)) static void count_loop(void (*fn)(void), struct bare *b, long n)
+{
+	for (long i = 0; i < n; i++) {
+		if (fn)
+			fn();
+		else
+			bare_record(b, (uint64_t)i);
+	}
+}
+
+static void release_all(struct xflow_ring_hdr **h, int n)
+{
+	for (int i = 0; i < n; i++)
+		atomic_store(&h[i]->cons, atomic_load(&h[i]->prod));
+}
+
+static double time_loop(void (*fn)(void), struct bare *b, long n, struct xflow_ring_hdr **h, int nh)
+{
+	uint64_t dt = 0;
+	for (long done = 0; done < n;) {
+		long k = n - done < (long)SLOTS / 2 ? n - done : (long)SLOTS / 2;
+		uint64_t t0 = bench_thread_ns();
+		count_loop(fn, b, k);
+		dt += bench_thread_ns() - t0;
+		release_all(h, nh);
+		done += k;
+	}
+	return (double)dt / (double)n;
+}
+
+static int count_mode(const char *what, long n, const char *how)
+{
+	bool vg = how && strcmp(how, "vg") == 0, timed = how && strcmp(how, "time") == 0;
+	if (!timed && n >= (long)SLOTS)
+		n = SLOTS - 1;
+	struct bare *b = calloc(1, sizeof(*b));
+	struct xflow_shm shm;
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, SLOTS);
+	if (!b || xflow_shm_create("bench-bare", size, &shm) ||
+	    xflow_ring_format(shm.base, size, XFLOW_RECORD_SIZE, SLOTS, XFLOW_CLOCK_TSC) ||
+	    xflow_ring_producer_init(&b->prod, shm.base, size, NULL, UINT32_MAX))
+		return 1;
+	struct handplan hp;
+	struct xflow_hook_prog prog;
+	struct rtlocal rt;
+	uint64_t fn = (uint64_t)(uintptr_t)bench_ip_fn;
+	if (handplan_init(&hp, advice_xml, "/proc/self/exe"))
+		return 1;
+	hp.bin.flags = 0;
+	uint32_t s = handplan_site(&hp, fn, 5);
+	handplan_bind(&hp, s, 1, XFLOW_WHEN_BEFORE, NULL, 0);
+	if (handplan_prog(&hp, 0, 1, &prog) || rtlocal_init(&rt, &prog, 4, SLOTS))
+		return 1;
+	/* The thread told apart as the agent does it for this program (its
+	 * threads follow the TLS ABI: inproc_inject.c). */
+	struct xflow_rt_config *cfg = (void *)(rt.image + rt.head->off_config);
+	cfg->fs_mode = XFLOW_RT_FS_TCB;
+	if (vg)
+		((struct xflow_rt_ctl *)rt.ctl)->cpu_how = XFLOW_RT_CPU_RDTSCP;
+	/* The hook and its trampoline within a rel32 jump of the site, as
+	 * the backend's text zones are. */
+	uint8_t *zone = MAP_FAILED;
+	for (uint64_t d = 1u << 24; zone == MAP_FAILED && d < (1u << 30); d += 1u << 24)
+		zone = mmap((void *)(uintptr_t)((fn + d) & ~(uint64_t)4095), IP_ZONE_SIZE,
+			    PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	struct ip_jit_env env = { .ctl = rt.ctl, .ctl_addr = (uint64_t)(uintptr_t)rt.ctl,
+				  .image = (uint64_t)(uintptr_t)rt.image, .head = rt.head };
+	uint64_t code = (uint64_t)(uintptr_t)zone;
+	int len = zone == MAP_FAILED ? -ENOMEM : ip_jit_hook(&env, fn, XFLOW_WHEN_BEFORE, &s, 1, code, zone, 65536);
+	struct ip_patch p = { .addr = fn, .len = 5, .kind = IP_JUMP };
+	struct ip_hooks h = { .before = { code }, .jit_before = { 1 } };
+	char err[160] = "";
+	uint64_t at = code + (((uint64_t)len + 15) & ~(uint64_t)15), entry;
+	/* The patch covers whole instructions, 5 bytes or more, as the
+	 * backend's does. */
+	int rc = len > 0 ? 0 : -EINVAL;
+	for (unsigned off = 0; rc == 0 && off < p.len; off += p.insn[p.ninsns++].len)
+		rc = xflow_insn_decode((const uint8_t *)bench_ip_fn + off, 16, fn + off, &p.insn[p.ninsns], err,
+				       sizeof(err));
+	if (rc < 0 || ip_tramp_build(&p, &h, at, 0, zone + (at - code), 4096, &entry) < 0) {
+		fprintf(stderr, "count: no trampoline (%s)\n", len > 0 ? err : "not compiled");
+		return 1;
+	}
+	void (*tramp)(void) = (void (*)(void))(uintptr_t)entry;
+	printf("count: hook at %#llx (%d bytes), trampoline at %#llx\n", (unsigned long long)code, len,
+	       (unsigned long long)entry);
+	fflush(stdout);
+	if (timed) {
+		struct xflow_ring_hdr *bh[1] = { shm.base }, *lh[4];
+		for (uint32_t i = 0; i < rt.t.nlanes && i < 4; i++)
+			lh[i] = rt.t.lanes[i].ring.hdr;
+		/* A lap of each first: the rings' pages are then in place, as
+		 * in a program that ran a while. */
+		time_loop(NULL, b, SLOTS, bh, 1);
+		time_loop(tramp, NULL, SLOTS, lh, (int)rt.t.nlanes);
+		for (int r = 0; r < 5; r++) {
+			double vb = time_loop(NULL, b, n, bh, 1), vh = time_loop(tramp, NULL, n, lh, (int)rt.t.nlanes);
+			printf("  bare %6.2f ns, hit %6.2f ns: %.2fx\n", vb, vh, vh / vb);
+		}
+	} else if (strcmp(what, "hit") == 0) {
+		count_loop(tramp, NULL, n);
+		struct xflow_record r[4];
+		long got = rtlocal_records(&rt, r, 4);
+		printf("count: %ld hits, %ld records read back (data %#llx %llu %llu)\n", n, got,
+		       got ? (unsigned long long)r[0].data[0] : 0ull, got ? (unsigned long long)r[0].data[1] : 0ull,
+		       got ? (unsigned long long)r[0].data[2] : 0ull);
+	} else {
+		count_loop(NULL, b, n);
+		printf("count: %ld bare records\n", n);
+	}
+	munmap(zone, IP_ZONE_SIZE);
+	rtlocal_fini(&rt);
+	handplan_fini(&hp);
+	xflow_shm_release(&shm);
+	free(b);
+	return 0;
+}
+
 /* The target (issue 27): one hit at most 1.3x the bare record of the same
  * run, in every pinned run. */
 #define HIT_BARE_MAX 1.3
@@ -335,6 +473,8 @@ static void compare(const char *how, int cpu, int agent_cpu, long n, int runs, b
 
 int main(int argc, char **argv)
 {
+	if (argc > 3 && strcmp(argv[1], "count") == 0)
+		return count_mode(argv[2], atol(argv[3]), argc > 4 ? argv[4] : NULL);
 	long n = argc > 1 ? atol(argv[1]) : 2000000;
 	int runs = argc > 2 ? atoi(argv[2]) : RUNS;
 	bool pinned_only = argc > 3 && strcmp(argv[3], "pinned") == 0;
