@@ -61,7 +61,30 @@ struct jit {
 	const struct xflow_rt_advice *adv;
 	uint32_t adv_index;
 	uint32_t l_fault, l_end;      /* this binding's labels */
+	bool flow_ops;                /* the binding's program may give its run a
+	                               * flow (FLOW_GET, _REG, _DEL: set_last) */
+	int32_t rax_at;               /* the frame slot rax holds now, -1: none */
+	/* Paths a hit rarely takes (a full ring, a fault), written after the
+	 * function's ret, so that the common path runs straight through,
+	 * without a taken jump. */
+	struct cold {
+		uint8_t fault;        /* 1: a binding's fault; 0: a full ring */
+		uint8_t unlock;       /* fault: the flow-id table's lock is held */
+		uint32_t from, back, drop, done; /* labels */
+		int32_t counter;      /* the drops' or the faults' counter */
+	} cold[XA_MAX_LABELS / 4];
+	uint32_t ncold;
 };
+
+static struct cold *cold_add(struct jit *j)
+{
+	if (j->ncold == sizeof(j->cold) / sizeof(j->cold[0])) {
+		if (!j->a.c.err)
+			j->a.c.err = -ENOSPC; /* the interpreter runs the hook */
+		return NULL;
+	}
+	return &j->cold[j->ncold++];
+}
 
 #define LANE(field) ((int32_t)offsetof(struct xflow_rt_lane, field))
 #define PROD(field) ((int32_t)(offsetof(struct xflow_rt_lane, prod) + offsetof(struct xflow_ring_producer, field)))
@@ -147,29 +170,28 @@ static int fetch(struct jit *j, const struct xflow_rt_fetch *f, unsigned i)
  * @cell.  A full ring drops it and counts it, for the ring and the advice,
  * and its thread_seq is used all the same, so that the gap it leaves tells
  * the monitor a record of this thread was lost there (xflow/record.h,
- * "Losses"): the cost is in the drop path only.
+ * "Losses"): the cost is in the drop path only.  @no_id: the id is 0 for
+ * certain (a program with no flow operation), r8 is not read and the
+ * words it would change are constants.
  */
-static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int cell)
+static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int cell, bool no_id)
 {
 	struct xasm *a = &j->a;
-	uint32_t room = xa_label(a), drop = xa_label(a), done = xa_label(a);
-	/* rax = prod; room if prod - cons_cache < mask + 1 */
+	uint32_t room = xa_label(a), full = xa_label(a), drop = xa_label(a), done = xa_label(a);
+	struct cold *c = cold_add(j);
+	if (!c)
+		return;
+	*c = (struct cold){ .from = full, .back = room, .drop = drop, .done = done,
+			    .counter = counter(j, XFLOW_RT_CNT_DROPS) };
+	/* rax = prod; room if prod - cons_cache < mask + 1, else the cold
+	 * path (cold_write) asks again */
 	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
 	xa_mov_rr(a, XR_RCX, XR_RAX);
 	xa_alu_rm(a, XA_SUB, XR_RCX, XR_RBX, PROD(cons_cache));
 	xa_load(a, XR_RDX, XR_RBX, PROD(mask), 4);
 	xa_alu_ri(a, XA_ADD, XR_RDX, 1);
 	xa_alu_rr(a, XA_CMP, XR_RCX, XR_RDX);
-	xa_jcc(a, XC_B, room);
-	xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
-	xa_push(a, XR_R8);
-	xa_mov_rr(a, XR_RDI, XR_RBX);
-	call_rt(j, XFLOW_RT_JIT_ROOM);
-	xa_pop(a, XR_R8);
-	xa_pop(a, XR_R8);
-	xa_test_rr(a, XR_RAX, XR_RAX);
-	xa_jcc(a, XC_E, drop);
-	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
+	xa_jcc(a, XC_AE, full);
 	xa_bind(a, room);
 	/* rcx = slots + (prod & mask) * XFLOW_RECORD_SIZE */
 	xa_load(a, XR_RCX, XR_RBX, PROD(mask), 4);
@@ -184,24 +206,32 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	/* timestamp */
 	xa_load(a, XR_RDX, XR_RBX, LANE(now), 8);
 	xa_store(a, XR_RCX, 0, XR_RDX, 8);
-	/* flow_id: the id cut to 48 bits */
-	xa_mov_rr(a, XR_RDX, XR_R8);
-	xa_shift_i(a, 4, XR_RDX, 16);
-	xa_shift_i(a, 5, XR_RDX, 16);
-	xa_store(a, XR_RCX, 8, XR_RDX, 8);
-	/* site_id | flow_kind << 32 | domain_id << 48; the kind is "none"
-	 * without an id */
-	xa_mov_ri(a, XR_RDX, XFLOW_FLOW_KIND_NONE);
-	if (kind >= 0)
-		xa_mov_ri(a, XR_RSI, (uint64_t)kind);
-	else
-		xa_load(a, XR_RSI, XR_RSP, F_LAST_KIND, 8);
-	xa_test_rr(a, XR_R8, XR_R8);
-	xa_cmov(a, XC_NE, XR_RDX, XR_RSI);
-	xa_shift_i(a, 4, XR_RDX, 32);
-	xa_mov_ri(a, XR_RSI, (uint64_t)j->site | (uint64_t)j->c->domain_id << 48);
-	xa_alu_rr(a, XA_OR, XR_RDX, XR_RSI);
-	xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	if (no_id) {
+		/* flow_id 0, and the kind "none" beside the site and domain */
+		xa_store_i(a, XR_RCX, 8, 0, 8);
+		xa_mov_ri(a, XR_RDX,
+			  (uint64_t)j->site | (uint64_t)XFLOW_FLOW_KIND_NONE << 32 | (uint64_t)j->c->domain_id << 48);
+		xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	} else {
+		/* flow_id: the id cut to 48 bits */
+		xa_mov_rr(a, XR_RDX, XR_R8);
+		xa_shift_i(a, 4, XR_RDX, 16);
+		xa_shift_i(a, 5, XR_RDX, 16);
+		xa_store(a, XR_RCX, 8, XR_RDX, 8);
+		/* site_id | flow_kind << 32 | domain_id << 48; the kind is
+		 * "none" without an id */
+		xa_mov_ri(a, XR_RDX, XFLOW_FLOW_KIND_NONE);
+		if (kind >= 0)
+			xa_mov_ri(a, XR_RSI, (uint64_t)kind);
+		else
+			xa_load(a, XR_RSI, XR_RSP, F_LAST_KIND, 8);
+		xa_test_rr(a, XR_R8, XR_R8);
+		xa_cmov(a, XC_NE, XR_RDX, XR_RSI);
+		xa_shift_i(a, 4, XR_RDX, 32);
+		xa_mov_ri(a, XR_RSI, (uint64_t)j->site | (uint64_t)j->c->domain_id << 48);
+		xa_alu_rr(a, XA_OR, XR_RDX, XR_RSI);
+		xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	}
 	/* flags | version << 16 | ndata << 24 | thread_id << 32 */
 	xa_load(a, XR_RDX, XR_RBX, LANE(tid), 4);
 	xa_shift_i(a, 4, XR_RDX, 32);
@@ -230,15 +260,46 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	xa_store(a, XR_RBX, PROD(prod), XR_RAX, 8);
 	xa_load(a, XR_RDX, XR_RBX, PROD(hdr), 8);
 	xa_store(a, XR_RDX, (int32_t)offsetof(struct xflow_ring_hdr, prod), XR_RAX, 8);
-	xa_jmp(a, done);
-	xa_bind(a, drop);
-	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_DROPS), 1);
-	/* The lost record's number, skipped (32 bits: seq is followed by
-	 * another field). */
-	xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
-	xa_lea(a, XR_RSI, XR_RDX, 1);
-	xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
 	xa_bind(a, done);
+}
+
+/* The paths emit_record and binding put aside, after the function's end. */
+static void cold_write(struct jit *j)
+{
+	struct xasm *a = &j->a;
+	for (uint32_t i = 0; i < j->ncold; i++) {
+		const struct cold *c = &j->cold[i];
+		xa_bind(a, c->from);
+		if (c->fault) {
+			if (c->unlock) {
+				xa_mov_rr(a, XR_RDI, XR_RBX);
+				call_rt(j, XFLOW_RT_JIT_UNLOCK);
+			}
+			xa_alu_mi(a, XA_ADD, XR_RBX, c->counter, 1);
+			xa_jmp(a, c->back);
+			continue;
+		}
+		/* The ring looked full by the cached index: read the
+		 * consumer's again, or drop. */
+		xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
+		xa_push(a, XR_R8);
+		xa_mov_rr(a, XR_RDI, XR_RBX);
+		call_rt(j, XFLOW_RT_JIT_ROOM);
+		xa_pop(a, XR_R8);
+		xa_pop(a, XR_R8);
+		xa_test_rr(a, XR_RAX, XR_RAX);
+		xa_jcc(a, XC_E, c->drop);
+		xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
+		xa_jmp(a, c->back);
+		xa_bind(a, c->drop);
+		xa_alu_mi(a, XA_ADD, XR_RBX, c->counter, 1);
+		/* The lost record's number, skipped (32 bits: seq is followed
+		 * by another field). */
+		xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
+		xa_lea(a, XR_RSI, XR_RDX, 1);
+		xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
+		xa_jmp(a, c->done);
+	}
 }
 
 /* The flow of the records of this run: the last lookup, creation or
@@ -429,6 +490,22 @@ static int depths(const struct xflow_bc_prog *p, int *d)
 	return 0;
 }
 
+/* rax from the frame slot at @off, unless it holds it already: a value
+ * pushed and at once stored into a local, or a local stored and read
+ * again, goes through rax without a load that waits on the store. */
+static void load_rax(struct jit *j, int32_t off)
+{
+	if (j->rax_at != off)
+		xa_load(&j->a, XR_RAX, XR_RSP, off, 8);
+	j->rax_at = off;
+}
+
+static void store_rax(struct jit *j, int32_t off)
+{
+	xa_store(&j->a, XR_RSP, off, XR_RAX, 8);
+	j->rax_at = off;
+}
+
 /* The program of one binding. */
 static int body(struct jit *j, const struct xflow_bc_prog *p)
 {
@@ -441,12 +518,21 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 	q.insns = insns;
 	if (p->ninsns > XFLOW_BC_MAX_INSNS || depths(&q, d) < 0)
 		return -EINVAL;
+	/* Where a jump lands, rax holds whatever the path there left. */
+	bool target[XFLOW_BC_MAX_INSNS + 1] = { false };
+	for (uint32_t pc = 0; pc < p->ninsns; pc++)
+		if (insns[pc].op == XFLOW_OP_JMP || insns[pc].op == XFLOW_OP_JZ || insns[pc].op == XFLOW_OP_JNZ)
+			target[pc + 1 + (uint32_t)insns[pc].k] = true; /* in range: depths() checked */
 	for (uint32_t i = 0; i <= p->ninsns; i++)
 		lab[i] = xa_label(a);
+	j->rax_at = -1;
 	for (uint32_t pc = 0; pc < p->ninsns; pc++) {
 		const struct xflow_bc_insn *in = &insns[pc];
 		int s = d[pc];
 		xa_bind(a, lab[pc]);
+		/* Only the operations below that end with rax stored keep it. */
+		int32_t rax_at = target[pc] ? -1 : j->rax_at;
+		j->rax_at = -1;
 		if (s < 0)
 			continue;
 		const struct xflow_field_rt *f;
@@ -455,29 +541,32 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			break;
 		case XFLOW_OP_PUSHI:
 			xa_mov_ri(a, XR_RAX, (uint64_t)(int64_t)in->k);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_PUSHK:
 			if (in->b >= p->nconsts)
 				return -EINVAL;
 			xa_mov_ri(a, XR_RAX, consts[in->b]);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_LDIN:
 			xa_load(a, XR_RAX, XR_RSP, F_INPUT(in->a), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_LDL:
-			xa_load(a, XR_RAX, XR_RSP, F_LOCAL(in->a), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			j->rax_at = rax_at;
+			load_rax(j, F_LOCAL(in->a));
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_STL:
-			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
-			xa_store(a, XR_RSP, F_LOCAL(in->a), XR_RAX, 8);
+			j->rax_at = rax_at;
+			load_rax(j, F_CELL(s - 1));
+			store_rax(j, F_LOCAL(in->a));
 			break;
 		case XFLOW_OP_DUP:
-			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			j->rax_at = rax_at;
+			load_rax(j, F_CELL(s - 1));
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_LDF:
 			f = field(j, in->b);
@@ -578,11 +667,11 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			break;
 		case XFLOW_OP_RDTSC:
 			xa_load(a, XR_RAX, XR_RBX, LANE(now), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_PC:
 			xa_mov_ri(a, XR_RAX, j->addr);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_FLOW_NEW:
 			xa_mov_rr(a, XR_RDI, XR_RBX);
@@ -615,8 +704,9 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 		case XFLOW_OP_STORE:
 			if (in->a < 1 || in->a > XFLOW_RECORD_MAX_DATA)
 				return -EINVAL;
-			xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
-			emit_record(j, -1, in->b, in->a, s - in->a);
+			if (j->flow_ops)
+				xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
+			emit_record(j, -1, in->b, in->a, s - in->a, !j->flow_ops);
 			break;
 		case XFLOW_OP_HANDOFF:
 			if (in->a == 2) {
@@ -629,7 +719,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 				xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
 				emit_record(j, in->b,
 					    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_START,
-					    3, s - 3);
+					    3, s - 3, false);
 				xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 				break;
 			}
@@ -640,7 +730,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			emit_record(j, in->b,
 				    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED |
 					    (in->a ? XFLOW_REC_START : 0),
-				    2, s - 2);
+				    2, s - 2, false);
 			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 			break;
 		case XFLOW_OP_SPLIT:
@@ -648,7 +738,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_load(a, XR_R8, XR_RSP, F_CELL(s - 2), 8);
 			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
 			xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
-			emit_record(j, in->b, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, 1, s - 2);
+			emit_record(j, in->b, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, 1, s - 2, false);
 			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 			break;
 		default:
@@ -661,6 +751,19 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 	return 0;
 }
 
+/* Whether program @p may give its run a flow: only these set F_LAST_ID
+ * (set_last).  Without one the run's records carry no id, and no marker
+ * is due, whatever the run does. */
+static bool has_flow_ops(const struct jit *j, const struct xflow_bc_prog *p)
+{
+	const struct xflow_bc_insn *insns = at_ctl(j, (uint64_t)(uintptr_t)p->insns);
+	for (uint32_t pc = 0; pc < p->ninsns && pc < XFLOW_BC_MAX_INSNS; pc++)
+		if (insns[pc].op == XFLOW_OP_FLOW_GET || insns[pc].op == XFLOW_OP_FLOW_REG ||
+		    insns[pc].op == XFLOW_OP_FLOW_DEL)
+			return true;
+	return false;
+}
+
 /* One binding: its flag, a hit, its inputs, its program. */
 static int binding(struct jit *j, const struct xflow_rt_binding *b)
 {
@@ -671,6 +774,7 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		return -EINVAL;
 	j->adv = &adv[b->advice];
 	j->adv_index = b->advice;
+	j->flow_ops = has_flow_ops(j, &j->adv->prog);
 	uint32_t next = xa_label(a);
 	j->l_fault = xa_label(a);
 	j->l_end = xa_label(a);
@@ -685,10 +789,12 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		if (rc < 0)
 			return rc;
 	}
-	xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
-	xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
-	xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
-	xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
+	if (j->flow_ops) {
+		xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
+		xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
+		xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
+		xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
+	}
 	/* Locals start at 0. */
 	for (uint32_t i = 0; i < j->adv->prog.nlocals && i < XFLOW_BC_MAX_LOCALS; i++)
 		xa_store_i(a, XR_RSP, F_LOCAL(i), 0, 8);
@@ -700,7 +806,7 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 	if (rc < 0)
 		return rc;
 	xa_bind(a, j->l_end);
-	if (j->adv->marker_flags) {
+	if (j->adv->marker_flags && j->flow_ops) {
 		/* An xflow operation that acted on a flow says so, unless its
 		 * operation wrote its own record (split, handoff), or it is a
 		 * start that kept an id in place (guestrt/interp/interp.c's
@@ -717,20 +823,17 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
 		xa_test_rr(a, XR_R8, XR_R8);
 		xa_jcc(a, XC_E, none);
-		emit_record(j, -1, j->adv->marker_flags, 0, 0);
+		emit_record(j, -1, j->adv->marker_flags, 0, 0, false);
 		xa_bind(a, none);
 	}
 	if (j->adv->uses_flows == 1) {
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_UNLOCK);
 	}
-	xa_jmp(a, next);
-	xa_bind(a, j->l_fault);
-	if (j->adv->uses_flows == 1) {
-		xa_mov_rr(a, XR_RDI, XR_RBX);
-		call_rt(j, XFLOW_RT_JIT_UNLOCK);
-	}
-	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_FAULTS), 1);
+	struct cold *c = cold_add(j);
+	if (c)
+		*c = (struct cold){ .fault = 1, .unlock = j->adv->uses_flows == 1, .from = j->l_fault, .back = next,
+				    .counter = counter(j, XFLOW_RT_CNT_FAULTS) };
 	xa_bind(a, next);
 	return 0;
 }
@@ -811,6 +914,7 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 		xa_pop(a, saved[i]);
 	xa_op(a, 0x9d); /* popfq */
 	xa_op(a, 0xc3);
+	cold_write(j);
 	int len = rc < 0 ? rc : xa_finish(a);
 	free(j);
 	return len;
