@@ -325,6 +325,84 @@ Test(inproc_jit, a_full_lane_skips_the_lost_records_numbers)
 	free(w);
 }
 
+/*
+ * The hit's start: inline in the compiled code when the thread is told
+ * apart by %fs:0 and its lane is where the hash puts it, idle; else the
+ * runtime's rt_jit_begin.  The two are told apart here by a CPU way
+ * changed after compiling (which the agent never does): the inline start
+ * has the compiler's (a fixed CPU), the runtime reads the region's (none).
+ * A thread's first hit claims its lane, by the runtime.  A busy lane (a hit running, as in a signal handler) is skipped either
+ * way, counted as nested, and the hit leaves it busy.
+ */
+static void start_both_ways(uint32_t fs_mode, uint32_t want_cpu_plus1)
+{
+	const struct xflow_bc_insn prog[] = { I(PUSHI, 0, 0, 7), I(STORE, 1, 0, 0), I(RET, 0, 0, 0) };
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	struct xflow_bc_prog p = { .ninsns = 3, .insns = prog };
+	set_prog(w, 0, &p);
+	struct xflow_hook_prog hprog;
+	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &hprog), 0);
+	hprog.fixed_cpu_plus1 = 42;
+	struct rtlocal *rt = &w->rt;
+	cr_assert_eq(rtlocal_init(rt, &hprog, 4, 64), 0);
+	struct xflow_rt_config *cfg = (void *)(rt->image + rt->head->off_config);
+	cfg->fs_mode = fs_mode;
+	for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
+		rtlocal_enable(rt, i, i == 0);
+	uint64_t code = rtlocal_jit(rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+	cr_assert_neq(code, 0);
+	((struct xflow_rt_ctl *)rt->ctl)->cpu_how = XFLOW_RT_CPU_NONE;
+	uint64_t in[17] = { 0 }, out[17];
+	in[5] = (uint64_t)(uintptr_t)buf;
+	in[16] = 0x202;
+	for (int i = 0; i < 3; i++)
+		rtlocal_call(code, in, out);
+	struct xflow_record r[8];
+	cr_assert_eq(rtlocal_records(rt, r, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(r[i].thread_seq, (uint32_t)i);
+		cr_assert_eq(r[i].data[0], 7);
+		uint32_t want = i == 0 ? 0 : want_cpu_plus1;
+		cr_assert_eq(r[i].cpu_plus1, want, "record %d: cpu_plus1 %u, not %u", i, r[i].cpu_plus1, want);
+		cr_assert(i == 0 || r[i].timestamp >= r[i - 1].timestamp);
+	}
+	struct xflow_rt_lane *l = NULL;
+	for (uint32_t i = 0; i < rt->t.nlanes; i++)
+		if (atomic_load(&rt->t.lanes[i].rt->owner) != 0)
+			l = rt->t.lanes[i].rt;
+	cr_assert_not_null(l, "no lane was claimed");
+	l->busy = 1;
+	rtlocal_call(code, in, out);
+	cr_assert_eq(rtlocal_records(rt, r, 8), 0, "a busy lane got a record");
+	cr_assert_eq(l->nested, 1);
+	cr_assert_eq(l->busy, 1, "the skipped hit let go of a lane it did not take");
+	l->busy = 0;
+	rtlocal_call(code, in, out);
+	cr_assert_eq(rtlocal_records(rt, r, 8), 1);
+	cr_assert_eq(r[0].thread_seq, 3);
+	cr_assert_eq(l->busy, 0);
+	uint64_t cnt[3];
+	rtlocal_counts(rt, 0, cnt);
+	cr_assert_eq(cnt[0], 4, "%llu hits counted", (unsigned long long)cnt[0]);
+	rtlocal_fini(rt);
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}
+
+Test(inproc_jit, the_start_inline_by_fs0)
+{
+	start_both_ways(XFLOW_RT_FS_TCB, 42);
+}
+
+Test(inproc_jit, the_start_by_the_runtime_otherwise)
+{
+	if (!(getauxval(AT_HWCAP2) & (1 << 1)))
+		cr_skip_test("no rdfsbase here");
+	start_both_ways(XFLOW_RT_FS_RDFSBASE, 0);
+}
+
 Test(inproc_jit, arithmetic_and_division_edges)
 {
 	static const uint64_t k[] = { 0x8000000000000000ull, 0xffffffffffffffffull, 0x123456789abcdefull };

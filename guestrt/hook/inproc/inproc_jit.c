@@ -16,7 +16,8 @@
  *   pushfq; push rax rcx rdx rsi rdi r8 r9 r10 r11 rbx rbp
  *   rbp = rsp (the saved registers: DWARF's registers are read there, and
  *   r12-r15 where they are, untouched); rsp aligned, the frame below it
- *   rbx = rt_jit_begin() (the lane), or straight out
+ *   rbx = the lane, found inline (lane_begin) or by rt_jit_begin(), or
+ *   straight out
  *   per binding: its advice's flag, a hit counted, inputs fetched, the
  *   program (under the flow-id table's lock if it changes the table; one
  *   that only looks ids up takes none), its marker record; a fault ends
@@ -68,7 +69,8 @@ struct jit {
 	 * function's ret, so that the common path runs straight through,
 	 * without a taken jump. */
 	struct cold {
-		uint8_t fault;        /* 1: a binding's fault; 0: a full ring */
+		uint8_t fault;        /* 1: a binding's fault; 0: a full ring;
+		                       * 2: the hit's start, by the runtime */
 		uint8_t unlock;       /* fault: the flow-id table's lock is held */
 		uint32_t from, back, drop, done; /* labels */
 		int32_t counter;      /* the drops' or the faults' counter */
@@ -270,6 +272,16 @@ static void cold_write(struct jit *j)
 	for (uint32_t i = 0; i < j->ncold; i++) {
 		const struct cold *c = &j->cold[i];
 		xa_bind(a, c->from);
+		if (c->fault == 2) {
+			/* Whatever the inline start did not take: the runtime's
+			 * rt_jit_begin, from the start (nothing was changed). */
+			call_rt(j, XFLOW_RT_JIT_BEGIN);
+			xa_test_rr(a, XR_RAX, XR_RAX);
+			xa_jcc(a, XC_E, c->done);
+			xa_mov_rr(a, XR_RBX, XR_RAX);
+			xa_jmp(a, c->back);
+			continue;
+		}
 		if (c->fault) {
 			if (c->unlock) {
 				xa_mov_rr(a, XR_RDI, XR_RBX);
@@ -838,6 +850,101 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 	return 0;
 }
 
+/*
+ * rbx = the calling thread's lane, marked busy, the hit's time and CPU in
+ * it: rt_jit_begin's common case, inline (issue 27: no call, no search,
+ * no test of what the compiler knows).  The thread told apart by %fs:0
+ * (rt_safe_fs0, fault-safe), its lane where the hash of that key puts it,
+ * owned by it, ready and idle.  Anything else (no data region or program
+ * yet, another fs_mode, no TLS, a lane taken elsewhere, stale or busy) is
+ * rt_jit_begin's, called from the start by the cold path, which counts
+ * what it counts and jumps to @out when the hit must do nothing.
+ */
+static void lane_begin(struct jit *j, uint32_t out)
+{
+	struct xasm *a = &j->a;
+	uint32_t slow = xa_label(a), begun = xa_label(a);
+	struct cold *c = cold_add(j);
+	if (!c)
+		return;
+	*c = (struct cold){ .fault = 2, .from = slow, .back = begun, .done = out };
+	uint64_t globals = j->env->image + j->env->head->off_globals;
+	uint64_t config = j->env->image + j->env->head->off_config;
+#define PROC(f) ((int32_t)offsetof(struct xflow_rt_proc, f))
+	/* rsi = rt_globals.proc; rt_config.ctl set; fs_mode TCB */
+	xa_mov_ri(a, XR_RSI, globals + offsetof(struct xflow_rt_globals, proc));
+	xa_load(a, XR_RSI, XR_RSI, 0, 8);
+	xa_test_rr(a, XR_RSI, XR_RSI);
+	xa_jcc(a, XC_E, slow);
+	xa_mov_ri(a, XR_RDI, config);
+	xa_load(a, XR_RAX, XR_RDI, (int32_t)offsetof(struct xflow_rt_config, ctl), 8);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, slow);
+	xa_load(a, XR_RAX, XR_RDI, (int32_t)offsetof(struct xflow_rt_config, fs_mode), 4);
+	xa_alu_ri(a, XA_CMP, XR_RAX, XFLOW_RT_FS_TCB);
+	xa_jcc(a, XC_NE, slow);
+	/* rax = the key: a fault gives -EFAULT's 32 bits, no TLS 0 */
+	call_rt(j, XFLOW_RT_JIT_FS0);
+	xa_mov_ri(a, XR_RCX, (uint32_t)-14);
+	xa_alu_rr(a, XA_CMP, XR_RAX, XR_RCX);
+	xa_jcc(a, XC_E, slow);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, slow);
+	/* rcx = the lane at ((key * golden) >> 40) & (nlanes - 1), as
+	 * rt_lane_at has it */
+	xa_mov_ri(a, XR_RCX, UINT64_C(0x9E3779B97F4A7C15));
+	xa_imul_rr(a, XR_RCX, XR_RAX);
+	xa_shift_i(a, 5, XR_RCX, 40);
+	xa_load(a, XR_RDX, XR_RSI, PROC(nlanes), 4);
+	xa_alu_ri(a, XA_ADD, XR_RDX, -1);
+	xa_alu_rr(a, XA_AND, XR_RCX, XR_RDX);
+	xa_load(a, XR_RDX, XR_RSI, PROC(lane_size), 8);
+	xa_imul_rr(a, XR_RCX, XR_RDX);
+	xa_alu_rm(a, XA_ADD, XR_RCX, XR_RSI, PROC(off_lanes));
+	xa_alu_rr(a, XA_ADD, XR_RCX, XR_RSI);
+#undef PROC
+	/* ours, not stale, ready, not busy (x86 loads are acquires) */
+	xa_alu_rm(a, XA_CMP, XR_RAX, XR_RCX, LANE(owner));
+	xa_jcc(a, XC_NE, slow);
+	xa_load(a, XR_RDX, XR_RCX, LANE(stale), 4);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_NE, slow);
+	xa_load(a, XR_RDX, XR_RCX, LANE(ready), 4);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_E, slow);
+	xa_load(a, XR_RDX, XR_RCX, LANE(busy), 4);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_NE, slow);
+	xa_mov_rr(a, XR_RBX, XR_RCX);
+	/* Busy before anything of the lane is touched: a signal handler of
+	 * this thread hitting a site sees it (x86 keeps the stores in
+	 * order, and so does this code). */
+	xa_store_i(a, XR_RBX, LANE(busy), 1, 4);
+	/* The time and the CPU as rt_tsc_cpu reads them, for the CPU's way
+	 * the agent chose (fixed in the control region). */
+	static const uint8_t rdtsc[] = { 0x0f, 0x31 }, rdtscp[] = { 0x0f, 0x01, 0xf9 },
+			     rdpid_rcx[] = { 0xf3, 0x0f, 0xc7, 0xf9 }; /* rdpid %rcx */
+	unsigned how = j->c->cpu_how;
+	if (how == XFLOW_RT_CPU_RDTSCP)
+		xa_bytes(a, rdtscp, sizeof(rdtscp));
+	else
+		xa_bytes(a, rdtsc, sizeof(rdtsc));
+	xa_shift_i(a, 4, XR_RDX, 32);
+	xa_alu_rr(a, XA_OR, XR_RDX, XR_RAX);
+	xa_store(a, XR_RBX, LANE(now), XR_RDX, 8);
+	if (how == XFLOW_RT_CPU_RDPID)
+		xa_bytes(a, rdpid_rcx, sizeof(rdpid_rcx));
+	if (how == XFLOW_RT_CPU_RDPID || how == XFLOW_RT_CPU_RDTSCP) {
+		xa_alu_ri(a, XA_AND, XR_RCX, 0xfff);
+		xa_alu_ri(a, XA_ADD, XR_RCX, 1);
+		xa_store(a, XR_RBX, LANE(cpu_plus1), XR_RCX, 4);
+	} else {
+		xa_store_i(a, XR_RBX, LANE(cpu_plus1),
+			   how == XFLOW_RT_CPU_FIXED ? (int32_t)(j->c->cpu_fixed + 1) : 0, 4);
+	}
+	xa_bind(a, begun);
+}
+
 int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, const uint32_t *sites, uint32_t n,
 		uint64_t at, uint8_t *out, size_t max)
 {
@@ -867,10 +974,7 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	xa_jcc(a, XC_E, df_clear);
 	xa_op(a, 0xfc); /* cld */
 	xa_bind(a, df_clear);
-	call_rt(j, XFLOW_RT_JIT_BEGIN);
-	xa_test_rr(a, XR_RAX, XR_RAX);
-	xa_jcc(a, XC_E, out_l);
-	xa_mov_rr(a, XR_RBX, XR_RAX);
+	lane_begin(j, out_l);
 	const struct xflow_rt_site *sv = (const struct xflow_rt_site *)((const char *)j->c + j->c->off_sites);
 	const struct xflow_rt_binding *bv = (const struct xflow_rt_binding *)((const char *)j->c + j->c->off_bindings);
 	int rc = 0;
