@@ -393,7 +393,7 @@ static int count_mode(const char *what, long n, const char *how)
 	for (uint64_t d = 1u << 24; zone == MAP_FAILED && d < (1u << 30); d += 1u << 24)
 		zone = mmap((void *)(uintptr_t)((fn + d) & ~(uint64_t)4095), IP_ZONE_SIZE,
 			    PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	struct ip_jit_env env = { .ctl = rt.ctl, .ctl_addr = (uint64_t)(uintptr_t)rt.ctl,
+	struct ip_jit_env env = { .ctl = rt.ctl, .ctl_addr = (uint64_t)(uintptr_t)rt.ctl, .fs_mode = cfg->fs_mode,
 				  .image = (uint64_t)(uintptr_t)rt.image, .head = rt.head };
 	uint64_t code = (uint64_t)(uintptr_t)zone;
 	int len = zone == MAP_FAILED ? -ENOMEM : ip_jit_hook(&env, fn, XFLOW_WHEN_BEFORE, &s, 1, code, zone, 65536);

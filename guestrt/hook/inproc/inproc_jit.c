@@ -853,36 +853,38 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 /*
  * rbx = the calling thread's lane, marked busy, the hit's time and CPU in
  * it: rt_jit_begin's common case, inline (issue 27: no call, no search,
- * no test of what the compiler knows).  The thread told apart by %fs:0
- * (rt_safe_fs0, fault-safe), its lane where the hash of that key puts it,
- * owned by it, ready and idle.  Anything else (no data region or program
- * yet, another fs_mode, no TLS, a lane taken elsewhere, stale or busy) is
- * rt_jit_begin's, called from the start by the cold path, which counts
- * what it counts and jumps to @out when the hit must do nothing.
+ * no test of what the compiler knows: the control region, set in the
+ * image's config before any code was compiled for it, and the thread-key
+ * mode).  Where the image tells threads apart by %fs:0 (rt_safe_fs0,
+ * fault-safe), the lane where the hash of that key puts it, owned by the
+ * thread, ready and idle.  Anything else (no data region yet, as in a
+ * forked child, no TLS, a first hit, a lane taken elsewhere, stale or
+ * busy), and every hit where the key is rdfsbase, is rt_jit_begin's,
+ * called from the start by the cold path, which counts what it counts
+ * and jumps to @out when the hit must do nothing.
  */
 static void lane_begin(struct jit *j, uint32_t out)
 {
 	struct xasm *a = &j->a;
+	if (j->env->fs_mode != XFLOW_RT_FS_TCB) {
+		call_rt(j, XFLOW_RT_JIT_BEGIN);
+		xa_test_rr(a, XR_RAX, XR_RAX);
+		xa_jcc(a, XC_E, out);
+		xa_mov_rr(a, XR_RBX, XR_RAX);
+		return;
+	}
 	uint32_t slow = xa_label(a), begun = xa_label(a);
 	struct cold *c = cold_add(j);
 	if (!c)
 		return;
 	*c = (struct cold){ .fault = 2, .from = slow, .back = begun, .done = out };
 	uint64_t globals = j->env->image + j->env->head->off_globals;
-	uint64_t config = j->env->image + j->env->head->off_config;
 #define PROC(f) ((int32_t)offsetof(struct xflow_rt_proc, f))
-	/* rsi = rt_globals.proc; rt_config.ctl set; fs_mode TCB */
+	/* rsi = rt_globals.proc */
 	xa_mov_ri(a, XR_RSI, globals + offsetof(struct xflow_rt_globals, proc));
 	xa_load(a, XR_RSI, XR_RSI, 0, 8);
 	xa_test_rr(a, XR_RSI, XR_RSI);
 	xa_jcc(a, XC_E, slow);
-	xa_mov_ri(a, XR_RDI, config);
-	xa_load(a, XR_RAX, XR_RDI, (int32_t)offsetof(struct xflow_rt_config, ctl), 8);
-	xa_test_rr(a, XR_RAX, XR_RAX);
-	xa_jcc(a, XC_E, slow);
-	xa_load(a, XR_RAX, XR_RDI, (int32_t)offsetof(struct xflow_rt_config, fs_mode), 4);
-	xa_alu_ri(a, XA_CMP, XR_RAX, XFLOW_RT_FS_TCB);
-	xa_jcc(a, XC_NE, slow);
 	/* rax = the key: a fault gives -EFAULT's 32 bits, no TLS 0 */
 	call_rt(j, XFLOW_RT_JIT_FS0);
 	xa_mov_ri(a, XR_RCX, (uint32_t)-14);
