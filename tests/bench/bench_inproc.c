@@ -255,6 +255,13 @@ __attribute__((noinline)) static void bare_record(struct bare *b, uint64_t pc)
 	r.data[0] = pc;
 	r.data[1] = r.timestamp;
 	r.data[2] = 7;
+	/* The line a few records on asked for as to be written, as the
+	 * compiled advice does (inproc_jit.c, emit_record): without it the
+	 * bare record waited on the ring's lines, a lap away, where the hit
+	 * did not (22 ns against 26 under load, in count's "time"), and the
+	 * hit was credited with a way of writing a ring, not its own cost. */
+	const unsigned char *slot = b->prod.slots + (size_t)(b->prod.prod & b->prod.mask) * XFLOW_RECORD_SIZE;
+	__asm__ volatile("prefetchw 384(%0)" : : "r"(slot));
 	xflow_ring_push_record(&b->prod, &r);
 }
 
