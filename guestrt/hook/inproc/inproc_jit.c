@@ -47,11 +47,17 @@
 #define F_SIZE ((F_LAST_ID + 48 + 15) & ~15)
 
 /* Where the program's registers are, by DWARF number: offsets from rbp of
- * the pushes above, -1 for a register left where it is, -2 for rsp. */
-static const int16_t reg_at[16] = { 80, 64, 72, 8, 56, 48, 0, -2, 40, 32, 24, 16, -1, -1, -1, -1 };
-static const enum xreg reg_live[16] = { [12] = XR_R12, [13] = XR_R13, [14] = XR_R14, [15] = XR_R15 };
-/* The program's rsp: past the pushes (96), the return address and the red zone. */
-#define PROGRAM_RSP (96 + 8 + 128)
+ * the pushes above, -1 for a register left where it is, -2 for rsp.  A
+ * lean frame (a hook whose common path calls nothing of the runtime's)
+ * pushes only the registers its code writes; rdi and r8-r10 stay where
+ * they are, and its calls on rare paths keep them around the call. */
+static const enum xreg saved_all[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_RDI, XR_R8,
+				       XR_R9,  XR_R10, XR_R11, XR_RBX, XR_RBP };
+static const int16_t reg_at_all[16] = { 80, 64, 72, 8, 56, 48, 0, -2, 40, 32, 24, 16, -1, -1, -1, -1 };
+static const enum xreg saved_lean[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_R11, XR_RBX, XR_RBP };
+static const int16_t reg_at_lean[16] = { 48, 32, 40, 8, 24, -1, 0, -2, -1, -1, -1, 16, -1, -1, -1, -1 };
+static const enum xreg reg_live[16] = { [5] = XR_RDI, [8] = XR_R8, [9] = XR_R9, [10] = XR_R10,
+					[12] = XR_R12, [13] = XR_R13, [14] = XR_R14, [15] = XR_R15 };
 
 struct jit {
 	struct xasm a;
@@ -65,6 +71,9 @@ struct jit {
 	bool flow_ops;                /* the binding's program may give its run a
 	                               * flow (FLOW_GET, _REG, _DEL: set_last) */
 	int32_t rax_at;               /* the frame slot rax holds now, -1: none */
+	bool lean;                    /* the lean frame (reg_at_lean) */
+	const int16_t *reg_at;
+	int32_t flags_at;             /* the program's flags, from rbp */
 	/* Paths a hit rarely takes (a full ring, a fault), written after the
 	 * function's ret, so that the common path runs straight through,
 	 * without a taken jump. */
@@ -112,10 +121,12 @@ static void get_reg(struct jit *j, enum xreg r, unsigned reg)
 {
 	if (reg == 16)
 		xa_mov_ri(&j->a, r, j->addr);
-	else if (reg_at[reg] >= 0)
-		xa_load(&j->a, r, XR_RBP, reg_at[reg], 8);
-	else if (reg_at[reg] == -2)
-		xa_lea(&j->a, r, XR_RBP, PROGRAM_RSP);
+	else if (j->reg_at[reg] >= 0)
+		xa_load(&j->a, r, XR_RBP, j->reg_at[reg], 8);
+	else if (j->reg_at[reg] == -2)
+		/* past the pushes and the flags, the return address and the
+		 * red zone */
+		xa_lea(&j->a, r, XR_RBP, j->flags_at + 8 + 8 + 128);
 	else
 		xa_mov_rr(&j->a, r, reg_live[reg]);
 }
@@ -265,6 +276,23 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	xa_bind(a, done);
 }
 
+/* A call of @fn (lane in rbx as its argument where it takes one) from a
+ * rare path: in a lean frame, the program's rdi and r8-r10 are kept
+ * around it (four pushes keep rsp aligned). */
+static void lean_call(struct jit *j, enum xflow_rt_jit_fn fn)
+{
+	struct xasm *a = &j->a;
+	static const enum xreg kept[] = { XR_RDI, XR_R8, XR_R9, XR_R10 };
+	if (j->lean)
+		for (size_t i = 0; i < 4; i++)
+			xa_push(a, kept[i]);
+	xa_mov_rr(a, XR_RDI, XR_RBX);
+	call_rt(j, fn);
+	if (j->lean)
+		for (size_t i = 4; i-- > 0;)
+			xa_pop(a, kept[i]);
+}
+
 /* The paths emit_record and binding put aside, after the function's end. */
 static void cold_write(struct jit *j)
 {
@@ -275,7 +303,7 @@ static void cold_write(struct jit *j)
 		if (c->fault == 2) {
 			/* Whatever the inline start did not take: the runtime's
 			 * rt_jit_begin, from the start (nothing was changed). */
-			call_rt(j, XFLOW_RT_JIT_BEGIN);
+			lean_call(j, XFLOW_RT_JIT_BEGIN);
 			xa_test_rr(a, XR_RAX, XR_RAX);
 			xa_jcc(a, XC_E, c->done);
 			xa_mov_rr(a, XR_RBX, XR_RAX);
@@ -293,12 +321,16 @@ static void cold_write(struct jit *j)
 		}
 		/* The ring looked full by the cached index: read the
 		 * consumer's again, or drop. */
-		xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
-		xa_push(a, XR_R8);
-		xa_mov_rr(a, XR_RDI, XR_RBX);
-		call_rt(j, XFLOW_RT_JIT_ROOM);
-		xa_pop(a, XR_R8);
-		xa_pop(a, XR_R8);
+		if (j->lean) {
+			lean_call(j, XFLOW_RT_JIT_ROOM);
+		} else {
+			xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
+			xa_push(a, XR_R8);
+			xa_mov_rr(a, XR_RDI, XR_RBX);
+			call_rt(j, XFLOW_RT_JIT_ROOM);
+			xa_pop(a, XR_R8);
+			xa_pop(a, XR_R8);
+		}
 		xa_test_rr(a, XR_RAX, XR_RAX);
 		xa_jcc(a, XC_E, c->drop);
 		xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
@@ -947,11 +979,51 @@ static void lane_begin(struct jit *j, uint32_t out)
 	xa_bind(a, begun);
 }
 
+/* Whether every program of the hook at (@sites, @when) runs without a
+ * call into the runtime, and without r8, but on the rare paths (cold_write
+ * and lane_begin's, which keep what they clobber): then the hook's frame
+ * is lean.  What calls: field and memory accesses (fault-safe, through
+ * the runtime), every flow operation and the flow-id table's lock; what
+ * writes r8: the flow id of a record (handoff, split, a run's flow). */
+static bool hook_lean(const struct jit *j, unsigned when, const uint32_t *sites, uint32_t n)
+{
+	const struct xflow_rt_site *sv = (const struct xflow_rt_site *)((const char *)j->c + j->c->off_sites);
+	const struct xflow_rt_binding *bv = (const struct xflow_rt_binding *)((const char *)j->c + j->c->off_bindings);
+	const struct xflow_rt_advice *adv = (const struct xflow_rt_advice *)((const char *)j->c + j->c->off_advice);
+	if (j->env->fs_mode != XFLOW_RT_FS_TCB)
+		return false; /* rt_jit_begin on the common path */
+	for (uint32_t i = 0; i < n; i++) {
+		if (sites[i] >= j->c->nsites)
+			continue;
+		const struct xflow_rt_site *s = &sv[sites[i]];
+		for (uint32_t k = 0; k < s->nbindings; k++) {
+			uint32_t bi = s->first_binding + k;
+			if (bi >= j->c->nbindings || bv[bi].when != when)
+				continue;
+			if (bv[bi].advice >= j->c->nadvice)
+				return false;
+			const struct xflow_rt_advice *ad = &adv[bv[bi].advice];
+			if (ad->uses_flows || ad->prog.ninsns > XFLOW_BC_MAX_INSNS)
+				return false;
+			const struct xflow_bc_insn *in = at_ctl(j, (uint64_t)(uintptr_t)ad->prog.insns);
+			for (uint32_t pc = 0; pc < ad->prog.ninsns; pc++) {
+				switch ((enum xflow_bc_op)in[pc].op) {
+				case XFLOW_OP_LDF: case XFLOW_OP_STF: case XFLOW_OP_LDM: case XFLOW_OP_FLOW_NEW:
+				case XFLOW_OP_FLOW_GET: case XFLOW_OP_FLOW_REG: case XFLOW_OP_FLOW_DEL:
+				case XFLOW_OP_HANDOFF: case XFLOW_OP_SPLIT:
+					return false;
+				default:
+					break;
+				}
+			}
+		}
+	}
+	return true;
+}
+
 int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, const uint32_t *sites, uint32_t n,
 		uint64_t at, uint8_t *out, size_t max)
 {
-	static const enum xreg saved[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_RDI, XR_R8,
-					   XR_R9,  XR_R10, XR_R11, XR_RBX, XR_RBP };
 	struct jit *j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
@@ -960,9 +1032,14 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	j->env = env;
 	j->c = env->ctl;
 	j->addr = addr;
+	j->lean = hook_lean(j, when, sites, n);
+	const enum xreg *saved = j->lean ? saved_lean : saved_all;
+	size_t nsaved = j->lean ? sizeof(saved_lean) / sizeof(saved_lean[0]) : sizeof(saved_all) / sizeof(saved_all[0]);
+	j->reg_at = j->lean ? reg_at_lean : reg_at_all;
+	j->flags_at = (int32_t)(8 * nsaved);
 	uint32_t out_l = xa_label(a);
 	xa_op(a, 0x9c); /* pushfq */
-	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+	for (size_t i = 0; i < nsaved; i++)
 		xa_push(a, saved[i]);
 	xa_mov_rr(a, XR_RBP, XR_RSP);
 	xa_alu_ri(a, XA_AND, XR_RSP, -16);
@@ -971,7 +1048,7 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	 * the program had it set (1.7 ns a hit here, for a flag almost never
 	 * set). */
 	uint32_t df_clear = xa_label(a);
-	static const uint8_t test_df[] = { 0xf7, 0x45, 88, 0x00, 0x04, 0x00, 0x00 }; /* testl $0x400, 88(%rbp) */
+	const uint8_t test_df[] = { 0xf7, 0x45, (uint8_t)j->flags_at, 0x00, 0x04, 0x00, 0x00 }; /* testl $0x400, flags(%rbp) */
 	xa_bytes(a, test_df, sizeof(test_df));
 	xa_jcc(a, XC_E, df_clear);
 	xa_op(a, 0xfc); /* cld */
@@ -997,7 +1074,7 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	/* The flags as the zone stub restores them: sahf and an add for OF
 	 * (a quarter of popfq's cost), popfq when DF or AC was set. */
 	uint32_t slow = xa_label(a);
-	xa_load(a, XR_RAX, XR_RSP, 88, 8);
+	xa_load(a, XR_RAX, XR_RSP, j->flags_at, 8);
 	static const uint8_t test_df_ac[] = { 0xa9, 0x00, 0x04, 0x04, 0x00 }; /* test $0x40400, %eax */
 	xa_bytes(a, test_df_ac, sizeof(test_df_ac));
 	xa_jcc(a, XC_NE, slow);
@@ -1011,12 +1088,12 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 		0x9e,                   /* sahf */
 	};
 	xa_bytes(a, fast, sizeof(fast));
-	for (size_t i = sizeof(saved) / sizeof(saved[0]); i-- > 0;)
+	for (size_t i = nsaved; i-- > 0;)
 		xa_pop(a, saved[i]);
 	xa_lea(a, XR_RSP, XR_RSP, 8); /* over the flags, which are restored */
 	xa_op(a, 0xc3);
 	xa_bind(a, slow);
-	for (size_t i = sizeof(saved) / sizeof(saved[0]); i-- > 0;)
+	for (size_t i = nsaved; i-- > 0;)
 		xa_pop(a, saved[i]);
 	xa_op(a, 0x9d); /* popfq */
 	xa_op(a, 0xc3);
