@@ -199,8 +199,22 @@ uint32_t xa_label(struct xasm *a)
 
 void xa_bind(struct xasm *a, uint32_t l)
 {
-	if (l < a->nlabels)
-		a->label[l] = (int64_t)a->c.n;
+	if (l >= a->nlabels)
+		return;
+	/* A jmp just emitted to this very label would jump to the next
+	 * instruction (the end of a branch that falls into its join, a
+	 * program's last ret): it is taken back, and labels bound after it
+	 * name what follows it, as they did in effect. */
+	while (!a->c.err && a->nfix && a->fix[a->nfix - 1].label == l && a->c.n >= 5 &&
+	       a->fix[a->nfix - 1].at + 4 == a->c.n && a->c.p[a->c.n - 5] == 0xe9) {
+		int64_t was = (int64_t)a->c.n;
+		a->c.n -= 5;
+		a->nfix--;
+		for (uint32_t i = 0; i < a->nlabels; i++)
+			if (a->label[i] == was)
+				a->label[i] = (int64_t)a->c.n;
+	}
+	a->label[l] = (int64_t)a->c.n;
 }
 
 static void rel_to(struct xasm *a, uint32_t l)

@@ -77,6 +77,8 @@ int xa_finish(struct xasm *a);
 
 void xa_bytes(struct xasm *a, const void *b, size_t n);
 uint32_t xa_label(struct xasm *a);
+/* Bind @l here; a jmp to @l emitted last is taken back (it would jump to
+ * the next instruction). */
 void xa_bind(struct xasm *a, uint32_t l);
 void xa_jmp(struct xasm *a, uint32_t l);
 void xa_jcc(struct xasm *a, enum xcc cc, uint32_t l);

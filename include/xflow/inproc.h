@@ -41,8 +41,9 @@
 #define XFLOW_RT_CTL_MAGIC 0x4c435258  /* "XRCL" */
 #define XFLOW_RT_PROC_MAGIC 0x52505258 /* "XRPR" */
 /* 3: ctl.cpu_how, ctl.cpu_fixed, lane.cpu_plus1; 4: off_syscall is an
- * area of XFLOW_RT_CALL_AREA bytes; 5: XFLOW_RT_CPU_RDPID. */
-#define XFLOW_RT_VERSION 5
+ * area of XFLOW_RT_CALL_AREA bytes; 5: XFLOW_RT_CPU_RDPID; 6:
+ * XFLOW_RT_JIT_FS0. */
+#define XFLOW_RT_VERSION 6
 /* Bytes at off_syscall where the agent writes each call it injects. */
 #define XFLOW_RT_CALL_AREA 128
 
@@ -82,6 +83,8 @@ enum xflow_rt_jit_fn {
 	XFLOW_RT_JIT_READ,      /* int (addr, uint64_t *out, len, uint64_t *scratch) */
 	XFLOW_RT_JIT_WRITE,     /* int (addr, const uint64_t *in, len, uint64_t *scratch) */
 	XFLOW_RT_JIT_FLOW_PEEK, /* uint64_t (lane, kind, key): FLOW_GET without the lock */
+	XFLOW_RT_JIT_FS0,       /* uint64_t (void): the word at %fs:0, fault-safe
+	                         * (rt_safe_fs0); clobbers rax only */
 	XFLOW_RT_JIT_NFN
 };
 

@@ -90,7 +90,10 @@ static inline int rtlocal_init(struct rtlocal *r, const struct xflow_hook_prog *
 	struct xflow_rt_config *cfg = (void *)(r->image + r->head->off_config);
 	struct xflow_rt_globals *g = (void *)(r->image + r->head->off_globals);
 	cfg->ctl = (uint64_t)(uintptr_t)r->ctl;
-	cfg->fs_mode = getauxval(AT_HWCAP2) & (1 << 1) ? XFLOW_RT_FS_RDFSBASE : XFLOW_RT_FS_TCB;
+	/* As the agent picks it for a process whose threads follow the TLS
+	 * ABI, as this one's do (fs_mode_of, inproc_inject.c): compiled
+	 * advice then finds the lane inline.  A test may set the other. */
+	cfg->fs_mode = XFLOW_RT_FS_TCB;
 	g->proc = r->t.proc.addr;
 	/* The runtime's own handler mends its faulting accesses here too. */
 	struct sigaction sa;
@@ -107,7 +110,8 @@ static inline int rtlocal_init(struct rtlocal *r, const struct xflow_hook_prog *
 static inline uint64_t rtlocal_jit(struct rtlocal *r, uint64_t addr, unsigned when, const uint32_t *sites,
 				   uint32_t n)
 {
-	struct ip_jit_env env = { .ctl = r->ctl, .ctl_addr = (uint64_t)(uintptr_t)r->ctl,
+	const struct xflow_rt_config *cfg = (const void *)(r->image + r->head->off_config);
+	struct ip_jit_env env = { .ctl = r->ctl, .ctl_addr = (uint64_t)(uintptr_t)r->ctl, .fs_mode = cfg->fs_mode,
 				  .image = (uint64_t)(uintptr_t)r->image, .head = r->head };
 	uint64_t at = (uint64_t)(uintptr_t)r->code + r->code_used;
 	int len = ip_jit_hook(&env, addr, when, sites, n, at, r->code + r->code_used, RTLOCAL_CODE - r->code_used);

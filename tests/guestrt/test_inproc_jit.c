@@ -325,6 +325,84 @@ Test(inproc_jit, a_full_lane_skips_the_lost_records_numbers)
 	free(w);
 }
 
+/*
+ * The hit's start: inline in the compiled code when the thread is told
+ * apart by %fs:0 and its lane is where the hash puts it, idle; else the
+ * runtime's rt_jit_begin.  The two are told apart here by a CPU way
+ * changed after compiling (which the agent never does): the inline start
+ * has the compiler's (a fixed CPU), the runtime reads the region's (none).
+ * A thread's first hit claims its lane, by the runtime.  A busy lane (a hit running, as in a signal handler) is skipped either
+ * way, counted as nested, and the hit leaves it busy.
+ */
+static void start_both_ways(uint32_t fs_mode, uint32_t want_cpu_plus1)
+{
+	const struct xflow_bc_insn prog[] = { I(PUSHI, 0, 0, 7), I(STORE, 1, 0, 0), I(RET, 0, 0, 0) };
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	struct xflow_bc_prog p = { .ninsns = 3, .insns = prog };
+	set_prog(w, 0, &p);
+	struct xflow_hook_prog hprog;
+	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &hprog), 0);
+	hprog.fixed_cpu_plus1 = 42;
+	struct rtlocal *rt = &w->rt;
+	cr_assert_eq(rtlocal_init(rt, &hprog, 4, 64), 0);
+	struct xflow_rt_config *cfg = (void *)(rt->image + rt->head->off_config);
+	cfg->fs_mode = fs_mode;
+	for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
+		rtlocal_enable(rt, i, i == 0);
+	uint64_t code = rtlocal_jit(rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+	cr_assert_neq(code, 0);
+	((struct xflow_rt_ctl *)rt->ctl)->cpu_how = XFLOW_RT_CPU_NONE;
+	uint64_t in[17] = { 0 }, out[17];
+	in[5] = (uint64_t)(uintptr_t)buf;
+	in[16] = 0x202;
+	for (int i = 0; i < 3; i++)
+		rtlocal_call(code, in, out);
+	struct xflow_record r[8];
+	cr_assert_eq(rtlocal_records(rt, r, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(r[i].thread_seq, (uint32_t)i);
+		cr_assert_eq(r[i].data[0], 7);
+		uint32_t want = i == 0 ? 0 : want_cpu_plus1;
+		cr_assert_eq(r[i].cpu_plus1, want, "record %d: cpu_plus1 %u, not %u", i, r[i].cpu_plus1, want);
+		cr_assert(i == 0 || r[i].timestamp >= r[i - 1].timestamp);
+	}
+	struct xflow_rt_lane *l = NULL;
+	for (uint32_t i = 0; i < rt->t.nlanes; i++)
+		if (atomic_load(&rt->t.lanes[i].rt->owner) != 0)
+			l = rt->t.lanes[i].rt;
+	cr_assert_not_null(l, "no lane was claimed");
+	l->busy = 1;
+	rtlocal_call(code, in, out);
+	cr_assert_eq(rtlocal_records(rt, r, 8), 0, "a busy lane got a record");
+	cr_assert_eq(l->nested, 1);
+	cr_assert_eq(l->busy, 1, "the skipped hit let go of a lane it did not take");
+	l->busy = 0;
+	rtlocal_call(code, in, out);
+	cr_assert_eq(rtlocal_records(rt, r, 8), 1);
+	cr_assert_eq(r[0].thread_seq, 3);
+	cr_assert_eq(l->busy, 0);
+	uint64_t cnt[3];
+	rtlocal_counts(rt, 0, cnt);
+	cr_assert_eq(cnt[0], 4, "%llu hits counted", (unsigned long long)cnt[0]);
+	rtlocal_fini(rt);
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}
+
+Test(inproc_jit, the_start_inline_by_fs0)
+{
+	start_both_ways(XFLOW_RT_FS_TCB, 42);
+}
+
+Test(inproc_jit, the_start_by_the_runtime_otherwise)
+{
+	if (!(getauxval(AT_HWCAP2) & (1 << 1)))
+		cr_skip_test("no rdfsbase here");
+	start_both_ways(XFLOW_RT_FS_RDFSBASE, 0);
+}
+
 Test(inproc_jit, arithmetic_and_division_edges)
 {
 	static const uint64_t k[] = { 0x8000000000000000ull, 0xffffffffffffffffull, 0x123456789abcdefull };
@@ -742,6 +820,66 @@ static void *peek_write(void *arg)
 		atomic_fetch_add(&pk->changes, 1);
 	}
 	return NULL;
+}
+
+/* A hook whose programs call nothing of the runtime's on their common
+ * path saves only what its code writes; rdi and r8-r10 stay in place,
+ * are read there by its fetches, and are kept around the runtime's calls
+ * on its rare paths: a thread's first hit (the lane claimed) and a full
+ * lane (the consumer's index read again, then a drop). */
+Test(inproc_jit, a_lean_hook_keeps_every_register)
+{
+	const struct xflow_bc_insn prog[] = { I(LDIN, 0, 0, 0), I(PC, 0, 0, 0), I(RDTSC, 0, 0, 0), I(STORE, 3, 0, 0),
+					      I(RET, 0, 0, 0) };
+	struct world *w = calloc(1, sizeof(*w));
+	/* world_init's site has every advice: this one has only the lean one. */
+	cr_assert_eq(handplan_init(&w->hp, unit_xml, "/proc/self/exe"), 0);
+	w->hp.bin.flags = 0;
+	layouts(&w->hp);
+	w->site = handplan_site(&w->hp, 0x401000, 5);
+	struct xflow_plan_fetch fe[2] = { { .kind = XFLOW_FETCH_REG, .reg = 5 }, { .kind = XFLOW_FETCH_REG, .reg = 4 } };
+	handplan_bind(&w->hp, w->site, 0, XFLOW_WHEN_BEFORE, fe, 2);
+	cr_assert_eq(xflow_flowtab_init(&w->ref.flows, 1024), 0);
+	struct xflow_bc_prog p = { .ninsns = 5, .insns = prog };
+	set_prog(w, 0, &p);
+	const char *why;
+	uint32_t at;
+	cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s at %u", why, at);
+	struct xflow_hook_prog hprog;
+	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &hprog), 0);
+	cr_assert_eq(rtlocal_init(&w->rt, &hprog, 1, 2), 0, "a lane of two records");
+	for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
+		rtlocal_enable(&w->rt, i, i == 0);
+	uint64_t code = rtlocal_jit(&w->rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+	cr_assert_neq(code, 0);
+	static const uint64_t flags[] = { 0x202, 0xad7, 0xad7 | 0x400, 0x202 | 0x40000, 0x2d7, 0x246 };
+	for (unsigned f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		uint64_t in[17], out[17];
+		for (int i = 0; i < 16; i++)
+			in[i] = 0x1111111111111111ull * (uint64_t)(i + 1) + f;
+		in[16] = flags[f];
+		rtlocal_call(code, in, out);
+		for (int i = 0; i < 17; i++)
+			if (i != 7)
+				cr_assert_eq(out[i], in[i], "call %u: register %d: %llx -> %llx", f, i,
+					     (unsigned long long)in[i], (unsigned long long)out[i]);
+	}
+	struct xflow_record r[8];
+	cr_assert_eq(rtlocal_records(&w->rt, r, 8), 2, "the lane holds two");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(r[i].data[0], 0x6666666666666666ull + (uint64_t)i, "record %d: rdi %llx", i,
+			     (unsigned long long)r[i].data[0]);
+		cr_assert_eq(r[i].data[1], 0x401000);
+		cr_assert_eq(r[i].data[2], r[i].timestamp);
+	}
+	uint64_t cnt[3];
+	rtlocal_counts(&w->rt, 0, cnt);
+	cr_assert_eq(cnt[0], 6);
+	cr_assert_eq(cnt[2], 4, "%llu drops", (unsigned long long)cnt[2]);
+	rtlocal_fini(&w->rt);
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
 }
 
 Test(inproc_jit, lookups_without_the_lock_under_changes)

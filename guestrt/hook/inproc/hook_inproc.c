@@ -102,6 +102,7 @@ static struct ip_patch *trap_at(struct ip_target *mm, uint64_t addr)
 static int copy_state(struct ip_target *c, const struct ip_target *p)
 {
 	c->image = p->image;
+	c->fs_mode = p->fs_mode;
 	c->traps = p->traps;
 	if (pt_grow((void **)&c->zones, &c->capzones, p->nzones + 1, sizeof(*c->zones)) < 0 ||
 	    pt_grow((void **)&c->patches, &c->cappatches, p->npatches + 1, sizeof(*c->patches)) < 0 ||

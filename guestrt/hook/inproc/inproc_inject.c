@@ -390,8 +390,10 @@ int ip_inject(struct ip_target *t)
 	t->image = (uint64_t)img;
 	uint32_t fs_mode = fs_mode_of(t, e->fs_mode);
 	rc = ip_config_set(t, offsetof(struct xflow_rt_config, fs_mode), &fs_mode, sizeof(fs_mode));
-	if (rc == 0)
+	if (rc == 0) {
+		t->fs_mode = fs_mode;
 		rc = handlers_install(t);
+	}
 	if (rc < 0)
 		ip_eject(t);
 	return rc;

@@ -16,7 +16,8 @@
  *   pushfq; push rax rcx rdx rsi rdi r8 r9 r10 r11 rbx rbp
  *   rbp = rsp (the saved registers: DWARF's registers are read there, and
  *   r12-r15 where they are, untouched); rsp aligned, the frame below it
- *   rbx = rt_jit_begin() (the lane), or straight out
+ *   rbx = the lane, found inline (lane_begin) or by rt_jit_begin(), or
+ *   straight out
  *   per binding: its advice's flag, a hit counted, inputs fetched, the
  *   program (under the flow-id table's lock if it changes the table; one
  *   that only looks ids up takes none), its marker record; a fault ends
@@ -46,11 +47,17 @@
 #define F_SIZE ((F_LAST_ID + 48 + 15) & ~15)
 
 /* Where the program's registers are, by DWARF number: offsets from rbp of
- * the pushes above, -1 for a register left where it is, -2 for rsp. */
-static const int16_t reg_at[16] = { 80, 64, 72, 8, 56, 48, 0, -2, 40, 32, 24, 16, -1, -1, -1, -1 };
-static const enum xreg reg_live[16] = { [12] = XR_R12, [13] = XR_R13, [14] = XR_R14, [15] = XR_R15 };
-/* The program's rsp: past the pushes (96), the return address and the red zone. */
-#define PROGRAM_RSP (96 + 8 + 128)
+ * the pushes above, -1 for a register left where it is, -2 for rsp.  A
+ * lean frame (a hook whose common path calls nothing of the runtime's)
+ * pushes only the registers its code writes; rdi and r8-r10 stay where
+ * they are, and its calls on rare paths keep them around the call. */
+static const enum xreg saved_all[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_RDI, XR_R8,
+				       XR_R9,  XR_R10, XR_R11, XR_RBX, XR_RBP };
+static const int16_t reg_at_all[16] = { 80, 64, 72, 8, 56, 48, 0, -2, 40, 32, 24, 16, -1, -1, -1, -1 };
+static const enum xreg saved_lean[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_R11, XR_RBX, XR_RBP };
+static const int16_t reg_at_lean[16] = { 48, 32, 40, 8, 24, -1, 0, -2, -1, -1, -1, 16, -1, -1, -1, -1 };
+static const enum xreg reg_live[16] = { [5] = XR_RDI, [8] = XR_R8, [9] = XR_R9, [10] = XR_R10,
+					[12] = XR_R12, [13] = XR_R13, [14] = XR_R14, [15] = XR_R15 };
 
 struct jit {
 	struct xasm a;
@@ -61,7 +68,34 @@ struct jit {
 	const struct xflow_rt_advice *adv;
 	uint32_t adv_index;
 	uint32_t l_fault, l_end;      /* this binding's labels */
+	bool flow_ops;                /* the binding's program may give its run a
+	                               * flow (FLOW_GET, _REG, _DEL: set_last) */
+	int32_t rax_at;               /* the frame slot rax holds now, -1: none */
+	bool lean;                    /* the lean frame (reg_at_lean) */
+	const int16_t *reg_at;
+	int32_t flags_at;             /* the program's flags, from rbp */
+	/* Paths a hit rarely takes (a full ring, a fault), written after the
+	 * function's ret, so that the common path runs straight through,
+	 * without a taken jump. */
+	struct cold {
+		uint8_t fault;        /* 1: a binding's fault; 0: a full ring;
+		                       * 2: the hit's start, by the runtime */
+		uint8_t unlock;       /* fault: the flow-id table's lock is held */
+		uint32_t from, back, drop, done; /* labels */
+		int32_t counter;      /* the drops' or the faults' counter */
+	} cold[XA_MAX_LABELS / 4];
+	uint32_t ncold;
 };
+
+static struct cold *cold_add(struct jit *j)
+{
+	if (j->ncold == sizeof(j->cold) / sizeof(j->cold[0])) {
+		if (!j->a.c.err)
+			j->a.c.err = -ENOSPC; /* the interpreter runs the hook */
+		return NULL;
+	}
+	return &j->cold[j->ncold++];
+}
 
 #define LANE(field) ((int32_t)offsetof(struct xflow_rt_lane, field))
 #define PROD(field) ((int32_t)(offsetof(struct xflow_rt_lane, prod) + offsetof(struct xflow_ring_producer, field)))
@@ -87,10 +121,12 @@ static void get_reg(struct jit *j, enum xreg r, unsigned reg)
 {
 	if (reg == 16)
 		xa_mov_ri(&j->a, r, j->addr);
-	else if (reg_at[reg] >= 0)
-		xa_load(&j->a, r, XR_RBP, reg_at[reg], 8);
-	else if (reg_at[reg] == -2)
-		xa_lea(&j->a, r, XR_RBP, PROGRAM_RSP);
+	else if (j->reg_at[reg] >= 0)
+		xa_load(&j->a, r, XR_RBP, j->reg_at[reg], 8);
+	else if (j->reg_at[reg] == -2)
+		/* past the pushes and the flags, the return address and the
+		 * red zone */
+		xa_lea(&j->a, r, XR_RBP, j->flags_at + 8 + 8 + 128);
 	else
 		xa_mov_rr(&j->a, r, reg_live[reg]);
 }
@@ -147,29 +183,28 @@ static int fetch(struct jit *j, const struct xflow_rt_fetch *f, unsigned i)
  * @cell.  A full ring drops it and counts it, for the ring and the advice,
  * and its thread_seq is used all the same, so that the gap it leaves tells
  * the monitor a record of this thread was lost there (xflow/record.h,
- * "Losses"): the cost is in the drop path only.
+ * "Losses"): the cost is in the drop path only.  @no_id: the id is 0 for
+ * certain (a program with no flow operation), r8 is not read and the
+ * words it would change are constants.
  */
-static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int cell)
+static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int cell, bool no_id)
 {
 	struct xasm *a = &j->a;
-	uint32_t room = xa_label(a), drop = xa_label(a), done = xa_label(a);
-	/* rax = prod; room if prod - cons_cache < mask + 1 */
+	uint32_t room = xa_label(a), full = xa_label(a), drop = xa_label(a), done = xa_label(a);
+	struct cold *c = cold_add(j);
+	if (!c)
+		return;
+	*c = (struct cold){ .from = full, .back = room, .drop = drop, .done = done,
+			    .counter = counter(j, XFLOW_RT_CNT_DROPS) };
+	/* rax = prod; room if prod - cons_cache < mask + 1, else the cold
+	 * path (cold_write) asks again */
 	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
 	xa_mov_rr(a, XR_RCX, XR_RAX);
 	xa_alu_rm(a, XA_SUB, XR_RCX, XR_RBX, PROD(cons_cache));
 	xa_load(a, XR_RDX, XR_RBX, PROD(mask), 4);
 	xa_alu_ri(a, XA_ADD, XR_RDX, 1);
 	xa_alu_rr(a, XA_CMP, XR_RCX, XR_RDX);
-	xa_jcc(a, XC_B, room);
-	xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
-	xa_push(a, XR_R8);
-	xa_mov_rr(a, XR_RDI, XR_RBX);
-	call_rt(j, XFLOW_RT_JIT_ROOM);
-	xa_pop(a, XR_R8);
-	xa_pop(a, XR_R8);
-	xa_test_rr(a, XR_RAX, XR_RAX);
-	xa_jcc(a, XC_E, drop);
-	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
+	xa_jcc(a, XC_AE, full);
 	xa_bind(a, room);
 	/* rcx = slots + (prod & mask) * XFLOW_RECORD_SIZE */
 	xa_load(a, XR_RCX, XR_RBX, PROD(mask), 4);
@@ -184,24 +219,32 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	/* timestamp */
 	xa_load(a, XR_RDX, XR_RBX, LANE(now), 8);
 	xa_store(a, XR_RCX, 0, XR_RDX, 8);
-	/* flow_id: the id cut to 48 bits */
-	xa_mov_rr(a, XR_RDX, XR_R8);
-	xa_shift_i(a, 4, XR_RDX, 16);
-	xa_shift_i(a, 5, XR_RDX, 16);
-	xa_store(a, XR_RCX, 8, XR_RDX, 8);
-	/* site_id | flow_kind << 32 | domain_id << 48; the kind is "none"
-	 * without an id */
-	xa_mov_ri(a, XR_RDX, XFLOW_FLOW_KIND_NONE);
-	if (kind >= 0)
-		xa_mov_ri(a, XR_RSI, (uint64_t)kind);
-	else
-		xa_load(a, XR_RSI, XR_RSP, F_LAST_KIND, 8);
-	xa_test_rr(a, XR_R8, XR_R8);
-	xa_cmov(a, XC_NE, XR_RDX, XR_RSI);
-	xa_shift_i(a, 4, XR_RDX, 32);
-	xa_mov_ri(a, XR_RSI, (uint64_t)j->site | (uint64_t)j->c->domain_id << 48);
-	xa_alu_rr(a, XA_OR, XR_RDX, XR_RSI);
-	xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	if (no_id) {
+		/* flow_id 0, and the kind "none" beside the site and domain */
+		xa_store_i(a, XR_RCX, 8, 0, 8);
+		xa_mov_ri(a, XR_RDX,
+			  (uint64_t)j->site | (uint64_t)XFLOW_FLOW_KIND_NONE << 32 | (uint64_t)j->c->domain_id << 48);
+		xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	} else {
+		/* flow_id: the id cut to 48 bits */
+		xa_mov_rr(a, XR_RDX, XR_R8);
+		xa_shift_i(a, 4, XR_RDX, 16);
+		xa_shift_i(a, 5, XR_RDX, 16);
+		xa_store(a, XR_RCX, 8, XR_RDX, 8);
+		/* site_id | flow_kind << 32 | domain_id << 48; the kind is
+		 * "none" without an id */
+		xa_mov_ri(a, XR_RDX, XFLOW_FLOW_KIND_NONE);
+		if (kind >= 0)
+			xa_mov_ri(a, XR_RSI, (uint64_t)kind);
+		else
+			xa_load(a, XR_RSI, XR_RSP, F_LAST_KIND, 8);
+		xa_test_rr(a, XR_R8, XR_R8);
+		xa_cmov(a, XC_NE, XR_RDX, XR_RSI);
+		xa_shift_i(a, 4, XR_RDX, 32);
+		xa_mov_ri(a, XR_RSI, (uint64_t)j->site | (uint64_t)j->c->domain_id << 48);
+		xa_alu_rr(a, XA_OR, XR_RDX, XR_RSI);
+		xa_store(a, XR_RCX, 16, XR_RDX, 8);
+	}
 	/* flags | version << 16 | ndata << 24 | thread_id << 32 */
 	xa_load(a, XR_RDX, XR_RBX, LANE(tid), 4);
 	xa_shift_i(a, 4, XR_RDX, 32);
@@ -230,15 +273,77 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 	xa_store(a, XR_RBX, PROD(prod), XR_RAX, 8);
 	xa_load(a, XR_RDX, XR_RBX, PROD(hdr), 8);
 	xa_store(a, XR_RDX, (int32_t)offsetof(struct xflow_ring_hdr, prod), XR_RAX, 8);
-	xa_jmp(a, done);
-	xa_bind(a, drop);
-	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_DROPS), 1);
-	/* The lost record's number, skipped (32 bits: seq is followed by
-	 * another field). */
-	xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
-	xa_lea(a, XR_RSI, XR_RDX, 1);
-	xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
 	xa_bind(a, done);
+}
+
+/* A call of @fn (lane in rbx as its argument where it takes one) from a
+ * rare path: in a lean frame, the program's rdi and r8-r10 are kept
+ * around it (four pushes keep rsp aligned). */
+static void lean_call(struct jit *j, enum xflow_rt_jit_fn fn)
+{
+	struct xasm *a = &j->a;
+	static const enum xreg kept[] = { XR_RDI, XR_R8, XR_R9, XR_R10 };
+	if (j->lean)
+		for (size_t i = 0; i < 4; i++)
+			xa_push(a, kept[i]);
+	xa_mov_rr(a, XR_RDI, XR_RBX);
+	call_rt(j, fn);
+	if (j->lean)
+		for (size_t i = 4; i-- > 0;)
+			xa_pop(a, kept[i]);
+}
+
+/* The paths emit_record and binding put aside, after the function's end. */
+static void cold_write(struct jit *j)
+{
+	struct xasm *a = &j->a;
+	for (uint32_t i = 0; i < j->ncold; i++) {
+		const struct cold *c = &j->cold[i];
+		xa_bind(a, c->from);
+		if (c->fault == 2) {
+			/* Whatever the inline start did not take: the runtime's
+			 * rt_jit_begin, from the start (nothing was changed). */
+			lean_call(j, XFLOW_RT_JIT_BEGIN);
+			xa_test_rr(a, XR_RAX, XR_RAX);
+			xa_jcc(a, XC_E, c->done);
+			xa_mov_rr(a, XR_RBX, XR_RAX);
+			xa_jmp(a, c->back);
+			continue;
+		}
+		if (c->fault) {
+			if (c->unlock) {
+				xa_mov_rr(a, XR_RDI, XR_RBX);
+				call_rt(j, XFLOW_RT_JIT_UNLOCK);
+			}
+			xa_alu_mi(a, XA_ADD, XR_RBX, c->counter, 1);
+			xa_jmp(a, c->back);
+			continue;
+		}
+		/* The ring looked full by the cached index: read the
+		 * consumer's again, or drop. */
+		if (j->lean) {
+			lean_call(j, XFLOW_RT_JIT_ROOM);
+		} else {
+			xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
+			xa_push(a, XR_R8);
+			xa_mov_rr(a, XR_RDI, XR_RBX);
+			call_rt(j, XFLOW_RT_JIT_ROOM);
+			xa_pop(a, XR_R8);
+			xa_pop(a, XR_R8);
+		}
+		xa_test_rr(a, XR_RAX, XR_RAX);
+		xa_jcc(a, XC_E, c->drop);
+		xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
+		xa_jmp(a, c->back);
+		xa_bind(a, c->drop);
+		xa_alu_mi(a, XA_ADD, XR_RBX, c->counter, 1);
+		/* The lost record's number, skipped (32 bits: seq is followed
+		 * by another field). */
+		xa_load(a, XR_RDX, XR_RBX, LANE(seq), 4);
+		xa_lea(a, XR_RSI, XR_RDX, 1);
+		xa_store(a, XR_RBX, LANE(seq), XR_RSI, 4);
+		xa_jmp(a, c->done);
+	}
 }
 
 /* The flow of the records of this run: the last lookup, creation or
@@ -429,6 +534,22 @@ static int depths(const struct xflow_bc_prog *p, int *d)
 	return 0;
 }
 
+/* rax from the frame slot at @off, unless it holds it already: a value
+ * pushed and at once stored into a local, or a local stored and read
+ * again, goes through rax without a load that waits on the store. */
+static void load_rax(struct jit *j, int32_t off)
+{
+	if (j->rax_at != off)
+		xa_load(&j->a, XR_RAX, XR_RSP, off, 8);
+	j->rax_at = off;
+}
+
+static void store_rax(struct jit *j, int32_t off)
+{
+	xa_store(&j->a, XR_RSP, off, XR_RAX, 8);
+	j->rax_at = off;
+}
+
 /* The program of one binding. */
 static int body(struct jit *j, const struct xflow_bc_prog *p)
 {
@@ -441,12 +562,21 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 	q.insns = insns;
 	if (p->ninsns > XFLOW_BC_MAX_INSNS || depths(&q, d) < 0)
 		return -EINVAL;
+	/* Where a jump lands, rax holds whatever the path there left. */
+	bool target[XFLOW_BC_MAX_INSNS + 1] = { false };
+	for (uint32_t pc = 0; pc < p->ninsns; pc++)
+		if (insns[pc].op == XFLOW_OP_JMP || insns[pc].op == XFLOW_OP_JZ || insns[pc].op == XFLOW_OP_JNZ)
+			target[pc + 1 + (uint32_t)insns[pc].k] = true; /* in range: depths() checked */
 	for (uint32_t i = 0; i <= p->ninsns; i++)
 		lab[i] = xa_label(a);
+	j->rax_at = -1;
 	for (uint32_t pc = 0; pc < p->ninsns; pc++) {
 		const struct xflow_bc_insn *in = &insns[pc];
 		int s = d[pc];
 		xa_bind(a, lab[pc]);
+		/* Only the operations below that end with rax stored keep it. */
+		int32_t rax_at = target[pc] ? -1 : j->rax_at;
+		j->rax_at = -1;
 		if (s < 0)
 			continue;
 		const struct xflow_field_rt *f;
@@ -455,29 +585,32 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			break;
 		case XFLOW_OP_PUSHI:
 			xa_mov_ri(a, XR_RAX, (uint64_t)(int64_t)in->k);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_PUSHK:
 			if (in->b >= p->nconsts)
 				return -EINVAL;
 			xa_mov_ri(a, XR_RAX, consts[in->b]);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_LDIN:
 			xa_load(a, XR_RAX, XR_RSP, F_INPUT(in->a), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_LDL:
-			xa_load(a, XR_RAX, XR_RSP, F_LOCAL(in->a), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			j->rax_at = rax_at;
+			load_rax(j, F_LOCAL(in->a));
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_STL:
-			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
-			xa_store(a, XR_RSP, F_LOCAL(in->a), XR_RAX, 8);
+			j->rax_at = rax_at;
+			load_rax(j, F_CELL(s - 1));
+			store_rax(j, F_LOCAL(in->a));
 			break;
 		case XFLOW_OP_DUP:
-			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			j->rax_at = rax_at;
+			load_rax(j, F_CELL(s - 1));
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_LDF:
 			f = field(j, in->b);
@@ -578,11 +711,11 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			break;
 		case XFLOW_OP_RDTSC:
 			xa_load(a, XR_RAX, XR_RBX, LANE(now), 8);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_PC:
 			xa_mov_ri(a, XR_RAX, j->addr);
-			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
+			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_FLOW_NEW:
 			xa_mov_rr(a, XR_RDI, XR_RBX);
@@ -615,8 +748,9 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 		case XFLOW_OP_STORE:
 			if (in->a < 1 || in->a > XFLOW_RECORD_MAX_DATA)
 				return -EINVAL;
-			xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
-			emit_record(j, -1, in->b, in->a, s - in->a);
+			if (j->flow_ops)
+				xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
+			emit_record(j, -1, in->b, in->a, s - in->a, !j->flow_ops);
 			break;
 		case XFLOW_OP_HANDOFF:
 			if (in->a == 2) {
@@ -629,7 +763,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 				xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
 				emit_record(j, in->b,
 					    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_START,
-					    3, s - 3);
+					    3, s - 3, false);
 				xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 				break;
 			}
@@ -640,7 +774,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			emit_record(j, in->b,
 				    XFLOW_REC_TRANSIT | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED |
 					    (in->a ? XFLOW_REC_START : 0),
-				    2, s - 2);
+				    2, s - 2, false);
 			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 			break;
 		case XFLOW_OP_SPLIT:
@@ -648,7 +782,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_load(a, XR_R8, XR_RSP, F_CELL(s - 2), 8);
 			xa_load(a, XR_RAX, XR_RSP, F_CELL(s - 1), 8);
 			xa_store(a, XR_RSP, F_CELL(s - 2), XR_RAX, 8);
-			emit_record(j, in->b, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, 1, s - 2);
+			emit_record(j, in->b, XFLOW_REC_START | XFLOW_REC_TRANSIT | XFLOW_REC_SPLIT, 1, s - 2, false);
 			xa_store_i(a, XR_RSP, F_OP_REC, 1, 8);
 			break;
 		default:
@@ -661,6 +795,19 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 	return 0;
 }
 
+/* Whether program @p may give its run a flow: only these set F_LAST_ID
+ * (set_last).  Without one the run's records carry no id, and no marker
+ * is due, whatever the run does. */
+static bool has_flow_ops(const struct jit *j, const struct xflow_bc_prog *p)
+{
+	const struct xflow_bc_insn *insns = at_ctl(j, (uint64_t)(uintptr_t)p->insns);
+	for (uint32_t pc = 0; pc < p->ninsns && pc < XFLOW_BC_MAX_INSNS; pc++)
+		if (insns[pc].op == XFLOW_OP_FLOW_GET || insns[pc].op == XFLOW_OP_FLOW_REG ||
+		    insns[pc].op == XFLOW_OP_FLOW_DEL)
+			return true;
+	return false;
+}
+
 /* One binding: its flag, a hit, its inputs, its program. */
 static int binding(struct jit *j, const struct xflow_rt_binding *b)
 {
@@ -671,6 +818,7 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		return -EINVAL;
 	j->adv = &adv[b->advice];
 	j->adv_index = b->advice;
+	j->flow_ops = has_flow_ops(j, &j->adv->prog);
 	uint32_t next = xa_label(a);
 	j->l_fault = xa_label(a);
 	j->l_end = xa_label(a);
@@ -685,10 +833,12 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		if (rc < 0)
 			return rc;
 	}
-	xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
-	xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
-	xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
-	xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
+	if (j->flow_ops) {
+		xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
+		xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
+		xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
+		xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
+	}
 	/* Locals start at 0. */
 	for (uint32_t i = 0; i < j->adv->prog.nlocals && i < XFLOW_BC_MAX_LOCALS; i++)
 		xa_store_i(a, XR_RSP, F_LOCAL(i), 0, 8);
@@ -700,7 +850,7 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 	if (rc < 0)
 		return rc;
 	xa_bind(a, j->l_end);
-	if (j->adv->marker_flags) {
+	if (j->adv->marker_flags && j->flow_ops) {
 		/* An xflow operation that acted on a flow says so, unless its
 		 * operation wrote its own record (split, handoff), or it is a
 		 * start that kept an id in place (guestrt/interp/interp.c's
@@ -717,29 +867,163 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		xa_load(a, XR_R8, XR_RSP, F_LAST_ID, 8);
 		xa_test_rr(a, XR_R8, XR_R8);
 		xa_jcc(a, XC_E, none);
-		emit_record(j, -1, j->adv->marker_flags, 0, 0);
+		emit_record(j, -1, j->adv->marker_flags, 0, 0, false);
 		xa_bind(a, none);
 	}
 	if (j->adv->uses_flows == 1) {
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_UNLOCK);
 	}
-	xa_jmp(a, next);
-	xa_bind(a, j->l_fault);
-	if (j->adv->uses_flows == 1) {
-		xa_mov_rr(a, XR_RDI, XR_RBX);
-		call_rt(j, XFLOW_RT_JIT_UNLOCK);
-	}
-	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_FAULTS), 1);
+	struct cold *c = cold_add(j);
+	if (c)
+		*c = (struct cold){ .fault = 1, .unlock = j->adv->uses_flows == 1, .from = j->l_fault, .back = next,
+				    .counter = counter(j, XFLOW_RT_CNT_FAULTS) };
 	xa_bind(a, next);
 	return 0;
+}
+
+/*
+ * rbx = the calling thread's lane, marked busy, the hit's time and CPU in
+ * it: rt_jit_begin's common case, inline (issue 27: no call, no search,
+ * no test of what the compiler knows: the control region, set in the
+ * image's config before any code was compiled for it, and the thread-key
+ * mode).  Where the image tells threads apart by %fs:0 (rt_safe_fs0,
+ * fault-safe), the lane where the hash of that key puts it, owned by the
+ * thread, ready and idle.  Anything else (no data region yet, as in a
+ * forked child, no TLS, a first hit, a lane taken elsewhere, stale or
+ * busy), and every hit where the key is rdfsbase, is rt_jit_begin's,
+ * called from the start by the cold path, which counts what it counts
+ * and jumps to @out when the hit must do nothing.
+ */
+static void lane_begin(struct jit *j, uint32_t out)
+{
+	struct xasm *a = &j->a;
+	if (j->env->fs_mode != XFLOW_RT_FS_TCB) {
+		call_rt(j, XFLOW_RT_JIT_BEGIN);
+		xa_test_rr(a, XR_RAX, XR_RAX);
+		xa_jcc(a, XC_E, out);
+		xa_mov_rr(a, XR_RBX, XR_RAX);
+		return;
+	}
+	uint32_t slow = xa_label(a), begun = xa_label(a);
+	struct cold *c = cold_add(j);
+	if (!c)
+		return;
+	*c = (struct cold){ .fault = 2, .from = slow, .back = begun, .done = out };
+	uint64_t globals = j->env->image + j->env->head->off_globals;
+#define PROC(f) ((int32_t)offsetof(struct xflow_rt_proc, f))
+	/* rsi = rt_globals.proc */
+	xa_mov_ri(a, XR_RSI, globals + offsetof(struct xflow_rt_globals, proc));
+	xa_load(a, XR_RSI, XR_RSI, 0, 8);
+	xa_test_rr(a, XR_RSI, XR_RSI);
+	xa_jcc(a, XC_E, slow);
+	/* rax = the key: a fault gives -EFAULT's 32 bits, no TLS 0 */
+	call_rt(j, XFLOW_RT_JIT_FS0);
+	xa_mov_ri(a, XR_RCX, (uint32_t)-14);
+	xa_alu_rr(a, XA_CMP, XR_RAX, XR_RCX);
+	xa_jcc(a, XC_E, slow);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, slow);
+	/* rcx = the lane at ((key * golden) >> 40) & (nlanes - 1), as
+	 * rt_lane_at has it */
+	xa_mov_ri(a, XR_RCX, UINT64_C(0x9E3779B97F4A7C15));
+	xa_imul_rr(a, XR_RCX, XR_RAX);
+	xa_shift_i(a, 5, XR_RCX, 40);
+	xa_load(a, XR_RDX, XR_RSI, PROC(nlanes), 4);
+	xa_alu_ri(a, XA_ADD, XR_RDX, -1);
+	xa_alu_rr(a, XA_AND, XR_RCX, XR_RDX);
+	xa_load(a, XR_RDX, XR_RSI, PROC(lane_size), 8);
+	xa_imul_rr(a, XR_RCX, XR_RDX);
+	xa_alu_rm(a, XA_ADD, XR_RCX, XR_RSI, PROC(off_lanes));
+	xa_alu_rr(a, XA_ADD, XR_RCX, XR_RSI);
+#undef PROC
+	/* ours, not stale, ready, not busy (x86 loads are acquires) */
+	xa_alu_rm(a, XA_CMP, XR_RAX, XR_RCX, LANE(owner));
+	xa_jcc(a, XC_NE, slow);
+	xa_load(a, XR_RDX, XR_RCX, LANE(stale), 4);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_NE, slow);
+	xa_load(a, XR_RDX, XR_RCX, LANE(ready), 4);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_E, slow);
+	xa_load(a, XR_RDX, XR_RCX, LANE(busy), 4);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_NE, slow);
+	xa_mov_rr(a, XR_RBX, XR_RCX);
+	/* Busy before anything of the lane is touched: a signal handler of
+	 * this thread hitting a site sees it (x86 keeps the stores in
+	 * order, and so does this code). */
+	xa_store_i(a, XR_RBX, LANE(busy), 1, 4);
+	/* The time and the CPU as rt_tsc_cpu reads them, for the CPU's way
+	 * the agent chose (fixed in the control region). */
+	static const uint8_t rdtsc[] = { 0x0f, 0x31 }, rdtscp[] = { 0x0f, 0x01, 0xf9 },
+			     rdpid_rcx[] = { 0xf3, 0x0f, 0xc7, 0xf9 }; /* rdpid %rcx */
+	unsigned how = j->c->cpu_how;
+	if (how == XFLOW_RT_CPU_RDTSCP)
+		xa_bytes(a, rdtscp, sizeof(rdtscp));
+	else
+		xa_bytes(a, rdtsc, sizeof(rdtsc));
+	xa_shift_i(a, 4, XR_RDX, 32);
+	xa_alu_rr(a, XA_OR, XR_RDX, XR_RAX);
+	xa_store(a, XR_RBX, LANE(now), XR_RDX, 8);
+	if (how == XFLOW_RT_CPU_RDPID)
+		xa_bytes(a, rdpid_rcx, sizeof(rdpid_rcx));
+	if (how == XFLOW_RT_CPU_RDPID || how == XFLOW_RT_CPU_RDTSCP) {
+		xa_alu_ri(a, XA_AND, XR_RCX, 0xfff);
+		xa_alu_ri(a, XA_ADD, XR_RCX, 1);
+		xa_store(a, XR_RBX, LANE(cpu_plus1), XR_RCX, 4);
+	} else {
+		xa_store_i(a, XR_RBX, LANE(cpu_plus1),
+			   how == XFLOW_RT_CPU_FIXED ? (int32_t)(j->c->cpu_fixed + 1) : 0, 4);
+	}
+	xa_bind(a, begun);
+}
+
+/* Whether every program of the hook at (@sites, @when) runs without a
+ * call into the runtime, and without r8, but on the rare paths (cold_write
+ * and lane_begin's, which keep what they clobber): then the hook's frame
+ * is lean.  What calls: field and memory accesses (fault-safe, through
+ * the runtime), every flow operation and the flow-id table's lock; what
+ * writes r8: the flow id of a record (handoff, split, a run's flow). */
+static bool hook_lean(const struct jit *j, unsigned when, const uint32_t *sites, uint32_t n)
+{
+	const struct xflow_rt_site *sv = (const struct xflow_rt_site *)((const char *)j->c + j->c->off_sites);
+	const struct xflow_rt_binding *bv = (const struct xflow_rt_binding *)((const char *)j->c + j->c->off_bindings);
+	const struct xflow_rt_advice *adv = (const struct xflow_rt_advice *)((const char *)j->c + j->c->off_advice);
+	if (j->env->fs_mode != XFLOW_RT_FS_TCB)
+		return false; /* rt_jit_begin on the common path */
+	for (uint32_t i = 0; i < n; i++) {
+		if (sites[i] >= j->c->nsites)
+			continue;
+		const struct xflow_rt_site *s = &sv[sites[i]];
+		for (uint32_t k = 0; k < s->nbindings; k++) {
+			uint32_t bi = s->first_binding + k;
+			if (bi >= j->c->nbindings || bv[bi].when != when)
+				continue;
+			if (bv[bi].advice >= j->c->nadvice)
+				return false;
+			const struct xflow_rt_advice *ad = &adv[bv[bi].advice];
+			if (ad->uses_flows || ad->prog.ninsns > XFLOW_BC_MAX_INSNS)
+				return false;
+			const struct xflow_bc_insn *in = at_ctl(j, (uint64_t)(uintptr_t)ad->prog.insns);
+			for (uint32_t pc = 0; pc < ad->prog.ninsns; pc++) {
+				switch ((enum xflow_bc_op)in[pc].op) {
+				case XFLOW_OP_LDF: case XFLOW_OP_STF: case XFLOW_OP_LDM: case XFLOW_OP_FLOW_NEW:
+				case XFLOW_OP_FLOW_GET: case XFLOW_OP_FLOW_REG: case XFLOW_OP_FLOW_DEL:
+				case XFLOW_OP_HANDOFF: case XFLOW_OP_SPLIT:
+					return false;
+				default:
+					break;
+				}
+			}
+		}
+	}
+	return true;
 }
 
 int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, const uint32_t *sites, uint32_t n,
 		uint64_t at, uint8_t *out, size_t max)
 {
-	static const enum xreg saved[] = { XR_RAX, XR_RCX, XR_RDX, XR_RSI, XR_RDI, XR_R8,
-					   XR_R9,  XR_R10, XR_R11, XR_RBX, XR_RBP };
 	struct jit *j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
@@ -748,9 +1032,14 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	j->env = env;
 	j->c = env->ctl;
 	j->addr = addr;
+	j->lean = hook_lean(j, when, sites, n);
+	const enum xreg *saved = j->lean ? saved_lean : saved_all;
+	size_t nsaved = j->lean ? sizeof(saved_lean) / sizeof(saved_lean[0]) : sizeof(saved_all) / sizeof(saved_all[0]);
+	j->reg_at = j->lean ? reg_at_lean : reg_at_all;
+	j->flags_at = (int32_t)(8 * nsaved);
 	uint32_t out_l = xa_label(a);
 	xa_op(a, 0x9c); /* pushfq */
-	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+	for (size_t i = 0; i < nsaved; i++)
 		xa_push(a, saved[i]);
 	xa_mov_rr(a, XR_RBP, XR_RSP);
 	xa_alu_ri(a, XA_AND, XR_RSP, -16);
@@ -759,15 +1048,12 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	 * the program had it set (1.7 ns a hit here, for a flag almost never
 	 * set). */
 	uint32_t df_clear = xa_label(a);
-	static const uint8_t test_df[] = { 0xf7, 0x45, 88, 0x00, 0x04, 0x00, 0x00 }; /* testl $0x400, 88(%rbp) */
+	const uint8_t test_df[] = { 0xf7, 0x45, (uint8_t)j->flags_at, 0x00, 0x04, 0x00, 0x00 }; /* testl $0x400, flags(%rbp) */
 	xa_bytes(a, test_df, sizeof(test_df));
 	xa_jcc(a, XC_E, df_clear);
 	xa_op(a, 0xfc); /* cld */
 	xa_bind(a, df_clear);
-	call_rt(j, XFLOW_RT_JIT_BEGIN);
-	xa_test_rr(a, XR_RAX, XR_RAX);
-	xa_jcc(a, XC_E, out_l);
-	xa_mov_rr(a, XR_RBX, XR_RAX);
+	lane_begin(j, out_l);
 	const struct xflow_rt_site *sv = (const struct xflow_rt_site *)((const char *)j->c + j->c->off_sites);
 	const struct xflow_rt_binding *bv = (const struct xflow_rt_binding *)((const char *)j->c + j->c->off_bindings);
 	int rc = 0;
@@ -788,7 +1074,7 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 	/* The flags as the zone stub restores them: sahf and an add for OF
 	 * (a quarter of popfq's cost), popfq when DF or AC was set. */
 	uint32_t slow = xa_label(a);
-	xa_load(a, XR_RAX, XR_RSP, 88, 8);
+	xa_load(a, XR_RAX, XR_RSP, j->flags_at, 8);
 	static const uint8_t test_df_ac[] = { 0xa9, 0x00, 0x04, 0x04, 0x00 }; /* test $0x40400, %eax */
 	xa_bytes(a, test_df_ac, sizeof(test_df_ac));
 	xa_jcc(a, XC_NE, slow);
@@ -802,15 +1088,16 @@ int ip_jit_hook(const struct ip_jit_env *env, uint64_t addr, unsigned when, cons
 		0x9e,                   /* sahf */
 	};
 	xa_bytes(a, fast, sizeof(fast));
-	for (size_t i = sizeof(saved) / sizeof(saved[0]); i-- > 0;)
+	for (size_t i = nsaved; i-- > 0;)
 		xa_pop(a, saved[i]);
 	xa_lea(a, XR_RSP, XR_RSP, 8); /* over the flags, which are restored */
 	xa_op(a, 0xc3);
 	xa_bind(a, slow);
-	for (size_t i = sizeof(saved) / sizeof(saved[0]); i-- > 0;)
+	for (size_t i = nsaved; i-- > 0;)
 		xa_pop(a, saved[i]);
 	xa_op(a, 0x9d); /* popfq */
 	xa_op(a, 0xc3);
+	cold_write(j);
 	int len = rc < 0 ? rc : xa_finish(a);
 	free(j);
 	return len;

@@ -148,6 +148,7 @@ static int hook_write(struct ip_target *t, struct ip_zone *z, uint64_t addr, uns
 	*jit = 0;
 	if (!e->interpret && t->ctl) {
 		struct ip_jit_env env = { .ctl = t->ctl->r.map, .ctl_addr = t->ctl->r.addr, .image = t->image,
+					  .fs_mode = t->fs_mode,
 					  .head = &e->head };
 		len = ip_jit_hook(&env, addr, when, ps, n, at, buf, MAX);
 		*jit = len > 0;

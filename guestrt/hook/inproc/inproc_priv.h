@@ -97,6 +97,8 @@ struct ip_site {
 struct ip_target {
 	struct pt_target pt;         /* first: the ptrace layer's target */
 	uint64_t image;              /* the runtime image, 0: not injected */
+	uint32_t fs_mode;            /* rt_config.fs_mode written there (a forked
+				      * child's copy of the image has its parent's) */
 	struct ip_ctl *ctl;          /* the program, NULL: none loaded */
 	struct ip_region proc;       /* this process's data region */
 	bool need_setup;             /* a forked child, its data region to make */
@@ -188,6 +190,8 @@ struct ip_jit_env {
 	uint64_t ctl_addr;              /* the target's */
 	uint64_t image;                 /* the runtime image in the target */
 	const struct xflow_rt_head *head;
+	uint32_t fs_mode;               /* the image's rt_config.fs_mode, which never
+	                                 * changes once the image is in */
 };
 /* The function for the hook at (addr, when) with plan sites @sites, for
  * address @at: its length in @out, or -ENOSPC (max too small), -EINVAL

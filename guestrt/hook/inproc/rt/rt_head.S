@@ -31,7 +31,7 @@ rt_image_start:
 	.long rt_off_name
 	.long rt_off_jit_begin, rt_off_jit_room, rt_off_jit_new_id, rt_off_jit_flow_get
 	.long rt_off_jit_flow_reg, rt_off_jit_flow_del, rt_off_jit_lock, rt_off_jit_unlock
-	.long rt_off_jit_read, rt_off_jit_write, rt_off_jit_flow_peek
+	.long rt_off_jit_read, rt_off_jit_write, rt_off_jit_flow_peek, rt_off_safe_fs0
 
 	.text
 
