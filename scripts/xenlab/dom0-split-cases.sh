@@ -35,8 +35,8 @@
 #       '?' of the clock error's width on either side of such a boundary.
 #       Under TCG that error has been measured at 2.8 ms (its sched line,
 #       a loaded host), which left 38 % of a 5 ms hop attributable
-#       (blocked 20 %, run 10 %, wait 8 %); of a 20 ms hop it takes about
-#       a quarter.
+#       (blocked 20 %, run 10 %, wait 8 %); of a 20 ms hop an error of
+#       3.4 ms took 18 % (blocked 68 %, run 9 %, wait 5 %, load 4-5).
 #
 # The model's counts are the session's totals: the hog window's are read
 # from the batch output as it stood when the window ended, the cap's from
