@@ -589,7 +589,7 @@ phase_c_run() {
 	[ $c3ok = 1 ] || why="$why C3: $c3."
 	[ "$pok" = 1 ] || why="$why purge: $pwhy."
 	[ "$sok" = 1 ] || why="$why split: the scheduler trace was not joined, or no hop was split (${sl:-no sched line})."
-	[ "$cok" = 1 ] || why="$why split's causes (C4, C5):$cwhy"
+	[ "$cok" = 1 ] || why="$why split's causes (C4, C5, C6):$cwhy"
 	if [ -z "$why" ]; then
 		result "$PH PASS joined across linuxU (on $domu_kernel) and linux0: $joined of $want requests (network $netexp, disk $ios; $neg with a negative hop), hops in both kernels, netem 5ms seen as ${qp50} us, purged while woven, nothing left loaded"
 	else
@@ -645,9 +645,10 @@ phase_c() {
 	echo 0 >/proc/sys/kernel/bpf_stats_enabled
 	cp /tmp/k0.log "$OUT/kagent0-$PH.log" 2>/dev/null
 	cp "$CON" "$OUT/domu-console.log" 2>/dev/null
-	want S && unpin
-	for f in c1.out c1.out.err c1.out.session c1.tab c2.out c2.out.err c2.tab c4.out c4.out.err c4-hog.out bt.out purge.log; do
+	want S && { unpin; isolate_undo; }
+	for f in c1.out c1.out.err c1.out.session c1.tab c2.out c2.out.err c2.tab c4.out c4.out.err c4-hog.out \
+		c6.out c6.out.err c6.tab bt.out purge.log; do
 		[ -f "/tmp/$f" ] && mv "/tmp/$f" "$OUT/$PH-$f"
 	done
-	rm -f "$OUT"/c1.* "$OUT"/c2.* "$OUT"/c4.*
+	rm -f "$OUT"/c1.* "$OUT"/c2.* "$OUT"/c4.* "$OUT"/c6.*
 }

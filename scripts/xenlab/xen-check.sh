@@ -28,8 +28,9 @@
 # (keep the run's directory), XENLAB_CPU (QEMU's CPU model, default
 # Nehalem, see below), XENLAB_PHASES (the phases to run, default ABCDS;
 # S: phase C2 and D2 read Xen's scheduler trace too, and phase C adds the
-# hog and cap cases C4 and C5 (issue 24's split, dom0-split-cases.sh); the
-# phases left out report SKIP: for work on one phase, not for CI).
+# hog, cap and isolated-netem cases C4, C5 and C6 (issue 24's split,
+# dom0-split-cases.sh); the phases left out report SKIP: for work on one
+# phase, not for CI).
 set -u
 . "$(dirname "$0")/lib.sh"
 T0=$(now)
