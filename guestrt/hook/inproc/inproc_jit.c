@@ -277,20 +277,22 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 }
 
 /* A call of @fn (lane in rbx as its argument where it takes one) from a
- * rare path: in a lean frame, the program's rdi and r8-r10 are kept
- * around it (four pushes keep rsp aligned). */
-static void lean_call(struct jit *j, enum xflow_rt_jit_fn fn)
+ * rare path, keeping what the call would clobber: in a lean frame the
+ * program's rdi and r8-r10 (four pushes keep rsp aligned), in the full
+ * one the run's flow id in r8 when @id_live (pushed twice, for the same
+ * reason). */
+static void rare_call(struct jit *j, enum xflow_rt_jit_fn fn, bool id_live)
 {
 	struct xasm *a = &j->a;
-	static const enum xreg kept[] = { XR_RDI, XR_R8, XR_R9, XR_R10 };
-	if (j->lean)
-		for (size_t i = 0; i < 4; i++)
-			xa_push(a, kept[i]);
+	static const enum xreg lean[] = { XR_RDI, XR_R8, XR_R9, XR_R10 }, id[] = { XR_R8, XR_R8 };
+	const enum xreg *kept = j->lean ? lean : id_live ? id : NULL;
+	size_t n = j->lean ? 4 : id_live ? 2 : 0;
+	for (size_t i = 0; i < n; i++)
+		xa_push(a, kept[i]);
 	xa_mov_rr(a, XR_RDI, XR_RBX);
 	call_rt(j, fn);
-	if (j->lean)
-		for (size_t i = 4; i-- > 0;)
-			xa_pop(a, kept[i]);
+	for (size_t i = n; i-- > 0;)
+		xa_pop(a, kept[i]);
 }
 
 /* The paths emit_record and binding put aside, after the function's end. */
@@ -303,7 +305,7 @@ static void cold_write(struct jit *j)
 		if (c->fault == 2) {
 			/* Whatever the inline start did not take: the runtime's
 			 * rt_jit_begin, from the start (nothing was changed). */
-			lean_call(j, XFLOW_RT_JIT_BEGIN);
+			rare_call(j, XFLOW_RT_JIT_BEGIN, false);
 			xa_test_rr(a, XR_RAX, XR_RAX);
 			xa_jcc(a, XC_E, c->done);
 			xa_mov_rr(a, XR_RBX, XR_RAX);
@@ -321,16 +323,7 @@ static void cold_write(struct jit *j)
 		}
 		/* The ring looked full by the cached index: read the
 		 * consumer's again, or drop. */
-		if (j->lean) {
-			lean_call(j, XFLOW_RT_JIT_ROOM);
-		} else {
-			xa_push(a, XR_R8); /* the id, across the call (two pushes keep rsp aligned) */
-			xa_push(a, XR_R8);
-			xa_mov_rr(a, XR_RDI, XR_RBX);
-			call_rt(j, XFLOW_RT_JIT_ROOM);
-			xa_pop(a, XR_R8);
-			xa_pop(a, XR_R8);
-		}
+		rare_call(j, XFLOW_RT_JIT_ROOM, true);
 		xa_test_rr(a, XR_RAX, XR_RAX);
 		xa_jcc(a, XC_E, c->drop);
 		xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
