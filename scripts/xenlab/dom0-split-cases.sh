@@ -82,10 +82,10 @@ reason_pct() {
 		print 0; exit }'
 }
 
-# Placed again: dom0's agent (its log is new) and the domU's (its console
-# counts on from $conp).
+# Placed again: by dom0's agent, whose log had $k0p placements before,
+# and by the domU's, whose console had $conp.
 placed_again() {
-	[ "$(grep -c 'placements installed' /tmp/k0.log)" -ge 1 ] &&
+	[ "$(grep -c 'placements installed' /tmp/k0.log)" -gt "$k0p" ] &&
 		[ "$(grep -c 'placements installed' "$CON")" -gt "$conp" ]
 }
 
@@ -100,6 +100,7 @@ hog_cap() {
 	cwhy="not run to its end"
 	# C2 purged dom0's agent: installed and started again.
 	agent0_start || { cwhy=$agent0_why; return; }
+	k0p=0 # its log is new
 	conp=$(grep -c 'placements installed' "$CON")
 	split_start
 	start_top /tmp/c4.out "$NETF"
@@ -241,10 +242,6 @@ per_cpu() {
 		}
 		print s }'
 }
-placed_more() {
-	[ "$(grep -c 'placements installed' /tmp/k0.log)" -gt "$k0p" ] &&
-		[ "$(grep -c 'placements installed' "$CON")" -gt "$conp" ]
-}
 
 # C6 ended early: why, and its changes and session undone.
 netem_fail() {
@@ -263,7 +260,7 @@ netem_alone() {
 	split_start
 	start_top /tmp/c6.out "$NETF"
 	split_go
-	wait_for 420 placed_more || { netem_fail "the agents did not install their placements ($(placements))"; return; }
+	wait_for 420 placed_again || { netem_fail "the agents did not install their placements ($(placements))"; return; }
 	split_say "C6 placed"
 	isolate || { netem_fail "dom0 not isolated: $iso"; return; }
 	tc qdisc add dev "$vif" root netem delay $C6_DELAY 2>>"$OUT/dom0.log" ||
