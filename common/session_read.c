@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,23 @@ static int parse_site(struct xflow_session_reader *r, uint64_t at, uint32_t len,
 	return 0;
 }
 
+/* A PACKED record chunk of @len bytes in r->buf, made a RECORD chunk's
+ * payload in place: its length checked against its ndata, the data
+ * values it left out zero. */
+static int unpack_record(struct xflow_session_reader *r, uint32_t len, uint64_t at, char *err, size_t errlen)
+{
+	if (len < XFLOW_SESSION_PACKED_HEAD)
+		return bad(r, -EBADMSG, at, err, errlen, "packed record of %" PRIu32 " bytes (at least %d)", len,
+			   XFLOW_SESSION_PACKED_HEAD);
+	unsigned nd = r->buf[8 + offsetof(struct xflow_record, ndata)];
+	if (nd > XFLOW_RECORD_MAX_DATA || len != XFLOW_SESSION_PACKED_HEAD + 8 * nd)
+		return bad(r, -EBADMSG, at, err, errlen,
+			   "packed record of %" PRIu32 " bytes with ndata %u (48 + 8 * ndata, ndata at most %d)", len,
+			   nd, XFLOW_RECORD_MAX_DATA);
+	memset(r->buf + len, 0, 8 + XFLOW_RECORD_SIZE - len);
+	return 0;
+}
+
 int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_session_chunk *c,
 			      char *err, size_t errlen)
 {
@@ -199,6 +217,12 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 	uint32_t type = get32(head), len = get32(head + 4), want;
 	switch (type) {
 	case XFLOW_SESSION_RECORD: want = 8 + XFLOW_RECORD_SIZE; break;
+	case XFLOW_SESSION_RECORD_PACKED:
+		if (r->version < 8)
+			return bad(r, -EBADMSG, at, err, errlen, "a packed record in a version %u session (from version 8)",
+				   r->version);
+		want = 0; /* checked below, against the record's ndata */
+		break;
 	case XFLOW_SESSION_CARRIED: want = XFLOW_SESSION_KINDS; break;
 	case XFLOW_SESSION_END: want = 8; break;
 	case XFLOW_SESSION_SITE: want = 0; break;
@@ -210,10 +234,13 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 			   " (expected %" PRIu32 ")", type, len, want ? want : (uint32_t)XFLOW_SESSION_MAX_CHUNK);
 	if ((rc = take(r, r->buf, len, at, "a chunk's payload", err, errlen)))
 		return rc;
+	if (type == XFLOW_SESSION_RECORD_PACKED && (rc = unpack_record(r, len, at, err, errlen)))
+		return rc;
 	memset(c, 0, sizeof(*c));
-	c->type = (enum xflow_session_chunk_type)type;
+	/* A packed record is a record to whoever reads the chunks. */
+	c->type = type == XFLOW_SESSION_RECORD_PACKED ? XFLOW_SESSION_RECORD : (enum xflow_session_chunk_type)type;
 	c->offset = at;
-	switch (type) {
+	switch (c->type) {
 	case XFLOW_SESSION_RECORD: {
 		const char *why = NULL;
 		c->t_ns = get64(r->buf);
@@ -260,6 +287,8 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 				   " to %" PRIu64 " ns)", r->first, r->last, r->min_t, r->max_t);
 		r->ended = 1;
 		break;
+	case XFLOW_SESSION_RECORD_PACKED:
+		break; /* given as a RECORD, above */
 	}
 	return 1;
 }

@@ -223,15 +223,40 @@ Test(session, named_errors)
 	expect_bad(64 + 14, "\x01\x04", 2, "file or function name length 1025");
 }
 
-/* The offset of the @k-th record chunk of @buf. */
+/* The offset of the @k-th record chunk of @buf (packed, as the writer
+ * writes them, or whole). */
 static size_t record_at(const unsigned char *buf, unsigned k)
 {
 	size_t at = XFLOW_SESSION_HEADER_SIZE;
 	for (;;) {
-		if (buf[at] == XFLOW_SESSION_RECORD && k-- == 0)
+		if ((buf[at] == XFLOW_SESSION_RECORD || buf[at] == XFLOW_SESSION_RECORD_PACKED) && k-- == 0)
 			return at;
 		at += 8 + (buf[at + 4] | buf[at + 5] << 8);
 	}
+}
+
+/* @buf as a file of version @version, which has whole RECORD chunks, not
+ * packed ones: as that version's writer wrote it.  Its length in @out_len. */
+static unsigned char *as_version(const unsigned char *buf, size_t len, unsigned version, size_t *out_len)
+{
+	unsigned char *out = calloc(1, 2 * len + 1024);
+	cr_assert_not_null(out);
+	memcpy(out, buf, XFLOW_SESSION_HEADER_SIZE);
+	out[8] = (unsigned char)version;
+	size_t o = XFLOW_SESSION_HEADER_SIZE;
+	for (size_t at = XFLOW_SESSION_HEADER_SIZE; at < len;) {
+		size_t n = (size_t)(buf[at + 4] | buf[at + 5] << 8);
+		memcpy(out + o, buf + at, 8 + n);
+		if (buf[at] == XFLOW_SESSION_RECORD_PACKED) {
+			out[o] = XFLOW_SESSION_RECORD;
+			out[o + 4] = 8 + XFLOW_RECORD_SIZE;
+			n = 8 + XFLOW_RECORD_SIZE; /* the data left out: zero, from calloc */
+		}
+		o += 8 + n;
+		at += 8 + (size_t)(buf[at + 4] | buf[at + 5] << 8);
+	}
+	*out_len = o;
+	return out;
 }
 
 static void put64le(unsigned char *p, uint64_t v)
@@ -438,10 +463,14 @@ Test(session, the_notifies_role_from_version_7)
 	unsigned char *buf = slurp(&len);
 	char err[512] = "";
 	uint32_t roles[2] = { 9, 9 };
-	cr_assert_eq(buf[8], 7, "the version");
+	cr_assert_eq(buf[8], 8, "the version");
 	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES;
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(roles[0], XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES);
+	unsigned char *v8 = buf;
+	buf = as_version(v8, len, 7, &len);
+	free(v8);
+	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
 	buf[8] = 6;
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
 	cr_expect(strstr(err, "t.ses: offset 56: site: role NOTIFIES in a version 6 session (from version 7)"), "%s",
@@ -467,8 +496,9 @@ Test(session, a_version_4_file_reads_without_roles)
 {
 	write_small(2);
 	size_t len;
-	unsigned char *buf = slurp(&len);
-	buf[8] = 4;
+	unsigned char *v8 = slurp(&len);
+	unsigned char *buf = as_version(v8, len, 4, &len);
+	free(v8);
 	char err[512] = "";
 	uint32_t roles[2] = { 9, 9 };
 	cr_assert_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
@@ -477,5 +507,95 @@ Test(session, a_version_4_file_reads_without_roles)
 	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS;
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), -EBADMSG);
 	cr_expect(strstr(err, "t.ses: offset 56: site: reserved bytes are not zero"), "%s", err);
+	free(buf);
+}
+
+/* Issue 27: version 8 writes each record without the data values it does
+ * not use (48 + 8 * ndata bytes), and reads back the same record. */
+Test(session, packed_records_keep_what_the_record_holds)
+{
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(xflow_session_write_site(w, 0, 0, "linux0", "a.c", 1, "f", 0), 0);
+	/* From the most data to the least: each record read after a longer
+	 * one, whose values must not show through. */
+	struct xflow_record want[XFLOW_RECORD_MAX_DATA + 1];
+	for (unsigned k = 0; k <= XFLOW_RECORD_MAX_DATA; k++) {
+		unsigned n = XFLOW_RECORD_MAX_DATA - k;
+		want[k] = rec(k);
+		want[k].ndata = (uint8_t)n;
+		for (unsigned i = 0; i < XFLOW_RECORD_MAX_DATA; i++)
+			want[k].data[i] = i < n ? 0x1111111111111111ull * (i + 1) : 0;
+		struct xflow_record r = want[k];
+		/* What lies past ndata is not the record's: not written. */
+		for (unsigned i = n; i < XFLOW_RECORD_MAX_DATA; i++)
+			r.data[i] = 0xdeadbeef;
+		cr_assert_eq(xflow_session_write_record(w, &r, 100 + k), 0);
+	}
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	for (unsigned k = 0; k <= XFLOW_RECORD_MAX_DATA; k++) {
+		size_t at = record_at(buf, k);
+		cr_expect_eq(buf[at], XFLOW_SESSION_RECORD_PACKED);
+		cr_expect_eq(buf[at + 4] | buf[at + 5] << 8, 48 + 8 * (XFLOW_RECORD_MAX_DATA - k), "record %u's length", k);
+	}
+	FILE *f = fmemopen(buf, len, "rb");
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
+	unsigned n = 0;
+	int rc;
+	while ((rc = xflow_session_reader_next(r, &c, err, sizeof(err))) == 1) {
+		if (c.type != XFLOW_SESSION_RECORD)
+			continue;
+		cr_assert_lt(n, XFLOW_RECORD_MAX_DATA + 1);
+		cr_expect_eq(c.t_ns, 100 + n);
+		cr_expect_eq(memcmp(&c.record, &want[n], sizeof(want[n])), 0, "record %u", n);
+		n++;
+	}
+	cr_expect_eq(rc, 0, "%s", err);
+	cr_expect_eq(n, XFLOW_RECORD_MAX_DATA + 1);
+	xflow_session_reader_free(r);
+	fclose(f);
+	free(buf);
+}
+
+/* A packed record whose length is not its ndata's, or that says more data
+ * than a record holds, or in a version before 8, is refused at its offset;
+ * the same records written whole in version 7 read as before. */
+Test(session, packed_records_that_lie_are_refused)
+{
+	write_small(2);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	char err[512], want[160];
+	unsigned n;
+	size_t at = record_at(buf, 0);
+	cr_assert_eq(buf[at + 4], 48 + 16, "rec() has two data values");
+	buf[at + 8 + 8 + 27] = 3; /* ndata */
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	snprintf(want, sizeof(want), "t.ses: offset %zu: packed record of 64 bytes with ndata 3", at);
+	cr_expect(strstr(err, want), "expected '%s' in '%s'", want, err);
+	buf[at + 8 + 8 + 27] = 7;
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "with ndata 7"), "%s", err);
+	buf[at + 8 + 8 + 27] = 2;
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), 0, "%s", err);
+	cr_expect_eq(n, 2);
+	/* Version 7 had no packed records. */
+	buf[8] = 7;
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	snprintf(want, sizeof(want), "t.ses: offset %zu: a packed record in a version 7 session (from version 8)",
+		 at);
+	cr_expect(strstr(err, want), "expected '%s' in '%s'", want, err);
+	buf[8] = 8;
+	size_t olen;
+	unsigned char *old = as_version(buf, len, 7, &olen);
+	cr_assert_eq(olen, len + 2 * (96 - 64));
+	cr_assert_eq(read_all(old, olen, err, sizeof(err), &n), 0, "%s", err);
+	cr_expect_eq(n, 2);
+	free(old);
 	free(buf);
 }

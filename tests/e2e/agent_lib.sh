@@ -77,8 +77,8 @@ watch() {
 
 # session_flows: the truth of what arrived, from the session $T/s.ses
 # (xflow/session.h: a 32-byte header, chunks of an 8-byte head; a record
-# chunk is its time and the 88-byte record).  One line per flow, in the
-# order they began: "START_NS STARTS TRANSITS QUITS" (the time of its
+# chunk is its time and the record, whole (type 1) or without the data it
+# does not use (5, packed)).  One line per flow, in the order they began: "START_NS STARTS TRANSITS QUITS" (the time of its
 # START, else of its first record); then "notes N records M": the loss
 # notes (flag bit 9, no flow's: xflow/record.h, "Losses") and every record
 # the session holds, notes included.
@@ -91,7 +91,7 @@ flows, notes, records, at = {}, 0, 0, 32
 while at + 8 <= len(data):
     typ, ln = struct.unpack_from('<II', data, at)
     p = at + 8
-    if typ == 1:
+    if typ in (1, 5):  # a record, whole or packed (version 8)
         records += 1
         t, = struct.unpack_from('<Q', data, p)
         flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)

@@ -124,7 +124,7 @@ streams, gaps, flows, ended = {}, [], {}, []
 while at + 8 <= len(data):
     typ, ln = struct.unpack_from('<II', data, at)
     p = at + 8
-    if typ == 1:
+    if typ in (1, 5):  # a record, whole or packed
         t, = struct.unpack_from('<Q', data, p)
         fid, = struct.unpack_from('<Q', data, p + 8 + 8)
         kind, dom, flags = struct.unpack_from('<HHH', data, p + 8 + 20)
