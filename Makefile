@@ -167,7 +167,9 @@ check: all $(TEST_SUITES) $(TEST_PROGS)
 	$(Q)BUILD=$(BUILD) SAN=$(SAN) tests/run.sh $(TEST_SUITES) -- $(TEST_SCRIPTS)
 
 bench: $(BENCHES) all $(TEST_PROGS)
-	$(Q)for b in $(BENCHES) $(BENCH_SCRIPTS); do echo "== $$b"; BUILD=$(BUILD) $$b || exit 1; done
+	$(Q)failed=; for b in $(BENCHES) $(BENCH_SCRIPTS); do echo "== $$b"; \
+		BUILD=$(BUILD) $$b || failed="$$failed $$b"; done; \
+		[ -z "$$failed" ] || { echo "bench: a target missed or a check failed in:$$failed"; exit 1; }
 
 man-lint:
 	$(Q)for m in $(MAN_PAGES); do out=$$(groff -ww -z -man $$m 2>&1); \
