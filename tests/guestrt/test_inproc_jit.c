@@ -952,3 +952,109 @@ Test(inproc_jit, lookups_without_the_lock_under_changes)
 	handplan_fini(&w->hp);
 	free(w);
 }
+
+/* One hit of @code with rdi = @key; the records it wrote appended to @rec. */
+static long hit_with(struct rtlocal *rt, uint64_t code, uint64_t key, struct xflow_record *rec, long room)
+{
+	uint64_t in[17] = { 0 }, out[17];
+	in[5] = key;
+	in[4] = (uint64_t)(uintptr_t)buf + 64;
+	in[16] = 0x202;
+	rtlocal_call(code, in, out);
+	return rtlocal_records(rt, rec, room);
+}
+
+/* Issue 27: advice that changes the flow-id table only sometimes (a start
+ * at every touch of a request's first function, a quit at every touch of
+ * its last) takes the table's lock only when it changes it: each lock
+ * taken is a shared line written, which every other thread's lookups
+ * then fetch again.  The lock's count (odd while held, one more at each
+ * release) says how often it was taken. */
+Test(inproc_jit, a_start_or_quit_with_nothing_to_change_takes_no_lock)
+{
+	/* 0: if (get_flowid(f, o) == 0) register_flowid(f, o, new); a start.
+	 * 1: remove_flowid(f, o); a quit.
+	 * 2: as 1, and a record first: it cannot run without the lock. */
+	static const struct xflow_bc_insn start[] = {
+		I(LDIN, 0, 0, 0), I(FLOW_GET, 0, 0, 0), I(JNZ, 0, 0, 3),
+		I(LDIN, 0, 0, 0), I(FLOW_NEW, 0, 0, 0), I(FLOW_REG, 0, 0, 0), I(RET, 0, 0, 0),
+	};
+	static const struct xflow_bc_insn quit[] = { I(LDIN, 0, 0, 0), I(FLOW_DEL, 0, 0, 0), I(RET, 0, 0, 0) };
+	static const struct xflow_bc_insn quit_rec[] = {
+		I(PUSHI, 0, 0, 5), I(STORE, 1, 0, 0), I(LDIN, 0, 0, 0), I(FLOW_DEL, 0, 0, 0), I(RET, 0, 0, 0),
+	};
+	static const struct {
+		const struct xflow_bc_insn *insns;
+		uint32_t n;
+		enum xflow_advice_origin origin;
+		unsigned marker;
+	} advice[3] = {
+		{ start, sizeof(start) / sizeof(start[0]), XFLOW_ADVICE_START, XFLOW_REC_START },
+		{ quit, sizeof(quit) / sizeof(quit[0]), XFLOW_ADVICE_QUIT, XFLOW_REC_QUIT },
+		{ quit_rec, sizeof(quit_rec) / sizeof(quit_rec[0]), XFLOW_ADVICE_QUIT, XFLOW_REC_QUIT },
+	};
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	struct xflow_record rec[16];
+	uint64_t key = (uint64_t)(uintptr_t)&buf[8], other = (uint64_t)(uintptr_t)&buf[16];
+	for (unsigned a = 0; a < 3; a++) {
+		struct xflow_bc_prog bp = { .ninsns = advice[a].n, .insns = advice[a].insns };
+		set_prog(w, 0, &bp);
+		w->hp.adv[0].origin = advice[a].origin;
+		w->hp.adv[0].rec_flags = advice[a].marker;
+		const char *why;
+		uint32_t at;
+		cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s at %u", why, at);
+		struct xflow_hook_prog prog;
+		cr_assert_eq(handplan_prog(&w->hp, 0, 3, &prog), 0);
+		struct rtlocal *rt = &w->rt;
+		cr_assert_eq(rtlocal_init(rt, &prog, 1, 1024), 0);
+		const struct xflow_rt_ctl *c = rt->ctl;
+		const struct xflow_rt_advice *adv = (const void *)((const char *)c + c->off_advice);
+		cr_assert_eq(adv[0].uses_flows, 1, "advice %u changes the table", a);
+		for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
+			rtlocal_enable(rt, i, i == 0);
+		uint64_t code = rtlocal_jit(rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+		cr_assert_neq(code, 0, "advice %u not compiled", a);
+		struct xflow_rt_proc *p = rt->t.proc.map;
+		struct xflow_flowtab t = p->flows;
+		t.slots = (void *)((char *)p + p->off_slots);
+		cr_assert_eq(xflow_flowtab_register(&t, 0, key, 77), 0);
+		p->flows.live = t.live;
+
+		uint32_t lock0 = atomic_load(&p->flow_lock);
+		long n1 = hit_with(rt, code, key, rec, 16);   /* the key has a flow */
+		uint32_t lock1 = atomic_load(&p->flow_lock);
+		long n2 = hit_with(rt, code, other, rec, 16); /* it has none */
+		uint32_t lock2 = atomic_load(&p->flow_lock);
+		uint64_t got_key = xflow_flowtab_get(&t, 0, key), got_other = xflow_flowtab_get(&t, 0, other);
+		switch (a) {
+		case 0: /* the start: nothing to do where a flow is, a flow made where none is */
+			cr_expect_eq(lock1, lock0, "a start that found its flow took the lock");
+			cr_expect_eq(n1, 0, "a start that found its flow wrote %ld records", n1);
+			cr_expect_eq(got_key, 77);
+			cr_expect_eq(lock2, lock1 + 2, "a start that made a flow took the lock %u times", (lock2 - lock1) / 2);
+			cr_expect_neq(got_other, 0, "the start made no flow");
+			cr_expect(n2 == 1 && (rec[0].flags & XFLOW_REC_START) && rec[0].flow_id == got_other,
+				  "the start wrote %ld records, not its START", n2);
+			break;
+		case 1: /* the quit: a flow removed where one is, nothing where none is */
+			cr_expect_eq(lock1, lock0 + 2, "a quit that removed a flow took the lock %u times", (lock1 - lock0) / 2);
+			cr_expect_eq(got_key, 0, "the quit left its flow");
+			cr_expect(n1 == 1 && (rec[0].flags & XFLOW_REC_QUIT) && rec[0].flow_id == 77,
+				  "the quit wrote %ld records, not its QUIT", n1);
+			cr_expect_eq(lock2, lock1, "a quit with nothing to remove took the lock");
+			cr_expect_eq(n2, 0, "a quit with nothing to remove wrote %ld records", n2);
+			break;
+		case 2: /* a record first: locked every time, as before */
+			cr_expect_eq(lock1, lock0 + 2);
+			cr_expect_eq(lock2, lock1 + 2, "advice that writes a record ran without the lock");
+			cr_expect_eq(got_key, 0);
+			break;
+		}
+		rtlocal_fini(rt);
+	}
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}

@@ -68,6 +68,10 @@ struct jit {
 	const struct xflow_rt_advice *adv;
 	uint32_t adv_index;
 	uint32_t l_fault, l_end;      /* this binding's labels */
+	bool spec;                    /* the table read without its lock: an
+	                               * operation that changes it jumps to
+	                               * l_retry instead (speculable()) */
+	uint32_t l_retry;
 	bool flow_ops;                /* the binding's program may give its run a
 	                               * flow (FLOW_GET, _REG, _DEL: set_last) */
 	int32_t rax_at;               /* the frame slot rax holds now, -1: none */
@@ -711,6 +715,10 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			store_rax(j, F_CELL(s));
 			break;
 		case XFLOW_OP_FLOW_NEW:
+			if (j->spec) {
+				xa_jmp(a, j->l_retry); /* an id is for a change */
+				break;
+			}
 			xa_mov_rr(a, XR_RDI, XR_RBX);
 			call_rt(j, XFLOW_RT_JIT_NEW_ID);
 			xa_store(a, XR_RSP, F_CELL(s), XR_RAX, 8);
@@ -719,11 +727,15 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_mov_rr(a, XR_RDI, XR_RBX);
 			xa_mov_ri(a, XR_RSI, in->b);
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
-			call_rt(j, j->adv->uses_flows == 2 ? XFLOW_RT_JIT_FLOW_PEEK : XFLOW_RT_JIT_FLOW_GET);
+			call_rt(j, j->adv->uses_flows == 2 || j->spec ? XFLOW_RT_JIT_FLOW_PEEK : XFLOW_RT_JIT_FLOW_GET);
 			xa_store(a, XR_RSP, F_CELL(s - 1), XR_RAX, 8);
 			set_last(j, in->b, 0);
 			break;
 		case XFLOW_OP_FLOW_REG:
+			if (j->spec) {
+				xa_jmp(a, j->l_retry);
+				break;
+			}
 			xa_mov_rr(a, XR_RDI, XR_RBX);
 			xa_mov_ri(a, XR_RSI, in->b);
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 2), 8);
@@ -735,6 +747,14 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_mov_rr(a, XR_RDI, XR_RBX);
 			xa_mov_ri(a, XR_RSI, in->b);
 			xa_load(a, XR_RDX, XR_RSP, F_CELL(s - 1), 8);
+			if (j->spec) {
+				/* Nothing to remove is a removal that did nothing;
+				 * anything else is a change. */
+				call_rt(j, XFLOW_RT_JIT_FLOW_PEEK);
+				xa_test_rr(a, XR_RAX, XR_RAX);
+				xa_jcc(a, XC_NE, j->l_retry);
+				break;
+			}
 			call_rt(j, XFLOW_RT_JIT_FLOW_DEL);
 			set_last(j, in->b, 0);
 			break;
@@ -801,44 +821,45 @@ static bool has_flow_ops(const struct jit *j, const struct xflow_bc_prog *p)
 	return false;
 }
 
-/* One binding: its flag, a hit, its inputs, its program. */
-static int binding(struct jit *j, const struct xflow_rt_binding *b)
+/* Whether program @p, which changes the flow-id table, may run first with
+ * the table read without its lock (struct jit's spec): it changes nothing
+ * but the table (no record, no store to memory), so that a run cut short
+ * where it would change it leaves nothing behind, and runs again locked. */
+static bool speculable(const struct jit *j, const struct xflow_bc_prog *p)
+{
+	const struct xflow_bc_insn *insns = at_ctl(j, (uint64_t)(uintptr_t)p->insns);
+	for (uint32_t pc = 0; pc < p->ninsns && pc < XFLOW_BC_MAX_INSNS; pc++)
+		switch (insns[pc].op) {
+		case XFLOW_OP_STF: case XFLOW_OP_STORE: case XFLOW_OP_HANDOFF: case XFLOW_OP_SPLIT:
+			return false;
+		default:
+			break;
+		}
+	return true;
+}
+
+/* The frame as a run of the program finds it: no flow yet, locals 0. */
+static void frame_start(struct jit *j)
 {
 	struct xasm *a = &j->a;
-	const struct xflow_rt_advice *adv = (const struct xflow_rt_advice *)((const char *)j->c + j->c->off_advice);
-	const struct xflow_rt_fetch *fetches = (const struct xflow_rt_fetch *)((const char *)j->c + j->c->off_fetches);
-	if (b->advice >= j->c->nadvice || b->ninputs > XFLOW_BC_MAX_INPUTS || b->first_fetch + b->ninputs > j->c->nfetches)
-		return -EINVAL;
-	j->adv = &adv[b->advice];
-	j->adv_index = b->advice;
-	j->flow_ops = has_flow_ops(j, &j->adv->prog);
-	uint32_t next = xa_label(a);
-	j->l_fault = xa_label(a);
-	j->l_end = xa_label(a);
-	/* Relaxed, as the interpreter: a toggle takes effect at the next hit. */
-	xa_mov_ri(a, XR_RAX, j->env->ctl_addr + j->c->off_enabled + b->advice);
-	xa_load(a, XR_RAX, XR_RAX, 0, 1);
-	xa_test_rr(a, XR_RAX, XR_RAX);
-	xa_jcc(a, XC_E, next);
-	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_HITS), 1);
-	for (unsigned i = 0; i < b->ninputs; i++) {
-		int rc = fetch(j, &fetches[b->first_fetch + i], i);
-		if (rc < 0)
-			return rc;
-	}
 	if (j->flow_ops) {
 		xa_store_i(a, XR_RSP, F_LAST_ID, 0, 8);
 		xa_store_i(a, XR_RSP, F_LAST_KIND, XFLOW_FLOW_KIND_NONE, 8);
 		xa_store_i(a, XR_RSP, F_LAST_REG, 0, 8);
 		xa_store_i(a, XR_RSP, F_OP_REC, 0, 8);
 	}
-	/* Locals start at 0. */
 	for (uint32_t i = 0; i < j->adv->prog.nlocals && i < XFLOW_BC_MAX_LOCALS; i++)
 		xa_store_i(a, XR_RSP, F_LOCAL(i), 0, 8);
-	if (j->adv->uses_flows == 1) {
-		xa_mov_rr(a, XR_RDI, XR_RBX);
-		call_rt(j, XFLOW_RT_JIT_LOCK);
-	}
+}
+
+/* One run of the binding's program, its marker, and its faults' way out
+ * to @next: with the table's lock held and let go at the end when
+ * @locked. */
+static int run(struct jit *j, uint32_t next, bool locked)
+{
+	struct xasm *a = &j->a;
+	j->l_fault = xa_label(a);
+	j->l_end = xa_label(a);
 	int rc = body(j, &j->adv->prog);
 	if (rc < 0)
 		return rc;
@@ -863,14 +884,67 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 		emit_record(j, -1, j->adv->marker_flags, 0, 0, false);
 		xa_bind(a, none);
 	}
-	if (j->adv->uses_flows == 1) {
+	if (locked) {
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_UNLOCK);
 	}
 	struct cold *c = cold_add(j);
 	if (c)
-		*c = (struct cold){ .fault = 1, .unlock = j->adv->uses_flows == 1, .from = j->l_fault, .back = next,
+		*c = (struct cold){ .fault = 1, .unlock = locked, .from = j->l_fault, .back = next,
 				    .counter = counter(j, XFLOW_RT_CNT_FAULTS) };
+	return 0;
+}
+
+/* One binding: its flag, a hit, its inputs, its program. */
+static int binding(struct jit *j, const struct xflow_rt_binding *b)
+{
+	struct xasm *a = &j->a;
+	const struct xflow_rt_advice *adv = (const struct xflow_rt_advice *)((const char *)j->c + j->c->off_advice);
+	const struct xflow_rt_fetch *fetches = (const struct xflow_rt_fetch *)((const char *)j->c + j->c->off_fetches);
+	if (b->advice >= j->c->nadvice || b->ninputs > XFLOW_BC_MAX_INPUTS || b->first_fetch + b->ninputs > j->c->nfetches)
+		return -EINVAL;
+	j->adv = &adv[b->advice];
+	j->adv_index = b->advice;
+	j->flow_ops = has_flow_ops(j, &j->adv->prog);
+	uint32_t next = xa_label(a);
+	/* Relaxed, as the interpreter: a toggle takes effect at the next hit. */
+	xa_mov_ri(a, XR_RAX, j->env->ctl_addr + j->c->off_enabled + b->advice);
+	xa_load(a, XR_RAX, XR_RAX, 0, 1);
+	xa_test_rr(a, XR_RAX, XR_RAX);
+	xa_jcc(a, XC_E, next);
+	xa_alu_mi(a, XA_ADD, XR_RBX, counter(j, XFLOW_RT_CNT_HITS), 1);
+	for (unsigned i = 0; i < b->ninputs; i++) {
+		int rc = fetch(j, &fetches[b->first_fetch + i], i);
+		if (rc < 0)
+			return rc;
+	}
+	bool spec = j->adv->uses_flows == 1 && speculable(j, &j->adv->prog);
+	frame_start(j);
+	if (spec) {
+		/* Issue 27: the run first reads the table as lookups do, without
+		 * its lock, and takes the lock only where it would change the
+		 * table.  A quit at every touch of a request's last function,
+		 * or a start at every touch of its first, finds nothing to do
+		 * but once; each lock taken is a shared line written, which
+		 * every other thread's lookups then fetch again. */
+		j->spec = true;
+		j->l_retry = xa_label(a);
+		int rc = run(j, next, false);
+		j->spec = false;
+		if (rc < 0)
+			return rc;
+		xa_jmp(a, next);
+		xa_bind(a, j->l_retry);
+		frame_start(j);
+	}
+	bool locked = j->adv->uses_flows == 1;
+	if (locked) {
+		xa_mov_rr(a, XR_RDI, XR_RBX);
+		call_rt(j, XFLOW_RT_JIT_LOCK);
+	}
+	int rc = run(j, next, locked);
+	if (rc < 0)
+		return rc;
 	xa_bind(a, next);
 	return 0;
 }
