@@ -882,6 +882,23 @@ Test(inproc_jit, a_lean_hook_keeps_every_register)
 	free(w);
 }
 
+/* Advice 0 of @w verified and loaded into w->rt with @nlanes lanes, the
+ * only one enabled: its uses_flows (1 changes the table, 2 looks up). */
+static unsigned advice0_loaded(struct world *w, unsigned nlanes)
+{
+	const char *why;
+	uint32_t at;
+	cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s at %u", why, at);
+	struct xflow_hook_prog prog;
+	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &prog), 0);
+	cr_assert_eq(rtlocal_init(&w->rt, &prog, nlanes, 1024), 0);
+	const struct xflow_rt_ctl *c = w->rt.ctl;
+	const struct xflow_rt_advice *adv = (const void *)((const char *)c + c->off_advice);
+	for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
+		rtlocal_enable(&w->rt, i, i == 0);
+	return adv[0].uses_flows;
+}
+
 Test(inproc_jit, lookups_without_the_lock_under_changes)
 {
 	struct world *w = calloc(1, sizeof(*w));
@@ -894,18 +911,8 @@ Test(inproc_jit, lookups_without_the_lock_under_changes)
 	};
 	struct xflow_bc_prog bp = { .ninsns = sizeof(insns) / sizeof(insns[0]), .insns = insns };
 	set_prog(w, 0, &bp);
-	const char *why;
-	uint32_t at;
-	cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s at %u", why, at);
-	struct xflow_hook_prog prog;
-	cr_assert_eq(handplan_prog(&w->hp, 0, 3, &prog), 0);
 	struct rtlocal *rt = &w->rt;
-	cr_assert_eq(rtlocal_init(rt, &prog, 8, 1024), 0);
-	const struct xflow_rt_ctl *c = rt->ctl;
-	const struct xflow_rt_advice *adv = (const void *)((const char *)c + c->off_advice);
-	cr_assert_eq(adv[0].uses_flows, 2, "a lookup alone should run without the lock");
-	for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
-		rtlocal_enable(rt, i, i == 0);
+	cr_assert_eq(advice0_loaded(w, 8), 2, "a lookup alone should run without the lock");
 
 	struct peek pk = { 0 };
 	struct xflow_rt_proc *p = rt->t.proc.map;
@@ -1002,18 +1009,8 @@ Test(inproc_jit, a_start_or_quit_with_nothing_to_change_takes_no_lock)
 		set_prog(w, 0, &bp);
 		w->hp.adv[0].origin = advice[a].origin;
 		w->hp.adv[0].rec_flags = advice[a].marker;
-		const char *why;
-		uint32_t at;
-		cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s at %u", why, at);
-		struct xflow_hook_prog prog;
-		cr_assert_eq(handplan_prog(&w->hp, 0, 3, &prog), 0);
 		struct rtlocal *rt = &w->rt;
-		cr_assert_eq(rtlocal_init(rt, &prog, 1, 1024), 0);
-		const struct xflow_rt_ctl *c = rt->ctl;
-		const struct xflow_rt_advice *adv = (const void *)((const char *)c + c->off_advice);
-		cr_assert_eq(adv[0].uses_flows, 1, "advice %u changes the table", a);
-		for (uint32_t i = 0; i < w->hp.plan.nadvice; i++)
-			rtlocal_enable(rt, i, i == 0);
+		cr_assert_eq(advice0_loaded(w, 1), 1, "advice %u changes the table", a);
 		uint64_t code = rtlocal_jit(rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
 		cr_assert_neq(code, 0, "advice %u not compiled", a);
 		struct xflow_rt_proc *p = rt->t.proc.map;
