@@ -5,6 +5,7 @@
  * fills it after each split it makes anew.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "tui/sched_join_priv.h"
 
@@ -68,26 +69,28 @@ int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct x
 {
 	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
 	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
-		return 0;
-	if (t0 < m->lo0 || t0 >= m->hi0 || t1 < m->lo1 || t1 >= m->hi1 || t1 > j->watermark || t1 > UINT64_MAX - err)
-		return 0;
+		return MEMO_MISS;
+	if (t0 < m->lo0 || t0 >= m->hi0 || t1 > j->watermark || t1 > UINT64_MAX - err)
+		return MEMO_MISS;
 	const struct vcpu *sv = m->sv, *rv = m->rv;
 	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
 			       ent_at(j, sv, m->sn - 1)->has_culprit))
-		return 0;
+		return MEMO_MISS;
 	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
 			       ent_at(j, rv, m->rn - 1)->has_culprit))
-		return 0;
+		return MEMO_MISS;
 	if (sv->nhc != m->nhc &&
 	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
-		return 0;
+		return MEMO_MISS;
+	if (t1 < m->lo1 || t1 >= m->hi1)
+		return m->cross1 ? MEMO_CROSS1 : MEMO_MISS;
 	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
 	*out = m->out;
 	for (unsigned i = 0; i < m->nd0; i++)
 		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
 	for (unsigned i = 0; i < m->nd1; i++)
 		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
-	return 1;
+	return MEMO_HIT;
 }
 
 /* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
@@ -461,5 +464,145 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	 * cells: never more than MEMO_TERMS. */
 	m->nd0 = memo_terms(&d0, m->at0, m->by0);
 	m->nd1 = memo_terms(&d1, m->at1, m->by1);
+	/* Past the wake, t1 charges the receiver's awake side whatever t0
+	 * in [lo0, hi0) did to it: the crossings of xft_sj_memo_cross(). */
+	m->cross1 = woke;
+	m->own1 = own1;
+	m->floor1 = hi0 + reach0;
+	if (sh.tw_set && tw + 1 > m->floor1)
+		m->floor1 = tw + 1;
+	if (sh.nwin && tn + err + 1 > m->floor1)
+		m->floor1 = tn + err + 1;
+	m->ceil1 = !fixed && h < sv->nhc ? sv->hc[h & j->hc_mask] : UINT64_MAX;
+	m->kw = kw;
+	m->sums1 = 0;
 	m->valid = 1;
+}
+
+/* --- crossing t1's breakpoints (struct memo) ------------------------------- */
+
+/* What the receiver's awake side holds up to @x of @v, its end at @x (a
+ * clock window of its own: @own): the known time of each runstate before
+ * the window, into @kp; the known time the window takes, into *@clock;
+ * what is in no known state up to @x, into *@lost.  Running totals from
+ * the vCPU's first entry: the side's part of a split is the difference
+ * of two of these, as charge() finds it (sched_join.c).  @k is the entry
+ * at or before @x (find()).  0: x - err is before what is kept. */
+static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, int own, uint64_t err,
+		    uint64_t kp[S_UNKNOWN], uint64_t *clock, uint64_t *lost)
+{
+	const struct ent *e = ent_at(j, v, (uint64_t)k);
+	uint64_t all = 0;
+	for (unsigned s = 0; s < S_UNKNOWN; s++) {
+		kp[s] = e->cum[s];
+		all += e->cum[s];
+	}
+	if (e->state < S_UNKNOWN) {
+		kp[e->state] += x - e->t;
+		all += x - e->t;
+	}
+	*lost = x - all;
+	*clock = 0;
+	if (!own)
+		return 1;
+	int64_t k2 = step_to(j, v, x - err, k);
+	if (k2 < 0)
+		return 0;
+	const struct ent *w = ent_at(j, v, (uint64_t)k2);
+	uint64_t before = 0;
+	for (unsigned s = 0; s < S_UNKNOWN; s++) {
+		kp[s] = w->cum[s];
+		before += w->cum[s];
+	}
+	if (w->state < S_UNKNOWN) {
+		kp[w->state] += x - err - w->t;
+		before += x - err - w->t;
+	}
+	*clock = all - before;
+	return 1;
+}
+
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
+{
+	const struct vcpu *rv = m->rv;
+	if (t1 < m->floor1 || t1 >= m->ceil1 || t1 <= err)
+		return 0;
+	int64_t r1 = find(j, rv, t1, H_T1);
+	if (r1 < m->kw || !memo_no_culprit(j, rv, m->kw, r1))
+		return 0;
+	uint64_t c = err ? change_near(j, rv, t1, (uint64_t)r1, err) : UINT64_MAX;
+	int own = c != UINT64_MAX;
+	uint64_t reach = own ? err : 0;
+	if (t1 < m->floor1 + reach)
+		return 0;
+	if (!m->sums1) {
+		/* The memo's own t1 may lie before the wake or in another
+		 * window: then its split is of another shape than t1's. */
+		if (m->t1 < m->floor1 + (m->own1 ? err : 0))
+			return 0;
+		if (!end_sums(j, rv, m->t1, find(j, rv, m->t1, H_T1), m->own1, err, m->kp1, &m->clock1, &m->lost1))
+			return 0;
+		m->sums1 = 1;
+	}
+	uint64_t kp[S_UNKNOWN], clock, lost;
+	if (!end_sums(j, rv, t1, r1, own, err, kp, &clock, &lost))
+		return 0;
+	/* The split at (m->t0, t1): the memo's, with the awake side's part
+	 * of t1 taken at the new end. */
+	uint64_t dclock = clock - m->clock1, dlost = lost - m->lost1;
+	for (unsigned s = 0; s < S_UNKNOWN; s++)
+		*memo_cell(&m->out, side_state[RECEIVER_AWAKE][s]) += kp[s] - m->kp1[s];
+	m->out.ns[XFT_ST_UNKNOWN] += dclock + dlost;
+	m->out.unknown_ns[XFT_UNK_CLOCK] += dclock;
+	m->out.unknown_ns[XFT_UNK_LOST] += dlost;
+	memcpy(m->kp1, kp, sizeof(kp));
+	m->clock1 = clock;
+	m->lost1 = lost;
+	m->t1 = t1;
+	m->own1 = own;
+	m->r1 = r1;
+	*out = m->out;
+	uint64_t x0 = t0 - m->t0;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	/* The receiver's entries since the memo was made lie past t1 and
+	 * its window (xft_sj_memo_get()): from here they are the memo's. */
+	m->rn = rv->n;
+	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
+	if (m->in_run)
+		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
+	 * it: where the entry at t1, the one at t1 - err and the window
+	 * are the same. */
+	uint64_t tr1 = t_at(j, rv, (uint64_t)r1);
+	uint64_t lo1 = tr1 < t1 ? tr1 + 1 : tr1, hi1 = m->ceil1;
+	if (m->floor1 + reach > lo1)
+		lo1 = m->floor1 + reach;
+	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
+	struct dense d1 = { { 0 }, 0 };
+	slope_add(&d1, 1, RECEIVER_AWAKE, st1, own);
+	if (own) {
+		memo_keeps_change(j, rv, c, err, &lo1, &hi1);
+		if (c < m->rmin)
+			m->rmin = c;
+		int64_t k2 = step_to(j, rv, t1 - err, r1);
+		unsigned st2 = ent_at(j, rv, (uint64_t)k2)->state;
+		slope_add(&d1, -1, RECEIVER_AWAKE, st2, 1);
+		slope_add(&d1, 1, RECEIVER_AWAKE, st2, 0);
+		uint64_t a = t_at(j, rv, (uint64_t)k2) + err, b = UINT64_MAX;
+		if ((uint64_t)k2 + 1 < rv->n)
+			b = t_at(j, rv, (uint64_t)k2 + 1) + err;
+		if (a > lo1)
+			lo1 = a;
+		if (b < hi1)
+			hi1 = b;
+	} else {
+		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	}
+	m->nd1 = memo_terms(&d1, m->at1, m->by1);
+	/* Outside it, every t1 crosses again. */
+	m->lo1 = lo1 <= t1 && t1 < hi1 ? lo1 : t1;
+	m->hi1 = lo1 <= t1 && t1 < hi1 ? hi1 : t1;
+	return 1;
 }

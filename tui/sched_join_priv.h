@@ -123,7 +123,26 @@ struct memo {
 	uint8_t nd0, nd1;
 	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
 	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
+	/* When t1 leaves [lo1, hi1) over an entry of the receiver or the
+	 * edge of its own clock window, only the receiver's awake side
+	 * changes, by the difference of its running totals at the two
+	 * ends: the memo crosses there (xft_sj_memo_cross()) instead of
+	 * being made anew.  It may while the hop keeps its shape: t1 in
+	 * [floor1 + its window's reach, ceil1), past the wake (kw, at tw)
+	 * and every other window, short of the sender's next evtchn_op
+	 * when that would become tn. */
+	int cross1;
+	int own1;                /* t1 has a clock window of its own */
+	uint64_t floor1, ceil1;
+	int64_t kw;
+	/* The receiver's side at t1 (end_sums()), once asked: its known
+	 * time by runstate, its '?' of the clock window and the rest. */
+	int sums1;
+	uint64_t kp1[S_UNKNOWN], clock1, lost1;
 };
+
+/* What xft_sj_memo_get() says. */
+enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS1 };
 
 #define MEMO_BITS 4
 #define MEMO_DRY_EVERY 16
@@ -316,9 +335,14 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
 /* The memo slot of the ends @from and @to (sched_join_memo.c). */
 struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to);
-/* 1 and the split of [t0, t1] into @out when @m holds for it, else 0 (sched_join_memo.c). */
+/* MEMO_HIT and the split of [t0, t1] into @out when @m holds for it;
+ * MEMO_CROSS1 when it would but for t1 out of its range, the trace still
+ * as it was for it; else MEMO_MISS (sched_join_memo.c). */
 int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
 		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
+/* After MEMO_CROSS1: 1 and the split of [t0, t1] into @out when the hop
+ * kept its shape, @m moved to t1; else 0, @m as it was (sched_join_memo.c). */
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
 /* Keep the split just made in @m when it may answer the next (sched_join_memo.c). */
 void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
 		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
