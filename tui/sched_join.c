@@ -947,7 +947,7 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	}
 	struct memo *m = xft_sj_memo_slot(j, from, to);
 	int got = xft_sj_memo_get(j, m, from, to, t0, t1, err, out);
-	if (got != MEMO_HIT && !(got == MEMO_CROSS1 && xft_sj_memo_cross(j, m, t0, t1, err, out))) {
+	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err, out))) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return;
 	}

@@ -70,7 +70,7 @@ int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct x
 	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
 	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
 		return MEMO_MISS;
-	if (t0 < m->lo0 || t0 >= m->hi0 || t1 > j->watermark || t1 > UINT64_MAX - err)
+	if (t1 > j->watermark || t1 > UINT64_MAX - err)
 		return MEMO_MISS;
 	const struct vcpu *sv = m->sv, *rv = m->rv;
 	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
@@ -82,8 +82,13 @@ int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct x
 	if (sv->nhc != m->nhc &&
 	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
 		return MEMO_MISS;
-	if (t1 < m->lo1 || t1 >= m->hi1)
-		return m->cross1 ? MEMO_CROSS1 : MEMO_MISS;
+	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
+	if (out0 || out1) {
+		/* One end at a time. */
+		if (out0 && out1)
+			return MEMO_MISS;
+		return out0 ? (m->cross0 ? MEMO_CROSS0 : MEMO_MISS) : (m->cross1 ? MEMO_CROSS1 : MEMO_MISS);
+	}
 	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
 	*out = m->out;
 	for (unsigned i = 0; i < m->nd0; i++)
@@ -468,28 +473,32 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	 * in [lo0, hi0) did to it: the crossings of xft_sj_memo_cross(). */
 	m->cross1 = woke;
 	m->own1 = own1;
-	m->floor1 = hi0 + reach0;
-	if (sh.tw_set && tw + 1 > m->floor1)
-		m->floor1 = tw + 1;
-	if (sh.nwin && tn + err + 1 > m->floor1)
-		m->floor1 = tn + err + 1;
+	m->shape_floor1 = 0;
+	if (sh.tw_set)
+		m->shape_floor1 = tw + 1;
+	if (sh.nwin && tn + err + 1 > m->shape_floor1)
+		m->shape_floor1 = tn + err + 1;
+	m->floor1 = hi0 + reach0 > m->shape_floor1 ? hi0 + reach0 : m->shape_floor1;
 	m->ceil1 = !fixed && h < sv->nhc ? sv->hc[h & j->hc_mask] : UINT64_MAX;
 	m->kw = kw;
 	m->sums1 = 0;
+	/* With tn an evtchn_op, t0 charges the sender's side alone. */
+	m->cross0 = fixed && (!sh.nwin || tn > err);
+	m->own0 = own0;
+	m->floor0 = 0;
+	if (h > (sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0))
+		m->floor0 = sv->hc[(h - 1) & j->hc_mask] + 1;
+	m->ceil0 = sh.nwin ? tn - err : tn;
+	m->sn_k = sn;
+	m->sums0 = 0;
 	m->valid = 1;
 }
 
-/* --- crossing t1's breakpoints (struct memo) ------------------------------- */
+/* --- crossing an end's breakpoints (struct memo) ------------------------- */
 
-/* What the receiver's awake side holds up to @x of @v, its end at @x (a
- * clock window of its own: @own): the known time of each runstate before
- * the window, into @kp; the known time the window takes, into *@clock;
- * what is in no known state up to @x, into *@lost.  Running totals from
- * the vCPU's first entry: the side's part of a split is the difference
- * of two of these, as charge() finds it (sched_join.c).  @k is the entry
- * at or before @x (find()).  0: x - err is before what is kept. */
-static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, int own, uint64_t err,
-		    uint64_t kp[S_UNKNOWN], uint64_t *clock, uint64_t *lost)
+/* The running totals of @v at @x (@k the entry at or before it): the time
+ * spent in each known runstate from its first entry, into @kp; their sum. */
+static uint64_t totals(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t kp[S_UNKNOWN])
 {
 	const struct ent *e = ent_at(j, v, (uint64_t)k);
 	uint64_t all = 0;
@@ -501,28 +510,36 @@ static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, in
 		kp[e->state] += x - e->t;
 		all += x - e->t;
 	}
+	return all;
+}
+
+/* An end of a hop at @x on @v (@k the entry at or before it), its clock
+ * window reaching inside the hop to @w (x - err for t1, x + err for t0;
+ * @x without one): the running totals at @w into @kp (what the side
+ * knows, the window taken out), the known time between x and w into
+ * *@clock and what is in no known state up to @x into *@lost.  A side's
+ * part of a split is the difference of these at its two ends, as
+ * charge() (sched_join.c) finds it span by span.  0: @w is before what
+ * is kept. */
+static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t w,
+		    uint64_t kp[S_UNKNOWN], uint64_t *clock, uint64_t *lost)
+{
+	uint64_t all = totals(j, v, x, k, kp);
 	*lost = x - all;
 	*clock = 0;
-	if (!own)
+	if (w == x)
 		return 1;
-	int64_t k2 = step_to(j, v, x - err, k);
-	if (k2 < 0)
+	int64_t kw = step_to(j, v, w, k);
+	if (kw < 0)
 		return 0;
-	const struct ent *w = ent_at(j, v, (uint64_t)k2);
-	uint64_t before = 0;
-	for (unsigned s = 0; s < S_UNKNOWN; s++) {
-		kp[s] = w->cum[s];
-		before += w->cum[s];
-	}
-	if (w->state < S_UNKNOWN) {
-		kp[w->state] += x - err - w->t;
-		before += x - err - w->t;
-	}
-	*clock = all - before;
+	uint64_t at_w = totals(j, v, w, kw, kp);
+	*clock = w < x ? all - at_w : at_w - all;
 	return 1;
 }
 
-int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
+/* Move @m's t1 to @t1 (struct memo): its split there and the piece of t1
+ * around it. */
+static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 {
 	const struct vcpu *rv = m->rv;
 	if (t1 < m->floor1 || t1 >= m->ceil1 || t1 <= err)
@@ -538,14 +555,14 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1
 	if (!m->sums1) {
 		/* The memo's own t1 may lie before the wake or in another
 		 * window: then its split is of another shape than t1's. */
-		if (m->t1 < m->floor1 + (m->own1 ? err : 0))
-			return 0;
-		if (!end_sums(j, rv, m->t1, find(j, rv, m->t1, H_T1), m->own1, err, m->kp1, &m->clock1, &m->lost1))
+		uint64_t mreach = m->own1 ? err : 0;
+		if (m->t1 < m->floor1 + mreach ||
+		    !end_sums(j, rv, m->t1, find(j, rv, m->t1, H_T1), m->t1 - mreach, m->kp1, &m->clock1, &m->lost1))
 			return 0;
 		m->sums1 = 1;
 	}
 	uint64_t kp[S_UNKNOWN], clock, lost;
-	if (!end_sums(j, rv, t1, r1, own, err, kp, &clock, &lost))
+	if (!end_sums(j, rv, t1, r1, t1 - reach, kp, &clock, &lost))
 		return 0;
 	/* The split at (m->t0, t1): the memo's, with the awake side's part
 	 * of t1 taken at the new end. */
@@ -561,10 +578,6 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1
 	m->t1 = t1;
 	m->own1 = own;
 	m->r1 = r1;
-	*out = m->out;
-	uint64_t x0 = t0 - m->t0;
-	for (unsigned i = 0; i < m->nd0; i++)
-		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
 	/* The receiver's entries since the memo was made lie past t1 and
 	 * its window (xft_sj_memo_get()): from here they are the memo's. */
 	m->rn = rv->n;
@@ -604,5 +617,98 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1
 	/* Outside it, every t1 crosses again. */
 	m->lo1 = lo1 <= t1 && t1 < hi1 ? lo1 : t1;
 	m->hi1 = lo1 <= t1 && t1 < hi1 ? hi1 : t1;
+	return 1;
+}
+
+/* Move @m's t0 to @t0 (struct memo): its split there and the piece of t0
+ * around it.  t0 and its window must stay short of tn's window and of
+ * t1's, wherever t1 goes in [lo1, hi1). */
+static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
+{
+	const struct vcpu *sv = m->sv;
+	uint64_t reach1 = m->own1 ? err : 0;
+	uint64_t ceil = m->lo1 - reach1 < m->ceil0 ? m->lo1 - reach1 : m->ceil0;
+	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= ceil || t0 <= err || t0 > UINT64_MAX - err)
+		return 0;
+	int64_t s0 = find(j, sv, t0, H_T0);
+	if (s0 < 0 || s0 > m->sn_k || !memo_no_culprit(j, sv, s0, m->sn_k))
+		return 0;
+	uint64_t c = err ? change_near(j, sv, t0, (uint64_t)s0, err) : UINT64_MAX;
+	int own = c != UINT64_MAX;
+	uint64_t reach = own ? err : 0;
+	if (t0 + reach >= ceil)
+		return 0;
+	if (!m->sums0) {
+		uint64_t mreach = m->own0 ? err : 0;
+		if (m->t0 < m->floor0 || m->t0 + mreach >= ceil ||
+		    !end_sums(j, sv, m->t0, find(j, sv, m->t0, H_T0), m->t0 + mreach, m->kp0, &m->clock0, &m->lost0))
+			return 0;
+		m->sums0 = 1;
+	}
+	uint64_t kp[S_UNKNOWN], clock, lost;
+	if (!end_sums(j, sv, t0, s0, t0 + reach, kp, &clock, &lost))
+		return 0;
+	/* The split at (t0, m->t1): the sender's side starts later, so
+	 * what it knew up to t0 is taken out. */
+	uint64_t dclock = clock - m->clock0, dlost = lost - m->lost0;
+	for (unsigned s = 0; s < S_UNKNOWN; s++)
+		*memo_cell(&m->out, side_state[SENDER][s]) -= kp[s] - m->kp0[s];
+	m->out.ns[XFT_ST_UNKNOWN] += dclock - dlost;
+	m->out.unknown_ns[XFT_UNK_CLOCK] += dclock;
+	m->out.unknown_ns[XFT_UNK_LOST] -= dlost;
+	memcpy(m->kp0, kp, sizeof(kp));
+	m->clock0 = clock;
+	m->lost0 = lost;
+	m->t0 = t0;
+	m->own0 = own;
+	if ((uint64_t)s0 < m->smin)
+		m->smin = (uint64_t)s0;
+	/* The piece of t0 around the new end. */
+	uint64_t lo0 = m->floor0, hi0 = ceil - reach;
+	memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	struct dense d0 = { { 0 }, 0 };
+	unsigned st0 = ent_at(j, sv, (uint64_t)s0)->state;
+	slope_add(&d0, -1, SENDER, st0, own);
+	if (own) {
+		memo_keeps_change(j, sv, c, err, &lo0, &hi0);
+		if (c < m->smin)
+			m->smin = c;
+		int64_t k2 = step_to(j, sv, t0 + err, s0);
+		unsigned st2 = ent_at(j, sv, (uint64_t)k2)->state;
+		slope_add(&d0, 1, SENDER, st2, 1);
+		slope_add(&d0, -1, SENDER, st2, 0);
+		uint64_t tk = t_at(j, sv, (uint64_t)k2), a = tk > err ? tk - err : 0, b = UINT64_MAX;
+		if ((uint64_t)k2 + 1 < sv->n)
+			b = t_at(j, sv, (uint64_t)k2 + 1) - err;
+		if (a > lo0)
+			lo0 = a;
+		if (b < hi0)
+			hi0 = b;
+	} else {
+		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+	}
+	m->nd0 = memo_terms(&d0, m->at0, m->by0);
+	if (!(lo0 <= t0 && t0 < hi0))
+		lo0 = hi0 = t0;
+	m->lo0 = lo0;
+	m->hi0 = hi0;
+	/* t1 may now come nearer, or must stay farther: past t0's window
+	 * wherever t0 goes in its piece, or past this t0's with none. */
+	uint64_t top = hi0 > t0 ? hi0 : t0 + 1;
+	m->floor1 = top + reach > m->shape_floor1 ? top + reach : m->shape_floor1;
+	return 1;
+}
+
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
+		      struct xft_split *out)
+{
+	if (!(which == MEMO_CROSS0 ? cross0(j, m, t0, err) : cross1(j, m, t1, err)))
+		return 0;
+	*out = m->out;
+	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0; i < m->nd1; i++)
+		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
 	return 1;
 }

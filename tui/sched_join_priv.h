@@ -123,26 +123,30 @@ struct memo {
 	uint8_t nd0, nd1;
 	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
 	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
-	/* When t1 leaves [lo1, hi1) over an entry of the receiver or the
-	 * edge of its own clock window, only the receiver's awake side
-	 * changes, by the difference of its running totals at the two
-	 * ends: the memo crosses there (xft_sj_memo_cross()) instead of
-	 * being made anew.  It may while the hop keeps its shape: t1 in
-	 * [floor1 + its window's reach, ceil1), past the wake (kw, at tw)
-	 * and every other window, short of the sender's next evtchn_op
-	 * when that would become tn. */
-	int cross1;
-	int own1;                /* t1 has a clock window of its own */
-	uint64_t floor1, ceil1;
-	int64_t kw;
-	/* The receiver's side at t1 (end_sums()), once asked: its known
-	 * time by runstate, its '?' of the clock window and the rest. */
-	int sums1;
+	/* When an end leaves its range over an entry of its vCPU or the
+	 * edge of its own clock window, only its side of the hop changes,
+	 * by the difference of the running totals at the two places: the
+	 * memo crosses there (xft_sj_memo_cross()) instead of being made
+	 * anew, while the hop keeps its shape.  t1, on the receiver's
+	 * awake side: in [floor1 + its window's reach, ceil1), past the wake
+	 * (kw) and every other window, short of the sender's next evtchn_op
+	 * when that would become tn.  t0, on the sender's side when tn is
+	 * an evtchn_op (at entry sn): in [floor0, ceil0 - its window's
+	 * reach), past the evtchn_op before, short of tn and its window. */
+	int cross0, cross1;
+	int own0, own1;          /* the end has a clock window of its own */
+	uint64_t floor0, ceil0, floor1, ceil1;
+	uint64_t shape_floor1;   /* floor1 but for t0's reach */
+	int64_t sn_k, kw;
+	/* Each end's side, once asked (end_sums()): its known time by
+	 * runstate, its '?' of the clock window and the rest. */
+	int sums0, sums1;
+	uint64_t kp0[S_UNKNOWN], clock0, lost0;
 	uint64_t kp1[S_UNKNOWN], clock1, lost1;
 };
 
 /* What xft_sj_memo_get() says. */
-enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS1 };
+enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS0, MEMO_CROSS1 };
 
 #define MEMO_BITS 4
 #define MEMO_DRY_EVERY 16
@@ -336,13 +340,16 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 /* The memo slot of the ends @from and @to (sched_join_memo.c). */
 struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to);
 /* MEMO_HIT and the split of [t0, t1] into @out when @m holds for it;
- * MEMO_CROSS1 when it would but for t1 out of its range, the trace still
- * as it was for it; else MEMO_MISS (sched_join_memo.c). */
+ * MEMO_CROSS0 (MEMO_CROSS1) when it would but for t0 (t1) out of its
+ * range, the trace still as it was for it; else MEMO_MISS
+ * (sched_join_memo.c). */
 int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
 		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
-/* After MEMO_CROSS1: 1 and the split of [t0, t1] into @out when the hop
- * kept its shape, @m moved to t1; else 0, @m as it was (sched_join_memo.c). */
-int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
+/* After MEMO_CROSS0 or MEMO_CROSS1 (@which): 1 and the split of [t0, t1]
+ * into @out when the hop kept its shape, @m moved to the end that
+ * crossed; else 0 (sched_join_memo.c). */
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
+		      struct xft_split *out);
 /* Keep the split just made in @m when it may answer the next (sched_join_memo.c). */
 void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
 		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
