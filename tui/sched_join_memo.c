@@ -84,10 +84,9 @@ int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct x
 		return MEMO_MISS;
 	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
 	if (out0 || out1) {
-		/* One end at a time. */
-		if (out0 && out1)
+		if ((out0 && !m->cross0) || (out1 && !m->cross1))
 			return MEMO_MISS;
-		return out0 ? (m->cross0 ? MEMO_CROSS0 : MEMO_MISS) : (m->cross1 ? MEMO_CROSS1 : MEMO_MISS);
+		return (out0 ? MEMO_CROSS0 : 0) | (out1 ? MEMO_CROSS1 : 0);
 	}
 	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
 	*out = m->out;
@@ -483,12 +482,12 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->kw = kw;
 	m->sums1 = 0;
 	/* With tn an evtchn_op, t0 charges the sender's side alone. */
-	m->cross0 = fixed && (!sh.nwin || tn > err);
+	m->cross0 = fixed ? (!sh.nwin || tn > err ? CROSS0_SENDER : 0) : woke && !sh.tw_set ? CROSS0_AWAKE : 0;
 	m->own0 = own0;
 	m->floor0 = 0;
 	if (h > (sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0))
 		m->floor0 = sv->hc[(h - 1) & j->hc_mask] + 1;
-	m->ceil0 = sh.nwin ? tn - err : tn;
+	m->ceil0 = !fixed ? UINT64_MAX : sh.nwin ? tn - err : tn;
 	m->sn_k = sn;
 	m->sums0 = 0;
 	m->valid = 1;
@@ -620,20 +619,53 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	return 1;
 }
 
+/* Where t0 has a clock window of its own, as split_anew() (sched_join.c)
+ * finds it: a change of the sender near it, or of the receiver when tn is
+ * t0; the change, and its vCPU in *@cv.  @s0 and @e0 are the entries at
+ * or before t0 of each. */
+static uint64_t t0_change(const struct xft_sj *j, const struct memo *m, uint64_t t0, int64_t s0, int64_t e0,
+			  uint64_t err, const struct vcpu **cv)
+{
+	*cv = m->sv;
+	uint64_t c = change_near(j, m->sv, t0, (uint64_t)s0, err);
+	if (c == UINT64_MAX && m->cross0 == CROSS0_AWAKE) {
+		*cv = m->rv;
+		c = change_near(j, m->rv, t0, (uint64_t)e0, err);
+	}
+	return c;
+}
+
 /* Move @m's t0 to @t0 (struct memo): its split there and the piece of t0
  * around it.  t0 and its window must stay short of tn's window and of
- * t1's, wherever t1 goes in [lo1, hi1). */
+ * t1's, wherever t1 goes in [lo1, hi1).  With tn an evtchn_op, t0 moves
+ * the start of the sender's side; with tn at t0 and the receiver awake
+ * there, the start of the receiver's awake side, which must stay awake
+ * (its wake is t0). */
 static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 {
-	const struct vcpu *sv = m->sv;
+	const struct vcpu *sv = m->sv, *rv = m->rv;
+	int awake = m->cross0 == CROSS0_AWAKE;
+	const struct vcpu *v = awake ? rv : sv;
+	int side = awake ? RECEIVER_AWAKE : SENDER;
+	unsigned hint = awake ? H_TN : H_T0;
 	uint64_t reach1 = m->own1 ? err : 0;
 	uint64_t ceil = m->lo1 - reach1 < m->ceil0 ? m->lo1 - reach1 : m->ceil0;
 	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= ceil || t0 <= err || t0 > UINT64_MAX - err)
 		return 0;
-	int64_t s0 = find(j, sv, t0, H_T0);
-	if (s0 < 0 || s0 > m->sn_k || !memo_no_culprit(j, sv, s0, m->sn_k))
+	int64_t s0 = find(j, sv, t0, H_T0), e0 = awake ? find(j, rv, t0, H_TN) : s0;
+	if (s0 < 0 || e0 < 0)
 		return 0;
-	uint64_t c = err ? change_near(j, sv, t0, (uint64_t)s0, err) : UINT64_MAX;
+	unsigned st0 = ent_at(j, v, (uint64_t)e0)->state;
+	if (awake) {
+		/* The receiver's wake is t0 only while it is awake there. */
+		if ((st0 != S_RUNNING && st0 != S_RUNNABLE && st0 != S_XEN) || e0 > m->r1 ||
+		    !memo_no_culprit(j, rv, e0, m->r1))
+			return 0;
+	} else if (s0 > m->sn_k || !memo_no_culprit(j, sv, s0, m->sn_k)) {
+		return 0;
+	}
+	const struct vcpu *cv;
+	uint64_t c = err ? t0_change(j, m, t0, s0, e0, err, &cv) : UINT64_MAX;
 	int own = c != UINT64_MAX;
 	uint64_t reach = own ? err : 0;
 	if (t0 + reach >= ceil)
@@ -641,18 +673,18 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	if (!m->sums0) {
 		uint64_t mreach = m->own0 ? err : 0;
 		if (m->t0 < m->floor0 || m->t0 + mreach >= ceil ||
-		    !end_sums(j, sv, m->t0, find(j, sv, m->t0, H_T0), m->t0 + mreach, m->kp0, &m->clock0, &m->lost0))
+		    !end_sums(j, v, m->t0, find(j, v, m->t0, hint), m->t0 + mreach, m->kp0, &m->clock0, &m->lost0))
 			return 0;
 		m->sums0 = 1;
 	}
 	uint64_t kp[S_UNKNOWN], clock, lost;
-	if (!end_sums(j, sv, t0, s0, t0 + reach, kp, &clock, &lost))
+	if (!end_sums(j, v, t0, e0, t0 + reach, kp, &clock, &lost))
 		return 0;
-	/* The split at (t0, m->t1): the sender's side starts later, so
-	 * what it knew up to t0 is taken out. */
+	/* The split at (t0, m->t1): the side starts later, so what it knew
+	 * up to t0 is taken out. */
 	uint64_t dclock = clock - m->clock0, dlost = lost - m->lost0;
 	for (unsigned s = 0; s < S_UNKNOWN; s++)
-		*memo_cell(&m->out, side_state[SENDER][s]) -= kp[s] - m->kp0[s];
+		*memo_cell(&m->out, side_state[side][s]) -= kp[s] - m->kp0[s];
 	m->out.ns[XFT_ST_UNKNOWN] += dclock - dlost;
 	m->out.unknown_ns[XFT_UNK_CLOCK] += dclock;
 	m->out.unknown_ns[XFT_UNK_LOST] -= dlost;
@@ -663,29 +695,41 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	m->own0 = own;
 	if ((uint64_t)s0 < m->smin)
 		m->smin = (uint64_t)s0;
-	/* The piece of t0 around the new end. */
+	if (awake) {
+		if ((uint64_t)e0 < m->rmin)
+			m->rmin = (uint64_t)e0;
+		m->kw = e0;
+	}
+	/* The piece of t0 around the new end.  The sender's entry at t0
+	 * matters, when it is not charged, only for the window: past it, t0
+	 * may go on over its interrupts. */
 	uint64_t lo0 = m->floor0, hi0 = ceil - reach;
-	memo_within(j, sv, (uint64_t)s0, &lo0, &hi0);
+	memo_within(j, v, (uint64_t)e0, &lo0, &hi0);
+	if (awake && t_at(j, sv, (uint64_t)s0) > lo0)
+		lo0 = t_at(j, sv, (uint64_t)s0);
 	struct dense d0 = { { 0 }, 0 };
-	unsigned st0 = ent_at(j, sv, (uint64_t)s0)->state;
-	slope_add(&d0, -1, SENDER, st0, own);
+	slope_add(&d0, -1, side, st0, own);
 	if (own) {
-		memo_keeps_change(j, sv, c, err, &lo0, &hi0);
-		if (c < m->smin)
+		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
+		if (cv == sv && c < m->smin)
 			m->smin = c;
-		int64_t k2 = step_to(j, sv, t0 + err, s0);
-		unsigned st2 = ent_at(j, sv, (uint64_t)k2)->state;
-		slope_add(&d0, 1, SENDER, st2, 1);
-		slope_add(&d0, -1, SENDER, st2, 0);
-		uint64_t tk = t_at(j, sv, (uint64_t)k2), a = tk > err ? tk - err : 0, b = UINT64_MAX;
-		if ((uint64_t)k2 + 1 < sv->n)
-			b = t_at(j, sv, (uint64_t)k2 + 1) - err;
+		if (cv == rv && c < m->rmin)
+			m->rmin = c;
+		int64_t k2 = step_to(j, v, t0 + err, e0);
+		unsigned st2 = ent_at(j, v, (uint64_t)k2)->state;
+		slope_add(&d0, 1, side, st2, 1);
+		slope_add(&d0, -1, side, st2, 0);
+		uint64_t tk = t_at(j, v, (uint64_t)k2), a = tk > err ? tk - err : 0, b = UINT64_MAX;
+		if ((uint64_t)k2 + 1 < v->n)
+			b = t_at(j, v, (uint64_t)k2 + 1) - err;
 		if (a > lo0)
 			lo0 = a;
 		if (b < hi0)
 			hi0 = b;
 	} else {
 		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+		if (awake)
+			memo_clear_of_changes(j, rv, (uint64_t)e0, err, &lo0, &hi0);
 	}
 	m->nd0 = memo_terms(&d0, m->at0, m->by0);
 	if (!(lo0 <= t0 && t0 < hi0))
@@ -702,7 +746,10 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
 		      struct xft_split *out)
 {
-	if (!(which == MEMO_CROSS0 ? cross0(j, m, t0, err) : cross1(j, m, t1, err)))
+	/* t0 first: t1's floor follows its piece. */
+	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, err))
+		return 0;
+	if ((which & MEMO_CROSS1) && !cross1(j, m, t1, err))
 		return 0;
 	*out = m->out;
 	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;

@@ -132,7 +132,9 @@ struct memo {
 	 * (kw) and every other window, short of the sender's next evtchn_op
 	 * when that would become tn.  t0, on the sender's side when tn is
 	 * an evtchn_op (at entry sn): in [floor0, ceil0 - its window's
-	 * reach), past the evtchn_op before, short of tn and its window. */
+	 * reach), past the evtchn_op before, short of tn and its window;
+	 * or, when tn is t0 and the receiver awake there, on the receiver's
+	 * awake side (CROSS0_AWAKE), past the sender's last evtchn_op. */
 	int cross0, cross1;
 	int own0, own1;          /* the end has a clock window of its own */
 	uint64_t floor0, ceil0, floor1, ceil1;
@@ -146,7 +148,9 @@ struct memo {
 };
 
 /* What xft_sj_memo_get() says. */
-enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS0, MEMO_CROSS1 };
+enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS0 = 2, MEMO_CROSS1 = 4 };
+/* How t0 crosses (struct memo's cross0). */
+enum { CROSS0_SENDER = 1, CROSS0_AWAKE };
 
 #define MEMO_BITS 4
 #define MEMO_DRY_EVERY 16
@@ -340,14 +344,15 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 /* The memo slot of the ends @from and @to (sched_join_memo.c). */
 struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to);
 /* MEMO_HIT and the split of [t0, t1] into @out when @m holds for it;
- * MEMO_CROSS0 (MEMO_CROSS1) when it would but for t0 (t1) out of its
- * range, the trace still as it was for it; else MEMO_MISS
+ * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
+ * out of their ranges, the trace still as it was for it; else MEMO_MISS
  * (sched_join_memo.c). */
 int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
 		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
-/* After MEMO_CROSS0 or MEMO_CROSS1 (@which): 1 and the split of [t0, t1]
- * into @out when the hop kept its shape, @m moved to the end that
- * crossed; else 0 (sched_join_memo.c). */
+/* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 and the split of
+ * [t0, t1] into @out when the hop kept its shape, @m moved to the ends
+ * that crossed; else 0, and @m only fit to be made anew
+ * (sched_join_memo.c). */
 int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
 		      struct xft_split *out);
 /* Keep the split just made in @m when it may answer the next (sched_join_memo.c). */
