@@ -487,7 +487,10 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->floor0 = 0;
 	if (h > (sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0))
 		m->floor0 = sv->hc[(h - 1) & j->hc_mask] + 1;
-	m->ceil0 = !fixed ? UINT64_MAX : sh.nwin ? tn - err : tn;
+	m->ceil0 = fixed ? tn : UINT64_MAX;
+	m->tnwin0 = fixed && sh.nwin ? tn - err : UINT64_MAX;
+	m->spill0 = fixed && !sh.nwin ? tn : UINT64_MAX;
+	m->spill_awake = woke && tw == tn;
 	m->sn_k = sn;
 	m->sums0 = 0;
 	m->valid = 1;
@@ -512,15 +515,16 @@ static uint64_t totals(const struct xft_sj *j, const struct vcpu *v, uint64_t x,
 	return all;
 }
 
-/* An end of a hop at @x on @v (@k the entry at or before it), its clock
- * window reaching inside the hop to @w (x - err for t1, x + err for t0;
- * @x without one): the running totals at @w into @kp (what the side
- * knows, the window taken out), the known time between x and w into
- * *@clock and what is in no known state up to @x into *@lost.  A side's
- * part of a split is the difference of these at its two ends, as
- * charge() (sched_join.c) finds it span by span.  0: @w is before what
- * is kept. */
-static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t w,
+/* An end of a hop at @x on @v (@k the entry at or before it, @at_t0
+ * which end), the clock windows covering its side from @x to @w (x - err
+ * for t1 with a window of its own; for t0, x + err, or tn's window's start
+ * when that is nearer; @x without one): the running totals at @w into
+ * @kp (what the side knows, the windows taken out), the known time
+ * between x and w into *@clock and what is in no known state up to @x
+ * into *@lost.  A side's part of a split is the difference of these at
+ * its two ends, as charge() (sched_join.c) finds it span by span.  0: @w
+ * is before what is kept. */
+static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t w, int at_t0,
 		    uint64_t kp[S_UNKNOWN], uint64_t *clock, uint64_t *lost)
 {
 	uint64_t all = totals(j, v, x, k, kp);
@@ -532,7 +536,8 @@ static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, in
 	if (kw < 0)
 		return 0;
 	uint64_t at_w = totals(j, v, w, kw, kp);
-	*clock = w < x ? all - at_w : at_w - all;
+	/* Mod 2^64: at t0, w is below x once its window is tn's. */
+	*clock = at_t0 ? at_w - all : all - at_w;
 	return 1;
 }
 
@@ -556,12 +561,13 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 		 * window: then its split is of another shape than t1's. */
 		uint64_t mreach = m->own1 ? err : 0;
 		if (m->t1 < m->floor1 + mreach ||
-		    !end_sums(j, rv, m->t1, find(j, rv, m->t1, H_T1), m->t1 - mreach, m->kp1, &m->clock1, &m->lost1))
+		    !end_sums(j, rv, m->t1, find(j, rv, m->t1, H_T1), m->t1 - mreach, 0, m->kp1, &m->clock1,
+			      &m->lost1))
 			return 0;
 		m->sums1 = 1;
 	}
 	uint64_t kp[S_UNKNOWN], clock, lost;
-	if (!end_sums(j, rv, t1, r1, t1 - reach, kp, &clock, &lost))
+	if (!end_sums(j, rv, t1, r1, t1 - reach, 0, kp, &clock, &lost))
 		return 0;
 	/* The split at (m->t0, t1): the memo's, with the awake side's part
 	 * of t1 taken at the new end. */
@@ -649,8 +655,10 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	int side = awake ? RECEIVER_AWAKE : SENDER;
 	unsigned hint = awake ? H_TN : H_T0;
 	uint64_t reach1 = m->own1 ? err : 0;
-	uint64_t ceil = m->lo1 - reach1 < m->ceil0 ? m->lo1 - reach1 : m->ceil0;
-	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= ceil || t0 <= err || t0 > UINT64_MAX - err)
+	/* t0's window stays short of t1's. */
+	uint64_t below1 = m->lo1 - reach1;
+	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= m->ceil0 || t0 >= below1 || t0 <= err ||
+	    t0 > UINT64_MAX - err)
 		return 0;
 	int64_t s0 = find(j, sv, t0, H_T0), e0 = awake ? find(j, rv, t0, H_TN) : s0;
 	if (s0 < 0 || e0 < 0)
@@ -664,30 +672,74 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	} else if (s0 > m->sn_k || !memo_no_culprit(j, sv, s0, m->sn_k)) {
 		return 0;
 	}
-	const struct vcpu *cv;
+	const struct vcpu *cv = sv;
 	uint64_t c = err ? t0_change(j, m, t0, s0, e0, err, &cv) : UINT64_MAX;
 	int own = c != UINT64_MAX;
 	uint64_t reach = own ? err : 0;
-	if (t0 + reach >= ceil)
+	/* Past tn (spill0) the window takes from the receiver's awake side
+	 * too, when that begins at tn: its part is the receiver's running
+	 * totals at the window's end, tn's without. */
+	int spill = t0 + reach > m->spill0;
+	if ((spill && !m->spill_awake) || t0 + reach >= below1)
 		return 0;
 	if (!m->sums0) {
-		uint64_t mreach = m->own0 ? err : 0;
-		if (m->t0 < m->floor0 || m->t0 + mreach >= ceil ||
-		    !end_sums(j, v, m->t0, find(j, v, m->t0, hint), m->t0 + mreach, m->kp0, &m->clock0, &m->lost0))
+		uint64_t mreach = m->own0 ? err : 0, mw = m->t0 + mreach;
+		if (m->t0 < m->floor0 || m->t0 >= m->ceil0 || mw >= below1 || (mw > m->spill0 && !m->spill_awake))
 			return 0;
+		uint64_t ws = mw > m->tnwin0 ? m->tnwin0 : mw > m->spill0 ? m->spill0 : mw;
+		if (!end_sums(j, v, m->t0, find(j, v, m->t0, hint), ws, 1, m->kp0, &m->clock0, &m->lost0))
+			return 0;
+		m->wr0 = mw > m->spill0 ? mw : m->spill0;
+		m->kpr_at = 0;
 		m->sums0 = 1;
 	}
+	/* Within tn's window, t0's ends where tn's begins: the two are one. */
+	int merged = t0 + reach >= m->tnwin0;
 	uint64_t kp[S_UNKNOWN], clock, lost;
-	if (!end_sums(j, v, t0, e0, t0 + reach, kp, &clock, &lost))
+	if (!end_sums(j, v, t0, e0, merged ? m->tnwin0 : spill ? m->spill0 : t0 + reach, 1, kp, &clock, &lost))
 		return 0;
+	/* The receiver's totals where the window ends past tn, or at tn:
+	 * asked only when that point moves (wr0, kpr_at: where kpr0 is). */
+	uint64_t kpr[S_UNKNOWN], spillr = 0, wr = spill ? t0 + reach : m->spill0;
+	int64_t kr = -1;
+	if (spill) {
+		kr = find(j, rv, wr, H_TN);
+		if (kr < 0)
+			return 0;
+	}
+	int moved = m->spill0 < UINT64_MAX && wr != m->wr0;
+	if (moved) {
+		if (m->kpr_at != m->wr0) {
+			int64_t k = find(j, rv, m->wr0, H_TN);
+			if (k < 0)
+				return 0;
+			m->spillr0 = totals(j, rv, m->wr0, k, m->kpr0);
+			m->kpr_at = m->wr0;
+		}
+		if (kr < 0 && (kr = find(j, rv, wr, H_TN)) < 0)
+			return 0;
+		spillr = totals(j, rv, wr, kr, kpr);
+	}
 	/* The split at (t0, m->t1): the side starts later, so what it knew
-	 * up to t0 is taken out. */
+	 * up to t0 is taken out; the receiver's side loses to the window
+	 * what it spills over. */
 	uint64_t dclock = clock - m->clock0, dlost = lost - m->lost0;
 	for (unsigned s = 0; s < S_UNKNOWN; s++)
 		*memo_cell(&m->out, side_state[side][s]) -= kp[s] - m->kp0[s];
 	m->out.ns[XFT_ST_UNKNOWN] += dclock - dlost;
 	m->out.unknown_ns[XFT_UNK_CLOCK] += dclock;
 	m->out.unknown_ns[XFT_UNK_LOST] -= dlost;
+	if (moved) {
+		uint64_t dr = spillr - m->spillr0;
+		for (unsigned s = 0; s < S_UNKNOWN; s++)
+			*memo_cell(&m->out, side_state[RECEIVER_AWAKE][s]) -= kpr[s] - m->kpr0[s];
+		m->out.ns[XFT_ST_UNKNOWN] += dr;
+		m->out.unknown_ns[XFT_UNK_CLOCK] += dr;
+		memcpy(m->kpr0, kpr, sizeof(kpr));
+		m->spillr0 = spillr;
+		m->kpr_at = wr;
+	}
+	m->wr0 = wr;
 	memcpy(m->kp0, kp, sizeof(kp));
 	m->clock0 = clock;
 	m->lost0 = lost;
@@ -700,36 +752,58 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 			m->rmin = (uint64_t)e0;
 		m->kw = e0;
 	}
-	/* The piece of t0 around the new end.  The sender's entry at t0
-	 * matters, when it is not charged, only for the window: past it, t0
-	 * may go on over its interrupts. */
-	uint64_t lo0 = m->floor0, hi0 = ceil - reach;
+	/* The piece of t0 around the new end: where t0 stays in its entry,
+	 * its window's end in its entry (of the sender, or of the receiver
+	 * past tn) and on the same side of tn and of tn's window.  The
+	 * sender's entry at t0 matters, when it is not charged, only for the
+	 * window: past it, t0 may go on over its interrupts. */
+	uint64_t lo0 = m->floor0, hi0 = below1 - reach;
+	if (m->ceil0 < hi0)
+		hi0 = m->ceil0;
+	if (m->spill0 < UINT64_MAX) {
+		uint64_t edge = m->spill0 - reach + 1; /* t0 from which it spills */
+		if (spill && edge > lo0)
+			lo0 = edge;
+		else if (!spill && edge < hi0)
+			hi0 = edge;
+	}
+	uint64_t meet = m->tnwin0 > reach ? m->tnwin0 - reach : 0;
+	if (merged && meet > lo0)
+		lo0 = meet;
+	else if (!merged && meet < hi0)
+		hi0 = meet;
 	memo_within(j, v, (uint64_t)e0, &lo0, &hi0);
 	if (awake && t_at(j, sv, (uint64_t)s0) > lo0)
 		lo0 = t_at(j, sv, (uint64_t)s0);
 	struct dense d0 = { { 0 }, 0 };
-	slope_add(&d0, -1, side, st0, own);
+	slope_add(&d0, -1, side, st0, own || merged);
 	if (own) {
 		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
 		if (cv == sv && c < m->smin)
 			m->smin = c;
 		if (cv == rv && c < m->rmin)
 			m->rmin = c;
-		int64_t k2 = step_to(j, v, t0 + err, e0);
-		unsigned st2 = ent_at(j, v, (uint64_t)k2)->state;
-		slope_add(&d0, 1, side, st2, 1);
-		slope_add(&d0, -1, side, st2, 0);
-		uint64_t tk = t_at(j, v, (uint64_t)k2), a = tk > err ? tk - err : 0, b = UINT64_MAX;
-		if ((uint64_t)k2 + 1 < v->n)
-			b = t_at(j, v, (uint64_t)k2 + 1) - err;
-		if (a > lo0)
-			lo0 = a;
-		if (b < hi0)
-			hi0 = b;
 	} else {
 		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
 		if (awake)
 			memo_clear_of_changes(j, rv, (uint64_t)e0, err, &lo0, &hi0);
+	}
+	if (own && !merged) {
+		/* The window's end moves with t0, over the entries of the side
+		 * it ends in. */
+		const struct vcpu *wv = spill ? rv : v;
+		int wside = spill ? RECEIVER_AWAKE : side;
+		int64_t k2 = spill ? kr : step_to(j, v, t0 + err, e0);
+		unsigned st2 = ent_at(j, wv, (uint64_t)k2)->state;
+		slope_add(&d0, 1, wside, st2, 1);
+		slope_add(&d0, -1, wside, st2, 0);
+		uint64_t tk = t_at(j, wv, (uint64_t)k2), a = tk > err ? tk - err : 0, b = UINT64_MAX;
+		if ((uint64_t)k2 + 1 < wv->n)
+			b = t_at(j, wv, (uint64_t)k2 + 1) - err;
+		if (a > lo0)
+			lo0 = a;
+		if (b < hi0)
+			hi0 = b;
 	}
 	m->nd0 = memo_terms(&d0, m->at0, m->by0);
 	if (!(lo0 <= t0 && t0 < hi0))

@@ -131,19 +131,26 @@ struct memo {
 	 * awake side: in [floor1 + its window's reach, ceil1), past the wake
 	 * (kw) and every other window, short of the sender's next evtchn_op
 	 * when that would become tn.  t0, on the sender's side when tn is
-	 * an evtchn_op (at entry sn): in [floor0, ceil0 - its window's
-	 * reach), past the evtchn_op before, short of tn and its window;
-	 * or, when tn is t0 and the receiver awake there, on the receiver's
-	 * awake side (CROSS0_AWAKE), past the sender's last evtchn_op. */
+	 * an evtchn_op (at entry sn): in [floor0, ceil0), past the evtchn_op
+	 * before and short of tn, its window within the sender's side (its
+	 * end at most spill0, tn, or past it on the receiver's awake side
+	 * when that begins at tn: spill_awake) or one with tn's (from tnwin0
+	 * on); or, when tn is t0 and the receiver awake there, on the
+	 * receiver's awake side (CROSS0_AWAKE), past the sender's last
+	 * evtchn_op. */
 	int cross0, cross1;
 	int own0, own1;          /* the end has a clock window of its own */
-	uint64_t floor0, ceil0, floor1, ceil1;
+	uint64_t floor0, ceil0, spill0, tnwin0, floor1, ceil1;
+	int spill_awake;
 	uint64_t shape_floor1;   /* floor1 but for t0's reach */
 	int64_t sn_k, kw;
 	/* Each end's side, once asked (end_sums()): its known time by
 	 * runstate, its '?' of the clock window and the rest. */
 	int sums0, sums1;
 	uint64_t kp0[S_UNKNOWN], clock0, lost0;
+	/* Where t0's window ends past tn, or tn (wr0); the receiver's totals
+	 * there, when asked (kpr_at == wr0). */
+	uint64_t wr0, kpr_at, kpr0[S_UNKNOWN], spillr0;
 	uint64_t kp1[S_UNKNOWN], clock1, lost1;
 };
 

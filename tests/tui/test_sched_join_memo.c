@@ -39,10 +39,10 @@ static void ev(struct xft_sj *j, uint64_t t, unsigned kind, unsigned pcpu, uint3
 /* Domain 1's two vCPUs, each on a pCPU of its own, every PERIOD: the
  * receiver (vCPU 1) waits [0, 200) and runs, Xen interrupting it over
  * [700, 800); the sender (vCPU 0) waits [1000, 1200) and runs, Xen
- * interrupting it over [1250, 1300), and notifies (evtchn_op) at 1900.
+ * interrupting it over [1250, 1300), and notifies (evtchn_op) at @hc.
  * Then a record of the receiver at B(5) + 100, while it waits 100 from
  * either run, makes the clock error ERR. */
-static struct xft_sj *join(void)
+static struct xft_sj *join_hc(uint64_t hc)
 {
 	struct xft_sj_limits l = { .max_vcpus = 4, .per_vcpu = 256, .per_vcpu_hc = 64, .max_pcpus = 2 };
 	struct xft_sj *j;
@@ -54,7 +54,7 @@ static struct xft_sj *join(void)
 		rs(j, B(c) + 1000, 0, 0, c ? RUN : BLOCKED, RUNNABLE);
 		rs(j, B(c) + 1200, 0, 0, RUNNABLE, RUN);
 		ev(j, B(c) + 1300, XFLOW_SCHED_XEN, 0, 50);
-		ev(j, B(c) + 1900, XFLOW_SCHED_HYPERCALL, 0, 32);
+		ev(j, B(c) + hc, XFLOW_SCHED_HYPERCALL, 0, 32);
 	}
 	rs(j, B(CYCLES), 1, 1, RUN, RUNNABLE); /* the watermark */
 	struct xft_sj_end a = { B(5) - 500, 1, 0 }, b = { B(5) + 100, 1, 1 };
@@ -63,6 +63,15 @@ static struct xft_sj *join(void)
 	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, ERR);
 	return j;
 }
+
+/* Notifying at 1900: far from any change, so tn has no clock window. */
+static struct xft_sj *join(void)
+{
+	return join_hc(1900);
+}
+
+/* The trace of the join under test (as_anew() makes a fresh one). */
+static uint64_t trace_hc = 1900;
 
 /* The hop from the sender at @t0 to the receiver at @t1. */
 static struct xft_split hop(struct xft_sj *j, uint64_t t0, uint64_t t1)
@@ -83,7 +92,7 @@ static struct memo *memo_of(struct xft_sj *j)
 /* @s is the split a join with no memo makes of the hop [t0, t1]. */
 static void as_anew(const struct xft_split *s, uint64_t t0, uint64_t t1)
 {
-	struct xft_sj *f = join();
+	struct xft_sj *f = join_hc(trace_hc);
 	struct xft_split r = hop(f, t0, t1);
 	xft_sj_free(f);
 	for (unsigned k = 0; k < XFT_NSTATES; k++)
@@ -174,6 +183,40 @@ Test(sched_join_memo, t0_past_the_notification_is_made_anew)
 	struct xft_sj *j = join();
 	struct memo *m = after(j, B(3) + 1500, B(4) + 500, B(3) + 1950, B(4) + 505);
 	cr_assert(!m->sums0 && !m->sums1 && m->cross0 == CROSS0_AWAKE, "made anew");
+	xft_sj_free(j);
+}
+
+/* Notifying at 1260, within ERR of the sender's run at 1200, tn has a
+ * window [1160, 1360): t0's own window, past the change at 1000, grows
+ * into it, and the two are one. */
+Test(sched_join_memo, t0_window_meeting_tns_window_is_the_split_anew)
+{
+	trace_hc = 1260;
+	struct xft_sj *j = join_hc(trace_hc);
+	struct memo *m = after(j, B(3) + 1050, B(4) + 500, B(3) + 1110, B(4) + 505);
+	cr_assert(m->sums0 && m->own0 && m->t0 == B(3) + 1110, "t0 crossed into tn's window");
+	cr_assert(m->t0 + ERR >= m->tnwin0, "the windows met");
+	for (uint64_t t0 = B(3) + 1000; t0 < B(3) + 1260; t0 += 7) {
+		struct xft_split s = hop(j, t0, B(4) + 510);
+		as_anew(&s, t0, B(4) + 510);
+	}
+	xft_sj_free(j);
+}
+
+/* Notifying at 1350, clear of every change: t0 within ERR of the sender's
+ * run at 1200 has a window that reaches past tn, into the receiver's
+ * awake side. */
+Test(sched_join_memo, t0_window_past_tn_is_the_split_anew)
+{
+	trace_hc = 1350;
+	struct xft_sj *j = join_hc(trace_hc);
+	struct memo *m = after(j, B(3) + 1220, B(4) + 500, B(3) + 1280, B(4) + 505);
+	cr_assert(m->sums0 && m->own0 && m->t0 == B(3) + 1280, "t0 crossed");
+	cr_assert(m->t0 + ERR > m->spill0 && m->spill_awake, "its window reaches past tn");
+	for (uint64_t t0 = B(3) + 1100; t0 < B(3) + 1350; t0 += 7) {
+		struct xft_split s = hop(j, t0, B(4) + 510);
+		as_anew(&s, t0, B(4) + 510);
+	}
 	xft_sj_free(j);
 }
 
