@@ -17,8 +17,11 @@
  * two ends is kept with how far each end may move before anything but the
  * time charged to the states at its moving points changes (struct memo,
  * tui/sched_join_memo.c), and the next hop between the same vCPUs, a few
- * microseconds later, is that split moved.  The reference comparisons of
- * the tests hold either way: the memo changes the cost, never an answer.
+ * microseconds later, is that split moved.  When an end moved past the
+ * next entry or window edge of its vCPU, but the hop kept its shape, the
+ * memo crosses it: only that end's side changed, by the difference of its
+ * running totals.  The reference comparisons of the tests hold either way:
+ * the memo changes the cost, never an answer.
  */
 #include <errno.h>
 #include <stdlib.h>

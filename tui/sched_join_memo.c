@@ -1,8 +1,9 @@
 /*
  * The memo of the scheduler join (struct memo, tui/sched_join_priv.h): the
  * last split between each two ends, and how far they may move with that
- * split still the answer once moved.  tui/sched_join.c asks it first and
- * fills it after each split it makes anew.
+ * split still the answer once moved, and how it is moved on past them
+ * (xft_sj_memo_cross()) while the hop keeps its shape.  tui/sched_join.c
+ * asks it first and fills it after each split it makes anew.
  */
 #include <stdint.h>
 #include <string.h>
