@@ -639,7 +639,7 @@ static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t ne
 }
 
 /* The offset is at least @x; whether that narrowed @o. */
-static int offsets_floor(struct offsets *o, int64_t x)
+static inline int offsets_floor(struct offsets *o, int64_t x)
 {
 	if (o->has_lo && x <= o->lo)
 		return 0;
@@ -649,7 +649,7 @@ static int offsets_floor(struct offsets *o, int64_t x)
 }
 
 /* The offset is at most @x; whether that narrowed @o. */
-static int offsets_ceil(struct offsets *o, int64_t x)
+static inline int offsets_ceil(struct offsets *o, int64_t x)
 {
 	if (o->has_hi && x >= o->hi)
 		return 0;
@@ -671,7 +671,7 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 
 /* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
  * narrowed @o. */
-static int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
 {
 	int narrowed = 0;
 	if (r->began)
@@ -723,7 +723,7 @@ static uint64_t offsets_bound(const struct offsets *o)
  * a split the memo answers; @narrowed: it narrowed the current window's
  * offsets): the bound they prove, and the windows turned over every
  * XFT_SJ_ERROR_WINDOW checks. */
-static void checks_turn(struct xft_sj *j, int narrowed)
+static inline void checks_turn(struct xft_sj *j, int narrowed)
 {
 	/* The bound is of both windows' offsets: it moves only when this
 	 * check narrowed them or the windows turned since it was taken. */
