@@ -17,8 +17,11 @@
  * two ends is kept with how far each end may move before anything but the
  * time charged to the states at its moving points changes (struct memo,
  * tui/sched_join_memo.c), and the next hop between the same vCPUs, a few
- * microseconds later, is that split moved.  The reference comparisons of
- * the tests hold either way: the memo changes the cost, never an answer.
+ * microseconds later, is that split moved.  When an end moved past the
+ * next entry or window edge of its vCPU, but the hop kept its shape, the
+ * memo crosses it: only that end's side changed, by the difference of its
+ * running totals.  The reference comparisons of the tests hold either way:
+ * the memo changes the cost, never an answer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -636,7 +639,7 @@ static int ended_known(const struct xft_sj *j, const struct vcpu *v, uint64_t ne
 }
 
 /* The offset is at least @x; whether that narrowed @o. */
-static int offsets_floor(struct offsets *o, int64_t x)
+static inline int offsets_floor(struct offsets *o, int64_t x)
 {
 	if (o->has_lo && x <= o->lo)
 		return 0;
@@ -646,7 +649,7 @@ static int offsets_floor(struct offsets *o, int64_t x)
 }
 
 /* The offset is at most @x; whether that narrowed @o. */
-static int offsets_ceil(struct offsets *o, int64_t x)
+static inline int offsets_ceil(struct offsets *o, int64_t x)
 {
 	if (o->has_hi && x >= o->hi)
 		return 0;
@@ -668,7 +671,7 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 
 /* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
  * narrowed @o. */
-static int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
 {
 	int narrowed = 0;
 	if (r->began)
@@ -720,7 +723,7 @@ static uint64_t offsets_bound(const struct offsets *o)
  * a split the memo answers; @narrowed: it narrowed the current window's
  * offsets): the bound they prove, and the windows turned over every
  * XFT_SJ_ERROR_WINDOW checks. */
-static void checks_turn(struct xft_sj *j, int narrowed)
+static inline void checks_turn(struct xft_sj *j, int narrowed)
 {
 	/* The bound is of both windows' offsets: it moves only when this
 	 * check narrowed them or the windows turned since it was taken. */
@@ -946,7 +949,8 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		return;
 	}
 	struct memo *m = xft_sj_memo_slot(j, from, to);
-	if (!xft_sj_memo_get(j, m, from, to, t0, t1, err, out)) {
+	int got = xft_sj_memo_get(j, m, from, to, t0, t1, err, out);
+	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err, out))) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return;
 	}

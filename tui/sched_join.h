@@ -139,8 +139,11 @@ uint64_t xft_sj_watermark(const struct xft_sj *j);
  * into its timeline (each entry carries the time spent in each state so
  * far), whatever the number of state changes inside the hop; a hop between
  * the same two ends as one split just before, whose ends moved over no
- * state change, entry or window, is that split moved, with no lookup
- * (neither is from a woven notification, has_tn: it is always split anew).
+ * state change, entry or window, is that split moved, with no lookup, and
+ * one whose ends moved over some while the hop kept its shape (the same
+ * notification, wake and windows but its ends' own) is that split with
+ * the ends' running totals taken again, a lookup or two each (neither is
+ * from a woven notification, has_tn: it is always split anew).
  * Call once the watermark has passed to->t_ns; before, the part after the
  * watermark is '?'.  With @check, the receiving end is also checked against
  * the clock (see above; the split uses the error as it was before).

@@ -1,10 +1,12 @@
 /*
  * The memo of the scheduler join (struct memo, tui/sched_join_priv.h): the
  * last split between each two ends, and how far they may move with that
- * split still the answer once moved.  tui/sched_join.c asks it first and
- * fills it after each split it makes anew.
+ * split still the answer once moved, and how it is moved on past them
+ * (xft_sj_memo_cross()) while the hop keeps its shape.  tui/sched_join.c
+ * asks it first and fills it after each split it makes anew.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "tui/sched_join_priv.h"
 
@@ -68,26 +70,32 @@ int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct x
 {
 	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
 	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
-		return 0;
-	if (t0 < m->lo0 || t0 >= m->hi0 || t1 < m->lo1 || t1 >= m->hi1 || t1 > j->watermark || t1 > UINT64_MAX - err)
-		return 0;
+		return MEMO_MISS;
+	if (t1 > j->watermark || t1 > UINT64_MAX - err)
+		return MEMO_MISS;
 	const struct vcpu *sv = m->sv, *rv = m->rv;
 	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
 			       ent_at(j, sv, m->sn - 1)->has_culprit))
-		return 0;
+		return MEMO_MISS;
 	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
 			       ent_at(j, rv, m->rn - 1)->has_culprit))
-		return 0;
+		return MEMO_MISS;
 	if (sv->nhc != m->nhc &&
 	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
-		return 0;
+		return MEMO_MISS;
+	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
+	if (out0 || out1) {
+		if ((out0 && !m->cross0) || (out1 && !m->cross1))
+			return MEMO_MISS;
+		return (out0 ? MEMO_CROSS0 : 0) | (out1 ? MEMO_CROSS1 : 0);
+	}
 	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
 	*out = m->out;
 	for (unsigned i = 0; i < m->nd0; i++)
 		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
 	for (unsigned i = 0; i < m->nd1; i++)
 		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
-	return 1;
+	return MEMO_HIT;
 }
 
 /* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
@@ -461,5 +469,368 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	 * cells: never more than MEMO_TERMS. */
 	m->nd0 = memo_terms(&d0, m->at0, m->by0);
 	m->nd1 = memo_terms(&d1, m->at1, m->by1);
+	/* Past the wake, t1 charges the receiver's awake side whatever t0
+	 * in [lo0, hi0) did to it: the crossings of xft_sj_memo_cross(). */
+	m->cross1 = woke;
+	m->own1 = own1;
+	m->shape_floor1 = 0;
+	if (sh.tw_set)
+		m->shape_floor1 = tw + 1;
+	if (sh.nwin && tn + err + 1 > m->shape_floor1)
+		m->shape_floor1 = tn + err + 1;
+	m->floor1 = hi0 + reach0 > m->shape_floor1 ? hi0 + reach0 : m->shape_floor1;
+	m->ceil1 = !fixed && h < sv->nhc ? sv->hc[h & j->hc_mask] : UINT64_MAX;
+	m->kw = kw;
+	m->sums1 = 0;
+	/* With tn an evtchn_op, t0 charges the sender's side alone. */
+	m->cross0 = fixed ? (!sh.nwin || tn > err ? CROSS0_SENDER : 0) : woke && !sh.tw_set ? CROSS0_AWAKE : 0;
+	m->own0 = own0;
+	m->floor0 = 0;
+	if (h > (sv->nhc > j->lim.per_vcpu_hc ? sv->nhc - j->lim.per_vcpu_hc : 0))
+		m->floor0 = sv->hc[(h - 1) & j->hc_mask] + 1;
+	m->ceil0 = fixed ? tn : UINT64_MAX;
+	m->tnwin0 = fixed && sh.nwin ? tn - err : UINT64_MAX;
+	m->spill0 = fixed && !sh.nwin ? tn : UINT64_MAX;
+	m->spill_awake = woke && tw == tn;
+	m->sn_k = sn;
+	m->sums0 = 0;
 	m->valid = 1;
+}
+
+/* --- crossing an end's breakpoints (struct memo) ------------------------- */
+
+/* The running totals of @v at @x (@k the entry at or before it): the time
+ * spent in each known runstate from its first entry, into @kp; their sum. */
+static uint64_t totals(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t kp[S_UNKNOWN])
+{
+	const struct ent *e = ent_at(j, v, (uint64_t)k);
+	uint64_t all = 0;
+	for (unsigned s = 0; s < S_UNKNOWN; s++) {
+		kp[s] = e->cum[s];
+		all += e->cum[s];
+	}
+	if (e->state < S_UNKNOWN) {
+		kp[e->state] += x - e->t;
+		all += x - e->t;
+	}
+	return all;
+}
+
+/* An end of a hop at @x on @v (@k the entry at or before it, @at_t0
+ * which end), the clock windows covering its side from @x to @w (x - err
+ * for t1 with a window of its own; for t0, x + err, or tn's window's start
+ * when that is nearer; @x without one): the running totals at @w into
+ * @kp (what the side knows, the windows taken out), the known time
+ * between x and w into *@clock and what is in no known state up to @x
+ * into *@lost.  A side's part of a split is the difference of these at
+ * its two ends, as charge() (sched_join.c) finds it span by span.  0: @w
+ * is before what is kept. */
+static int end_sums(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t w, int at_t0,
+		    uint64_t kp[S_UNKNOWN], uint64_t *clock, uint64_t *lost)
+{
+	uint64_t all = totals(j, v, x, k, kp);
+	*lost = x - all;
+	*clock = 0;
+	if (w == x)
+		return 1;
+	int64_t kw = step_to(j, v, w, k);
+	if (kw < 0)
+		return 0;
+	uint64_t at_w = totals(j, v, w, kw, kp);
+	/* Mod 2^64: at t0, w is below x once its window is tn's. */
+	*clock = at_t0 ? at_w - all : all - at_w;
+	return 1;
+}
+
+/* Move @m's t1 to @t1 (struct memo): its split there and the piece of t1
+ * around it. */
+static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
+{
+	const struct vcpu *rv = m->rv;
+	if (t1 < m->floor1 || t1 >= m->ceil1 || t1 <= err)
+		return 0;
+	int64_t r1 = find(j, rv, t1, H_T1);
+	if (r1 < m->kw || !memo_no_culprit(j, rv, m->kw, r1))
+		return 0;
+	uint64_t c = err ? change_near(j, rv, t1, (uint64_t)r1, err) : UINT64_MAX;
+	int own = c != UINT64_MAX;
+	uint64_t reach = own ? err : 0;
+	if (t1 < m->floor1 + reach)
+		return 0;
+	if (!m->sums1) {
+		/* The memo's own t1 may lie before the wake or in another
+		 * window: then its split is of another shape than t1's. */
+		uint64_t mreach = m->own1 ? err : 0;
+		if (m->t1 < m->floor1 + mreach ||
+		    !end_sums(j, rv, m->t1, find(j, rv, m->t1, H_T1), m->t1 - mreach, 0, m->kp1, &m->clock1,
+			      &m->lost1))
+			return 0;
+		m->sums1 = 1;
+	}
+	uint64_t kp[S_UNKNOWN], clock, lost;
+	if (!end_sums(j, rv, t1, r1, t1 - reach, 0, kp, &clock, &lost))
+		return 0;
+	/* The split at (m->t0, t1): the memo's, with the awake side's part
+	 * of t1 taken at the new end. */
+	uint64_t dclock = clock - m->clock1, dlost = lost - m->lost1;
+	for (unsigned s = 0; s < S_UNKNOWN; s++)
+		*memo_cell(&m->out, side_state[RECEIVER_AWAKE][s]) += kp[s] - m->kp1[s];
+	m->out.ns[XFT_ST_UNKNOWN] += dclock + dlost;
+	m->out.unknown_ns[XFT_UNK_CLOCK] += dclock;
+	m->out.unknown_ns[XFT_UNK_LOST] += dlost;
+	memcpy(m->kp1, kp, sizeof(kp));
+	m->clock1 = clock;
+	m->lost1 = lost;
+	m->t1 = t1;
+	m->own1 = own;
+	m->r1 = r1;
+	/* The receiver's entries since the memo was made lie past t1 and
+	 * its window (xft_sj_memo_get()): from here they are the memo's. */
+	m->rn = rv->n;
+	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
+	if (m->in_run)
+		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
+	 * it: where the entry at t1, the one at t1 - err and the window
+	 * are the same. */
+	uint64_t tr1 = t_at(j, rv, (uint64_t)r1);
+	uint64_t lo1 = tr1 < t1 ? tr1 + 1 : tr1, hi1 = m->ceil1;
+	if (m->floor1 + reach > lo1)
+		lo1 = m->floor1 + reach;
+	memo_within(j, rv, (uint64_t)r1, &lo1, &hi1);
+	struct dense d1 = { { 0 }, 0 };
+	slope_add(&d1, 1, RECEIVER_AWAKE, st1, own);
+	if (own) {
+		memo_keeps_change(j, rv, c, err, &lo1, &hi1);
+		if (c < m->rmin)
+			m->rmin = c;
+		int64_t k2 = step_to(j, rv, t1 - err, r1);
+		unsigned st2 = ent_at(j, rv, (uint64_t)k2)->state;
+		slope_add(&d1, -1, RECEIVER_AWAKE, st2, 1);
+		slope_add(&d1, 1, RECEIVER_AWAKE, st2, 0);
+		uint64_t a = t_at(j, rv, (uint64_t)k2) + err, b = UINT64_MAX;
+		if ((uint64_t)k2 + 1 < rv->n)
+			b = t_at(j, rv, (uint64_t)k2 + 1) + err;
+		if (a > lo1)
+			lo1 = a;
+		if (b < hi1)
+			hi1 = b;
+	} else {
+		memo_clear_of_changes(j, rv, (uint64_t)r1, err, &lo1, &hi1);
+	}
+	m->nd1 = memo_terms(&d1, m->at1, m->by1);
+	/* Outside it, every t1 crosses again. */
+	m->lo1 = lo1 <= t1 && t1 < hi1 ? lo1 : t1;
+	m->hi1 = lo1 <= t1 && t1 < hi1 ? hi1 : t1;
+	return 1;
+}
+
+/* Where t0 has a clock window of its own, as split_anew() (sched_join.c)
+ * finds it: a change of the sender near it, or of the receiver when tn is
+ * t0; the change, and its vCPU in *@cv.  @s0 and @e0 are the entries at
+ * or before t0 of each. */
+static uint64_t t0_change(const struct xft_sj *j, const struct memo *m, uint64_t t0, int64_t s0, int64_t e0,
+			  uint64_t err, const struct vcpu **cv)
+{
+	*cv = m->sv;
+	uint64_t c = change_near(j, m->sv, t0, (uint64_t)s0, err);
+	if (c == UINT64_MAX && m->cross0 == CROSS0_AWAKE) {
+		*cv = m->rv;
+		c = change_near(j, m->rv, t0, (uint64_t)e0, err);
+	}
+	return c;
+}
+
+/* Move @m's t0 to @t0 (struct memo): its split there and the piece of t0
+ * around it.  t0 and its window must stay short of tn's window and of
+ * t1's, wherever t1 goes in [lo1, hi1).  With tn an evtchn_op, t0 moves
+ * the start of the sender's side; with tn at t0 and the receiver awake
+ * there, the start of the receiver's awake side, which must stay awake
+ * (its wake is t0). */
+static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
+{
+	const struct vcpu *sv = m->sv, *rv = m->rv;
+	int awake = m->cross0 == CROSS0_AWAKE;
+	const struct vcpu *v = awake ? rv : sv;
+	int side = awake ? RECEIVER_AWAKE : SENDER;
+	unsigned hint = awake ? H_TN : H_T0;
+	uint64_t reach1 = m->own1 ? err : 0;
+	/* t0's window stays short of t1's. */
+	uint64_t below1 = m->lo1 - reach1;
+	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= m->ceil0 || t0 >= below1 || t0 <= err ||
+	    t0 > UINT64_MAX - err)
+		return 0;
+	int64_t s0 = find(j, sv, t0, H_T0), e0 = awake ? find(j, rv, t0, H_TN) : s0;
+	if (s0 < 0 || e0 < 0)
+		return 0;
+	unsigned st0 = ent_at(j, v, (uint64_t)e0)->state;
+	if (awake) {
+		/* The receiver's wake is t0 only while it is awake there. */
+		if ((st0 != S_RUNNING && st0 != S_RUNNABLE && st0 != S_XEN) || e0 > m->r1 ||
+		    !memo_no_culprit(j, rv, e0, m->r1))
+			return 0;
+	} else if (s0 > m->sn_k || !memo_no_culprit(j, sv, s0, m->sn_k)) {
+		return 0;
+	}
+	const struct vcpu *cv = sv;
+	uint64_t c = err ? t0_change(j, m, t0, s0, e0, err, &cv) : UINT64_MAX;
+	int own = c != UINT64_MAX;
+	uint64_t reach = own ? err : 0;
+	/* Past tn (spill0) the window takes from the receiver's awake side
+	 * too, when that begins at tn: its part is the receiver's running
+	 * totals at the window's end, tn's without. */
+	int spill = t0 + reach > m->spill0;
+	if ((spill && !m->spill_awake) || t0 + reach >= below1)
+		return 0;
+	if (!m->sums0) {
+		uint64_t mreach = m->own0 ? err : 0, mw = m->t0 + mreach;
+		if (m->t0 < m->floor0 || m->t0 >= m->ceil0 || mw >= below1 || (mw > m->spill0 && !m->spill_awake))
+			return 0;
+		uint64_t ws = mw > m->tnwin0 ? m->tnwin0 : mw > m->spill0 ? m->spill0 : mw;
+		if (!end_sums(j, v, m->t0, find(j, v, m->t0, hint), ws, 1, m->kp0, &m->clock0, &m->lost0))
+			return 0;
+		m->wr0 = mw > m->spill0 ? mw : m->spill0;
+		m->kpr_at = 0;
+		m->sums0 = 1;
+	}
+	/* Within tn's window, t0's ends where tn's begins: the two are one. */
+	int merged = t0 + reach >= m->tnwin0;
+	uint64_t kp[S_UNKNOWN], clock, lost;
+	if (!end_sums(j, v, t0, e0, merged ? m->tnwin0 : spill ? m->spill0 : t0 + reach, 1, kp, &clock, &lost))
+		return 0;
+	/* The receiver's totals where the window ends past tn, or at tn:
+	 * asked only when that point moves (wr0, kpr_at: where kpr0 is). */
+	uint64_t kpr[S_UNKNOWN], spillr = 0, wr = spill ? t0 + reach : m->spill0;
+	int64_t kr = -1;
+	if (spill) {
+		kr = find(j, rv, wr, H_TN);
+		if (kr < 0)
+			return 0;
+	}
+	int moved = m->spill0 < UINT64_MAX && wr != m->wr0;
+	if (moved) {
+		if (m->kpr_at != m->wr0) {
+			int64_t k = find(j, rv, m->wr0, H_TN);
+			if (k < 0)
+				return 0;
+			m->spillr0 = totals(j, rv, m->wr0, k, m->kpr0);
+			m->kpr_at = m->wr0;
+		}
+		if (kr < 0 && (kr = find(j, rv, wr, H_TN)) < 0)
+			return 0;
+		spillr = totals(j, rv, wr, kr, kpr);
+	}
+	/* The split at (t0, m->t1): the side starts later, so what it knew
+	 * up to t0 is taken out; the receiver's side loses to the window
+	 * what it spills over. */
+	uint64_t dclock = clock - m->clock0, dlost = lost - m->lost0;
+	for (unsigned s = 0; s < S_UNKNOWN; s++)
+		*memo_cell(&m->out, side_state[side][s]) -= kp[s] - m->kp0[s];
+	m->out.ns[XFT_ST_UNKNOWN] += dclock - dlost;
+	m->out.unknown_ns[XFT_UNK_CLOCK] += dclock;
+	m->out.unknown_ns[XFT_UNK_LOST] -= dlost;
+	if (moved) {
+		uint64_t dr = spillr - m->spillr0;
+		for (unsigned s = 0; s < S_UNKNOWN; s++)
+			*memo_cell(&m->out, side_state[RECEIVER_AWAKE][s]) -= kpr[s] - m->kpr0[s];
+		m->out.ns[XFT_ST_UNKNOWN] += dr;
+		m->out.unknown_ns[XFT_UNK_CLOCK] += dr;
+		memcpy(m->kpr0, kpr, sizeof(kpr));
+		m->spillr0 = spillr;
+		m->kpr_at = wr;
+	}
+	m->wr0 = wr;
+	memcpy(m->kp0, kp, sizeof(kp));
+	m->clock0 = clock;
+	m->lost0 = lost;
+	m->t0 = t0;
+	m->own0 = own;
+	if ((uint64_t)s0 < m->smin)
+		m->smin = (uint64_t)s0;
+	if (awake) {
+		if ((uint64_t)e0 < m->rmin)
+			m->rmin = (uint64_t)e0;
+		m->kw = e0;
+	}
+	/* The piece of t0 around the new end: where t0 stays in its entry,
+	 * its window's end in its entry (of the sender, or of the receiver
+	 * past tn) and on the same side of tn and of tn's window.  The
+	 * sender's entry at t0 matters, when it is not charged, only for the
+	 * window: past it, t0 may go on over its interrupts. */
+	uint64_t lo0 = m->floor0, hi0 = below1 - reach;
+	if (m->ceil0 < hi0)
+		hi0 = m->ceil0;
+	if (m->spill0 < UINT64_MAX) {
+		uint64_t edge = m->spill0 - reach + 1; /* t0 from which it spills */
+		if (spill && edge > lo0)
+			lo0 = edge;
+		else if (!spill && edge < hi0)
+			hi0 = edge;
+	}
+	uint64_t meet = m->tnwin0 > reach ? m->tnwin0 - reach : 0;
+	if (merged && meet > lo0)
+		lo0 = meet;
+	else if (!merged && meet < hi0)
+		hi0 = meet;
+	memo_within(j, v, (uint64_t)e0, &lo0, &hi0);
+	if (awake && t_at(j, sv, (uint64_t)s0) > lo0)
+		lo0 = t_at(j, sv, (uint64_t)s0);
+	struct dense d0 = { { 0 }, 0 };
+	slope_add(&d0, -1, side, st0, own || merged);
+	if (own) {
+		memo_keeps_change(j, cv, c, err, &lo0, &hi0);
+		if (cv == sv && c < m->smin)
+			m->smin = c;
+		if (cv == rv && c < m->rmin)
+			m->rmin = c;
+	} else {
+		memo_clear_of_changes(j, sv, (uint64_t)s0, err, &lo0, &hi0);
+		if (awake)
+			memo_clear_of_changes(j, rv, (uint64_t)e0, err, &lo0, &hi0);
+	}
+	if (own && !merged) {
+		/* The window's end moves with t0, over the entries of the side
+		 * it ends in. */
+		const struct vcpu *wv = spill ? rv : v;
+		int wside = spill ? RECEIVER_AWAKE : side;
+		int64_t k2 = spill ? kr : step_to(j, v, t0 + err, e0);
+		unsigned st2 = ent_at(j, wv, (uint64_t)k2)->state;
+		slope_add(&d0, 1, wside, st2, 1);
+		slope_add(&d0, -1, wside, st2, 0);
+		uint64_t tk = t_at(j, wv, (uint64_t)k2), a = tk > err ? tk - err : 0, b = UINT64_MAX;
+		if ((uint64_t)k2 + 1 < wv->n)
+			b = t_at(j, wv, (uint64_t)k2 + 1) - err;
+		if (a > lo0)
+			lo0 = a;
+		if (b < hi0)
+			hi0 = b;
+	}
+	m->nd0 = memo_terms(&d0, m->at0, m->by0);
+	if (!(lo0 <= t0 && t0 < hi0))
+		lo0 = hi0 = t0;
+	m->lo0 = lo0;
+	m->hi0 = hi0;
+	/* t1 may now come nearer, or must stay farther: past t0's window
+	 * wherever t0 goes in its piece, or past this t0's with none. */
+	uint64_t top = hi0 > t0 ? hi0 : t0 + 1;
+	m->floor1 = top + reach > m->shape_floor1 ? top + reach : m->shape_floor1;
+	return 1;
+}
+
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
+		      struct xft_split *out)
+{
+	/* t0 first: t1's floor follows its piece. */
+	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, err))
+		return 0;
+	if ((which & MEMO_CROSS1) && !cross1(j, m, t1, err))
+		return 0;
+	*out = m->out;
+	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0; i < m->nd1; i++)
+		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
+	return 1;
 }

@@ -123,7 +123,41 @@ struct memo {
 	uint8_t nd0, nd1;
 	uint8_t at0[MEMO_TERMS], at1[MEMO_TERMS];
 	int8_t by0[MEMO_TERMS], by1[MEMO_TERMS];
+	/* When an end leaves its range over an entry of its vCPU or the
+	 * edge of its own clock window, only its side of the hop changes,
+	 * by the difference of the running totals at the two places: the
+	 * memo crosses there (xft_sj_memo_cross()) instead of being made
+	 * anew, while the hop keeps its shape.  t1, on the receiver's
+	 * awake side: in [floor1 + its window's reach, ceil1), past the wake
+	 * (kw) and every other window, short of the sender's next evtchn_op
+	 * when that would become tn.  t0, on the sender's side when tn is
+	 * an evtchn_op (at entry sn): in [floor0, ceil0), past the evtchn_op
+	 * before and short of tn, its window within the sender's side (its
+	 * end at most spill0, tn, or past it on the receiver's awake side
+	 * when that begins at tn: spill_awake) or one with tn's (from tnwin0
+	 * on); or, when tn is t0 and the receiver awake there, on the
+	 * receiver's awake side (CROSS0_AWAKE), past the sender's last
+	 * evtchn_op. */
+	int cross0, cross1;
+	int own0, own1;          /* the end has a clock window of its own */
+	uint64_t floor0, ceil0, spill0, tnwin0, floor1, ceil1;
+	int spill_awake;
+	uint64_t shape_floor1;   /* floor1 but for t0's reach */
+	int64_t sn_k, kw;
+	/* Each end's side, once asked (end_sums()): its known time by
+	 * runstate, its '?' of the clock window and the rest. */
+	int sums0, sums1;
+	uint64_t kp0[S_UNKNOWN], clock0, lost0;
+	/* Where t0's window ends past tn, or tn (wr0); the receiver's totals
+	 * there, when asked (kpr_at == wr0). */
+	uint64_t wr0, kpr_at, kpr0[S_UNKNOWN], spillr0;
+	uint64_t kp1[S_UNKNOWN], clock1, lost1;
 };
+
+/* What xft_sj_memo_get() says. */
+enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS0 = 2, MEMO_CROSS1 = 4 };
+/* How t0 crosses (struct memo's cross0). */
+enum { CROSS0_SENDER = 1, CROSS0_AWAKE };
 
 #define MEMO_BITS 4
 #define MEMO_DRY_EVERY 16
@@ -316,9 +350,18 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
 /* The memo slot of the ends @from and @to (sched_join_memo.c). */
 struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to);
-/* 1 and the split of [t0, t1] into @out when @m holds for it, else 0 (sched_join_memo.c). */
+/* MEMO_HIT and the split of [t0, t1] into @out when @m holds for it;
+ * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
+ * out of their ranges, the trace still as it was for it; else MEMO_MISS
+ * (sched_join_memo.c). */
 int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
 		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
+/* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 and the split of
+ * [t0, t1] into @out when the hop kept its shape, @m moved to the ends
+ * that crossed; else 0, and @m only fit to be made anew
+ * (sched_join_memo.c). */
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
+		      struct xft_split *out);
 /* Keep the split just made in @m when it may answer the next (sched_join_memo.c). */
 void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
 		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
