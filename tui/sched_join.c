@@ -686,11 +686,15 @@ static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run
  * [a, b): a - t <= offset <= b - t.  Outside every run, at distance @d
  * from the nearer one: the record belongs to that one (the error is taken
  * to be less than half the gap between two runs), so offset <= -d when it
- * ended before, offset >= d when it begins after.  Whether it narrowed. */
+ * ended before, offset >= d when it begins after; also at distance 0, a
+ * record at the very time its run ended or began, whose entry @k is then
+ * not a run's and says nothing of where that run began.  Whether it
+ * narrowed. */
 static int offsets_narrow(const struct xft_sj *j, const struct vcpu *v, uint64_t t, int64_t k, int64_t d, int ahead,
 			  struct offsets *o)
 {
-	if (d > 0)
+	unsigned st = ent_at(j, v, (uint64_t)k)->state;
+	if (d > 0 || (st != S_RUNNING && st != S_XEN))
 		return ahead ? offsets_floor(o, d) : offsets_ceil(o, -d);
 	struct run r;
 	xft_sj_run_of(j, v, (uint64_t)k, &r);
@@ -959,7 +963,11 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		j->st.checks++;
 		checks_turn(j, offsets_in_run(&j->off_cur, t1, &m->run));
 	} else if (check) {
-		clock_check(j, m->rv, t1, m->r1);
+		/* An entry the trace added at t1 itself, which the memo lets
+		 * stand (it changes nothing of the time before t1), holds the
+		 * point t1 that the check is about. */
+		int64_t k = m->rv->n != m->rn && t_at(j, m->rv, m->rn) <= t1 ? find(j, m->rv, t1, H_T1) : m->r1;
+		clock_check(j, m->rv, t1, k);
 	}
 	if (culprit)
 		*culprit = (struct xft_culprit){ 0 };

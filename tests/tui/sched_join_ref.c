@@ -599,17 +599,19 @@ static int64_t off_run(const struct ref_sj *j, const struct vcpu *v, uint64_t t,
  * distance from a run): within the run holding it, from the run's start
  * (when the entry before says it started then) to its end (when the entry
  * after says it ended), an interrupt's entries walked over as part of the
- * run; outside, past the nearer run's edge. */
+ * run; outside, or at a run's very edge, past that edge. */
 static void allowed_of(const struct ref_sj *j, const struct vcpu *v, uint64_t t, int64_t d, int ahead,
 		       int64_t out[2])
 {
 	out[0] = INT64_MIN;
 	out[1] = INT64_MAX;
-	if (d > 0) {
+	uint64_t k = (uint64_t)find(j, v, t), a = k, b = k + 1;
+	/* Outside every run, or at the very time one ended or began (d = 0,
+	 * the entry there not a run's): past that run's edge. */
+	if (d > 0 || (ent_at(j, v, k)->state != S_RUNNING && !ent_at(j, v, k)->irq)) {
 		out[ahead ? 0 : 1] = ahead ? d : -d;
 		return;
 	}
-	uint64_t k = (uint64_t)find(j, v, t), a = k, b = k + 1;
 	while (a > first_kept(j, v) && ent_at(j, v, a)->irq)
 		a--;
 	while (b < v->n && ent_at(j, v, b)->irq)
