@@ -33,11 +33,6 @@ struct xft_rq_stream {
 	bool ordered;    /* every record so far said so, and came in order */
 };
 
-struct xft_rq_entry {
-	uint64_t t, seq;
-	uint32_t ref;
-};
-
 static uint64_t stream_key(const struct xflow_record *r)
 {
 	return (uint64_t)r->domain_id << 32 | r->thread_id;
@@ -104,6 +99,7 @@ void xft_reorder_reset(struct xft_reorder *q)
 	q->nheap = 0;
 	q->ntails = 0;
 	q->seq = 0;
+	q->last_stream = NIL;
 }
 
 static int entry_less(const struct xft_rq_entry *a, const struct xft_rq_entry *b)
@@ -204,7 +200,10 @@ static void tail_note(struct xft_reorder *q, uint32_t s, uint64_t t, bool ordere
 		tail_set(q, q->ntails++, s);
 		tail_up(q, st->tpos);
 	} else if (st->ordered) {
-		tail_down(q, st->tpos); /* its mark only grows */
+		/* Its mark only grows: it moves only if it has a child (with
+		 * one thread, never). */
+		if (2 * st->tpos + 1 < q->ntails)
+			tail_down(q, st->tpos);
 	} else {
 		/* It may have just gone out of order: its mark fell. */
 		tail_up(q, st->tpos);
@@ -259,10 +258,16 @@ static void streams_compact(struct xft_reorder *q)
 /* The stream of @key, made if need be; NIL when none can be. */
 static uint32_t stream_of(struct xft_reorder *q, uint64_t key)
 {
+	/* A thread's records come in runs (a lane is read a batch at a
+	 * time): the stream of the record before is checked first, by its
+	 * key, which stays right whatever streams_compact() moved. */
+	uint32_t last = q->last_stream;
+	if (last < q->nstreams && q->streams[last].key == key)
+		return last;
 	uint32_t h = key_hash(key) & q->table_mask;
 	for (uint32_t s; (s = q->table[h]) != 0; h = (h + 1) & q->table_mask)
 		if (q->streams[s - 1].key == key)
-			return s - 1;
+			return q->last_stream = s - 1;
 	if (q->nstreams == q->max_streams) {
 		streams_compact(q);
 		if (q->nstreams == q->max_streams)
@@ -274,7 +279,7 @@ static uint32_t stream_of(struct xft_reorder *q, uint64_t key)
 	uint32_t s = q->nstreams++;
 	q->streams[s] = (struct xft_rq_stream){ .key = key, .head = NIL, .tail = NIL, .tpos = NIL, .ordered = true };
 	q->table[h] = s + 1;
-	return s;
+	return q->last_stream = s;
 }
 
 /* A slot for @r at @t, not yet linked anywhere. */
@@ -326,14 +331,6 @@ void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r,
 	push_loose(q, slot_take(q, r, t));
 }
 
-bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t)
-{
-	if (!q->nheap)
-		return false;
-	*t = q->heap[0].t;
-	return true;
-}
-
 const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t)
 {
 	struct xft_rq_entry top = q->heap[0];
@@ -350,7 +347,11 @@ const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t)
 		if (st->head != NIL) {
 			/* The thread's next record takes its place. */
 			const struct xft_rq_slot *nx = &q->slots[st->head];
-			heap_down(q, (struct xft_rq_entry){ .t = nx->t, .seq = nx->seq, .ref = top.ref });
+			struct xft_rq_entry e = { .t = nx->t, .seq = nx->seq, .ref = top.ref };
+			if (q->nheap == 1)
+				q->heap[0] = e; /* the only thread holding records */
+			else
+				heap_down(q, e);
 		} else {
 			st->tail = NIL;
 			q->nheap--;

@@ -34,7 +34,12 @@
 
 struct xft_rq_slot;
 struct xft_rq_stream;
-struct xft_rq_entry;
+/* A heap entry: the time and arrival of a queue's head or of a loose
+ * record (public only for xft_reorder_oldest(), asked once a record). */
+struct xft_rq_entry {
+	uint64_t t, seq;
+	uint32_t ref;
+};
 
 struct xft_reorder {
 	uint32_t max_pending, max_streams;
@@ -45,6 +50,7 @@ struct xft_reorder {
 	uint32_t nstreams;
 	uint32_t *table;               /* (domain, thread) -> stream + 1; 0: empty */
 	uint32_t table_mask;
+	uint32_t last_stream;          /* the stream pushed to last (stream_of) */
 	uint32_t *tails;               /* streams by mark, min first: the watermark */
 	uint32_t ntails;
 	uint64_t window_ns;
@@ -94,7 +100,13 @@ void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r,
 bool xft_reorder_watermark(struct xft_reorder *q, uint64_t newest, uint64_t *t);
 
 /* The time of the oldest record held, or false when none is. */
-bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t);
+static inline bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t)
+{
+	if (!q->nheap)
+		return false;
+	*t = q->heap[0].t;
+	return true;
+}
 
 /* Release the oldest record (by time, then arrival; the caller checks one
  * is held): its time in *@t, the record valid until the next push. */
