@@ -114,10 +114,28 @@ struct dom_share {
 #define P99_EVERY 64
 #define TAIL_MIN 100
 
+/* Sites whose group is remembered (group_of): a direct-mapped cache, as
+ * a flow's records come from a few sites over and over. */
+#define GROUP_CACHE 256
+#define GROUP_CACHED (UINT64_C(1) << 63) /* a tag in use: no (domain, site) is 0 then */
+
 struct xft_agg {
 	struct xft_agg_limits lim;
 	xft_group_fn group;
 	void *opaque;
+	struct {
+		uint64_t tag; /* GROUP_CACHED | domain << 32 | site, 0: empty */
+		uint32_t group;
+	} groups[GROUP_CACHE];
+	/* The key table's answer to the last lookup that found a flow: a
+	 * flow's records mostly come one after another.  Any change to the
+	 * table for that key forgets it (key_cache_forget). */
+	struct {
+		bool valid;
+		uint16_t domain, kind;
+		uint64_t id;
+		uint32_t flow;
+	} kc;
 	struct xft_agg_stats st;
 	struct xft_sched_status sched;
 
@@ -250,8 +268,34 @@ static uint64_t key_ptr(uint16_t domain, uint64_t id)
 
 static uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
 {
+	if (a->kc.valid && a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
+		return a->kc.flow;
 	uint64_t v = xflow_flowtab_get(&a->keys, kind, key_ptr(domain, id));
-	return v ? (uint32_t)(v - 1) : NIL;
+	if (!v)
+		return NIL;
+	a->kc.valid = true;
+	a->kc.domain = domain;
+	a->kc.kind = kind;
+	a->kc.id = id;
+	a->kc.flow = (uint32_t)(v - 1);
+	return a->kc.flow;
+}
+
+/* The key table changes for (@domain, @kind, @id). */
+static void key_cache_forget(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+{
+	if (a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
+		a->kc.valid = false;
+}
+
+/* Remove the keys of flow @f from the key table. */
+static void flow_keys_remove(struct xft_agg *a, struct flow *f)
+{
+	for (uint32_t k = 0; k < f->nkeys; k++) {
+		key_cache_forget(a, f->keys[k].domain, f->keys[k].kind, f->keys[k].id);
+		xflow_flowtab_remove(&a->keys, f->keys[k].kind, key_ptr(f->keys[k].domain, f->keys[k].id));
+	}
+	f->nkeys = 0;
 }
 
 static void act_unlink(struct xft_agg *a, uint32_t i)
@@ -345,6 +389,7 @@ static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_
 		return;
 	if (f->nkeys == FLOW_MAX_KEYS)
 		return; /* still reachable through its other keys */
+	key_cache_forget(a, domain, kind, id);
 	if (xflow_flowtab_register(&a->keys, kind, key_ptr(domain, id), (uint64_t)i + 1) == 0)
 		f->keys[f->nkeys++] = (struct flow_key){ domain, kind, id };
 	if (old != NIL) {
@@ -486,10 +531,7 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 	flow_count(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
-	for (uint32_t k = 0; k < f->nkeys; k++)
-		xflow_flowtab_remove(&a->keys, f->keys[k].kind,
-				     key_ptr(f->keys[k].domain, f->keys[k].id));
-	f->nkeys = 0;
+	flow_keys_remove(a, f);
 	f->live = 0;
 	act_unlink(a, i);
 	f->next = a->free_head;
@@ -832,6 +874,21 @@ static void point_notify(const struct xft_agg *a, struct xft_point *p, const str
 		p->notify_plus1 = (uint32_t)(t - p->t_ns) + 1;
 }
 
+/* The group of (@domain, @site), asked of the callback once while it
+ * stays in the cache (xft_group_fn: the answer never changes). */
+static uint32_t group_of(struct xft_agg *a, uint16_t domain, uint32_t site)
+{
+	if (!a->group)
+		return site;
+	uint64_t tag = GROUP_CACHED | (uint64_t)domain << 32 | site;
+	uint32_t slot = (site ^ (uint32_t)domain * 0x9E3779B1u) & (GROUP_CACHE - 1);
+	if (a->groups[slot].tag != tag) {
+		a->groups[slot].tag = tag;
+		a->groups[slot].group = a->group(a->opaque, domain, site);
+	}
+	return a->groups[slot].group;
+}
+
 /* The last point kept in @f's path, when it is @f's current one. */
 static struct xft_point *kept_last(struct xft_agg *a, uint32_t i)
 {
@@ -845,7 +902,7 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 	uint16_t domain = r->domain_id;
 	uint32_t site = r->site_id;
 	struct flow *f = &a->flows[i];
-	uint32_t g = a->group ? a->group(a->opaque, domain, site) : site;
+	uint32_t g = group_of(a, domain, site);
 	if (t > f->last_ns)
 		f->last_ns = t;
 	/* The newest already (the record before was this flow's, as most are
@@ -1031,10 +1088,7 @@ static void join_expired(void *opaque, const struct xft_kj_side *s, int in)
 static void flow_hold(struct xft_agg *a, uint32_t i)
 {
 	struct flow *f = &a->flows[i];
-	for (uint32_t k = 0; k < f->nkeys; k++)
-		xflow_flowtab_remove(&a->keys, f->keys[k].kind,
-				     key_ptr(f->keys[k].domain, f->keys[k].id));
-	f->nkeys = 0;
+	flow_keys_remove(a, f);
 	f->held = 1;
 }
 
@@ -1548,6 +1602,7 @@ void xft_agg_reset(struct xft_agg *a)
 	memset(a->duntil, 0, 65536 * sizeof(*a->duntil));
 	a->loss_epoch = 0;
 	xflow_flowtab_clear(&a->keys);
+	a->kc.valid = false;
 	for (uint32_t i = 0; i < a->lim.max_flows; i++) {
 		a->flows[i].live = 0;
 		a->flows[i].next = i + 1 < a->lim.max_flows ? i + 1 : NIL;
