@@ -378,20 +378,27 @@ static uint32_t flow_victim(const struct xft_agg *a)
 	return best != NIL && a->doms[best].head != NIL ? a->doms[best].head : a->act_head;
 }
 
-/* Map one more key to flow @i; a key that named another flow is taken
- * over (the id was recycled there). */
-static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_t kind,
-			 uint64_t id)
+/* Map one more key to flow @i, the key now mapped to flow @old (NIL:
+ * none); a key that named another flow is taken over (the id was
+ * recycled there). */
+static void flow_key_take(struct xft_agg *a, uint32_t i, uint32_t old, uint16_t domain, uint16_t kind,
+			  uint64_t id)
 {
 	struct flow *f = &a->flows[i];
-	uint32_t old = flow_lookup(a, domain, kind, id);
 	if (old == i)
 		return;
 	if (f->nkeys == FLOW_MAX_KEYS)
 		return; /* still reachable through its other keys */
 	key_cache_forget(a, domain, kind, id);
-	if (xflow_flowtab_register(&a->keys, kind, key_ptr(domain, id), (uint64_t)i + 1) == 0)
+	if (xflow_flowtab_register(&a->keys, kind, key_ptr(domain, id), (uint64_t)i + 1) == 0) {
 		f->keys[f->nkeys++] = (struct flow_key){ domain, kind, id };
+		/* Its next records are likely next. */
+		a->kc.valid = true;
+		a->kc.domain = domain;
+		a->kc.kind = kind;
+		a->kc.id = id;
+		a->kc.flow = i;
+	}
 	if (old != NIL) {
 		/* Forget the key in the old flow's list. */
 		struct flow *o = &a->flows[old];
@@ -402,6 +409,12 @@ static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_
 				break;
 			}
 	}
+}
+
+static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_t kind,
+			 uint64_t id)
+{
+	flow_key_take(a, i, flow_lookup(a, domain, kind, id), domain, kind, id);
 }
 
 static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, uint64_t end)
@@ -566,7 +579,8 @@ static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint
 	flow_touch(a, f, domain, t);
 	f->partial = !(r->flags & XFLOW_REC_START) || f->lossy;
 	act_append(a, i);
-	flow_add_key(a, i, domain, kind, id);
+	/* Every caller found no flow of this key, or ended the one it had. */
+	flow_key_take(a, i, NIL, domain, kind, id);
 	if (f->partial)
 		a->st.flows_partial++;
 	else

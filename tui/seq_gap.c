@@ -54,12 +54,13 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 {
 	struct xft_seq_thread *set = set_of(s, r->domain_id, r->thread_id), *th = NULL, *oldest = &set[0],
 			      *own = NULL;
-	for (unsigned w = 0; w < XFT_SEQ_WAYS; w++) {
+	/* A thread seen before, the common case, is found by this loop
+	 * alone; the place a new one takes is chosen only when it is not. */
+	for (unsigned w = 0; w < XFT_SEQ_WAYS && !th; w++)
+		if (set[w].used && set[w].domain == r->domain_id && set[w].tid == r->thread_id)
+			th = &set[w];
+	for (unsigned w = 0; w < XFT_SEQ_WAYS && !th; w++) {
 		struct xft_seq_thread *e = &set[w];
-		if (e->used && e->domain == r->domain_id && e->tid == r->thread_id) {
-			th = e;
-			break;
-		}
 		if (!e->used) {
 			if (oldest->used)
 				oldest = e;
