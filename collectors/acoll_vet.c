@@ -118,12 +118,18 @@ static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64
 {
 	if (!r->flow_id || !ids_ready(v))
 		return;
-	uint64_t state = xflow_flowtab_get(&v->ids, r->flow_kind, r->flow_id);
-	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
 	/* An id is begun here by its START, by arriving from another domain
 	 * (header bits or a keyed IN: its first record here says so), or by a
 	 * split, whose fragment gets an id of its own. */
 	bool begins = r->flags & (XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_SPLIT);
+	/* The id of the record before, live in the table: a record that
+	 * neither begins nor ends it changes nothing (below), and a flow's
+	 * records mostly come together. */
+	if (v->live_id == r->flow_id && v->live_kind == r->flow_kind && !begins && !(r->flags & XFLOW_REC_QUIT))
+		return;
+	v->live_id = 0;
+	uint64_t state = xflow_flowtab_get(&v->ids, r->flow_kind, r->flow_id);
+	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
 	bool doubted = state == VET_DOUBTED || (e && e->doubted);
 	if (begins && doubted && (!e || t <= e->t)) {
 		/* Its START came after all, published late. */
@@ -142,12 +148,19 @@ static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64
 	} else if (e && !begins) {
 		return; /* stamped before its QUIT: published late */
 	}
-	if (r->flags & XFLOW_REC_QUIT)
+	if (r->flags & XFLOW_REC_QUIT) {
 		id_ended(v, r->flow_kind, r->flow_id, t, doubted);
-	else if (state != (doubted ? VET_DOUBTED : VET_LIVE))
-		/* Most records are of a live id, which stays so: no second
-		 * probe of the table for them. */
-		xflow_flowtab_register(&v->ids, r->flow_kind, r->flow_id, doubted ? VET_DOUBTED : VET_LIVE);
+		return;
+	}
+	/* Most records are of a live id, which stays so: no second probe of
+	 * the table for them. */
+	if (state != (doubted ? VET_DOUBTED : VET_LIVE) &&
+	    xflow_flowtab_register(&v->ids, r->flow_kind, r->flow_id, doubted ? VET_DOUBTED : VET_LIVE))
+		return;
+	if (!doubted) {
+		v->live_id = r->flow_id;
+		v->live_kind = r->flow_kind;
+	}
 }
 
 /* One token per record, @rate a second; 0 is no limit. */
