@@ -9,29 +9,8 @@
 
 #include "tui/reorder.h"
 
-#define NIL UINT32_MAX
-/* A heap entry's ref: a stream's index, or a loose slot's with this bit. */
-#define LOOSE 0x80000000u
-
-struct xft_rq_slot {
-	uint64_t t;
-	uint64_t seq;
-	uint32_t next; /* the next slot of its queue, or of the free list */
-	uint32_t pad;
-	struct xflow_record r;
-};
-
-struct xft_rq_stream {
-	uint64_t key;    /* domain << 32 | thread */
-	uint64_t tail_t; /* time of its last record */
-	uint64_t mark;   /* what it lets the watermark pass: tail_t while in
-	                  * order, else tail_t - window (no further than the
-	                  * window would) */
-	uint32_t head, tail;
-	uint32_t remap;  /* its index after streams_compact() */
-	uint32_t tpos;   /* its place in the tails heap, or NIL */
-	bool ordered;    /* every record so far said so, and came in order */
-};
+#define NIL XFT_RQ_NIL
+#define LOOSE XFT_RQ_LOOSE
 
 static uint64_t stream_key(const struct xflow_record *r)
 {
@@ -302,7 +281,7 @@ static void push_loose(struct xft_reorder *q, uint32_t i)
 	heap_up(q, q->nheap++, (struct xft_rq_entry){ .t = q->slots[i].t, .seq = q->slots[i].seq, .ref = LOOSE | i });
 }
 
-void xft_reorder_push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered)
+void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered)
 {
 	uint32_t i = slot_take(q, r, t);
 	uint32_t s = stream_of(q, stream_key(r));
@@ -331,7 +310,7 @@ void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r,
 	push_loose(q, slot_take(q, r, t));
 }
 
-const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t)
+const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 {
 	struct xft_rq_entry top = q->heap[0];
 	uint32_t i;
