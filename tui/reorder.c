@@ -35,7 +35,7 @@ int xft_reorder_init(struct xft_reorder *q, uint32_t max_pending, uint32_t max_s
 	q->max_pending = max_pending;
 	q->max_streams = max_streams;
 	q->table_mask = ts - 1;
-	q->slots = calloc(max_pending, sizeof(*q->slots));
+	q->slots = aligned_alloc(64, (size_t)max_pending * sizeof(*q->slots));
 	q->streams = calloc(max_streams, sizeof(*q->streams));
 	q->table = calloc(ts, sizeof(*q->table));
 	q->tails = calloc(max_streams, sizeof(*q->tails));
@@ -298,6 +298,8 @@ void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint
 		/* The common case: behind its thread's last record, and no
 		 * merge heap work at all. */
 		q->slots[st->tail].next = i;
+		q->slots[st->tail].next_t = t;
+		q->slots[st->tail].next_seq = q->slots[i].seq;
 		st->tail = i;
 	} else {
 		push_loose(q, i);
@@ -324,9 +326,12 @@ const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 		i = st->head;
 		st->head = q->slots[i].next;
 		if (st->head != NIL) {
-			/* The thread's next record takes its place. */
-			const struct xft_rq_slot *nx = &q->slots[st->head];
-			struct xft_rq_entry e = { .t = nx->t, .seq = nx->seq, .ref = top.ref };
+			/* The thread's next record takes its place (its slot
+			 * fetched for when it leaves, as in xft_reorder_pop()). */
+			const struct xft_rq_slot *sl = &q->slots[i];
+			struct xft_rq_entry e = { .t = sl->next_t, .seq = sl->next_seq, .ref = top.ref };
+			__builtin_prefetch(&q->slots[st->head]);
+			__builtin_prefetch((const char *)&q->slots[st->head] + 64);
 			if (q->nheap == 1)
 				q->heap[0] = e; /* the only thread holding records */
 			else

@@ -39,13 +39,18 @@
 /* A heap entry's ref: a stream's index, or a loose slot's with this bit. */
 #define XFT_RQ_LOOSE 0x80000000u
 
+/* Two cache lines (aligned so): a held record is read once, when it
+ * leaves, from where the slot before it in its queue had it fetched. */
 struct xft_rq_slot {
 	uint64_t t;
 	uint64_t seq;
-	uint32_t next; /* the next slot of its queue, or of the free list */
+	uint32_t next;     /* the next slot of its queue, or of the free list */
 	uint32_t pad;
+	uint64_t next_t;   /* the next of its queue's time and arrival: its */
+	uint64_t next_seq; /* heap entry at once, without a miss on its slot */
 	struct xflow_record r;
 };
+_Static_assert(sizeof(struct xft_rq_slot) == 128, "a slot is two cache lines");
 
 struct xft_rq_stream {
 	uint64_t key;    /* domain << 32 | thread */
@@ -134,6 +139,8 @@ static inline void xft_reorder_push(struct xft_reorder *q, const struct xflow_re
 			sl->next = XFT_RQ_NIL;
 			sl->r = *r;
 			q->slots[st->tail].next = i;
+			q->slots[st->tail].next_t = t;
+			q->slots[st->tail].next_seq = sl->seq;
 			st->tail = i;
 			st->tail_t = st->mark = t;
 			return;
@@ -183,8 +190,12 @@ static inline const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, 
 	struct xft_rq_slot *sl = &q->slots[i];
 	st->head = sl->next;
 	if (st->head != XFT_RQ_NIL) {
-		top->t = q->slots[st->head].t;
-		top->seq = q->slots[st->head].seq;
+		top->t = sl->next_t;
+		top->seq = sl->next_seq;
+		/* It leaves next, after the record before it has been applied
+		 * and another read: time for its lines to come. */
+		__builtin_prefetch(&q->slots[st->head]);
+		__builtin_prefetch((const char *)&q->slots[st->head] + 64);
 	} else {
 		st->tail = XFT_RQ_NIL;
 		q->nheap = 0;
