@@ -271,7 +271,7 @@ static uint64_t key_ptr(const struct xft_agg *a, uint16_t domain, uint16_t kind,
 	return xflow_flowtab_key_of_number(&a->keys, kind, n);
 }
 
-static uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+static inline uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
 {
 	if (a->kc.valid && a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
 		return a->kc.flow;
