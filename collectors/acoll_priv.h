@@ -64,6 +64,9 @@ struct acoll_vet {
 	uint64_t floor_ns;           /* our previous read of it (or its connection) */
 	uint64_t bound;              /* its clock's bound, as of this read */
 	struct xflow_flowtab ids;    /* its flow ids: live or ended */
+	uint64_t live_id;            /* with live_kind: an id live in ids, the
+	                              * last record's (0: none; judge_flow) */
+	uint16_t live_kind;
 	bool ids_ready, ids_failed;
 	struct acoll_vet_id *ended;  /* the ended ids kept, a ring */
 	uint32_t ended_next;

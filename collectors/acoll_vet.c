@@ -95,16 +95,25 @@ static bool ids_ready(struct acoll_vet *v)
 	return true;
 }
 
+/* @id's key in the table: an agent's ids run 1, 3, 5... (xflow/flowid.h),
+ * so consecutive ones take neighbouring slots, where a hashed key cost a
+ * cache miss at each flow's start.  One id of each kind but 0 has no key
+ * (it is judged never started at each record). */
+static uint64_t id_key(const struct acoll_vet *v, uint16_t kind, uint64_t id)
+{
+	return xflow_flowtab_key_of_number(&v->ids, kind, id >> 1 | (id & 1) << (XFLOW_FLOWID_BITS - 1));
+}
+
 /* @id of @kind ended at @t: remembered, the oldest ended one forgotten. */
 static void id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t, bool doubted)
 {
 	uint32_t at = v->ended_next;
 	struct acoll_vet_id *slot = &v->ended[at];
-	if (slot->id && xflow_flowtab_get(&v->ids, slot->kind, slot->id) == VET_ENDED0 + at)
-		xflow_flowtab_remove(&v->ids, slot->kind, slot->id);
+	if (slot->id && xflow_flowtab_get(&v->ids, slot->kind, id_key(v, slot->kind, slot->id)) == VET_ENDED0 + at)
+		xflow_flowtab_remove(&v->ids, slot->kind, id_key(v, slot->kind, slot->id));
 	*slot = (struct acoll_vet_id){ .kind = kind, .id = id, .t = t, .doubted = doubted };
 	v->ended_next = (at + 1) % VET_ENDED_KEPT;
-	xflow_flowtab_register(&v->ids, kind, id, VET_ENDED0 + at);
+	xflow_flowtab_register(&v->ids, kind, id_key(v, kind, id), VET_ENDED0 + at);
 }
 
 /*
@@ -118,12 +127,18 @@ static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64
 {
 	if (!r->flow_id || !ids_ready(v))
 		return;
-	uint64_t state = xflow_flowtab_get(&v->ids, r->flow_kind, r->flow_id);
-	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
 	/* An id is begun here by its START, by arriving from another domain
 	 * (header bits or a keyed IN: its first record here says so), or by a
 	 * split, whose fragment gets an id of its own. */
 	bool begins = r->flags & (XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_SPLIT);
+	/* The id of the record before, live in the table: a record that
+	 * neither begins nor ends it changes nothing (below), and a flow's
+	 * records mostly come together. */
+	if (v->live_id == r->flow_id && v->live_kind == r->flow_kind && !begins && !(r->flags & XFLOW_REC_QUIT))
+		return;
+	v->live_id = 0;
+	uint64_t state = xflow_flowtab_get(&v->ids, r->flow_kind, id_key(v, r->flow_kind, r->flow_id));
+	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
 	bool doubted = state == VET_DOUBTED || (e && e->doubted);
 	if (begins && doubted && (!e || t <= e->t)) {
 		/* Its START came after all, published late. */
@@ -142,12 +157,19 @@ static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64
 	} else if (e && !begins) {
 		return; /* stamped before its QUIT: published late */
 	}
-	if (r->flags & XFLOW_REC_QUIT)
+	if (r->flags & XFLOW_REC_QUIT) {
 		id_ended(v, r->flow_kind, r->flow_id, t, doubted);
-	else if (state != (doubted ? VET_DOUBTED : VET_LIVE))
-		/* Most records are of a live id, which stays so: no second
-		 * probe of the table for them. */
-		xflow_flowtab_register(&v->ids, r->flow_kind, r->flow_id, doubted ? VET_DOUBTED : VET_LIVE);
+		return;
+	}
+	/* Most records are of a live id, which stays so: no second probe of
+	 * the table for them. */
+	if (state != (doubted ? VET_DOUBTED : VET_LIVE) &&
+	    xflow_flowtab_register(&v->ids, r->flow_kind, id_key(v, r->flow_kind, r->flow_id), doubted ? VET_DOUBTED : VET_LIVE))
+		return;
+	if (!doubted) {
+		v->live_id = r->flow_id;
+		v->live_kind = r->flow_kind;
+	}
 }
 
 /* One token per record, @rate a second; 0 is no limit. */

@@ -114,10 +114,28 @@ struct dom_share {
 #define P99_EVERY 64
 #define TAIL_MIN 100
 
+/* Sites whose group is remembered (group_of): a direct-mapped cache, as
+ * a flow's records come from a few sites over and over. */
+#define GROUP_CACHE 256
+#define GROUP_CACHED (UINT64_C(1) << 63) /* a tag in use: no (domain, site) is 0 then */
+
 struct xft_agg {
 	struct xft_agg_limits lim;
 	xft_group_fn group;
 	void *opaque;
+	struct {
+		uint64_t tag; /* GROUP_CACHED | domain << 32 | site, 0: empty */
+		uint32_t group;
+	} groups[GROUP_CACHE];
+	/* The key table's answer to the last lookup that found a flow: a
+	 * flow's records mostly come one after another.  Any change to the
+	 * table for that key forgets it (key_cache_forget). */
+	struct {
+		bool valid;
+		uint16_t domain, kind;
+		uint64_t id;
+		uint32_t flow;
+	} kc;
 	struct xft_agg_stats st;
 	struct xft_sched_status sched;
 
@@ -238,20 +256,51 @@ static void sched_free(struct xft_agg *a)
 
 /* --- flows ---------------------------------------------------------------- */
 
-static uint64_t key_ptr(uint16_t domain, uint64_t id)
+static uint64_t key_ptr(const struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
 {
-	/* Keys look like pointers to the flow-id table, but ids run 1, 2,
-	 * 3...: scramble them with an odd multiplier, a bijection that keeps
-	 * keys distinct and never 0, so that no hash the table uses sees
-	 * consecutive integers. */
-	return ((uint64_t)domain << XFLOW_FLOWID_BITS | (id & XFLOW_FLOWID_MAX)) *
-	       UINT64_C(0x9E3779B97F4A7C15);
+	/* Ids run 1, 3, 5... (xflow/flowid.h): numbered so that a domain's
+	 * consecutive ids take neighbouring slots of the key table, each
+	 * domain from a place of its own.  A hashed key cost a cache miss
+	 * at each flow's start, the biggest single item of a record's time
+	 * at millions of records a second.  A bijection of (domain, id); one
+	 * (domain, id) of each kind but 0 has no key (its flow is refused a
+	 * key, and its records are partial flows of their own). */
+	uint64_t half = (id & XFLOW_FLOWID_MAX) >> 1 | (id & 1) << (XFLOW_FLOWID_BITS - 1);
+	uint64_t n = (uint64_t)domain << XFLOW_FLOWID_BITS |
+		     ((half + domain * UINT64_C(0x9E3779B97F4A7C15)) & XFLOW_FLOWID_MAX);
+	return xflow_flowtab_key_of_number(&a->keys, kind, n);
 }
 
-static uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+static inline uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
 {
-	uint64_t v = xflow_flowtab_get(&a->keys, kind, key_ptr(domain, id));
-	return v ? (uint32_t)(v - 1) : NIL;
+	if (a->kc.valid && a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
+		return a->kc.flow;
+	uint64_t v = xflow_flowtab_get(&a->keys, kind, key_ptr(a, domain, kind, id));
+	if (!v)
+		return NIL;
+	a->kc.valid = true;
+	a->kc.domain = domain;
+	a->kc.kind = kind;
+	a->kc.id = id;
+	a->kc.flow = (uint32_t)(v - 1);
+	return a->kc.flow;
+}
+
+/* The key table changes for (@domain, @kind, @id). */
+static void key_cache_forget(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+{
+	if (a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
+		a->kc.valid = false;
+}
+
+/* Remove the keys of flow @f from the key table. */
+static void flow_keys_remove(struct xft_agg *a, struct flow *f)
+{
+	for (uint32_t k = 0; k < f->nkeys; k++) {
+		key_cache_forget(a, f->keys[k].domain, f->keys[k].kind, f->keys[k].id);
+		xflow_flowtab_remove(&a->keys, f->keys[k].kind, key_ptr(a, f->keys[k].domain, f->keys[k].kind, f->keys[k].id));
+	}
+	f->nkeys = 0;
 }
 
 static void act_unlink(struct xft_agg *a, uint32_t i)
@@ -334,19 +383,27 @@ static uint32_t flow_victim(const struct xft_agg *a)
 	return best != NIL && a->doms[best].head != NIL ? a->doms[best].head : a->act_head;
 }
 
-/* Map one more key to flow @i; a key that named another flow is taken
- * over (the id was recycled there). */
-static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_t kind,
-			 uint64_t id)
+/* Map one more key to flow @i, the key now mapped to flow @old (NIL:
+ * none); a key that named another flow is taken over (the id was
+ * recycled there). */
+static void flow_key_take(struct xft_agg *a, uint32_t i, uint32_t old, uint16_t domain, uint16_t kind,
+			  uint64_t id)
 {
 	struct flow *f = &a->flows[i];
-	uint32_t old = flow_lookup(a, domain, kind, id);
 	if (old == i)
 		return;
 	if (f->nkeys == FLOW_MAX_KEYS)
 		return; /* still reachable through its other keys */
-	if (xflow_flowtab_register(&a->keys, kind, key_ptr(domain, id), (uint64_t)i + 1) == 0)
+	key_cache_forget(a, domain, kind, id);
+	if (xflow_flowtab_register(&a->keys, kind, key_ptr(a, domain, kind, id), (uint64_t)i + 1) == 0) {
 		f->keys[f->nkeys++] = (struct flow_key){ domain, kind, id };
+		/* Its next records are likely next. */
+		a->kc.valid = true;
+		a->kc.domain = domain;
+		a->kc.kind = kind;
+		a->kc.id = id;
+		a->kc.flow = i;
+	}
 	if (old != NIL) {
 		/* Forget the key in the old flow's list. */
 		struct flow *o = &a->flows[old];
@@ -357,6 +414,12 @@ static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_
 				break;
 			}
 	}
+}
+
+static void flow_add_key(struct xft_agg *a, uint32_t i, uint16_t domain, uint16_t kind,
+			 uint64_t id)
+{
+	flow_key_take(a, i, flow_lookup(a, domain, kind, id), domain, kind, id);
 }
 
 static void top_consider(struct xft_agg *a, const struct flow *f, uint32_t fi, uint64_t end)
@@ -486,10 +549,7 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 	flow_count(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
-	for (uint32_t k = 0; k < f->nkeys; k++)
-		xflow_flowtab_remove(&a->keys, f->keys[k].kind,
-				     key_ptr(f->keys[k].domain, f->keys[k].id));
-	f->nkeys = 0;
+	flow_keys_remove(a, f);
 	f->live = 0;
 	act_unlink(a, i);
 	f->next = a->free_head;
@@ -524,7 +584,8 @@ static uint32_t flow_start(struct xft_agg *a, const struct xflow_record *r, uint
 	flow_touch(a, f, domain, t);
 	f->partial = !(r->flags & XFLOW_REC_START) || f->lossy;
 	act_append(a, i);
-	flow_add_key(a, i, domain, kind, id);
+	/* Every caller found no flow of this key, or ended the one it had. */
+	flow_key_take(a, i, NIL, domain, kind, id);
 	if (f->partial)
 		a->st.flows_partial++;
 	else
@@ -832,6 +893,21 @@ static void point_notify(const struct xft_agg *a, struct xft_point *p, const str
 		p->notify_plus1 = (uint32_t)(t - p->t_ns) + 1;
 }
 
+/* The group of (@domain, @site), asked of the callback once while it
+ * stays in the cache (xft_group_fn: the answer never changes). */
+static uint32_t group_of(struct xft_agg *a, uint16_t domain, uint32_t site)
+{
+	if (!a->group)
+		return site;
+	uint64_t tag = GROUP_CACHED | (uint64_t)domain << 32 | site;
+	uint32_t slot = (site ^ (uint32_t)domain * 0x9E3779B1u) & (GROUP_CACHE - 1);
+	if (a->groups[slot].tag != tag) {
+		a->groups[slot].tag = tag;
+		a->groups[slot].group = a->group(a->opaque, domain, site);
+	}
+	return a->groups[slot].group;
+}
+
 /* The last point kept in @f's path, when it is @f's current one. */
 static struct xft_point *kept_last(struct xft_agg *a, uint32_t i)
 {
@@ -845,7 +921,7 @@ static void flow_point(struct xft_agg *a, uint32_t i, const struct xflow_record 
 	uint16_t domain = r->domain_id;
 	uint32_t site = r->site_id;
 	struct flow *f = &a->flows[i];
-	uint32_t g = a->group ? a->group(a->opaque, domain, site) : site;
+	uint32_t g = group_of(a, domain, site);
 	if (t > f->last_ns)
 		f->last_ns = t;
 	/* The newest already (the record before was this flow's, as most are
@@ -1031,10 +1107,7 @@ static void join_expired(void *opaque, const struct xft_kj_side *s, int in)
 static void flow_hold(struct xft_agg *a, uint32_t i)
 {
 	struct flow *f = &a->flows[i];
-	for (uint32_t k = 0; k < f->nkeys; k++)
-		xflow_flowtab_remove(&a->keys, f->keys[k].kind,
-				     key_ptr(f->keys[k].domain, f->keys[k].id));
-	f->nkeys = 0;
+	flow_keys_remove(a, f);
 	f->held = 1;
 }
 
@@ -1548,6 +1621,7 @@ void xft_agg_reset(struct xft_agg *a)
 	memset(a->duntil, 0, 65536 * sizeof(*a->duntil));
 	a->loss_epoch = 0;
 	xflow_flowtab_clear(&a->keys);
+	a->kc.valid = false;
 	for (uint32_t i = 0; i < a->lim.max_flows; i++) {
 		a->flows[i].live = 0;
 		a->flows[i].next = i + 1 < a->lim.max_flows ? i + 1 : NIL;

@@ -111,7 +111,9 @@ struct xft_agg_limits {
  * 4096 threads followed. */
 void xft_agg_limits_default(struct xft_agg_limits *l);
 
-/* The point a site belongs to (e.g. its function); identity if NULL. */
+/* The point a site belongs to (e.g. its function); identity if NULL.  The
+ * same (domain, site) must always get the same answer: the model keeps
+ * the answers it was given. */
 typedef uint32_t (*xft_group_fn)(void *opaque, uint16_t domain, uint32_t site);
 
 /* A site's roles: enum xflow_site_roles (xflow/collector.h), 0 when not

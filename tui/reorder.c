@@ -9,34 +9,8 @@
 
 #include "tui/reorder.h"
 
-#define NIL UINT32_MAX
-/* A heap entry's ref: a stream's index, or a loose slot's with this bit. */
-#define LOOSE 0x80000000u
-
-struct xft_rq_slot {
-	uint64_t t;
-	uint64_t seq;
-	uint32_t next; /* the next slot of its queue, or of the free list */
-	uint32_t pad;
-	struct xflow_record r;
-};
-
-struct xft_rq_stream {
-	uint64_t key;    /* domain << 32 | thread */
-	uint64_t tail_t; /* time of its last record */
-	uint64_t mark;   /* what it lets the watermark pass: tail_t while in
-	                  * order, else tail_t - window (no further than the
-	                  * window would) */
-	uint32_t head, tail;
-	uint32_t remap;  /* its index after streams_compact() */
-	uint32_t tpos;   /* its place in the tails heap, or NIL */
-	bool ordered;    /* every record so far said so, and came in order */
-};
-
-struct xft_rq_entry {
-	uint64_t t, seq;
-	uint32_t ref;
-};
+#define NIL XFT_RQ_NIL
+#define LOOSE XFT_RQ_LOOSE
 
 static uint64_t stream_key(const struct xflow_record *r)
 {
@@ -61,7 +35,7 @@ int xft_reorder_init(struct xft_reorder *q, uint32_t max_pending, uint32_t max_s
 	q->max_pending = max_pending;
 	q->max_streams = max_streams;
 	q->table_mask = ts - 1;
-	q->slots = calloc(max_pending, sizeof(*q->slots));
+	q->slots = aligned_alloc(64, (size_t)max_pending * sizeof(*q->slots));
 	q->streams = calloc(max_streams, sizeof(*q->streams));
 	q->table = calloc(ts, sizeof(*q->table));
 	q->tails = calloc(max_streams, sizeof(*q->tails));
@@ -104,6 +78,7 @@ void xft_reorder_reset(struct xft_reorder *q)
 	q->nheap = 0;
 	q->ntails = 0;
 	q->seq = 0;
+	q->last_stream = NIL;
 }
 
 static int entry_less(const struct xft_rq_entry *a, const struct xft_rq_entry *b)
@@ -204,7 +179,10 @@ static void tail_note(struct xft_reorder *q, uint32_t s, uint64_t t, bool ordere
 		tail_set(q, q->ntails++, s);
 		tail_up(q, st->tpos);
 	} else if (st->ordered) {
-		tail_down(q, st->tpos); /* its mark only grows */
+		/* Its mark only grows: it moves only if it has a child (with
+		 * one thread, never). */
+		if (2 * st->tpos + 1 < q->ntails)
+			tail_down(q, st->tpos);
 	} else {
 		/* It may have just gone out of order: its mark fell. */
 		tail_up(q, st->tpos);
@@ -259,10 +237,16 @@ static void streams_compact(struct xft_reorder *q)
 /* The stream of @key, made if need be; NIL when none can be. */
 static uint32_t stream_of(struct xft_reorder *q, uint64_t key)
 {
+	/* A thread's records come in runs (a lane is read a batch at a
+	 * time): the stream of the record before is checked first, by its
+	 * key, which stays right whatever streams_compact() moved. */
+	uint32_t last = q->last_stream;
+	if (last < q->nstreams && q->streams[last].key == key)
+		return last;
 	uint32_t h = key_hash(key) & q->table_mask;
 	for (uint32_t s; (s = q->table[h]) != 0; h = (h + 1) & q->table_mask)
 		if (q->streams[s - 1].key == key)
-			return s - 1;
+			return q->last_stream = s - 1;
 	if (q->nstreams == q->max_streams) {
 		streams_compact(q);
 		if (q->nstreams == q->max_streams)
@@ -274,7 +258,7 @@ static uint32_t stream_of(struct xft_reorder *q, uint64_t key)
 	uint32_t s = q->nstreams++;
 	q->streams[s] = (struct xft_rq_stream){ .key = key, .head = NIL, .tail = NIL, .tpos = NIL, .ordered = true };
 	q->table[h] = s + 1;
-	return s;
+	return q->last_stream = s;
 }
 
 /* A slot for @r at @t, not yet linked anywhere. */
@@ -297,7 +281,7 @@ static void push_loose(struct xft_reorder *q, uint32_t i)
 	heap_up(q, q->nheap++, (struct xft_rq_entry){ .t = q->slots[i].t, .seq = q->slots[i].seq, .ref = LOOSE | i });
 }
 
-void xft_reorder_push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered)
+void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered)
 {
 	uint32_t i = slot_take(q, r, t);
 	uint32_t s = stream_of(q, stream_key(r));
@@ -314,6 +298,8 @@ void xft_reorder_push(struct xft_reorder *q, const struct xflow_record *r, uint6
 		/* The common case: behind its thread's last record, and no
 		 * merge heap work at all. */
 		q->slots[st->tail].next = i;
+		q->slots[st->tail].next_t = t;
+		q->slots[st->tail].next_seq = q->slots[i].seq;
 		st->tail = i;
 	} else {
 		push_loose(q, i);
@@ -326,15 +312,7 @@ void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r,
 	push_loose(q, slot_take(q, r, t));
 }
 
-bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t)
-{
-	if (!q->nheap)
-		return false;
-	*t = q->heap[0].t;
-	return true;
-}
-
-const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t)
+const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 {
 	struct xft_rq_entry top = q->heap[0];
 	uint32_t i;
@@ -348,9 +326,16 @@ const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t)
 		i = st->head;
 		st->head = q->slots[i].next;
 		if (st->head != NIL) {
-			/* The thread's next record takes its place. */
-			const struct xft_rq_slot *nx = &q->slots[st->head];
-			heap_down(q, (struct xft_rq_entry){ .t = nx->t, .seq = nx->seq, .ref = top.ref });
+			/* The thread's next record takes its place (its slot
+			 * fetched for when it leaves, as in xft_reorder_pop()). */
+			const struct xft_rq_slot *sl = &q->slots[i];
+			struct xft_rq_entry e = { .t = sl->next_t, .seq = sl->next_seq, .ref = top.ref };
+			__builtin_prefetch(&q->slots[st->head]);
+			__builtin_prefetch((const char *)&q->slots[st->head] + 64);
+			if (q->nheap == 1)
+				q->heap[0] = e; /* the only thread holding records */
+			else
+				heap_down(q, e);
 		} else {
 			st->tail = NIL;
 			q->nheap--;

@@ -32,9 +32,44 @@
 
 #include "xflow/record.h"
 
-struct xft_rq_slot;
-struct xft_rq_stream;
-struct xft_rq_entry;
+/* The types below are public only for the inline paths of a push and a
+ * pop (a record's common case, once a record each: a call apiece and
+ * the work for many threads cost as much as the rest of the window). */
+#define XFT_RQ_NIL UINT32_MAX
+/* A heap entry's ref: a stream's index, or a loose slot's with this bit. */
+#define XFT_RQ_LOOSE 0x80000000u
+
+/* Two cache lines (aligned so): a held record is read once, when it
+ * leaves, from where the slot before it in its queue had it fetched. */
+struct xft_rq_slot {
+	uint64_t t;
+	uint64_t seq;
+	uint32_t next;     /* the next slot of its queue, or of the free list */
+	uint32_t pad;
+	uint64_t next_t;   /* the next of its queue's time and arrival: its */
+	uint64_t next_seq; /* heap entry at once, without a miss on its slot */
+	struct xflow_record r;
+};
+_Static_assert(sizeof(struct xft_rq_slot) == 128, "a slot is two cache lines");
+
+struct xft_rq_stream {
+	uint64_t key;    /* domain << 32 | thread */
+	uint64_t tail_t; /* time of its last record */
+	uint64_t mark;   /* what it lets the watermark pass: tail_t while in
+	                  * order, else tail_t - window (no further than the
+	                  * window would) */
+	uint32_t head, tail;
+	uint32_t remap;  /* its index after streams_compact() */
+	uint32_t tpos;   /* its place in the tails heap, or NIL */
+	bool ordered;    /* every record so far said so, and came in order */
+};
+
+/* A heap entry: the time and arrival of a queue's head or of a loose
+ * record. */
+struct xft_rq_entry {
+	uint64_t t, seq;
+	uint32_t ref;
+};
 
 struct xft_reorder {
 	uint32_t max_pending, max_streams;
@@ -45,6 +80,7 @@ struct xft_reorder {
 	uint32_t nstreams;
 	uint32_t *table;               /* (domain, thread) -> stream + 1; 0: empty */
 	uint32_t table_mask;
+	uint32_t last_stream;          /* the stream pushed to last (stream_of) */
 	uint32_t *tails;               /* streams by mark, min first: the watermark */
 	uint32_t ntails;
 	uint64_t window_ns;
@@ -73,10 +109,45 @@ static inline bool xft_reorder_full(const struct xft_reorder *q)
 	return q->npending == q->max_pending;
 }
 
+/* The out-of-line part of xft_reorder_push(): any case. */
+void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered);
+
 /* Hold @r at time @t; @ordered: its producer writes each thread's records
  * in time order (XFLOW_REC_SEQ_COUNTS_LOST says a lane does).  The caller
  * makes room first (not full). */
-void xft_reorder_push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered);
+static inline void xft_reorder_push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t,
+				    bool ordered)
+{
+	/* The common case: the next of a run of one ordered thread's records,
+	 * in order, behind its queue's last, and its mark moving no further
+	 * than its children's in the tails heap (so the heap is still one).
+	 * It is what xft_reorder__push() does then, without its search. */
+	uint32_t s = q->last_stream;
+	if (ordered && s < q->nstreams) {
+		struct xft_rq_stream *st = &q->streams[s];
+		uint32_t c = 2 * st->tpos + 1;
+		if (st->key == ((uint64_t)r->domain_id << 32 | r->thread_id) && st->ordered &&
+		    st->head != XFT_RQ_NIL && t >= st->tail_t && st->tpos != XFT_RQ_NIL &&
+		    (c >= q->ntails || q->streams[q->tails[c]].mark >= t) &&
+		    (c + 1 >= q->ntails || q->streams[q->tails[c + 1]].mark >= t)) {
+			uint32_t i = q->free_head;
+			struct xft_rq_slot *sl = &q->slots[i];
+			q->free_head = sl->next;
+			q->npending++;
+			sl->t = t;
+			sl->seq = q->seq++;
+			sl->next = XFT_RQ_NIL;
+			sl->r = *r;
+			q->slots[st->tail].next = i;
+			q->slots[st->tail].next_t = t;
+			q->slots[st->tail].next_seq = sl->seq;
+			st->tail = i;
+			st->tail_t = st->mark = t;
+			return;
+		}
+	}
+	xft_reorder__push(q, r, t, ordered);
+}
 
 /* Hold @r at @t apart from any thread (the model's loss markers). */
 void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r, uint64_t t);
@@ -94,10 +165,46 @@ void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r,
 bool xft_reorder_watermark(struct xft_reorder *q, uint64_t newest, uint64_t *t);
 
 /* The time of the oldest record held, or false when none is. */
-bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t);
+static inline bool xft_reorder_oldest(const struct xft_reorder *q, uint64_t *t)
+{
+	if (!q->nheap)
+		return false;
+	*t = q->heap[0].t;
+	return true;
+}
+
+/* The out-of-line part of xft_reorder_pop(): any case. */
+const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t);
 
 /* Release the oldest record (by time, then arrival; the caller checks one
  * is held): its time in *@t, the record valid until the next push. */
-const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t);
+static inline const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, uint64_t *t)
+{
+	/* The common case: one thread holds records (no heap to sift), and
+	 * its next record, if any, takes its head's place. */
+	struct xft_rq_entry *top = &q->heap[0];
+	if (q->nheap != 1 || (top->ref & XFT_RQ_LOOSE))
+		return xft_reorder__pop(q, t);
+	struct xft_rq_stream *st = &q->streams[top->ref];
+	uint32_t i = st->head;
+	struct xft_rq_slot *sl = &q->slots[i];
+	st->head = sl->next;
+	if (st->head != XFT_RQ_NIL) {
+		top->t = sl->next_t;
+		top->seq = sl->next_seq;
+		/* It leaves next, after the record before it has been applied
+		 * and another read: time for its lines to come. */
+		__builtin_prefetch(&q->slots[st->head]);
+		__builtin_prefetch((const char *)&q->slots[st->head] + 64);
+	} else {
+		st->tail = XFT_RQ_NIL;
+		q->nheap = 0;
+	}
+	sl->next = q->free_head;
+	q->free_head = i;
+	q->npending--;
+	*t = sl->t;
+	return &sl->r;
+}
 
 #endif

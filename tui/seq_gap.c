@@ -52,14 +52,20 @@ static struct xft_seq_thread *set_of(const struct xft_seqs *s, uint16_t domain, 
 
 uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns)
 {
-	struct xft_seq_thread *set = set_of(s, r->domain_id, r->thread_id), *th = NULL, *oldest = &set[0],
-			      *own = NULL;
-	for (unsigned w = 0; w < XFT_SEQ_WAYS; w++) {
+	/* Records come in runs of one thread's (a lane is read a batch at a
+	 * time): the last record's thread first. */
+	struct xft_seq_thread *th = s->last;
+	if (th && !(th->used && th->domain == r->domain_id && th->tid == r->thread_id))
+		th = NULL;
+	struct xft_seq_thread *set = th ? NULL : set_of(s, r->domain_id, r->thread_id);
+	struct xft_seq_thread *oldest = set, *own = NULL;
+	/* A thread seen before, the common case, is found by this loop
+	 * alone; the place a new one takes is chosen only when it is not. */
+	for (unsigned w = 0; w < XFT_SEQ_WAYS && !th; w++)
+		if (set[w].used && set[w].domain == r->domain_id && set[w].tid == r->thread_id)
+			th = &set[w];
+	for (unsigned w = 0; w < XFT_SEQ_WAYS && !th; w++) {
 		struct xft_seq_thread *e = &set[w];
-		if (e->used && e->domain == r->domain_id && e->tid == r->thread_id) {
-			th = e;
-			break;
-		}
 		if (!e->used) {
 			if (oldest->used)
 				oldest = e;
@@ -73,7 +79,7 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 	 * when it has one there: a guest inventing thread ids takes at most
 	 * one place from the other domains in each set, and cannot make the
 	 * monitor forget their threads (and the losses they would show). */
-	if (oldest->used && own)
+	if (!th && oldest->used && own)
 		oldest = own;
 	uint32_t lost = 0;
 	/* A loss note (xflow/record.h, "Losses") is the last record its
@@ -112,5 +118,6 @@ uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64
 	}
 	th->next = r->thread_seq + 1;
 	th->t_ns = t_ns;
+	s->last = th;
 	return lost;
 }

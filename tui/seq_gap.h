@@ -37,6 +37,8 @@ struct xft_seqs {
 	uint64_t restarts;        /* a thread's numbers went back: taken as a
 	                           * new producer under a reused thread id */
 	uint64_t forgotten;       /* threads let go to make room */
+	struct xft_seq_thread *last; /* the last record's thread, tried first
+	                              * (its key checked: NULL or any entry) */
 };
 
 /* Room for at least @max_threads threads (0: 4096).  0 or -ENOMEM. */

@@ -190,3 +190,38 @@ Test(flowid, move_succeeds_in_a_full_table)
 	cr_assert_eq(t.full, 2);
 	xflow_flowtab_fini(&t);
 }
+
+/* Keys made of numbers: distinct for distinct numbers, each in the slot
+ * its number names (every other one, so consecutive ones are neighbours
+ * with an empty slot between), and usable as any key, with a table of
+ * keys far past the slots' count. */
+Test(flowid, keys_of_numbers_take_the_slot_their_number_names)
+{
+	struct xflow_flowtab t;
+	cr_assert_eq(xflow_flowtab_init(&t, 1024), 0);
+	uint64_t nslots = t.mask + 1;
+	for (uint16_t kind = 0; kind < 3; kind++)
+		for (uint64_t n = 1; n <= 4 * nslots; n++) {
+			uint64_t k = xflow_flowtab_key_of_number(&t, kind, n);
+			cr_assert_eq(xflow_flowtab__hash(&t, kind, k), 2 * n & t.mask, "kind %u number %llu", kind,
+				     (unsigned long long)n);
+			/* The same slot, the next wrap of numbers: another key. */
+			cr_assert_neq(k, xflow_flowtab_key_of_number(&t, kind, n + nslots / 2));
+		}
+	uint64_t top = UINT64_C(1) << 63;
+	cr_assert_eq(xflow_flowtab__hash(&t, 0, xflow_flowtab_key_of_number(&t, 0, top + 5)), 11, "the top bit");
+	cr_assert_eq(xflow_flowtab_key_of_number(&t, 0, 0), 0, "number 0 of kind 0 has no key");
+	/* A window of 1000 live numbers sliding far past the slots: each in
+	 * its home slot, and a removal finds the slot after it empty. */
+	for (uint64_t n = 1; n <= 20 * nslots; n++) {
+		cr_assert_eq(xflow_flowtab_register(&t, 1, xflow_flowtab_key_of_number(&t, 1, n), n), 0);
+		if (n > 1000)
+			cr_assert_eq(xflow_flowtab_remove(&t, 1, xflow_flowtab_key_of_number(&t, 1, n - 1000)), 0);
+		cr_assert_eq(xflow_flowtab_get(&t, 1, xflow_flowtab_key_of_number(&t, 1, n)), n);
+		cr_assert_eq(xflow_flowtab_get(&t, 1, xflow_flowtab_key_of_number(&t, 1, n + nslots)), 0);
+		uint64_t home = 2 * n & t.mask;
+		cr_assert_eq(t.slots[home].ptr, xflow_flowtab_key_of_number(&t, 1, n), "not in its home slot");
+		cr_assert_eq(t.slots[(home + 1) & t.mask].ptr, 0, "a run of slots");
+	}
+	xflow_flowtab_fini(&t);
+}

@@ -349,6 +349,78 @@ Test(aggregate, sites_of_one_group_make_one_point)
 	xft_agg_free(a);
 }
 
+/* A group for every (domain, site): none shared, so a hop's key says
+ * which sites the model took for its ends. */
+static uint32_t group_of_each(void *opaque, uint16_t domain, uint32_t site)
+{
+	(void)opaque;
+	return site * 4 + domain;
+}
+
+Test(aggregate, sites_sharing_the_model_cache_keep_their_own_groups)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.max_hops = 8192;
+	struct xft_agg *a;
+	cr_assert_eq(xft_agg_new(&l, group_of_each, NULL, &a), 0);
+	/* Two domains with the same site numbers, one after the other, and
+	 * far more sites than the model remembers the groups of: each flow
+	 * goes from site s to site s + 1000 of its domain, round after
+	 * round. */
+	uint64_t t = 1000 * MS, id = 1;
+	for (int round = 0; round < 3; round++)
+		for (uint32_t s = 0; s < 600; s++)
+			for (uint16_t d = 1; d <= 2; d++, id++) {
+				struct xflow_record r = rec(d, s, id, XFLOW_REC_START);
+				xft_agg_feed(a, &r, t += US);
+				r = rec(d, s + 1000, id, XFLOW_REC_QUIT);
+				xft_agg_feed(a, &r, t += US);
+			}
+	xft_agg_drain(a);
+	size_t n;
+	xft_agg_hops(a, &n);
+	cr_assert_eq(n, 2 * 600);
+	for (uint16_t d = 1; d <= 2; d++)
+		for (uint32_t s = 0; s < 600; s++) {
+			const struct xft_hop *h = find_hop(a, d, s * 4 + d, d, (s + 1000) * 4 + d);
+			cr_assert_not_null(h, "domain %u site %u", d, s);
+			cr_assert_eq(h->count, 3);
+		}
+	xft_agg_free(a);
+}
+
+Test(aggregate, an_id_seen_again_after_its_quit_is_a_new_flow)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	uint16_t flags[] = { XFLOW_REC_START, 0, XFLOW_REC_QUIT };
+	for (int i = 0; i < 3; i++) {
+		struct xflow_record r = rec(1, (uint32_t)i + 1, 5, flags[i]);
+		xft_agg_feed(a, &r, (uint64_t)(i + 1) * MS);
+	}
+	/* The same id again, without a START (its first record lost): a
+	 * flow of its own, partial, not the one that ended. */
+	struct xflow_record r = rec(1, 2, 5, 0);
+	xft_agg_feed(a, &r, 10 * MS);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->flows_finished, 1);
+	cr_assert_eq(st->flows_partial, 1);
+	cr_assert_eq(st->flows_live, 1);
+	/* Then a START of it: the partial one expires, a whole one begins. */
+	r = rec(1, 1, 5, XFLOW_REC_START);
+	xft_agg_feed(a, &r, 11 * MS);
+	r = rec(1, 3, 5, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, 12 * MS);
+	xft_agg_drain(a);
+	cr_assert_eq(st->flows_expired, 1);
+	cr_assert_eq(st->flows_finished, 2);
+	cr_assert_eq(st->flows_live, 0);
+	xft_agg_free(a);
+}
+
 Test(aggregate, slowest_flows_are_kept_with_their_paths, .timeout = 30)
 {
 	struct xft_agg_limits l;

@@ -197,3 +197,31 @@ Test(reorder, the_watermark_is_the_slowest_thread_still_writing)
 	cr_assert_eq(w, 6500 - 1000, "it stays out of order");
 	xft_reorder_fini(&q);
 }
+
+/* A run of one thread's records that moves its mark past another
+ * thread's still sifts it down the tails heap: the watermark stays the
+ * slower thread's. */
+Test(reorder, a_run_of_one_thread_passing_another_leaves_the_watermark_to_it)
+{
+	struct xft_reorder q;
+	cr_assert_eq(xft_reorder_init(&q, 64, 8, 1000), 0);
+	uint64_t w;
+	struct xflow_record a = rec(1, 1, 0), b = rec(1, 2, 0);
+	xft_reorder_push(&q, &a, 5000, true);
+	xft_reorder_push(&q, &b, 5200, true);
+	xft_reorder_push(&q, &a, 5100, true); /* thread 1 still the slower */
+	cr_assert(xft_reorder_watermark(&q, 5200, &w));
+	cr_assert_eq(w, 5100);
+	xft_reorder_push(&q, &a, 5300, true); /* now past thread 2 */
+	xft_reorder_push(&q, &a, 5400, true);
+	cr_assert(xft_reorder_watermark(&q, 5400, &w));
+	cr_assert_eq(w, 5200, "thread 2 has passed only 5200");
+	/* And the records leave in time order all the same. */
+	uint64_t t, want[] = { 5000, 5100, 5200, 5300, 5400 };
+	for (unsigned i = 0; i < 5; i++) {
+		xft_reorder_pop(&q, &t);
+		cr_assert_eq(t, want[i]);
+	}
+	cr_assert_eq(xft_reorder_count(&q), 0);
+	xft_reorder_fini(&q);
+}
