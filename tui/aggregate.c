@@ -653,7 +653,7 @@ static void culprit_add(struct xft_culprit *t, const struct xft_culprit *c, stru
  * hop's p99 as it stands now, once TAIL_MIN samples give it a meaning.
  * Split within 50 ms of the first flows, a hop's first splits met a p99
  * of its first few samples and put 5 % of its flows in its slowest 1 %. */
-static int split_in_tail(struct xft_agg *a, const struct split_wait *w, const struct xft_hop *h)
+static inline int split_in_tail(struct xft_agg *a, const struct split_wait *w, const struct xft_hop *h)
 {
 	if (h->hist.count < TAIL_MIN)
 		return 0;
