@@ -837,8 +837,7 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	if (!m) {
 		sv = vcpu_of(j, from->domain, from->cpu);
 		rv = vcpu_of(j, to->domain, to->cpu);
-	} else if (m->keyed && m->nv == j->nv && m->from.domain == from->domain && m->from.cpu == from->cpu &&
-	    m->to.domain == to->domain && m->to.cpu == to->cpu) {
+	} else if (m->keyed && m->nv == j->nv && m->from == memo_end(from) && m->to == memo_end(to)) {
 		sv = m->sv;
 		rv = m->rv;
 		if (m->used)
@@ -851,8 +850,8 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 		m->valid = 0;
 		m->dry = 0;
 		m->keyed = 1;
-		m->from = *from;
-		m->to = *to;
+		m->from = memo_end(from);
+		m->to = memo_end(to);
 		m->sv = sv;
 		m->rv = rv;
 		m->nv = j->nv;
@@ -951,8 +950,9 @@ __attribute__((always_inline)) static inline struct memo *split_memo(struct xft_
 		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
 		return NULL;
 	}
-	struct memo *m = memo_slot(j, from, to);
-	int got = memo_get(j, m, from, to, t0, t1, err);
+	uint64_t kf = memo_end(from), kt = memo_end(to);
+	struct memo *m = memo_slot(j, kf, kt);
+	int got = memo_get(j, m, kf, kt, t0, t1, err);
 	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return NULL;

@@ -111,7 +111,7 @@ struct owed {
 enum { OWED_ALL, OWED_TAIL, NOWED };
 
 struct memo {
-	struct xft_sj_end from, to; /* t_ns unused: the key is where */
+	uint64_t from, to; /* the key: where the ends are (memo_end()) */
 	const struct vcpu *sv, *rv;
 	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
 	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
@@ -382,18 +382,22 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 
 /* --- the memo's hit: inline, as most splits are one ------------------------- */
 
-/* The memo slot of the ends @from and @to. */
-static inline struct memo *memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
+/* Where an end is, as a memo's key: its domain and CPU, whole. */
+static inline uint64_t memo_end(const struct xft_sj_end *e)
 {
-	/* Each end multiplied by its own odd constant and the two mixed once
-	 * more: one multiply of the ends packed together left the two
-	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
-	 * each other. */
-	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16;
-	uint32_t b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
-	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
-	k = (k ^ k >> 15) * 0x2C1B3C6Du;
-	return &j->memo[k >> (32 - MEMO_BITS)];
+	return (uint64_t)e->domain | (uint64_t)(uint32_t)e->cpu << 16;
+}
+
+/* The memo slot of the ends @from and @to: the first end multiplied, the
+ * second added and the two multiplied again, the top bits taken.  Of the
+ * hashes tried on hops between the vCPUs of one to eight domains, this
+ * one put them in the most slots (one multiply of the two ends packed
+ * together left two domains' hops between vCPUs 0 and 1 in one slot,
+ * taking it from each other). */
+static inline struct memo *memo_slot(struct xft_sj *j, uint64_t from, uint64_t to)
+{
+	uint64_t k = (from * UINT64_C(0x9E3779B97F4A7C15) + to) * UINT64_C(0xC2B2AE3D27D4EB4F);
+	return &j->memo[k >> (64 - MEMO_BITS)];
 }
 
 /* Cell @i of @s: ns, then unknown_ns. */
@@ -405,11 +409,10 @@ static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 /* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());
  * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
  * out of their ranges, the trace still as it was for it; else MEMO_MISS. */
-static inline int memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
-			   const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err)
+static inline int memo_get(const struct xft_sj *j, const struct memo *m, uint64_t from, uint64_t to, uint64_t t0,
+			   uint64_t t1, uint64_t err)
 {
-	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
-	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
+	if (!m->valid || m->from != from || m->to != to || m->err != err || m->nv != j->nv)
 		return MEMO_MISS;
 	if (t1 > j->watermark || t1 > UINT64_MAX - err)
 		return MEMO_MISS;

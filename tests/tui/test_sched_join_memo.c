@@ -86,7 +86,7 @@ static struct xft_split hop(struct xft_sj *j, uint64_t t0, uint64_t t1)
 static struct memo *memo_of(struct xft_sj *j)
 {
 	struct xft_sj_end a = { 0, 1, 0 }, b = { 0, 1, 1 };
-	return memo_slot(j, &a, &b);
+	return memo_slot(j, memo_end(&a), memo_end(&b));
 }
 
 /* @s is the split a join with no memo makes of the hop [t0, t1]. */
@@ -297,11 +297,13 @@ Test(sched_join_memo, sums_the_memo_owes_are_the_sums_of_the_splits_anew)
 		xft_sj_split_add(j, &a, &b, 0, forgotten ? NULL : &all[h], forgotten || !slow ? NULL : &tail, &c);
 		owed += m->owed[OWED_ALL].n > 1;
 		if (i % 13 == 6) {
-			/* A hop within the sender, in the same slot: the
-			 * memo is made anew for it, and again for the next. */
-			struct xft_sj_end b0 = { t1, 1, 0 };
-			cr_assert_eq(memo_slot(j, &a, &b0), m);
-			xft_sj_split_add(j, &a, &b0, 0, NULL, NULL, &c);
+			/* A hop to a CPU of no timeline, in the same slot:
+			 * the memo is keyed anew for it, made anew for the
+			 * next. */
+			struct xft_sj_end o = { t1, 1, 2 };
+			while (memo_slot(j, memo_end(&a), memo_end(&o)) != m)
+				o.cpu++;
+			xft_sj_split_add(j, &a, &o, 0, NULL, NULL, &c);
 		}
 		struct xft_sj *f = join_hc(trace_hc);
 		struct xft_split r = hop(f, t0, t1);
