@@ -710,29 +710,49 @@ static void culprit_add(struct xft_culprit *t, const struct xft_culprit *c, stru
 			*best = t[k];
 }
 
+/* Whether the sample of @w is in its hop's slowest 1 %: at or above the
+ * hop's p99 as it stands now, once TAIL_MIN samples give it a meaning.
+ * Split within 50 ms of the first flows, a hop's first splits met a p99
+ * of its first few samples and put 5 % of its flows in its slowest 1 %. */
+static inline int split_in_tail(struct xft_agg *a, const struct split_wait *w, const struct xft_hop *h)
+{
+	if (h->hist.count < TAIL_MIN)
+		return 0;
+	if (a->p99_age[w->hop]++ % P99_EVERY == 0)
+		a->p99[w->hop] = xflow_hist_quantile(&h->hist, 0.99);
+	return w->to.t_ns - w->from.t_ns >= a->p99[w->hop];
+}
+
+/* The hop's sums take most splits as the join's memo owes them
+ * (xft_sj_split_add()): xft_agg_hops() has them paid before anyone reads
+ * them.  A callback that sees each split has it made whole. */
 static void split_one(struct xft_agg *a, const struct split_wait *w)
 {
 	struct xft_split s;
 	struct xft_culprit c;
-	xft_sj_split(a->sj, &w->from, &w->to, 1, &s, &c);
 	a->sched.hops_split++;
-	if (w->gen != a->resets || w->hop >= a->nhops)
-		return; /* its hop was forgotten */
+	if (w->gen != a->resets || w->hop >= a->nhops) {
+		/* Its hop was forgotten: the split still checks the clock. */
+		xft_sj_split_add(a->sj, &w->from, &w->to, 1, NULL, NULL, &c);
+		return;
+	}
 	struct xft_hop *h = &a->hops[w->hop];
 	struct xft_culprit *t = &a->culprits[(size_t)w->hop * 2 * CULPRITS];
+	if (!a->on_split) {
+		int tail = split_in_tail(a, w, h);
+		xft_sj_split_add(a->sj, &w->from, &w->to, 1, &h->split.all, tail ? &h->split.tail : NULL, &c);
+		culprit_add(t, &c, &h->split.culprit_all);
+		if (tail) {
+			h->split.tail_count++;
+			culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
+		}
+		return;
+	}
+	xft_sj_split(a->sj, &w->from, &w->to, 1, &s, &c);
 	split_add(&h->split.all, &s);
 	culprit_add(t, &c, &h->split.culprit_all);
-	if (a->on_split)
-		a->on_split(a->on_split_ctx, h, w->from.t_ns, w->to.t_ns, &s, &c);
-	/* The slowest 1 %: at or above the hop's p99 as it stands now, once
-	 * TAIL_MIN samples give it a meaning.  Split within 50 ms of the
-	 * first flows, a hop's first splits met a p99 of its first few
-	 * samples and put 5 % of its flows in its slowest 1 %. */
-	if (h->hist.count < TAIL_MIN)
-		return;
-	if (a->p99_age[w->hop]++ % P99_EVERY == 0)
-		a->p99[w->hop] = xflow_hist_quantile(&h->hist, 0.99);
-	if (w->to.t_ns - w->from.t_ns >= a->p99[w->hop]) {
+	a->on_split(a->on_split_ctx, h, w->from.t_ns, w->to.t_ns, &s, &c);
+	if (split_in_tail(a, w, h)) {
 		h->split.tail_count++;
 		split_add(&h->split.tail, &s);
 		culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
@@ -844,6 +864,9 @@ void xft_agg_sched_flush(struct xft_agg *a)
 
 void xft_agg_on_split(struct xft_agg *a, xft_agg_split_fn fn, void *ctx)
 {
+	/* The callback may read the sums: from now on none is owed. */
+	if (a->sj)
+		xft_sj_fold(a->sj);
 	a->on_split = fn;
 	a->on_split_ctx = ctx;
 }
@@ -1552,6 +1575,10 @@ const struct xft_sched_status *xft_agg_sched_status(const struct xft_agg *a)
 
 const struct xft_hop *xft_agg_hops(const struct xft_agg *a, size_t *n)
 {
+	/* Every reader of the hops' split sums comes here: what the join
+	 * still owes them is paid first (xft_sj_split_add()). */
+	if (a->sj)
+		xft_sj_fold(a->sj);
 	*n = a->nhops;
 	return a->hops;
 }
@@ -1630,6 +1657,10 @@ void xft_agg_reset(struct xft_agg *a)
 	a->act_head = a->act_tail = NIL;
 	memset(a->dslot_of, 0, 65536 * sizeof(*a->dslot_of));
 	a->ndoms = 0;
+	/* What the join owes the hops is paid before they are forgotten:
+	 * never into the hops that take their places. */
+	if (a->sj)
+		xft_sj_fold(a->sj);
 	a->nhops = 0;
 	memset(a->share, 0, 65536 * sizeof(*a->share));
 	a->hop_holders = 0;

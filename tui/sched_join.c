@@ -841,8 +841,7 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	if (!m) {
 		sv = vcpu_of(j, from->domain, from->cpu);
 		rv = vcpu_of(j, to->domain, to->cpu);
-	} else if (m->keyed && m->nv == j->nv && m->from.domain == from->domain && m->from.cpu == from->cpu &&
-	    m->to.domain == to->domain && m->to.cpu == to->cpu) {
+	} else if (m->keyed && m->nv == j->nv && m->from == memo_end(from) && m->to == memo_end(to)) {
 		sv = m->sv;
 		rv = m->rv;
 		if (m->used)
@@ -855,8 +854,8 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 		m->valid = 0;
 		m->dry = 0;
 		m->keyed = 1;
-		m->from = *from;
-		m->to = *to;
+		m->from = memo_end(from);
+		m->to = memo_end(to);
 		m->sv = sv;
 		m->rv = rv;
 		m->nv = j->nv;
@@ -941,22 +940,26 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 }
 
 /* The memo first, in a function of its own: most splits end here, and
- * should not pay for the frame of split_anew(). */
-void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
-		  struct xft_split *out, struct xft_culprit *culprit)
+ * should not pay for the frame of split_anew().  The memo that answers,
+ * moved to [t0, t1] (memo_answer() gives the split); else NULL, and the
+ * split made anew into @out.  Always inline: called from two places, gcc
+ * made it a function of its own, and most splits paid its frame too. */
+__attribute__((always_inline)) static inline struct memo *split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to,
+				      int check, uint64_t t0, uint64_t t1, struct xft_split *out,
+				      struct xft_culprit *culprit)
 {
-	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	if (from->has_tn) {
 		/* Its notify_check() is made there, and only there. */
 		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
-		return;
+		return NULL;
 	}
-	struct memo *m = xft_sj_memo_slot(j, from, to);
-	int got = xft_sj_memo_get(j, m, from, to, t0, t1, err, out);
-	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err, out))) {
+	uint64_t kf = memo_end(from), kt = memo_end(to);
+	struct memo *m = memo_slot(j, kf, kt);
+	int got = memo_get(j, m, kf, kt, t0, t1, err);
+	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
-		return;
+		return NULL;
 	}
 	m->used = 1;
 	if (check && m->in_run && m->rv->n == m->rn) {
@@ -971,6 +974,51 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 	}
 	if (culprit)
 		*culprit = (struct xft_culprit){ 0 };
+	return m;
+}
+
+void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		  struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	const struct memo *m = split_memo(j, from, to, check, t0, t1, out, culprit);
+	if (m)
+		memo_answer(m, t0, t1, out);
+}
+
+/* restrict: the two never overlap, and without it the compiler adds one
+ * word at a time, reloading each in case a store changed the other. */
+static void sum_add(struct xft_split *restrict sum, const struct xft_split *restrict s)
+{
+	for (unsigned i = 0; i < XFT_NSTATES; i++)
+		sum->ns[i] += s->ns[i];
+	for (unsigned i = 0; i < XFT_UNK_NREASONS; i++)
+		sum->unknown_ns[i] += s->unknown_ns[i];
+}
+
+void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		      struct xft_split *all, struct xft_split *tail, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	struct xft_split s;
+	struct memo *m = split_memo(j, from, to, check, t0, t1, &s, culprit);
+	if (m) {
+		if (all)
+			memo_owe(m, OWED_ALL, all, t0, t1);
+		if (tail)
+			memo_owe(m, OWED_TAIL, tail, t0, t1);
+		return;
+	}
+	if (all)
+		sum_add(all, &s);
+	if (tail)
+		sum_add(tail, &s);
+}
+
+void xft_sj_fold(struct xft_sj *j)
+{
+	for (unsigned k = 0; k < MEMO_SLOTS; k++)
+		xft_sj_memo_pay(&j->memo[k]);
 }
 
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
@@ -992,6 +1040,8 @@ void xft_sj_reset(struct xft_sj *j)
 	j->bound_stale = 0;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	memset(&j->off_prev, 0, sizeof(j->off_prev));
+	/* The sums stay the caller's: what the memos owe them is theirs. */
+	xft_sj_fold(j);
 	memset(j->memo, 0, sizeof(j->memo));
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {

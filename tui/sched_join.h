@@ -151,6 +151,23 @@ uint64_t xft_sj_watermark(const struct xft_sj *j);
 void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
 		  struct xft_split *out, struct xft_culprit *culprit);
 
+/*
+ * The same split, added to the sum of splits @all and, when not NULL, to
+ * @tail (either NULL: added to neither, as when its hop was forgotten;
+ * the split is still made, and the clock checked).  A split the memo
+ * answers may be only owed to the sums: the memo counts its answers, and
+ * pays them all at once when its split changes, another sum takes its
+ * place, or xft_sj_fold() is called.  So the sums must stay where they
+ * are until then, and be read only after it.  A sum is exactly the sum
+ * of the splits xft_sj_split() would give, mod 2^64 as adding them is.
+ */
+void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		      struct xft_split *all, struct xft_split *tail, struct xft_culprit *culprit);
+/* Pay into the sums given to xft_sj_split_add() all that is owed them:
+ * before they are read, moved or forgotten.  xft_sj_reset() does it too;
+ * xft_sj_free() does not (the sums may be gone). */
+void xft_sj_fold(struct xft_sj *j);
+
 const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j);
 
 #endif

@@ -20,25 +20,6 @@ static const uint8_t side_state[3][S_UNKNOWN + 1] = {
 	[RECEIVER_AWAKE] = { XFT_ST_BACKEND, XFT_ST_WAIT, XFT_ST_BLOCKED, XFT_ST_OFFLINE, XFT_ST_XEN, XFT_ST_UNKNOWN },
 };
 
-struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to)
-{
-	/* Each end multiplied by its own odd constant and the two mixed once
-	 * more: one multiply of the ends packed together left the two
-	 * domains' hops between vCPUs 0 and 1 in one slot, taking it from
-	 * each other. */
-	uint32_t a = (uint32_t)from->domain | (uint32_t)from->cpu << 16;
-	uint32_t b = (uint32_t)to->domain | (uint32_t)to->cpu << 16;
-	uint32_t k = a * 0x9E3779B1u ^ b * 0x85EBCA77u;
-	k = (k ^ k >> 15) * 0x2C1B3C6Du;
-	return &j->memo[k >> (32 - MEMO_BITS)];
-}
-
-/* Cell @i of @s: ns, then unknown_ns. */
-static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
-{
-	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
-}
-
 /* What a nanosecond more of one end does to each cell of the split (ns,
  * then unknown_ns), as xft_sj_memo_put() adds it up: the cells touched
  * marked, so that only they are read back. */
@@ -61,41 +42,25 @@ static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t 
 	return n;
 }
 
-/* The split of [t0, t1] from @m, when it holds (struct memo): its split
- * with the nanoseconds each end moved over taken from or given to the
- * states they are in.  Unsigned: what a negative slope takes wraps and
- * comes back exactly. */
-int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
-		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out)
+void xft_sj_memo_pay_one(const struct memo *m, struct owed *o)
 {
-	if (!m->valid || m->from.domain != from->domain || m->from.cpu != from->cpu || m->to.domain != to->domain ||
-	    m->to.cpu != to->cpu || m->err != err || m->nv != j->nv)
-		return MEMO_MISS;
-	if (t1 > j->watermark || t1 > UINT64_MAX - err)
-		return MEMO_MISS;
-	const struct vcpu *sv = m->sv, *rv = m->rv;
-	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
-			       ent_at(j, sv, m->sn - 1)->has_culprit))
-		return MEMO_MISS;
-	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
-			       ent_at(j, rv, m->rn - 1)->has_culprit))
-		return MEMO_MISS;
-	if (sv->nhc != m->nhc &&
-	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
-		return MEMO_MISS;
-	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
-	if (out0 || out1) {
-		if ((out0 && !m->cross0) || (out1 && !m->cross1))
-			return MEMO_MISS;
-		return (out0 ? MEMO_CROSS0 : 0) | (out1 ? MEMO_CROSS1 : 0);
-	}
-	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
-	*out = m->out;
+	struct xft_split *to = o->to;
+	for (unsigned i = 0; i < XFT_NSTATES; i++)
+		to->ns[i] += o->n * m->out.ns[i];
+	for (unsigned i = 0; i < XFT_UNK_NREASONS; i++)
+		to->unknown_ns[i] += o->n * m->out.unknown_ns[i];
 	for (unsigned i = 0; i < m->nd0; i++)
-		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+		*memo_cell(to, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * o->x0;
 	for (unsigned i = 0; i < m->nd1; i++)
-		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
-	return MEMO_HIT;
+		*memo_cell(to, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * o->x1;
+	*o = (struct owed){ 0 };
+}
+
+void xft_sj_memo_pay(struct memo *m)
+{
+	for (unsigned k = 0; k < NOWED; k++)
+		if (m->owed[k].to)
+			xft_sj_memo_pay_one(m, &m->owed[k]);
 }
 
 /* Narrow [*lo, *hi) to where a boundary at entry @k of @v is clear of a
@@ -280,6 +245,8 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
 		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out)
 {
+	/* Its answers so far were of the split it is about to forget. */
+	xft_sj_memo_pay(m);
 	m->valid = 0;
 	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
 		return;
@@ -585,7 +552,7 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	m->own1 = own;
 	m->r1 = r1;
 	/* The receiver's entries since the memo was made lie past t1 and
-	 * its window (xft_sj_memo_get()): from here they are the memo's. */
+	 * its window (memo_get()): from here they are the memo's. */
 	m->rn = rv->n;
 	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
@@ -818,19 +785,14 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	return 1;
 }
 
-int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
-		      struct xft_split *out)
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err)
 {
+	/* Its answers so far were of the ends it is about to leave. */
+	xft_sj_memo_pay(m);
 	/* t0 first: t1's floor follows its piece. */
 	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, err))
 		return 0;
 	if ((which & MEMO_CROSS1) && !cross1(j, m, t1, err))
 		return 0;
-	*out = m->out;
-	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
-	for (unsigned i = 0; i < m->nd0; i++)
-		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
-	for (unsigned i = 0; i < m->nd1; i++)
-		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
 	return 1;
 }

@@ -97,8 +97,21 @@ struct run {
 #define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
 #define MEMO_TERMS 8
 
+/* The memo's answers added to a sum of splits (xft_sj_split_add()) and
+ * not yet paid into it: how many, and the sums of how far each moved the
+ * memo's t0 and t1.  Each answer is the memo's split plus its slopes
+ * times its moves, so n of them are n times the split plus the slopes
+ * times the sums of the moves: exact, mod 2^64, as the sums are. */
+struct owed {
+	struct xft_split *to; /* NULL: nothing owed */
+	uint64_t n, x0, x1;
+};
+
+/* The two sums a hop adds to: all its samples, and its slowest 1 %. */
+enum { OWED_ALL, OWED_TAIL, NOWED };
+
 struct memo {
-	struct xft_sj_end from, to; /* t_ns unused: the key is where */
+	uint64_t from, to; /* the key: where the ends are (memo_end()) */
 	const struct vcpu *sv, *rv;
 	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
 	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
@@ -152,9 +165,13 @@ struct memo {
 	 * there, when asked (kpr_at == wr0). */
 	uint64_t wr0, kpr_at, kpr0[S_UNKNOWN], spillr0;
 	uint64_t kp1[S_UNKNOWN], clock1, lost1;
+	/* What its answers owe the sums they were added to: paid
+	 * (xft_sj_memo_pay()) before out, t0, t1 or the slopes change, and
+	 * whenever the owner of the sums asks (xft_sj_fold()). */
+	struct owed owed[NOWED];
 };
 
-/* What xft_sj_memo_get() says. */
+/* What memo_get() says. */
 enum { MEMO_MISS, MEMO_HIT, MEMO_CROSS0 = 2, MEMO_CROSS1 = 4 };
 /* How t0 crosses (struct memo's cross0). */
 enum { CROSS0_SENDER = 1, CROSS0_AWAKE };
@@ -348,23 +365,104 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 
 /* The run holding entry @k of @v (sched_join.c). */
 void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
-/* The memo slot of the ends @from and @to (sched_join_memo.c). */
-struct memo *xft_sj_memo_slot(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to);
-/* MEMO_HIT and the split of [t0, t1] into @out when @m holds for it;
- * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
- * out of their ranges, the trace still as it was for it; else MEMO_MISS
- * (sched_join_memo.c). */
-int xft_sj_memo_get(const struct xft_sj *j, const struct memo *m, const struct xft_sj_end *from,
-		    const struct xft_sj_end *to, uint64_t t0, uint64_t t1, uint64_t err, struct xft_split *out);
-/* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 and the split of
- * [t0, t1] into @out when the hop kept its shape, @m moved to the ends
- * that crossed; else 0, and @m only fit to be made anew
- * (sched_join_memo.c). */
-int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err,
-		      struct xft_split *out);
+/* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 when the hop kept
+ * its shape, @m moved to the ends that crossed (memo_answer() gives the
+ * split); else 0, and @m only fit to be made anew.  What @m owed is paid
+ * first (sched_join_memo.c). */
+int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err);
+/* Pay what @m owes into the sums it owes it to (struct owed), and owe
+ * nothing (sched_join_memo.c). */
+void xft_sj_memo_pay(struct memo *m);
+/* Pay @o, one of @m's debts, and owe nothing there (sched_join_memo.c). */
+void xft_sj_memo_pay_one(const struct memo *m, struct owed *o);
 /* Keep the split just made in @m when it may answer the next (sched_join_memo.c). */
 void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, const struct vcpu *rv, uint64_t t0,
 		     uint64_t tn, uint64_t t1, uint64_t err, int64_t s0, int64_t sn, int64_t rn, int64_t r1, int64_t kw,
 		     uint64_t tw, int woke, const unsigned wflag[3], const struct acc *a, const struct xft_split *out);
+
+/* --- the memo's hit: inline, as most splits are one ------------------------- */
+
+/* Where an end is, as a memo's key: its domain and CPU, whole. */
+static inline uint64_t memo_end(const struct xft_sj_end *e)
+{
+	return (uint64_t)e->domain | (uint64_t)(uint32_t)e->cpu << 16;
+}
+
+/* The memo slot of the ends @from and @to: the first end multiplied, the
+ * second added and the two multiplied again, the top bits taken.  Of the
+ * hashes tried on hops between the vCPUs of one to eight domains, this
+ * one put them in the most slots (one multiply of the two ends packed
+ * together left two domains' hops between vCPUs 0 and 1 in one slot,
+ * taking it from each other). */
+static inline struct memo *memo_slot(struct xft_sj *j, uint64_t from, uint64_t to)
+{
+	uint64_t k = (from * UINT64_C(0x9E3779B97F4A7C15) + to) * UINT64_C(0xC2B2AE3D27D4EB4F);
+	return &j->memo[k >> (64 - MEMO_BITS)];
+}
+
+/* Cell @i of @s: ns, then unknown_ns. */
+static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
+{
+	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
+}
+
+/* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());
+ * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
+ * out of their ranges, the trace still as it was for it; else MEMO_MISS. */
+static inline int memo_get(const struct xft_sj *j, const struct memo *m, uint64_t from, uint64_t to, uint64_t t0,
+			   uint64_t t1, uint64_t err)
+{
+	if (!m->valid || m->from != from || m->to != to || m->err != err || m->nv != j->nv)
+		return MEMO_MISS;
+	if (t1 > j->watermark || t1 > UINT64_MAX - err)
+		return MEMO_MISS;
+	const struct vcpu *sv = m->sv, *rv = m->rv;
+	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
+			       ent_at(j, sv, m->sn - 1)->has_culprit))
+		return MEMO_MISS;
+	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
+			       ent_at(j, rv, m->rn - 1)->has_culprit))
+		return MEMO_MISS;
+	if (sv->nhc != m->nhc &&
+	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
+		return MEMO_MISS;
+	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
+	if (out0 || out1) {
+		if ((out0 && !m->cross0) || (out1 && !m->cross1))
+			return MEMO_MISS;
+		return (out0 ? MEMO_CROSS0 : 0) | (out1 ? MEMO_CROSS1 : 0);
+	}
+	return MEMO_HIT;
+}
+
+/* The split of [t0, t1] from @m, when it holds: its split with the
+ * nanoseconds each end moved over taken from or given to the states they
+ * are in.  Unsigned: what a negative slope takes wraps and comes back
+ * exactly. */
+static inline void memo_answer(const struct memo *m, uint64_t t0, uint64_t t1, struct xft_split *out)
+{
+	uint64_t x0 = t0 - m->t0, x1 = t1 - m->t1;
+	*out = m->out;
+	for (unsigned i = 0; i < m->nd0; i++)
+		*memo_cell(out, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0; i < m->nd1; i++)
+		*memo_cell(out, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
+}
+
+/* The split of [t0, t1] from @m, added to @to: owed (struct owed), the
+ * debt to another sum paid first.  Hops between the same ends add to one
+ * sum for a while, so most answers are a count and two adds. */
+static inline void memo_owe(struct memo *m, unsigned which, struct xft_split *to, uint64_t t0, uint64_t t1)
+{
+	struct owed *o = &m->owed[which];
+	if (o->to != to) {
+		if (o->to)
+			xft_sj_memo_pay_one(m, o);
+		o->to = to;
+	}
+	o->n++;
+	o->x0 += t0 - m->t0;
+	o->x1 += t1 - m->t1;
+}
 
 #endif

@@ -86,7 +86,7 @@ static struct xft_split hop(struct xft_sj *j, uint64_t t0, uint64_t t1)
 static struct memo *memo_of(struct xft_sj *j)
 {
 	struct xft_sj_end a = { 0, 1, 0 }, b = { 0, 1, 1 };
-	return xft_sj_memo_slot(j, &a, &b);
+	return memo_slot(j, memo_end(&a), memo_end(&b));
 }
 
 /* @s is the split a join with no memo makes of the hop [t0, t1]. */
@@ -250,5 +250,83 @@ Test(sched_join_memo, sliding_hops_are_the_splits_anew_every_way)
 	}
 	cr_assert(hits && cross0s && cross0a && cross1s && anew,
 		  "hits %u, t0 crossed %u (sender) %u (receiver), t1 %u, anew %u", hits, cross0s, cross0a, cross1s, anew);
+	xft_sj_free(j);
+}
+
+static void split_plus(struct xft_split *sum, const struct xft_split *s)
+{
+	for (unsigned k = 0; k < XFT_NSTATES; k++)
+		sum->ns[k] += s->ns[k];
+	for (unsigned k = 0; k < XFT_UNK_NREASONS; k++)
+		sum->unknown_ns[k] += s->unknown_ns[k];
+}
+
+static void assert_same_sum(const struct xft_split *got, const struct xft_split *want, const char *what)
+{
+	for (unsigned k = 0; k < XFT_NSTATES; k++)
+		cr_assert_eq(got->ns[k], want->ns[k], "%s %s: %lu, anew %lu", what, xft_state_name(k),
+			     (unsigned long)got->ns[k], (unsigned long)want->ns[k]);
+	for (unsigned k = 0; k < XFT_UNK_NREASONS; k++)
+		cr_assert_eq(got->unknown_ns[k], want->unknown_ns[k], "%s '?' %s: %lu, anew %lu", what,
+			     xft_unknown_reason_name(k), (unsigned long)got->unknown_ns[k],
+			     (unsigned long)want->unknown_ns[k]);
+}
+
+/* The sliding hops added to sums as the model adds them
+ * (xft_sj_split_add()): to one of two hops' sums in turn, some to a
+ * slowest sum too, some to none (a hop forgotten), now and then one of
+ * other ends taking the memo's slot.  What the memo owes
+ * them meanwhile, once paid (xft_sj_fold(), or xft_sj_reset()), makes
+ * each sum the sum of the splits anew. */
+Test(sched_join_memo, sums_the_memo_owes_are_the_sums_of_the_splits_anew)
+{
+	struct xft_sj *j = join();
+	struct memo *m = memo_of(j);
+	struct xft_split all[2], tail, want_all[2], want_tail;
+	memset(all, 0, sizeof(all));
+	memset(want_all, 0, sizeof(want_all));
+	memset(&tail, 0, sizeof(tail));
+	memset(&want_tail, 0, sizeof(want_tail));
+	unsigned owed = 0, paid = 0;
+	for (uint64_t i = 0; i < 1400; i++) {
+		uint64_t t0 = B(2) + i * 7, t1 = t0 + 600 + (i * 37) % 900;
+		unsigned h = (unsigned)(i / 40) % 2;
+		int slow = i % 7 == 3, forgotten = i % 11 == 5;
+		struct xft_sj_end a = { t0, 1, 0 }, b = { t1, 1, 1 };
+		struct xft_culprit c;
+		xft_sj_split_add(j, &a, &b, 0, forgotten ? NULL : &all[h], forgotten || !slow ? NULL : &tail, &c);
+		owed += m->owed[OWED_ALL].n > 1;
+		if (i % 13 == 6) {
+			/* A hop to a CPU of no timeline, in the same slot:
+			 * the memo is keyed anew for it, made anew for the
+			 * next. */
+			struct xft_sj_end o = { t1, 1, 2 };
+			while (memo_slot(j, memo_end(&a), memo_end(&o)) != m)
+				o.cpu++;
+			xft_sj_split_add(j, &a, &o, 0, NULL, NULL, &c);
+		}
+		struct xft_sj *f = join_hc(trace_hc);
+		struct xft_split r = hop(f, t0, t1);
+		xft_sj_free(f);
+		if (!forgotten) {
+			split_plus(&want_all[h], &r);
+			if (slow)
+				split_plus(&want_tail, &r);
+		}
+		if (i % 300 == 299) {
+			xft_sj_fold(j);
+			cr_assert(!m->owed[OWED_ALL].to && !m->owed[OWED_TAIL].to, "all paid");
+			assert_same_sum(&all[0], &want_all[0], "one hop's");
+			assert_same_sum(&all[1], &want_all[1], "the other's");
+			assert_same_sum(&tail, &want_tail, "the slowest");
+			paid++;
+		}
+	}
+	cr_assert(owed > 100 && paid, "the memo owed %u times", owed);
+	/* A reset forgets the memo, not what it owed. */
+	xft_sj_reset(j);
+	assert_same_sum(&all[0], &want_all[0], "one hop's, reset");
+	assert_same_sum(&all[1], &want_all[1], "the other's, reset");
+	assert_same_sum(&tail, &want_tail, "the slowest, reset");
 	xft_sj_free(j);
 }
