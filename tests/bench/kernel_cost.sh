@@ -47,10 +47,11 @@ NA=xfm$$a NB=xfm$$b
 A= M= P=
 cleanup() {
 	for p in $P $M $A; do kill -INT "$p" 2>/dev/null; done
+	exec 3>&-
 	wait 2>/dev/null
 	ip netns del $NA 2>/dev/null
 	ip netns del $NB 2>/dev/null
-	sysctl -qw kernel.bpf_stats_enabled="$STATS0"
+	[ -n "$HOLD" ] || [ -z "$STATS0" ] || sysctl -qw kernel.bpf_stats_enabled="$STATS0"
 	rm -rf "$D"
 }
 trap cleanup EXIT
@@ -69,6 +70,18 @@ ip -n $NA addr add 10.178.0.1/24 dev vxa; ip -n $NB addr add 10.178.0.2/24 dev v
 ip -n $NA link set vxa up; ip -n $NB link set vxb up
 ip netns exec $NA ping -c1 -W2 -q 10.178.0.2 >/dev/null || skip "no ping across the veth pair"
 STATS0=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || skip "no kernel.bpf_stats_enabled"
+# The statistics held on by an fd (tests/bench/bpf_stats_on.c), so that
+# another process turning the sysctl off does not stop them; without the
+# helper, the sysctl, set before each flood and checked after.
+HOLD=
+if [ -x "$B/tests/bpf_stats_on" ]; then
+	mkfifo "$D/hold"
+	"$B/tests/bpf_stats_on" < "$D/hold" > "$D/hold.out" 2>&1 &
+	exec 3> "$D/hold"
+	i=0
+	while ! grep -q '^on' "$D/hold.out" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	grep -q '^on' "$D/hold.out" && HOLD=1
+fi
 
 # Echo requests per second of one flood of $T seconds.
 flood() {
@@ -95,7 +108,7 @@ snap() {
 # Per tracepoint, runs and ns/run between snapshots $1 and $2; the line
 # "all" weighs the tracepoints by their runs.
 delta() {
-	awk 'NR == FNR { t0[$1] += $2; c0[$1] += $3; next } { t[$1] += $2; c[$1] += $3 }
+	awk 'FILENAME == ARGV[1] { t0[$1] += $2; c0[$1] += $3; next } { t[$1] += $2; c[$1] += $3 }
 		END { for (k in t) { dc = c[k] - c0[k]; dt = t[k] - t0[k]; if (dc > 0) { printf "%s %d %.1f\n", k, dc, dt / dc; C += dc; Tt += dt } }
 		      if (C) printf "all %d %.1f\n", C, Tt / C }' "$1" "$2"
 }
@@ -143,15 +156,16 @@ bpftrace_run() {
 	kill -INT $P 2>/dev/null; wait $P; P=
 }
 # One flood with the statistics of the programs in $D/$1.progs read
-# around it, into $D/$1.$2, and its rate into $D/$1.rate.  Another
-# process on the host may switch the statistics off meanwhile (they are
-# one switch for the whole kernel): such a flood's figures are empty.
+# around it, into $D/$1.$2, and its rate into $D/$1.rate.  Without the
+# helper, another process on the host may switch the statistics off
+# meanwhile (the sysctl is one switch for the whole kernel): such a
+# flood's figures are empty.
 measured() {
-	sysctl -qw kernel.bpf_stats_enabled=1
+	[ -n "$HOLD" ] || sysctl -qw kernel.bpf_stats_enabled=1
 	snap "$D/$1.progs" > "$D/s0"
 	flood > "$D/$1.rate"
 	snap "$D/$1.progs" > "$D/s1"
-	if [ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ]; then
+	if [ -n "$HOLD" ] || [ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ]; then
 		delta "$D/s0" "$D/s1" > "$D/$1.$2"
 	else
 		: > "$D/$1.$2"
@@ -176,7 +190,7 @@ while [ $r -lt "$ROUNDS" ]; do
 		echo - > "$D/bt.rate"
 	fi
 	if [ -z "$ou" ] || [ -z "$bt" ]; then
-		# The statistics were switched off during a flood: again.
+		# No runs counted in a flood: the statistics were switched off.
 		tries=$((tries + 1))
 		[ $tries -le 5 ] || fail "the BPF statistics were switched off in $tries rounds by another process"
 		echo "(round $r: the statistics were switched off by another process; it is run again)"
