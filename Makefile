@@ -133,8 +133,13 @@ KBPF_DIR := $(BUILD)/kernel-bpf
 # The weaver reads kernel BTF with libbpf (weaver/jp/kbtf.c) whether or not
 # the BPF objects are built: scripts/deps.sh installs libbpf-dev.
 PKGS += libbpf
+# The architecture the programs run on, named as libbpf's headers name it
+# (__TARGET_ARCH_x86): they are built for this machine's kernel (its
+# vmlinux.h), and where its CPU keeps stores in order they take the
+# cheaper claim of a numbering stream (guestrt/hook/kernel/bpf/xflow.bpf.c).
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
 # No sanitizer, no host flags: this is code for the kernel's verifier.
-BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Werror -I$(KBPF_DIR) -I.
+BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -I$(KBPF_DIR) -I.
 
 $(KBPF_DIR)/vmlinux.h:
 	@mkdir -p $(@D)
