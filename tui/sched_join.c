@@ -944,9 +944,9 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
  * moved to [t0, t1] (memo_answer() gives the split); else NULL, and the
  * split made anew into @out.  Always inline: called from two places, gcc
  * made it a function of its own, and most splits paid its frame too. */
-__attribute__((always_inline)) static inline struct memo *split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to,
-				      int check, uint64_t t0, uint64_t t1, struct xft_split *out,
-				      struct xft_culprit *culprit)
+__attribute__((always_inline)) static inline struct memo *
+split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check, uint64_t t0,
+	   uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
 {
 	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
 	if (from->has_tn) {
