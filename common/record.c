@@ -3,7 +3,6 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <string.h>
 
 #include "xflow/record.h"
@@ -47,36 +46,6 @@ void xflow_record_encode(const struct xflow_record *r, void *out)
 	memcpy(out, r, XFLOW_RECORD_SIZE);
 }
 
-/* The words past ndata ORed together (0: all zero; ndata must be at most
- * XFLOW_RECORD_MAX_DATA).  Each word is masked rather than the loop
- * started at ndata: ndata changes from one record to the next, and a loop
- * whose length does was a mispredicted branch in most records, the
- * largest part of the decoder's time in the agent (callgrind, perf on
- * tests/bench/pipeline.sh). */
-static uint64_t data_beyond_ndata(const struct xflow_record *r)
-{
-	uint64_t beyond = 0;
-#pragma GCC unroll 8
-	for (unsigned i = 0; i < XFLOW_RECORD_MAX_DATA; i++)
-		beyond |= r->data[i] & (0 - (uint64_t)(i >= r->ndata));
-	return beyond;
-}
-
-/*
- * The record every hit writes, tested with one branch: the current
- * version, no loss note, every field in range.  True only when every test
- * of the full chain below would pass; anything else (older versions, loss
- * notes, every fault) goes through the chain, which names what is wrong.
- * Each test is an & of flags, not &&, so that the compiler makes them one
- * branch: every record of every ring comes through here.
- */
-static bool record_plainly_valid(const struct xflow_record *r)
-{
-	return (r->version == XFLOW_RECORD_VERSION) & (r->ndata <= XFLOW_RECORD_MAX_DATA) &
-	       !(r->flags & ~(XFLOW_REC_ALL_FLAGS & ~XFLOW_REC_LOSS_NOTE)) & (r->flow_id <= XFLOW_FLOWID_MAX) &
-	       (r->cpu_plus1 <= XFLOW_RECORD_MAX_CPU + 1u) & !data_beyond_ndata(r);
-}
-
 int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 			const char **why)
 {
@@ -91,7 +60,7 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 	/* A ring's reader decodes its own copy in place. */
 	if (in != out)
 		memcpy(out, in, XFLOW_RECORD_SIZE);
-	if (record_plainly_valid(out))
+	if (xflow_record_plainly_valid(out))
 		goto out;
 	if (out->version < XFLOW_RECORD_VERSION_MIN || out->version > XFLOW_RECORD_VERSION) {
 		bad = "version";
@@ -130,7 +99,7 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 		bad = "cpu";
 		rc = -EBADMSG;
 	} else {
-		if (data_beyond_ndata(out)) {
+		if (xflow_record__data_beyond_ndata(out)) {
 			bad = "data beyond ndata";
 			rc = -EBADMSG;
 		}
