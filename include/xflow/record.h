@@ -216,9 +216,9 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 /* The words past ndata ORed together (0: all zero; ndata must be at most
  * XFLOW_RECORD_MAX_DATA).  Each word is masked rather than the loop
  * started at ndata: ndata changes from one record to the next, and a loop
- * whose length does was a mispredicted branch in most records, the
- * largest part of the decoder's time in the agent (callgrind, perf on
- * tests/bench/pipeline.sh). */
+ * whose length does was a mispredicted branch in most records, about a
+ * third of the decoder's time in the agent (perf and callgrind's branch
+ * simulation on tests/bench/pipeline.sh). */
 static inline uint64_t xflow_record__data_beyond_ndata(const struct xflow_record *r)
 {
 	uint64_t beyond = 0;
