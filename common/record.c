@@ -60,6 +60,8 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 	/* A ring's reader decodes its own copy in place. */
 	if (in != out)
 		memcpy(out, in, XFLOW_RECORD_SIZE);
+	if (xflow_record_plainly_valid(out))
+		goto out;
 	if (out->version < XFLOW_RECORD_VERSION_MIN || out->version > XFLOW_RECORD_VERSION) {
 		bad = "version";
 		rc = -EPROTO;
@@ -97,12 +99,7 @@ int xflow_record_decode(const void *in, size_t len, struct xflow_record *out,
 		bad = "cpu";
 		rc = -EBADMSG;
 	} else {
-		/* One test of the words past ndata together, not a branch a
-		 * word: every record comes through here. */
-		uint64_t beyond = 0;
-		for (unsigned i = out->ndata; i < XFLOW_RECORD_MAX_DATA; i++)
-			beyond |= out->data[i];
-		if (beyond) {
+		if (xflow_record__data_beyond_ndata(out)) {
 			bad = "data beyond ndata";
 			rc = -EBADMSG;
 		}

@@ -77,6 +77,30 @@ Test(record, every_invalid_field_is_rejected_and_named)
 	cr_assert_eq(xflow_record_decode(w, sizeof(w), &out, NULL), 0, "six values are allowed");
 }
 
+/* Every word past ndata, whatever ndata, is checked, and none before it:
+ * the decoder masks the words by their index instead of looping from
+ * ndata, and an off-by-one there would pass a word or refuse one. */
+Test(record, each_word_past_ndata_is_refused_and_each_before_it_kept)
+{
+	for (unsigned nd = 0; nd <= XFLOW_RECORD_MAX_DATA; nd++) {
+		for (unsigned j = 0; j < XFLOW_RECORD_MAX_DATA; j++) {
+			for (unsigned bit = 0; bit < 64; bit += 63) {
+				struct xflow_record r = valid(), out;
+				memset(r.data, 0, sizeof(r.data));
+				r.ndata = (uint8_t)nd;
+				r.data[j] = UINT64_C(1) << bit;
+				const char *why = NULL;
+				int rc = xflow_record_decode(&r, sizeof(r), &out, &why);
+				if (j < nd)
+					cr_assert_eq(rc, 0, "ndata %u, word %u, bit %u refused", nd, j, bit);
+				else
+					cr_assert(rc == -EBADMSG && why && !strcmp(why, "data beyond ndata"),
+						  "ndata %u, word %u, bit %u: %d", nd, j, bit, rc);
+			}
+		}
+	}
+}
+
 /* Version 2 says on which CPU the record was written; version 1, which
  * had a reserved zero word there, still decodes, its CPU unknown. */
 Test(record, cpu_of_version_2_and_unknown_of_version_1)
