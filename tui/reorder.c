@@ -261,19 +261,6 @@ static uint32_t stream_of(struct xft_reorder *q, uint64_t key)
 	return q->last_stream = s;
 }
 
-/* A slot for @r at @t, not yet linked anywhere. */
-static uint32_t slot_take(struct xft_reorder *q, const struct xflow_record *r, uint64_t t)
-{
-	uint32_t i = q->free_head;
-	struct xft_rq_slot *sl = &q->slots[i];
-	q->free_head = sl->next;
-	q->npending++;
-	sl->t = t;
-	sl->seq = q->seq++;
-	sl->next = NIL;
-	sl->r = *r;
-	return i;
-}
 
 static void push_loose(struct xft_reorder *q, uint32_t i)
 {
@@ -283,7 +270,7 @@ static void push_loose(struct xft_reorder *q, uint32_t i)
 
 void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered)
 {
-	uint32_t i = slot_take(q, r, t);
+	uint32_t i = xft_reorder__slot_take(q, r, t);
 	uint32_t s = stream_of(q, stream_key(r));
 	if (s == NIL) {
 		push_loose(q, i);
@@ -309,7 +296,7 @@ void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint
 
 void xft_reorder_push_loose(struct xft_reorder *q, const struct xflow_record *r, uint64_t t)
 {
-	push_loose(q, slot_take(q, r, t));
+	push_loose(q, xft_reorder__slot_take(q, r, t));
 }
 
 const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)

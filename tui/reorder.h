@@ -109,6 +109,21 @@ static inline bool xft_reorder_full(const struct xft_reorder *q)
 	return q->npending == q->max_pending;
 }
 
+/* A slot for @r at @t from the free list, not yet linked anywhere (the
+ * caller made room). */
+static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struct xflow_record *r, uint64_t t)
+{
+	uint32_t i = q->free_head;
+	struct xft_rq_slot *sl = &q->slots[i];
+	q->free_head = sl->next;
+	q->npending++;
+	sl->t = t;
+	sl->seq = q->seq++;
+	sl->next = XFT_RQ_NIL;
+	sl->r = *r;
+	return i;
+}
+
 /* The out-of-line part of xft_reorder_push(): any case. */
 void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint64_t t, bool ordered);
 
@@ -130,17 +145,10 @@ static inline void xft_reorder_push(struct xft_reorder *q, const struct xflow_re
 		    st->head != XFT_RQ_NIL && t >= st->tail_t && st->tpos != XFT_RQ_NIL &&
 		    (c >= q->ntails || q->streams[q->tails[c]].mark >= t) &&
 		    (c + 1 >= q->ntails || q->streams[q->tails[c + 1]].mark >= t)) {
-			uint32_t i = q->free_head;
-			struct xft_rq_slot *sl = &q->slots[i];
-			q->free_head = sl->next;
-			q->npending++;
-			sl->t = t;
-			sl->seq = q->seq++;
-			sl->next = XFT_RQ_NIL;
-			sl->r = *r;
+			uint32_t i = xft_reorder__slot_take(q, r, t);
 			q->slots[st->tail].next = i;
 			q->slots[st->tail].next_t = t;
-			q->slots[st->tail].next_seq = sl->seq;
+			q->slots[st->tail].next_seq = q->slots[i].seq;
 			st->tail = i;
 			st->tail_t = st->mark = t;
 			return;
