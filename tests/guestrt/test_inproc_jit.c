@@ -148,6 +148,15 @@ static void world_init(struct world *w, unsigned ninputs_local)
 }
 
 
+/* What world_init() made (the runtime, when a test loaded one, is its
+ * own to let go). */
+static void world_fini(struct world *w)
+{
+	xflow_flowtab_fini(&w->ref.flows);
+	handplan_fini(&w->hp);
+	free(w);
+}
+
 static void set_prog(struct world *w, uint32_t a, struct xflow_bc_prog *p)
 {
 	p->version = XFLOW_BC_VERSION;
@@ -278,9 +287,7 @@ static void run_prog(const struct xflow_bc_insn *insns, uint32_t n, const uint64
 	cr_assert_eq(xflow_bc_verify(&w->hp.adv[0].prog, &why, &at), 0, "%s: %s at %u", what, why, at);
 	fill_buf();
 	compare_one(w, 0, what);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 /* A full lane drops the record but uses its number: the gap tells the
@@ -320,9 +327,7 @@ Test(inproc_jit, a_full_lane_skips_the_lost_records_numbers)
 	rtlocal_counts(rt, 0, cnt);
 	cr_assert_eq(cnt[2], 3, "%llu drops counted", (unsigned long long)cnt[2]);
 	rtlocal_fini(rt);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 /*
@@ -386,9 +391,7 @@ static void start_both_ways(uint32_t fs_mode, uint32_t want_cpu_plus1)
 	rtlocal_counts(rt, 0, cnt);
 	cr_assert_eq(cnt[0], 4, "%llu hits counted", (unsigned long long)cnt[0]);
 	rtlocal_fini(rt);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 Test(inproc_jit, the_start_inline_by_fs0)
@@ -718,9 +721,7 @@ Test(inproc_jit, random_programs_agree)
 	}
 	cr_log_info("%u of %u random programs verified and agreed", ran, tried);
 	cr_assert(ran > tried / 2, "only %u of %u random programs verified", ran, tried);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 Test(inproc_jit, registers_and_flags_kept)
@@ -754,9 +755,7 @@ Test(inproc_jit, registers_and_flags_kept)
 	cr_assert_gt(rtlocal_records(&w->rt, r, 64), 0, "the hooks wrote nothing");
 	/* DO_RDTSC gives the hit's time, the record's timestamp. */
 	rtlocal_fini(&w->rt);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 /* ---- lookups without the lock ---------------------------------------------- */
@@ -877,9 +876,7 @@ Test(inproc_jit, a_lean_hook_keeps_every_register)
 	cr_assert_eq(cnt[0], 6);
 	cr_assert_eq(cnt[2], 4, "%llu drops", (unsigned long long)cnt[2]);
 	rtlocal_fini(&w->rt);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 /* Advice 0 of @w verified and loaded into w->rt with @nlanes lanes, the
@@ -955,9 +952,7 @@ Test(inproc_jit, lookups_without_the_lock_under_changes)
 	cr_expect_eq(n, 0, "%ld lookups missed a key that was always in the table", n);
 	cr_expect_gt(atomic_load(&pk.changes), 10, "the table hardly changed under the readers");
 	rtlocal_fini(rt);
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
 
 /* One hit of @code with rdi = @key; the records it wrote appended to @rec. */
@@ -1051,7 +1046,5 @@ Test(inproc_jit, a_start_or_quit_with_nothing_to_change_takes_no_lock)
 		}
 		rtlocal_fini(rt);
 	}
-	xflow_flowtab_fini(&w->ref.flows);
-	handplan_fini(&w->hp);
-	free(w);
+	world_fini(w);
 }
