@@ -599,3 +599,53 @@ Test(session, packed_records_that_lie_are_refused)
 	free(old);
 	free(buf);
 }
+
+/* The writer encodes records straight into its own buffer, a whole record
+ * each time, of which only the packed chunk counts, and writes the buffer
+ * out when the next whole record would not fit: records of every length,
+ * over several buffers' worth, read back exactly, none cut at a buffer's
+ * end and none with bytes of another. */
+Test(session, records_over_many_buffers_read_back_exactly)
+{
+	enum { N = 60000 }; /* about 3.5 MB: three buffers and more */
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (unsigned i = 0; i < N; i++) {
+		struct xflow_record r = rec(i);
+		r.ndata = (uint8_t)((i * 5) % (XFLOW_RECORD_MAX_DATA + 1));
+		for (unsigned k = 0; k < XFLOW_RECORD_MAX_DATA; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			r.data[k] = k < r.ndata ? x : ~0ull;
+		}
+		cr_assert_eq(xflow_session_write_record(w, &r, 5000000 + i), 0);
+	}
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f);
+	struct xflow_session_reader *rd;
+	struct xflow_session_chunk c;
+	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &rd, err, sizeof(err)), 0, "%s", err);
+	unsigned n = 0;
+	int rc;
+	x = 0x9e3779b97f4a7c15ull;
+	while ((rc = xflow_session_reader_next(rd, &c, err, sizeof(err))) == 1) {
+		if (c.type != XFLOW_SESSION_RECORD)
+			continue;
+		cr_assert_lt(n, N);
+		struct xflow_record want = rec(n);
+		want.ndata = (uint8_t)((n * 5) % (XFLOW_RECORD_MAX_DATA + 1));
+		for (unsigned k = 0; k < XFLOW_RECORD_MAX_DATA; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			want.data[k] = k < want.ndata ? x : 0;
+		}
+		cr_assert_eq(c.t_ns, 5000000 + n, "record %u's time", n);
+		cr_assert_eq(memcmp(&c.record, &want, sizeof(want)), 0, "record %u", n);
+		n++;
+	}
+	cr_expect_eq(rc, 0, "%s", err);
+	cr_expect_eq(n, N);
+	xflow_session_reader_free(rd);
+	fclose(f);
+}
