@@ -14,6 +14,7 @@
 
 #include "xflow/collector.h"
 #include "xflow/session.h"
+#include "common/session_delta.h"
 
 struct xflow_session_reader {
 	FILE *f;
@@ -24,6 +25,11 @@ struct xflow_session_reader {
 	uint64_t first, last;     /* the header's span */
 	uint64_t min_t, max_t;    /* the records' */
 	int ended, carried_seen;
+	/* A RECORDS chunk being read, in buf: its payload's length, the
+	 * next record's place in it and the payload's offset in the file. */
+	uint32_t batch_len, batch_pos;
+	uint64_t batch_at;
+	struct xflow_session_delta delta;
 	unsigned char buf[XFLOW_SESSION_MAX_CHUNK];
 	char strings[XFLOW_SESSION_MAX_DOMAIN + 2 * XFLOW_SESSION_MAX_NAME + 3];
 };
@@ -190,12 +196,56 @@ static int unpack_record(struct xflow_session_reader *r, uint32_t len, uint64_t 
 	return 0;
 }
 
+/* A record at time @t_ns, its bytes at @rec (private memory), made the
+ * RECORD chunk @c (found at @at): decoded and checked, and counted. */
+static int take_record(struct xflow_session_reader *r, struct xflow_session_chunk *c, uint64_t t_ns,
+		       const unsigned char *rec, uint64_t at, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	int rc;
+	c->t_ns = t_ns;
+	/* A time outside the span would hold a replay back for as long as it
+	 * says: refused here, where its offset is known. */
+	if (c->t_ns < r->first || c->t_ns > r->last)
+		return bad(r, -EBADMSG, at, err, errlen,
+			   "record time %" PRIu64 " ns is outside the session's span (%" PRIu64 " to %" PRIu64
+			   " ns, in the header)", c->t_ns, r->first, r->last);
+	if ((rc = xflow_record_decode(rec, XFLOW_RECORD_SIZE, &c->record, &why)))
+		return bad(r, -EBADMSG, at, err, errlen, "bad record: %s", why ? why : strerror(-rc));
+	if (!r->nrecords || c->t_ns < r->min_t)
+		r->min_t = c->t_ns;
+	if (!r->nrecords || c->t_ns > r->max_t)
+		r->max_t = c->t_ns;
+	r->nrecords++;
+	return 0;
+}
+
+/* The next record of the RECORDS chunk being read, as a RECORD chunk. */
+static int batch_next(struct xflow_session_reader *r, struct xflow_session_chunk *c, char *err, size_t errlen)
+{
+	uint64_t at = r->batch_at + r->batch_pos;
+	const char *why = NULL;
+	size_t n = xflow_session_delta_get(&r->delta, r->buf + r->batch_pos, r->batch_len - r->batch_pos, &why);
+	if (!n)
+		return bad(r, -EBADMSG, at, err, errlen, "a record of a RECORDS chunk: %s", why);
+	r->batch_pos += (uint32_t)n;
+	unsigned char rec[XFLOW_RECORD_SIZE];
+	xflow_record_encode(&r->delta.prev, rec);
+	memset(c, 0, sizeof(*c));
+	c->type = XFLOW_SESSION_RECORD;
+	c->offset = at;
+	int rc = take_record(r, c, r->delta.prev_t, rec, at, err, errlen);
+	return rc ? rc : 1;
+}
+
 int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_session_chunk *c,
 			      char *err, size_t errlen)
 {
 	uint64_t at = r->offset;
 	unsigned char head[XFLOW_SESSION_CHUNK_HEAD];
 	int rc;
+	if (r->batch_pos < r->batch_len)
+		return batch_next(r, c, err, errlen);
 	if (r->ended) {
 		/* Nothing may follow the end: a file with more is not one
 		 * we wrote. */
@@ -223,6 +273,14 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 				   r->version);
 		want = 0; /* checked below, against the record's ndata */
 		break;
+	case XFLOW_SESSION_RECORDS:
+		if (r->version < 9)
+			return bad(r, -EBADMSG, at, err, errlen, "a RECORDS chunk in a version %u session (from version 9)",
+				   r->version);
+		if (len == 0)
+			return bad(r, -EBADMSG, at, err, errlen, "a RECORDS chunk without a record");
+		want = 0; /* read a record at a time */
+		break;
 	case XFLOW_SESSION_CARRIED: want = XFLOW_SESSION_KINDS; break;
 	case XFLOW_SESSION_END: want = 8; break;
 	case XFLOW_SESSION_SITE: want = 0; break;
@@ -236,29 +294,22 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 		return rc;
 	if (type == XFLOW_SESSION_RECORD_PACKED && (rc = unpack_record(r, len, at, err, errlen)))
 		return rc;
+	if (type == XFLOW_SESSION_RECORDS) {
+		r->batch_len = len;
+		r->batch_pos = 0;
+		r->batch_at = at + XFLOW_SESSION_CHUNK_HEAD;
+		memset(&r->delta, 0, sizeof(r->delta));
+		return batch_next(r, c, err, errlen);
+	}
 	memset(c, 0, sizeof(*c));
 	/* A packed record is a record to whoever reads the chunks. */
 	c->type = type == XFLOW_SESSION_RECORD_PACKED ? XFLOW_SESSION_RECORD : (enum xflow_session_chunk_type)type;
 	c->offset = at;
 	switch (c->type) {
-	case XFLOW_SESSION_RECORD: {
-		const char *why = NULL;
-		c->t_ns = get64(r->buf);
-		/* A time outside the span would hold a replay back for as long
-		 * as it says: refused here, where its offset is known. */
-		if (c->t_ns < r->first || c->t_ns > r->last)
-			return bad(r, -EBADMSG, at, err, errlen,
-				   "record time %" PRIu64 " ns is outside the session's span (%" PRIu64 " to %" PRIu64
-				   " ns, in the header)", c->t_ns, r->first, r->last);
-		if ((rc = xflow_record_decode(r->buf + 8, XFLOW_RECORD_SIZE, &c->record, &why)))
-			return bad(r, -EBADMSG, at, err, errlen, "bad record: %s", why ? why : strerror(-rc));
-		if (!r->nrecords || c->t_ns < r->min_t)
-			r->min_t = c->t_ns;
-		if (!r->nrecords || c->t_ns > r->max_t)
-			r->max_t = c->t_ns;
-		r->nrecords++;
+	case XFLOW_SESSION_RECORD:
+		if ((rc = take_record(r, c, get64(r->buf), r->buf + 8, at, err, errlen)))
+			return rc;
 		break;
-	}
 	case XFLOW_SESSION_SITE:
 		if ((rc = parse_site(r, at, len, c, err, errlen)))
 			return rc;
@@ -288,7 +339,8 @@ int xflow_session_reader_next(struct xflow_session_reader *r, struct xflow_sessi
 		r->ended = 1;
 		break;
 	case XFLOW_SESSION_RECORD_PACKED:
-		break; /* given as a RECORD, above */
+	case XFLOW_SESSION_RECORDS:
+		break; /* given as RECORDs, above */
 	}
 	return 1;
 }

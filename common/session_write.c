@@ -18,8 +18,11 @@
 #include "xflow/collector.h"
 #include "xflow/plan.h"
 #include "xflow/session.h"
+#include "common/session_delta.h"
 
 #define SESSION_BUF (1u << 20)
+/* No RECORDS chunk is open. */
+#define NO_BATCH SIZE_MAX
 
 struct xflow_session_writer {
 	int fd;
@@ -31,6 +34,11 @@ struct xflow_session_writer {
 	uint64_t nrecords;
 	uint64_t bytes;       /* written so far */
 	uint64_t first, last; /* the span of the record times */
+	/* The RECORDS chunk being filled: where its head is in buf (its
+	 * length is written when it closes), and what its next record is
+	 * written against. */
+	size_t batch;
+	struct xflow_session_delta delta;
 	/* The sites written, as (domain << 32 | site) + 1 (0 is empty). */
 	uint64_t *sites;
 	size_t nsites, cap;
@@ -63,7 +71,8 @@ static int fail(struct xflow_session_writer *w, int rc, const char *what)
 	return w->error;
 }
 
-/* Write out what the buffer holds. */
+/* Write out what the buffer holds, with no RECORDS chunk open (its head
+ * would be written without its length). */
 static int flush(struct xflow_session_writer *w)
 {
 	size_t done = 0;
@@ -81,8 +90,11 @@ static int flush(struct xflow_session_writer *w)
 
 /* Room for @n bytes in the buffer (n <= SESSION_BUF), counted as written:
  * the caller fills all of them.  NULL after an error. */
+static void batch_close(struct xflow_session_writer *w);
+
 static unsigned char *reserve(struct xflow_session_writer *w, size_t n)
 {
+	batch_close(w);
 	if (w->error || (w->used + n > SESSION_BUF && flush(w)))
 		return NULL;
 	unsigned char *p = w->buf + w->used;
@@ -138,6 +150,7 @@ int xflow_session_writer_new(const char *path, struct xflow_session_writer **out
 	if (!w)
 		goto fail;
 	w->fd = -1;
+	w->batch = NO_BATCH;
 	size_t n = strlen(path) + 5;
 	w->path = strdup(path);
 	w->tmp = malloc(n);
@@ -175,27 +188,54 @@ out:
 	return rc;
 }
 
+/* Close the open RECORDS chunk, if any: its length into its head. */
+static void batch_close(struct xflow_session_writer *w)
+{
+	if (w->batch == NO_BATCH)
+		return;
+	unsigned char *c = w->buf + w->batch;
+	put32(c, XFLOW_SESSION_RECORDS);
+	put32(c + 4, (uint32_t)(w->used - w->batch - XFLOW_SESSION_CHUNK_HEAD));
+	w->batch = NO_BATCH;
+}
+
+/* A RECORDS chunk with room for one more record at its widest: the open
+ * one, else a new one, after the buffer is written out if need be.  Each
+ * chunk's first record is written against a zero one. */
+static int batch_room(struct xflow_session_writer *w)
+{
+	if (w->batch != NO_BATCH &&
+	    w->used - w->batch - XFLOW_SESSION_CHUNK_HEAD + XFLOW_SESSION_DELTA_MAX <= XFLOW_SESSION_MAX_CHUNK &&
+	    w->used + XFLOW_SESSION_DELTA_MAX <= SESSION_BUF)
+		return 0;
+	batch_close(w);
+	if (w->used + XFLOW_SESSION_CHUNK_HEAD + XFLOW_SESSION_DELTA_MAX > SESSION_BUF && flush(w))
+		return w->error;
+	w->batch = w->used;
+	w->used += XFLOW_SESSION_CHUNK_HEAD;
+	w->bytes += XFLOW_SESSION_CHUNK_HEAD;
+	memset(&w->delta, 0, sizeof(w->delta));
+	return 0;
+}
+
 int xflow_session_write_record(struct xflow_session_writer *w, const struct xflow_record *r,
 			       uint64_t t_ns)
 {
-	/* The data values past ndata are left out (a record that says more
-	 * than it holds is encoded whole, and refused by any reader). */
-	unsigned nd = r->ndata <= XFLOW_RECORD_MAX_DATA ? r->ndata : XFLOW_RECORD_MAX_DATA;
-	size_t n = XFLOW_SESSION_PACKED_HEAD + 8 * nd;
-	/* Room for the whole record, of which only the packed chunk counts:
-	 * one copy of a constant size is a few vector stores, where one of
-	 * the chunk's own size was a `rep movs` whose start-up cost was a
-	 * tenth of an agent's time a record saving memcached's session. */
-	if (w->error ||
-	    (w->used + XFLOW_SESSION_CHUNK_HEAD + 8 + XFLOW_RECORD_SIZE > SESSION_BUF && flush(w)))
-		return w->error;
-	unsigned char *c = w->buf + w->used;
-	put32(c, XFLOW_SESSION_RECORD_PACKED);
-	put32(c + 4, (uint32_t)n);
-	put64(c + 8, t_ns);
-	xflow_record_encode(r, c + 16);
-	w->used += XFLOW_SESSION_CHUNK_HEAD + n;
-	w->bytes += XFLOW_SESSION_CHUNK_HEAD + n;
+	if (r->ndata > XFLOW_RECORD_MAX_DATA) {
+		/* A record that says more than it holds has no encoding of
+		 * its differences: written whole, for any reader to refuse. */
+		unsigned char *p = chunk_start(w, XFLOW_SESSION_RECORD, 8 + XFLOW_RECORD_SIZE);
+		if (!p)
+			return w->error;
+		put64(p, t_ns);
+		xflow_record_encode(r, p + 8);
+	} else {
+		if (w->error || batch_room(w))
+			return w->error;
+		size_t n = xflow_session_delta_put(&w->delta, r, t_ns, w->buf + w->used);
+		w->used += n;
+		w->bytes += n;
+	}
 	if (!w->nrecords || t_ns < w->first)
 		w->first = t_ns;
 	if (!w->nrecords || t_ns > w->last)

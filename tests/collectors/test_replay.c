@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "collectors/builtin.h"
 #include "xflow/collector.h"
 #include "xflow/session.h"
+#include "tests/lib/session_edit.h"
 
 static char dir[] = "/tmp/xflow-replay-test.XXXXXX";
 static char path[256], opts[400];
@@ -200,18 +202,21 @@ Test(replay, time_outside_the_span_refused)
 	char err[512] = "";
 	FILE *f = fopen(path, "r+b");
 	cr_assert_not_null(f);
-	unsigned char buf[4096];
-	size_t len = fread(buf, 1, sizeof(buf), f);
-	/* The third record: after the carried bits, two sites, two records. */
-	size_t at = XFLOW_SESSION_HEADER_SIZE;
-	for (unsigned k = 0; at < len; at += 8 + (buf[at + 4] | buf[at + 5] << 8))
-		if ((buf[at] == XFLOW_SESSION_RECORD || buf[at] == XFLOW_SESSION_RECORD_PACKED) && k++ == 2)
-			break;
+	unsigned char v9[4096];
+	size_t len = fread(v9, 1, sizeof(v9), f);
+	/* The records each at an offset of their own (version 8's chunks),
+	 * the third's time damaged: after the carried bits, two sites, two
+	 * records. */
+	unsigned char *buf = test_session_as_packed(v9, len, &len);
+	cr_assert_not_null(buf);
+	size_t at = test_session_record_at(buf, len, 2);
 	cr_assert_lt(at, len);
-	static const unsigned char ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	fseek(f, (long)at + 8, SEEK_SET);
-	fwrite(ones, 1, 8, f);
+	memset(buf + at + 8, 0xff, 8);
+	rewind(f);
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	cr_assert_eq(ftruncate(fileno(f), (off_t)len), 0);
 	fclose(f);
+	free(buf);
 	snprintf(opts, sizeof(opts), "file=%s", path);
 	cr_assert_eq(o->open(opts, &c, err, sizeof(err)), -EBADMSG);
 	char want[128];

@@ -13,6 +13,8 @@
 
 #include "xflow/collector.h"
 #include "xflow/session.h"
+#include "tests/lib/session_edit.h"
+#include "tests/lib/testlib.h"
 
 static char dir[] = "/tmp/xflow-session-test.XXXXXX";
 static char path[256];
@@ -83,6 +85,18 @@ static unsigned char *slurp(size_t *len)
 	unsigned char *buf = malloc(1 << 20);
 	*len = fread(buf, 1, 1 << 20, f);
 	fclose(f);
+	return buf;
+}
+
+/* The session as slurp() has it, with its records as version 8 wrote
+ * them (tests/lib/session_edit.h): each at an offset of its own, for a
+ * test to damage one field of one record. */
+static unsigned char *slurp_packed(size_t *len)
+{
+	unsigned char *v9 = slurp(len);
+	unsigned char *buf = test_session_as_packed(v9, *len, len);
+	cr_assert_not_null(buf, "the writer's RECORDS chunks do not read");
+	free(v9);
 	return buf;
 }
 
@@ -223,22 +237,14 @@ Test(session, named_errors)
 	expect_bad(64 + 14, "\x01\x04", 2, "file or function name length 1025");
 }
 
-/* The offset of the @k-th record chunk of @buf (packed, as the writer
- * writes them, or whole). */
-static size_t record_at(const unsigned char *buf, unsigned k)
-{
-	size_t at = XFLOW_SESSION_HEADER_SIZE;
-	for (;;) {
-		if ((buf[at] == XFLOW_SESSION_RECORD || buf[at] == XFLOW_SESSION_RECORD_PACKED) && k-- == 0)
-			return at;
-		at += 8 + (buf[at + 4] | buf[at + 5] << 8);
-	}
-}
-
 /* @buf as a file of version @version, which has whole RECORD chunks, not
- * packed ones: as that version's writer wrote it.  Its length in @out_len. */
-static unsigned char *as_version(const unsigned char *buf, size_t len, unsigned version, size_t *out_len)
+ * packed ones nor RECORDS: as that version's writer wrote it.  Its length
+ * in @out_len. */
+static unsigned char *as_version(const unsigned char *v9, size_t v9_len, unsigned version, size_t *out_len)
 {
+	size_t len;
+	unsigned char *buf = test_session_as_packed(v9, v9_len, &len);
+	cr_assert_not_null(buf);
 	unsigned char *out = calloc(1, 2 * len + 1024);
 	cr_assert_not_null(out);
 	memcpy(out, buf, XFLOW_SESSION_HEADER_SIZE);
@@ -256,6 +262,7 @@ static unsigned char *as_version(const unsigned char *buf, size_t len, unsigned 
 		at += 8 + (size_t)(buf[at + 4] | buf[at + 5] << 8);
 	}
 	*out_len = o;
+	free(buf);
 	return out;
 }
 
@@ -272,7 +279,7 @@ Test(session, record_time_outside_the_span)
 {
 	write_small(3);
 	size_t len;
-	unsigned char *buf = slurp(&len);
+	unsigned char *buf = slurp_packed(&len);
 	char err[512], want[160];
 	unsigned n;
 	/* The writer filled the span in: 5000000 .. 5002000 ns. */
@@ -288,7 +295,7 @@ Test(session, record_time_outside_the_span)
 	static const uint64_t bad_times[] = { 0, UINT64_MAX, 4999999, 5002001 };
 	for (unsigned k = 0; k < 3; k++)
 		for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++) {
-			size_t at = record_at(buf, k);
+			size_t at = test_session_record_at(buf, len, k);
 			unsigned char save[8];
 			memcpy(save, buf + at + 8, 8);
 			put64le(buf + at + 8, bad_times[i]);
@@ -316,9 +323,9 @@ Test(session, bad_record_and_end)
 {
 	write_small(2);
 	size_t len;
-	unsigned char *buf = slurp(&len);
+	unsigned char *buf = slurp_packed(&len);
 	/* The records follow the two sites. */
-	size_t at = record_at(buf, 0);
+	size_t at = test_session_record_at(buf, len, 0);
 	char err[512];
 	unsigned n;
 	buf[at + 8 + 8 + 26] = 9; /* the record's version */
@@ -357,8 +364,9 @@ Test(session, write_error_is_sticky_and_named)
 	struct xflow_session_writer *w;
 	cr_assert_eq(xflow_session_writer_new("/nonexistent-dir/x.ses", &w, err, sizeof(err)), -ENOENT);
 	cr_assert(strstr(err, "/nonexistent-dir/x.ses.tmp: "), "%s", err);
-	/* /dev/full takes the open but no byte: stdio buffers the first
-	 * writes, and the error comes at the latest when the end is flushed. */
+	/* /dev/full takes the open but no byte: the writer buffers a
+	 * mebibyte, and the error comes when it is written out (records of
+	 * a few bytes each: a million of them). */
 	if (access("/dev/full", W_OK))
 		return;
 	char tmp[300];
@@ -367,7 +375,7 @@ Test(session, write_error_is_sticky_and_named)
 	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
 	int rc = 0;
 	struct xflow_record r = rec(1);
-	for (int i = 0; i < 100000 && !rc; i++)
+	for (int i = 0; i < 1000000 && !rc; i++)
 		rc = xflow_session_write_record(w, &r, 1);
 	cr_assert_eq(rc, -ENOSPC);
 	cr_assert_eq(xflow_session_write_record(w, &r, 1), -ENOSPC, "not sticky");
@@ -463,7 +471,7 @@ Test(session, the_notifies_role_from_version_7)
 	unsigned char *buf = slurp(&len);
 	char err[512] = "";
 	uint32_t roles[2] = { 9, 9 };
-	cr_assert_eq(buf[8], 8, "the version");
+	cr_assert_eq(buf[8], XFLOW_SESSION_VERSION, "the version");
 	buf[ROLES_AT] = XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES;
 	cr_expect_eq(read_sites(buf, len, roles, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(roles[0], XFLOW_SITE_ROLES_KNOWN | XFLOW_SITE_SENDS | XFLOW_SITE_NOTIFIES);
@@ -510,8 +518,9 @@ Test(session, a_version_4_file_reads_without_roles)
 	free(buf);
 }
 
-/* Issue 27: version 8 writes each record without the data values it does
- * not use (48 + 8 * ndata bytes), and reads back the same record. */
+/* Issue 27: version 8 wrote each record without the data values it did
+ * not use (48 + 8 * ndata bytes); such a file still reads back the same
+ * records. */
 Test(session, packed_records_keep_what_the_record_holds)
 {
 	struct xflow_session_writer *w;
@@ -535,9 +544,9 @@ Test(session, packed_records_keep_what_the_record_holds)
 	}
 	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
 	size_t len;
-	unsigned char *buf = slurp(&len);
+	unsigned char *buf = slurp_packed(&len);
 	for (unsigned k = 0; k <= XFLOW_RECORD_MAX_DATA; k++) {
-		size_t at = record_at(buf, k);
+		size_t at = test_session_record_at(buf, len, k);
 		cr_expect_eq(buf[at], XFLOW_SESSION_RECORD_PACKED);
 		cr_expect_eq(buf[at + 4] | buf[at + 5] << 8, 48 + 8 * (XFLOW_RECORD_MAX_DATA - k), "record %u's length", k);
 	}
@@ -569,10 +578,10 @@ Test(session, packed_records_that_lie_are_refused)
 {
 	write_small(2);
 	size_t len;
-	unsigned char *buf = slurp(&len);
+	unsigned char *buf = slurp_packed(&len);
 	char err[512], want[160];
 	unsigned n;
-	size_t at = record_at(buf, 0);
+	size_t at = test_session_record_at(buf, len, 0);
 	cr_assert_eq(buf[at + 4], 48 + 16, "rec() has two data values");
 	buf[at + 8 + 8 + 27] = 3; /* ndata */
 	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
@@ -648,4 +657,203 @@ Test(session, records_over_many_buffers_read_back_exactly)
 	cr_expect_eq(n, N);
 	xflow_session_reader_free(rd);
 	fclose(f);
+}
+
+/* Version 9: records go in RECORDS chunks, each written as its differences
+ * from the one before.  Every field at its extremes, each changing alone
+ * and all at once, forwards and backwards, reads back exactly; a flow's
+ * records, which differ in little, take a few bytes each. */
+Test(session, records_chunks_keep_every_field)
+{
+	enum { N = 5000 };
+	static const uint64_t edge[] = { 0, 1, 2, 0x7f, 0x80, 0x3fff, 0x4000, 0xffffffffull, 0x100000000ull,
+					 0x7fffffffffffffffull, 0x8000000000000000ull, ~0ull };
+	enum { NEDGE = sizeof(edge) / sizeof(edge[0]) };
+	static struct xflow_record want[N];
+	static uint64_t want_t[N];
+	uint64_t seed = 27, t = 1000;
+	struct xflow_session_writer *w;
+	char err[512] = "";
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	for (unsigned i = 0; i < N; i++) {
+		struct xflow_record r = i ? want[i - 1] : rec(0);
+		uint64_t x = test_rand_next(&seed);
+		/* One field at a time, or (one in eight) all of them. */
+		unsigned which = x % 8 == 0 ? ~0u : 1u << (x >> 3) % 12;
+		uint64_t e = edge[(x >> 8) % NEDGE];
+		if (which & 1) r.flow_kind = (uint16_t)e;
+		if (which & 2) r.domain_id = (uint16_t)e;
+		if (which & 4) r.version = (uint8_t)(2 + e % (XFLOW_RECORD_VERSION - 1)); /* 1 has no CPU */
+		if (which & 8) r.thread_id = (uint32_t)e;
+		if (which & 16) r.cpu_plus1 = (uint32_t)(e % (XFLOW_RECORD_MAX_CPU + 2));
+		if (which & 32) r.flags = (uint16_t)(e & XFLOW_REC_OP_FLAGS);
+		if (which & 64) r.site_id = (uint32_t)e;
+		if (which & 128) r.flow_id = e & XFLOW_FLOWID_MAX;
+		if (which & 256) r.timestamp = e;
+		if (which & 512) r.thread_seq = (uint32_t)e;
+		if (which & 1024) {
+			r.ndata = (uint8_t)((x >> 16) % (XFLOW_RECORD_MAX_DATA + 1));
+			for (unsigned k = 0; k < XFLOW_RECORD_MAX_DATA; k++)
+				r.data[k] = k < r.ndata ? edge[(x >> (20 + 3 * k)) % NEDGE] : 0;
+		}
+		/* The session's times go back and forth too (the agent
+		 * writes threads' records as it drains them). */
+		if (which & 2048)
+			t = 1000 + (e % 1000000);
+		want[i] = r;
+		want_t[i] = t;
+		cr_assert_eq(xflow_session_write_record(w, &r, t), 0);
+	}
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	unsigned char *buf = slurp(&len);
+	FILE *f = fmemopen(buf, len, "rb");
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
+	unsigned n = 0;
+	int rc;
+	uint64_t last_at = 0;
+	while ((rc = xflow_session_reader_next(r, &c, err, sizeof(err))) == 1) {
+		if (c.type != XFLOW_SESSION_RECORD)
+			continue;
+		cr_assert_lt(n, N);
+		cr_assert_eq(c.t_ns, want_t[n], "record %u's time", n);
+		cr_assert_eq(memcmp(&c.record, &want[n], sizeof(want[n])), 0, "record %u", n);
+		cr_assert_gt(c.offset, last_at, "record %u's offset is its own", n);
+		last_at = c.offset;
+		n++;
+	}
+	cr_expect_eq(rc, 0, "%s", err);
+	cr_expect_eq(n, N);
+	xflow_session_reader_free(r);
+	fclose(f);
+	free(buf);
+
+	/* A flow's records: one thread, sites and ids in turn, a few
+	 * microseconds apart. */
+	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
+	for (unsigned i = 0; i < N; i++) {
+		struct xflow_record m = rec(0);
+		m.thread_id = 4242;
+		m.cpu_plus1 = 2;
+		m.ndata = 0;
+		m.flow_id = 100 + i / 18;
+		m.site_id = i % 18;
+		m.flags = i % 18 == 0 ? XFLOW_REC_START : i % 18 == 17 ? XFLOW_REC_QUIT : 0;
+		m.thread_seq = i;
+		m.timestamp = 3000000000ull + 2100ull * i;
+		cr_assert_eq(xflow_session_write_record(w, &m, 5000000 + 700ull * i), 0);
+	}
+	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
+	buf = slurp(&len);
+	cr_expect_lt(len, (size_t)N * 9, "%zu bytes for %d records of a flow", len, N);
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), 0, "%s", err);
+	cr_expect_eq(n, N);
+	free(buf);
+}
+
+/* A version 9 file of one RECORDS chunk of @n bytes at @p (its records'
+ * times in the span 1000 .. 2000), and an end counting @nrec records. */
+static unsigned char *records_file(const unsigned char *p, size_t n, uint64_t nrec, size_t *len)
+{
+	unsigned char *buf = calloc(1, 32 + 8 + n + 16);
+	cr_assert_not_null(buf);
+	memcpy(buf, XFLOW_SESSION_MAGIC, 8);
+	buf[8] = 9;
+	put64le(buf + 16, 1000);
+	put64le(buf + 24, 2000);
+	buf[32] = XFLOW_SESSION_RECORDS;
+	buf[36] = (unsigned char)n;
+	memcpy(buf + 40, p, n);
+	buf[40 + n] = XFLOW_SESSION_END;
+	buf[40 + n + 4] = 8;
+	put64le(buf + 40 + n + 8, nrec);
+	*len = 32 + 8 + n + 16;
+	return buf;
+}
+
+/* A RECORDS chunk's record that does not read is refused at its own
+ * offset, naming what is wrong with it. */
+Test(session, records_chunks_that_lie_are_refused)
+{
+	/* Two records: the first names its ids (kind 0, domain 0, version
+	 * 4, thread 7, cpu 0), flags 1, site 3, flow 5 (zigzag 10), time
+	 * 1000 (zigzag 2000: 0xd0 0x0f), timestamp 9 (zigzag 18), seq 0;
+	 * the second all as before (head 0x78) but the time, 100 ns later
+	 * (zigzag 200: 0xc8 0x01), timestamp and seq one on (zigzag 2). */
+	static const unsigned char good[] = { 0x00, 0, 0, 4, 7, 0, 1, 3, 10, 0xd0, 0x0f, 18, 0,
+					      0x78, 0xc8, 0x01, 2, 2 };
+	char err[512], want[200];
+	unsigned n;
+	size_t len;
+	unsigned char *buf = records_file(good, sizeof(good), 2, &len);
+	put64le(buf + 24, 1100);
+	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), 0, "%s", err);
+	cr_expect_eq(n, 2);
+	free(buf);
+	struct {
+		size_t at;          /* the byte of good[] changed */
+		unsigned char to;
+		size_t cut;         /* the chunk ends there instead (0: no) */
+		size_t off;         /* the record blamed, in the chunk */
+		const char *what;
+	} cases[] = {
+		{ 0, 0x80, 0, 0, "the reserved bit of a record's head byte is set" },
+		{ 0, 0x07, 0, 0, "ndata 7 in a record's head byte" },
+		{ 13, 0x7e, 0, 13, "the data value is cut short" /* ndata 6, no byte for one */ },
+		{ 0, 0x00, 11, 0, "the timestamp is cut short" },
+		{ 0, 0x00, 15, 13, "the time is cut short" },
+		{ 0, 0x00, 17, 13, "the thread sequence number is cut short" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned char bytes[sizeof(good)];
+		memcpy(bytes, good, sizeof(good));
+		bytes[cases[i].at] = cases[i].to;
+		buf = records_file(bytes, cases[i].cut ? cases[i].cut : sizeof(good), 2, &len);
+		put64le(buf + 24, 1100);
+		cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG, "case %zu", i);
+		snprintf(want, sizeof(want), "t.ses: offset %zu: a record of a RECORDS chunk: ", 40 + cases[i].off);
+		cr_expect(strstr(err, want) && strstr(err, cases[i].what), "case %zu: expected '%s%s' in '%s'", i,
+			  want, cases[i].what, err);
+		free(buf);
+	}
+	/* A varint of eleven bytes, and one wider than its field (a flow
+	 * kind of 2^16). */
+	static const unsigned char longv[] = { 0x00, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00 };
+	static const unsigned char wide[] = { 0x00, 0x80, 0x80, 0x04, 0, 4, 7, 0, 1, 3, 10, 0xd0, 0x0f, 18, 0 };
+	buf = records_file(longv, sizeof(longv), 1, &len);
+	cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 40: a record of a RECORDS chunk: the flow kind is cut short, or longer"), "%s",
+		  err);
+	free(buf);
+	buf = records_file(wide, sizeof(wide), 1, &len);
+	cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "the flow kind is cut short, or longer or wider than its field"), "%s", err);
+	free(buf);
+	/* A record that reads but is not one: version 9. */
+	unsigned char bytes[sizeof(good)];
+	memcpy(bytes, good, sizeof(good));
+	bytes[3] = 9;
+	buf = records_file(bytes, sizeof(good), 2, &len);
+	cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 40: bad record: version"), "%s", err);
+	free(buf);
+	/* The second record's time outside the span: blamed at its offset. */
+	buf = records_file(good, sizeof(good), 2, &len);
+	put64le(buf + 24, 1099);
+	cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 53: record time 1100 ns is outside the session's span"), "%s", err);
+	free(buf);
+	/* An empty chunk, and RECORDS in a version 8 file. */
+	buf = records_file(good, 0, 0, &len);
+	cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 32: a RECORDS chunk without a record"), "%s", err);
+	free(buf);
+	buf = records_file(good, sizeof(good), 2, &len);
+	put64le(buf + 24, 1100);
+	buf[8] = 8;
+	cr_expect_eq(read_all(buf, len, err, sizeof(err), &n), -EBADMSG);
+	cr_expect(strstr(err, "offset 32: a RECORDS chunk in a version 8 session (from version 9)"), "%s", err);
+	free(buf);
 }

@@ -75,40 +75,33 @@ watch() {
 	[ $_rc -eq 0 ] || { cat "$T/top.err"; fail "$_name: xflowtop exited with $_rc"; }
 }
 
-# session_flows: the truth of what arrived, from the session $T/s.ses
-# (xflow/session.h: a 32-byte header, chunks of an 8-byte head; a record
-# chunk is its time and the record, whole (type 1) or without the data it
-# does not use (5, packed)).  One line per flow, in the order they began: "START_NS STARTS TRANSITS QUITS" (the time of its
-# START, else of its first record); then "notes N records M": the loss
-# notes (flag bit 9, no flow's: xflow/record.h, "Losses") and every record
-# the session holds, notes included.
+# session_flows: the truth of what arrived, from the session $T/s.ses, as
+# tests/e2e/session_records.py reads it apart from the C reader.  One line
+# per flow, in the order they began: "START_NS STARTS TRANSITS QUITS" (the
+# time of its START, else of its first record); then "notes N records M":
+# the loss notes (flag bit 9, no flow's: xflow/record.h, "Losses") and
+# every record the session holds, notes included.
 session_flows() {
 	python3 - "$T/s.ses" <<'PY'
-import struct, sys
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'XFLOWSES', 'not a session'
-flows, notes, records, at = {}, 0, 0, 32
-while at + 8 <= len(data):
-    typ, ln = struct.unpack_from('<II', data, at)
-    p = at + 8
-    if typ in (1, 5):  # a record, whole or packed (version 8)
-        records += 1
-        t, = struct.unpack_from('<Q', data, p)
-        flow_id, = struct.unpack_from('<Q', data, p + 8 + 8)
-        flags, = struct.unpack_from('<H', data, p + 8 + 24)
-        if flags & (1 << 9):
-            notes += 1
-        elif flow_id:
-            f = flows.setdefault(flow_id, [t, 0, 0, 0])
-            f[1] += bool(flags & 1)
-            f[2] += bool(flags & 2)
-            f[3] += bool(flags & 4)
-            if flags & 1:
-                f[0] = t
-    at = p + ln
+import sys
+sys.path.insert(0, 'tests/e2e')
+from session_records import records
+flows, notes, n = {}, 0, 0
+for t, r in records(sys.argv[1]):
+    n += 1
+    flags, flow_id = r['flags'], r['flow_id']
+    if flags & (1 << 9):
+        notes += 1
+    elif flow_id:
+        f = flows.setdefault(flow_id, [t, 0, 0, 0])
+        f[1] += bool(flags & 1)
+        f[2] += bool(flags & 2)
+        f[3] += bool(flags & 4)
+        if flags & 1:
+            f[0] = t
 for f in sorted(flows.values()):
     print(*f)
-print('notes', notes, 'records', records)
+print('notes', notes, 'records', n)
 PY
 }
 

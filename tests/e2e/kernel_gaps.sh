@@ -116,51 +116,45 @@ once() {
 
 	# The session (xflow/session.h): each record's stream, number and flow.
 	python3 - "$D/k.ses" >"$D/truth" <<'PY' || fail "cannot read the session"
-import struct, sys
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'XFLOWSES', 'not a session'
-at, n, unnumbered, back, lost, notes = 32, 0, 0, 0, 0, 0
+import sys
+sys.path.insert(0, 'tests/e2e')
+from session_records import records
+n, unnumbered, back, lost, notes = 0, 0, 0, 0, 0
 streams, gaps, flows, ended = {}, [], {}, []
-while at + 8 <= len(data):
-    typ, ln = struct.unpack_from('<II', data, at)
-    p = at + 8
-    if typ in (1, 5):  # a record, whole or packed
-        t, = struct.unpack_from('<Q', data, p)
-        fid, = struct.unpack_from('<Q', data, p + 8 + 8)
-        kind, dom, flags = struct.unpack_from('<HHH', data, p + 8 + 20)
-        tid, seq = struct.unpack_from('<II', data, p + 8 + 28)
-        note = bool(flags & 0x200)
-        n += 1
-        notes += note
-        if not flags & 0x100 or tid < 1 << 31:
-            unnumbered += 1
-        else:
-            k = (dom, tid)
-            if k in streams:
-                # A note stands for the last record lost: its gap
-                # includes it.
-                d = (seq - streams[k][0]) & 0xffffffff
-                if d >= 1 << 31:
-                    back += 1
-                elif d + note:
-                    lost += d + note
-                    gaps.append((streams[k][1], t))
-            elif note:
-                # A stream none of whose records got through: the note
-                # names its first number (from 0, the program's load).
-                first, = struct.unpack_from('<Q', data, p + 8 + 40)
-                lost += ((seq - first) & 0xffffffff) + 1
-                gaps.append((0, t))
-            streams[k] = ((seq + 1) & 0xffffffff, t)
-        if fid:
-            key = (dom, kind, fid)
-            if flags & 1 or key not in flows:
-                flows[key] = [t, bool(flags & 1)]
-            if flags & 4:
-                s, started = flows.pop(key)
-                if started:
-                    ended.append((s, t))
-    at = p + ln
+for t, r in records(sys.argv[1]):
+    fid, kind, dom, flags = r['flow_id'], r['flow_kind'], r['domain_id'], r['flags']
+    tid, seq = r['thread_id'], r['thread_seq']
+    note = bool(flags & 0x200)
+    n += 1
+    notes += note
+    if not flags & 0x100 or tid < 1 << 31:
+        unnumbered += 1
+    else:
+        k = (dom, tid)
+        if k in streams:
+            # A note stands for the last record lost: its gap
+            # includes it.
+            d = (seq - streams[k][0]) & 0xffffffff
+            if d >= 1 << 31:
+                back += 1
+            elif d + note:
+                lost += d + note
+                gaps.append((streams[k][1], t))
+        elif note:
+            # A stream none of whose records got through: the note
+            # names its first number (from 0, the program's load).
+            first = r['data'][0]
+            lost += ((seq - first) & 0xffffffff) + 1
+            gaps.append((0, t))
+        streams[k] = ((seq + 1) & 0xffffffff, t)
+    if fid:
+        key = (dom, kind, fid)
+        if flags & 1 or key not in flows:
+            flows[key] = [t, bool(flags & 1)]
+        if flags & 4:
+            s, started = flows.pop(key)
+            if started:
+                ended.append((s, t))
 # A flow no gap touched: none was live at the record before a gap, nor
 # begun before the record after it.
 whole = sum(1 for s, e in ended if not any(a < e and s < b for a, b in gaps))
