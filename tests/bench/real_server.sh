@@ -55,7 +55,8 @@ MIN_SITES=100
 # two cores, so each gets 256 Ki, 150 ms of the loop's flow, as
 # xflow-agent(8) sizes a heavy flow (8 lanes: memcached's threads that hit
 # sites are its workers and its listener).  A traced run writes about
-# 3.5 M records a second, 1.3 GB of session in SECS=4: the session's bound
+# 3.5 M records a second, 170 to 250 MB of session in SECS=4 at 11 to 15
+# bytes a record (session version 9; 1.3 GB before): the session's bound
 # (--session-max, 256 MB by default) is raised so that none is left out.
 AGENT_OPTS=${AGENT_OPTS:---lanes 8 --lane-slots 262144 --session-max 8G}
 AGENT_PREFIX=${AGENT_PREFIX:-}
