@@ -100,6 +100,32 @@ static unsigned char *slurp_packed(size_t *len)
 	return buf;
 }
 
+/* The records read from @f are @want, at the times @want_t (@n of them),
+ * each chunk's offset after the one before, and the file reads to its end. */
+static void expect_records(FILE *f, const struct xflow_record *want, const uint64_t *want_t, unsigned n)
+{
+	char err[512] = "";
+	struct xflow_session_reader *r;
+	struct xflow_session_chunk c;
+	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
+	unsigned k = 0;
+	int rc;
+	uint64_t last_at = 0;
+	while ((rc = xflow_session_reader_next(r, &c, err, sizeof(err))) == 1) {
+		if (c.type != XFLOW_SESSION_RECORD)
+			continue;
+		cr_assert_lt(k, n);
+		cr_assert_eq(c.t_ns, want_t[k], "record %u's time", k);
+		cr_assert_eq(memcmp(&c.record, &want[k], sizeof(want[k])), 0, "record %u", k);
+		cr_assert_gt(c.offset, last_at, "record %u's offset is its own", k);
+		last_at = c.offset;
+		k++;
+	}
+	cr_expect_eq(rc, 0, "%s", err);
+	cr_expect_eq(k, n);
+	xflow_session_reader_free(r);
+}
+
 /* Read @len bytes of @buf to the end: 0, or the error with @err set. */
 static int read_all(const unsigned char *buf, size_t len, char *err, size_t errlen, unsigned *nrec)
 {
@@ -550,23 +576,11 @@ Test(session, packed_records_keep_what_the_record_holds)
 		cr_expect_eq(buf[at], XFLOW_SESSION_RECORD_PACKED);
 		cr_expect_eq(buf[at + 4] | buf[at + 5] << 8, 48 + 8 * (XFLOW_RECORD_MAX_DATA - k), "record %u's length", k);
 	}
+	uint64_t times[XFLOW_RECORD_MAX_DATA + 1];
+	for (unsigned k = 0; k <= XFLOW_RECORD_MAX_DATA; k++)
+		times[k] = 100 + k;
 	FILE *f = fmemopen(buf, len, "rb");
-	struct xflow_session_reader *r;
-	struct xflow_session_chunk c;
-	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
-	unsigned n = 0;
-	int rc;
-	while ((rc = xflow_session_reader_next(r, &c, err, sizeof(err))) == 1) {
-		if (c.type != XFLOW_SESSION_RECORD)
-			continue;
-		cr_assert_lt(n, XFLOW_RECORD_MAX_DATA + 1);
-		cr_expect_eq(c.t_ns, 100 + n);
-		cr_expect_eq(memcmp(&c.record, &want[n], sizeof(want[n])), 0, "record %u", n);
-		n++;
-	}
-	cr_expect_eq(rc, 0, "%s", err);
-	cr_expect_eq(n, XFLOW_RECORD_MAX_DATA + 1);
-	xflow_session_reader_free(r);
+	expect_records(f, want, times, XFLOW_RECORD_MAX_DATA + 1);
 	fclose(f);
 	free(buf);
 }
@@ -609,14 +623,17 @@ Test(session, packed_records_that_lie_are_refused)
 	free(buf);
 }
 
-/* The writer encodes records straight into its own buffer, a whole record
- * each time, of which only the packed chunk counts, and writes the buffer
- * out when the next whole record would not fit: records of every length,
- * over several buffers' worth, read back exactly, none cut at a buffer's
- * end and none with bytes of another. */
+/* The writer encodes records straight into its own buffer, in RECORDS
+ * chunks of at most 4096 bytes, and writes the buffer out when the next
+ * record at its widest would not fit: records of every length (random
+ * data values: varints of up to 10 bytes), over two buffers' worth and
+ * hundreds of chunks, read back exactly, none cut at a chunk's or a
+ * buffer's end. */
 Test(session, records_over_many_buffers_read_back_exactly)
 {
-	enum { N = 60000 }; /* about 3.5 MB: three buffers and more */
+	enum { N = 60000 }; /* about 2.4 MB */
+	static struct xflow_record want[N];
+	static uint64_t want_t[N];
 	struct xflow_session_writer *w;
 	char err[512] = "";
 	cr_assert_eq(xflow_session_writer_new(path, &w, err, sizeof(err)), 0, "%s", err);
@@ -629,33 +646,15 @@ Test(session, records_over_many_buffers_read_back_exactly)
 			r.data[k] = k < r.ndata ? x : ~0ull;
 		}
 		cr_assert_eq(xflow_session_write_record(w, &r, 5000000 + i), 0);
+		want[i] = r;
+		for (unsigned k = r.ndata; k < XFLOW_RECORD_MAX_DATA; k++)
+			want[i].data[k] = 0;
+		want_t[i] = 5000000 + i;
 	}
 	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
 	FILE *f = fopen(path, "rb");
 	cr_assert_not_null(f);
-	struct xflow_session_reader *rd;
-	struct xflow_session_chunk c;
-	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &rd, err, sizeof(err)), 0, "%s", err);
-	unsigned n = 0;
-	int rc;
-	x = 0x9e3779b97f4a7c15ull;
-	while ((rc = xflow_session_reader_next(rd, &c, err, sizeof(err))) == 1) {
-		if (c.type != XFLOW_SESSION_RECORD)
-			continue;
-		cr_assert_lt(n, N);
-		struct xflow_record want = rec(n);
-		want.ndata = (uint8_t)((n * 5) % (XFLOW_RECORD_MAX_DATA + 1));
-		for (unsigned k = 0; k < XFLOW_RECORD_MAX_DATA; k++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			want.data[k] = k < want.ndata ? x : 0;
-		}
-		cr_assert_eq(c.t_ns, 5000000 + n, "record %u's time", n);
-		cr_assert_eq(memcmp(&c.record, &want, sizeof(want)), 0, "record %u", n);
-		n++;
-	}
-	cr_expect_eq(rc, 0, "%s", err);
-	cr_expect_eq(n, N);
-	xflow_session_reader_free(rd);
+	expect_records(f, want, want_t, N);
 	fclose(f);
 }
 
@@ -708,25 +707,7 @@ Test(session, records_chunks_keep_every_field)
 	size_t len;
 	unsigned char *buf = slurp(&len);
 	FILE *f = fmemopen(buf, len, "rb");
-	struct xflow_session_reader *r;
-	struct xflow_session_chunk c;
-	cr_assert_eq(xflow_session_reader_new(f, "t.ses", &r, err, sizeof(err)), 0, "%s", err);
-	unsigned n = 0;
-	int rc;
-	uint64_t last_at = 0;
-	while ((rc = xflow_session_reader_next(r, &c, err, sizeof(err))) == 1) {
-		if (c.type != XFLOW_SESSION_RECORD)
-			continue;
-		cr_assert_lt(n, N);
-		cr_assert_eq(c.t_ns, want_t[n], "record %u's time", n);
-		cr_assert_eq(memcmp(&c.record, &want[n], sizeof(want[n])), 0, "record %u", n);
-		cr_assert_gt(c.offset, last_at, "record %u's offset is its own", n);
-		last_at = c.offset;
-		n++;
-	}
-	cr_expect_eq(rc, 0, "%s", err);
-	cr_expect_eq(n, N);
-	xflow_session_reader_free(r);
+	expect_records(f, want, want_t, N);
 	fclose(f);
 	free(buf);
 
@@ -748,6 +729,7 @@ Test(session, records_chunks_keep_every_field)
 	cr_assert_eq(xflow_session_writer_free(w, 1, err, sizeof(err)), 0, "%s", err);
 	buf = slurp(&len);
 	cr_expect_lt(len, (size_t)N * 9, "%zu bytes for %d records of a flow", len, N);
+	unsigned n;
 	cr_assert_eq(read_all(buf, len, err, sizeof(err), &n), 0, "%s", err);
 	cr_expect_eq(n, N);
 	free(buf);
