@@ -133,3 +133,26 @@ Test(kn_tail, foreign_records_steps_back_and_the_wrap)
 	cr_assert_eq(n.thread_seq, 1);
 	kn_tail_fini(&t);
 }
+
+/* The program's flow ids (kabi.h XK_FLOW_ID): each stream gives out its
+ * own, so they must be odd, within the record's 48 bits and distinct
+ * across streams and counts. */
+Test(kn_tail, the_streams_flow_ids_are_odd_and_distinct)
+{
+	enum { NCPU = 6, BITS = 3, COUNTS = 50 };
+	static uint64_t seen[NCPU * XK_SEQ_LEVELS * COUNTS];
+	size_t n = 0;
+	for (uint32_t c = 0; c < NCPU; c++)
+		for (uint32_t l = 0; l < XK_SEQ_LEVELS; l++)
+			for (uint64_t k = 0; k < COUNTS; k++) {
+				uint64_t id = XK_FLOW_ID(k, c, l, BITS);
+				cr_assert(id & 1, "odd");
+				cr_assert(id <= XFLOW_FLOWID_MAX);
+				for (size_t i = 0; i < n; i++)
+					cr_assert_neq(seen[i], id, "cpu %u level %u count %llu repeats an id", c, l,
+						      (unsigned long long)k);
+				seen[n++] = id;
+			}
+	cr_assert_eq(XK_FLOW_ID(1ull << 44, 1, 0, 1), XK_FLOW_ID(0, 1, 0, 1),
+		     "a stream's ids wrap after 2^(45 - cpu_bits)");
+}

@@ -50,6 +50,10 @@ _Static_assert(offsetof(struct xk_rec, cpu_plus1) == offsetof(struct xflow_recor
 _Static_assert(offsetof(struct xk_rec, data) == offsetof(struct xflow_record, data), "data");
 _Static_assert(XK_RECORD_VERSION == XFLOW_RECORD_VERSION, "the BPF program writes this version");
 _Static_assert(XK_REC_SEQ_COUNTS_LOST == XFLOW_REC_SEQ_COUNTS_LOST, "the BPF program's numbering flag");
+_Static_assert(XK_FLOW_ID(~0ull, 3, 3, 2) == XFLOW_FLOWID_MAX, "the program's flow ids fit the record's");
+/* The agent writes the tail on a line of its own: the program's runs
+ * write the levels at every record. */
+_Static_assert(offsetof(struct xk_cpu, tail) % 64 == 0 && sizeof(struct xk_cpu) % 64 == 0, "xk_cpu's lines");
 
 struct kslot {
 	struct bpf_link *link;
@@ -316,6 +320,10 @@ static int object_load(struct kengine *ke, const struct xflow_hook_prog *prog, b
 	}
 	ke->skel->rodata->xk_domain_id = prog->domain_id;
 	ke->skel->rodata->xk_ring_recs = ke->ring_recs;
+	uint32_t cpu_bits = 0;
+	while ((1u << cpu_bits) < ke->ncpu)
+		cpu_bits++;
+	ke->skel->rodata->xk_cpu_bits = cpu_bits;
 	bpf_map__set_max_entries(ke->skel->maps.xk_streams, ke->ncpu);
 	bpf_map__set_max_entries(ke->skel->maps.xk_ring, XK_STREAMS_OF(ke->ncpu) * ke->ring_recs);
 	/* Each used slot's operations, frozen with the object: the verifier

@@ -180,15 +180,26 @@ struct xk_level {
 	                     * last read + xk_ring_recs (the tail's line is
 	                     * the agent's, read only when this is reached) */
 	__u32 pad;
+	__u64 ids;          /* flow ids the level gave out (XK_FLOW_ID) */
+	__u64 pad2;
 };
 
 /* Per CPU, one entry of xk_streams (BPF_F_MMAPABLE, mapped by the agent):
- * its streams, on two cache lines, the CPU's and the agent's. */
+ * its streams, on three cache lines, two the CPU's and the agent's. */
 struct xk_cpu {
 	struct xk_level lv[XK_SEQ_LEVELS];
 	__u32 tail[XK_SEQ_LEVELS];  /* the agent's: the number it reads next */
 	__u32 pad[12];
 };
+
+/* Flow ids (xflow/flowid.h: odd, at most 48 bits) given out by each
+ * stream on its own, without an atomic add on a line every CPU shares:
+ * the stream's count above its index (@cpu_bits bits of CPU, 2 of level),
+ * and the low bit set.  Distinct across streams; one stream's repeat
+ * after 2^(45 - cpu_bits) starts. */
+#define XK_FLOW_ID(count, cpu, level, cpu_bits)                                        \
+	(((((__u64)(count) << ((cpu_bits) + 2) | (__u64)(cpu) << 2 | (level)) << 1) | 1) & \
+	 ((1ULL << 48) - 1))
 
 /* A record in its stream's ring: struct xflow_record's layout
  * (xflow/record.h, 88 bytes), checked field by field in hook_kernel.c. */

@@ -18,7 +18,7 @@
 
 #include "guestrt/hook/kernel/kabi.h"
 
-#define FLOWID_MAX ((1ULL << 48) - 1)
+#define XK_EEXIST 17 /* EEXIST: the UAPI's errno, which vmlinux.h lacks */
 /* enum xflow_record_flag (xflow/record.h, which is host C). */
 #define XK_REC_START 1
 #define XK_REC_TRANSIT 2
@@ -31,9 +31,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u16 xk_domain_id = 0;
 /* Records in each stream's ring: a power of two (the loader's). */
 const volatile __u32 xk_ring_recs = 1;
-
-/* Flow ids: one space for every CPU and flow kind. */
-__u64 xk_next_id = 0;
+/* Bits of a CPU's number in a flow id (XK_FLOW_ID): the possible CPUs'. */
+const volatile __u32 xk_cpu_bits = 0;
 
 /* The site table, set by the loader before the object is loaded.  In
  * .rodata, which libbpf freezes: the verifier then reads every operation's
@@ -47,10 +46,7 @@ const volatile struct xk_site xk_plan[XK_SLOTS] = {};
 
 /* Per slot, which of it runs (XK_ON_*): written by the loader while the
  * programs are attached, so outside the frozen table.  One aligned word,
- * read once a run: a run sees an update whole or not at all.  On cache
- * lines of its own (the section's mapping starts on a page): every run
- * reads it, and xk_next_id beside it takes an atomic add at every start
- * on any CPU. */
+ * read once a run: a run sees an update whole or not at all. */
 __u32 xk_on[XK_SLOTS] __attribute__((aligned(64))) = {};
 
 /* Preallocated (the default for a hash): an update from a tracing program
@@ -407,13 +403,29 @@ static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __
 	return 0;
 }
 
-/* A new id for the object of @ka, registered; 0 when the table is full
- * (counted).  Odd, as every agent's (xflow/flowid.h): never all zero in
- * the bits a ring header could carry. */
+/* A new id for the object of @ka, registered; 0 when the object has one
+ * already (a live object keeps its id: xflow(5), A START ON A LIVE
+ * OBJECT), when the table is full (counted), or when the run has no
+ * stream (its record could not be written either: counted).  The id is
+ * the run's stream's (XK_FLOW_ID): no atomic add on a shared line, and an
+ * id taken for a live object is simply not used.  The update's own check
+ * (BPF_NOEXIST) is the test for a live object: no lookup before it. */
 static __always_inline __u64 xk_new_id(struct xk_run *x, struct xk_key *ka)
 {
-	__u64 id = ((__sync_fetch_and_add(&xk_next_id, 1) << 1) | 1) & FLOWID_MAX;
-	if (bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST)) {
+	if (x->state == 0)
+		xk_claim(x);
+	if (x->state != 1 || !x->q) {
+		if (x->c)
+			x->c->drops++;
+		return 0;
+	}
+	__u32 l = x->level & (XK_SEQ_LEVELS - 1);
+	struct xk_level *lv = &x->q->lv[l];
+	__u64 id = XK_FLOW_ID(lv->ids++, x->cpu, l, xk_cpu_bits);
+	long rc = bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST);
+	if (rc == -XK_EEXIST)
+		return 0;
+	if (rc) {
 		if (x->c)
 			x->c->full++;
 		xk_lost(x);
@@ -456,18 +468,15 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_run *x, _
 	if (r || !a)
 		return;
 	struct xk_key ka = { .addr = a, .flow = op->flow };
+	if (op->kind == XK_OP_START) {
+		/* A live object keeps its id, and then writes no record. */
+		id = xk_new_id(x, &ka);
+		if (id)
+			xk_emit(x, site, op, id);
+		return;
+	}
 	__u64 *idp = bpf_map_lookup_elem(&xk_ids, &ka);
 	switch (op->kind) {
-	case XK_OP_START:
-		/* A live object keeps its id (xflow(5), A START ON A LIVE
-		 * OBJECT), and then writes no record. */
-		if (idp)
-			return;
-		id = xk_new_id(x, &ka);
-		if (!id)
-			return;
-		xk_emit(x, site, op, id);
-		return;
 	case XK_OP_HAND_OUT: {
 		__u64 key;
 		if (!idp)
