@@ -174,7 +174,7 @@ struct xk_count {
 
 /* A level's producer side, written only by the run holding it. */
 struct xk_level {
-	__u32 busy;         /* 1 while a run holds the level */
+	__u32 busy;         /* level + 1 while a run holds the level, else 0 */
 	__u32 next;         /* the level's next number: all below are final */
 	__u32 room;         /* a number below it has a free slot: the tail
 	                     * last read + xk_ring_recs (the tail's line is

@@ -121,6 +121,18 @@ struct xk_run {
 	int kind;
 };
 
+/* Level @l was claimed (its busy set to l + 1).  The level kept is read
+ * back from that word, which no other run writes while this one holds it:
+ * to the verifier a number from memory, not the constant of one of the
+ * claim's four branches, so that it walks the rest of the run once, not
+ * once per level (a pass program of net_tp.xml verified in 1242
+ * instructions, 2069 with the constant). */
+static __always_inline void xk_claimed(struct xk_run *x, int l)
+{
+	x->state = 1;
+	x->level = (*(volatile __u32 *)&x->q->lv[l].busy - 1) & (XK_SEQ_LEVELS - 1);
+}
+
 static __always_inline void xk_claim(struct xk_run *x)
 {
 	x->state = 2;
@@ -140,9 +152,8 @@ static __always_inline void xk_claim(struct xk_run *x)
 #pragma unroll
 		for (int l = 0; l < XK_SEQ_LEVELS; l++) {
 			if (x->q->lv[l].busy == 0) {
-				x->q->lv[l].busy = 1;
-				x->state = 1;
-				x->level = l;
+				x->q->lv[l].busy = l + 1;
+				xk_claimed(x, l);
 				return;
 			}
 		}
@@ -154,9 +165,8 @@ static __always_inline void xk_claim(struct xk_run *x)
 	 * the stream's stores stay between the claim and the release. */
 #pragma unroll
 	for (int l = 0; l < XK_SEQ_LEVELS; l++) {
-		if (__sync_val_compare_and_swap(&x->q->lv[l].busy, 0, 1) == 0) {
-			x->state = 1;
-			x->level = l;
+		if (__sync_val_compare_and_swap(&x->q->lv[l].busy, 0, l + 1) == 0) {
+			xk_claimed(x, l);
 			return;
 		}
 	}
