@@ -281,13 +281,14 @@ static int on_wake(void *ctx, void *data, size_t len)
 }
 
 /* Records in each stream's ring: a power of two, as many as a budget of
- * 32 MiB for all of them allows, between 1024 (10 ms of a stream at 100k
- * records/s, the agent's slice when idle) and 8192; at most @lane_slots
- * when it is given (a stream is the kernel's lane: --lane-slots). */
+ * 32 MiB for all of them allows, from 256 to 8192 (1024 up to 64 possible
+ * CPUs: 10 ms of a stream at 100k records/s, the agent's slice when idle;
+ * with more CPUs each has less of the load); at most @lane_slots when it
+ * is given (a stream is the kernel's lane: --lane-slots). */
 static uint32_t ring_recs_for(uint32_t ncpu, uint32_t lane_slots)
 {
 	size_t per = (32u << 20) / ((size_t)XK_STREAMS_OF(ncpu) * sizeof(struct xk_rec));
-	uint32_t n = 1024;
+	uint32_t n = 256;
 	while (n < 8192 && 2 * (size_t)n <= per)
 		n *= 2;
 	while (lane_slots && n > lane_slots && n > 2)
