@@ -1,8 +1,9 @@
 /*
  * The kernel backend's BPF program: one generic body, instantiated once
  * per slot, that runs the flow operations the loader put in xk_plan[slot]
- * (guestrt/hook/kernel/kabi.h) and writes struct xflow_record-shaped records into a ring
- * per CPU and level that the agent maps (kabi.h, "Numbering").  Built with clang -target bpf against the running kernel's
+ * (guestrt/hook/kernel/kabi.h) and writes struct xflow_record-shaped
+ * records into a ring per CPU and level that the agent maps (kabi.h,
+ * "Numbering").  Built with clang -target bpf against the running kernel's
  * vmlinux.h; CO-RE relocations are not needed: the program reads no kernel
  * struct by its C type, only the traced function's arguments, through
  * helpers that check the argument index at run time, and the member
