@@ -116,6 +116,13 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	uint32_t i = q->free_head;
 	struct xft_rq_slot *sl = &q->slots[i];
 	q->free_head = sl->next;
+	/* The next push writes there: a slot freed long ago (the window
+	 * held more then) is cold, and its line is fetched now, a record
+	 * ahead, rather than waited for. */
+	if (q->free_head != XFT_RQ_NIL) {
+		__builtin_prefetch(&q->slots[q->free_head], 1);
+		__builtin_prefetch((const char *)&q->slots[q->free_head] + 64, 1);
+	}
 	q->npending++;
 	sl->t = t;
 	sl->seq = q->seq++;
