@@ -123,7 +123,7 @@ static void id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t
  * flow's START is doubted, and forgiven when the START comes; a record
  * after the QUIT is a lie only if it is stamped after it.
  */
-static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t)
+void acoll_vet_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t)
 {
 	if (!r->flow_id || !ids_ready(v))
 		return;
@@ -237,7 +237,7 @@ enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const s
 		v->lies.flood++;
 		return ACOLL_REFUSED;
 	}
-	judge_flow(v, r, t);
+	acoll_vet_flow(v, r, t);
 	return ACOLL_GIVEN;
 }
 
