@@ -555,11 +555,11 @@ static int flow_settle(struct xft_agg *a, uint32_t i)
 	return f->lossy;
 }
 
-/* End flow @i: by QUIT (@expired 0) or by expiry/eviction. */
-static void flow_end(struct xft_agg *a, uint32_t i, int expired)
+/* End flow @i, settled (flow_settle) since the last loss was applied:
+ * by QUIT (@expired 0) or by expiry/eviction. */
+static void flow_end_settled(struct xft_agg *a, uint32_t i, int expired)
 {
 	struct flow *f = &a->flows[i];
-	flow_settle(a, i);
 	flow_count(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
@@ -569,6 +569,12 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 	f->next = a->free_head;
 	a->free_head = i;
 	a->st.flows_live--;
+}
+
+static void flow_end(struct xft_agg *a, uint32_t i, int expired)
+{
+	flow_settle(a, i);
+	flow_end_settled(a, i, expired);
 }
 
 /* Track a flow from record @r: a whole one when @r is its START, else a
@@ -1157,7 +1163,7 @@ static void flow_quit(struct xft_agg *a, uint32_t i)
 	}
 	flow_settle(a, i);
 	a->st.flows_finished += !a->flows[i].partial;
-	flow_end(a, i, 0);
+	flow_end_settled(a, i, 0);
 }
 
 /* The OUT of flow @si came after its IN, which began flow in->flow: make
