@@ -1585,8 +1585,10 @@ void xft_agg_tick(struct xft_agg *a, uint64_t now)
 {
 	if (now > a->clock_now)
 		a->clock_now = now;
-	a->unreleased = 0;
-	a->looked_newest = a->newest;
+	/* First what the records fed since the last look would have
+	 * released, had each looked: @now may be behind the newest. */
+	if (a->unreleased)
+		release_look(a);
 	release_until(a, now);
 	/* Expire against the oldest time not yet released, so records still
 	 * in the window cannot be overtaken by their flow's expiry. */

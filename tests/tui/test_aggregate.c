@@ -1509,3 +1509,22 @@ Test(aggregate, a_window_kept_just_short_of_full_lets_none_go_early)
 	cr_expect_eq(xft_agg_stats(a)->late, 0);
 	xft_agg_free(a);
 }
+
+/* A tick's time may be behind the newest record (a source whose records
+ * run ahead of the monitor's clock): what the records fed would have
+ * released, each looking at the window as it came, is released by then
+ * even though none of them looked. */
+Test(aggregate, a_tick_behind_the_newest_releases_what_each_record_would_have)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 0;
+	struct xft_agg *a = make(&l);
+	for (uint64_t k = 1; k <= 3; k++) {
+		struct xflow_record r = rec(1, (uint32_t)k, 7, k == 1 ? XFLOW_REC_START : 0);
+		xft_agg_feed(a, &r, k * 10 * US);
+	}
+	xft_agg_tick(a, 25 * US);
+	cr_expect_eq(xft_agg_stats(a)->released, 3);
+	xft_agg_free(a);
+}
