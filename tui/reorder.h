@@ -74,6 +74,7 @@ struct xft_rq_entry {
 struct xft_reorder {
 	uint32_t max_pending, max_streams;
 	struct xft_rq_slot *slots;     /* max_pending records */
+	size_t slots_mapped;           /* bytes mapped for them (huge pages), or 0 */
 	uint32_t free_head;            /* free slots, linked */
 	uint32_t npending;
 	struct xft_rq_stream *streams; /* max_streams queues */
