@@ -154,6 +154,36 @@ static bool peer_emit(struct acoll *c, struct peer *p, const struct xflow_record
 	return true;
 }
 
+/*
+ * The @n records popped into c->buf, each given or refused: the common
+ * record (a site of its plan, judged by acoll_vet_quick()) goes to @emit
+ * here, anything else through peer_emit().  Returns how many were given.
+ */
+static long peer_give(struct acoll *c, struct peer *p, long n, uint64_t now, xflow_collector_emit_fn emit,
+		      void *ctx)
+{
+	const struct xflow_plan_domain *d = p->pc ? &p->pc->plan->domains[0] : NULL;
+	uint32_t nsites = d ? d->nsites : 0;
+	const struct xflow_clock *conv = p->conv;
+	uint64_t offset = (uint64_t)p->offset_ns;
+	/* A guest's first record may move its clock (peer_emit). */
+	if (p->xen && !p->offset_checked)
+		nsites = 0;
+	long done = 0;
+	for (long i = 0; i < n; i++) {
+		const struct xflow_record *r = &c->buf[i];
+		uint64_t t = xflow_clock_to_ns(conv, r->timestamp) + offset;
+		if (r->site_id < nsites && acoll_vet_quick(&p->vet, p->domid, r, t)) {
+			p->records++;
+			emit(ctx, r, t);
+			done++;
+		} else {
+			done += peer_emit(c, p, r, now, emit, ctx);
+		}
+	}
+	return done;
+}
+
 /* At most @max records of @p's ring, given or refused: an agent whose
  * records are all refused must not keep us reading for ever.  Returns how
  * many were given. */
@@ -163,11 +193,11 @@ static long peer_read(struct acoll *c, struct peer *p, uint64_t now, xflow_colle
 	long done = 0;
 	size_t taken = 0;
 	p->vet.bound = acoll_peer_clock_bound(p);
+	acoll_vet_read_begin(&p->vet, now, p->vet.bound);
 	while (taken < max) {
 		size_t want = max - taken < POP_CHUNK ? max - taken : POP_CHUNK;
 		long n = xflow_ring_pop_records(&p->cons, c->buf, want);
-		for (long i = 0; i < n; i++)
-			done += peer_emit(c, p, &c->buf[i], now, emit, ctx);
+		done += peer_give(c, p, n, now, emit, ctx);
 		if (n > 0)
 			taken += (size_t)n;
 		if (n < 0) {
@@ -190,11 +220,11 @@ static long peer_read_xen(struct acoll *c, struct peer *p, uint64_t now, xflow_c
 	long done = 0;
 	size_t taken = 0;
 	p->vet.bound = acoll_peer_clock_bound(p);
+	acoll_vet_read_begin(&p->vet, now, p->vet.bound);
 	while (taken < max) {
 		size_t want = max - taken < POP_CHUNK ? max - taken : POP_CHUNK;
 		long n = xflow_xen_rstream_read(p->rec, &p->rs, c->buf, want);
-		for (long i = 0; i < n; i++)
-			done += peer_emit(c, p, &c->buf[i], now, emit, ctx);
+		done += peer_give(c, p, n, now, emit, ctx);
 		if (n > 0)
 			taken += (size_t)n;
 		if (n == 0 && p->detached)

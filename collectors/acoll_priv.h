@@ -65,9 +65,12 @@ struct acoll_vet {
 	uint64_t bound;              /* its clock's bound, as of this read */
 	struct xflow_flowtab ids;    /* its flow ids: live or ended */
 	uint64_t live_id;            /* with live_kind: an id live in ids, the
-	                              * last record's (0: none; judge_flow) */
+	                              * last record's (0: none; acoll_vet_flow) */
 	uint16_t live_kind;
 	bool ids_ready, ids_failed;
+	/* The read under way (acoll_vet_read_begin), for acoll_vet_quick():
+	 * the times a record may have, read_lo on for read_span ns. */
+	uint64_t read_lo, read_span;
 	struct acoll_vet_id *ended;  /* the ended ids kept, a ring */
 	uint32_t ended_next;
 	/* When its last STATS counts were taken (or it connected), and
@@ -280,6 +283,37 @@ enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const s
 /* A read of the agent ended at @now: nothing it sends later is older by
  * much. */
 void acoll_vet_read_done(struct acoll_vet *v, uint64_t now);
+/* A read of the agent begins at our time @now, its clock placed within
+ * @bound: what acoll_vet_quick() judges by, fixed until the next, and the
+ * tokens earned until then. */
+void acoll_vet_read_begin(struct acoll_vet *v, uint64_t now, uint64_t bound);
+/* The flags that begin or end a flow id (acoll_vet_flow). */
+#define ACOLL_VET_ID_FLAGS \
+	(XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_SPLIT | XFLOW_REC_QUIT)
+
+/* acoll_vet_record()'s judgement of @r's flow id, stamped @t: never
+ * refused, only counted. */
+void acoll_vet_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t);
+
+/*
+ * acoll_vet_record() for a record of the read begun, its common case in
+ * one test: of its agent's domain, stamped within the read's bounds, and
+ * a token to spend (earned when the read began).  Its flow id is judged
+ * by a call only when it may change something: not for no flow id, nor
+ * for the live id of the record before, which it neither begins nor
+ * ends.  true: given, with what acoll_vet_record() would have changed;
+ * false: not judged, acoll_vet_record() decides.
+ */
+static inline bool acoll_vet_quick(struct acoll_vet *v, uint16_t domid, const struct xflow_record *r, uint64_t t)
+{
+	bool rated = v->rate != 0;
+	if (r->domain_id != domid || t - v->read_lo >= v->read_span || (rated && !v->tokens))
+		return false;
+	v->tokens -= rated;
+	if (r->flow_id && (r->flow_id != v->live_id || r->flow_kind != v->live_kind || (r->flags & ACOLL_VET_ID_FLAGS)))
+		acoll_vet_flow(v, r, t);
+	return true;
+}
 /* Judge the counts of STATS reply @s at @now against @was (nwas advice)
  * and @was_dropped, the ones last taken: ACOLL_REFUSED (and counted) when
  * one went back or grew faster than a guest can hit a hook. */

@@ -123,14 +123,14 @@ static void id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t
  * flow's START is doubted, and forgiven when the START comes; a record
  * after the QUIT is a lie only if it is stamped after it.
  */
-static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t)
+void acoll_vet_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t)
 {
 	if (!r->flow_id || !ids_ready(v))
 		return;
 	/* An id is begun here by its START, by arriving from another domain
 	 * (header bits or a keyed IN: its first record here says so), or by a
 	 * split, whose fragment gets an id of its own. */
-	bool begins = r->flags & (XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_SPLIT);
+	bool begins = r->flags & (ACOLL_VET_ID_FLAGS & ~XFLOW_REC_QUIT);
 	/* The id of the record before, live in the table: a record that
 	 * neither begins nor ends it changes nothing (below), and a flow's
 	 * records mostly come together. */
@@ -172,22 +172,49 @@ static void judge_flow(struct acoll_vet *v, const struct xflow_record *r, uint64
 	}
 }
 
-/* One token per record, @rate a second; 0 is no limit. */
-static bool within_rate(struct acoll_vet *v, uint64_t now)
+/* The tokens earned up to @now, @rate a second, at most the burst. */
+static void refill(struct acoll_vet *v, uint64_t now)
 {
-	if (!v->rate)
-		return true;
-	if (now > v->refill_ns) {
+	if (v->rate && now > v->refill_ns) {
 		unsigned __int128 add = (unsigned __int128)(now - v->refill_ns) * v->rate / 1000000000u;
 		if (add) {
 			v->tokens = add >= v->burst - v->tokens ? v->burst : v->tokens + (uint64_t)add;
 			v->refill_ns = now;
 		}
 	}
+}
+
+/* One token per record, @rate a second; 0 is no limit. */
+static bool within_rate(struct acoll_vet *v, uint64_t now)
+{
+	if (!v->rate)
+		return true;
+	refill(v, now);
 	if (!v->tokens)
 		return false;
 	v->tokens--;
 	return true;
+}
+
+/* The clock bound as judged: one not known is the Xen placement's skew. */
+static uint64_t bound_judged(uint64_t bound)
+{
+	return bound > VET_BOUND_MAX ? XEN_CLOCK_SKEW_NS : bound;
+}
+
+void acoll_vet_read_begin(struct acoll_vet *v, uint64_t now, uint64_t bound)
+{
+	bound = bound_judged(bound);
+	/* The times acoll_vet_record() takes, as one range: neither in the
+	 * future nor long past. */
+	uint64_t hi = now + VET_FUTURE_NS + bound;
+	v->read_lo = v->floor_ns > VET_PAST_NS + bound ? v->floor_ns - VET_PAST_NS - bound : 0;
+	/* 0 when nothing is both (or, harmlessly, when everything is): every
+	 * record then goes to acoll_vet_record(). */
+	v->read_span = v->read_lo <= hi ? hi - v->read_lo + 1 : 0;
+	/* The read's tokens, earned before it begins (as at its first
+	 * record: nothing more is earned at the same time). */
+	refill(v, now);
 }
 
 enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const struct xflow_record *r,
@@ -197,8 +224,7 @@ enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const s
 		v->lies.other_domain++;
 		return ACOLL_REFUSED;
 	}
-	if (bound > VET_BOUND_MAX)
-		bound = XEN_CLOCK_SKEW_NS;
+	bound = bound_judged(bound);
 	if (t > now + VET_FUTURE_NS + bound) {
 		v->lies.time_future++;
 		return ACOLL_REFUSED;
@@ -211,7 +237,7 @@ enum acoll_verdict acoll_vet_record(struct acoll_vet *v, uint16_t domid, const s
 		v->lies.flood++;
 		return ACOLL_REFUSED;
 	}
-	judge_flow(v, r, t);
+	acoll_vet_flow(v, r, t);
 	return ACOLL_GIVEN;
 }
 

@@ -33,6 +33,16 @@
  * room for a thread not yet seen, or back from quiet, to be merged. */
 #define LAG_FLOOR_NS UINT64_C(1000000)
 #define LAG_PERIOD_NS UINT64_C(1000000000)
+/* The window is looked at for what it may release once every this many
+ * records fed, or once the newest record is this much newer than at the
+ * last look (and at every tick and drain), not at each record: the look
+ * costs more than a record's push (the threads' watermark, the lag, the
+ * skew), and a few records held a few microseconds longer (at millions a
+ * second) change nothing but the window's count (see xft_agg_feed).  The
+ * time bound keeps a slow feed's records as prompt as before, within a
+ * tenth of LAG_FLOOR_NS. */
+#define RELEASE_EVERY 16
+#define RELEASE_SLACK_NS (LAG_FLOOR_NS / 10)
 /* A domain that has not moved for this many join graces is not waited
  * for (handoff_horizon): its agent is stuck or gone. */
 #define HOLD_MAX_GRACES 5
@@ -141,6 +151,10 @@ struct xft_agg {
 
 	struct xft_reorder rq;
 	uint64_t newest, last_released;
+	/* Records fed since the window was last looked at, and the newest
+	 * record's time then. */
+	uint32_t unreleased;
+	uint64_t looked_newest;
 	/* How far behind the newest record records arrive (release_until):
 	 * the most in this period of record time and in the previous one. */
 	uint64_t lag_now, lag_prev, lag_period_end;
@@ -541,11 +555,11 @@ static int flow_settle(struct xft_agg *a, uint32_t i)
 	return f->lossy;
 }
 
-/* End flow @i: by QUIT (@expired 0) or by expiry/eviction. */
-static void flow_end(struct xft_agg *a, uint32_t i, int expired)
+/* End flow @i, settled (flow_settle) since the last loss was applied:
+ * by QUIT (@expired 0) or by expiry/eviction. */
+static void flow_end_settled(struct xft_agg *a, uint32_t i, int expired)
 {
 	struct flow *f = &a->flows[i];
-	flow_settle(a, i);
 	flow_count(a, i);
 	if (!expired)
 		top_consider(a, f, i, f->last_ns);
@@ -555,6 +569,12 @@ static void flow_end(struct xft_agg *a, uint32_t i, int expired)
 	f->next = a->free_head;
 	a->free_head = i;
 	a->st.flows_live--;
+}
+
+static void flow_end(struct xft_agg *a, uint32_t i, int expired)
+{
+	flow_settle(a, i);
+	flow_end_settled(a, i, expired);
 }
 
 /* Track a flow from record @r: a whole one when @r is its START, else a
@@ -1143,7 +1163,7 @@ static void flow_quit(struct xft_agg *a, uint32_t i)
 	}
 	flow_settle(a, i);
 	a->st.flows_finished += !a->flows[i].partial;
-	flow_end(a, i, 0);
+	flow_end_settled(a, i, 0);
 }
 
 /* The OUT of flow @si came after its IN, which began flow in->flow: make
@@ -1477,6 +1497,14 @@ static void release_until(struct xft_agg *a, uint64_t now)
 		release_one(a);
 }
 
+/* The window looked at for what the newest record lets go. */
+static void release_look(struct xft_agg *a)
+{
+	a->unreleased = 0;
+	a->looked_newest = a->newest;
+	release_until(a, a->newest);
+}
+
 /* Into the window; a full one lets its oldest go first. */
 static void pend_add(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
@@ -1512,6 +1540,10 @@ static void loss_push(struct xft_agg *a, uint16_t domain, uint64_t from, uint64_
 
 void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 {
+	/* A full window releases what the records before would have, had
+	 * each looked: only then is a record let go early, as before. */
+	if (a->unreleased && xft_reorder_full(&a->rq))
+		release_look(a);
 	a->st.records++;
 	if (!a->warm_set) {
 		a->warm_set = true;
@@ -1540,14 +1572,23 @@ void xft_agg_feed(struct xft_agg *a, const struct xflow_record *r, uint64_t t)
 	}
 	pend_add(a, r, t);
 	/* Release what is older than the window as we go, so a steady feed
-	 * keeps the window at its time bound, not its count bound. */
-	release_until(a, a->newest);
+	 * keeps the window at its time bound, not its count bound.  Every
+	 * RELEASE_EVERY records: what a record's look would have released
+	 * is released by the next look, in the same order (by time, then
+	 * arrival), with the records fed in between among it; only a record
+	 * that would have come late is then in order. */
+	if (++a->unreleased == RELEASE_EVERY || a->newest - a->looked_newest >= RELEASE_SLACK_NS)
+		release_look(a);
 }
 
 void xft_agg_tick(struct xft_agg *a, uint64_t now)
 {
 	if (now > a->clock_now)
 		a->clock_now = now;
+	/* First what the records fed since the last look would have
+	 * released, had each looked: @now may be behind the newest. */
+	if (a->unreleased)
+		release_look(a);
 	release_until(a, now);
 	/* Expire against the oldest time not yet released, so records still
 	 * in the window cannot be overtaken by their flow's expiry. */
@@ -1559,6 +1600,7 @@ void xft_agg_tick(struct xft_agg *a, uint64_t now)
 
 void xft_agg_drain(struct xft_agg *a)
 {
+	a->unreleased = 0;
 	while (xft_reorder_count(&a->rq))
 		release_one(a);
 }
@@ -1641,6 +1683,8 @@ void xft_agg_reset(struct xft_agg *a)
 	a->st.memory_bytes = mem;
 	xft_reorder_reset(&a->rq);
 	a->newest = a->last_released = 0;
+	a->unreleased = 0;
+	a->looked_newest = 0;
 	a->lag_now = a->lag_prev = a->lag_period_end = 0;
 	a->warm_set = false;
 	xft_seqs_clear(&a->seqs);

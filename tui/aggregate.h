@@ -15,7 +15,10 @@
  * was seen to arrive behind it in the last second or two, and 1 ms more,
  * which leaves room for a thread not seen yet or back from quiet.  So the
  * window holds milliseconds of records at any rate, not 100 ms of them, and
- * overflows only when a thread holds the watermark back.  A record
+ * overflows only when a thread holds the watermark back.  What may leave is
+ * looked for every 16 records fed or 0.1 ms of their time, at a tick, and
+ * before a record finds the window full (so the sooner look lets none go
+ * early): a look's cost, not a record's, at millions a second.  A record
  * older than the last one released is "late": counted, and used anyway, so
  * nothing is silently lost; a hop it would make negative is not recorded.
  *

@@ -6,11 +6,36 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tui/reorder.h"
 
 #define NIL XFT_RQ_NIL
 #define LOOSE XFT_RQ_LOOSE
+
+/* Slots past this many bytes are mapped on huge pages (a hint). */
+#define SLOTS_HUGE ((size_t)2 << 20)
+
+/* The window's slots: a record's slot is reached at random (the free
+ * list's order is the order records left in), so with 4 KiB pages a
+ * window of megabytes missed the TLB at most pushes and pops; on huge
+ * pages (a hint the kernel may decline) it does not. */
+static int slots_alloc(struct xft_reorder *q, size_t n)
+{
+	size_t bytes = n * sizeof(*q->slots);
+	if (bytes < SLOTS_HUGE) {
+		q->slots = aligned_alloc(64, bytes);
+		return q->slots ? 0 : -ENOMEM;
+	}
+	bytes = (bytes + SLOTS_HUGE - 1) & ~(SLOTS_HUGE - 1);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	madvise(m, bytes, MADV_HUGEPAGE);
+	q->slots = m;
+	q->slots_mapped = bytes;
+	return 0;
+}
 
 static uint64_t stream_key(const struct xflow_record *r)
 {
@@ -35,7 +60,7 @@ int xft_reorder_init(struct xft_reorder *q, uint32_t max_pending, uint32_t max_s
 	q->max_pending = max_pending;
 	q->max_streams = max_streams;
 	q->table_mask = ts - 1;
-	q->slots = aligned_alloc(64, (size_t)max_pending * sizeof(*q->slots));
+	slots_alloc(q, max_pending);
 	q->streams = calloc(max_streams, sizeof(*q->streams));
 	q->table = calloc(ts, sizeof(*q->table));
 	q->tails = calloc(max_streams, sizeof(*q->tails));
@@ -51,7 +76,10 @@ int xft_reorder_init(struct xft_reorder *q, uint32_t max_pending, uint32_t max_s
 
 void xft_reorder_fini(struct xft_reorder *q)
 {
-	free(q->slots);
+	if (q->slots_mapped)
+		munmap(q->slots, q->slots_mapped);
+	else
+		free(q->slots);
 	free(q->streams);
 	free(q->table);
 	free(q->tails);

@@ -74,6 +74,7 @@ struct xft_rq_entry {
 struct xft_reorder {
 	uint32_t max_pending, max_streams;
 	struct xft_rq_slot *slots;     /* max_pending records */
+	size_t slots_mapped;           /* bytes mapped for them (huge pages), or 0 */
 	uint32_t free_head;            /* free slots, linked */
 	uint32_t npending;
 	struct xft_rq_stream *streams; /* max_streams queues */
@@ -116,6 +117,13 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	uint32_t i = q->free_head;
 	struct xft_rq_slot *sl = &q->slots[i];
 	q->free_head = sl->next;
+	/* The next push writes there: a slot freed long ago (the window
+	 * held more then) is cold, and its line is fetched now, a record
+	 * ahead, rather than waited for. */
+	if (q->free_head != XFT_RQ_NIL) {
+		__builtin_prefetch(&q->slots[q->free_head], 1);
+		__builtin_prefetch((const char *)&q->slots[q->free_head] + 64, 1);
+	}
 	q->npending++;
 	sl->t = t;
 	sl->seq = q->seq++;

@@ -50,7 +50,7 @@ static struct xft_seq_thread *set_of(const struct xft_seqs *s, uint16_t domain, 
 	return &s->v[(size_t)((k >> 32) & (s->nsets - 1)) * XFT_SEQ_WAYS];
 }
 
-uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns)
+uint32_t xft_seqs__check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns)
 {
 	/* Records come in runs of one thread's (a lane is read a batch at a
 	 * time): the last record's thread first. */

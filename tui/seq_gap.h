@@ -58,6 +58,21 @@ size_t xft_seqs_bytes(const struct xft_seqs *s);
  * before it; one of a thread not followed is counted alone, its gap
  * starting at @t_ns.
  */
-uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns);
+uint32_t xft_seqs__check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns, uint64_t *prev_ns);
+
+static inline uint32_t xft_seqs_check(struct xft_seqs *s, const struct xflow_record *r, uint64_t t_ns,
+				      uint64_t *prev_ns)
+{
+	/* The common record, inline: the next number of the last record's
+	 * thread, no note.  Anything else is xft_seqs__check()'s. */
+	struct xft_seq_thread *th = s->last;
+	if (th && th->used && th->domain == r->domain_id && th->tid == r->thread_id && r->thread_seq == th->next &&
+	    !(r->flags & XFLOW_REC_LOSS_NOTE)) {
+		th->next = r->thread_seq + 1;
+		th->t_ns = t_ns;
+		return 0;
+	}
+	return xft_seqs__check(s, r, t_ns, prev_ns);
+}
 
 #endif

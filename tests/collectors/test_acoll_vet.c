@@ -333,6 +333,47 @@ Test(lying_agent, a_flood, .timeout = 120)
 	expect_unmoved(&with, &without);
 }
 
+/* The same, of one flow's plain records: each of those but its START is
+ * judged by the collector's one-test path, which must spend a token too. */
+Test(lying_agent, a_flood_of_one_flows_records, .timeout = 120)
+{
+	struct figures without, with, liar;
+	size_t n = MAX_SCRIPT;
+	script[0] = (struct ha_rec){ .flow_id = 1, .site = 0, .domain = LIAR, .flags = XFLOW_REC_START };
+	for (size_t i = 1; i < n; i++)
+		script[i] = (struct ha_rec){ .flow_id = 1, .site = i & 1, .domain = LIAR };
+	run(NULL, 0, ",rate=1000", &without, NULL);
+	run(script, n, ",rate=1000", &with, &liar);
+	cr_expect_gt(liar.di.lies.flood, 0);
+	cr_expect_eq(liar.di.lies.flood + liar.di.records, n, "flood %lu + given %lu != %zu",
+		     (unsigned long)liar.di.lies.flood, (unsigned long)liar.di.records, n);
+	cr_expect_lt(liar.di.records, 1024 + 1000 * 25, "given %lu", (unsigned long)liar.di.records);
+	expect_unmoved(&with, &without);
+}
+
+/* Times out of bounds on records of a live flow and of no flow, which
+ * take the one-test path when their times are right. */
+Test(lying_agent, times_out_of_bounds_within_a_flow, .timeout = 120)
+{
+	struct figures without, with, liar;
+	baseline(&without);
+	int64_t back = -3600000000000ll;
+	if ((uint64_t)-back >= xflow_monotonic_ns())
+		back = -(int64_t)(xflow_monotonic_ns() / 2);
+	size_t n = 0;
+	script[n++] = (struct ha_rec){ .flow_id = 1, .site = 0, .domain = LIAR, .flags = XFLOW_REC_START };
+	script[n++] = (struct ha_rec){ .flow_id = 1, .site = 1, .domain = LIAR };
+	script[n++] = (struct ha_rec){ .dt_ns = 3600000000000ll, .flow_id = 1, .site = 0, .domain = LIAR };
+	script[n++] = (struct ha_rec){ .dt_ns = back, .flow_id = 1, .site = 1, .domain = LIAR };
+	script[n++] = (struct ha_rec){ .dt_ns = 3600000000000ll, .site = 0, .domain = LIAR };
+	script[n++] = (struct ha_rec){ .flow_id = 1, .site = 1, .domain = LIAR, .flags = XFLOW_REC_QUIT };
+	run(script, n, NULL, &with, &liar);
+	cr_expect_eq(liar.di.lies.time_future, 2, "time_future %lu", (unsigned long)liar.di.lies.time_future);
+	cr_expect_eq(liar.di.lies.time_past, 1, "time_past %lu", (unsigned long)liar.di.lies.time_past);
+	cr_expect_eq(liar.di.records, 3, "given %lu", (unsigned long)liar.di.records);
+	expect_unmoved(&with, &without);
+}
+
 Test(lying_agent, rate_option_is_checked, .timeout = 30)
 {
 	char err[512];

@@ -1481,3 +1481,50 @@ Test(aggregate, a_notify_site_in_a_point_ends_the_senders_part)
 	cr_assert_eq(run_of_notified_hop(true), 30 * US);
 	cr_assert_eq(run_of_notified_hop(false), 60 * US);
 }
+
+/* A window that its records' time bound keeps just short of full: a
+ * record is looked at for release only every few records (RELEASE_EVERY,
+ * or a tenth of a millisecond of record time), but one that finds the
+ * window full first releases what the records before it would have, had
+ * each looked, so that none is let go early for want of room. */
+Test(aggregate, a_window_kept_just_short_of_full_lets_none_go_early)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	/* A record every 50 us, released once a millisecond (the lag's
+	 * floor) older than the newest: 22 slots are just enough when each
+	 * record looks; one fewer, and every record is let go early. */
+	l.max_pending = 22;
+	struct xft_agg *a = make(&l);
+	uint64_t full0 = 0;
+	for (uint32_t k = 0; k < 30000; k++) {
+		uint64_t t = (uint64_t)k * 50 * US;
+		if (t == 1100 * MS) /* the watermark is used from 1 s of record time */
+			full0 = xft_agg_stats(a)->window_full;
+		struct xflow_record r = trec(1, 0, 2 * (uint64_t)k + 1, XFLOW_REC_START | XFLOW_REC_QUIT, 1, k);
+		xft_agg_feed(a, &r, t);
+	}
+	cr_expect_eq(xft_agg_stats(a)->window_full, full0, "%lu records let go early",
+		     (unsigned long)(xft_agg_stats(a)->window_full - full0));
+	cr_expect_eq(xft_agg_stats(a)->late, 0);
+	xft_agg_free(a);
+}
+
+/* A tick's time may be behind the newest record (a source whose records
+ * run ahead of the monitor's clock): what the records fed would have
+ * released, each looking at the window as it came, is released by then
+ * even though none of them looked. */
+Test(aggregate, a_tick_behind_the_newest_releases_what_each_record_would_have)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 0;
+	struct xft_agg *a = make(&l);
+	for (uint64_t k = 1; k <= 3; k++) {
+		struct xflow_record r = rec(1, (uint32_t)k, 7, k == 1 ? XFLOW_REC_START : 0);
+		xft_agg_feed(a, &r, k * 10 * US);
+	}
+	xft_agg_tick(a, 25 * US);
+	cr_expect_eq(xft_agg_stats(a)->released, 3);
+	xft_agg_free(a);
+}
