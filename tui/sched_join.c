@@ -723,28 +723,52 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
+/* The bound both windows' offsets prove, into the stats. */
+static void bound_take(struct xft_sj *j)
+{
+	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+	j->st.clock_bound_ns = offsets_bound(&both);
+	j->bound_dirty = 0;
+}
+
+/* The error the checks measured rose to @d (the current window's). */
+static void err_raise(struct xft_sj *j, uint64_t d)
+{
+	if (d > j->err_cur)
+		j->err_cur = d;
+	if (j->err_cur > j->st.clock_error_ns || j->st.clock_error_ns == UINT64_MAX)
+		j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+}
+
 /* One more clock check's results in (clock_check(), notify_check() and
  * a split the memo answers; @narrowed: it narrowed the current window's
  * offsets): the bound they prove, and the windows turned over every
- * XFT_SJ_ERROR_WINDOW checks. */
+ * XFT_SJ_ERROR_WINDOW checks.  The bound is of both windows' offsets as
+ * they stand after the last check that narrowed them, or the first after
+ * the windows turned; it is taken when it is read (xft_sj_stats()) or
+ * before the windows turn, not at each check: a memo's answer checks the
+ * clock at nearly every hop, and nearly each of those narrows the
+ * offsets a little. */
 static inline void checks_turn(struct xft_sj *j, int narrowed)
 {
-	/* The bound is of both windows' offsets: it moves only when this
-	 * check narrowed them or the windows turned since it was taken. */
 	if (narrowed || j->bound_stale) {
-		struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
-		j->st.clock_bound_ns = offsets_bound(&both);
+		j->bound_dirty = 1;
 		j->bound_stale = 0;
 	}
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
+		if (j->bound_dirty)
+			bound_take(j);
 		j->err_prev = j->err_cur;
 		j->err_cur = 0;
 		j->err_n = 0;
 		j->off_prev = j->off_cur;
 		memset(&j->off_cur, 0, sizeof(j->off_cur));
 		j->bound_stale = 1;
+		j->st.clock_error_ns = j->err_prev;
+	} else if (j->st.clock_error_ns == UINT64_MAX) {
+		/* The first check: the error is measured from here on. */
+		j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 	}
-	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
 /* A record inside a run (nearly every one) asks off_run() nothing: it
@@ -761,8 +785,7 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	if (d < 0)
 		return;
 	j->st.checks++;
-	if ((uint64_t)d > j->err_cur)
-		j->err_cur = (uint64_t)d;
+	err_raise(j, (uint64_t)d);
 	checks_turn(j, offsets_narrow(j, v, t, k, d, ahead, &j->off_cur));
 }
 
@@ -818,8 +841,8 @@ static void notify_check(struct xft_sj *j, const struct vcpu *v, uint64_t tn)
 		return;
 	uint64_t h = v->hc[i & j->hc_mask];
 	j->st.checks++;
-	if (h < tn && tn - h > j->err_cur)
-		j->err_cur = tn - h;
+	if (h < tn)
+		err_raise(j, tn - h);
 	checks_turn(j, offsets_ceil(&j->off_cur, (int64_t)h - (int64_t)tn));
 }
 
@@ -1021,8 +1044,10 @@ void xft_sj_fold(struct xft_sj *j)
 		xft_sj_memo_pay(&j->memo[k]);
 }
 
-const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
+const struct xft_sj_stats *xft_sj_stats(struct xft_sj *j)
 {
+	if (j->bound_dirty)
+		bound_take(j);
 	return &j->st;
 }
 
@@ -1038,6 +1063,7 @@ void xft_sj_reset(struct xft_sj *j)
 	j->err_cur = j->err_prev = 0;
 	j->err_n = 0;
 	j->bound_stale = 0;
+	j->bound_dirty = 0;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	memset(&j->off_prev, 0, sizeof(j->off_prev));
 	/* The sums stay the caller's: what the memos owe them is theirs. */

@@ -216,7 +216,8 @@ struct xft_sj {
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
 	struct offsets off_cur, off_prev;
-	int bound_stale; /* the windows turned since clock_bound_ns was taken */
+	int bound_stale; /* the windows turned since the last check */
+	int bound_dirty; /* clock_bound_ns is to be taken again (checks_turn()) */
 	struct memo memo[MEMO_SLOTS];
 };
 
