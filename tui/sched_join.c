@@ -671,7 +671,7 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 
 /* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
  * narrowed @o. */
-static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+__attribute__((always_inline)) static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
 {
 	int narrowed = 0;
 	if (r->began)
@@ -749,22 +749,30 @@ static void err_raise(struct xft_sj *j, uint64_t d)
  * before the windows turn, not at each check: a memo's answer checks the
  * clock at nearly every hop, and nearly each of those narrows the
  * offsets a little. */
-static inline void checks_turn(struct xft_sj *j, int narrowed)
+/* The windows turn: the current one is the previous one now. */
+static void windows_turn(struct xft_sj *j)
+{
+	if (j->bound_dirty)
+		bound_take(j);
+	j->err_prev = j->err_cur;
+	j->err_cur = 0;
+	j->err_n = 0;
+	j->off_prev = j->off_cur;
+	memset(&j->off_cur, 0, sizeof(j->off_cur));
+	j->bound_stale = 1;
+	j->st.clock_error_ns = j->err_prev;
+}
+
+/* Inline, as offsets_in_run(): a memo's answer makes a check at nearly
+ * every hop, and gcc made both functions of their own. */
+__attribute__((always_inline)) static inline void checks_turn(struct xft_sj *j, int narrowed)
 {
 	if (narrowed || j->bound_stale) {
 		j->bound_dirty = 1;
 		j->bound_stale = 0;
 	}
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
-		if (j->bound_dirty)
-			bound_take(j);
-		j->err_prev = j->err_cur;
-		j->err_cur = 0;
-		j->err_n = 0;
-		j->off_prev = j->off_cur;
-		memset(&j->off_cur, 0, sizeof(j->off_cur));
-		j->bound_stale = 1;
-		j->st.clock_error_ns = j->err_prev;
+		windows_turn(j);
 	} else if (j->st.clock_error_ns == UINT64_MAX) {
 		/* The first check: the error is measured from here on. */
 		j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
