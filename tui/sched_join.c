@@ -74,8 +74,74 @@ static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 	v->dom = dom;
 	v->vcpu = vcpu;
 	v->n = v->nhc = 0;
+	v->memos = 0;
 	j->slots[s] = ++j->nv;
 	return j->nv - 1;
+}
+
+/* @v took entry v->n - 1: tell the memos made over it (struct memo's
+ * lim).  Its first entry past what a memo saw must lie past the memo's
+ * t1 and its window, and must not have given the memo's last entry a
+ * culprit; the ring must still keep what the memo used.  A receiver's
+ * run at t1 is taken again, ended or not, for the clock check of the
+ * memo's answers (with no clock error an entry at t1 itself would hold
+ * the check's point: left to the slow path). */
+static void memo_trace_moved(struct xft_sj *j, struct vcpu *v, uint64_t t)
+{
+	for (uint32_t bits = v->memos; bits; bits &= bits - 1) {
+		struct memo *m = &j->memo[__builtin_ctz(bits)];
+		if (!m->valid)
+			continue;
+		int as_s = m->sv == v, as_r = m->rv == v;
+		if (!as_s && !as_r)
+			continue;
+		uint64_t lim = t >= m->err ? t - m->err : 0;
+		if (as_s) {
+			if (v->n > m->smin + j->lim.per_vcpu ||
+			    (v->n == m->sn + 1 && (t < m->err || ent_at(j, v, m->sn - 1)->has_culprit))) {
+				m->valid = 0;
+				continue;
+			}
+			if (v->n == m->sn + 1 && lim < m->slim)
+				m->slim = lim;
+		}
+		if (as_r) {
+			if (v->n > m->rmin + j->lim.per_vcpu ||
+			    (v->n == m->rn + 1 && (t < m->err || ent_at(j, v, m->rn - 1)->has_culprit))) {
+				m->valid = 0;
+				continue;
+			}
+			if (v->n == m->rn + 1 && lim < m->rlim)
+				m->rlim = lim;
+			if (m->in_run && m->err) {
+				xft_sj_run_of(j, v, (uint64_t)m->r1, &m->run);
+				m->run_n = v->n;
+			}
+		}
+		uint64_t x = m->slim < m->rlim ? m->slim : m->rlim;
+		m->lim = x < m->hlim ? x : m->hlim;
+	}
+}
+
+/* The same for an evtchn_op of @v at @t: the first past what a memo of
+ * its sender saw must lie past the memo's t1, and the ring must still
+ * keep the one the memo used. */
+static void memo_hc_moved(struct xft_sj *j, struct vcpu *v, uint64_t t)
+{
+	for (uint32_t bits = v->memos; bits; bits &= bits - 1) {
+		struct memo *m = &j->memo[__builtin_ctz(bits)];
+		if (!m->valid || m->sv != v)
+			continue;
+		if (v->nhc > m->hmin + j->lim.per_vcpu_hc || (v->nhc == m->nhc + 1 && t == 0)) {
+			m->valid = 0;
+			continue;
+		}
+		if (v->nhc == m->nhc + 1 && t - 1 < m->hlim) {
+			m->hlim = t - 1;
+			if (m->hlim < m->lim)
+				m->lim = m->hlim;
+		}
+	}
 }
 
 static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, int irq)
@@ -114,6 +180,8 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, i
 	e->nculprits = nc;
 	e->nchanges = nch + !irq;
 	e->link = link;
+	if (v->memos)
+		memo_trace_moved(j, v, t);
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -168,6 +236,8 @@ static void hypercall(struct xft_sj *j, const struct xflow_sched_event *e)
 		return;
 	}
 	v->hc[v->nhc++ & j->hc_mask] = e->t_ns;
+	if (v->memos)
+		memo_hc_moved(j, v, e->t_ns);
 }
 
 /* Xen ran on a pCPU for e->arg ns until e->t_ns: an interrupt, carved out
@@ -966,8 +1036,15 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 		return;
 	m->valid = 0;
 	m->used = 0;
-	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0))
+	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0)) {
 		xft_sj_memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+		if (m->valid) {
+			/* What the trace adds to either is told to the memo. */
+			uint32_t bit = UINT32_C(1) << (m - j->memo);
+			j->v[sv - j->v].memos |= bit;
+			j->v[rv - j->v].memos |= bit;
+		}
+	}
 }
 
 /* The memo first, in a function of its own: most splits end here, and
@@ -993,7 +1070,7 @@ split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_
 		return NULL;
 	}
 	m->used = 1;
-	if (check && m->in_run && m->rv->n == m->rn) {
+	if (check && m->in_run && m->rv->n == m->run_n) {
 		j->st.checks++;
 		checks_turn(j, offsets_in_run(&j->off_cur, t1, &m->run));
 	} else if (check) {

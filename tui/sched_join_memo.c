@@ -418,6 +418,7 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->rn = rv->n;
 	m->nhc = sv->nhc;
 	m->err = err;
+	m->slim = m->rlim = m->hlim = m->lim = UINT64_MAX - err;
 	m->smin = smin;
 	m->rmin = rmin;
 	m->hmin = h;
@@ -431,6 +432,7 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	m->run_n = rv->n;
 	m->out = *out;
 	/* Each end moves at most two points, each changing at most three
 	 * cells: never more than MEMO_TERMS. */
@@ -554,10 +556,13 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	/* The receiver's entries since the memo was made lie past t1 and
 	 * its window (memo_get()): from here they are the memo's. */
 	m->rn = rv->n;
+	m->rlim = UINT64_MAX - err;
+	m->lim = m->slim < m->hlim ? m->slim : m->hlim;
 	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
 	 * it: where the entry at t1, the one at t1 - err and the window
 	 * are the same. */

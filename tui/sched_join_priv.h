@@ -66,6 +66,9 @@ struct vcpu {
 	 * all of them would bounce across the hop at every lookup. */
 	uint64_t hint[NHINTS];
 	uint64_t hc_hint; /* the same for the evtchn_op times */
+	/* The memo slots (bit i: j->memo[i]) that were made over this vCPU:
+	 * what it adds is told to them.  A bit may outlive its memo. */
+	uint32_t memos;
 };
 
 /*
@@ -115,6 +118,12 @@ struct memo {
 	const struct vcpu *sv, *rv;
 	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
 	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
+	/* How far t1 may go with what the trace added since (sn, rn, nhc)
+	 * saying nothing of the hop: the first entry of each vCPU and the
+	 * first evtchn_op added, each past t1 and its window.  Kept as the
+	 * trace comes (memo_trace_moved(), sched_join.c) rather than asked
+	 * at each answer; lim is the least of the three. */
+	uint64_t slim, rlim, hlim, lim;
 	uint32_t nv;
 	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
 	int valid;
@@ -127,9 +136,11 @@ struct memo {
 	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
 	int64_t r1;                 /* the receiver's entry at t1 */
 	/* When t1 lies in a run of the receiver, the run, so that its clock
-	 * check is two compares while the receiver's timeline is the same. */
+	 * check is two compares: as it was when the receiver had run_n
+	 * entries (taken again as they come, while t1 lies before them). */
 	int in_run;
 	struct run run;
+	uint64_t run_n;
 	struct xft_split out;
 	/* What one nanosecond more of t0 and of t1 changes in out, as the
 	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
@@ -179,6 +190,7 @@ enum { CROSS0_SENDER = 1, CROSS0_AWAKE };
 #define MEMO_BITS 4
 #define MEMO_DRY_EVERY 16
 #define MEMO_SLOTS (1u << MEMO_BITS)
+_Static_assert(MEMO_SLOTS <= 32, "struct vcpu's memos has a bit for each slot");
 
 struct pcpu {
 	uint32_t cur;    /* the vCPU running there (index), or NONE */
@@ -408,6 +420,7 @@ static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 }
 
 /* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());
+ * what the trace added since it was made is in m->lim and m->valid;
  * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
  * out of their ranges, the trace still as it was for it; else MEMO_MISS. */
 __attribute__((always_inline)) static inline int memo_get(const struct xft_sj *j, const struct memo *m, uint64_t from, uint64_t to, uint64_t t0,
@@ -415,17 +428,7 @@ __attribute__((always_inline)) static inline int memo_get(const struct xft_sj *j
 {
 	if (!m->valid || m->from != from || m->to != to || m->err != err || m->nv != j->nv)
 		return MEMO_MISS;
-	if (t1 > j->watermark || t1 > UINT64_MAX - err)
-		return MEMO_MISS;
-	const struct vcpu *sv = m->sv, *rv = m->rv;
-	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
-			       ent_at(j, sv, m->sn - 1)->has_culprit))
-		return MEMO_MISS;
-	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
-			       ent_at(j, rv, m->rn - 1)->has_culprit))
-		return MEMO_MISS;
-	if (sv->nhc != m->nhc &&
-	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
+	if (t1 > j->watermark || t1 > m->lim)
 		return MEMO_MISS;
 	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
 	if (out0 || out1) {

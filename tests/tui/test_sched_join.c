@@ -1021,6 +1021,108 @@ Test(sched_join, same_answers_as_the_reference_for_hops_that_slide)
 	cr_assert_gt(xen_ns, 0, "interrupts were charged");
 }
 
+/* --- what the trace adds after a memo was made ---------------------------- */
+
+/* One event into the join and the reference. */
+static void both_rs(struct xft_sj *j, struct ref_sj *r, uint64_t t, unsigned pcpu, unsigned dom, unsigned vcpu,
+		    unsigned to)
+{
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = (uint16_t)pcpu,
+				       .from = RUN, .to = (uint8_t)to, .dom = (uint16_t)dom, .vcpu = (uint16_t)vcpu };
+	xft_sj_event(j, &e);
+	ref_sj_event(r, &e);
+}
+
+/* The hop of d1 from vCPU 0 at @t0 to vCPU 1 at @t1, clock checked, must be
+ * the reference's, and so must every count after it. */
+static void same_hop(struct xft_sj *j, struct ref_sj *r, uint64_t t0, uint64_t t1)
+{
+	struct xft_sj_end a = { t0, 1, 0 }, b = { t1, 1, 1 };
+	struct xft_split s, rs_;
+	struct xft_culprit c, rc;
+	xft_sj_split(j, &a, &b, 1, &s, &c);
+	ref_sj_split(r, &a, &b, 1, &rs_, &rc);
+	for (unsigned k = 0; k < XFT_NSTATES; k++)
+		cr_assert_eq(s.ns[k], rs_.ns[k], "[%lu, %lu] %s %lu, reference %lu", (unsigned long)t0,
+			     (unsigned long)t1, xft_state_name(k), (unsigned long)s.ns[k], (unsigned long)rs_.ns[k]);
+	for (unsigned k = 0; k < XFT_UNK_NREASONS; k++)
+		cr_assert_eq(s.unknown_ns[k], rs_.unknown_ns[k], "[%lu, %lu] '?' %s", (unsigned long)t0,
+			     (unsigned long)t1, xft_unknown_reason_name(k));
+	cr_assert_eq(memcmp(xft_sj_stats(j), &r->st, sizeof(r->st)), 0, "[%lu, %lu] the counts differ",
+		     (unsigned long)t0, (unsigned long)t1);
+}
+
+/* d1's sender (vCPU 0, pCPU 0) runs from 200 and notifies at 1000; its
+ * receiver (vCPU 1, pCPU 1) blocked at 50, runnable at 100, runs from 300;
+ * d2 on pCPU 2 moves the watermark to @wm (its vCPU is known from the
+ * start: a vCPU new to the join makes every memo anew).  With @err, a
+ * record of the receiver at 250, 50 ns before its run, makes the clock
+ * error 50 first.  Then the hop [500, 3000] is split: kept as a memo. */
+static void memo_scene(struct xft_sj *j, struct ref_sj *r, int err, uint64_t wm)
+{
+	both_rs(j, r, 10, 2, 2, 0, RUN);
+	both_rs(j, r, 50, 1, 1, 1, BLOCKED);
+	both_rs(j, r, 100, 0, 1, 0, RUNNABLE);
+	both_rs(j, r, 100, 1, 1, 1, RUNNABLE);
+	both_rs(j, r, 200, 0, 1, 0, RUN);
+	both_rs(j, r, 300, 1, 1, 1, RUN);
+	struct xflow_sched_event e = { .t_ns = 1000, .kind = XFLOW_SCHED_HYPERCALL, .pcpu = 0, .arg = 32 };
+	xft_sj_event(j, &e);
+	ref_sj_event(r, &e);
+	both_rs(j, r, wm, 2, 2, 0, BLOCKED);
+	if (err) {
+		same_hop(j, r, 20, 250);
+		cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 50);
+	}
+	same_hop(j, r, 500, 3000);
+}
+
+/* The memo's answers check the clock against the receiver's run at t1:
+ * when the trace ends that run after the memo was made, past t1 and its
+ * window, the answers still stand but their check must see the run's end
+ * (its offsets bounded from above: a bound proven). */
+Test(sched_join, a_memos_answers_check_the_clock_against_the_run_as_it_ends)
+{
+	struct xft_sj_limits l = { .max_vcpus = 8, .per_vcpu = 64, .per_vcpu_hc = 8, .max_pcpus = 4 };
+	struct xft_sj *j;
+	struct ref_sj *r;
+	cr_assert_eq(xft_sj_new(&l, &j), 0);
+	cr_assert_eq(ref_sj_new(&l, &r), 0);
+	memo_scene(j, r, 1, 3500);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, UINT64_MAX, "the run's end is not known yet");
+	both_rs(j, r, 4000, 1, 1, 1, BLOCKED);
+	both_rs(j, r, 5000, 2, 2, 0, RUN);
+	for (uint64_t d = 1; d < 40; d += 7)
+		same_hop(j, r, 500 + d, 3000 + d);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 4000 - 3036, "the run's end bounds the offset");
+	xft_sj_free(j);
+	ref_sj_free(r);
+}
+
+/* A memo uses entries of both timelines: once a ring lets them go, the
+ * hop reaches before what is kept, and no memo may answer for it. */
+Test(sched_join, a_memo_whose_entries_the_ring_let_go_answers_no_more)
+{
+	struct xft_sj_limits l = { .max_vcpus = 8, .per_vcpu = 16, .per_vcpu_hc = 4, .max_pcpus = 4 };
+	for (int err = 0; err < 2; err++) {
+		struct xft_sj *j;
+		struct ref_sj *r;
+		cr_assert_eq(xft_sj_new(&l, &j), 0);
+		cr_assert_eq(ref_sj_new(&l, &r), 0);
+		memo_scene(j, r, err, 3500);
+		same_hop(j, r, 501, 3001);
+		/* The sender runs and waits 10 times, long after the hop: its
+		 * entries of the hop are let go. */
+		for (uint64_t k = 0; k < 20; k++)
+			both_rs(j, r, 6000 + 100 * k, 0, 1, 0, k % 2 ? RUN : RUNNABLE);
+		both_rs(j, r, 9000, 2, 2, 0, RUN);
+		same_hop(j, r, 502, 3002);
+		cr_assert_gt(xft_sj_stats(j)->too_old, 0);
+		xft_sj_free(j);
+		ref_sj_free(r);
+	}
+}
+
 /* The comparisons above over XFT_SJ_SEEDS more seeds each (none unless
  * set): make check keeps to the few above, and a change to the engine or
  * its memo is run over many more by hand (XFT_SJ_SEEDS=200 and a filter
