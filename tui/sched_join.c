@@ -92,32 +92,40 @@ static void memo_trace_moved(struct xft_sj *j, struct vcpu *v, uint64_t t)
 		struct memo *m = &j->memo[__builtin_ctz(bits)];
 		if (!m->valid)
 			continue;
-		int as_s = m->sv == v, as_r = m->rv == v;
-		if (!as_s && !as_r)
-			continue;
-		uint64_t lim = t >= m->err ? t - m->err : 0;
-		if (as_s) {
-			if (v->n > m->smin + j->lim.per_vcpu ||
-			    (v->n == m->sn + 1 && (t < m->err || ent_at(j, v, m->sn - 1)->has_culprit))) {
+		uint64_t *lim;
+		if (m->sv == v) {
+			if (v->n > m->smin + j->lim.per_vcpu) {
 				m->valid = 0;
 				continue;
 			}
-			if (v->n == m->sn + 1 && lim < m->slim)
-				m->slim = lim;
-		}
-		if (as_r) {
-			if (v->n > m->rmin + j->lim.per_vcpu ||
-			    (v->n == m->rn + 1 && (t < m->err || ent_at(j, v, m->rn - 1)->has_culprit))) {
+			if (v->n != m->sn + 1)
+				continue;
+			lim = &m->slim;
+		} else if (m->rv == v) {
+			if (v->n > m->rmin + j->lim.per_vcpu) {
 				m->valid = 0;
 				continue;
 			}
-			if (v->n == m->rn + 1 && lim < m->rlim)
-				m->rlim = lim;
+			/* The run changes for the check only when its end comes,
+			 * or the ring lets go the entry before its start. */
 			if (m->in_run && m->err) {
-				xft_sj_run_of(j, v, (uint64_t)m->r1, &m->run);
+				if (!m->run.ended || (m->run.began && v->n >= m->run.ka + j->lim.per_vcpu))
+					xft_sj_run_of(j, v, (uint64_t)m->r1, &m->run);
 				m->run_n = v->n;
 			}
+			if (v->n != m->rn + 1)
+				continue;
+			lim = &m->rlim;
+		} else {
+			continue;
 		}
+		/* The first entry past what the memo saw. */
+		if (t < m->err || ent_at(j, v, v->n - 2)->has_culprit) {
+			m->valid = 0;
+			continue;
+		}
+		if (t - m->err < *lim)
+			*lim = t - m->err;
 		uint64_t x = m->slim < m->rlim ? m->slim : m->rlim;
 		m->lim = x < m->hlim ? x : m->hlim;
 	}
@@ -737,6 +745,7 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 	r->ended = ended_known(j, v, b);
 	r->a = r->began ? ent_at(j, v, a)->t : 0;
 	r->b = r->ended ? ent_at(j, v, b)->t : 0;
+	r->ka = a;
 }
 
 /* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that

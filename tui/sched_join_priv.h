@@ -95,6 +95,7 @@ struct vcpu {
 struct run {
 	uint64_t a, b;
 	int began, ended;
+	uint64_t ka; /* the entry where it began (UINT64_MAX: not kept) */
 };
 
 #define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)

@@ -1099,6 +1099,59 @@ Test(sched_join, a_memos_answers_check_the_clock_against_the_run_as_it_ends)
 	ref_sj_free(r);
 }
 
+/* The same when the ring lets go where the receiver's run at t1 began:
+ * the run's start no longer bounds the offset from below, for the memo's
+ * answers as for a split anew.  The receiver ran until 50 (a record of it
+ * at 100 makes the error 50, the offset at most -50), runs from 300 with
+ * an interrupt just before the notification at 1000 (the memo's entries
+ * begin there, past the run's start), and after the memo's hop stops at
+ * 3500, runs again and is interrupted until its ring of 16 lets the run's
+ * start go, but not the memo's entries. */
+Test(sched_join, a_memos_answers_check_the_clock_as_the_ring_lets_the_runs_start_go)
+{
+	struct xft_sj_limits l = { .max_vcpus = 8, .per_vcpu = 16, .per_vcpu_hc = 8, .max_pcpus = 4 };
+	struct xft_sj *j;
+	struct ref_sj *r;
+	cr_assert_eq(xft_sj_new(&l, &j), 0);
+	cr_assert_eq(ref_sj_new(&l, &r), 0);
+	both_rs(j, r, 10, 2, 2, 0, RUN);
+	both_rs(j, r, 20, 1, 1, 1, RUN);
+	both_rs(j, r, 50, 1, 1, 1, BLOCKED);
+	both_rs(j, r, 100, 0, 1, 0, RUNNABLE);
+	both_rs(j, r, 100, 1, 1, 1, RUNNABLE);
+	both_rs(j, r, 200, 0, 1, 0, RUN);
+	both_rs(j, r, 300, 1, 1, 1, RUN);
+	struct xflow_sched_event x = { .t_ns = 1000, .kind = XFLOW_SCHED_XEN, .pcpu = 1, .arg = 50 };
+	struct xflow_sched_event h = { .t_ns = 1000, .kind = XFLOW_SCHED_HYPERCALL, .pcpu = 0, .arg = 32 };
+	xft_sj_event(j, &x);
+	ref_sj_event(r, &x);
+	xft_sj_event(j, &h);
+	ref_sj_event(r, &h);
+	both_rs(j, r, 3200, 2, 2, 0, BLOCKED);
+	same_hop(j, r, 20, 100);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 50);
+	same_hop(j, r, 500, 3000);
+	same_hop(j, r, 501, 3001);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 3000 - 300, "the run's start bounds the offset from below");
+	both_rs(j, r, 3500, 1, 1, 1, BLOCKED);
+	both_rs(j, r, 3600, 1, 1, 1, RUN);
+	for (uint64_t k = 0; k < 6; k++) {
+		x.t_ns = 3700 + 100 * k;
+		xft_sj_event(j, &x);
+		ref_sj_event(r, &x);
+	}
+	both_rs(j, r, 5000, 2, 2, 0, RUN);
+	/* Two new windows of checks, so that the bound is of the run as it
+	 * is kept now. */
+	while (xft_sj_stats(j)->checks % XFT_SJ_ERROR_WINDOW)
+		same_hop(j, r, 502, 3002);
+	for (unsigned k = 0; k < 2 * XFT_SJ_ERROR_WINDOW; k++)
+		same_hop(j, r, 502, 3002);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, UINT64_MAX, "nothing bounds the offset from below now");
+	xft_sj_free(j);
+	ref_sj_free(r);
+}
+
 /* A memo uses entries of both timelines: once a ring lets them go, the
  * hop reaches before what is kept, and no memo may answer for it. */
 Test(sched_join, a_memo_whose_entries_the_ring_let_go_answers_no_more)
