@@ -619,8 +619,9 @@ static uint64_t t0_change(const struct xft_sj *j, const struct memo *m, uint64_t
  * t1's, wherever t1 goes in [lo1, hi1).  With tn an evtchn_op, t0 moves
  * the start of the sender's side; with tn at t0 and the receiver awake
  * there, the start of the receiver's awake side, which must stay awake
- * (its wake is t0). */
-static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
+ * (its wake is t0).  @t1: the hop's other end, in [lo1, hi1) (UINT64_MAX:
+ * it crosses too). */
+static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, uint64_t err)
 {
 	const struct vcpu *sv = m->sv, *rv = m->rv;
 	int awake = m->cross0 == CROSS0_AWAKE;
@@ -628,6 +629,20 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	int side = awake ? RECEIVER_AWAKE : SENDER;
 	unsigned hint = awake ? H_TN : H_T0;
 	uint64_t reach1 = m->own1 ? err : 0;
+	/* t0 must stay below t1's piece, which begins where t1's entry or
+	 * window does or at the line drawn halfway between the ends when the
+	 * piece was made.  t1 has gone on since, and t0 reaches there long
+	 * before it nears t1's window: the piece is cut at a line drawn
+	 * again halfway between t0's widest window and the hop's t1.  It
+	 * only shrinks from below, which t1, as hops come, has left.  The
+	 * memo's own t1 may lie below it then: its split there is the one
+	 * the slopes carry on from, exact for every t1 in the piece, where
+	 * the sides of t0 and t1 are apart. */
+	if (t1 != UINT64_MAX && m->lo1 >= reach1 && t0 + err >= m->lo1 - reach1 && t0 <= UINT64_MAX - err &&
+	    t1 >= reach1 && t0 + err < t1 - reach1) {
+		uint64_t mid = t0 + err + (t1 - reach1 - t0 - err) / 2;
+		m->lo1 = mid + 1 + reach1;
+	}
 	/* t0's window stays short of t1's. */
 	uint64_t below1 = m->lo1 - reach1;
 	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= m->ceil0 || t0 >= below1 || t0 <= err ||
@@ -795,7 +810,7 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, 
 	/* Its answers so far were of the ends it is about to leave. */
 	xft_sj_memo_pay(m);
 	/* t0 first: t1's floor follows its piece. */
-	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, err))
+	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, which & MEMO_CROSS1 ? UINT64_MAX : t1, err))
 		return 0;
 	if ((which & MEMO_CROSS1) && !cross1(j, m, t1, err))
 		return 0;
