@@ -56,6 +56,15 @@ static uint32_t vcpu_find(const struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 	}
 }
 
+/* Let every memo go (struct memo): the vCPUs known or the clock error
+ * changed, and the splits they hold may not be those of the trace now.
+ * What they owe stays theirs to pay. */
+static void memos_drop(struct xft_sj *j)
+{
+	for (unsigned k = 0; k < MEMO_SLOTS; k++)
+		j->memo[k].valid = 0;
+}
+
 static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 {
 	uint32_t s = vhash(dom, vcpu) & j->mask;
@@ -76,6 +85,9 @@ static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 	v->n = v->nhc = 0;
 	v->memos = 0;
 	j->slots[s] = ++j->nv;
+	/* A record with no CPU is charged to its domain's only vCPU: that may
+	 * be another now. */
+	memos_drop(j);
 	return j->nv - 1;
 }
 
@@ -802,6 +814,22 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
+/* The error a split uses: none until the first check. */
+static inline uint64_t split_error(const struct xft_sj *j)
+{
+	return j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+}
+
+/* The clock error is now @e: a memo made with another one holds no more
+ * (struct memo), and is let go here rather than asked at each answer. */
+static void error_set(struct xft_sj *j, uint64_t e)
+{
+	uint64_t was = split_error(j);
+	j->st.clock_error_ns = e;
+	if (split_error(j) != was)
+		memos_drop(j);
+}
+
 /* The bound both windows' offsets prove, into the stats. */
 static void bound_take(struct xft_sj *j)
 {
@@ -816,7 +844,7 @@ static void err_raise(struct xft_sj *j, uint64_t d)
 	if (d > j->err_cur)
 		j->err_cur = d;
 	if (j->err_cur > j->st.clock_error_ns || j->st.clock_error_ns == UINT64_MAX)
-		j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
 }
 
 /* One more clock check's results in (clock_check(), notify_check() and
@@ -839,7 +867,7 @@ static void windows_turn(struct xft_sj *j)
 	j->off_prev = j->off_cur;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	j->bound_stale = 1;
-	j->st.clock_error_ns = j->err_prev;
+	error_set(j, j->err_prev);
 }
 
 /* Inline, as offsets_in_run(): a memo's answer makes a check at nearly
@@ -854,7 +882,7 @@ __attribute__((always_inline)) static inline void checks_turn(struct xft_sj *j, 
 		windows_turn(j);
 	} else if (j->st.clock_error_ns == UINT64_MAX) {
 		/* The first check: the error is measured from here on. */
-		j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
+		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
 	}
 }
 
@@ -1047,6 +1075,9 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	m->used = 0;
 	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0)) {
 		xft_sj_memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+		/* This split's clock check may have changed the error since. */
+		if (split_error(j) != err)
+			m->valid = 0;
 		if (m->valid) {
 			/* What the trace adds to either is told to the memo. */
 			uint32_t bit = UINT32_C(1) << (m - j->memo);
@@ -1065,7 +1096,7 @@ __attribute__((always_inline)) static inline struct memo *
 split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check, uint64_t t0,
 	   uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
 {
-	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+	uint64_t err = split_error(j);
 	if (from->has_tn) {
 		/* Its notify_check() is made there, and only there. */
 		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
@@ -1073,7 +1104,7 @@ split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_
 	}
 	uint64_t kf = memo_end(from), kt = memo_end(to);
 	struct memo *m = memo_slot(j, kf, kt);
-	int got = memo_get(j, m, kf, kt, t0, t1, err);
+	int got = memo_get(j, m, kf, kt, t0, t1);
 	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return NULL;

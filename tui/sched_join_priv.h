@@ -425,9 +425,11 @@ static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
  * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
  * out of their ranges, the trace still as it was for it; else MEMO_MISS. */
 __attribute__((always_inline)) static inline int memo_get(const struct xft_sj *j, const struct memo *m, uint64_t from, uint64_t to, uint64_t t0,
-			   uint64_t t1, uint64_t err)
+			   uint64_t t1)
 {
-	if (!m->valid || m->from != from || m->to != to || m->err != err || m->nv != j->nv)
+	/* The vCPUs known and the clock error are those it was made with:
+	 * when either changes, every memo is let go (memos_drop()). */
+	if (!m->valid || m->from != from || m->to != to)
 		return MEMO_MISS;
 	if (t1 > j->watermark || t1 > m->lim)
 		return MEMO_MISS;

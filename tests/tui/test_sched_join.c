@@ -1152,6 +1152,47 @@ Test(sched_join, a_memos_answers_check_the_clock_as_the_ring_lets_the_runs_start
 	ref_sj_free(r);
 }
 
+/* A record that does not say its CPU is charged to its domain's only
+ * vCPU: once the trace shows the domain a second one, no memo made over
+ * the first may answer for such a hop (its sender is not known now, nor
+ * its notification: the receiver is charged the whole hop). */
+Test(sched_join, a_memo_of_a_domains_only_vcpu_holds_no_more_once_it_has_two)
+{
+	struct xft_sj_limits l = { .max_vcpus = 8, .per_vcpu = 64, .per_vcpu_hc = 8, .max_pcpus = 4 };
+	struct xft_sj *j;
+	struct ref_sj *r;
+	cr_assert_eq(xft_sj_new(&l, &j), 0);
+	cr_assert_eq(ref_sj_new(&l, &r), 0);
+	memo_scene(j, r, 0, 3500);
+	/* d3's one vCPU on pCPU 3 sends to d1's vCPU 1. */
+	both_rs(j, r, 20, 3, 3, 0, RUNNABLE);
+	both_rs(j, r, 30, 3, 3, 0, RUN);
+	struct xflow_sched_event e = { .t_ns = 1500, .kind = XFLOW_SCHED_HYPERCALL, .pcpu = 3, .arg = 32 };
+	xft_sj_event(j, &e);
+	ref_sj_event(r, &e);
+	both_rs(j, r, 3500, 2, 2, 0, RUN);
+	struct xft_sj_end a = { 500, 3, -1 }, b = { 3000, 1, 1 };
+	struct xft_split s[2];
+	struct xft_culprit c;
+	for (int k = 0; k < 2; k++) {
+		xft_sj_split(j, &a, &b, 1, &s[k], &c);
+		a.t_ns++;
+		b.t_ns++;
+	}
+	cr_assert_eq(s[1].ns[XFT_ST_RUN], 1500 - 501, "d3v0 ran until it notified");
+	/* d3's second vCPU, on pCPU 2, long after the hop. */
+	both_rs(j, r, 3600, 2, 3, 1, RUN);
+	struct xft_split rs_;
+	struct xft_culprit rc;
+	ref_sj_split(r, &a, &b, 1, &rs_, &rc);
+	xft_sj_split(j, &a, &b, 1, &s[0], &c);
+	for (unsigned k = 0; k < XFT_NSTATES; k++)
+		cr_assert_eq(s[0].ns[k], rs_.ns[k], "%s", xft_state_name(k));
+	cr_assert_eq(s[0].ns[XFT_ST_RUN], 0, "no sender's part now");
+	xft_sj_free(j);
+	ref_sj_free(r);
+}
+
 /* A memo uses entries of both timelines: once a ring lets them go, the
  * hop reaches before what is kept, and no memo may answer for it. */
 Test(sched_join, a_memo_whose_entries_the_ring_let_go_answers_no_more)
