@@ -559,8 +559,12 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	m->rlim = UINT64_MAX - err;
 	m->lim = m->slim < m->hlim ? m->slim : m->hlim;
 	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	/* t1 mostly crosses an interrupt inside the run it was in: the run
+	 * is the one the memo has, when that is as the timeline is now. */
+	int same_run = m->in_run && m->run_n == rv->n && m->run.ka != UINT64_MAX &&
+		       state_entered(j, rv, (uint64_t)r1) == m->run.ka;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
-	if (m->in_run)
+	if (m->in_run && !same_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
 	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws

@@ -1058,7 +1058,16 @@ static void same_hop(struct xft_sj *j, struct ref_sj *r, uint64_t t0, uint64_t t
  * start: a vCPU new to the join makes every memo anew).  With @err, a
  * record of the receiver at 250, 50 ns before its run, makes the clock
  * error 50 first.  Then the hop [500, 3000] is split: kept as a memo. */
+static void memo_scene2(struct xft_sj *j, struct ref_sj *r, int err, uint64_t wm, int second_run);
+
 static void memo_scene(struct xft_sj *j, struct ref_sj *r, int err, uint64_t wm)
+{
+	memo_scene2(j, r, err, wm, 0);
+}
+
+/* memo_scene(), with @second_run: the receiver stops at 3100 and runs
+ * again over [3200, 3400), traced before the memo is made. */
+static void memo_scene2(struct xft_sj *j, struct ref_sj *r, int err, uint64_t wm, int second_run)
 {
 	both_rs(j, r, 10, 2, 2, 0, RUN);
 	both_rs(j, r, 50, 1, 1, 1, BLOCKED);
@@ -1069,6 +1078,11 @@ static void memo_scene(struct xft_sj *j, struct ref_sj *r, int err, uint64_t wm)
 	struct xflow_sched_event e = { .t_ns = 1000, .kind = XFLOW_SCHED_HYPERCALL, .pcpu = 0, .arg = 32 };
 	xft_sj_event(j, &e);
 	ref_sj_event(r, &e);
+	if (second_run) {
+		both_rs(j, r, 3100, 1, 1, 1, BLOCKED);
+		both_rs(j, r, 3200, 1, 1, 1, RUN);
+		both_rs(j, r, 3400, 1, 1, 1, BLOCKED);
+	}
 	both_rs(j, r, wm, 2, 2, 0, BLOCKED);
 	if (err) {
 		same_hop(j, r, 20, 250);
@@ -1095,6 +1109,25 @@ Test(sched_join, a_memos_answers_check_the_clock_against_the_run_as_it_ends)
 	for (uint64_t d = 1; d < 40; d += 7)
 		same_hop(j, r, 500 + d, 3000 + d);
 	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 4000 - 3036, "the run's end bounds the offset");
+	xft_sj_free(j);
+	ref_sj_free(r);
+}
+
+/* t1 crossing from one run of the receiver into the next (it stopped at
+ * 3100, ran again over [3200, 3400), all of it traced before the memo was
+ * made): the memo's answers check the clock against the run t1 is in now,
+ * whose end bounds the offset. */
+Test(sched_join, a_memos_answers_check_the_clock_against_the_run_t1_crossed_into)
+{
+	struct xft_sj_limits l = { .max_vcpus = 8, .per_vcpu = 64, .per_vcpu_hc = 8, .max_pcpus = 4 };
+	struct xft_sj *j;
+	struct ref_sj *r;
+	cr_assert_eq(xft_sj_new(&l, &j), 0);
+	cr_assert_eq(ref_sj_new(&l, &r), 0);
+	memo_scene2(j, r, 1, 5000, 1);
+	same_hop(j, r, 501, 3300);
+	same_hop(j, r, 502, 3301);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 3400 - 3301, "%lu", (unsigned long)xft_sj_stats(j)->clock_bound_ns);
 	xft_sj_free(j);
 	ref_sj_free(r);
 }
