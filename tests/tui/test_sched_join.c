@@ -1251,18 +1251,19 @@ Test(sched_join, a_memo_whose_entries_the_ring_let_go_answers_no_more)
 }
 
 /* The comparisons above over XFT_SJ_SEEDS more seeds each (none unless
- * set): make check keeps to the few above, and a change to the engine or
- * its memo is run over many more by hand (XFT_SJ_SEEDS=200 and a filter
- * on this test's name), as the bugs the fixed seeds missed were found. */
+ * set), from XFT_SJ_SEED0 (100000 unless set): make check keeps to the
+ * few above, and a change to the engine or its memo is run over many more
+ * by hand (XFT_SJ_SEEDS=200 and a filter on this test's name), as the
+ * bugs the fixed seeds missed were found. */
 Test(sched_join, same_answers_as_the_reference_over_extra_seeds, .timeout = 0)
 {
-	const char *n = getenv("XFT_SJ_SEEDS");
-	uint64_t extra = n ? strtoull(n, NULL, 10) : 0;
+	const char *n = getenv("XFT_SJ_SEEDS"), *s0 = getenv("XFT_SJ_SEED0");
+	uint64_t extra = n ? strtoull(n, NULL, 10) : 0, first = s0 ? strtoull(s0, NULL, 10) : 100000;
 	struct xft_sj_limits small = { .max_vcpus = 6, .per_vcpu = 16, .per_vcpu_hc = 4, .max_pcpus = 4 };
 	struct xft_sj_limits lng = { .max_vcpus = 8, .per_vcpu = 4096, .per_vcpu_hc = 64, .max_pcpus = 4 };
 	struct xft_sj_limits slide = { .max_vcpus = 8, .per_vcpu = 64, .per_vcpu_hc = 8, .max_pcpus = 4 };
 	struct xft_sj_limits big = { .max_vcpus = 8, .per_vcpu = 4096, .per_vcpu_hc = 1024, .max_pcpus = 4 };
-	for (uint64_t seed = 100000; seed < 100000 + extra; seed++) {
+	for (uint64_t seed = first; seed < first + extra; seed++) {
 		against_reference(seed, &small, 500, 3000, 0);
 		against_reference(seed, &lng, 200, 40000, 0);
 		against_reference(seed, &slide, 300, 2000, 1);
