@@ -261,9 +261,16 @@ static inline uint64_t first_kept(const struct xft_sj *j, const struct vcpu *v)
 static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
 {
 	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
-	/* Most lookups land where the hint is. */
-	if (h >= first && h < v->n && t_at(j, v, h) <= t && (h + 1 == v->n || t_at(j, v, h + 1) > t))
-		return (int64_t)h;
+	/* Most lookups land where the hint is, or on the entry after it (an
+	 * end crossing the next breakpoint of its vCPU). */
+	if (h >= first && h < v->n && t_at(j, v, h) <= t) {
+		if (h + 1 == v->n || t_at(j, v, h + 1) > t)
+			return (int64_t)h;
+		if (h + 2 == v->n || t_at(j, v, h + 2) > t) {
+			((struct vcpu *)v)->hint[hint] = h + 1;
+			return (int64_t)(h + 1);
+		}
+	}
 	if (first == v->n || t_at(j, v, first) > t)
 		return -1;
 	h = v->hint[hint] >= first && v->hint[hint] < v->n ? v->hint[hint] : v->n - 1;
