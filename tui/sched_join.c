@@ -56,6 +56,15 @@ static uint32_t vcpu_find(const struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 	}
 }
 
+/* Let every memo go (struct memo): the vCPUs known or the clock error
+ * changed, and the splits they hold may not be those of the trace now.
+ * What they owe stays theirs to pay. */
+static void memos_drop(struct xft_sj *j)
+{
+	for (unsigned k = 0; k < MEMO_SLOTS; k++)
+		j->memo[k].valid = 0;
+}
+
 static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 {
 	uint32_t s = vhash(dom, vcpu) & j->mask;
@@ -74,8 +83,85 @@ static uint32_t vcpu_get(struct xft_sj *j, uint16_t dom, uint16_t vcpu)
 	v->dom = dom;
 	v->vcpu = vcpu;
 	v->n = v->nhc = 0;
+	v->memos = 0;
 	j->slots[s] = ++j->nv;
+	/* A record with no CPU is charged to its domain's only vCPU: that may
+	 * be another now. */
+	memos_drop(j);
 	return j->nv - 1;
+}
+
+/* @v took entry v->n - 1: tell the memos made over it (struct memo's
+ * lim).  Its first entry past what a memo saw must lie past the memo's
+ * t1 and its window, and must not have given the memo's last entry a
+ * culprit; the ring must still keep what the memo used.  A receiver's
+ * run at t1 is taken again, ended or not, for the clock check of the
+ * memo's answers (with no clock error an entry at t1 itself would hold
+ * the check's point: left to the slow path). */
+static void memo_trace_moved(struct xft_sj *j, struct vcpu *v, uint64_t t)
+{
+	for (uint32_t bits = v->memos; bits; bits &= bits - 1) {
+		struct memo *m = &j->memo[__builtin_ctz(bits)];
+		if (!m->valid)
+			continue;
+		uint64_t *lim;
+		if (m->sv == v) {
+			if (v->n > m->smin + j->lim.per_vcpu) {
+				m->valid = 0;
+				continue;
+			}
+			if (v->n != m->sn + 1)
+				continue;
+			lim = &m->slim;
+		} else if (m->rv == v) {
+			if (v->n > m->rmin + j->lim.per_vcpu) {
+				m->valid = 0;
+				continue;
+			}
+			/* The run changes for the check only when its end comes,
+			 * or the ring lets go the entry before its start. */
+			if (m->in_run && m->err) {
+				if (!m->run.ended || (m->run.began && v->n >= m->run.ka + j->lim.per_vcpu))
+					xft_sj_run_of(j, v, (uint64_t)m->r1, &m->run);
+				m->run_n = v->n;
+			}
+			if (v->n != m->rn + 1)
+				continue;
+			lim = &m->rlim;
+		} else {
+			continue;
+		}
+		/* The first entry past what the memo saw. */
+		if (t < m->err || ent_at(j, v, v->n - 2)->has_culprit) {
+			m->valid = 0;
+			continue;
+		}
+		if (t - m->err < *lim)
+			*lim = t - m->err;
+		uint64_t x = m->slim < m->rlim ? m->slim : m->rlim;
+		m->lim = x < m->hlim ? x : m->hlim;
+	}
+}
+
+/* The same for an evtchn_op of @v at @t: the first past what a memo of
+ * its sender saw must lie past the memo's t1, and the ring must still
+ * keep the one the memo used. */
+static void memo_hc_moved(struct xft_sj *j, struct vcpu *v, uint64_t t)
+{
+	for (uint32_t bits = v->memos; bits; bits &= bits - 1) {
+		struct memo *m = &j->memo[__builtin_ctz(bits)];
+		if (!m->valid || m->sv != v)
+			continue;
+		if (v->nhc > m->hmin + j->lim.per_vcpu_hc || (v->nhc == m->nhc + 1 && t == 0)) {
+			m->valid = 0;
+			continue;
+		}
+		if (v->nhc == m->nhc + 1 && t - 1 < m->hlim) {
+			m->hlim = t - 1;
+			if (m->hlim < m->lim)
+				m->lim = m->hlim;
+		}
+	}
 }
 
 static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, int irq)
@@ -114,6 +200,8 @@ static void push(struct xft_sj *j, struct vcpu *v, uint64_t t, unsigned state, i
 	e->nculprits = nc;
 	e->nchanges = nch + !irq;
 	e->link = link;
+	if (v->memos)
+		memo_trace_moved(j, v, t);
 }
 
 static uint64_t last_t(const struct xft_sj *j, const struct vcpu *v)
@@ -168,6 +256,8 @@ static void hypercall(struct xft_sj *j, const struct xflow_sched_event *e)
 		return;
 	}
 	v->hc[v->nhc++ & j->hc_mask] = e->t_ns;
+	if (v->memos)
+		memo_hc_moved(j, v, e->t_ns);
 }
 
 /* Xen ran on a pCPU for e->arg ns until e->t_ns: an interrupt, carved out
@@ -667,11 +757,12 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 	r->ended = ended_known(j, v, b);
 	r->a = r->began ? ent_at(j, v, a)->t : 0;
 	r->b = r->ended ? ent_at(j, v, b)->t : 0;
+	r->ka = a;
 }
 
 /* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
  * narrowed @o. */
-static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+__attribute__((always_inline)) static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
 {
 	int narrowed = 0;
 	if (r->began)
@@ -723,28 +814,76 @@ static uint64_t offsets_bound(const struct offsets *o)
 	return lo > hi ? lo : hi;
 }
 
+/* The error a split uses: none until the first check. */
+static inline uint64_t split_error(const struct xft_sj *j)
+{
+	return j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+}
+
+/* The clock error is now @e: a memo made with another one holds no more
+ * (struct memo), and is let go here rather than asked at each answer. */
+static void error_set(struct xft_sj *j, uint64_t e)
+{
+	uint64_t was = split_error(j);
+	j->st.clock_error_ns = e;
+	if (split_error(j) != was)
+		memos_drop(j);
+}
+
+/* The bound both windows' offsets prove, into the stats. */
+static void bound_take(struct xft_sj *j)
+{
+	struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
+	j->st.clock_bound_ns = offsets_bound(&both);
+	j->bound_dirty = 0;
+}
+
+/* The error the checks measured rose to @d (the current window's). */
+static void err_raise(struct xft_sj *j, uint64_t d)
+{
+	if (d > j->err_cur)
+		j->err_cur = d;
+	if (j->err_cur > j->st.clock_error_ns || j->st.clock_error_ns == UINT64_MAX)
+		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
+}
+
 /* One more clock check's results in (clock_check(), notify_check() and
  * a split the memo answers; @narrowed: it narrowed the current window's
  * offsets): the bound they prove, and the windows turned over every
- * XFT_SJ_ERROR_WINDOW checks. */
-static inline void checks_turn(struct xft_sj *j, int narrowed)
+ * XFT_SJ_ERROR_WINDOW checks.  The bound is of both windows' offsets as
+ * they stand after the last check that narrowed them, or the first after
+ * the windows turned; it is taken when it is read (xft_sj_stats()) or
+ * before the windows turn, not at each check: a memo's answer checks the
+ * clock at nearly every hop, and nearly each of those narrows the
+ * offsets a little. */
+/* The windows turn: the current one is the previous one now. */
+static void windows_turn(struct xft_sj *j)
 {
-	/* The bound is of both windows' offsets: it moves only when this
-	 * check narrowed them or the windows turned since it was taken. */
+	if (j->bound_dirty)
+		bound_take(j);
+	j->err_prev = j->err_cur;
+	j->err_cur = 0;
+	j->err_n = 0;
+	j->off_prev = j->off_cur;
+	memset(&j->off_cur, 0, sizeof(j->off_cur));
+	j->bound_stale = 1;
+	error_set(j, j->err_prev);
+}
+
+/* Inline, as offsets_in_run(): a memo's answer makes a check at nearly
+ * every hop, and gcc made both functions of their own. */
+__attribute__((always_inline)) static inline void checks_turn(struct xft_sj *j, int narrowed)
+{
 	if (narrowed || j->bound_stale) {
-		struct offsets both = offsets_both(&j->off_cur, &j->off_prev);
-		j->st.clock_bound_ns = offsets_bound(&both);
+		j->bound_dirty = 1;
 		j->bound_stale = 0;
 	}
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
-		j->err_prev = j->err_cur;
-		j->err_cur = 0;
-		j->err_n = 0;
-		j->off_prev = j->off_cur;
-		memset(&j->off_cur, 0, sizeof(j->off_cur));
-		j->bound_stale = 1;
+		windows_turn(j);
+	} else if (j->st.clock_error_ns == UINT64_MAX) {
+		/* The first check: the error is measured from here on. */
+		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
 	}
-	j->st.clock_error_ns = j->err_cur > j->err_prev ? j->err_cur : j->err_prev;
 }
 
 /* A record inside a run (nearly every one) asks off_run() nothing: it
@@ -761,8 +900,7 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	if (d < 0)
 		return;
 	j->st.checks++;
-	if ((uint64_t)d > j->err_cur)
-		j->err_cur = (uint64_t)d;
+	err_raise(j, (uint64_t)d);
 	checks_turn(j, offsets_narrow(j, v, t, k, d, ahead, &j->off_cur));
 }
 
@@ -818,8 +956,8 @@ static void notify_check(struct xft_sj *j, const struct vcpu *v, uint64_t tn)
 		return;
 	uint64_t h = v->hc[i & j->hc_mask];
 	j->st.checks++;
-	if (h < tn && tn - h > j->err_cur)
-		j->err_cur = tn - h;
+	if (h < tn)
+		err_raise(j, tn - h);
 	checks_turn(j, offsets_ceil(&j->off_cur, (int64_t)h - (int64_t)tn));
 }
 
@@ -935,8 +1073,18 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 		return;
 	m->valid = 0;
 	m->used = 0;
-	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0))
+	if (sv && rv && !same && (m->dry < 3 || m->dry % MEMO_DRY_EVERY == 0)) {
 		xft_sj_memo_put(j, m, sv, rv, t0, tn, t1, err, s0, sn, rn, r1, kw, tw, woke, wflag, &a, out);
+		/* This split's clock check may have changed the error since. */
+		if (split_error(j) != err)
+			m->valid = 0;
+		if (m->valid) {
+			/* What the trace adds to either is told to the memo. */
+			uint32_t bit = UINT32_C(1) << (m - j->memo);
+			j->v[sv - j->v].memos |= bit;
+			j->v[rv - j->v].memos |= bit;
+		}
+	}
 }
 
 /* The memo first, in a function of its own: most splits end here, and
@@ -948,7 +1096,7 @@ __attribute__((always_inline)) static inline struct memo *
 split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check, uint64_t t0,
 	   uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
 {
-	uint64_t err = j->st.clock_error_ns == UINT64_MAX ? 0 : j->st.clock_error_ns;
+	uint64_t err = split_error(j);
 	if (from->has_tn) {
 		/* Its notify_check() is made there, and only there. */
 		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
@@ -956,13 +1104,13 @@ split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_
 	}
 	uint64_t kf = memo_end(from), kt = memo_end(to);
 	struct memo *m = memo_slot(j, kf, kt);
-	int got = memo_get(j, m, kf, kt, t0, t1, err);
+	int got = memo_get(j, m, kf, kt, t0, t1);
 	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
 		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
 		return NULL;
 	}
 	m->used = 1;
-	if (check && m->in_run && m->rv->n == m->rn) {
+	if (check && m->in_run && m->rv->n == m->run_n) {
 		j->st.checks++;
 		checks_turn(j, offsets_in_run(&j->off_cur, t1, &m->run));
 	} else if (check) {
@@ -1021,8 +1169,10 @@ void xft_sj_fold(struct xft_sj *j)
 		xft_sj_memo_pay(&j->memo[k]);
 }
 
-const struct xft_sj_stats *xft_sj_stats(const struct xft_sj *j)
+const struct xft_sj_stats *xft_sj_stats(struct xft_sj *j)
 {
+	if (j->bound_dirty)
+		bound_take(j);
 	return &j->st;
 }
 
@@ -1038,6 +1188,7 @@ void xft_sj_reset(struct xft_sj *j)
 	j->err_cur = j->err_prev = 0;
 	j->err_n = 0;
 	j->bound_stale = 0;
+	j->bound_dirty = 0;
 	memset(&j->off_cur, 0, sizeof(j->off_cur));
 	memset(&j->off_prev, 0, sizeof(j->off_prev));
 	/* The sums stay the caller's: what the memos owe them is theirs. */

@@ -418,6 +418,7 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->rn = rv->n;
 	m->nhc = sv->nhc;
 	m->err = err;
+	m->slim = m->rlim = m->hlim = m->lim = UINT64_MAX - err;
 	m->smin = smin;
 	m->rmin = rmin;
 	m->hmin = h;
@@ -431,6 +432,7 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	m->run_n = rv->n;
 	m->out = *out;
 	/* Each end moves at most two points, each changing at most three
 	 * cells: never more than MEMO_TERMS. */
@@ -554,10 +556,17 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	/* The receiver's entries since the memo was made lie past t1 and
 	 * its window (memo_get()): from here they are the memo's. */
 	m->rn = rv->n;
+	m->rlim = UINT64_MAX - err;
+	m->lim = m->slim < m->hlim ? m->slim : m->hlim;
 	unsigned st1 = ent_at(j, rv, (uint64_t)r1)->state;
+	/* t1 mostly crosses an interrupt inside the run it was in: the run
+	 * is the one the memo has, when that is as the timeline is now. */
+	int same_run = m->in_run && m->run_n == rv->n && m->run.ka != UINT64_MAX &&
+		       state_entered(j, rv, (uint64_t)r1) == m->run.ka;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
-	if (m->in_run)
+	if (m->in_run && !same_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
 	 * it: where the entry at t1, the one at t1 - err and the window
 	 * are the same. */
@@ -614,8 +623,9 @@ static uint64_t t0_change(const struct xft_sj *j, const struct memo *m, uint64_t
  * t1's, wherever t1 goes in [lo1, hi1).  With tn an evtchn_op, t0 moves
  * the start of the sender's side; with tn at t0 and the receiver awake
  * there, the start of the receiver's awake side, which must stay awake
- * (its wake is t0). */
-static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
+ * (its wake is t0).  @t1: the hop's other end, in [lo1, hi1) (UINT64_MAX:
+ * it crosses too). */
+static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, uint64_t err)
 {
 	const struct vcpu *sv = m->sv, *rv = m->rv;
 	int awake = m->cross0 == CROSS0_AWAKE;
@@ -623,6 +633,20 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t err)
 	int side = awake ? RECEIVER_AWAKE : SENDER;
 	unsigned hint = awake ? H_TN : H_T0;
 	uint64_t reach1 = m->own1 ? err : 0;
+	/* t0 must stay below t1's piece, which begins where t1's entry or
+	 * window does or at the line drawn halfway between the ends when the
+	 * piece was made.  t1 has gone on since, and t0 reaches there long
+	 * before it nears t1's window: the piece is cut at a line drawn
+	 * again halfway between t0's widest window and the hop's t1.  It
+	 * only shrinks from below, which t1, as hops come, has left.  The
+	 * memo's own t1 may lie below it then: its split there is the one
+	 * the slopes carry on from, exact for every t1 in the piece, where
+	 * the sides of t0 and t1 are apart. */
+	if (t1 != UINT64_MAX && m->lo1 >= reach1 && t0 + err >= m->lo1 - reach1 && t0 <= UINT64_MAX - err &&
+	    t1 >= reach1 && t0 + err < t1 - reach1) {
+		uint64_t mid = t0 + err + (t1 - reach1 - t0 - err) / 2;
+		m->lo1 = mid + 1 + reach1;
+	}
 	/* t0's window stays short of t1's. */
 	uint64_t below1 = m->lo1 - reach1;
 	if (m->lo1 < reach1 || t0 < m->floor0 || t0 >= m->ceil0 || t0 >= below1 || t0 <= err ||
@@ -790,7 +814,7 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, 
 	/* Its answers so far were of the ends it is about to leave. */
 	xft_sj_memo_pay(m);
 	/* t0 first: t1's floor follows its piece. */
-	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, err))
+	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, which & MEMO_CROSS1 ? UINT64_MAX : t1, err))
 		return 0;
 	if ((which & MEMO_CROSS1) && !cross1(j, m, t1, err))
 		return 0;

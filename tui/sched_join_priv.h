@@ -66,6 +66,9 @@ struct vcpu {
 	 * all of them would bounce across the hop at every lookup. */
 	uint64_t hint[NHINTS];
 	uint64_t hc_hint; /* the same for the evtchn_op times */
+	/* The memo slots (bit i: j->memo[i]) that were made over this vCPU:
+	 * what it adds is told to them.  A bit may outlive its memo. */
+	uint32_t memos;
 };
 
 /*
@@ -92,6 +95,7 @@ struct vcpu {
 struct run {
 	uint64_t a, b;
 	int began, ended;
+	uint64_t ka; /* the entry where it began (UINT64_MAX: not kept) */
 };
 
 #define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
@@ -115,6 +119,12 @@ struct memo {
 	const struct vcpu *sv, *rv;
 	uint64_t sn, rn, nhc, err;  /* the counts when it was made */
 	uint64_t smin, rmin, hmin;  /* the first entry, and evtchn_op time, used */
+	/* How far t1 may go with what the trace added since (sn, rn, nhc)
+	 * saying nothing of the hop: the first entry of each vCPU and the
+	 * first evtchn_op added, each past t1 and its window.  Kept as the
+	 * trace comes (memo_trace_moved(), sched_join.c) rather than asked
+	 * at each answer; lim is the least of the three. */
+	uint64_t slim, rlim, hlim, lim;
 	uint32_t nv;
 	int keyed; /* from, to, sv, rv and nv are set (valid or not) */
 	int valid;
@@ -127,9 +137,11 @@ struct memo {
 	uint64_t lo0, hi0, lo1, hi1; /* t0 in [lo0, hi0), t1 in [lo1, hi1) */
 	int64_t r1;                 /* the receiver's entry at t1 */
 	/* When t1 lies in a run of the receiver, the run, so that its clock
-	 * check is two compares while the receiver's timeline is the same. */
+	 * check is two compares: as it was when the receiver had run_n
+	 * entries (taken again as they come, while t1 lies before them). */
 	int in_run;
 	struct run run;
+	uint64_t run_n;
 	struct xft_split out;
 	/* What one nanosecond more of t0 and of t1 changes in out, as the
 	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
@@ -179,6 +191,7 @@ enum { CROSS0_SENDER = 1, CROSS0_AWAKE };
 #define MEMO_BITS 4
 #define MEMO_DRY_EVERY 16
 #define MEMO_SLOTS (1u << MEMO_BITS)
+_Static_assert(MEMO_SLOTS <= 32, "struct vcpu's memos has a bit for each slot");
 
 struct pcpu {
 	uint32_t cur;    /* the vCPU running there (index), or NONE */
@@ -216,7 +229,8 @@ struct xft_sj {
 	uint64_t err_cur, err_prev;
 	uint32_t err_n;
 	struct offsets off_cur, off_prev;
-	int bound_stale; /* the windows turned since clock_bound_ns was taken */
+	int bound_stale; /* the windows turned since the last check */
+	int bound_dirty; /* clock_bound_ns is to be taken again (checks_turn()) */
 	struct memo memo[MEMO_SLOTS];
 };
 
@@ -247,9 +261,16 @@ static inline uint64_t first_kept(const struct xft_sj *j, const struct vcpu *v)
 static inline int64_t find(const struct xft_sj *j, const struct vcpu *v, uint64_t t, unsigned hint)
 {
 	uint64_t first = first_kept(j, v), lo, hi, h = v->hint[hint];
-	/* Most lookups land where the hint is. */
-	if (h >= first && h < v->n && t_at(j, v, h) <= t && (h + 1 == v->n || t_at(j, v, h + 1) > t))
-		return (int64_t)h;
+	/* Most lookups land where the hint is, or on the entry after it (an
+	 * end crossing the next breakpoint of its vCPU). */
+	if (h >= first && h < v->n && t_at(j, v, h) <= t) {
+		if (h + 1 == v->n || t_at(j, v, h + 1) > t)
+			return (int64_t)h;
+		if (h + 2 == v->n || t_at(j, v, h + 2) > t) {
+			((struct vcpu *)v)->hint[hint] = h + 1;
+			return (int64_t)(h + 1);
+		}
+	}
 	if (first == v->n || t_at(j, v, first) > t)
 		return -1;
 	h = v->hint[hint] >= first && v->hint[hint] < v->n ? v->hint[hint] : v->n - 1;
@@ -407,24 +428,17 @@ static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 }
 
 /* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());
+ * what the trace added since it was made is in m->lim and m->valid;
  * MEMO_CROSS0, MEMO_CROSS1 or both when it would but for t0, t1 or both
  * out of their ranges, the trace still as it was for it; else MEMO_MISS. */
-static inline int memo_get(const struct xft_sj *j, const struct memo *m, uint64_t from, uint64_t to, uint64_t t0,
-			   uint64_t t1, uint64_t err)
+__attribute__((always_inline)) static inline int memo_get(const struct xft_sj *j, const struct memo *m, uint64_t from, uint64_t to, uint64_t t0,
+			   uint64_t t1)
 {
-	if (!m->valid || m->from != from || m->to != to || m->err != err || m->nv != j->nv)
+	/* The vCPUs known and the clock error are those it was made with:
+	 * when either changes, every memo is let go (memos_drop()). */
+	if (!m->valid || m->from != from || m->to != to)
 		return MEMO_MISS;
-	if (t1 > j->watermark || t1 > UINT64_MAX - err)
-		return MEMO_MISS;
-	const struct vcpu *sv = m->sv, *rv = m->rv;
-	if (sv->n != m->sn && (sv->n > m->smin + j->lim.per_vcpu || t_at(j, sv, m->sn) < t1 + err ||
-			       ent_at(j, sv, m->sn - 1)->has_culprit))
-		return MEMO_MISS;
-	if (rv->n != m->rn && (rv->n > m->rmin + j->lim.per_vcpu || t_at(j, rv, m->rn) < t1 + err ||
-			       ent_at(j, rv, m->rn - 1)->has_culprit))
-		return MEMO_MISS;
-	if (sv->nhc != m->nhc &&
-	    (sv->nhc > m->hmin + j->lim.per_vcpu_hc || sv->hc[m->nhc & j->hc_mask] <= t1))
+	if (t1 > j->watermark || t1 > m->lim)
 		return MEMO_MISS;
 	int out0 = t0 < m->lo0 || t0 >= m->hi0, out1 = t1 < m->lo1 || t1 >= m->hi1;
 	if (out0 || out1) {

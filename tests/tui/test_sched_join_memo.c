@@ -159,6 +159,30 @@ Test(sched_join_memo, t0_crossing_on_the_awake_receiver_is_the_split_anew)
 	xft_sj_free(j);
 }
 
+/* t0's piece ends below t1's, which begins here past the receiver's
+ * interrupt (801; the line halfway between the ends, 675, is below it);
+ * t1 goes on in its piece, and t0, crossing the interrupt to 850, is past
+ * where t1's piece began but far from t1: the line is drawn again halfway
+ * between t0 and t1, and t0 crosses rather than the hop being made anew. */
+Test(sched_join_memo, t0_crossing_past_the_line_t1_has_left_is_the_split_anew)
+{
+	struct xft_sj *j = join();
+	struct memo *m = after(j, B(4) + 350, B(4) + 1000, B(4) + 360, B(4) + 1400);
+	cr_assert(m->valid && !m->sums0 && !m->sums1 && m->t1 == B(4) + 1000, "t1 went on in its piece");
+	cr_assert(m->lo1 <= B(4) + 850, "t1's piece began below 850: %lu", (unsigned long)(m->lo1 - B(4)));
+	struct xft_split s = hop(j, B(4) + 850, B(4) + 1405);
+	as_anew(&s, B(4) + 850, B(4) + 1405);
+	cr_assert(m->valid && m->sums0 && m->t0 == B(4) + 850 && m->cross0 == CROSS0_AWAKE, "t0 crossed");
+	cr_assert(m->lo1 > B(4) + 850 + ERR && m->lo1 <= B(4) + 1405, "the line drawn again: %lu",
+		  (unsigned long)(m->lo1 - B(4)));
+	for (uint64_t k = 1; k < 40; k++) {
+		uint64_t t0 = B(4) + 850 + 5 * k, t1 = B(4) + 1405 + 11 * k;
+		s = hop(j, t0, t1);
+		as_anew(&s, t0, t1);
+	}
+	xft_sj_free(j);
+}
+
 Test(sched_join_memo, both_ends_crossing_in_one_split_is_the_split_anew)
 {
 	struct xft_sj *j = join();
