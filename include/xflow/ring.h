@@ -199,6 +199,18 @@ static inline int xflow_ring_push_record(struct xflow_ring_producer *p,
 					 const struct xflow_record *r);
 
 /*
+ * Push the @n records at @r in order, as many as there is room for: the
+ * first k are published (a streaming producer's with its batch, as one
+ * pushed alone), the other n - k dropped and counted as a full ring drops
+ * one.  Returns k, or -EINVAL when the slot size is not XFLOW_RECORD_SIZE.
+ * One look at the consumer's index, one copy of each contiguous stretch
+ * and one count towards the batch for the whole run: for a producer that
+ * moves records out of other rings a run at a time.
+ */
+static inline long xflow_ring_push_records(struct xflow_ring_producer *p,
+					   const struct xflow_record *r, size_t n);
+
+/*
  * Slots free right now (re-reads the consumer's index).  For producers that
  * may wait — tests and benchmarks measuring a consumer that keeps up — not
  * for hooks, which push and let the ring count drops.
@@ -273,6 +285,17 @@ int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms);
  */
 int xflow_ring_arm(struct xflow_ring_consumer *c);
 
+/*
+ * Nonzero when the producer has published nothing this consumer has not
+ * read, by one relaxed look at its index: for a reader of many rings that
+ * passes the idle ones by.  A hint only (a record may come right after);
+ * xflow_ring_pop() looks again, and checks what it finds.
+ */
+static inline int xflow_ring_idle(const struct xflow_ring_consumer *c)
+{
+	return c->hdr && atomic_load_explicit(&c->hdr->prod, memory_order_relaxed) == c->cons;
+}
+
 /* Records the producer says it dropped.  Producer-written: informative
  * only, never used for indexing. */
 uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c);
@@ -338,6 +361,56 @@ static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *s
 	if (++p->unnotified >= p->batch)
 		xflow_ring__notify_check(p);
 	return 0;
+}
+
+static inline long xflow_ring_push_records(struct xflow_ring_producer *p,
+					   const struct xflow_record *r, size_t n)
+{
+	uint64_t nslots = (uint64_t)p->mask + 1;
+
+	if (__builtin_expect(p->slot_size != XFLOW_RECORD_SIZE, 0))
+		return -EINVAL;
+	/* An index the consumer could not have written counts as a full
+	 * ring, never as room. */
+	uint64_t used = p->prod - p->cons_cache;
+	uint64_t room = used < nslots ? nslots - used : 0;
+	if (room < n) {
+		/* Acquire, as in xflow_ring_push_n(): the consumer's copies
+		 * out of the slots it freed are complete. */
+		p->cons_cache = atomic_load_explicit(&p->hdr->cons, memory_order_acquire);
+		used = p->prod - p->cons_cache;
+		room = used < nslots ? nslots - used : 0;
+	}
+	size_t k = n < room ? n : (size_t)room;
+	/* The slots are contiguous but for one wrap: at most two copies. */
+	size_t first = (size_t)(p->prod & p->mask);
+	size_t run1 = k < nslots - first ? k : (size_t)(nslots - first);
+	unsigned char *dst = p->slots + first * XFLOW_RECORD_SIZE;
+	/* Wire bytes equal the struct on little-endian hosts (record.c). */
+	if (p->stream) {
+		/* Published with the batch, in xflow_ring__notify_check(). */
+		xflow_ring__stream_copy(dst, r, run1 * XFLOW_RECORD_SIZE);
+		xflow_ring__stream_copy(p->slots, r + run1, (k - run1) * XFLOW_RECORD_SIZE);
+		p->prod += k;
+	} else {
+		__builtin_memcpy(dst, r, run1 * XFLOW_RECORD_SIZE);
+		__builtin_memcpy(p->slots, r + run1, (k - run1) * XFLOW_RECORD_SIZE);
+		p->prod += k;
+		/* Release: the slots' bytes are visible before the index that
+		 * publishes them. */
+		atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
+	}
+	p->unnotified += (uint32_t)k;
+	if (k < n) {
+		p->dropped += n - k;
+		/* Relaxed: a statistic, ordered with nothing. */
+		atomic_store_explicit(&p->hdr->dropped, p->dropped, memory_order_relaxed);
+		/* Full: a consumer asleep must wake now (xflow_ring_push_n). */
+		xflow_ring__notify_check(p);
+	} else if (p->unnotified >= p->batch) {
+		xflow_ring__notify_check(p);
+	}
+	return (long)k;
 }
 
 static inline int xflow_ring_push(struct xflow_ring_producer *p, const void *slot)
