@@ -79,11 +79,25 @@ static int lane_record(void *ctx, const struct xflow_record *r)
 	return 0;
 }
 
+/* A run of a lane's plain records (no note among them) into the ring at
+ * once: what does not fit is dropped and counted by the producer, as
+ * lane_record's full ring does one at a time. */
+static size_t lane_records(void *ctx, const struct xflow_record *r, size_t n)
+{
+	struct agent *a = ctx;
+	long k = xflow_ring_push_records(&a->prod, r, n);
+	if (k < 0)
+		return 0; /* not a ring of records: cannot happen, ours is */
+	a->records += (uint64_t)k;
+	return (size_t)k;
+}
+
 void agent_ring_flush_out(struct agent *a)
 {
-	/* In-process: the targets' lanes first, in each thread's order. */
+	/* In-process: the targets' lanes first, in each thread's order.
+	 * --plan hands records to the session one at a time. */
 	if (a->intarget)
-		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
+		a->moved = xflow_hook_drain_runs(a->hook, a->o.plan_path ? NULL : lane_records, lane_record, a, 0);
 	agent_tseq_notes(a);
 	xflow_ring_flush(&a->prod);
 	if (a->o.plan_path)
