@@ -30,6 +30,7 @@
  * at again (the hook engine has no way to wait on it too). */
 #define SLICE_MS 10
 #define BUSY_SLICE_MS 2
+#define MIN_SLICE_MS 1
 #define NSCRATCH XFLOW_BC_MAX_INPUTS
 
 struct agent;
@@ -108,6 +109,8 @@ struct agent {
 	uint64_t not_kept;   /* --plan: records the record callback did not keep */
 	uint64_t notes;      /* loss notes among the records (xflow/record.h, "Losses") */
 	long moved;          /* records the last drain of their lanes moved */
+	uint64_t drained_at; /* when the loop last drained them (ns, monotonic) */
+	uint32_t lane_slots; /* in-process: records a lane holds; 0: no lanes */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
 	/* The socket and the one monitor. */
 	bool xen;            /* the Xen transport instead of the socket */
