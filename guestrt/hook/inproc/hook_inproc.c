@@ -668,11 +668,21 @@ static void run_out(struct ip_lane *ln, const struct xflow_record *r, size_t n, 
  * emptied, or a lane now another thread's, and we wait for a later look.
  */
 static size_t drain_lanes(struct ip_engine *e, struct ip_lane *lanes, uint32_t n, bool settled,
-			  xflow_hook_records_fn runs, xflow_hook_record_fn fn, void *ctx, size_t max, uint64_t *bad)
+			  xflow_hook_records_fn runs, xflow_hook_record_fn fn, void *ctx, size_t max, uint64_t *bad,
+			  uint32_t *from)
 {
 	struct xflow_record buf[64];
 	size_t moved = 0;
-	for (uint32_t i = 0; i < n && (!max || moved < max); i++) {
+	/* From where the last call that @max cut short stopped, so that
+	 * each lane gets its turn when the caller has room for few. */
+	uint32_t first = from && *from < n ? *from : 0;
+	for (uint32_t step = 0; step < n; step++) {
+		uint32_t i = first + step < n ? first + step : first + step - n;
+		if (max && moved >= max) {
+			if (from)
+				*from = i;
+			break;
+		}
 		struct ip_lane *ln = &lanes[i];
 		/* A lane no thread has written yet (most of them): nothing to
 		 * move and no numbers to follow, for one load. */
@@ -753,9 +763,11 @@ static size_t drain_targets(struct ip_engine *e, xflow_hook_records_fn runs, xfl
 	size_t moved = 0;
 	for (int i = 0; i < e->pt.ntargets; i++) {
 		struct ip_target *t = IP_TARGET(e->pt.targets[i]);
+		if (max && moved >= max)
+			break;
 		if (t->lanes)
 			moved += drain_lanes(e, t->lanes, t->nlanes, false, runs, fn, ctx, max ? max - moved : 0,
-					     &t->bad);
+					     &t->bad, &t->drain_from);
 	}
 	return moved;
 }
@@ -807,7 +819,7 @@ static long ip_drain_runs(struct xflow_hook *h, xflow_hook_records_fn runs, xflo
 		struct ip_gone *g = &e->gone[e->ngone - 1];
 		uint64_t bad = 0;
 		moved += drain_lanes(e, g->lanes, g->nlanes, !g->running, runs, fn, ctx, max ? max - moved : 0,
-				     &bad);
+				     &bad, NULL);
 		e->acc_all.bad += bad;
 		if (max && moved >= max)
 			break;
