@@ -92,18 +92,51 @@ static size_t lane_records(void *ctx, const struct xflow_record *r, size_t n)
 	return (size_t)k;
 }
 
-void agent_ring_flush_out(struct agent *a)
+/* The targets' lanes into the ring, in each thread's order: every record
+ * (what the ring has no room for dropped and counted), or with @room_only
+ * as many as it has room for now, the rest left in the lanes for later.
+ * --plan hands records to the session one at a time, and has no ring to
+ * wait for. */
+static void lanes_out(struct agent *a, bool room_only)
 {
-	/* In-process: the targets' lanes first, in each thread's order.
-	 * --plan hands records to the session one at a time. */
-	if (a->intarget)
-		a->moved = xflow_hook_drain_runs(a->hook, a->o.plan_path ? NULL : lane_records, lane_record, a, 0);
+	a->ring_short = false;
+	if (!a->intarget)
+		return;
+	if (a->o.plan_path) {
+		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
+		return;
+	}
+	size_t max = 0;
+	if (room_only) {
+		max = xflow_ring_free_slots(&a->prod);
+		a->ring_short = true;
+		a->moved = 0;
+		if (max == 0)
+			return;
+	}
+	a->moved = xflow_hook_drain_runs(a->hook, lane_records, lane_record, a, max);
+	a->ring_short = max && a->moved >= (long)max;
+}
+
+static void flush_out(struct agent *a, bool room_only)
+{
+	lanes_out(a, room_only);
 	agent_tseq_notes(a);
 	xflow_ring_flush(&a->prod);
 	if (a->o.plan_path)
 		agent_self_drain(a);
 	if (a->xen && a->connected && agent_xen_pump(&a->xt) == -EPIPE)
 		agent_monitor_gone(a, "its record vchan closed");
+}
+
+void agent_ring_flush_out(struct agent *a)
+{
+	flush_out(a, false);
+}
+
+void agent_ring_move(struct agent *a)
+{
+	flush_out(a, true);
 }
 
 /*

@@ -109,6 +109,7 @@ struct agent {
 	uint64_t not_kept;   /* --plan: records the record callback did not keep */
 	uint64_t notes;      /* loss notes among the records (xflow/record.h, "Losses") */
 	long moved;          /* records the last drain of their lanes moved */
+	bool ring_short;     /* the ring's room, not the lanes, ended that drain */
 	uint64_t drained_at; /* when the loop last drained them (ns, monotonic) */
 	uint32_t lane_slots; /* in-process: records a lane holds; 0: no lanes */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
@@ -177,7 +178,13 @@ void agent_monitor_accept_xen(struct agent *a);
 void agent_monitor_gone(struct agent *a, const char *why);
 void agent_monitor_serve(struct agent *a);
 void agent_monitor_last_stats(struct agent *a);
+/* Everything the targets' lanes hold into the ring (what finds it full
+ * is dropped and counted), the notes owed, and the ring published. */
 void agent_ring_flush_out(struct agent *a);
+/* The same for the loop while targets run: from the lanes only as many
+ * records as the ring has room for, the rest left there for the next
+ * slice, so that a monitor late to read costs lane space, not records. */
+void agent_ring_move(struct agent *a);
 /* The same, then waits (at most @max_ms) for room for the last loss
  * notes. */
 void agent_ring_flush_final(struct agent *a, int max_ms);
