@@ -332,17 +332,20 @@ fail:
  * records flow, until the busiest lane would be half full at the pace
  * since the last drain (all the lanes' records over that time, a bound
  * of any one's), and no longer than it takes to write a quarter of the
- * agent's ring; from MIN_SLICE_MS to SLICE_MS; MIN_SLICE_MS when the last
- * drain left records in the lanes for want of room in the ring.  The
+ * agent's ring; from MIN_SLICE_MS to MAX_SLICE_MS; MIN_SLICE_MS when the
+ * last drain left records in the lanes for want of room in the ring.  The
  * quarter: the monitor merges its sources' records behind a window twice
  * as long as they come late (tui/aggregate.h), and the records of a
  * slice come up to a slice late; with the default ring (65536) a window
- * then holds at most about 32 K records of the model's 64 K.  Why not a short
- * slice always: every wake-up costs the agent tens of microseconds (a
- * timer armed and disarmed, a signal, the socket looked at, every lane's
- * index read), which at 0.5 M records a second and 2 ms slices was about
- * half its CPU per record.  Without lanes (the kernel backend's ring
- * buffer) BUSY_SLICE_MS, as before.
+ * then holds at most about 32 K records of the model's 64 K.
+ *
+ * Why not a short slice always: every wake-up costs the agent tens of
+ * microseconds (a timer armed and disarmed, a signal, the socket looked
+ * at, a sleeping vCPU woken), which at 0.5 M records a second and 2 ms
+ * slices was about half its CPU per record, and still a fifth at 10 ms.
+ * MAX_SLICE_MS bounds how late a record reaches the screen and the
+ * monitor's requests are answered.  Without lanes (the kernel backend's
+ * ring buffer) BUSY_SLICE_MS, as before.
  */
 static int slice_ms(struct agent *a)
 {
@@ -357,7 +360,7 @@ static int slice_ms(struct agent *a)
 		return BUSY_SLICE_MS;
 	uint64_t room = a->lane_slots / 2 < a->ring_slots / 4 ? a->lane_slots / 2 : a->ring_slots / 4;
 	uint64_t ms = room * gap / (uint64_t)a->moved / 1000000u;
-	return ms < MIN_SLICE_MS ? MIN_SLICE_MS : ms > SLICE_MS ? SLICE_MS : (int)ms;
+	return ms < MIN_SLICE_MS ? MIN_SLICE_MS : ms > MAX_SLICE_MS ? MAX_SLICE_MS : (int)ms;
 }
 
 int xflow_agent_run(struct xflow_agent *xa, int *signo)

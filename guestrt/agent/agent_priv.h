@@ -30,7 +30,9 @@
  * at again (the hook engine has no way to wait on it too). */
 #define SLICE_MS 10
 #define BUSY_SLICE_MS 2
+/* The bounds of a slice while records flow into lanes (agent.c). */
 #define MIN_SLICE_MS 1
+#define MAX_SLICE_MS 30
 #define NSCRATCH XFLOW_BC_MAX_INPUTS
 
 struct agent;
