@@ -60,6 +60,12 @@ int xflow_ring_producer_stream(struct xflow_ring_producer *p)
 {
 #if defined(__x86_64__)
 	p->stream = 1;
+#if defined(__SSE2__)
+	/* Runs of records in 32-byte stores where the CPU has them (not in
+	 * the runtime, built without SSE, which pushes one at a time). */
+	if (__builtin_cpu_supports("avx2"))
+		p->stream = XFLOW_RING_STREAM_WIDE;
+#endif
 	return 0;
 #else
 	(void)p;

@@ -79,17 +79,64 @@ static int lane_record(void *ctx, const struct xflow_record *r)
 	return 0;
 }
 
-void agent_ring_flush_out(struct agent *a)
+/* A run of a lane's plain records (no note among them) into the ring at
+ * once: what does not fit is dropped and counted by the producer, as
+ * lane_record's full ring does one at a time. */
+static size_t lane_records(void *ctx, const struct xflow_record *r, size_t n)
 {
-	/* In-process: the targets' lanes first, in each thread's order. */
-	if (a->intarget)
+	struct agent *a = ctx;
+	long k = xflow_ring_push_records(&a->prod, r, n);
+	if (k < 0)
+		return 0; /* not a ring of records: cannot happen, ours is */
+	a->records += (uint64_t)k;
+	return (size_t)k;
+}
+
+/* The targets' lanes into the ring, in each thread's order: every record
+ * (what the ring has no room for dropped and counted), or with @room_only
+ * as many as it has room for now, the rest left in the lanes for later.
+ * --plan hands records to the session one at a time, and has no ring to
+ * wait for. */
+static void lanes_out(struct agent *a, bool room_only)
+{
+	a->ring_short = false;
+	if (!a->intarget)
+		return;
+	if (a->o.plan_path) {
 		a->moved = xflow_hook_drain(a->hook, lane_record, a, 0);
+		return;
+	}
+	size_t max = 0;
+	if (room_only) {
+		max = xflow_ring_free_slots(&a->prod);
+		a->ring_short = true;
+		a->moved = 0;
+		if (max == 0)
+			return;
+	}
+	a->moved = xflow_hook_drain_runs(a->hook, lane_records, lane_record, a, max);
+	a->ring_short = max && a->moved >= (long)max;
+}
+
+static void flush_out(struct agent *a, bool room_only)
+{
+	lanes_out(a, room_only);
 	agent_tseq_notes(a);
 	xflow_ring_flush(&a->prod);
 	if (a->o.plan_path)
 		agent_self_drain(a);
 	if (a->xen && a->connected && agent_xen_pump(&a->xt) == -EPIPE)
 		agent_monitor_gone(a, "its record vchan closed");
+}
+
+void agent_ring_flush_out(struct agent *a)
+{
+	flush_out(a, false);
+}
+
+void agent_ring_move(struct agent *a)
+{
+	flush_out(a, true);
 }
 
 /*

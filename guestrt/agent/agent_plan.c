@@ -262,6 +262,9 @@ static int prog_load_target(struct agent *a, struct target *t, char *why, size_t
 					.domain_id = a->o.domain_id, .fixed_cpu_plus1 = a->o.vcpu_plus1,
 					.lanes = a->o.lanes, .lane_slots = slots,
 					.flowtab_capacity = a->o.flowtab_capacity };
+	/* The kernel backend's records wait in the BPF ring buffer, not in
+	 * lanes: its slices stay as they were (agent.c). */
+	a->lane_slots = a->o.backend == XFLOW_AGENT_KERNEL ? 0 : slots;
 	agent_logf(a, 1, "pid %d: lanes of %u records (%s)", (int)t->pid, slots,
 		   a->o.lane_slots ? "--lane-slots" : "sized from the plan's placements");
 	int rc = xflow_hook_prog_load(t->ht, &prog);

@@ -30,6 +30,9 @@
  * at again (the hook engine has no way to wait on it too). */
 #define SLICE_MS 10
 #define BUSY_SLICE_MS 2
+/* The bounds of a slice while records flow into lanes (agent.c). */
+#define MIN_SLICE_MS 1
+#define MAX_SLICE_MS 30
 #define NSCRATCH XFLOW_BC_MAX_INPUTS
 
 struct agent;
@@ -108,6 +111,9 @@ struct agent {
 	uint64_t not_kept;   /* --plan: records the record callback did not keep */
 	uint64_t notes;      /* loss notes among the records (xflow/record.h, "Losses") */
 	long moved;          /* records the last drain of their lanes moved */
+	bool ring_short;     /* the ring's room, not the lanes, ended that drain */
+	uint64_t drained_at; /* when the loop last drained them (ns, monotonic) */
+	uint32_t lane_slots; /* in-process: records a lane holds; 0: no lanes */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
 	/* The socket and the one monitor. */
 	bool xen;            /* the Xen transport instead of the socket */
@@ -174,7 +180,13 @@ void agent_monitor_accept_xen(struct agent *a);
 void agent_monitor_gone(struct agent *a, const char *why);
 void agent_monitor_serve(struct agent *a);
 void agent_monitor_last_stats(struct agent *a);
+/* Everything the targets' lanes hold into the ring (what finds it full
+ * is dropped and counted), the notes owed, and the ring published. */
 void agent_ring_flush_out(struct agent *a);
+/* The same for the loop while targets run: from the lanes only as many
+ * records as the ring has room for, the rest left there for the next
+ * slice, so that a monitor late to read costs lane space, not records. */
+void agent_ring_move(struct agent *a);
 /* The same, then waits (at most @max_ms) for room for the last loss
  * notes. */
 void agent_ring_flush_final(struct agent *a, int max_ms);

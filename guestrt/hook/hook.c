@@ -188,6 +188,16 @@ long xflow_hook_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, 
 	return h->ops->intarget && h->ops->intarget->drain ? h->ops->intarget->drain(h, fn, ctx, max) : -ENOTSUP;
 }
 
+long xflow_hook_drain_runs(struct xflow_hook *h, xflow_hook_records_fn runs, xflow_hook_record_fn fn, void *ctx,
+			   size_t max)
+{
+	if (!fn)
+		return -EINVAL;
+	if (runs && h->ops->intarget && h->ops->intarget->drain_runs)
+		return h->ops->intarget->drain_runs(h, runs, fn, ctx, max);
+	return xflow_hook_drain(h, fn, ctx, max);
+}
+
 int xflow_hook_prog_stats(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,
 			  struct xflow_hook_prog_stats *all)
 {

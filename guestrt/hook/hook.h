@@ -375,6 +375,12 @@ struct xflow_hook_prog_stats {
  * (xflow/record.h, "Losses") counts such a record lost too. */
 typedef int (*xflow_hook_record_fn)(void *ctx, const struct xflow_record *r);
 
+/* Receives a run of records drain_runs() moves out: consecutive records of
+ * one thread's lane, in its order (decoded, from private memory).  Returns
+ * how many of the first it kept, 0 to @n; the others are lost after all
+ * (a full ring: the callee counts them), as records a record fn refused. */
+typedef size_t (*xflow_hook_records_fn)(void *ctx, const struct xflow_record *r, size_t n);
+
 struct xflow_hook_intarget_ops {
 	/* Compile @prog into t's memory (it is copied: the caller may free
 	 * it after).  Every site of a previous program must have been
@@ -391,6 +397,13 @@ struct xflow_hook_intarget_ops {
 	 * what they add meanwhile waits for the next call).  The records of
 	 * a target that is gone are all moved.  The number moved. */
 	long (*drain)(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max);
+	/* drain() for a caller that takes records a run at a time (one
+	 * check of its ring's room, one copy, per run rather than per
+	 * record): runs of plain records go to @runs, the rest (loss notes,
+	 * the records around them) to @fn one at a time.  NULL: not
+	 * provided, drain() with @fn instead. */
+	long (*drain_runs)(struct xflow_hook *h, xflow_hook_records_fn runs, xflow_hook_record_fn fn, void *ctx,
+			   size_t max);
 	/* Counters of the current programs over every target, and of targets
 	 * gone since: per advice (nadvice entries of @adv) and in all. */
 	int (*stats)(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,
@@ -401,6 +414,9 @@ struct xflow_hook_intarget_ops {
 int xflow_hook_prog_load(struct xflow_hook_target *t, const struct xflow_hook_prog *prog);
 int xflow_hook_advice_enable(struct xflow_hook_target *t, uint32_t advice, bool on);
 long xflow_hook_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max);
+/* @runs may be NULL: every record to @fn. */
+long xflow_hook_drain_runs(struct xflow_hook *h, xflow_hook_records_fn runs, xflow_hook_record_fn fn, void *ctx,
+			   size_t max);
 int xflow_hook_prog_stats(struct xflow_hook *h, uint32_t nadvice, struct xflow_hook_advice_stats *adv,
 			  struct xflow_hook_prog_stats *all);
 

@@ -147,7 +147,9 @@ struct xflow_ring_producer {
 	uint64_t notifies;   /* notifier calls made */
 	uint32_t batch;      /* check for a sleeping consumer every this many records */
 	uint32_t unnotified; /* pushed since the last check */
-	uint32_t stream;     /* 1: streaming stores, published a batch at a time */
+	uint32_t stream;     /* streaming stores, published a batch at a time:
+	                      * 0 no, 1 yes, XFLOW_RING_STREAM_WIDE 32 bytes
+	                      * at a time in runs (xflow_ring_push_records) */
 	struct xflow_notifier *notifier;
 };
 
@@ -178,6 +180,7 @@ int xflow_ring_producer_init(struct xflow_ring_producer *p, void *region,
  * CPU has no such stores (nothing changes).
  */
 int xflow_ring_producer_stream(struct xflow_ring_producer *p);
+#define XFLOW_RING_STREAM_WIDE 2
 
 /*
  * Copy one slot (slot_size bytes at @slot) into the ring.  Returns 0, or
@@ -197,6 +200,18 @@ static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *s
 /* Push one record (the ring's slot size must be XFLOW_RECORD_SIZE). */
 static inline int xflow_ring_push_record(struct xflow_ring_producer *p,
 					 const struct xflow_record *r);
+
+/*
+ * Push the @n records at @r in order, as many as there is room for: the
+ * first k are published (a streaming producer's with its batch, as one
+ * pushed alone), the other n - k dropped and counted as a full ring drops
+ * one.  Returns k, or -EINVAL when the slot size is not XFLOW_RECORD_SIZE.
+ * One look at the consumer's index, one copy of each contiguous stretch
+ * and one count towards the batch for the whole run: for a producer that
+ * moves records out of other rings a run at a time.
+ */
+static inline long xflow_ring_push_records(struct xflow_ring_producer *p,
+					   const struct xflow_record *r, size_t n);
 
 /*
  * Slots free right now (re-reads the consumer's index).  For producers that
@@ -273,6 +288,17 @@ int xflow_ring_wait(struct xflow_ring_consumer *c, int timeout_ms);
  */
 int xflow_ring_arm(struct xflow_ring_consumer *c);
 
+/*
+ * Nonzero when the producer has published nothing this consumer has not
+ * read, by one relaxed look at its index: for a reader of many rings that
+ * passes the idle ones by.  A hint only (a record may come right after);
+ * xflow_ring_pop() looks again, and checks what it finds.
+ */
+static inline int xflow_ring_idle(const struct xflow_ring_consumer *c)
+{
+	return c->hdr && atomic_load_explicit(&c->hdr->prod, memory_order_relaxed) == c->cons;
+}
+
 /* Records the producer says it dropped.  Producer-written: informative
  * only, never used for indexing. */
 uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c);
@@ -300,6 +326,46 @@ static inline void xflow_ring__stream_copy(unsigned char *dst, const void *src, 
 	__builtin_memcpy(dst, src, n); /* unreachable: streaming is refused */
 #endif
 }
+
+#if defined(__x86_64__) && defined(__SSE2__)
+/* 32 bytes, unaligned in memory: what one wide streaming store writes. */
+typedef long long xflow_ring__v4di __attribute__((vector_size(32), aligned(1)));
+
+/*
+ * xflow_ring__stream_copy() for a run of records, with 32-byte streaming
+ * stores where @dst is 32-byte aligned (8-byte ones before and after):
+ * what the AVX2 CPUs have (xflow_ring_producer_stream() checks).  Why:
+ * in a model of the agent and its monitor (88-byte records through a ring
+ * another core reads, a Xeon under KVM) runs moved with 8-byte streaming
+ * stores cost the producer about twice as much.  Not inline where it is called: a
+ * function of another target; it clears the upper halves as it returns.
+ * Hidden from builds without SSE (the in-process runtime's).
+ */
+__attribute__((target("avx2"), noinline, unused)) static void
+xflow_ring__stream_copy_wide(unsigned char *dst, const void *src, size_t n)
+{
+	const unsigned char *s = src;
+	size_t i = 0;
+	for (; i < n && ((uintptr_t)(dst + i) & 31); i += 8) {
+		long long w;
+		__builtin_memcpy(&w, s + i, sizeof(w));
+		__asm__ volatile("movnti %1, %0" : "=m"(*(long long *)(void *)(dst + i)) : "r"(w));
+	}
+	for (; i + 32 <= n; i += 32) {
+		xflow_ring__v4di v;
+		__builtin_memcpy(&v, s + i, sizeof(v));
+		__asm__ volatile("vmovntdq %1, %0" : "=m"(*(xflow_ring__v4di *)(void *)(dst + i)) : "x"(v));
+	}
+	for (; i < n; i += 8) {
+		long long w;
+		__builtin_memcpy(&w, s + i, sizeof(w));
+		__asm__ volatile("movnti %1, %0" : "=m"(*(long long *)(void *)(dst + i)) : "r"(w));
+	}
+}
+#define XFLOW_RING__WIDE 1
+#else
+#define XFLOW_RING__WIDE 0
+#endif
 
 static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *slot,
 				    size_t n)
@@ -338,6 +404,64 @@ static inline int xflow_ring_push_n(struct xflow_ring_producer *p, const void *s
 	if (++p->unnotified >= p->batch)
 		xflow_ring__notify_check(p);
 	return 0;
+}
+
+static inline long xflow_ring_push_records(struct xflow_ring_producer *p,
+					   const struct xflow_record *r, size_t n)
+{
+	uint64_t nslots = (uint64_t)p->mask + 1;
+
+	if (__builtin_expect(p->slot_size != XFLOW_RECORD_SIZE, 0))
+		return -EINVAL;
+	/* An index the consumer could not have written counts as a full
+	 * ring, never as room. */
+	uint64_t used = p->prod - p->cons_cache;
+	uint64_t room = used < nslots ? nslots - used : 0;
+	if (room < n) {
+		/* Acquire, as in xflow_ring_push_n(): the consumer's copies
+		 * out of the slots it freed are complete. */
+		p->cons_cache = atomic_load_explicit(&p->hdr->cons, memory_order_acquire);
+		used = p->prod - p->cons_cache;
+		room = used < nslots ? nslots - used : 0;
+	}
+	size_t k = n < room ? n : (size_t)room;
+	/* The slots are contiguous but for one wrap: at most two copies. */
+	size_t first = (size_t)(p->prod & p->mask);
+	size_t run1 = k < nslots - first ? k : (size_t)(nslots - first);
+	unsigned char *dst = p->slots + first * XFLOW_RECORD_SIZE;
+	/* Wire bytes equal the struct on little-endian hosts (record.c). */
+	if (p->stream) {
+		/* Published with the batch, in xflow_ring__notify_check(). */
+#if XFLOW_RING__WIDE
+		if (p->stream == XFLOW_RING_STREAM_WIDE) {
+			xflow_ring__stream_copy_wide(dst, r, run1 * XFLOW_RECORD_SIZE);
+			xflow_ring__stream_copy_wide(p->slots, r + run1, (k - run1) * XFLOW_RECORD_SIZE);
+		} else
+#endif
+		{
+			xflow_ring__stream_copy(dst, r, run1 * XFLOW_RECORD_SIZE);
+			xflow_ring__stream_copy(p->slots, r + run1, (k - run1) * XFLOW_RECORD_SIZE);
+		}
+		p->prod += k;
+	} else {
+		__builtin_memcpy(dst, r, run1 * XFLOW_RECORD_SIZE);
+		__builtin_memcpy(p->slots, r + run1, (k - run1) * XFLOW_RECORD_SIZE);
+		p->prod += k;
+		/* Release: the slots' bytes are visible before the index that
+		 * publishes them. */
+		atomic_store_explicit(&p->hdr->prod, p->prod, memory_order_release);
+	}
+	p->unnotified += (uint32_t)k;
+	if (k < n) {
+		p->dropped += n - k;
+		/* Relaxed: a statistic, ordered with nothing. */
+		atomic_store_explicit(&p->hdr->dropped, p->dropped, memory_order_relaxed);
+		/* Full: a consumer asleep must wake now (xflow_ring_push_n). */
+		xflow_ring__notify_check(p);
+	} else if (p->unnotified >= p->batch) {
+		xflow_ring__notify_check(p);
+	}
+	return (long)k;
 }
 
 static inline int xflow_ring_push(struct xflow_ring_producer *p, const void *slot)

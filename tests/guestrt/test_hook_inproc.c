@@ -43,6 +43,9 @@ struct fx {
 	/* records seen */
 	struct xflow_record *rec;
 	size_t nrec, caprec;
+	/* set: drained a run at a time (xflow_hook_drain_runs) into it */
+	xflow_hook_records_fn runs;
+	size_t refused;                 /* records of runs it did not keep */
 	/* lifecycle seen */
 	int exited, status, forks, execs;
 	pid_t child;
@@ -74,6 +77,34 @@ static int collect(void *ctx, const struct xflow_record *r)
 	}
 	f->rec[f->nrec++] = *r;
 	return 0;
+}
+
+/* A caller taking runs whose ring has room for half of each (none of a
+ * run of one): the rest it refuses, and they are lost. */
+static size_t keep_half(void *ctx, const struct xflow_record *r, size_t n)
+{
+	struct fx *f = ctx;
+	size_t k = n / 2;
+	for (size_t i = 0; i < k; i++)
+		collect(f, &r[i]);
+	f->refused += n - k;
+	return k;
+}
+
+/* A caller taking runs with room for all. */
+static size_t keep_all(void *ctx, const struct xflow_record *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		collect(ctx, &r[i]);
+	return n;
+}
+
+static void drain(struct fx *f)
+{
+	if (f->runs)
+		xflow_hook_drain_runs(f->h, f->runs, collect, f, 0);
+	else
+		xflow_hook_drain(f->h, collect, f, 0);
 }
 
 /* The plan for the fixture loaded at @base. */
@@ -151,7 +182,7 @@ static bool serve_until(struct fx *f, const char *want, char *buf, size_t len)
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	for (int i = 0; i < 20000; i++) {
 		xflow_hook_run(f->h, 2);
-		xflow_hook_drain(f->h, collect, f, 0);
+		drain(f);
 		errno = 0;
 		if (fgets(buf, (int)len, f->p.out)) {
 			if (strstr(buf, "out:"))
@@ -177,7 +208,7 @@ static int serve_to_end(struct fx *f)
 		;
 	for (int i = 0; i < 5000 && !f->exited; i++)
 		xflow_hook_run(f->h, 2);
-	xflow_hook_drain(f->h, collect, f, 0);
+	drain(f);
 	fclose(f->p.out);
 	fclose(f->p.in);
 	cr_assert(f->exited, "the fixture did not exit");
@@ -337,6 +368,124 @@ Test(hook_inproc, jump_or_breakpoint, .timeout = 120)
 	cr_assert_eq(xflow_hook_prog_stats(f.h, NADV, as, &all), 0);
 	cr_expect_eq(as[ADV_SEQ].hits, 4u * 20000);
 	cr_expect_eq(as[ADV_TRAP].hits, 4u * 20000 * 2);
+	cr_expect_eq(all.dropped + all.nolane + all.nested, 0);
+	cr_expect_eq(all.records, f.nrec);
+	fx_end(&f);
+}
+
+/* Records taken a run at a time, of which the caller keeps only a part:
+ * following the one thread's numbers as a monitor does (a gap between two
+ * records, a loss note's range), every record it numbered is one kept or
+ * one lost, and those lost are exactly those refused and those a full
+ * lane dropped; the records lost after its last one kept are noted. */
+Test(hook_inproc, runs_refused_in_part_are_lost_and_noted_exactly, .timeout = 120)
+{
+	struct fx f;
+	fx_start(&f, "1", "20000", "");
+	f.runs = keep_half;
+	gt_send(&f.p);
+	int status = serve_to_end(&f);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	struct xflow_hook_advice_stats as[NADV];
+	struct xflow_hook_prog_stats all;
+	cr_assert_eq(xflow_hook_prog_stats(f.h, NADV, as, &all), 0);
+	uint64_t next = 0, kept = 0, lost = 0, notes = 0;
+	for (size_t i = 0; i < f.nrec; i++) {
+		const struct xflow_record *r = &f.rec[i];
+		cr_assert(r->flags & XFLOW_REC_SEQ_COUNTS_LOST, "record %zu is not numbered", i);
+		cr_assert_eq(r->thread_id, f.rec[0].thread_id);
+		if (r->flags & XFLOW_REC_LOSS_NOTE) {
+			cr_assert_eq(r->data[0], next, "a note from %llu, the thread's next %llu",
+				     (unsigned long long)r->data[0], (unsigned long long)next);
+			lost += r->thread_seq - r->data[0] + 1;
+			notes++;
+		} else {
+			cr_assert_geq(r->thread_seq, next, "record %u after %llu", r->thread_seq,
+				      (unsigned long long)next);
+			lost += r->thread_seq - next;
+			kept++;
+		}
+		next = r->thread_seq + 1;
+	}
+	cr_log_info("%llu kept, %zu refused, %llu dropped by the lane, %llu loss notes", (unsigned long long)kept,
+		    f.refused, (unsigned long long)all.dropped, (unsigned long long)notes);
+	cr_expect_gt(f.refused, 0);
+	cr_expect_geq(notes, 1, "the records lost after the last one kept went unsaid");
+	cr_expect_eq(lost, f.refused + all.dropped, "%llu lost by the numbers, %zu refused + %llu dropped",
+		     (unsigned long long)lost, f.refused, (unsigned long long)all.dropped);
+	cr_expect_eq(next, kept + f.refused + all.dropped, "numbers to %llu for %llu kept, %zu refused, %llu dropped",
+		     (unsigned long long)next, (unsigned long long)kept, f.refused, (unsigned long long)all.dropped);
+	fx_end(&f);
+}
+
+/* Serve (no drain) until the fixture prints a line starting with @want. */
+static void serve_only_until(struct fx *f, const char *want)
+{
+	char line[256];
+	int fd = fileno(f->p.out);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 20000; i++) {
+		xflow_hook_run(f->h, 2);
+		if (fgets(line, sizeof(line), f->p.out)) {
+			if (strstr(line, "out:"))
+				strncat(f->outs, line, sizeof(f->outs) - strlen(f->outs) - 1);
+			if (strncmp(line, want, strlen(want)) == 0)
+				return;
+			continue;
+		}
+		cr_assert(!feof(f->p.out), "the fixture ended before \"%s\"", want);
+		clearerr(f->p.out);
+	}
+	cr_assert_fail("the fixture said nothing for 40 s");
+}
+
+/* Records left in four lanes, drained with room for few at a time: no
+ * call moves more than it was given room for, each lane gives an equal
+ * share of it (so that no thread's records fall behind the others' in
+ * time, a lane emptied while the rest wait), and every record comes out,
+ * each thread's in its order, none lost. */
+Test(hook_inproc, a_drain_with_little_room_shares_it_between_the_lanes, .timeout = 120)
+{
+	struct fx f;
+	fx_start(&f, "4", "2000", "w");
+	gt_send(&f.p);
+	serve_only_until(&f, "waiting");
+	size_t calls = 0;
+	for (;;) {
+		size_t before = f.nrec;
+		long n = xflow_hook_drain_runs(f.h, keep_all, collect, &f, 1000);
+		cr_assert_geq(n, 0);
+		cr_assert_leq(n, 1000, "a drain given room for 1000 moved %ld", n);
+		if (n == 0)
+			break;
+		if (calls++ < 4) {
+			/* Each thread's records in this call. */
+			uint32_t tid[4] = { 0 };
+			size_t got[4] = { 0 };
+			for (size_t i = before; i < f.nrec; i++) {
+				unsigned k = 0;
+				while (k < 4 && tid[k] && tid[k] != f.rec[i].thread_id)
+					k++;
+				cr_assert_lt(k, 4, "a fifth thread");
+				tid[k] = f.rec[i].thread_id;
+				got[k]++;
+			}
+			for (unsigned k = 0; k < 4; k++)
+				cr_expect(tid[k] && got[k] <= 250, "drain %zu: thread %u gave %zu records of 1000", calls,
+					  tid[k], got[k]);
+		}
+	}
+	cr_assert_geq(calls, 4);
+	gt_send(&f.p);
+	int status = serve_to_end(&f);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %x", status);
+	size_t seq;
+	check_seq(&f, 2000, true, &seq);
+	cr_expect_eq(seq, 4u * 2000);
+	cr_expect_eq(check_flows(&f), 4u * 2000);
+	struct xflow_hook_advice_stats as[NADV];
+	struct xflow_hook_prog_stats all;
+	cr_assert_eq(xflow_hook_prog_stats(f.h, NADV, as, &all), 0);
 	cr_expect_eq(all.dropped + all.nolane + all.nested, 0);
 	cr_expect_eq(all.records, f.nrec);
 	fx_end(&f);

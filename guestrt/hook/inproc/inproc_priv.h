@@ -104,6 +104,7 @@ struct ip_target {
 	bool need_setup;             /* a forked child, its data region to make */
 	struct ip_lane *lanes;       /* one per lane of proc */
 	uint32_t nlanes;
+	uint32_t drain_from;         /* the lane a drain cut short stopped at */
 	uint64_t records;            /* moved out of its lanes */
 	uint64_t bad;
 	struct ip_zone *zones;
