@@ -181,6 +181,48 @@ static int fetch(struct jit *j, const struct xflow_rt_fetch *f, unsigned i)
 }
 
 /*
+ * The hit's time and CPU in the lane (rbx), read at its first record or
+ * change of the flow-id table: most hits of a real server's flows write
+ * nothing (a quit peeking at every touch of a connection finds no flow), and
+ * rdtsc was a fifth of the compiled code's time in memcached (issue 27).
+ * Time order holds: a change of the table is stamped before it is made,
+ * and a hit that finds a flow stamps its record after it looked.  Clobbers
+ * rax, rcx, rdx.
+ */
+static void hit_time(struct jit *j)
+{
+	struct xasm *a = &j->a;
+	uint32_t have = xa_label(a);
+	xa_load(a, XR_RDX, XR_RBX, LANE(now), 8);
+	xa_test_rr(a, XR_RDX, XR_RDX);
+	xa_jcc(a, XC_NE, have);
+	/* The time and the CPU as rt_tsc_cpu reads them, for the CPU's way
+	 * the agent chose (fixed in the control region). */
+	static const uint8_t rdtsc[] = { 0x0f, 0x31 }, rdtscp[] = { 0x0f, 0x01, 0xf9 },
+			     rdpid_rcx[] = { 0xf3, 0x0f, 0xc7, 0xf9 }; /* rdpid %rcx */
+	unsigned how = j->c->cpu_how;
+	if (how == XFLOW_RT_CPU_RDTSCP)
+		xa_bytes(a, rdtscp, sizeof(rdtscp));
+	else
+		xa_bytes(a, rdtsc, sizeof(rdtsc));
+	xa_shift_i(a, 4, XR_RDX, 32);
+	xa_alu_rr(a, XA_OR, XR_RDX, XR_RAX);
+	xa_store(a, XR_RBX, LANE(now), XR_RDX, 8);
+	if (how == XFLOW_RT_CPU_RDPID)
+		xa_bytes(a, rdpid_rcx, sizeof(rdpid_rcx));
+	if (how == XFLOW_RT_CPU_RDPID || how == XFLOW_RT_CPU_RDTSCP) {
+		xa_alu_ri(a, XA_AND, XR_RCX, 0xfff);
+		xa_alu_ri(a, XA_ADD, XR_RCX, 1);
+		xa_store(a, XR_RBX, LANE(cpu_plus1), XR_RCX, 4);
+	} else {
+		xa_store_i(a, XR_RBX, LANE(cpu_plus1),
+			   how == XFLOW_RT_CPU_FIXED ? (int32_t)(j->c->cpu_fixed + 1) : 0, 4);
+	}
+	xa_bind(a, have);
+	j->rax_at = -1;
+}
+
+/*
  * A record into the lane's ring, as the interpreter's emit() fills it: the
  * hit's time, the id in @id_reg (r8; 0: none) of flow kind @kind (or the
  * kind in F_LAST_KIND when kind < 0), @flags, @n values from the cells at
@@ -200,6 +242,7 @@ static void emit_record(struct jit *j, int kind, unsigned flags, unsigned n, int
 		return;
 	*c = (struct cold){ .from = full, .back = room, .drop = drop, .done = done,
 			    .counter = counter(j, XFLOW_RT_CNT_DROPS) };
+	hit_time(j);
 	/* rax = prod; room if prod - cons_cache < mask + 1, else the cold
 	 * path (cold_write) asks again */
 	xa_load(a, XR_RAX, XR_RBX, PROD(prod), 8);
@@ -707,6 +750,7 @@ static int body(struct jit *j, const struct xflow_bc_prog *p)
 			xa_jmp(a, j->l_end);
 			break;
 		case XFLOW_OP_RDTSC:
+			hit_time(j);
 			xa_load(a, XR_RAX, XR_RBX, LANE(now), 8);
 			store_rax(j, F_CELL(s));
 			break;
@@ -939,6 +983,7 @@ static int binding(struct jit *j, const struct xflow_rt_binding *b)
 	}
 	bool locked = j->adv->uses_flows == 1;
 	if (locked) {
+		hit_time(j);
 		xa_mov_rr(a, XR_RDI, XR_RBX);
 		call_rt(j, XFLOW_RT_JIT_LOCK);
 	}
@@ -1021,28 +1066,9 @@ static void lane_begin(struct jit *j, uint32_t out)
 	 * this thread hitting a site sees it (x86 keeps the stores in
 	 * order, and so does this code). */
 	xa_store_i(a, XR_RBX, LANE(busy), 1, 4);
-	/* The time and the CPU as rt_tsc_cpu reads them, for the CPU's way
-	 * the agent chose (fixed in the control region). */
-	static const uint8_t rdtsc[] = { 0x0f, 0x31 }, rdtscp[] = { 0x0f, 0x01, 0xf9 },
-			     rdpid_rcx[] = { 0xf3, 0x0f, 0xc7, 0xf9 }; /* rdpid %rcx */
-	unsigned how = j->c->cpu_how;
-	if (how == XFLOW_RT_CPU_RDTSCP)
-		xa_bytes(a, rdtscp, sizeof(rdtscp));
-	else
-		xa_bytes(a, rdtsc, sizeof(rdtsc));
-	xa_shift_i(a, 4, XR_RDX, 32);
-	xa_alu_rr(a, XA_OR, XR_RDX, XR_RAX);
-	xa_store(a, XR_RBX, LANE(now), XR_RDX, 8);
-	if (how == XFLOW_RT_CPU_RDPID)
-		xa_bytes(a, rdpid_rcx, sizeof(rdpid_rcx));
-	if (how == XFLOW_RT_CPU_RDPID || how == XFLOW_RT_CPU_RDTSCP) {
-		xa_alu_ri(a, XA_AND, XR_RCX, 0xfff);
-		xa_alu_ri(a, XA_ADD, XR_RCX, 1);
-		xa_store(a, XR_RBX, LANE(cpu_plus1), XR_RCX, 4);
-	} else {
-		xa_store_i(a, XR_RBX, LANE(cpu_plus1),
-			   how == XFLOW_RT_CPU_FIXED ? (int32_t)(j->c->cpu_fixed + 1) : 0, 4);
-	}
+	/* No time yet: the first record or change of the flow-id table reads
+	 * the clock (hit_time). */
+	xa_store_i(a, XR_RBX, LANE(now), 0, 8);
 	xa_bind(a, begun);
 }
 
