@@ -1102,3 +1102,46 @@ Test(inproc_jit, the_clock_is_read_only_for_a_record)
 	rtlocal_fini(rt);
 	world_fini(w);
 }
+
+/*
+ * A lookup without the lock answers from the key's home slot only when
+ * that slot settles it; a slot holding the same address as a flow of
+ * another kind settles nothing, and the walk goes on (issue 27's inline
+ * lookup).
+ */
+Test(inproc_jit, a_lookup_tells_the_kinds_of_one_address_apart)
+{
+	struct world *w = calloc(1, sizeof(*w));
+	world_init(w, 1);
+	/* STORE_DATA1(get_flowid(g, o)) */
+	const struct xflow_bc_insn insns[] = { I(LDIN, 0, 0, 0), I(FLOW_GET, 0, 1, 0), I(STORE, 1, 0, 0),
+					       I(RET, 0, 0, 0) };
+	struct xflow_bc_prog bp = { .ninsns = 4, .insns = insns };
+	set_prog(w, 0, &bp);
+	struct rtlocal *rt = &w->rt;
+	cr_assert_eq(advice0_loaded(w, 4), 2, "a lookup alone should run without the lock");
+	struct xflow_rt_proc *p = rt->t.proc.map;
+	struct xflow_flowtab t = p->flows;
+	t.slots = (void *)((char *)p + p->off_slots);
+	/* An address whose homes as a flow of kind 0 and of kind 1 are one. */
+	uint64_t key = 0x10000;
+	while (xflow_flowtab__hash(&t, 0, key) != xflow_flowtab__hash(&t, 1, key))
+		key += 8;
+	uint64_t code = rtlocal_jit(rt, 0x401000, XFLOW_WHEN_BEFORE, &w->site, 1);
+	cr_assert_neq(code, 0);
+	uint64_t in[17] = { 0 }, out[17];
+	in[5] = key;
+	in[16] = 0x202;
+	struct xflow_record r[4];
+	rtlocal_call(code, in, out);
+	cr_assert_eq(xflow_flowtab_register(&t, 0, key, 5), 0);
+	rtlocal_call(code, in, out);
+	cr_assert_eq(xflow_flowtab_register(&t, 1, key, 7), 0);
+	rtlocal_call(code, in, out);
+	cr_assert_eq(rtlocal_records(rt, r, 4), 3);
+	cr_assert_eq(r[0].data[0], 0, "nothing registered, found %llu", (unsigned long long)r[0].data[0]);
+	cr_assert_eq(r[1].data[0], 0, "kind 0's flow found as kind 1's: %llu", (unsigned long long)r[1].data[0]);
+	cr_assert_eq(r[2].data[0], 7, "kind 1's flow, past kind 0's at home: %llu", (unsigned long long)r[2].data[0]);
+	rtlocal_fini(rt);
+	world_fini(w);
+}
