@@ -42,13 +42,14 @@
 #define XFLOW_RT_PROC_MAGIC 0x52505258 /* "XRPR" */
 /* 3: ctl.cpu_how, ctl.cpu_fixed, lane.cpu_plus1; 4: off_syscall is an
  * area of XFLOW_RT_CALL_AREA bytes; 5: XFLOW_RT_CPU_RDPID; 6:
- * XFLOW_RT_JIT_FS0. */
-#define XFLOW_RT_VERSION 6
+ * XFLOW_RT_JIT_FS0; 7: proc.flows moved to end a line with its geometry. */
+#define XFLOW_RT_VERSION 7
 /* Bytes at off_syscall where the agent writes each call it injects. */
 #define XFLOW_RT_CALL_AREA 128
 
 #ifndef __ASSEMBLER__
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "xflow/bytecode.h"
@@ -296,12 +297,25 @@ struct xflow_rt_proc {
 	_Atomic uint32_t flow_lock;  /* its own line: odd while held, and one more at
 	                              * each release, so that a lookup without the
 	                              * lock sees whether a change overlapped it */
-	uint8_t pad1[60];
-	struct xflow_flowtab flows;  /* slots at a target address */
+	uint8_t pad1[84];
+	struct xflow_flowtab flows;  /* slots at a target address.  Placed so
+	                              * that its geometry (slots, mask, shift,
+	                              * capacity), which every lookup reads, ends
+	                              * a line, and the counts every change writes
+	                              * (live, last_id) start the next: on one line
+	                              * each change made every other thread's next
+	                              * lookup miss (issue 27) */
 	_Atomic uint64_t nolane;     /* hits of threads that found no lane */
 	_Atomic uint64_t lock_waits; /* times the flow lock yielded the CPU */
 	uint8_t pad2[64];
 };
+
+/* The region is mapped at a page: offsets are its lines. */
+_Static_assert(offsetof(struct xflow_rt_proc, flows.slots) / 64 ==
+		       offsetof(struct xflow_rt_proc, flows.capacity) / 64 &&
+	       offsetof(struct xflow_rt_proc, flows.live) % 64 == 0 &&
+	       offsetof(struct xflow_rt_proc, flows) / 64 != offsetof(struct xflow_rt_proc, flow_lock) / 64,
+	       "the flow table's geometry shares a line with what changes");
 
 #endif /* __ASSEMBLER__ */
 #endif
