@@ -754,6 +754,12 @@ static void quit_signals(sigset_t *set)
 	sigaddset(set, SIGUSR1);
 }
 
+/* Blocked in this thread before the loop's signal handles close, and
+ * ignored once they have: closing the last handle of a signal gives it its
+ * default action back (libuv sets SIG_DFL), which kills, and the mask of
+ * one thread does not keep a signal sent to the process from another
+ * thread (a library's, ASan's).  One quit often comes as two signals:
+ * timeout(1) passes its own to the command and to the process group. */
 static void hold_quit_signals(struct xft_app *app)
 {
 	sigset_t set;
@@ -762,8 +768,19 @@ static void hold_quit_signals(struct xft_app *app)
 		app->quit_held = 1;
 }
 
+static void ignore_quit_signals(void)
+{
+	sigset_t set;
+	quit_signals(&set);
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&set, s) == 1)
+			sigaction(s, &ign, NULL);
+}
+
 /* Those that came during the shutdown are taken (the quit they ask for is
- * done), then the mask is what it was. */
+ * done), then the default actions the loop's handles left and the mask are
+ * what they were. */
 static void release_quit_signals(struct xft_app *app)
 {
 	if (!app->quit_held)
@@ -773,6 +790,10 @@ static void release_quit_signals(struct xft_app *app)
 	const struct timespec now = { 0, 0 };
 	while (sigtimedwait(&set, NULL, &now) > 0)
 		;
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&set, s) == 1)
+			sigaction(s, &dfl, NULL);
 	pthread_sigmask(SIG_SETMASK, &app->quit_held_before, NULL);
 	app->quit_held = 0;
 }
@@ -828,11 +849,19 @@ static void walk_close(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
+/* The loop's handles closed for its end, the quit signals held first. */
+static void close_loop(struct xft_app *app)
+{
+	hold_quit_signals(app);
+	uv_walk(&app->loop->loop, walk_close, NULL);
+	ignore_quit_signals();
+}
+
 static void after(struct xft_app *app, unsigned rx)
 {
 	xft_app_react(app, rx);
 	if (app->quit) {
-		uv_walk(&app->loop->loop, walk_close, NULL);
+		close_loop(app);
 		return;
 	}
 	if ((rx & (XFT_RX_REDRAW | XFT_RX_REORDER | XFT_RX_SNAPSHOT)) && app->renderer->draw)
@@ -1030,11 +1059,9 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 			app->exit_code = 1;
 		}
 	}
-	/* Closing the signal handles gives the quit signals their default
-	 * action back, which kills; the shutdown still has the session to
-	 * commit and the agents to let go (xft_app_fini). */
-	hold_quit_signals(app);
-	uv_walk(&l->loop, walk_close, NULL);
+	/* The quit signals held and ignored (close_loop): the shutdown still
+	 * has the session to commit and the agents to let go (xft_app_fini). */
+	close_loop(app);
 	uv_run(&l->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&l->loop);
 	free(l);

@@ -19,6 +19,6 @@ $(E2E_DRIVER): $(OBJDIR)/tests/e2e/xflow_e2e.o $(LINK_LIBS)
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LINK_LIBS) $(ALL_LDLIBS)
 TEST_SCRIPTS += tests/e2e/agent_flows.sh tests/e2e/agent_detach.sh tests/e2e/xflowtop_delay.sh \
 	tests/e2e/flow_counts.sh tests/e2e/agent_plan_file.sh tests/e2e/agent_burst.sh tests/e2e/agent_nothing.sh \
-	tests/e2e/agent_gaps.sh tests/e2e/agent_tail.sh tests/e2e/agent_quit.sh tests/e2e/agent_counters.sh \
+	tests/e2e/agent_gaps.sh tests/e2e/agent_tail.sh tests/e2e/agent_quit.sh tests/e2e/quit_twice.sh tests/e2e/agent_counters.sh \
 	tests/e2e/agent_target_dies.sh tests/e2e/abort_says.sh \
 	tests/e2e/xen_sim.sh
