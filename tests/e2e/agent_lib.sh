@@ -48,6 +48,16 @@ top_start() {
 	KILL=$TOP
 }
 
+# records_arrive WHAT: wait (10 s at most) until xflowtop's batch header
+# counts records, the agent placed and writing; else fail naming WHAT.
+records_arrive() {
+	for _ in $(seq 100); do
+		grep -q '^uptime .*records [1-9]' "$T/top.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	cat "$T/top.err" "$T/agent.err"
+	fail "$1: no record arrived"
+}
 # watch NAME REQUESTS PROGRAM ARG AGENT-ARGS...: the agent runs PROGRAM ARG
 # (which prints "REQUESTS requests ...") with AGENT-ARGS, xflowtop watches
 # it live (batch output $T/top.out), saves the session to $T/s.ses and its

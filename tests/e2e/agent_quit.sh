@@ -17,12 +17,7 @@ run() {
 	agent_start --domain app "$@" -- "$T/steady" 20
 	top_start
 	KILL="$TOP $AGENT"
-	# Placed and writing: the batch header counts records.
-	for _ in $(seq 100); do
-		grep -q '^uptime .*records [1-9]' "$T/top.out" 2>/dev/null && break
-		sleep 0.1
-	done
-	grep -q '^uptime .*records [1-9]' "$T/top.out" || { cat "$T/top.err" "$T/agent.err"; fail "$name: no record arrived"; }
+	records_arrive "$name"
 	sleep 1
 	kill -TERM $TOP
 	wait $TOP

@@ -12,11 +12,7 @@
 agent_start --domain app -- "$T/steady" 20
 top_start
 KILL="$TOP $AGENT"
-for _ in $(seq 100); do
-	grep -q '^uptime .*records [1-9]' "$T/top.out" 2>/dev/null && break
-	sleep 0.1
-done
-grep -q '^uptime .*records [1-9]' "$T/top.out" || { cat "$T/top.err" "$T/agent.err"; fail "no record arrived"; }
+records_arrive "quit twice"
 kill -STOP "$AGENT"
 kill -INT "$TOP"
 sleep 0.5
