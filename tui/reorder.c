@@ -308,6 +308,8 @@ void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint
 	bool in_order = t >= st->tail_t;
 	if (st->head == NIL) {
 		st->head = st->tail = i;
+		st->nlinked = 0;
+		xft_reorder__ahead_note(q, st, i);
 		heap_up(q, q->nheap++, (struct xft_rq_entry){ .t = t, .seq = q->slots[i].seq, .ref = s });
 	} else if (t >= q->slots[st->tail].t) {
 		/* The common case: behind its thread's last record, and no
@@ -316,6 +318,7 @@ void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint
 		q->slots[st->tail].next_t = t;
 		q->slots[st->tail].next_seq = q->slots[i].seq;
 		st->tail = i;
+		xft_reorder__ahead_note(q, st, i);
 	} else {
 		push_loose(q, i);
 	}
@@ -345,6 +348,7 @@ const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 			 * fetched for when it leaves, as in xft_reorder_pop()). */
 			const struct xft_rq_slot *sl = &q->slots[i];
 			struct xft_rq_entry e = { .t = sl->next_t, .seq = sl->next_seq, .ref = top.ref };
+			xft_reorder__fetch_ahead(q, sl);
 			__builtin_prefetch(&q->slots[st->head]);
 			__builtin_prefetch((const char *)&q->slots[st->head] + 64);
 			if (q->nheap == 1)

@@ -38,14 +38,22 @@
 #define XFT_RQ_NIL UINT32_MAX
 /* A heap entry's ref: a stream's index, or a loose slot's with this bit. */
 #define XFT_RQ_LOOSE 0x80000000u
+/* How many records ahead of the one leaving a queue's slot is fetched: a
+ * look at the window lets a run of records go, each applied in some tens
+ * of nanoseconds, and a slot written a millisecond before is out of the
+ * caches by then (the agent and the target share them), a miss longer
+ * than one record's apply.  A power of two. */
+#define XFT_RQ_AHEAD 8u
 
 /* Two cache lines (aligned so): a held record is read once, when it
- * leaves, from where the slot before it in its queue had it fetched. */
+ * leaves, from where a slot XFT_RQ_AHEAD before it in its queue had it
+ * fetched. */
 struct xft_rq_slot {
 	uint64_t t;
 	uint64_t seq;
 	uint32_t next;     /* the next slot of its queue, or of the free list */
-	uint32_t pad;
+	uint32_t ahead;    /* the slot XFT_RQ_AHEAD after it in its queue, or
+	                    * NIL: a hint only, for the fetch, never followed */
 	uint64_t next_t;   /* the next of its queue's time and arrival: its */
 	uint64_t next_seq; /* heap entry at once, without a miss on its slot */
 	struct xflow_record r;
@@ -62,6 +70,11 @@ struct xft_rq_stream {
 	uint32_t remap;  /* its index after streams_compact() */
 	uint32_t tpos;   /* its place in the tails heap, or NIL */
 	bool ordered;    /* every record so far said so, and came in order */
+	/* Its last XFT_RQ_AHEAD slots, by how many were linked since its
+	 * queue was last empty (nlinked): the one XFT_RQ_AHEAD back learns
+	 * its ahead at each link. */
+	uint32_t nlinked;
+	uint32_t back[XFT_RQ_AHEAD];
 };
 
 /* A heap entry: the time and arrival of a queue's head or of a loose
@@ -128,8 +141,29 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	sl->t = t;
 	sl->seq = q->seq++;
 	sl->next = XFT_RQ_NIL;
+	sl->ahead = XFT_RQ_NIL;
 	sl->r = *r;
 	return i;
+}
+
+/* Slot @i is the last of @st's queue now: the slot XFT_RQ_AHEAD before
+ * it (written as many records ago, in the caches) learns of it. */
+static inline void xft_reorder__ahead_note(struct xft_reorder *q, struct xft_rq_stream *st, uint32_t i)
+{
+	uint32_t at = st->nlinked++ & (XFT_RQ_AHEAD - 1);
+	if (st->nlinked > XFT_RQ_AHEAD)
+		q->slots[st->back[at]].ahead = i;
+	st->back[at] = i;
+}
+
+/* The lines of the slot XFT_RQ_AHEAD after @sl, which leaves now, fetched
+ * for when that one leaves. */
+static inline void xft_reorder__fetch_ahead(const struct xft_reorder *q, const struct xft_rq_slot *sl)
+{
+	if (sl->ahead != XFT_RQ_NIL) {
+		__builtin_prefetch(&q->slots[sl->ahead]);
+		__builtin_prefetch((const char *)&q->slots[sl->ahead] + 64);
+	}
 }
 
 /* The out-of-line part of xft_reorder_push(): any case. */
@@ -159,6 +193,7 @@ static inline void xft_reorder_push(struct xft_reorder *q, const struct xflow_re
 			q->slots[st->tail].next_seq = q->slots[i].seq;
 			st->tail = i;
 			st->tail_t = st->mark = t;
+			xft_reorder__ahead_note(q, st, i);
 			return;
 		}
 	}
@@ -208,8 +243,9 @@ static inline const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, 
 	if (st->head != XFT_RQ_NIL) {
 		top->t = sl->next_t;
 		top->seq = sl->next_seq;
-		/* It leaves next, after the record before it has been applied
-		 * and another read: time for its lines to come. */
+		/* The next to leave was fetched as the one XFT_RQ_AHEAD
+		 * before it left, when there was one. */
+		xft_reorder__fetch_ahead(q, sl);
 		__builtin_prefetch(&q->slots[st->head]);
 		__builtin_prefetch((const char *)&q->slots[st->head] + 64);
 	} else {
