@@ -100,6 +100,9 @@ void xft_reorder_reset(struct xft_reorder *q)
 	for (uint32_t i = 0; i < q->max_pending; i++)
 		q->slots[i].next = i + 1 < q->max_pending ? i + 1 : NIL;
 	q->free_head = 0;
+	/* The frontier keeps its distance from here on (a push moves it one
+	 * on, a pop puts a slot before it), or stays at the list's end. */
+	q->free_ahead = q->free_ahead_at = XFT_RQ_FREE_AHEAD < q->max_pending ? XFT_RQ_FREE_AHEAD : q->max_pending - 1;
 	q->npending = 0;
 	q->nstreams = 0;
 	memset(q->table, 0, ((size_t)q->table_mask + 1) * sizeof(*q->table));
@@ -308,7 +311,6 @@ void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint
 	bool in_order = t >= st->tail_t;
 	if (st->head == NIL) {
 		st->head = st->tail = i;
-		st->nlinked = 0;
 		xft_reorder__ahead_note(q, st, i);
 		heap_up(q, q->nheap++, (struct xft_rq_entry){ .t = t, .seq = q->slots[i].seq, .ref = s });
 	} else if (t >= q->slots[st->tail].t) {
@@ -343,6 +345,7 @@ const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 		struct xft_rq_stream *st = &q->streams[top.ref];
 		i = st->head;
 		st->head = q->slots[i].next;
+		st->nheld--;
 		if (st->head != NIL) {
 			/* The thread's next record takes its place (its slot
 			 * fetched for when it leaves, as in xft_reorder_pop()). */
@@ -363,9 +366,7 @@ const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 		}
 	}
 	struct xft_rq_slot *sl = &q->slots[i];
-	sl->next = q->free_head;
-	q->free_head = i;
-	q->npending--;
+	xft_reorder__slot_give(q, i);
 	*t = sl->t;
 	return &sl->r;
 }

@@ -44,6 +44,12 @@
  * caches by then (the agent and the target share them), a miss longer
  * than one record's apply.  A power of two. */
 #define XFT_RQ_AHEAD 8u
+/* How many pushes ahead a free slot is fetched.  The free list is last
+ * freed first, so a push mostly takes a slot a pop just read; but where
+ * records come in a burst (a ring read after the agent's batch), a third
+ * of the pushes took slots freed hundreds to tens of thousands of pops
+ * before, long out of the caches, and one push ahead was too late. */
+#define XFT_RQ_FREE_AHEAD 8u
 
 /* Two cache lines (aligned so): a held record is read once, when it
  * leaves, from where a slot XFT_RQ_AHEAD before it in its queue had it
@@ -70,10 +76,11 @@ struct xft_rq_stream {
 	uint32_t remap;  /* its index after streams_compact() */
 	uint32_t tpos;   /* its place in the tails heap, or NIL */
 	bool ordered;    /* every record so far said so, and came in order */
-	/* Its last XFT_RQ_AHEAD slots, by how many were linked since its
-	 * queue was last empty (nlinked): the one XFT_RQ_AHEAD back learns
-	 * its ahead at each link. */
-	uint32_t nlinked;
+	/* Its last XFT_RQ_AHEAD slots, by how many were ever linked
+	 * (nlinked): the one XFT_RQ_AHEAD back learns its ahead at each
+	 * link, while it is still in the queue (nheld, the records the
+	 * queue holds, says so; once gone it may be another's). */
+	uint32_t nlinked, nheld;
 	uint32_t back[XFT_RQ_AHEAD];
 };
 
@@ -89,6 +96,10 @@ struct xft_reorder {
 	struct xft_rq_slot *slots;     /* max_pending records */
 	size_t slots_mapped;           /* bytes mapped for them (huge pages), or 0 */
 	uint32_t free_head;            /* free slots, linked */
+	/* The free slot XFT_RQ_FREE_AHEAD into the free list (or fewer,
+	 * when it is shorter, or further, just after pops), fetched: its
+	 * place in the list, and the slot (NIL: the list is empty). */
+	uint32_t free_ahead_at, free_ahead;
 	uint32_t npending;
 	struct xft_rq_stream *streams; /* max_streams queues */
 	uint32_t nstreams;
@@ -130,12 +141,21 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	uint32_t i = q->free_head;
 	struct xft_rq_slot *sl = &q->slots[i];
 	q->free_head = sl->next;
-	/* The next push writes there: a slot freed long ago (the window
-	 * held more then) is cold, and its line is fetched now, a record
-	 * ahead, rather than waited for. */
-	if (q->free_head != XFT_RQ_NIL) {
-		__builtin_prefetch(&q->slots[q->free_head], 1);
-		__builtin_prefetch((const char *)&q->slots[q->free_head] + 64, 1);
+	/* The fetched frontier moves one slot on, staying as far ahead of
+	 * the pushes; its slot's link was fetched when it became the
+	 * frontier, as many pushes ago. */
+	if (q->free_ahead_at)
+		q->free_ahead_at--;
+	else
+		q->free_ahead = q->free_head;
+	if (q->free_ahead != XFT_RQ_NIL && q->free_ahead_at < XFT_RQ_FREE_AHEAD) {
+		uint32_t f = q->slots[q->free_ahead].next;
+		if (f != XFT_RQ_NIL) {
+			q->free_ahead = f;
+			q->free_ahead_at++;
+			__builtin_prefetch(&q->slots[f], 1);
+			__builtin_prefetch((const char *)&q->slots[f] + 64, 1);
+		}
 	}
 	q->npending++;
 	sl->t = t;
@@ -146,12 +166,27 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	return i;
 }
 
+/* Slot @i back to the free list, first: the next push takes it while it
+ * is in the caches. */
+static inline void xft_reorder__slot_give(struct xft_reorder *q, uint32_t i)
+{
+	q->slots[i].next = q->free_head;
+	q->free_head = i;
+	if (q->free_ahead != XFT_RQ_NIL) {
+		q->free_ahead_at++;
+	} else {
+		q->free_ahead = i;
+		q->free_ahead_at = 0;
+	}
+	q->npending--;
+}
+
 /* Slot @i is the last of @st's queue now: the slot XFT_RQ_AHEAD before
  * it (written as many records ago, in the caches) learns of it. */
 static inline void xft_reorder__ahead_note(struct xft_reorder *q, struct xft_rq_stream *st, uint32_t i)
 {
 	uint32_t at = st->nlinked++ & (XFT_RQ_AHEAD - 1);
-	if (st->nlinked > XFT_RQ_AHEAD)
+	if (st->nheld++ >= XFT_RQ_AHEAD)
 		q->slots[st->back[at]].ahead = i;
 	st->back[at] = i;
 }
@@ -240,6 +275,7 @@ static inline const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, 
 	uint32_t i = st->head;
 	struct xft_rq_slot *sl = &q->slots[i];
 	st->head = sl->next;
+	st->nheld--;
 	if (st->head != XFT_RQ_NIL) {
 		top->t = sl->next_t;
 		top->seq = sl->next_seq;
@@ -252,9 +288,7 @@ static inline const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, 
 		st->tail = XFT_RQ_NIL;
 		q->nheap = 0;
 	}
-	sl->next = q->free_head;
-	q->free_head = i;
-	q->npending--;
+	xft_reorder__slot_give(q, i);
 	*t = sl->t;
 	return &sl->r;
 }
