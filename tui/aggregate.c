@@ -26,7 +26,7 @@
 /* Domains a flow's losses are followed in one by one; past them, any. */
 #define FLOW_TOUCH 4
 /* A pending entry that is no record but a loss (loss_push): a flag bit no
- * decoded record has, its end in data[0]. */
+ * decoded record has, its end in data[0] (ndata 1). */
 #define PEND_LOSS 0x8000u
 /* The threads' watermark releases a record only once it is this much, and
  * twice the lag records were seen to arrive with, older than the newest:
@@ -1534,6 +1534,7 @@ static void loss_push(struct xft_agg *a, uint16_t domain, uint64_t from, uint64_
 	memset(&l, 0, sizeof(l));
 	l.flags = PEND_LOSS;
 	l.domain_id = domain;
+	l.ndata = 1; /* the window holds no more data words than that */
 	l.data[0] = to;
 	pend_add(a, &l, from);
 }

@@ -24,7 +24,11 @@ static int slots_alloc(struct xft_reorder *q, size_t n)
 {
 	size_t bytes = n * sizeof(*q->slots);
 	if (bytes < SLOTS_HUGE) {
+		/* Zero: a slot's data words are written only when a record
+		 * has some (xft_reorder__slot_take). */
 		q->slots = aligned_alloc(64, bytes);
+		if (q->slots)
+			memset(q->slots, 0, bytes);
 		return q->slots ? 0 : -ENOMEM;
 	}
 	bytes = (bytes + SLOTS_HUGE - 1) & ~(SLOTS_HUGE - 1);
@@ -317,8 +321,6 @@ void xft_reorder__push(struct xft_reorder *q, const struct xflow_record *r, uint
 		/* The common case: behind its thread's last record, and no
 		 * merge heap work at all. */
 		q->slots[st->tail].next = i;
-		q->slots[st->tail].next_t = t;
-		q->slots[st->tail].next_seq = q->slots[i].seq;
 		st->tail = i;
 		xft_reorder__ahead_note(q, st, i);
 	} else {
@@ -349,11 +351,8 @@ const struct xflow_record *xft_reorder__pop(struct xft_reorder *q, uint64_t *t)
 		if (st->head != NIL) {
 			/* The thread's next record takes its place (its slot
 			 * fetched for when it leaves, as in xft_reorder_pop()). */
-			const struct xft_rq_slot *sl = &q->slots[i];
-			struct xft_rq_entry e = { .t = sl->next_t, .seq = sl->next_seq, .ref = top.ref };
-			xft_reorder__fetch_ahead(q, sl);
-			__builtin_prefetch(&q->slots[st->head]);
-			__builtin_prefetch((const char *)&q->slots[st->head] + 64);
+			struct xft_rq_entry e = { .ref = top.ref };
+			xft_reorder__next_head(q, &q->slots[i], &q->slots[st->head], &e);
 			if (q->nheap == 1)
 				q->heap[0] = e; /* the only thread holding records */
 			else

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "xflow/record.h"
 
@@ -51,20 +52,26 @@
  * before, long out of the caches, and one push ahead was too late. */
 #define XFT_RQ_FREE_AHEAD 8u
 
-/* Two cache lines (aligned so): a held record is read once, when it
- * leaves, from where a slot XFT_RQ_AHEAD before it in its queue had it
- * fetched. */
+/*
+ * Two cache lines (aligned so): the first has all but the record's data
+ * words, the second those.  A record without data (most: a hit that
+ * stores nothing) is held in one line, as its data words past ndata are
+ * zero (xflow/record.h; the model reads no more of them) and stay so in
+ * the slot: they are written only when the record taken or the one before
+ * it in the slot has some.  A held record is read once, when it leaves,
+ * from where a slot XFT_RQ_AHEAD before it in its queue had it fetched.
+ */
 struct xft_rq_slot {
 	uint64_t t;
 	uint64_t seq;
 	uint32_t next;     /* the next slot of its queue, or of the free list */
 	uint32_t ahead;    /* the slot XFT_RQ_AHEAD after it in its queue, or
 	                    * NIL: a hint only, for the fetch, never followed */
-	uint64_t next_t;   /* the next of its queue's time and arrival: its */
-	uint64_t next_seq; /* heap entry at once, without a miss on its slot */
 	struct xflow_record r;
+	uint8_t pad[16];
 };
 _Static_assert(sizeof(struct xft_rq_slot) == 128, "a slot is two cache lines");
+_Static_assert(offsetof(struct xft_rq_slot, r.data) == 64, "a record's data words are the second line");
 
 struct xft_rq_stream {
 	uint64_t key;    /* domain << 32 | thread */
@@ -154,15 +161,17 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 			q->free_ahead = f;
 			q->free_ahead_at++;
 			__builtin_prefetch(&q->slots[f], 1);
-			__builtin_prefetch((const char *)&q->slots[f] + 64, 1);
 		}
 	}
 	q->npending++;
+	bool data = sl->r.ndata | r->ndata;
 	sl->t = t;
 	sl->seq = q->seq++;
 	sl->next = XFT_RQ_NIL;
 	sl->ahead = XFT_RQ_NIL;
-	sl->r = *r;
+	memcpy(&sl->r, r, offsetof(struct xflow_record, data));
+	if (data)
+		memcpy(sl->r.data, r->data, sizeof(r->data));
 	return i;
 }
 
@@ -195,10 +204,21 @@ static inline void xft_reorder__ahead_note(struct xft_reorder *q, struct xft_rq_
  * for when that one leaves. */
 static inline void xft_reorder__fetch_ahead(const struct xft_reorder *q, const struct xft_rq_slot *sl)
 {
-	if (sl->ahead != XFT_RQ_NIL) {
+	if (sl->ahead != XFT_RQ_NIL)
 		__builtin_prefetch(&q->slots[sl->ahead]);
-		__builtin_prefetch((const char *)&q->slots[sl->ahead] + 64);
-	}
+}
+
+/* @sl's successor @nx takes its place at the head of its queue: its
+ * first line was fetched XFT_RQ_AHEAD records ago, its data words (if it
+ * has any) are fetched now, for when it leaves, a record later. */
+static inline void xft_reorder__next_head(const struct xft_reorder *q, const struct xft_rq_slot *sl,
+					  const struct xft_rq_slot *nx, struct xft_rq_entry *e)
+{
+	e->t = nx->t;
+	e->seq = nx->seq;
+	xft_reorder__fetch_ahead(q, sl);
+	if (nx->r.ndata)
+		__builtin_prefetch(nx->r.data);
 }
 
 /* The out-of-line part of xft_reorder_push(): any case. */
@@ -224,8 +244,6 @@ static inline void xft_reorder_push(struct xft_reorder *q, const struct xflow_re
 		    (c + 1 >= q->ntails || q->streams[q->tails[c + 1]].mark >= t)) {
 			uint32_t i = xft_reorder__slot_take(q, r, t);
 			q->slots[st->tail].next = i;
-			q->slots[st->tail].next_t = t;
-			q->slots[st->tail].next_seq = q->slots[i].seq;
 			st->tail = i;
 			st->tail_t = st->mark = t;
 			xft_reorder__ahead_note(q, st, i);
@@ -277,13 +295,7 @@ static inline const struct xflow_record *xft_reorder_pop(struct xft_reorder *q, 
 	st->head = sl->next;
 	st->nheld--;
 	if (st->head != XFT_RQ_NIL) {
-		top->t = sl->next_t;
-		top->seq = sl->next_seq;
-		/* The next to leave was fetched as the one XFT_RQ_AHEAD
-		 * before it left, when there was one. */
-		xft_reorder__fetch_ahead(q, sl);
-		__builtin_prefetch(&q->slots[st->head]);
-		__builtin_prefetch((const char *)&q->slots[st->head] + 64);
+		xft_reorder__next_head(q, sl, &q->slots[st->head], top);
 	} else {
 		st->tail = XFT_RQ_NIL;
 		q->nheap = 0;

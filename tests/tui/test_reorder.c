@@ -17,6 +17,7 @@ static struct xflow_record rec(uint16_t dom, uint32_t tid, uint64_t tag)
 	memset(&r, 0, sizeof(r));
 	r.domain_id = dom;
 	r.thread_id = tid;
+	r.ndata = 1; /* the window holds ndata words, no more */
 	r.data[0] = tag;
 	return r;
 }
@@ -195,6 +196,33 @@ Test(reorder, full_and_reset)
 		cr_assert_eq(xft_reorder_pop(&q, &t)->data[0], i);
 	xft_reorder_fini(&q);
 	cr_assert_eq(xft_reorder_init(&q, 0, 4, 1000), -EINVAL);
+}
+
+Test(reorder, a_record_leaves_with_its_data_and_zeros_past_it_whatever_its_slot_held)
+{
+	/* One slot, reused: six words, none, two, none.  A record's words
+	 * past ndata are zero (xflow/record.h), and a slot writes its second
+	 * line only when it or the record before there has words. */
+	struct xft_reorder q;
+	cr_assert_eq(xft_reorder_init(&q, 1, 1, 1000), 0);
+	static const uint8_t nd[] = { 6, 0, 2, 0, 0 };
+	for (unsigned k = 0; k < sizeof(nd); k++) {
+		struct xflow_record r;
+		memset(&r, 0, sizeof(r));
+		r.thread_id = 5;
+		r.flow_id = 100 + k;
+		r.ndata = nd[k];
+		for (unsigned w = 0; w < nd[k]; w++)
+			r.data[w] = 1000 * (k + 1) + w;
+		xft_reorder_push(&q, &r, k, true);
+		uint64_t t;
+		const struct xflow_record *o = xft_reorder_pop(&q, &t);
+		cr_assert_eq(t, k);
+		cr_assert_eq(o->flow_id, 100 + k);
+		cr_assert_eq(o->ndata, nd[k]);
+		cr_assert_eq(memcmp(o->data, r.data, sizeof(r.data)), 0, "record %u: its data words, then zeros", k);
+	}
+	xft_reorder_fini(&q);
 }
 
 Test(reorder, the_watermark_is_the_slowest_thread_still_writing)
