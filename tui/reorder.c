@@ -104,9 +104,6 @@ void xft_reorder_reset(struct xft_reorder *q)
 	for (uint32_t i = 0; i < q->max_pending; i++)
 		q->slots[i].next = i + 1 < q->max_pending ? i + 1 : NIL;
 	q->free_head = 0;
-	/* The frontier keeps its distance from here on (a push moves it one
-	 * on, a pop puts a slot before it), or stays at the list's end. */
-	q->free_ahead = q->free_ahead_at = XFT_RQ_FREE_AHEAD < q->max_pending ? XFT_RQ_FREE_AHEAD : q->max_pending - 1;
 	q->npending = 0;
 	q->nstreams = 0;
 	memset(q->table, 0, ((size_t)q->table_mask + 1) * sizeof(*q->table));

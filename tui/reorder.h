@@ -45,12 +45,6 @@
  * caches by then (the agent and the target share them), a miss longer
  * than one record's apply.  A power of two. */
 #define XFT_RQ_AHEAD 8u
-/* How many pushes ahead a free slot is fetched.  The free list is last
- * freed first, so a push mostly takes a slot a pop just read; but where
- * records come in a burst (a ring read after the agent's batch), a third
- * of the pushes took slots freed hundreds to tens of thousands of pops
- * before, long out of the caches, and one push ahead was too late. */
-#define XFT_RQ_FREE_AHEAD 8u
 
 /*
  * Two cache lines (aligned so): the first has all but the record's data
@@ -103,10 +97,6 @@ struct xft_reorder {
 	struct xft_rq_slot *slots;     /* max_pending records */
 	size_t slots_mapped;           /* bytes mapped for them (huge pages), or 0 */
 	uint32_t free_head;            /* free slots, linked */
-	/* The free slot XFT_RQ_FREE_AHEAD into the free list (or fewer,
-	 * when it is shorter, or further, just after pops), fetched: its
-	 * place in the list, and the slot (NIL: the list is empty). */
-	uint32_t free_ahead_at, free_ahead;
 	uint32_t npending;
 	struct xft_rq_stream *streams; /* max_streams queues */
 	uint32_t nstreams;
@@ -148,21 +138,11 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	uint32_t i = q->free_head;
 	struct xft_rq_slot *sl = &q->slots[i];
 	q->free_head = sl->next;
-	/* The fetched frontier moves one slot on, staying as far ahead of
-	 * the pushes; its slot's link was fetched when it became the
-	 * frontier, as many pushes ago. */
-	if (q->free_ahead_at)
-		q->free_ahead_at--;
-	else
-		q->free_ahead = q->free_head;
-	if (q->free_ahead != XFT_RQ_NIL && q->free_ahead_at < XFT_RQ_FREE_AHEAD) {
-		uint32_t f = q->slots[q->free_ahead].next;
-		if (f != XFT_RQ_NIL) {
-			q->free_ahead = f;
-			q->free_ahead_at++;
-			__builtin_prefetch(&q->slots[f], 1);
-		}
-	}
+	/* The next push takes the next free slot: mostly one a pop just
+	 * read, but after a burst of pushes one freed long ago, whose
+	 * first line is fetched now, a record ahead. */
+	if (q->free_head != XFT_RQ_NIL)
+		__builtin_prefetch(&q->slots[q->free_head], 1);
 	q->npending++;
 	bool data = sl->r.ndata | r->ndata;
 	sl->t = t;
@@ -181,12 +161,6 @@ static inline void xft_reorder__slot_give(struct xft_reorder *q, uint32_t i)
 {
 	q->slots[i].next = q->free_head;
 	q->free_head = i;
-	if (q->free_ahead != XFT_RQ_NIL) {
-		q->free_ahead_at++;
-	} else {
-		q->free_ahead = i;
-		q->free_ahead_at = 0;
-	}
 	q->npending--;
 }
 

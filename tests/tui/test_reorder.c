@@ -63,27 +63,16 @@ static void pop_both(struct xft_reorder *q, struct ref *f)
 		     (unsigned long)r->data[0], (unsigned long)rtag, (unsigned long)t);
 }
 
-/* What the window fetches ahead names what it says: the free slot
- * free_ahead_at into the free list, and for each slot of a queue the one
- * XFT_RQ_AHEAD after it there, or nothing.  Neither is followed for the
- * order, only fetched: a wrong one costs time, and one past the slots
- * reads outside them. */
+/* What the window fetches ahead names what it says: for each slot of a
+ * queue the one XFT_RQ_AHEAD after it there, or nothing.  It is not
+ * followed for the order, only fetched: a wrong one costs time, and one
+ * past the slots reads outside them. */
 static void hints_check(const struct xft_reorder *q)
 {
-	uint32_t at = 0, nfree = 0;
-	for (uint32_t i = q->free_head; i != XFT_RQ_NIL; i = q->slots[i].next, nfree++)
-		if (i == q->free_ahead)
-			at = nfree;
+	uint32_t nfree = 0;
+	for (uint32_t i = q->free_head; i != XFT_RQ_NIL; i = q->slots[i].next)
+		nfree++;
 	cr_assert_eq(nfree, q->max_pending - xft_reorder_count(q));
-	if (!nfree) {
-		cr_assert_eq(q->free_ahead, XFT_RQ_NIL, "no free slot, yet one fetched ahead");
-		return;
-	}
-	cr_assert_neq(q->free_ahead, XFT_RQ_NIL, "free slots, none fetched ahead");
-	cr_assert_eq(at, q->free_ahead_at, "the free slot fetched ahead is %u into the list, not %u", at,
-		     q->free_ahead_at);
-	cr_assert(q->free_ahead_at >= XFT_RQ_FREE_AHEAD || q->free_ahead_at + 1 == nfree,
-		  "fetched %u ahead of %u free", q->free_ahead_at, nfree);
 	for (uint32_t s = 0; s < q->nstreams; s++) {
 		uint32_t run[4096], n = 0;
 		for (uint32_t i = q->streams[s].head; i != XFT_RQ_NIL; i = q->slots[i].next)
