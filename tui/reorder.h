@@ -49,10 +49,10 @@
 /*
  * Two cache lines (aligned so): the first has all but the record's data
  * words, the second those.  A record without data (most: a hit that
- * stores nothing) is held in one line, as its data words past ndata are
- * zero (xflow/record.h; the model reads no more of them) and stay so in
- * the slot: they are written only when the record taken or the one before
- * it in the slot has some.  A held record is read once, when it leaves,
+ * stores nothing) is held in one line: the window holds a record's ndata
+ * words and zeros after them (a valid record's own, xflow/record.h; the
+ * model reads no more), and a slot's words are written only when the
+ * record taken or the one before it in the slot has some.  A held record is read once, when it leaves,
  * from where a slot XFT_RQ_AHEAD before it in its queue had it fetched.
  */
 struct xft_rq_slot {
@@ -150,8 +150,13 @@ static inline uint32_t xft_reorder__slot_take(struct xft_reorder *q, const struc
 	sl->next = XFT_RQ_NIL;
 	sl->ahead = XFT_RQ_NIL;
 	memcpy(&sl->r, r, offsetof(struct xflow_record, data));
-	if (data)
-		memcpy(sl->r.data, r->data, sizeof(r->data));
+	if (data) {
+		/* Its words, then zeros: what a record says past ndata is
+		 * never held, so none of it is left for the slot's next. */
+		unsigned n = r->ndata < XFLOW_RECORD_MAX_DATA ? r->ndata : XFLOW_RECORD_MAX_DATA;
+		memcpy(sl->r.data, r->data, n * sizeof(r->data[0]));
+		memset(sl->r.data + n, 0, (XFLOW_RECORD_MAX_DATA - n) * sizeof(r->data[0]));
+	}
 	return i;
 }
 

@@ -189,12 +189,13 @@ Test(reorder, full_and_reset)
 
 Test(reorder, a_record_leaves_with_its_data_and_zeros_past_it_whatever_its_slot_held)
 {
-	/* One slot, reused: six words, none, two, none.  A record's words
-	 * past ndata are zero (xflow/record.h), and a slot writes its second
-	 * line only when it or the record before there has words. */
+	/* One slot, reused: six words, none, two, none, none, one with a
+	 * word past it, none.  A slot writes its second line only when the
+	 * record or the one before there has words, and holds no more than
+	 * ndata of them. */
 	struct xft_reorder q;
 	cr_assert_eq(xft_reorder_init(&q, 1, 1, 1000), 0);
-	static const uint8_t nd[] = { 6, 0, 2, 0, 0 };
+	static const uint8_t nd[] = { 6, 0, 2, 0, 0, 1, 0 };
 	for (unsigned k = 0; k < sizeof(nd); k++) {
 		struct xflow_record r;
 		memset(&r, 0, sizeof(r));
@@ -203,13 +204,16 @@ Test(reorder, a_record_leaves_with_its_data_and_zeros_past_it_whatever_its_slot_
 		r.ndata = nd[k];
 		for (unsigned w = 0; w < nd[k]; w++)
 			r.data[w] = 1000 * (k + 1) + w;
+		struct xflow_record want = r;
+		if (k == 5)
+			r.data[4] = 77; /* past its ndata: not held, and not left for the next */
 		xft_reorder_push(&q, &r, k, true);
 		uint64_t t;
 		const struct xflow_record *o = xft_reorder_pop(&q, &t);
 		cr_assert_eq(t, k);
 		cr_assert_eq(o->flow_id, 100 + k);
 		cr_assert_eq(o->ndata, nd[k]);
-		cr_assert_eq(memcmp(o->data, r.data, sizeof(r.data)), 0, "record %u: its data words, then zeros", k);
+		cr_assert_eq(memcmp(o->data, want.data, sizeof(want.data)), 0, "record %u: its data words, then zeros", k);
 	}
 	xft_reorder_fini(&q);
 }
