@@ -52,8 +52,9 @@
  * stores nothing) is held in one line: the window holds a record's ndata
  * words and zeros after them (a valid record's own, xflow/record.h; the
  * model reads no more), and a slot's words are written only when the
- * record taken or the one before it in the slot has some.  A held record is read once, when it leaves,
- * from where a slot XFT_RQ_AHEAD before it in its queue had it fetched.
+ * record taken or the one before it in the slot has some.  A held record
+ * is read once, when it leaves, from where a slot XFT_RQ_AHEAD before it
+ * in its queue had it fetched.
  */
 struct xft_rq_slot {
 	uint64_t t;
