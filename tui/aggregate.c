@@ -823,6 +823,16 @@ static void sched_advance(struct xft_agg *a)
 
 static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *from, const struct xft_point *to)
 {
+	if (!a->nwaits && to->t_ns <= xft_sj_watermark(a->sj)) {
+		/* The reorder window holds records well past the trace's
+		 * watermark, so most hops come already passed: split now, as
+		 * sched_advance() would at the next event, without the trip
+		 * through the queue.  Only with none waiting: splits stay in
+		 * the order the hops ended. */
+		struct split_wait w = { .hop = hop, .gen = a->resets, .from = sj_end(from), .to = sj_end(to) };
+		split_one(a, &w);
+		return;
+	}
 	if (a->nwaits == a->max_waits) {
 		/* Full: the oldest is split now, its untraced part '?'. */
 		a->sched.split_early = ++a->st.split_early;
