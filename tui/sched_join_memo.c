@@ -44,15 +44,19 @@ static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t 
 
 void xft_sj_memo_pay_one(const struct memo *m, struct owed *o)
 {
-	struct xft_split *to = o->to;
-	for (unsigned i = 0; i < XFT_NSTATES; i++)
-		to->ns[i] += o->n * m->out.ns[i];
-	for (unsigned i = 0; i < XFT_UNK_NREASONS; i++)
-		to->unknown_ns[i] += o->n * m->out.unknown_ns[i];
-	for (unsigned i = 0; i < m->nd0; i++)
-		*memo_cell(to, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * o->x0;
-	for (unsigned i = 0; i < m->nd1; i++)
-		*memo_cell(to, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * o->x1;
+	struct xft_split *to = o->to, *out = (struct xft_split *)&m->out;
+	uint64_t n = o->n;
+	/* Spelt out: a pay comes at each crossing, and a loop's count and
+	 * reloads of n cost as much as its multiplies. */
+#pragma GCC unroll 16
+	for (unsigned i = 0; i < MEMO_CELLS; i++)
+		*memo_cell(to, i) += n * *memo_cell(out, i);
+	/* Held in locals: a store through memo_cell() might be to any of them. */
+	uint64_t x0 = o->x0, x1 = o->x1;
+	for (unsigned i = 0, nd = m->nd0; i < nd; i++)
+		*memo_cell(to, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0, nd = m->nd1; i < nd; i++)
+		*memo_cell(to, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
 	*o = (struct owed){ 0 };
 }
 

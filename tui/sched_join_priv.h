@@ -8,6 +8,7 @@
 #ifndef XFLOW_TUI_SCHED_JOIN_PRIV_H
 #define XFLOW_TUI_SCHED_JOIN_PRIV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tui/sched_join.h"
@@ -421,10 +422,16 @@ static inline struct memo *memo_slot(struct xft_sj *j, uint64_t from, uint64_t t
 	return &j->memo[k >> (64 - MEMO_BITS)];
 }
 
-/* Cell @i of @s: ns, then unknown_ns. */
+/* Cell @i of @s: ns, then unknown_ns.  The two arrays lie back to back,
+ * so the cell is the i-th word from the first, counted in bytes within
+ * the struct: no branch on which array, in the loops that pay and move
+ * the memo's answers. */
+_Static_assert(offsetof(struct xft_split, unknown_ns) ==
+		       offsetof(struct xft_split, ns) + XFT_NSTATES * sizeof(uint64_t),
+	       "memo_cell() counts the reasons on from the states");
 static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 {
-	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
+	return (uint64_t *)((char *)s + offsetof(struct xft_split, ns) + (size_t)i * sizeof(uint64_t));
 }
 
 /* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());
