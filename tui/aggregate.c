@@ -941,7 +941,7 @@ static void hop_sample(struct xft_agg *a, const struct xft_point *from, const st
  * the hop that begins at @p.  Records of one function fold into one point,
  * so the notification is seldom the point's first record.  Only with the
  * scheduler join: nothing else reads it, and it costs a lookup a record. */
-static void point_notify(const struct xft_agg *a, struct xft_point *p, const struct xflow_record *r, uint64_t t)
+static inline void point_notify(const struct xft_agg *a, struct xft_point *p, const struct xflow_record *r, uint64_t t)
 {
 	if (!a->sj || !a->roles || p->notify_plus1 || t < p->t_ns || t - p->t_ns >= UINT32_MAX)
 		return;
