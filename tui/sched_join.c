@@ -1087,28 +1087,11 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	}
 }
 
-/* The memo first, in a function of its own: most splits end here, and
- * should not pay for the frame of split_anew().  The memo that answers,
- * moved to [t0, t1] (memo_answer() gives the split); else NULL, and the
- * split made anew into @out.  Always inline: called from two places, gcc
- * made it a function of its own, and most splits paid its frame too. */
-__attribute__((always_inline)) static inline struct memo *
-split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check, uint64_t t0,
-	   uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
+/* A split @m answers: its clock check, and no culprit (a memo is kept
+ * only of splits with none). */
+__attribute__((always_inline)) static inline void memo_answered(struct xft_sj *j, struct memo *m, int check,
+								  uint64_t t1, struct xft_culprit *culprit)
 {
-	uint64_t err = split_error(j);
-	if (from->has_tn) {
-		/* Its notify_check() is made there, and only there. */
-		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
-		return NULL;
-	}
-	uint64_t kf = memo_end(from), kt = memo_end(to);
-	struct memo *m = memo_slot(j, kf, kt);
-	int got = memo_get(j, m, kf, kt, t0, t1);
-	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
-		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
-		return NULL;
-	}
 	m->used = 1;
 	if (check && m->in_run && m->rv->n == m->run_n) {
 		j->st.checks++;
@@ -1122,6 +1105,45 @@ split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_
 	}
 	if (culprit)
 		*culprit = (struct xft_culprit){ 0 };
+}
+
+/* The memo first: most splits end here, and should not pay for the frame
+ * of split_anew().  The memo that answers, moved to [t0, t1]
+ * (memo_answer() gives the split); else NULL, and the split made anew
+ * into @out.  @got is what memo_get() said of @m (MEMO_MISS when
+ * from->has_tn: that split never asks).  Always inline: called from two
+ * places, gcc made it a function of its own, and most splits paid its
+ * frame too. */
+__attribute__((always_inline)) static inline struct memo *
+split_memo(struct xft_sj *j, struct memo *m, int got, const struct xft_sj_end *from, const struct xft_sj_end *to,
+	   int check, uint64_t t0, uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t err = split_error(j);
+	if (from->has_tn) {
+		/* Its notify_check() is made there, and only there. */
+		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
+		return NULL;
+	}
+	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
+		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
+		return NULL;
+	}
+	memo_answered(j, m, check, t1, culprit);
+	return m;
+}
+
+/* The memo of the ends of a split (none when the sender has a woven
+ * notification), and in *@got what memo_get() says of it. */
+__attribute__((always_inline)) static inline struct memo *memo_ask(struct xft_sj *j, const struct xft_sj_end *from,
+								   const struct xft_sj_end *to, uint64_t t0,
+								   uint64_t t1, int *got)
+{
+	*got = MEMO_MISS;
+	if (from->has_tn)
+		return NULL;
+	uint64_t kf = memo_end(from), kt = memo_end(to);
+	struct memo *m = memo_slot(j, kf, kt);
+	*got = memo_get(j, m, kf, kt, t0, t1);
 	return m;
 }
 
@@ -1129,7 +1151,9 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		  struct xft_split *out, struct xft_culprit *culprit)
 {
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
-	const struct memo *m = split_memo(j, from, to, check, t0, t1, out, culprit);
+	int got;
+	struct memo *m = memo_ask(j, from, to, t0, t1, &got);
+	m = split_memo(j, m, got, from, to, check, t0, t1, out, culprit);
 	if (m)
 		memo_answer(m, t0, t1, out);
 }
@@ -1144,12 +1168,15 @@ static void sum_add(struct xft_split *restrict sum, const struct xft_split *rest
 		sum->unknown_ns[i] += s->unknown_ns[i];
 }
 
-void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
-		      struct xft_split *all, struct xft_split *tail, struct xft_culprit *culprit)
+/* What xft_sj_split_add() does when the memo does not answer at once:
+ * out of line, so that its frame and registers are not the answer's. */
+static __attribute__((noinline)) void split_add_slow(struct xft_sj *j, struct memo *m, int got,
+						     const struct xft_sj_end *from, const struct xft_sj_end *to,
+						     int check, uint64_t t0, uint64_t t1, struct xft_split *all,
+						     struct xft_split *tail, struct xft_culprit *culprit)
 {
-	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	struct xft_split s;
-	struct memo *m = split_memo(j, from, to, check, t0, t1, &s, culprit);
+	m = split_memo(j, m, got, from, to, check, t0, t1, &s, culprit);
 	if (m) {
 		if (all)
 			memo_owe(m, OWED_ALL, all, t0, t1);
@@ -1161,6 +1188,23 @@ void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const str
 		sum_add(all, &s);
 	if (tail)
 		sum_add(tail, &s);
+}
+
+void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		      struct xft_split *all, struct xft_split *tail, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	int got;
+	struct memo *m = memo_ask(j, from, to, t0, t1, &got);
+	if (got != MEMO_HIT) {
+		split_add_slow(j, m, got, from, to, check, t0, t1, all, tail, culprit);
+		return;
+	}
+	memo_answered(j, m, check, t1, culprit);
+	if (all)
+		memo_owe(m, OWED_ALL, all, t0, t1);
+	if (tail)
+		memo_owe(m, OWED_TAIL, tail, t0, t1);
 }
 
 void xft_sj_fold(struct xft_sj *j)
