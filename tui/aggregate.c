@@ -744,32 +744,16 @@ static inline int split_in_tail(struct xft_agg *a, uint32_t hop, const struct xf
 	return to->t_ns - from->t_ns >= a->p99[hop];
 }
 
-/* The hop's sums take most splits as the join's memo owes them
- * (xft_sj_split_add()): xft_agg_hops() has them paid before anyone reads
- * them.  A callback that sees each split has it made whole. */
-static void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
-		      const struct xft_sj_end *to)
+/* A split for a callback that sees each split (xft_agg_on_split()),
+ * made whole: out of line, so that split_one() has the frame of the
+ * split most take. */
+static __attribute__((noinline)) void split_told(struct xft_agg *a, uint32_t hop, const struct xft_sj_end *from,
+						 const struct xft_sj_end *to)
 {
 	struct xft_split s;
 	struct xft_culprit c;
-	a->sched.hops_split++;
-	if (gen != a->resets || hop >= a->nhops) {
-		/* Its hop was forgotten: the split still checks the clock. */
-		xft_sj_split_add(a->sj, from, to, 1, NULL, NULL, &c);
-		return;
-	}
 	struct xft_hop *h = &a->hops[hop];
 	struct xft_culprit *t = &a->culprits[(size_t)hop * 2 * CULPRITS];
-	if (!a->on_split) {
-		int tail = split_in_tail(a, hop, from, to, h);
-		xft_sj_split_add(a->sj, from, to, 1, &h->split.all, tail ? &h->split.tail : NULL, &c);
-		culprit_add(t, &c, &h->split.culprit_all);
-		if (tail) {
-			h->split.tail_count++;
-			culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
-		}
-		return;
-	}
 	xft_sj_split(a->sj, from, to, 1, &s, &c);
 	split_add(&h->split.all, &s);
 	culprit_add(t, &c, &h->split.culprit_all);
@@ -777,6 +761,34 @@ static void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struc
 	if (split_in_tail(a, hop, from, to, h)) {
 		h->split.tail_count++;
 		split_add(&h->split.tail, &s);
+		culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
+	}
+}
+
+/* The hop's sums take most splits as the join's memo owes them
+ * (xft_sj_split_add()): xft_agg_hops() has them paid before anyone reads
+ * them.  A callback that sees each split has it made whole. */
+static void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
+		      const struct xft_sj_end *to)
+{
+	struct xft_culprit c;
+	a->sched.hops_split++;
+	if (gen != a->resets || hop >= a->nhops) {
+		/* Its hop was forgotten: the split still checks the clock. */
+		xft_sj_split_add(a->sj, from, to, 1, NULL, NULL, &c);
+		return;
+	}
+	if (a->on_split) {
+		split_told(a, hop, from, to);
+		return;
+	}
+	struct xft_hop *h = &a->hops[hop];
+	struct xft_culprit *t = &a->culprits[(size_t)hop * 2 * CULPRITS];
+	int tail = split_in_tail(a, hop, from, to, h);
+	xft_sj_split_add(a->sj, from, to, 1, &h->split.all, tail ? &h->split.tail : NULL, &c);
+	culprit_add(t, &c, &h->split.culprit_all);
+	if (tail) {
+		h->split.tail_count++;
 		culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
 	}
 }
