@@ -815,7 +815,7 @@ static void top_gaps(const struct xft_agg *a, uint32_t slot)
 		struct xft_sj_end f = sj_end(&s->path[i]), t = sj_end(&s->path[i + 1]);
 		if (t.t_ns < f.t_ns)
 			t.t_ns = f.t_ns; /* merged paths may cross: an empty gap */
-		xft_sj_split(a->sj, &f, &t, 0, &s->gaps[i].split, &s->gaps[i].culprit);
+		xft_sj_split_aside(a->sj, &f, &t, 0, &s->gaps[i].split, &s->gaps[i].culprit);
 	}
 }
 

@@ -1158,6 +1158,13 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		memo_answer(m, t0, t1, out);
 }
 
+void xft_sj_split_aside(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+			struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	split_anew(j, NULL, from, to, check, t0, t1, split_error(j), out, culprit);
+}
+
 /* restrict: the two never overlap, and without it the compiler adds one
  * word at a time, reloading each in case a store changed the other. */
 static void sum_add(struct xft_split *restrict sum, const struct xft_split *restrict s)
