@@ -706,6 +706,44 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
+void xft_sj_runs_near(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct near *nr)
+{
+	memset(nr, 0, sizeof(*nr));
+	unsigned st = ent_at(j, v, k)->state;
+	if (st == S_RUNNING || st == S_XEN)
+		return;
+	nr->ok = 1;
+	if (st == S_UNKNOWN)
+		return; /* off_run() cannot say */
+	/* off_run()'s two scans, for any time in entry k: the nearer run is
+	 * one of these, whatever the time. */
+	for (int64_t b = (int64_t)k; b >= (int64_t)first_kept(j, v); b--) {
+		const struct ent *en = ent_at(j, v, (uint64_t)b);
+		if (en->state == S_UNKNOWN)
+			break;
+		if (en->state == S_RUNNING) {
+			nr->has_b = 1;
+			nr->kb = (uint64_t)b;
+			nr->tb = ent_at(j, v, (uint64_t)b + 1)->t;
+			break;
+		}
+	}
+	uint64_t f;
+	for (f = k + 1; f < v->n; f++) {
+		const struct ent *en = ent_at(j, v, f);
+		if (en->state == S_UNKNOWN)
+			break;
+		if (en->state == S_RUNNING) {
+			nr->has_f = 1;
+			nr->tf = en->t;
+			break;
+		}
+	}
+	/* The trace has not shown what follows: a run may come nearer. */
+	if (f == v->n)
+		nr->ok = 0;
+}
+
 /* Whether entry @k of @v (state_entered()'s; UINT64_MAX: not kept) is
  * where a known state of it began: its predecessor is kept and known, and
  * not the same state (after lost records, a run's first entry is not its
@@ -902,6 +940,24 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	j->st.checks++;
 	err_raise(j, (uint64_t)d);
 	checks_turn(j, offsets_narrow(j, v, t, k, d, ahead, &j->off_cur));
+}
+
+/* clock_check() of a record at @t in the entry @nr was taken of, where
+ * no run is (struct near): its distance from the nearer run with no scan
+ * of the timeline. */
+static void near_check(struct xft_sj *j, const struct near *nr, uint64_t t)
+{
+	uint64_t d = nr->has_b ? t - nr->tb : UINT64_MAX;
+	int ahead = 0;
+	if (nr->has_f && nr->tf - t < d) {
+		d = nr->tf - t;
+		ahead = 1;
+	}
+	if (d > INT64_MAX)
+		return;
+	j->st.checks++;
+	err_raise(j, d);
+	checks_turn(j, ahead ? offsets_floor(&j->off_cur, (int64_t)d) : offsets_ceil(&j->off_cur, -(int64_t)d));
 }
 
 /* The woven notification of @from, into [t0, t1]. */
@@ -1101,7 +1157,13 @@ __attribute__((always_inline)) static inline void memo_answered(struct xft_sj *j
 		 * stand (it changes nothing of the time before t1), holds the
 		 * point t1 that the check is about. */
 		int64_t k = m->rv->n != m->rn && t_at(j, m->rv, m->rn) <= t1 ? find(j, m->rv, t1, H_T1) : m->r1;
-		clock_check(j, m->rv, t1, k);
+		/* Between two runs, the memo says where they are, while the
+		 * ring keeps the one before. */
+		if (!m->in_run && k == m->r1 && m->near.ok &&
+		    (!m->near.has_b || m->near.kb >= first_kept(j, m->rv)))
+			near_check(j, &m->near, t1);
+		else
+			clock_check(j, m->rv, t1, k);
 	}
 	if (culprit)
 		*culprit = (struct xft_culprit){ 0 };

@@ -438,6 +438,8 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	else
+		xft_sj_runs_near(j, rv, (uint64_t)r1, &m->near);
 	m->run_n = rv->n;
 	m->out = *out;
 	/* Each end moves at most two points, each changing at most three
@@ -572,6 +574,8 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run && !same_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	else if (!m->in_run)
+		xft_sj_runs_near(j, rv, (uint64_t)r1, &m->near);
 	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
 	 * it: where the entry at t1, the one at t1 - err and the window

@@ -99,6 +99,17 @@ struct run {
 	uint64_t ka; /* the entry where it began (UINT64_MAX: not kept) */
 };
 
+/* Where t1's entry lies between runs, when it is not in one: the run
+ * before it ended at tb (has_b; kb the run's last entry) and the one
+ * after begins at tf (has_f), as off_run() finds them for any time in
+ * that entry; ok: they are what it finds (the trace shows what follows:
+ * a run, or a state not known), and the clock check of an answer is two
+ * compares (xft_sj_runs_near()). */
+struct near {
+	uint64_t tb, tf, kb;
+	int has_b, has_f, ok;
+};
+
 #define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
 #define MEMO_TERMS 8
 
@@ -143,6 +154,7 @@ struct memo {
 	int in_run;
 	struct run run;
 	uint64_t run_n;
+	struct near near; /* when not in_run */
 	struct xft_split out;
 	/* What one nanosecond more of t0 and of t1 changes in out, as the
 	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
@@ -387,6 +399,8 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 
 /* The run holding entry @k of @v (sched_join.c). */
 void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
+/* The runs around entry @k of @v, not a run's (sched_join.c). */
+void xft_sj_runs_near(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct near *nr);
 /* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 when the hop kept
  * its shape, @m moved to the ends that crossed (memo_answer() gives the
  * split); else 0, and @m only fit to be made anew.  What @m owed is paid
