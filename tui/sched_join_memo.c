@@ -821,6 +821,12 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, ui
 
 int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err)
 {
+	/* A crossing takes the running totals at the memo's own ends from
+	 * the trace as it is now: past lim, the trace may have changed under
+	 * them since its split was made (an event late in the merged order),
+	 * and the two would not agree.  Its answers before lim still hold. */
+	if (m->t1 > m->lim)
+		return 0;
 	/* Its answers so far were of the ends it is about to leave. */
 	xft_sj_memo_pay(m);
 	/* t0 first: t1's floor follows its piece. */
