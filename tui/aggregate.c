@@ -678,10 +678,10 @@ static struct xft_hop *hop_get(struct xft_agg *a, const struct xft_hop_key *k,
 
 /* --- the scheduler join (tui/sched_join.h) ---------------------------------- */
 
+/* cpu_plus1 0 wraps to -1: not known. */
 static struct xft_sj_end sj_end(const struct xft_point *p)
 {
-	return (struct xft_sj_end){ .t_ns = p->t_ns, .domain = p->domain,
-				    .cpu = p->cpu_plus1 ? (int32_t)p->cpu_plus1 - 1 : -1,
+	return (struct xft_sj_end){ .t_ns = p->t_ns, .domain = p->domain, .cpu = (int32_t)(p->cpu_plus1 - 1),
 				    .has_tn = p->notify_plus1 != 0, .tn_ns = p->t_ns + p->notify_plus1 - 1 };
 }
 
@@ -734,47 +734,61 @@ static void culprit_add(struct xft_culprit *t, const struct xft_culprit *c, stru
  * hop's p99 as it stands now, once TAIL_MIN samples give it a meaning.
  * Split within 50 ms of the first flows, a hop's first splits met a p99
  * of its first few samples and put 5 % of its flows in its slowest 1 %. */
-static inline int split_in_tail(struct xft_agg *a, const struct split_wait *w, const struct xft_hop *h)
+static inline int split_in_tail(struct xft_agg *a, uint32_t hop, const struct xft_sj_end *from,
+				const struct xft_sj_end *to, const struct xft_hop *h)
 {
 	if (h->hist.count < TAIL_MIN)
 		return 0;
-	if (a->p99_age[w->hop]++ % P99_EVERY == 0)
-		a->p99[w->hop] = xflow_hist_quantile(&h->hist, 0.99);
-	return w->to.t_ns - w->from.t_ns >= a->p99[w->hop];
+	if (a->p99_age[hop]++ % P99_EVERY == 0)
+		a->p99[hop] = xflow_hist_quantile(&h->hist, 0.99);
+	return to->t_ns - from->t_ns >= a->p99[hop];
+}
+
+/* A split for a callback that sees each split (xft_agg_on_split()),
+ * made whole: out of line, so that split_one() has the frame of the
+ * split most take. */
+static __attribute__((noinline)) void split_told(struct xft_agg *a, uint32_t hop, const struct xft_sj_end *from,
+						 const struct xft_sj_end *to)
+{
+	struct xft_split s;
+	struct xft_culprit c;
+	struct xft_hop *h = &a->hops[hop];
+	struct xft_culprit *t = &a->culprits[(size_t)hop * 2 * CULPRITS];
+	xft_sj_split(a->sj, from, to, 1, &s, &c);
+	split_add(&h->split.all, &s);
+	culprit_add(t, &c, &h->split.culprit_all);
+	a->on_split(a->on_split_ctx, h, from->t_ns, to->t_ns, &s, &c);
+	if (split_in_tail(a, hop, from, to, h)) {
+		h->split.tail_count++;
+		split_add(&h->split.tail, &s);
+		culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
+	}
 }
 
 /* The hop's sums take most splits as the join's memo owes them
  * (xft_sj_split_add()): xft_agg_hops() has them paid before anyone reads
  * them.  A callback that sees each split has it made whole. */
-static void split_one(struct xft_agg *a, const struct split_wait *w)
+static void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
+		      const struct xft_sj_end *to)
 {
-	struct xft_split s;
 	struct xft_culprit c;
 	a->sched.hops_split++;
-	if (w->gen != a->resets || w->hop >= a->nhops) {
+	if (gen != a->resets || hop >= a->nhops) {
 		/* Its hop was forgotten: the split still checks the clock. */
-		xft_sj_split_add(a->sj, &w->from, &w->to, 1, NULL, NULL, &c);
+		xft_sj_split_add(a->sj, from, to, 1, NULL, NULL, &c);
 		return;
 	}
-	struct xft_hop *h = &a->hops[w->hop];
-	struct xft_culprit *t = &a->culprits[(size_t)w->hop * 2 * CULPRITS];
-	if (!a->on_split) {
-		int tail = split_in_tail(a, w, h);
-		xft_sj_split_add(a->sj, &w->from, &w->to, 1, &h->split.all, tail ? &h->split.tail : NULL, &c);
-		culprit_add(t, &c, &h->split.culprit_all);
-		if (tail) {
-			h->split.tail_count++;
-			culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
-		}
+	if (a->on_split) {
+		split_told(a, hop, from, to);
 		return;
 	}
-	xft_sj_split(a->sj, &w->from, &w->to, 1, &s, &c);
-	split_add(&h->split.all, &s);
+	struct xft_hop *h = &a->hops[hop];
+	struct xft_culprit *t = &a->culprits[(size_t)hop * 2 * CULPRITS];
+	int tail = split_in_tail(a, hop, from, to, h);
+	xft_sj_split_add(a->sj, from, to, 1, &h->split.all, tail ? &h->split.tail : NULL, &c);
 	culprit_add(t, &c, &h->split.culprit_all);
-	a->on_split(a->on_split_ctx, h, w->from.t_ns, w->to.t_ns, &s, &c);
-	if (split_in_tail(a, w, h)) {
+	if (tail) {
 		h->split.tail_count++;
-		split_add(&h->split.tail, &s);
 		culprit_add(t + CULPRITS, &c, &h->split.culprit_tail);
 	}
 }
@@ -785,7 +799,8 @@ static void split_one(struct xft_agg *a, const struct split_wait *w)
  * push the rest of the model out of the cache. */
 static void split_head(struct xft_agg *a)
 {
-	split_one(a, &a->waits[a->wait_head]);
+	const struct split_wait *w = &a->waits[a->wait_head];
+	split_one(a, w->hop, w->gen, &w->from, &w->to);
 	/* No modulo: perf showed its division on every hop. */
 	a->nwaits--;
 	if (++a->wait_head == a->max_waits || a->nwaits == 0)
@@ -800,7 +815,7 @@ static void top_gaps(const struct xft_agg *a, uint32_t slot)
 		struct xft_sj_end f = sj_end(&s->path[i]), t = sj_end(&s->path[i + 1]);
 		if (t.t_ns < f.t_ns)
 			t.t_ns = f.t_ns; /* merged paths may cross: an empty gap */
-		xft_sj_split(a->sj, &f, &t, 0, &s->gaps[i].split, &s->gaps[i].culprit);
+		xft_sj_split_aside(a->sj, &f, &t, 0, &s->gaps[i].split, &s->gaps[i].culprit);
 	}
 }
 
@@ -823,6 +838,16 @@ static void sched_advance(struct xft_agg *a)
 
 static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *from, const struct xft_point *to)
 {
+	if (!a->nwaits && to->t_ns <= xft_sj_watermark(a->sj)) {
+		/* The reorder window holds records well past the trace's
+		 * watermark, so most hops come already passed: split now, as
+		 * sched_advance() would at the next event, without the trip
+		 * through the queue.  Only with none waiting: splits stay in
+		 * the order the hops ended. */
+		struct xft_sj_end f = sj_end(from), t = sj_end(to);
+		split_one(a, hop, a->resets, &f, &t);
+		return;
+	}
 	if (a->nwaits == a->max_waits) {
 		/* Full: the oldest is split now, its untraced part '?'. */
 		a->sched.split_early = ++a->st.split_early;
@@ -928,7 +953,7 @@ static void hop_sample(struct xft_agg *a, const struct xft_point *from, const st
  * the hop that begins at @p.  Records of one function fold into one point,
  * so the notification is seldom the point's first record.  Only with the
  * scheduler join: nothing else reads it, and it costs a lookup a record. */
-static void point_notify(const struct xft_agg *a, struct xft_point *p, const struct xflow_record *r, uint64_t t)
+static inline void point_notify(const struct xft_agg *a, struct xft_point *p, const struct xflow_record *r, uint64_t t)
 {
 	if (!a->sj || !a->roles || p->notify_plus1 || t < p->t_ns || t - p->t_ns >= UINT32_MAX)
 		return;

@@ -706,6 +706,44 @@ static int64_t off_run(const struct xft_sj *j, const struct vcpu *v, uint64_t t,
 	return best == UINT64_MAX ? -1 : (int64_t)best;
 }
 
+void xft_sj_runs_near(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct near *nr)
+{
+	memset(nr, 0, sizeof(*nr));
+	unsigned st = ent_at(j, v, k)->state;
+	if (st == S_RUNNING || st == S_XEN)
+		return;
+	nr->ok = 1;
+	if (st == S_UNKNOWN)
+		return; /* off_run() cannot say */
+	/* off_run()'s two scans, for any time in entry k: the nearer run is
+	 * one of these, whatever the time. */
+	for (int64_t b = (int64_t)k; b >= (int64_t)first_kept(j, v); b--) {
+		const struct ent *en = ent_at(j, v, (uint64_t)b);
+		if (en->state == S_UNKNOWN)
+			break;
+		if (en->state == S_RUNNING) {
+			nr->has_b = 1;
+			nr->kb = (uint64_t)b;
+			nr->tb = ent_at(j, v, (uint64_t)b + 1)->t;
+			break;
+		}
+	}
+	uint64_t f;
+	for (f = k + 1; f < v->n; f++) {
+		const struct ent *en = ent_at(j, v, f);
+		if (en->state == S_UNKNOWN)
+			break;
+		if (en->state == S_RUNNING) {
+			nr->has_f = 1;
+			nr->tf = en->t;
+			break;
+		}
+	}
+	/* The trace has not shown what follows: a run may come nearer. */
+	if (f == v->n)
+		nr->ok = 0;
+}
+
 /* Whether entry @k of @v (state_entered()'s; UINT64_MAX: not kept) is
  * where a known state of it began: its predecessor is kept and known, and
  * not the same state (after lost records, a run's first entry is not its
@@ -904,6 +942,24 @@ static void clock_check(struct xft_sj *j, const struct vcpu *v, uint64_t t, int6
 	checks_turn(j, offsets_narrow(j, v, t, k, d, ahead, &j->off_cur));
 }
 
+/* clock_check() of a record at @t in the entry @nr was taken of, where
+ * no run is (struct near): its distance from the nearer run with no scan
+ * of the timeline. */
+static void near_check(struct xft_sj *j, const struct near *nr, uint64_t t)
+{
+	uint64_t d = nr->has_b ? t - nr->tb : UINT64_MAX;
+	int ahead = 0;
+	if (nr->has_f && nr->tf - t < d) {
+		d = nr->tf - t;
+		ahead = 1;
+	}
+	if (d > INT64_MAX)
+		return;
+	j->st.checks++;
+	err_raise(j, d);
+	checks_turn(j, ahead ? offsets_floor(&j->off_cur, (int64_t)d) : offsets_ceil(&j->off_cur, -(int64_t)d));
+}
+
 /* The woven notification of @from, into [t0, t1]. */
 static uint64_t tn_clamped(const struct xft_sj_end *from, uint64_t t0, uint64_t t1)
 {
@@ -1087,28 +1143,11 @@ static void split_anew(struct xft_sj *j, struct memo *m, const struct xft_sj_end
 	}
 }
 
-/* The memo first, in a function of its own: most splits end here, and
- * should not pay for the frame of split_anew().  The memo that answers,
- * moved to [t0, t1] (memo_answer() gives the split); else NULL, and the
- * split made anew into @out.  Always inline: called from two places, gcc
- * made it a function of its own, and most splits paid its frame too. */
-__attribute__((always_inline)) static inline struct memo *
-split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check, uint64_t t0,
-	   uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
+/* A split @m answers: its clock check, and no culprit (a memo is kept
+ * only of splits with none). */
+__attribute__((always_inline)) static inline void memo_answered(struct xft_sj *j, struct memo *m, int check,
+								  uint64_t t1, struct xft_culprit *culprit)
 {
-	uint64_t err = split_error(j);
-	if (from->has_tn) {
-		/* Its notify_check() is made there, and only there. */
-		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
-		return NULL;
-	}
-	uint64_t kf = memo_end(from), kt = memo_end(to);
-	struct memo *m = memo_slot(j, kf, kt);
-	int got = memo_get(j, m, kf, kt, t0, t1);
-	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
-		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
-		return NULL;
-	}
 	m->used = 1;
 	if (check && m->in_run && m->rv->n == m->run_n) {
 		j->st.checks++;
@@ -1118,10 +1157,55 @@ split_memo(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_
 		 * stand (it changes nothing of the time before t1), holds the
 		 * point t1 that the check is about. */
 		int64_t k = m->rv->n != m->rn && t_at(j, m->rv, m->rn) <= t1 ? find(j, m->rv, t1, H_T1) : m->r1;
-		clock_check(j, m->rv, t1, k);
+		/* Between two runs, the memo says where they are, while the
+		 * ring keeps the one before. */
+		if (!m->in_run && k == m->r1 && m->near.ok &&
+		    (!m->near.has_b || m->near.kb >= first_kept(j, m->rv)))
+			near_check(j, &m->near, t1);
+		else
+			clock_check(j, m->rv, t1, k);
 	}
 	if (culprit)
 		*culprit = (struct xft_culprit){ 0 };
+}
+
+/* The memo first: most splits end here, and should not pay for the frame
+ * of split_anew().  The memo that answers, moved to [t0, t1]
+ * (memo_answer() gives the split); else NULL, and the split made anew
+ * into @out.  @got is what memo_get() said of @m (MEMO_MISS when
+ * from->has_tn: that split never asks).  Always inline: called from two
+ * places, gcc made it a function of its own, and most splits paid its
+ * frame too. */
+__attribute__((always_inline)) static inline struct memo *
+split_memo(struct xft_sj *j, struct memo *m, int got, const struct xft_sj_end *from, const struct xft_sj_end *to,
+	   int check, uint64_t t0, uint64_t t1, struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t err = split_error(j);
+	if (from->has_tn) {
+		/* Its notify_check() is made there, and only there. */
+		split_anew(j, NULL, from, to, check, t0, t1, err, out, culprit);
+		return NULL;
+	}
+	if (got != MEMO_HIT && !(got != MEMO_MISS && xft_sj_memo_cross(j, m, got, t0, t1, err))) {
+		split_anew(j, m, from, to, check, t0, t1, err, out, culprit);
+		return NULL;
+	}
+	memo_answered(j, m, check, t1, culprit);
+	return m;
+}
+
+/* The memo of the ends of a split (none when the sender has a woven
+ * notification), and in *@got what memo_get() says of it. */
+__attribute__((always_inline)) static inline struct memo *memo_ask(struct xft_sj *j, const struct xft_sj_end *from,
+								   const struct xft_sj_end *to, uint64_t t0,
+								   uint64_t t1, int *got)
+{
+	*got = MEMO_MISS;
+	if (from->has_tn)
+		return NULL;
+	uint64_t kf = memo_end(from), kt = memo_end(to);
+	struct memo *m = memo_slot(j, kf, kt);
+	*got = memo_get(j, m, kf, kt, t0, t1);
 	return m;
 }
 
@@ -1129,9 +1213,18 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		  struct xft_split *out, struct xft_culprit *culprit)
 {
 	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
-	const struct memo *m = split_memo(j, from, to, check, t0, t1, out, culprit);
+	int got;
+	struct memo *m = memo_ask(j, from, to, t0, t1, &got);
+	m = split_memo(j, m, got, from, to, check, t0, t1, out, culprit);
 	if (m)
 		memo_answer(m, t0, t1, out);
+}
+
+void xft_sj_split_aside(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+			struct xft_split *out, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	split_anew(j, NULL, from, to, check, t0, t1, split_error(j), out, culprit);
 }
 
 /* restrict: the two never overlap, and without it the compiler adds one
@@ -1144,12 +1237,15 @@ static void sum_add(struct xft_split *restrict sum, const struct xft_split *rest
 		sum->unknown_ns[i] += s->unknown_ns[i];
 }
 
-void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
-		      struct xft_split *all, struct xft_split *tail, struct xft_culprit *culprit)
+/* What xft_sj_split_add() does when the memo does not answer at once:
+ * out of line, so that its frame and registers are not the answer's. */
+static __attribute__((noinline)) void split_add_slow(struct xft_sj *j, struct memo *m, int got,
+						     const struct xft_sj_end *from, const struct xft_sj_end *to,
+						     int check, uint64_t t0, uint64_t t1, struct xft_split *all,
+						     struct xft_split *tail, struct xft_culprit *culprit)
 {
-	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
 	struct xft_split s;
-	struct memo *m = split_memo(j, from, to, check, t0, t1, &s, culprit);
+	m = split_memo(j, m, got, from, to, check, t0, t1, &s, culprit);
 	if (m) {
 		if (all)
 			memo_owe(m, OWED_ALL, all, t0, t1);
@@ -1161,6 +1257,23 @@ void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const str
 		sum_add(all, &s);
 	if (tail)
 		sum_add(tail, &s);
+}
+
+void xft_sj_split_add(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+		      struct xft_split *all, struct xft_split *tail, struct xft_culprit *culprit)
+{
+	uint64_t t0 = from->t_ns, t1 = to->t_ns > t0 ? to->t_ns : t0;
+	int got;
+	struct memo *m = memo_ask(j, from, to, t0, t1, &got);
+	if (got != MEMO_HIT) {
+		split_add_slow(j, m, got, from, to, check, t0, t1, all, tail, culprit);
+		return;
+	}
+	memo_answered(j, m, check, t1, culprit);
+	if (all)
+		memo_owe(m, OWED_ALL, all, t0, t1);
+	if (tail)
+		memo_owe(m, OWED_TAIL, tail, t0, t1);
 }
 
 void xft_sj_fold(struct xft_sj *j)

@@ -152,6 +152,16 @@ void xft_sj_split(struct xft_sj *j, const struct xft_sj_end *from, const struct 
 		  struct xft_split *out, struct xft_culprit *culprit);
 
 /*
+ * The same split of a hop out of the order the hops come in (the gaps of
+ * the slowest flows, split once each, long after): always made anew, the
+ * memos neither asked nor made, so that those of the hops in order stay
+ * theirs.  A far-off split through them takes the slot of its ends, and
+ * the next hop in order is made anew too.
+ */
+void xft_sj_split_aside(struct xft_sj *j, const struct xft_sj_end *from, const struct xft_sj_end *to, int check,
+			struct xft_split *out, struct xft_culprit *culprit);
+
+/*
  * The same split, added to the sum of splits @all and, when not NULL, to
  * @tail (either NULL: added to neither, as when its hop was forgotten;
  * the split is still made, and the clock checked).  A split the memo

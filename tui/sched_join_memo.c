@@ -44,15 +44,19 @@ static uint8_t memo_terms(const struct dense *s, uint8_t at[MEMO_TERMS], int8_t 
 
 void xft_sj_memo_pay_one(const struct memo *m, struct owed *o)
 {
-	struct xft_split *to = o->to;
-	for (unsigned i = 0; i < XFT_NSTATES; i++)
-		to->ns[i] += o->n * m->out.ns[i];
-	for (unsigned i = 0; i < XFT_UNK_NREASONS; i++)
-		to->unknown_ns[i] += o->n * m->out.unknown_ns[i];
-	for (unsigned i = 0; i < m->nd0; i++)
-		*memo_cell(to, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * o->x0;
-	for (unsigned i = 0; i < m->nd1; i++)
-		*memo_cell(to, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * o->x1;
+	struct xft_split *to = o->to, *out = (struct xft_split *)&m->out;
+	uint64_t n = o->n;
+	/* Spelt out: a pay comes at each crossing, and a loop's count and
+	 * reloads of n cost as much as its multiplies. */
+#pragma GCC unroll 16
+	for (unsigned i = 0; i < MEMO_CELLS; i++)
+		*memo_cell(to, i) += n * *memo_cell(out, i);
+	/* Held in locals: a store through memo_cell() might be to any of them. */
+	uint64_t x0 = o->x0, x1 = o->x1;
+	for (unsigned i = 0, nd = m->nd0; i < nd; i++)
+		*memo_cell(to, m->at0[i]) += (uint64_t)(int64_t)m->by0[i] * x0;
+	for (unsigned i = 0, nd = m->nd1; i < nd; i++)
+		*memo_cell(to, m->at1[i]) += (uint64_t)(int64_t)m->by1[i] * x1;
 	*o = (struct owed){ 0 };
 }
 
@@ -187,8 +191,10 @@ static int shape_at(const struct shape *h, uint64_t x, int *side, unsigned *stat
 }
 
 /* @sign times what a nanosecond of @side in @state does to the split
- * (ns then unknown_ns), in a window or not, into @d. */
-static void slope_add(struct dense *s, int sign, int side, unsigned state, int inwin)
+ * (ns then unknown_ns), in a window or not, into @d.  Inline: each
+ * crossing calls it two to four times, nearly always with @sign and
+ * @side constant, and the calls cost more than the two cells. */
+static inline __attribute__((always_inline)) void slope_add(struct dense *s, int sign, int side, unsigned state, int inwin)
 {
 	unsigned a = side_state[side][state], b = MEMO_CELLS;
 	if (state == S_UNKNOWN || inwin) {
@@ -432,6 +438,8 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	else
+		xft_sj_runs_near(j, rv, (uint64_t)r1, &m->near);
 	m->run_n = rv->n;
 	m->out = *out;
 	/* Each end moves at most two points, each changing at most three
@@ -566,6 +574,8 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
 	if (m->in_run && !same_run)
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
+	else if (!m->in_run)
+		xft_sj_runs_near(j, rv, (uint64_t)r1, &m->near);
 	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
 	 * it: where the entry at t1, the one at t1 - err and the window
@@ -811,6 +821,12 @@ static int cross0(struct xft_sj *j, struct memo *m, uint64_t t0, uint64_t t1, ui
 
 int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, uint64_t t1, uint64_t err)
 {
+	/* A crossing takes the running totals at the memo's own ends from
+	 * the trace as it is now: past lim, the trace may have changed under
+	 * them since its split was made (an event late in the merged order),
+	 * and the two would not agree.  Its answers before lim still hold. */
+	if (m->t1 > m->lim)
+		return 0;
 	/* Its answers so far were of the ends it is about to leave. */
 	xft_sj_memo_pay(m);
 	/* t0 first: t1's floor follows its piece. */

@@ -8,6 +8,7 @@
 #ifndef XFLOW_TUI_SCHED_JOIN_PRIV_H
 #define XFLOW_TUI_SCHED_JOIN_PRIV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tui/sched_join.h"
@@ -98,6 +99,17 @@ struct run {
 	uint64_t ka; /* the entry where it began (UINT64_MAX: not kept) */
 };
 
+/* Where t1's entry lies between runs, when it is not in one: the run
+ * before it ended at tb (has_b; kb the run's last entry) and the one
+ * after begins at tf (has_f), as off_run() finds them for any time in
+ * that entry; ok: they are what it finds (the trace shows what follows:
+ * a run, or a state not known), and the clock check of an answer is two
+ * compares (xft_sj_runs_near()). */
+struct near {
+	uint64_t tb, tf, kb;
+	int has_b, has_f, ok;
+};
+
 #define MEMO_CELLS (XFT_NSTATES + XFT_UNK_NREASONS)
 #define MEMO_TERMS 8
 
@@ -142,6 +154,7 @@ struct memo {
 	int in_run;
 	struct run run;
 	uint64_t run_n;
+	struct near near; /* when not in_run */
 	struct xft_split out;
 	/* What one nanosecond more of t0 and of t1 changes in out, as the
 	 * few cells it changes: index (ns, then unknown_ns) and by how much. */
@@ -386,6 +399,8 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 
 /* The run holding entry @k of @v (sched_join.c). */
 void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
+/* The runs around entry @k of @v, not a run's (sched_join.c). */
+void xft_sj_runs_near(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct near *nr);
 /* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 when the hop kept
  * its shape, @m moved to the ends that crossed (memo_answer() gives the
  * split); else 0, and @m only fit to be made anew.  What @m owed is paid
@@ -421,10 +436,16 @@ static inline struct memo *memo_slot(struct xft_sj *j, uint64_t from, uint64_t t
 	return &j->memo[k >> (64 - MEMO_BITS)];
 }
 
-/* Cell @i of @s: ns, then unknown_ns. */
+/* Cell @i of @s: ns, then unknown_ns.  The two arrays lie back to back,
+ * so the cell is the i-th word from the first, counted in bytes within
+ * the struct: no branch on which array, in the loops that pay and move
+ * the memo's answers. */
+_Static_assert(offsetof(struct xft_split, unknown_ns) ==
+		       offsetof(struct xft_split, ns) + XFT_NSTATES * sizeof(uint64_t),
+	       "memo_cell() counts the reasons on from the states");
 static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 {
-	return i < XFT_NSTATES ? &s->ns[i] : &s->unknown_ns[i - XFT_NSTATES];
+	return (uint64_t *)((char *)s + offsetof(struct xft_split, ns) + (size_t)i * sizeof(uint64_t));
 }
 
 /* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());

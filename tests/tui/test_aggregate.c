@@ -1104,6 +1104,39 @@ Test(aggregate, the_split_queue_wraps_and_loses_nothing)
 	cr_assert_eq(early, 0, "the default queue holds 100 hops");
 }
 
+/* A hop the trace has already passed when it is sampled (the reorder
+ * window holds records longer than the trace lags) is split as it comes,
+ * not left waiting for the next scheduler event. */
+Test(aggregate, a_hop_the_trace_has_passed_is_split_as_it_comes)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	l.window_ns = 10 * US;
+	struct xft_agg *a = make(&l);
+	struct xft_sj_limits sl = { 0 };
+	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
+	uint64_t t = 1000 * MS;
+	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
+	xft_agg_sched_event(a, &e);
+	struct xflow_record r = rec(0, 1, 1, XFLOW_REC_START);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + US);
+	r = rec(0, 2, 1, XFLOW_REC_QUIT);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t + 4 * US);
+	/* The trace passes the hop before the window lets it go. */
+	e.kind = XFLOW_SCHED_SWITCH;
+	e.t_ns = t + 100 * US;
+	xft_agg_sched_event(a, &e);
+	xft_agg_drain(a);
+	cr_assert_eq(xft_agg_sched_status(a)->hops_split, 1, "split with no event after it");
+	cr_assert_eq(xft_agg_sched_status(a)->hops_pending, 0);
+	const struct xft_hop *h = find_hop(a, 0, 1, 0, 2);
+	cr_assert_not_null(h);
+	cr_assert_eq(h->split.all.ns[XFT_ST_RUN], 3 * US, "the vCPU ran the whole hop");
+	xft_agg_free(a);
+}
+
 /* Domain 0's two vCPUs, each on its pCPU, every 20 us from @c0: running
  * but for a wait of 2 us (vCPU 0 at 5 us, vCPU 1 at 14 us) and an
  * interrupt, vCPU 0 notifying at 9 us; into both models. */

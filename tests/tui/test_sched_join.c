@@ -997,12 +997,21 @@ Test(sched_join, same_answers_as_the_reference_for_hops_that_slide)
 	uint64_t xen_ns = 0;
 	for (uint64_t seed = 200; seed < 208; seed++)
 		xen_ns += against_reference(seed, &l, 300, 2000, 1);
+	/* A memo whose t1 crossed from between two runs into a run, answering
+	 * while that run was to be taken again: its clock check is of the
+	 * run, not of where the two runs around its old t1 were. */
+	xen_ns += against_reference(800019, &l, 300, 2000, 1);
 	cr_assert_gt(xen_ns, 0, "interrupts were charged");
 	/* Hops about as short as the clock error: each end's window reaches
 	 * the notification and the other end. */
 	xen_ns = 0;
 	for (uint64_t seed = 220; seed < 228; seed++)
 		xen_ns += against_reference(seed, &l, 300, 200, 1);
+	/* A late event adds an entry just before the memo's own t1, and the
+	 * next hop lies before the memo's whole: crossing both ends back took
+	 * the totals at the memo's t1 from the trace as it now is, against a
+	 * split made before (2 ns of wait taken twice). */
+	xen_ns += against_reference(900210, &l, 300, 200, 1);
 	/* A record at the very time its vCPU blocked: the run it belongs to
 	 * ended there, which says nothing of where that run began (the join
 	 * took the blocked entry for the run, and proved a bound of 8 ns

@@ -354,3 +354,25 @@ Test(sched_join_memo, sums_the_memo_owes_are_the_sums_of_the_splits_anew)
 	assert_same_sum(&tail, &want_tail, "the slowest, reset");
 	xft_sj_free(j);
 }
+
+/* A hop split aside (the gaps of a slowest flow, long after) between the
+ * ends the memo is of: the split a join with no memo makes, and the memo
+ * is left as it was, so that the next hop in order is still its answer. */
+Test(sched_join_memo, a_split_aside_leaves_the_memo_to_the_hops_in_order)
+{
+	struct xft_sj *j = join();
+	struct memo *m = after(j, B(3) + 1500, B(4) + 500, B(3) + 1505, B(4) + 505);
+	cr_assert(m->valid && m->t0 == B(3) + 1500 && m->t1 == B(4) + 500, "moved along its piece");
+	struct memo before = *m;
+	struct xft_sj_end a = { B(1) + 1260, 1, 0 }, b = { B(2) + 850, 1, 1 };
+	struct xft_split s;
+	struct xft_culprit c;
+	xft_sj_split_aside(j, &a, &b, 0, &s, &c);
+	as_anew(&s, B(1) + 1260, B(2) + 850);
+	cr_assert(memcmp(&before, m, sizeof(before)) == 0, "the memo is as it was");
+	cr_assert_eq(memo_get(j, m, memo_end(&a), memo_end(&b), B(3) + 1510, B(4) + 510), MEMO_HIT,
+		     "the next hop in order is its answer");
+	s = hop(j, B(3) + 1510, B(4) + 510);
+	as_anew(&s, B(3) + 1510, B(4) + 510);
+	xft_sj_free(j);
+}
