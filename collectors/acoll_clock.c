@@ -190,20 +190,29 @@ void acoll_bound_note(struct peer *p)
 	}
 }
 
+/* A move within what was said already is no one's error: round trips
+ * that agree narrow the offsets possible, and their middle moves inside
+ * the bound the records placed before were given (held for them).  A
+ * move that leaves it (a contradicting round trip, Xen's time refused
+ * for the round trips) says those records were off by more: by how far
+ * the new placement, with its own bound, reaches past the old bound. */
 void acoll_peer_offset_set(struct peer *p, int64_t offset_ns)
 {
-	if (p->records && offset_ns != p->offset_ns) {
+	uint64_t old_bound = p->bound_held;
+	uint64_t d = offset_ns > p->offset_ns ? (uint64_t)offset_ns - (uint64_t)p->offset_ns
+					      : (uint64_t)p->offset_ns - (uint64_t)offset_ns;
+	p->offset_ns = offset_ns;
+	uint64_t b = placement_bound(p);
+	if (p->records && old_bound != UINT64_MAX && b != UINT64_MAX && d + b > old_bound) {
 		uint64_t now = xflow_monotonic_ns();
-		uint64_t d = offset_ns > p->offset_ns ? (uint64_t)offset_ns - (uint64_t)p->offset_ns
-						      : (uint64_t)p->offset_ns - (uint64_t)offset_ns;
 		/* Moves while earlier ones still count add up: records placed
 		 * before the first are off by all of them against the last. */
 		if (now >= p->moved_until)
 			p->moved_ns = 0;
-		p->moved_ns = d > UINT64_MAX - p->moved_ns ? UINT64_MAX : p->moved_ns + d;
+		uint64_t past = d + b - old_bound;
+		p->moved_ns = past > UINT64_MAX - p->moved_ns ? UINT64_MAX : p->moved_ns + past;
 		p->moved_until = now + BOUND_HOLD_NS;
 	}
-	p->offset_ns = offset_ns;
 	acoll_bound_note(p);
 }
 

@@ -131,10 +131,11 @@ struct peer {
 	 * records placed under the higher one are old (bound_next from
 	 * bound_until on). */
 	uint64_t bound_held, bound_next, bound_until;
-	/* How far its clock's placement moved (the moves added up, 0: none)
-	 * while records placed before may still wait in the model, until
-	 * moved_until: against the records placed after, theirs are off by
-	 * that much more (acoll_peer_offset_set). */
+	/* How far its clock's placement moved past the bound it had given
+	 * (the moves added up, 0: none), while records placed before may
+	 * still wait in the model, until moved_until: against the records
+	 * placed after, theirs are off by that much more
+	 * (acoll_peer_offset_set). */
 	uint64_t moved_ns, moved_until;
 	/* Xen's system time minus its CLOCK_MONOTONIC, when it said it
 	 * (xflow/control.h); xtime_refused once it disagreed with what the

@@ -27,9 +27,9 @@ static void placed(struct peer *p, int64_t offset, uint64_t bound_ns, uint64_t r
 	p->conv = &mono;
 	p->clk = PEER_CLOCK_RT;
 	p->offset_checked = true;
-	p->records = records;
 	guest_clock_rt_init(&p->rt, offset, bound_ns, xflow_monotonic_ns());
 	acoll_peer_offset_set(p, offset);
+	p->records = records;
 }
 
 Test(acoll_bound, a_move_is_in_the_bound_while_records_placed_before_it_may_wait)
@@ -42,11 +42,36 @@ Test(acoll_bound, a_move_is_in_the_bound_while_records_placed_before_it_may_wait
 	uint64_t after = acoll_peer_clock_bound(&p);
 	cr_assert_geq(after, before + 14800000, "placed 14.8 ms away, the records placed before are off by it: %llu",
 		      (unsigned long long)after);
-	/* Back again: a record placed between the two moves is off by the
-	 * second, one placed before the first by neither, but which is
-	 * which the model cannot tell: both count. */
+	/* Back again: the records placed between were given the move in
+	 * their bound, and those placed before are where they were. */
 	acoll_peer_offset_set(&p, 0);
-	cr_assert_geq(acoll_peer_clock_bound(&p), before + 2 * 14800000);
+	cr_assert_geq(acoll_peer_clock_bound(&p), before + 14800000, "still held for the records between");
+}
+
+/* Round trips that agree move the placement inside what the earlier
+ * ones proved: the records placed before are within their bound. */
+Test(acoll_bound, a_round_trip_that_agrees_adds_nothing)
+{
+	struct acoll c;
+	memset(&c, 0, sizeof(c));
+	struct peer p;
+	placed(&p, 0, 1 * MS, 10);
+	uint64_t before = acoll_peer_clock_bound(&p);
+	uint64_t now = xflow_monotonic_ns();
+	p.stats_sent_ns = now - 100000;
+	/* 0.3 ms off the middle, within 0.05 ms: inside the 1 ms. */
+	struct xflow_ctl_stats s = { .clock_now = now - 50000 - 300000 };
+	acoll_peer_clock_refine(&c, &p, &s);
+	cr_assert_eq(p.rt.contradictions, 0);
+	cr_assert(p.offset_ns > 200000 && p.offset_ns < 400000, "placed at its middle: %lld", (long long)p.offset_ns);
+	uint64_t b = acoll_peer_clock_bound(&p);
+	cr_assert_leq(b, before + 10000, "the bound held, nothing added: %llu after %llu", (unsigned long long)b,
+		      (unsigned long long)before);
+	/* Once the records placed under the 1 ms are old, the round trips'
+	 * own bound alone: the 0.3 ms move is not in it. */
+	p.bound_until = 1;
+	b = acoll_peer_clock_bound(&p);
+	cr_assert_leq(b, 100000, "within the new round trip's 0.05 ms: %llu", (unsigned long long)b);
 }
 
 Test(acoll_bound, a_move_before_any_record_is_no_ones_error)
