@@ -131,6 +131,12 @@ struct peer {
 	 * records placed under the higher one are old (bound_next from
 	 * bound_until on). */
 	uint64_t bound_held, bound_next, bound_until;
+	/* How far its clock's placement moved past the bound it had given
+	 * (the moves added up, 0: none), while records placed before may
+	 * still wait in the model, until moved_until: against the records
+	 * placed after, theirs are off by that much more
+	 * (acoll_peer_offset_set). */
+	uint64_t moved_ns, moved_until;
 	/* Xen's system time minus its CLOCK_MONOTONIC, when it said it
 	 * (xflow/control.h); xtime_refused once it disagreed with what the
 	 * round trips proved. */
@@ -258,6 +264,8 @@ int acoll_take_plan_reply(struct acoll *c, struct peer *p, struct xflow_ctl_msg 
 struct plan_cache *acoll_plan_for(struct acoll *c, struct peer *p);
 /* acoll_clock.c */
 void acoll_bound_note(struct peer *p);
+/* @p's clock placed anew at @offset_ns (its times onto ours). */
+void acoll_peer_offset_set(struct peer *p, int64_t offset_ns);
 void acoll_handle_stats(struct peer *p, const struct xflow_ctl_stats *s);
 uint64_t acoll_peer_clock_bound(struct peer *p);
 void acoll_peer_clock_refine(struct acoll *c, struct peer *p, const struct xflow_ctl_stats *s);
