@@ -908,6 +908,18 @@ Test(aggregate, threads_in_order_leave_the_window_when_every_thread_passed_them)
 	cr_expect_eq(finished, 200);
 }
 
+/* Flow @id's hop from site 1 at @t0 to site 2 at @t1, both written on
+ * CPU 0 (d0v0, for the scheduler join). */
+static void feed_hop_v0(struct xft_agg *a, uint64_t id, uint64_t t0, uint64_t t1)
+{
+	struct xflow_record r = rec(0, 1, id, XFLOW_REC_START);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t0);
+	r = rec(0, 2, id, XFLOW_REC_QUIT);
+	r.cpu_plus1 = 1;
+	xft_agg_feed(a, &r, t1);
+}
+
 /* The queue of hops waiting for the scheduler trace: one that overflows
  * many times over splits its oldest early and loses nothing; either way
  * every hop is split once and all of its time is accounted. */
@@ -924,12 +936,8 @@ static void split_queue_run(uint32_t max_pending, uint64_t *early)
 	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
 	xft_agg_sched_event(a, &e);
 	for (uint64_t i = 1; i <= 5000; i++) {
-		struct xflow_record r = rec(0, 1, i, XFLOW_REC_START);
-		r.cpu_plus1 = 1;
-		xft_agg_feed(a, &r, t += US);
-		r = rec(0, 2, i, XFLOW_REC_QUIT);
-		r.cpu_plus1 = 1;
-		xft_agg_feed(a, &r, t += 3 * US);
+		feed_hop_v0(a, i, t + US, t + 4 * US);
+		t += 4 * US;
 		hops++;
 		if (i % 100 == 0) {
 			/* The trace passes what was fed now and then. */
@@ -971,12 +979,9 @@ static uint64_t tail_after(unsigned n)
 	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
 	xft_agg_sched_event(a, &e);
 	for (unsigned i = 1; i <= n; i++) {
-		struct xflow_record r = rec(0, 1, i, XFLOW_REC_START);
-		r.cpu_plus1 = 1;
-		xft_agg_feed(a, &r, t += US);
-		r = rec(0, 2, i, XFLOW_REC_QUIT);
-		r.cpu_plus1 = 1;
-		xft_agg_feed(a, &r, t += (i * 7919 % 997 + 1) * US); /* 1 to 997 us, scattered */
+		uint64_t t0 = t + US;
+		t = t0 + (i * 7919 % 997 + 1) * US; /* 1 to 997 us, scattered */
+		feed_hop_v0(a, i, t0, t);
 		/* The trace passes each hop at once, as it does live. */
 		e.kind = XFLOW_SCHED_SWITCH;
 		e.t_ns = t + 20 * US;
@@ -1018,12 +1023,7 @@ Test(aggregate, the_slowest_flows_gaps_are_split_once_the_trace_passes_them)
 	xft_agg_sched_event(a, &e);
 	for (uint64_t id = 1; id <= 2; id++) {
 		uint64_t t0 = t + id * MS;
-		struct xflow_record r = rec(0, 1, id, XFLOW_REC_START);
-		r.cpu_plus1 = 1;
-		xft_agg_feed(a, &r, t0);
-		r = rec(0, 2, id, XFLOW_REC_QUIT);
-		r.cpu_plus1 = 1;
-		xft_agg_feed(a, &r, t0 + id * 100 * US); /* flow 2 is the slower */
+		feed_hop_v0(a, id, t0, t0 + id * 100 * US); /* flow 2 is the slower */
 		xft_agg_tick(a, t0 + MS);
 		/* The trace passes the flow's end, then d0v0 keeps blocking
 		 * and running until its ring holds none of the flow's time. */
@@ -1066,12 +1066,7 @@ Test(aggregate, the_trace_s_losses_are_counted_by_reason)
 	xft_agg_sched_event(a, &e);
 	/* A hop from t: d0v0 then changes state 8 times, more than its
 	 * timeline keeps, and 5 records are lost. */
-	struct xflow_record r = rec(0, 1, 1, XFLOW_REC_START);
-	r.cpu_plus1 = 1;
-	xft_agg_feed(a, &r, t + US);
-	r = rec(0, 2, 1, XFLOW_REC_QUIT);
-	r.cpu_plus1 = 1;
-	xft_agg_feed(a, &r, t + 2 * US);
+	feed_hop_v0(a, 1, t + US, t + 2 * US);
 	for (unsigned i = 0; i < 8; i++) {
 		e.t_ns = t + (i + 3) * US;
 		e.from = i % 2 ? 2 : 0;
@@ -1118,12 +1113,7 @@ Test(aggregate, a_hop_the_trace_has_passed_is_split_as_it_comes)
 	uint64_t t = 1000 * MS;
 	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
 	xft_agg_sched_event(a, &e);
-	struct xflow_record r = rec(0, 1, 1, XFLOW_REC_START);
-	r.cpu_plus1 = 1;
-	xft_agg_feed(a, &r, t + US);
-	r = rec(0, 2, 1, XFLOW_REC_QUIT);
-	r.cpu_plus1 = 1;
-	xft_agg_feed(a, &r, t + 4 * US);
+	feed_hop_v0(a, 1, t + US, t + 4 * US);
 	/* The trace passes the hop before the window lets it go. */
 	e.kind = XFLOW_SCHED_SWITCH;
 	e.t_ns = t + 100 * US;
