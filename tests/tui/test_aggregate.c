@@ -920,10 +920,10 @@ static void feed_hop_v0(struct xft_agg *a, uint64_t id, uint64_t t0, uint64_t t1
 	xft_agg_feed(a, &r, t1);
 }
 
-/* The queue of hops waiting for the scheduler trace: one that overflows
- * many times over splits its oldest early and loses nothing; either way
- * every hop is split once and all of its time is accounted. */
-static void split_queue_run(uint32_t max_pending, uint64_t *early)
+/* An aggregation with a 10 us window and the scheduler join (@max_pending
+ * hops queued, 0: the default), d0v0 running on pCPU 0 from @t: the
+ * event that said so in @e, for the caller's next ones. */
+static struct xft_agg *joined_v0_running(uint32_t max_pending, uint64_t t, struct xflow_sched_event *e)
 {
 	struct xft_agg_limits l;
 	xft_agg_limits_default(&l);
@@ -931,10 +931,19 @@ static void split_queue_run(uint32_t max_pending, uint64_t *early)
 	struct xft_agg *a = make(&l);
 	struct xft_sj_limits sl = { 0 };
 	cr_assert_eq(xft_agg_sched_join(a, &sl, max_pending), 0);
+	*e = (struct xflow_sched_event){ .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
+	xft_agg_sched_event(a, e);
+	return a;
+}
+
+/* The queue of hops waiting for the scheduler trace: one that overflows
+ * many times over splits its oldest early and loses nothing; either way
+ * every hop is split once and all of its time is accounted. */
+static void split_queue_run(uint32_t max_pending, uint64_t *early)
+{
 	uint64_t t = 1000 * MS, hops = 0;
-	/* d0v0 runs throughout, on pCPU 0. */
-	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
-	xft_agg_sched_event(a, &e);
+	struct xflow_sched_event e;
+	struct xft_agg *a = joined_v0_running(max_pending, t, &e);
 	for (uint64_t i = 1; i <= 5000; i++) {
 		feed_hop_v0(a, i, t + US, t + 4 * US);
 		t += 4 * US;
@@ -969,15 +978,9 @@ static void split_queue_run(uint32_t max_pending, uint64_t *early)
  * give it a meaning: 50 samples put none in it, 1000 no more than 3 %. */
 static uint64_t tail_after(unsigned n)
 {
-	struct xft_agg_limits l;
-	xft_agg_limits_default(&l);
-	l.window_ns = 10 * US;
-	struct xft_agg *a = make(&l);
-	struct xft_sj_limits sl = { 0 };
-	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
 	uint64_t t = 1000 * MS;
-	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
-	xft_agg_sched_event(a, &e);
+	struct xflow_sched_event e;
+	struct xft_agg *a = joined_v0_running(0, t, &e);
 	for (unsigned i = 1; i <= n; i++) {
 		uint64_t t0 = t + US;
 		t = t0 + (i * 7919 % 997 + 1) * US; /* 1 to 997 us, scattered */
@@ -1104,15 +1107,9 @@ Test(aggregate, the_split_queue_wraps_and_loses_nothing)
  * not left waiting for the next scheduler event. */
 Test(aggregate, a_hop_the_trace_has_passed_is_split_as_it_comes)
 {
-	struct xft_agg_limits l;
-	xft_agg_limits_default(&l);
-	l.window_ns = 10 * US;
-	struct xft_agg *a = make(&l);
-	struct xft_sj_limits sl = { 0 };
-	cr_assert_eq(xft_agg_sched_join(a, &sl, 0), 0);
 	uint64_t t = 1000 * MS;
-	struct xflow_sched_event e = { .t_ns = t, .kind = XFLOW_SCHED_RUNSTATE, .pcpu = 0, .from = 1, .to = 0 };
-	xft_agg_sched_event(a, &e);
+	struct xflow_sched_event e;
+	struct xft_agg *a = joined_v0_running(0, t, &e);
 	feed_hop_v0(a, 1, t + US, t + 4 * US);
 	/* The trace passes the hop before the window lets it go. */
 	e.kind = XFLOW_SCHED_SWITCH;
