@@ -1,9 +1,9 @@
 /*
  * The kernel backend's loss notes, as bookkeeping (guestrt/hook/kernel/kn_tail.h):
- * when the two reads of the streams' map around an emptied ring buffer
- * prove that numbers after a stream's last kept record were lost, and the
- * note that says so.  The map reads and the ring buffer are the kernel's
- * (tests/e2e/kernel_gaps.sh runs them).
+ * once a stream's ring was read up to the next number it had published,
+ * the numbers after its last kept record were lost, and the note says so.
+ * The rings and the streams' map are the kernel's (tests/e2e/kernel_gaps.sh
+ * runs them).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -23,12 +23,10 @@ static struct xflow_record rec(uint32_t cpu, uint32_t level, uint32_t seq)
 	return r;
 }
 
-/* Both reads say @next for @cpu's @level, no run in flight. */
+/* @cpu's @level was read up to @next. */
 static void settled(struct kn_tail *t, uint32_t cpu, uint32_t level, uint32_t next)
 {
-	t->a[cpu].next[level] = t->b[cpu].next[level] = next;
-	t->a[cpu].busy[level] = t->b[cpu].busy[level] = 0;
-	kn_tail_settle(t);
+	kn_tail_seen(t, cpu * XK_SEQ_LEVELS + level, next);
 }
 
 #define S(cpu, level) ((cpu) * XK_SEQ_LEVELS + (level))
@@ -81,43 +79,25 @@ Test(kn_tail, a_stream_that_kept_nothing_is_noted_from_zero)
 	kn_tail_fini(&t);
 }
 
-/* Whatever may still be on its way says nothing: a run holding the level
- * in either read, or a number taken between them. */
-Test(kn_tail, a_run_in_flight_proves_nothing)
-{
-	struct kn_tail t;
-	cr_assert_eq(kn_tail_init(&t, 1), 0);
-	settled(&t, 0, 2, 5);
-	t.a[0].busy[2] = 1;
-	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 0, "busy before");
-	settled(&t, 0, 2, 5);
-	t.b[0].busy[2] = 1;
-	kn_tail_settle(&t);
-	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 0, "busy after");
-	settled(&t, 0, 2, 5);
-	t.b[0].next[2] = 6;
-	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 0, "a number taken between the reads");
-	settled(&t, 0, 2, 5);
-	t.a[0].busy[1] = 1;
-	cr_assert_eq(kn_tail_lost(&t, S(0, 2)), 5, "another level busy before is another stream's");
-	kn_tail_fini(&t);
-}
-
-/* A run of any stream busy after the ring was emptied may hold the ring
- * buffer's head, uncommitted, with other streams' committed records
- * behind it, unread: no stream is concluded until none is busy. */
-Test(kn_tail, any_run_in_flight_after_the_ring_was_emptied_holds_every_stream)
+/* Each stream's note is its own: another stream's numbers, seen or kept,
+ * change nothing of it, and a stream seen at what it kept lost nothing. */
+Test(kn_tail, streams_are_noted_apart)
 {
 	struct kn_tail t;
 	cr_assert_eq(kn_tail_init(&t, 2), 0);
+	struct xflow_record r = rec(0, 0, 4);
+	kn_tail_kept(&t, &r);
 	settled(&t, 0, 0, 5);
-	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 5);
-	t.b[1].busy[3] = 1;
-	kn_tail_settle(&t);
-	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 0, "CPU 1's interrupt level was running");
-	t.b[1].busy[3] = 0;
-	kn_tail_settle(&t);
-	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 5);
+	settled(&t, 1, 0, 9);
+	settled(&t, 0, 1, 2);
+	cr_assert_eq(kn_tail_lost(&t, S(0, 0)), 0, "stream (0, 0) kept its last");
+	cr_assert_eq(kn_tail_lost(&t, S(1, 0)), 9, "stream (1, 0) kept nothing of 9");
+	cr_assert_eq(kn_tail_lost(&t, S(0, 1)), 2, "stream (0, 1) kept nothing of 2");
+	kn_tail_noted(&t, S(1, 0));
+	cr_assert_eq(kn_tail_lost(&t, S(1, 0)), 0);
+	cr_assert_eq(kn_tail_lost(&t, S(0, 1)), 2, "noting one stream notes no other");
+	settled(&t, 5, 0, 9);
+	cr_assert_eq(kn_tail_lost(&t, S(5, 0)), 0, "no such CPU");
 	kn_tail_fini(&t);
 }
 
@@ -152,4 +132,27 @@ Test(kn_tail, foreign_records_steps_back_and_the_wrap)
 	cr_assert_eq(n.data[0], UINT32_MAX);
 	cr_assert_eq(n.thread_seq, 1);
 	kn_tail_fini(&t);
+}
+
+/* The program's flow ids (kabi.h XK_FLOW_ID): each stream gives out its
+ * own, so they must be odd, within the record's 48 bits and distinct
+ * across streams and counts. */
+Test(kn_tail, the_streams_flow_ids_are_odd_and_distinct)
+{
+	enum { NCPU = 6, BITS = 3, COUNTS = 50 };
+	static uint64_t seen[NCPU * XK_SEQ_LEVELS * COUNTS];
+	size_t n = 0;
+	for (uint32_t c = 0; c < NCPU; c++)
+		for (uint32_t l = 0; l < XK_SEQ_LEVELS; l++)
+			for (uint64_t k = 0; k < COUNTS; k++) {
+				uint64_t id = XK_FLOW_ID(k, c, l, BITS);
+				cr_assert(id & 1, "odd");
+				cr_assert(id <= XFLOW_FLOWID_MAX);
+				for (size_t i = 0; i < n; i++)
+					cr_assert_neq(seen[i], id, "cpu %u level %u count %llu repeats an id", c, l,
+						      (unsigned long long)k);
+				seen[n++] = id;
+			}
+	cr_assert_eq(XK_FLOW_ID(1ull << 44, 1, 0, 1), XK_FLOW_ID(0, 1, 0, 1),
+		     "a stream's ids wrap after 2^(45 - cpu_bits)");
 }

@@ -5,8 +5,9 @@
  * guestrt/hook/kernel/klower.h, points each used slot's program at its function (fentry
  * for an entry, fexit for a return) and loads the object embedded in this
  * binary (guestrt/hook/kernel/bpf/xflow.bpf.c, a bpftool skeleton); site_add attaches a
- * slot's link, site_remove destroys it.  Records come through a BPF ring
- * buffer that drain() moves out, already in struct xflow_record's layout.
+ * slot's link, site_remove destroys it.  Records come through a ring per
+ * CPU and level of nesting (kabi.h, "Numbering"), mapped here and read in
+ * place by drain(), already in struct xflow_record's layout.
  *
  * Everything loaded is held by file descriptors of this process and nothing
  * is pinned: detach destroys the links and the object, and if the process
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +39,7 @@
 #include "xflow/record.h"
 #include "xflow_kern.skel.h"
 
-/* The ring buffer's records are struct xflow_record as record.h lays it
+/* The rings' records are struct xflow_record as record.h lays it
  * out; the BPF side fills every field, so a record is copied, not built. */
 _Static_assert(sizeof(struct xk_rec) == XFLOW_RECORD_SIZE, "xk_rec is a record");
 _Static_assert(offsetof(struct xk_rec, flow_id) == offsetof(struct xflow_record, flow_id), "flow_id");
@@ -48,6 +50,10 @@ _Static_assert(offsetof(struct xk_rec, cpu_plus1) == offsetof(struct xflow_recor
 _Static_assert(offsetof(struct xk_rec, data) == offsetof(struct xflow_record, data), "data");
 _Static_assert(XK_RECORD_VERSION == XFLOW_RECORD_VERSION, "the BPF program writes this version");
 _Static_assert(XK_REC_SEQ_COUNTS_LOST == XFLOW_REC_SEQ_COUNTS_LOST, "the BPF program's numbering flag");
+_Static_assert(XK_FLOW_ID(~0ull, 3, 3, 2) == XFLOW_FLOWID_MAX, "the program's flow ids fit the record's");
+/* The agent writes the tail on a line of its own: the program's runs
+ * write the levels at every record. */
+_Static_assert(offsetof(struct xk_cpu, tail) % 64 == 0 && sizeof(struct xk_cpu) % 64 == 0, "xk_cpu's lines");
 
 struct kslot {
 	struct bpf_link *link;
@@ -61,7 +67,17 @@ struct kengine {
 	struct xflow_hook_target tgt;
 	bool have_tgt;
 	struct xflow_kern *skel;
-	struct ring_buffer *rb;
+	/* The program's streams (xk_streams, one struct xk_cpu per possible
+	 * CPU: the agent reads next and writes tail) and their rings
+	 * (xk_ring, read only), mapped; and the wake-up ring buffer, whose
+	 * epoll fd run() waits on. */
+	struct xk_cpu *streams;
+	size_t streams_len;
+	const struct xk_rec *ring;
+	size_t ring_len;
+	uint32_t ring_recs;
+	uint32_t ncpu;
+	struct ring_buffer *wake;
 	struct xk_lowered low;
 	bool lowered;
 	struct kslot slots[XK_SLOTS];
@@ -70,10 +86,9 @@ struct kengine {
 	xflow_hook_record_fn fn;
 	void *fn_ctx;
 	uint64_t moved, bad;
-	/* Loss notes (kn_tail.h): the streams of the loaded program, and
-	 * when the agent last looked at them. */
+	/* Loss notes (kn_tail.h): the streams of the loaded program. */
 	struct kn_tail tail;
-	uint64_t tail_at;
+	uint64_t tail_at;        /* when the notes were last looked for */
 	uint16_t domain_id;
 	/* Counters of programs unloaded, kept for stats(). */
 	uint64_t gone_drops;
@@ -104,6 +119,7 @@ __attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_
 }
 
 static uint64_t program_drops(struct kengine *ke);
+static void streams_read(struct kengine *ke);
 
 static void unload(struct kengine *ke)
 {
@@ -112,13 +128,21 @@ static void unload(struct kengine *ke)
 			bpf_link__destroy(ke->slots[s].link);
 		ke->slots[s] = (struct kslot){ 0 };
 	}
-	if (ke->rb) {
-		/* What is still in the buffer belongs to the monitor: passed
+	if (ke->ring && ke->streams) {
+		/* What is still in the rings belongs to the monitor: passed
 		 * on when a drain is under way, else lost and counted
-		 * (on_rec). */
-		ring_buffer__consume(ke->rb);
-		ring_buffer__free(ke->rb);
-		ke->rb = NULL;
+		 * (stream_rec). */
+		streams_read(ke);
+	}
+	if (ke->ring)
+		munmap((void *)ke->ring, ke->ring_len);
+	if (ke->streams)
+		munmap(ke->streams, ke->streams_len);
+	ke->ring = NULL;
+	ke->streams = NULL;
+	if (ke->wake) {
+		ring_buffer__free(ke->wake);
+		ke->wake = NULL;
 	}
 	if (ke->skel) {
 		/* The programs' counts go with their maps: their losses stay
@@ -187,26 +211,105 @@ static int kn_detach(struct xflow_hook_target *t)
 	return 0;
 }
 
-static int on_rec(void *ctx, void *data, size_t len)
+/* Number @n of stream @s, its slot @slot read: passed on when it is the
+ * record numbered @n (else the program lost that number, and the slot
+ * holds an older record or nothing). */
+static void stream_rec(struct kengine *ke, uint32_t s, uint32_t n, const struct xk_rec *slot)
 {
-	struct kengine *ke = ctx;
+	unsigned char raw[XFLOW_RECORD_SIZE];
+	struct xk_rec head;
 	struct xflow_record r;
 	const char *why;
-	/* The ring buffer is the kernel's, written by our program alone; the
+	/* One copy out of the shared page: what is checked is what is
+	 * decoded.  The slot does not change while n is at or past the
+	 * tail this agent published (the program writes n + ring_recs
+	 * only after the tail has passed n). */
+	memcpy(raw, slot, sizeof(raw));
+	memcpy(&head, raw, sizeof(head));
+	if (head.version != XK_RECORD_VERSION || head.thread_seq != n ||
+	    head.thread_id != XK_STREAM(s / XK_SEQ_LEVELS, s % XK_SEQ_LEVELS))
+		return;
+	/* The rings are the kernel's, written by our program alone; the
 	 * record is still decoded as any record is before it is passed on. */
-	if (xflow_record_decode(data, len, &r, &why) != 0) {
+	if (xflow_record_decode(raw, sizeof(raw), &r, &why) != 0) {
 		ke->bad++;
-		return 0;
+		return;
 	}
 	/* Numbered by the program, per CPU stream (kabi.h): one the agent
 	 * cannot pass on leaves its gap as one the program lost does. */
 	if (!ke->fn) {
 		ke->gone_drops++; /* emptied at unload with no drain to take it */
-		return 0;
+		return;
 	}
 	ke->moved++;
 	if (ke->fn(ke->fn_ctx, &r) == 0)
 		kn_tail_kept(&ke->tail, &r);
+}
+
+/* Stream @s's ring, from the tail to its next, and the tail moved there. */
+static void stream_read(struct kengine *ke, uint32_t s)
+{
+	struct xk_cpu *q = &ke->streams[s / XK_SEQ_LEVELS];
+	uint32_t l = s % XK_SEQ_LEVELS;
+	/* Acquire: pairs with the program's publication (xk_publish), so
+	 * that the slots below next are read after their records' stores. */
+	uint32_t next = __atomic_load_n(&q->lv[l].next, __ATOMIC_ACQUIRE);
+	uint32_t tail = q->tail[l]; /* this agent's alone to write */
+	/* Numbers a ring's length or more past the tail found the ring full
+	 * and took no slot: no need to look. */
+	uint32_t end = next - tail > ke->ring_recs ? tail + ke->ring_recs : next;
+	const struct xk_rec *ring = ke->ring + (size_t)s * ke->ring_recs;
+	for (uint32_t n = tail; n != end; n++)
+		stream_rec(ke, s, n, &ring[n & (ke->ring_recs - 1)]);
+	/* Release: the slots were read (copied) before the program may
+	 * write them again, once it reads this tail. */
+	__atomic_store_n(&q->tail[l], next, __ATOMIC_RELEASE);
+	kn_tail_seen(&ke->tail, s, next);
+}
+
+static void streams_read(struct kengine *ke)
+{
+	for (uint32_t s = 0; s < XK_STREAMS_OF(ke->ncpu); s++)
+		stream_read(ke, s);
+}
+
+/* The wake-up ring buffer's messages say nothing but "drain now". */
+static int on_wake(void *ctx, void *data, size_t len)
+{
+	(void)ctx, (void)data, (void)len;
+	return 0;
+}
+
+/* Records in each stream's ring: a power of two, as many as a budget of
+ * 32 MiB for all of them allows, from 256 to 8192 (1024 up to 64 possible
+ * CPUs: 10 ms of a stream at 100k records/s, the agent's slice when idle;
+ * with more CPUs each has less of the load); at most @lane_slots when it
+ * is given (a stream is the kernel's lane: --lane-slots). */
+static uint32_t ring_recs_for(uint32_t ncpu, uint32_t lane_slots)
+{
+	size_t per = (32u << 20) / ((size_t)XK_STREAMS_OF(ncpu) * sizeof(struct xk_rec));
+	uint32_t n = 256;
+	while (n < 8192 && 2 * (size_t)n <= per)
+		n *= 2;
+	while (lane_slots && n > lane_slots && n > 2)
+		n /= 2;
+	return n;
+}
+
+/* Map the program's streams and rings (after the load). */
+static int rings_map(struct kengine *ke)
+{
+	ke->streams_len = (size_t)ke->ncpu * sizeof(struct xk_cpu);
+	void *p = mmap(NULL, ke->streams_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(ke->skel->maps.xk_streams), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	ke->streams = p;
+	ke->ring_len = (size_t)XK_STREAMS_OF(ke->ncpu) * ke->ring_recs * sizeof(struct xk_rec);
+	p = mmap(NULL, ke->ring_len, PROT_READ, MAP_SHARED, bpf_map__fd(ke->skel->maps.xk_ring), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	ke->ring = p;
 	return 0;
 }
 
@@ -221,6 +324,13 @@ static int object_load(struct kengine *ke, const struct xflow_hook_prog *prog, b
 		return xflow_hook_fail(h, rc, "cannot open the embedded BPF object: %s", strerror(-rc));
 	}
 	ke->skel->rodata->xk_domain_id = prog->domain_id;
+	ke->skel->rodata->xk_ring_recs = ke->ring_recs;
+	uint32_t cpu_bits = 0;
+	while ((1u << cpu_bits) < ke->ncpu)
+		cpu_bits++;
+	ke->skel->rodata->xk_cpu_bits = cpu_bits;
+	bpf_map__set_max_entries(ke->skel->maps.xk_streams, ke->ncpu);
+	bpf_map__set_max_entries(ke->skel->maps.xk_ring, XK_STREAMS_OF(ke->ncpu) * ke->ring_recs);
 	/* Each used slot's operations, frozen with the object: the verifier
 	 * specialises every program to its own (guestrt/hook/kernel/kabi.h).  Switching
 	 * them on and off is xk_on's, in slot_sync. */
@@ -287,6 +397,13 @@ static int kn_prog_load(struct xflow_hook_target *t, const struct xflow_hook_pro
 		unload(ke);
 		return -ENOMEM;
 	}
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0) {
+		unload(ke);
+		return xflow_hook_fail(h, ncpu ? ncpu : -EINVAL, "cannot count the possible CPUs");
+	}
+	ke->ncpu = (uint32_t)ncpu;
+	ke->ring_recs = ring_recs_for(ke->ncpu, prog->lane_slots);
 	bool functions = false, tps = false;
 	for (uint32_t s = 0; s < XK_SLOTS; s++) {
 		functions |= ke->low.slots[s].used && ke->low.slots[s].kind != XK_SLOT_TP;
@@ -321,17 +438,20 @@ static int kn_prog_load(struct xflow_hook_target *t, const struct xflow_hook_pro
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0)
 			ke->slots[s].insns = info.verified_insns;
 	}
-	ke->rb = ring_buffer__new(bpf_map__fd(ke->skel->maps.xk_rb), on_rec, ke, NULL);
-	if (!ke->rb) {
+	if ((rc = rings_map(ke))) {
+		unload(ke);
+		return xflow_hook_fail(h, rc, "cannot map the BPF program's rings: %s", strerror(-rc));
+	}
+	ke->wake = ring_buffer__new(bpf_map__fd(ke->skel->maps.xk_wake), on_wake, ke, NULL);
+	if (!ke->wake) {
 		rc = -errno;
 		unload(ke);
 		return xflow_hook_fail(h, rc, "cannot read the BPF ring buffer: %s", strerror(-rc));
 	}
 	/* The new program's streams number from 0 (its map is new). */
-	int ncpu = libbpf_num_possible_cpus();
-	if (ncpu <= 0 || kn_tail_init(&ke->tail, (uint32_t)ncpu) != 0) {
+	if (kn_tail_init(&ke->tail, ke->ncpu) != 0) {
 		unload(ke);
-		return xflow_hook_fail(h, ncpu <= 0 ? ncpu : -ENOMEM, "cannot follow the CPU streams' numbers");
+		return xflow_hook_fail(h, -ENOMEM, "cannot follow the CPU streams' numbers");
 	}
 	ke->domain_id = prog->domain_id;
 	return 0;
@@ -481,7 +601,7 @@ static int kn_run(struct xflow_hook *h, int timeout_ms)
 		long left = timeout_ms < 0 ? 100 : timeout_ms - el;
 		if (left < 0)
 			return 0;
-		struct pollfd p = { .fd = ke->rb ? ring_buffer__epoll_fd(ke->rb) : -1, .events = POLLIN };
+		struct pollfd p = { .fd = ke->wake ? ring_buffer__epoll_fd(ke->wake) : -1, .events = POLLIN };
 		/* A signal (the stop signals, the control fd's SIGURG) ends the
 		 * wait with EINTR: its handler was installed without SA_RESTART,
 		 * and one that comes between the check and the poll kicks the
@@ -503,24 +623,17 @@ static int kn_control_fd(struct xflow_hook *h, int fd)
 
 /* How often the streams are looked at for losses after their last
  * record: a note comes within this of the loss, well inside the model's
- * reorder window, and the two map reads cost a few microseconds each. */
+ * reorder window, and a stream losing at every drain (every 2 ms while
+ * records flow) says so in a note every 10 ms, not five (a record that
+ * comes after a gap shows it anyway). */
 #define TAIL_EVERY_NS 10000000ull
 
-/* Every CPU's streams, into @to (t->a or t->b). */
-static int seqs_read(struct kengine *ke, struct xk_seq *to)
-{
-	uint32_t zero = 0;
-	return bpf_map_lookup_elem(bpf_map__fd(ke->skel->maps.xk_seqs), &zero, to) ? -errno : 0;
-}
-
-/* The notes of the streams that lost records after their last one, from
- * the two reads around an emptied ring buffer (kn_tail.h).  One the
- * caller does not keep is said again at a later look. */
+/* The notes of the streams that lost records after their last one, up to
+ * the next each was read to (kn_tail.h).  One the caller does not keep is
+ * said again at a later look. */
 static void notes_out(struct kengine *ke)
 {
-	kn_tail_settle(&ke->tail);
-	uint32_t n = ke->tail.quiet ? ke->tail.ncpu * XK_SEQ_LEVELS : 0;
-	for (uint32_t s = 0; s < n; s++) {
+	for (uint32_t s = 0; s < XK_STREAMS_OF(ke->tail.ncpu); s++) {
 		if (!kn_tail_lost(&ke->tail, s))
 			continue;
 		struct xflow_record note;
@@ -533,26 +646,25 @@ static void notes_out(struct kengine *ke)
 static long kn_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max)
 {
 	struct kengine *ke = ke_of(h);
-	(void)max; /* the ring buffer is emptied: it is the kernel's to fill */
-	if (!ke->rb)
+	(void)max; /* the rings are emptied: they are the kernel's to fill */
+	if (!ke->ring)
 		return 0;
-	uint64_t before = ke->moved, now = xflow_monotonic_ns();
+	uint64_t before = ke->moved;
 	ke->fn = fn;
 	ke->fn_ctx = ctx;
-	/* The streams read before and after the ring buffer is emptied, and
-	 * the ring found empty after that (kn_tail.h). */
-	bool look = ke->tail.ncpu && now - ke->tail_at >= TAIL_EVERY_NS && seqs_read(ke, ke->tail.a) == 0;
-	int rc = ring_buffer__consume(ke->rb);
-	if (look && rc >= 0) {
+	/* The wake-ups that brought us here are spent. */
+	ring_buffer__consume(ke->wake);
+	streams_read(ke);
+	uint64_t now = xflow_monotonic_ns();
+	if (now - ke->tail_at >= TAIL_EVERY_NS) {
 		ke->tail_at = now;
-		if (seqs_read(ke, ke->tail.b) == 0 && (rc = ring_buffer__consume(ke->rb)) == 0)
-			notes_out(ke);
+		notes_out(ke);
 	}
 	ke->fn = NULL;
-	return rc < 0 ? rc : (long)(ke->moved - before);
+	return (long)(ke->moved - before);
 }
 
-/* What the loaded programs counted lost: the ring buffer full, the id map
+/* What the loaded programs counted lost: a stream's ring full, the id map
  * full, a faulting chain (each loses its record). */
 static uint64_t program_drops(struct kengine *ke)
 {

@@ -122,8 +122,8 @@ struct xk_key {
 /* Per CPU, per slot (index XK_SLOTS: totals of no slot). */
 struct xk_count {
 	__u64 hits;         /* program runs */
-	__u64 records;      /* records reserved in the ring buffer */
-	__u64 drops;        /* records lost: the ring buffer was full */
+	__u64 drops;        /* records lost: their stream's ring was full, or
+	                     * no stream was free (every level busy) */
 	__u64 full;         /* registrations lost: the id map was full */
 	__u64 faults;       /* operations skipped: a member chain's read faulted */
 };
@@ -138,39 +138,70 @@ struct xk_count {
  * context, one in a softirq that interrupts it, one in a hard irq, one in
  * an NMI: XK_SEQ_LEVELS), each such stream in thread_id XK_STREAM(cpu,
  * level) and flagged SEQ_COUNTS_LOST; every record the program counts lost
- * (the ring buffer full, the id map full, a faulting member chain) takes
- * its stream's next number too, as does one the agent cannot pass on.
+ * (its ring full, the id map full, a faulting member chain) takes its
+ * stream's next number too, as does one the agent cannot pass on.
  *
  * Why per CPU and not per task: the kernel's I/O runs in softirqs and irqs
  * on whatever task they interrupt, so a task is not who writes; a CPU's
  * stream is the densest there is, so the time between the two records
  * around a gap, where the monitor looks for the flows that may own the
  * loss, is the shortest; and the streams are a fixed few, read whole from
- * one per-CPU array, where a per-task table would fill and forget.
+ * one array, where a per-task table would fill and forget.
  *
- * A run claims its level's stream (compare-and-swap on busy[level], the
- * lowest free) before its first record and lets it go after its last: a
- * stream is written by one run at a time, so its numbers are in the ring
- * buffer's order, which the agent and the monitor keep.  A run that finds
- * every level busy (only a preempted program could leave them so) writes
- * its records unnumbered and unflagged, thread_id its task's.
+ * A run claims its level's stream (busy, the lowest free) before its
+ * first record and lets it go after its last: a stream is written by one
+ * run at a time.  A run that finds every level busy (only preempted
+ * fentry/fexit runs could leave them so) has no stream: its records are
+ * counted in drops, unnumbered.
  *
- * The streams number from 0 at the program's load, and busy covers a run
- * from before its first number to after its last ring buffer commit: the
- * agent reads both to tell what was lost after a stream's last record
- * from what is still on its way (kn_tail.h, loss notes).
+ * Each stream has a ring of its own (xk_ring: XK_STREAMS_OF(ncpu) rings of
+ * xk_ring_recs records, stream s's at s * xk_ring_recs), which the agent
+ * maps and reads in place: record number n goes to slot n % xk_ring_recs,
+ * and then next becomes n + 1, in that order (the publication).  A
+ * number lost by the program takes no slot: the slot keeps an older
+ * record (or zeros), whose thread_seq is not n, and the agent passes over
+ * it.  So every number below next is final: written or lost, and the
+ * agent can tell which.  The agent's tail (the number it reads next) is
+ * the ring's other end: a number n >= tail + xk_ring_recs finds the ring
+ * full and is lost (counted in drops).  No BPF ring buffer: its reserve
+ * and submit (a lock, interrupts saved, two helper calls and their
+ * atomics) were a third of a run.
  */
 #define XK_SEQ_LEVELS 4
 #define XK_STREAM(cpu, level) (0x80000000u | (__u32)(cpu) << 2 | (__u32)(level))
+#define XK_STREAMS_OF(ncpu) ((ncpu) * XK_SEQ_LEVELS)
 #define XK_REC_SEQ_COUNTS_LOST 0x100 /* XFLOW_REC_SEQ_COUNTS_LOST */
 
-/* Per CPU, one entry: its streams. */
-struct xk_seq {
-	__u32 busy[XK_SEQ_LEVELS];  /* 1 while a run holds the level */
-	__u32 next[XK_SEQ_LEVELS];  /* the level's next number */
+/* A level's producer side, written only by the run holding it. */
+struct xk_level {
+	__u32 busy;         /* level + 1 while a run holds the level, else 0 */
+	__u32 next;         /* the level's next number: all below are final */
+	__u32 room;         /* a number below it has a free slot: the tail
+	                     * last read + xk_ring_recs (the tail's line is
+	                     * the agent's, read only when this is reached) */
+	__u32 pad;
+	__u64 ids;          /* flow ids the level gave out (XK_FLOW_ID) */
+	__u64 pad2;
 };
 
-/* The record as the ring buffer carries it: struct xflow_record's layout
+/* Per CPU, one entry of xk_streams (BPF_F_MMAPABLE, mapped by the agent):
+ * its streams, on three cache lines, two the CPU's and the agent's. */
+struct xk_cpu {
+	struct xk_level lv[XK_SEQ_LEVELS];
+	__u32 tail[XK_SEQ_LEVELS];  /* the agent's: the number it reads next */
+	__u32 pad[12];
+};
+
+/* Flow ids (xflow/flowid.h: odd, at most 48 bits) given out by each
+ * stream on its own, without an atomic add on a line every CPU shares:
+ * the stream's count above its index (@cpu_bits bits of CPU, 2 of level),
+ * and the low bit set.  Distinct across streams; one stream's repeat
+ * after 2^(45 - cpu_bits) starts. */
+#define XK_FLOW_ID(count, cpu, level, cpu_bits)                                        \
+	(((((__u64)(count) << ((cpu_bits) + 2) | (__u64)(cpu) << 2 | (level)) << 1) | 1) & \
+	 ((1ULL << 48) - 1))
+
+/* A record in its stream's ring: struct xflow_record's layout
  * (xflow/record.h, 88 bytes), checked field by field in hook_kernel.c. */
 struct xk_rec {
 	__u64 timestamp;    /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */

@@ -14,9 +14,8 @@ int kn_tail_init(struct kn_tail *t, uint32_t ncpu)
 {
 	memset(t, 0, sizeof(*t));
 	t->next = calloc((size_t)ncpu * XK_SEQ_LEVELS, sizeof(*t->next));
-	t->a = calloc(ncpu, sizeof(*t->a));
-	t->b = calloc(ncpu, sizeof(*t->b));
-	if (!t->next || !t->a || !t->b) {
+	t->seen = calloc((size_t)ncpu * XK_SEQ_LEVELS, sizeof(*t->seen));
+	if (!t->next || !t->seen) {
 		kn_tail_fini(t);
 		return -ENOMEM;
 	}
@@ -27,8 +26,7 @@ int kn_tail_init(struct kn_tail *t, uint32_t ncpu)
 void kn_tail_fini(struct kn_tail *t)
 {
 	free(t->next);
-	free(t->a);
-	free(t->b);
+	free(t->seen);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -49,36 +47,29 @@ void kn_tail_kept(struct kn_tail *t, const struct xflow_record *r)
 		t->next[s] = r->thread_seq + 1;
 }
 
-void kn_tail_settle(struct kn_tail *t)
+void kn_tail_seen(struct kn_tail *t, uint32_t s, uint32_t next)
 {
-	t->quiet = true;
-	for (uint32_t c = 0; c < t->ncpu; c++)
-		for (uint32_t l = 0; l < XK_SEQ_LEVELS; l++)
-			t->quiet &= !t->b[c].busy[l];
+	if (s / XK_SEQ_LEVELS < t->ncpu)
+		t->seen[s] = next;
 }
 
 uint32_t kn_tail_lost(const struct kn_tail *t, uint32_t s)
 {
-	if (!t->quiet || s / XK_SEQ_LEVELS >= t->ncpu)
-		return 0;
-	const struct xk_seq *a = &t->a[s / XK_SEQ_LEVELS], *b = &t->b[s / XK_SEQ_LEVELS];
-	uint32_t l = s % XK_SEQ_LEVELS;
-	if (a->busy[l] || b->busy[l] || a->next[l] != b->next[l])
+	if (s / XK_SEQ_LEVELS >= t->ncpu)
 		return 0;
 	/* A step back: the stream is not the one followed (a reload the
 	 * agent has not seen yet); nothing is said of it. */
-	return xflow_seq_ahead(t->next[s], b->next[l]) ? b->next[l] - t->next[s] : 0;
+	return xflow_seq_ahead(t->next[s], t->seen[s]) ? t->seen[s] - t->next[s] : 0;
 }
 
 void kn_tail_note(const struct kn_tail *t, uint32_t s, uint16_t domain, uint64_t now_ns, struct xflow_record *out)
 {
 	/* XK_STREAM(cpu, level); from after its last record kept to before
-	 * B's next number. */
-	xflow_record_loss_note(out, domain, 0x80000000u | s, t->next[s],
-			       t->b[s / XK_SEQ_LEVELS].next[s % XK_SEQ_LEVELS] - 1, now_ns);
+	 * the next seen. */
+	xflow_record_loss_note(out, domain, 0x80000000u | s, t->next[s], t->seen[s] - 1, now_ns);
 }
 
 void kn_tail_noted(struct kn_tail *t, uint32_t s)
 {
-	t->next[s] = t->b[s / XK_SEQ_LEVELS].next[s % XK_SEQ_LEVELS];
+	t->next[s] = t->seen[s];
 }

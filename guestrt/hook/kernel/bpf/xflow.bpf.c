@@ -1,8 +1,9 @@
 /*
  * The kernel backend's BPF program: one generic body, instantiated once
  * per slot, that runs the flow operations the loader put in xk_plan[slot]
- * (guestrt/hook/kernel/kabi.h) and writes struct xflow_record-shaped records into a BPF
- * ring buffer.  Built with clang -target bpf against the running kernel's
+ * (guestrt/hook/kernel/kabi.h) and writes struct xflow_record-shaped
+ * records into a ring per CPU and level that the agent maps (kabi.h,
+ * "Numbering").  Built with clang -target bpf against the running kernel's
  * vmlinux.h; CO-RE relocations are not needed: the program reads no kernel
  * struct by its C type, only the traced function's arguments, through
  * helpers that check the argument index at run time, and the member
@@ -18,22 +19,21 @@
 
 #include "guestrt/hook/kernel/kabi.h"
 
-#define FLOWID_MAX ((1ULL << 48) - 1)
+#define XK_EEXIST 17 /* EEXIST: the UAPI's errno, which vmlinux.h lacks */
 /* enum xflow_record_flag (xflow/record.h, which is host C). */
 #define XK_REC_START 1
 #define XK_REC_TRANSIT 2
 #define XK_REC_CROSS_DOMAIN 8
 #define XK_REC_KEYED 64
-#define XK_RB_SIZE (1 << 22) /* 4 MiB: 47662 records */
-#define XK_WAKE_EVERY 64    /* records of a slot on a CPU between looks at the fill */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before the object is loaded. */
 const volatile __u16 xk_domain_id = 0;
-
-/* Flow ids: one space for every CPU and flow kind. */
-__u64 xk_next_id = 0;
+/* Records in each stream's ring: a power of two (the loader's). */
+const volatile __u32 xk_ring_recs = 1;
+/* Bits of a CPU's number in a flow id (XK_FLOW_ID): the possible CPUs'. */
+const volatile __u32 xk_cpu_bits = 0;
 
 /* The site table, set by the loader before the object is loaded.  In
  * .rodata, which libbpf freezes: the verifier then reads every operation's
@@ -47,10 +47,7 @@ const volatile struct xk_site xk_plan[XK_SLOTS] = {};
 
 /* Per slot, which of it runs (XK_ON_*): written by the loader while the
  * programs are attached, so outside the frozen table.  One aligned word,
- * read once a run: a run sees an update whole or not at all.  On cache
- * lines of its own (the section's mapping starts on a page): every run
- * reads it, and xk_next_id beside it takes an atomic add at every start
- * on any CPU. */
+ * read once a run: a run sees an update whole or not at all. */
 __u32 xk_on[XK_SLOTS] __attribute__((aligned(64))) = {};
 
 /* Preallocated (the default for a hash): an update from a tracing program
@@ -62,10 +59,33 @@ struct {
 	__type(value, __u64);
 } xk_ids SEC(".maps");
 
+/* The streams' rings, XK_STREAMS_OF(possible CPUs) * xk_ring_recs
+ * records (the loader sizes it), read in place by the agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xk_rec);
+} xk_ring SEC(".maps");
+
+/* Each CPU's streams (kabi.h, "Numbering"), indexed by CPU; mapped by the
+ * agent, which reads next and writes tail. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xk_cpu);
+} xk_streams SEC(".maps");
+
+/* Wake-ups only, no records: the agent drains every few milliseconds
+ * anyway, and is woken early when a stream's ring is a quarter full, by
+ * an 8-byte message here (its epoll fd is what the agent waits on). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, XK_RB_SIZE);
-} xk_rb SEC(".maps");
+	__uint(max_entries, 4096);
+} xk_wake SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -74,41 +94,51 @@ struct {
 	__type(value, struct xk_count);
 } xk_counts SEC(".maps");
 
-/* Each CPU's numbering streams (kabi.h, "Numbering"). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct xk_seq);
-} xk_seqs SEC(".maps");
-
 enum { KIND_ENTRY = 0, KIND_EXIT = 1, KIND_TP = 2 };
 
 /* Whether the CPU makes a CPU's stores visible to others in program
- * order (x86's TSO), so that plain stores order the claim of a stream
- * as the agent reads it (xk_claim). */
+ * order, and keeps its loads before its later stores (x86's TSO), so that
+ * plain stores claim a stream and publish a record as the agent reads
+ * them (kabi.h, "Numbering"). */
 #ifdef __TARGET_ARCH_x86
 #define XK_STORES_IN_ORDER 1
 #else
 #define XK_STORES_IN_ORDER 0
 #endif
 
+/* Keeps the compiler from moving memory accesses across it; on x86 the
+ * CPU then keeps the stores' order too. */
+#define XK_COMPILER_BARRIER() asm volatile("" ::: "memory")
+
 /* One run of a slot's program: its counters, and the stream its records
  * are numbered in, claimed at its first record (state 1), or none free
  * (state 2); and its program's kind, a constant in each program. */
 struct xk_run {
 	struct xk_count *c;
-	struct xk_seq *q;
+	struct xk_cpu *q;
+	__u32 cpu;
 	__u32 state;
 	__u32 level;
 	int kind;
 };
 
+/* Level @l was claimed (its busy set to l + 1).  The level kept is read
+ * back from that word, which no other run writes while this one holds it:
+ * to the verifier a number from memory, not the constant of one of the
+ * claim's four branches, so that it walks the rest of the run once, not
+ * once per level (a pass program of net_tp.xml verified in 1242
+ * instructions, 2069 with the constant). */
+static __always_inline void xk_claimed(struct xk_run *x, int l)
+{
+	x->state = 1;
+	x->level = (*(volatile __u32 *)&x->q->lv[l].busy - 1) & (XK_SEQ_LEVELS - 1);
+}
+
 static __always_inline void xk_claim(struct xk_run *x)
 {
-	__u32 zero = 0;
 	x->state = 2;
-	x->q = bpf_map_lookup_elem(&xk_seqs, &zero);
+	x->cpu = bpf_get_smp_processor_id();
+	x->q = bpf_map_lookup_elem(&xk_streams, &x->cpu);
 	if (!x->q)
 		return;
 	if (x->kind == KIND_TP && XK_STORES_IN_ORDER) {
@@ -119,17 +149,12 @@ static __always_inline void xk_claim(struct xk_run *x)
 		 * load and the store finds the level free, takes it and frees
 		 * it again.  A plain test-and-set is enough on this CPU, and
 		 * saves the two locked instructions of a compare-and-swap and
-		 * an exchange (about 20 ns of a run of 200, measured).  The
-		 * agent, on another CPU, sees busy set before the level's
-		 * next number moves and before the ring buffer reservation,
-		 * as with the barriers below, only because x86 keeps stores
-		 * in order: elsewhere the compare-and-swap stays. */
+		 * an exchange (about 20 ns of a run of 200, measured). */
 #pragma unroll
 		for (int l = 0; l < XK_SEQ_LEVELS; l++) {
-			if (x->q->busy[l] == 0) {
-				x->q->busy[l] = 1;
-				x->state = 1;
-				x->level = l;
+			if (x->q->lv[l].busy == 0) {
+				x->q->lv[l].busy = l + 1;
+				xk_claimed(x, l);
 				return;
 			}
 		}
@@ -137,14 +162,12 @@ static __always_inline void xk_claim(struct xk_run *x)
 	}
 	/* An fentry or fexit program may be preempted (it runs with only
 	 * migration off): another task's run could take the level between a
-	 * load and a store.  Full barriers both: what this run reserves in
-	 * the ring buffer is after the claim, and before the release below,
-	 * so a later run of the level reserves after it. */
+	 * load and a store.  Full barriers both, so that elsewhere than x86
+	 * the stream's stores stay between the claim and the release. */
 #pragma unroll
 	for (int l = 0; l < XK_SEQ_LEVELS; l++) {
-		if (__sync_val_compare_and_swap(&x->q->busy[l], 0, 1) == 0) {
-			x->state = 1;
-			x->level = l;
+		if (__sync_val_compare_and_swap(&x->q->lv[l].busy, 0, l + 1) == 0) {
+			xk_claimed(x, l);
 			return;
 		}
 	}
@@ -152,31 +175,41 @@ static __always_inline void xk_claim(struct xk_run *x)
 
 static __always_inline void xk_release(struct xk_run *x)
 {
-	if (x->state != 1)
+	if (x->state != 1 || !x->q)
 		return;
-	/* Claimed with plain stores, let go with one: it follows the
-	 * level's next number and its records' commits in store order. */
-	if (x->kind == KIND_TP && XK_STORES_IN_ORDER)
-		x->q->busy[x->level & (XK_SEQ_LEVELS - 1)] = 0;
-	else
-		__sync_lock_test_and_set(&x->q->busy[x->level & (XK_SEQ_LEVELS - 1)], 0);
+	__u32 *busy = &x->q->lv[x->level & (XK_SEQ_LEVELS - 1)].busy;
+	if (x->kind == KIND_TP && XK_STORES_IN_ORDER) {
+		XK_COMPILER_BARRIER();
+		*(volatile __u32 *)busy = 0;
+	} else {
+		__sync_lock_test_and_set(busy, 0);
+	}
 }
 
-/* The run's stream's next number (claimed first), or 0 unnumbered. */
-static __always_inline __u32 xk_number(struct xk_run *x)
+/* Number @n of level @lv is final: its record (if any) is in its slot.
+ * The agent reads next, then the slots below it: on x86 a plain store
+ * after the record's is seen after them; elsewhere an exchange, a full
+ * barrier in every JIT. */
+static __always_inline void xk_publish(struct xk_level *lv, __u32 n)
+{
+	if (XK_STORES_IN_ORDER) {
+		XK_COMPILER_BARRIER();
+		*(volatile __u32 *)&lv->next = n + 1;
+	} else {
+		__sync_lock_test_and_set(&lv->next, n + 1);
+	}
+}
+
+/* A record counted lost before it was written takes its stream's next
+ * number, and no slot. */
+static __always_inline void xk_lost(struct xk_run *x)
 {
 	if (x->state == 0)
 		xk_claim(x);
-	if (x->state != 1)
-		return 0;
-	/* The level is this run's alone until it lets it go. */
-	return x->q->next[x->level & (XK_SEQ_LEVELS - 1)]++;
-}
-
-/* A record counted lost before it was written takes its number. */
-static __always_inline void xk_lost(struct xk_run *x)
-{
-	xk_number(x);
+	if (x->state != 1 || !x->q)
+		return;
+	struct xk_level *lv = &x->q->lv[x->level & (XK_SEQ_LEVELS - 1)];
+	xk_publish(lv, lv->next);
 }
 
 /* An operand: argument @which of the traced function, or its return value.
@@ -208,51 +241,67 @@ static __always_inline void xk_emit2(struct xk_run *x, __u32 site, const volatil
 	struct xk_count *c = x->c;
 	if (x->state == 0)
 		xk_claim(x);
-	struct xk_rec *r = bpf_ringbuf_reserve(&xk_rb, sizeof(*r), 0);
+	/* q again: the verifier does not carry the claim's test of it
+	 * through the state. */
+	if (x->state != 1 || !x->q) {
+		/* No stream to number it in nor ring to put it in. */
+		if (c)
+			c->drops++;
+		return;
+	}
+	__u32 l = x->level & (XK_SEQ_LEVELS - 1);
+	struct xk_level *lv = &x->q->lv[l];
+	__u32 n = lv->next, room = lv->room;
+	if ((__s32)(n - room) >= 0) {
+		/* The agent's tail is read only here, once a ring's worth of
+		 * numbers since the last read, or at each record while the
+		 * ring is full: its line is the agent's to write.  The slot
+		 * is written after this load in program order, and a store
+		 * is not made before an earlier load on x86, nor past the
+		 * branch that depends on it elsewhere. */
+		room = *(volatile __u32 *)&x->q->tail[l] + xk_ring_recs;
+		lv->room = room;
+		if ((__s32)(n - room) >= 0) {
+			if (c)
+				c->drops++;
+			xk_publish(lv, n);
+			return;
+		}
+	}
+	__u32 slot = (x->cpu * XK_SEQ_LEVELS + l) * xk_ring_recs + (n & (xk_ring_recs - 1));
+	struct xk_rec *r = bpf_map_lookup_elem(&xk_ring, &slot);
 	if (!r) {
 		if (c)
 			c->drops++;
-		xk_lost(x);
+		xk_publish(lv, n);
 		return;
 	}
-	__u32 cpu = bpf_get_smp_processor_id();
 	r->timestamp = bpf_ktime_get_ns();
 	r->flow_id = id;
 	r->site_id = site;
 	r->flow_kind = op->flow;
 	r->domain_id = xk_domain_id;
+	r->flags = flags | XK_REC_SEQ_COUNTS_LOST;
 	r->version = XK_RECORD_VERSION;
 	r->ndata = ndata;
-	r->thread_seq = xk_number(x);
-	if (x->state == 1) {
-		r->flags = flags | XK_REC_SEQ_COUNTS_LOST;
-		r->thread_id = XK_STREAM(cpu, x->level);
-	} else {
-		r->flags = flags;
-		r->thread_id = (__u32)bpf_get_current_pid_tgid();
-	}
-	r->cpu_plus1 = cpu + 1;
+	r->thread_id = XK_STREAM(x->cpu, l);
+	r->thread_seq = n;
+	r->cpu_plus1 = x->cpu + 1;
 	r->data[0] = d0;
 	r->data[1] = d1;
 	r->data[2] = d2;
 #pragma unroll
 	for (int i = 3; i < 6; i++)
 		r->data[i] = 0;
-	/* A wake-up per record (the default when the reader has caught up)
-	 * costs an irq_work and an epoll wake-up per hit, several times the
-	 * rest of the program: the agent drains between slices of at most
-	 * 10 ms anyway, so it is woken only when the buffer is a quarter full.
-	 * That is looked at every XK_WAKE_EVERY records of a slot on a CPU,
-	 * not at each: the query is a helper call and a read of the line the
-	 * agent writes as it consumes (7 ns of about 200 a run, measured),
-	 * and a quarter of the buffer is 11900 records, far more than the
-	 * records a look can come late by. */
-	__u64 avail = 0;
-	if (!c || (c->records & (XK_WAKE_EVERY - 1)) == 0)
-		avail = bpf_ringbuf_query(&xk_rb, BPF_RB_AVAIL_DATA);
-	bpf_ringbuf_submit(r, avail > XK_RB_SIZE / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-	if (c)
-		c->records++;
+	xk_publish(lv, n);
+	/* The agent drains every few milliseconds; it is woken early, once
+	 * a ring's worth of numbers, when a quarter of the ring has filled
+	 * since the tail was last read (a wake-up per record, an irq_work
+	 * and an epoll wake-up, would cost several times the rest). */
+	if (room - n == xk_ring_recs - xk_ring_recs / 4) {
+		__u64 m = n;
+		bpf_ringbuf_output(&xk_wake, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
+	}
 }
 
 static __always_inline void xk_emit(struct xk_run *x, __u32 site, const volatile struct xk_op *op, __u64 id)
@@ -343,6 +392,12 @@ static __always_inline int xk_path_get(void *ctx, const int kind, const volatile
 	*v = 0;
 	if (xk_get(ctx, kind, p->arg, v))
 		return 1;
+	/* A bare argument, the common operand (a tracepoint's skb): the
+	 * chain's index mask, bound and loop would be run for nothing (3 ns
+	 * of a run of 135, measured, within the noise).  Both fields are
+	 * constants to the verifier, which keeps one of the two paths. */
+	if (p->n == 0 && p->iarg == XK_ARG_NONE)
+		return 0;
 	return xk_chain(p, v, xk_index(ctx, kind, p->iarg));
 }
 
@@ -365,13 +420,29 @@ static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __
 	return 0;
 }
 
-/* A new id for the object of @ka, registered; 0 when the table is full
- * (counted).  Odd, as every agent's (xflow/flowid.h): never all zero in
- * the bits a ring header could carry. */
+/* A new id for the object of @ka, registered; 0 when the object has one
+ * already (a live object keeps its id: xflow(5), A START ON A LIVE
+ * OBJECT), when the table is full (counted), or when the run has no
+ * stream (its record could not be written either: counted).  The id is
+ * the run's stream's (XK_FLOW_ID): no atomic add on a shared line, and an
+ * id taken for a live object is simply not used.  The update's own check
+ * (BPF_NOEXIST) is the test for a live object: no lookup before it. */
 static __always_inline __u64 xk_new_id(struct xk_run *x, struct xk_key *ka)
 {
-	__u64 id = ((__sync_fetch_and_add(&xk_next_id, 1) << 1) | 1) & FLOWID_MAX;
-	if (bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST)) {
+	if (x->state == 0)
+		xk_claim(x);
+	if (x->state != 1 || !x->q) {
+		if (x->c)
+			x->c->drops++;
+		return 0;
+	}
+	__u32 l = x->level & (XK_SEQ_LEVELS - 1);
+	struct xk_level *lv = &x->q->lv[l];
+	__u64 id = XK_FLOW_ID(lv->ids++, x->cpu, l, xk_cpu_bits);
+	long rc = bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST);
+	if (rc == -XK_EEXIST)
+		return 0;
+	if (rc) {
 		if (x->c)
 			x->c->full++;
 		xk_lost(x);
@@ -414,18 +485,15 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_run *x, _
 	if (r || !a)
 		return;
 	struct xk_key ka = { .addr = a, .flow = op->flow };
+	if (op->kind == XK_OP_START) {
+		/* A live object keeps its id, and then writes no record. */
+		id = xk_new_id(x, &ka);
+		if (id)
+			xk_emit(x, site, op, id);
+		return;
+	}
 	__u64 *idp = bpf_map_lookup_elem(&xk_ids, &ka);
 	switch (op->kind) {
-	case XK_OP_START:
-		/* A live object keeps its id (xflow(5), A START ON A LIVE
-		 * OBJECT), and then writes no record. */
-		if (idp)
-			return;
-		id = xk_new_id(x, &ka);
-		if (!id)
-			return;
-		xk_emit(x, site, op, id);
-		return;
 	case XK_OP_HAND_OUT: {
 		__u64 key;
 		if (!idp)
