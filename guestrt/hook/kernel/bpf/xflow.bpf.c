@@ -420,6 +420,17 @@ static __always_inline int xk_key(__u64 req, const volatile struct xk_op *op, __
 	return 0;
 }
 
+/* A map update's result, read in 32 bits.  Before Linux 6.4 the map
+ * operations returned int, and the verifier calls them directly in place
+ * of the helper: an error reached the program zero-extended, -EEXIST as
+ * 0xffffffef, which a 64-bit compare with -17 misses (seen on 6.1 in the
+ * Xen lab's dom0: every start on a live object was taken for a full id
+ * table, and lost a record's number). */
+static __always_inline int xk_update(void *map, const void *key, const void *value, __u64 flags)
+{
+	return (int)bpf_map_update_elem(map, key, value, flags);
+}
+
 /* A new id for the object of @ka, registered; 0 when the object has one
  * already (a live object keeps its id: xflow(5), A START ON A LIVE
  * OBJECT), when the table is full (counted), or when the run has no
@@ -439,7 +450,7 @@ static __always_inline __u64 xk_new_id(struct xk_run *x, struct xk_key *ka)
 	__u32 l = x->level & (XK_SEQ_LEVELS - 1);
 	struct xk_level *lv = &x->q->lv[l];
 	__u64 id = XK_FLOW_ID(lv->ids++, x->cpu, l, xk_cpu_bits);
-	long rc = bpf_map_update_elem(&xk_ids, ka, &id, BPF_NOEXIST);
+	int rc = xk_update(&xk_ids, ka, &id, BPF_NOEXIST);
 	if (rc == -XK_EEXIST)
 		return 0;
 	if (rc) {
@@ -553,7 +564,7 @@ static __always_inline void xk_do(void *ctx, const int kind, struct xk_run *x, _
 			return;
 		if (b != a) {
 			struct xk_key kb = { .addr = b, .flow = op->flow };
-			if (bpf_map_update_elem(&xk_ids, &kb, &id, BPF_ANY)) {
+			if (xk_update(&xk_ids, &kb, &id, BPF_ANY)) {
 				if (x->c)
 					x->c->full++;
 				xk_lost(x);
