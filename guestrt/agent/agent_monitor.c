@@ -380,7 +380,16 @@ void agent_monitor_serve(struct agent *a)
 		case XFLOW_CTL_DETACH:
 			/* The hits stop first, so that the flush moves all
 			 * there will be: a hit between the two would be lost
-			 * and counted nowhere, after the monitor's last read. */
+			 * and counted nowhere, after the monitor's last read.
+			 * Switched off, then flushed, then taken out: the
+			 * kernel backend's rings go with its last placement,
+			 * and up to a slice of records waits in them (seen
+			 * as the program's losses at every detach while the
+			 * host's other traffic ran).  A run already past its
+			 * switch when the flush read its ring is still
+			 * counted, by the unload. */
+			agent_sites_stop(a);
+			agent_ring_flush_out(a);
 			agent_sites_remove(a);
 			agent_ring_flush_final(a, 200);
 			agent_plan_summary(a);

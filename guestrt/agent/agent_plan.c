@@ -36,6 +36,17 @@
 
 /* ---- plans -------------------------------------------------------------------- */
 
+void agent_sites_stop(struct agent *a)
+{
+	for (unsigned i = 0; i < a->ntargets; i++) {
+		struct target *t = a->targets[i];
+		if (t->ctx && t->ht && a->dom)
+			for (uint32_t k = 0; k < a->dom->nsites * 2; k++)
+				if (t->ctx[k].installed)
+					xflow_hook_site_enable(t->ht, t->ctx[k].hook_site, false);
+	}
+}
+
 void agent_sites_remove(struct agent *a)
 {
 	for (unsigned i = 0; i < a->ntargets; i++) {

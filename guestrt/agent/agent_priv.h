@@ -168,6 +168,12 @@ void agent_fill_targets(const struct agent *a, struct xflow_ctl_target *v, uint3
 int agent_plan_file_load(struct agent *a, char *err, size_t errlen);
 int agent_plan_load(struct agent *a, const struct xflow_ctl_msg *req);
 void agent_plan_summary(struct agent *a);
+/* Switch every placement off, leaving it in: no hit records more, and
+ * what the hits wrote stays where a drain reaches it.  The kernel backend
+ * unloads its programs, and the rings with them, when its last placement
+ * is taken out: what they hold then is lost (counted), so a flush meant
+ * to pass on every record comes between this and agent_sites_remove(). */
+void agent_sites_stop(struct agent *a);
 /* Take every placement out of every target, so that no hit records
  * more; the plan stays (agent_plan_unload() frees it). */
 void agent_sites_remove(struct agent *a);
