@@ -1,20 +1,26 @@
 #!/bin/sh
 # Issue 26 item 1, the kernel backend: its records are numbered per CPU
-# stream (guestrt/hook/kernel/kabi.h, "Numbering"), so that a record lost
-# on the way leaves a gap the monitor sees, and the flows that may own it
-# are partial, never finished.  xflow-agent --backend kernel weaves
+# stream (guestrt/hook/kernel/kabi.h, "Numbering"), so that a record lost on
+# the way leaves a gap the monitor sees, and the flows that may own it are
+# partial, never finished.  xflow-agent --backend kernel weaves
 # flows/kernel/net_tp.xml, and the records of datagrams on a namespace's
 # loopback overflow, in turn, an agent ring of two records (the agent's
-# losses) and the program's rings of two records a CPU stream
-# (--lane-slots 2: the program's losses); xflowtop watches live and saves
-# what arrived.  From that session: every record is numbered in a stream
-# of its CPU, no stream's numbers go back (its ring kept the program's
-# order), the monitor saw every gap in it (and every loss after
-# a stream's last record, in the agent's loss notes), and it finished the
-# flows no gap touched and no other (exactly, unless a gap came so late
-# that flows had ended in it before it was seen, which the JSON says in
-# loss_late: then at least those).  Root, BTF, ip and python3 are needed;
-# otherwise it skips with the reason as its last line.
+# losses) and the program's rings of two records a CPU stream (--lane-slots
+# 2: the program's losses); xflowtop watches live and saves what arrived,
+# while the host's other traffic (datagrams of its own, a thousand a second)
+# goes on from before the agent starts until after it has detached: the
+# tracepoints are the whole host's, and what the program's rings hold when
+# the monitor asks the agent to detach is passed on, not lost (a slice of
+# records waits in them; before the agent switched its placements off and
+# drained before taking them out, every other run lost a few there).  From
+# that session: every record is numbered in a stream of its CPU, no stream's
+# numbers go back (its ring kept the program's order), the monitor saw every
+# gap in it (and every loss after a stream's last record, in the agent's
+# loss notes), and it finished the flows no gap touched and no other
+# (exactly, unless a gap came so late that flows had ended in it before it
+# was seen, which the JSON says in loss_late: then at least those).  Root,
+# BTF, ip and python3 are needed; otherwise it skips with the reason as its
+# last line.
 set -u
 BUILD=${BUILD:-build}
 skip() {
@@ -34,9 +40,9 @@ command -v python3 >/dev/null 2>&1 || skip "no python3 to read the session"
 [ -r /sys/kernel/btf/vmlinux ] || skip "this kernel has no BTF (/sys/kernel/btf/vmlinux)"
 D=$(mktemp -d "${TMPDIR:-/tmp}/xflow-kgaps.XXXXXX")
 mkdir -m 0700 "$D/s"
-APID="" TPID=""
+APID="" TPID="" CPID=""
 NS=xflow-kgaps-$$
-trap 'for p in $TPID $APID; do kill $p 2>/dev/null; done; ip netns del "$NS" 2>/dev/null; rm -rf "$D"' EXIT INT TERM
+trap 'for p in $TPID $APID $CPID; do kill $p 2>/dev/null; done; ip netns del "$NS" 2>/dev/null; rm -rf "$D"' EXIT INT TERM
 # A loopback of the test's own, where datagrams wait in their socket for
 # a reader that takes them every 50 ms: a packet's flow (sent, received,
 # consumed when read) then lasts longer than the agent's slices, so the
@@ -46,7 +52,24 @@ ip netns exec "$NS" ip link set lo up || fail "lo in $NS"
 cat >"$D/udp.py" <<'PY'
 import socket, sys, time
 n = int(sys.argv[2])
-if sys.argv[1] == 'recv':
+if sys.argv[1] == 'chatter':
+    # The host's other traffic, received and read as it comes, until
+    # killed or n seconds pass.
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.bind(('127.0.0.1', 9998))
+    r.setblocking(False)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    end = time.time() + n
+    while time.time() < end:
+        for i in range(5):
+            s.sendto(b'y' * 100, ('127.0.0.1', 9998))
+        try:
+            while True:
+                r.recv(2048)
+        except BlockingIOError:
+            pass
+        time.sleep(0.005)
+elif sys.argv[1] == 'recv':
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
     s.bind(('127.0.0.1', 9999))
@@ -73,6 +96,8 @@ PY
 # ended was touched by a gap, so that the flows' part proved nothing.
 once() {
 	rm -f "$D/s/a.sock" "$D/k.ses" "$D/snap.json"
+	ip netns exec "$NS" python3 "$D/udp.py" chatter 120 &
+	CPID=$!
 	"$BUILD/bin/xflow-agent" --backend kernel --domain linuxK --socket "$D/s/a.sock" $SMALL --batch 1 -v \
 		>"$D/agent.out" 2>"$D/agent.err" &
 	APID=$!
@@ -112,6 +137,9 @@ once() {
 	[ $rc -eq 0 ] || { cat "$D/top.err"; fail "xflowtop exited with $rc"; }
 	wait $APID
 	APID=""
+	kill $CPID 2>/dev/null
+	wait $CPID 2>/dev/null
+	CPID=""
 	cat "$D/agent.err" | grep -v ': site [0-9]* ('
 	lost=$(sed -n 's/.*sent [0-9]* records; lost \([0-9]*\) .*/\1/p' "$D/agent.err")
 	[ -n "$lost" ] && [ "$lost" -gt 0 ] || fail "rings of two records ($SMALL) lost '$lost' records under 400 datagrams"
