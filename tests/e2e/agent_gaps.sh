@@ -5,7 +5,10 @@
 # tests/guestrt/fixtures/agent_gaps.c) paces itself so that half its
 # requests lose their last two steps and keep both ends: in the
 # in-process backend's lanes of two records, and in the ptrace backend's
-# ring of two records, which the agent fills itself.  xflowtop watches
+# ring of two records, which the agent fills itself while the program
+# holds the monitor stopped over an odd request's steps (XFLOW_GAPS_STOP:
+# a monitor too slow for the burst, every time, where a quick one often
+# emptied the ring between the steps).  xflowtop watches
 # live and saves what arrived; from that session the flows whose five
 # records all arrived are counted, and xflowtop must have finished exactly
 # those, counted every other flow it saw as partial, and seen in the
@@ -71,5 +74,7 @@ run_until_lost() {
 	fail "$1: no request lost its middle alone in three runs: the test proves nothing"
 }
 run_until_lost inproc --lane-slots 2
+XFLOW_GAPS_STOP=$T/top.pid
+export XFLOW_GAPS_STOP
 run_until_lost ptrace --backend ptrace --ring-slots 2
 echo "both backends: finished = the flows whose every record arrived; the others partial; every loss seen"

@@ -14,7 +14,7 @@ done
 command -v cc >/dev/null || { echo "no C compiler for the fixture"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/xflow-agent-e2e.XXXXXX")
 KILL=""
-trap 'for p in $KILL; do kill $p 2>/dev/null; done; rm -rf "$T"' EXIT INT TERM
+trap 'for p in $KILL; do kill $p 2>/dev/null; kill -CONT $p 2>/dev/null; done; rm -rf "$T"' EXIT INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 for f in burst gaps tail steady; do
 	cc -g -O1 -pthread -o "$T/$f" tests/guestrt/fixtures/agent_$f.c || fail "cannot build the fixture agent_$f.c"
@@ -40,12 +40,13 @@ agent_start() {
 
 # top_start: xflowtop watching the agent live (batch output $T/top.out),
 # saving the session to $T/s.ses and its exit snapshot to $T/snap.json;
-# TOP is its pid, also in KILL.
+# TOP is its pid, also in KILL and in $T/top.pid.
 top_start() {
 	"$BUILD/bin/xflowtop" -b -d 0.25 -n 1000 --save-session "$T/s.ses" --snapshot-on-exit "$T/snap" \
 		--collector "agent:socket=$T/s/a.sock,flows=$REQ_FLOW" >"$T/top.out" 2>"$T/top.err" &
 	TOP=$!
 	KILL=$TOP
+	echo $TOP >"$T/top.pid"
 }
 
 # records_arrive WHAT: wait (10 s at most) until xflowtop's batch header
@@ -66,7 +67,7 @@ records_arrive() {
 watch() {
 	_name=$1 _reqs=$2 _prog=$3 _arg=$4
 	shift 4
-	rm -f "$T/s.ses" "$T/snap.json"
+	rm -f "$T/s.ses" "$T/snap.json" "$T/top.pid"
 	agent_start --domain app "$@" -- "$_prog" "$_arg"
 	top_start
 	wait $AGENT
