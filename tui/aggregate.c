@@ -769,8 +769,9 @@ static __attribute__((noinline)) void split_told(struct xft_agg *a, uint32_t hop
 
 /* The hop's sums take most splits as the join's memo owes them
  * (xft_sj_split_add()): xft_agg_hops() has them paid before anyone reads
- * them.  A callback that sees each split has it made whole. */
-static void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
+ * them.  A callback that sees each split has it made whole.  Inline: most
+ * hops are split as they come (split_wait()), and paid its frame. */
+__attribute__((always_inline)) static inline void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
 		      const struct xft_sj_end *to)
 {
 	struct xft_culprit c;
