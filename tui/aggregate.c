@@ -215,6 +215,8 @@ struct xft_agg {
 
 	/* The scheduler join; NULL without it. */
 	struct xft_sj *sj;
+	uint64_t wm; /* its watermark, as its last event left it: read at
+	              * every hop, which should not pay a call for it */
 	struct split_wait *waits; /* FIFO ring */
 	uint32_t max_waits, wait_head, nwaits;
 	uint64_t resets;
@@ -767,8 +769,9 @@ static __attribute__((noinline)) void split_told(struct xft_agg *a, uint32_t hop
 
 /* The hop's sums take most splits as the join's memo owes them
  * (xft_sj_split_add()): xft_agg_hops() has them paid before anyone reads
- * them.  A callback that sees each split has it made whole. */
-static void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
+ * them.  A callback that sees each split has it made whole.  Inline: most
+ * hops are split as they come (split_wait()), and paid its frame. */
+__attribute__((always_inline)) static inline void split_one(struct xft_agg *a, uint32_t hop, uint64_t gen, const struct xft_sj_end *from,
 		      const struct xft_sj_end *to)
 {
 	struct xft_culprit c;
@@ -822,7 +825,7 @@ static void top_gaps(const struct xft_agg *a, uint32_t slot)
 /* Split what the trace has passed. */
 static void sched_advance(struct xft_agg *a)
 {
-	uint64_t wm = xft_sj_watermark(a->sj);
+	uint64_t wm = a->wm;
 	while (a->nwaits && a->waits[a->wait_head].to.t_ns <= wm)
 		split_head(a);
 	/* Every event that moves the watermark comes here: most find every
@@ -838,7 +841,7 @@ static void sched_advance(struct xft_agg *a)
 
 static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *from, const struct xft_point *to)
 {
-	if (!a->nwaits && to->t_ns <= xft_sj_watermark(a->sj)) {
+	if (!a->nwaits && to->t_ns <= a->wm) {
 		/* The reorder window holds records well past the trace's
 		 * watermark, so most hops come already passed: split now, as
 		 * sched_advance() would at the next event, without the trip
@@ -884,9 +887,10 @@ void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e)
 {
 	if (!a->sj)
 		return;
-	uint64_t wm = xft_sj_watermark(a->sj);
+	uint64_t wm = a->wm;
 	xft_sj_event(a->sj, e);
-	if (xft_sj_watermark(a->sj) != wm)
+	a->wm = xft_sj_watermark(a->sj);
+	if (a->wm != wm)
 		sched_advance(a);
 	sched_status(a);
 }
@@ -918,7 +922,7 @@ void xft_agg_on_split(struct xft_agg *a, xft_agg_split_fn fn, void *ctx)
 
 uint64_t xft_agg_sched_watermark(const struct xft_agg *a)
 {
-	return a->sj ? xft_sj_watermark(a->sj) : 0;
+	return a->wm;
 }
 
 /* One hop sample from point @from to point @to; a negative one is counted
