@@ -86,6 +86,9 @@ struct kengine {
 	xflow_hook_record_fn fn;
 	void *fn_ctx;
 	uint64_t moved, bad;
+	/* The last drain took no record: the agent's next wait is idle, and
+	 * the first record to come wakes it (xk_agent_waits). */
+	bool idle;
 	/* Loss notes (kn_tail.h): the streams of the loaded program. */
 	struct kn_tail tail;
 	uint64_t tail_at;        /* when the notes were last looked for */
@@ -265,6 +268,18 @@ static void stream_read(struct kengine *ke, uint32_t s)
 	 * write them again, once it reads this tail. */
 	__atomic_store_n(&q->tail[l], next, __ATOMIC_RELEASE);
 	kn_tail_seen(&ke->tail, s, next);
+}
+
+/* Whether a stream has a number the agent has not read. */
+static bool streams_pending(const struct kengine *ke)
+{
+	for (uint32_t s = 0; s < XK_STREAMS_OF(ke->ncpu); s++) {
+		const struct xk_cpu *q = &ke->streams[s / XK_SEQ_LEVELS];
+		uint32_t l = s % XK_SEQ_LEVELS;
+		if (__atomic_load_n(&q->lv[l].next, __ATOMIC_ACQUIRE) != q->tail[l])
+			return true;
+	}
+	return false;
 }
 
 static void streams_read(struct kengine *ke)
@@ -602,6 +617,20 @@ static int kn_run(struct xflow_hook *h, int timeout_ms)
 		if (left < 0)
 			return 0;
 		struct pollfd p = { .fd = ke->wake ? ring_buffer__epoll_fd(ke->wake) : -1, .events = POLLIN };
+		/* Idle (the last drain took nothing, nothing is unread): the
+		 * program wakes us at its next record.  The flag is set before
+		 * the streams are looked at again, with a full barrier between
+		 * (a sequentially consistent store), so that a record
+		 * published before the program could see the flag is seen
+		 * here: then it is drained now. */
+		bool waits = timeout_ms != 0 && ke->idle && ke->streams && ke->skel && !streams_pending(ke);
+		if (waits) {
+			__atomic_store_n(&ke->skel->bss->xk_agent_waits, 1, __ATOMIC_SEQ_CST);
+			if (streams_pending(ke)) {
+				__atomic_store_n(&ke->skel->bss->xk_agent_waits, 0, __ATOMIC_RELAXED);
+				return 1;
+			}
+		}
 		/* A signal (the stop signals, the control fd's SIGURG) ends the
 		 * wait with EINTR: its handler was installed without SA_RESTART,
 		 * and one that comes between the check and the poll kicks the
@@ -609,6 +638,10 @@ static int kn_run(struct xflow_hook *h, int timeout_ms)
 		h->in_wait = 1;
 		int n = h->stop_requested ? 0 : poll(&p, 1, (int)left);
 		h->in_wait = 0;
+		/* Woken or not, the flag is ours again: a record that took it
+		 * sent the wake-up that ended the wait. */
+		if (waits)
+			__atomic_store_n(&ke->skel->bss->xk_agent_waits, 0, __ATOMIC_RELAXED);
 		if (n > 0)
 			return 1; /* records wait: the caller drains them now */
 		if (timeout_ms == 0)
@@ -655,6 +688,7 @@ static long kn_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, s
 	/* The wake-ups that brought us here are spent. */
 	ring_buffer__consume(ke->wake);
 	streams_read(ke);
+	ke->idle = ke->moved == before;
 	uint64_t now = xflow_monotonic_ns();
 	if (now - ke->tail_at >= TAIL_EVERY_NS) {
 		ke->tail_at = now;

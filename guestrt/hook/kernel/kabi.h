@@ -181,8 +181,7 @@ struct xk_level {
 	                     * the agent's, read only when this is reached) */
 	__u32 pad;
 	__u64 ids;          /* flow ids the level gave out (XK_FLOW_ID) */
-	__u64 last_ns;      /* its last record's time: after XK_QUIET_NS
-	                     * without one, the next wakes the agent */
+	__u64 pad2;
 };
 
 /* Per CPU, one entry of xk_streams (BPF_F_MMAPABLE, mapped by the agent):

@@ -50,6 +50,12 @@ const volatile struct xk_site xk_plan[XK_SLOTS] = {};
  * read once a run: a run sees an update whole or not at all. */
 __u32 xk_on[XK_SLOTS] __attribute__((aligned(64))) = {};
 
+/* 1 while the agent waits with nothing to read (set by the agent before
+ * its wait, hook_kernel.c's kn_run): the first record to find it so takes
+ * it back to 0 and wakes the agent.  A line of its own: the agent writes
+ * it, and every run reads it. */
+__u32 xk_agent_waits __attribute__((aligned(64))) = 0;
+
 /* Preallocated (the default for a hash): an update from a tracing program
  * never allocates, and a full map fails the update, which is counted. */
 struct {
@@ -80,8 +86,9 @@ struct {
 } xk_streams SEC(".maps");
 
 /* Wake-ups only, no records: the agent drains every few milliseconds
- * anyway, and is woken early when a stream's ring is a quarter full, by
- * an 8-byte message here (its epoll fd is what the agent waits on). */
+ * while records flow, and is woken by an 8-byte message here (its epoll
+ * fd is what the agent waits on) when a stream's ring is a quarter full,
+ * or by the first record that comes while it waits idle. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
@@ -105,11 +112,6 @@ enum { KIND_ENTRY = 0, KIND_EXIT = 1, KIND_TP = 2 };
 #else
 #define XK_STORES_IN_ORDER 0
 #endif
-
-/* A stream without a record for this long has the agent idle: its next
- * record wakes it (xk_emit2).  The agent's slice while records flow,
- * BUSY_SLICE_MS: within it a record is read anyway. */
-#define XK_QUIET_NS 2000000ull
 
 /* Keeps the compiler from moving memory accesses across it; on x86 the
  * CPU then keeps the stores' order too. */
@@ -281,8 +283,7 @@ static __always_inline void xk_emit2(struct xk_run *x, __u32 site, const volatil
 		xk_publish(lv, n);
 		return;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	r->timestamp = now;
+	r->timestamp = bpf_ktime_get_ns();
 	r->flow_id = id;
 	r->site_id = site;
 	r->flow_kind = op->flow;
@@ -300,21 +301,26 @@ static __always_inline void xk_emit2(struct xk_run *x, __u32 site, const volatil
 	for (int i = 3; i < 6; i++)
 		r->data[i] = 0;
 	xk_publish(lv, n);
-	/* The agent drains every BUSY_SLICE_MS while records flow and every
-	 * SLICE_MS when none came (guestrt/agent/agent_priv.h); a wake-up
-	 * per record (an irq_work and an epoll wake-up) would cost several
-	 * times the rest of a run.  It is woken early once a ring's worth of
-	 * numbers, when a quarter of the ring has filled since the tail was
-	 * last read; and by a record that ends a quiet spell of its stream,
-	 * which would otherwise wait out an idle slice: a sparse flow's
-	 * records reach the monitor at once, as the BPF ring buffer's
-	 * wake-up per record had them (in the Xen lab under TCG, dom0's came
-	 * up to 10 ms late, and 65-139 of 5,000 past the monitor's reorder
-	 * window, where the ring buffer had 3).  At most one such wake-up a
-	 * stream every XK_QUIET_NS; a busy stream has none. */
-	__u64 last = lv->last_ns;
-	lv->last_ns = now;
-	if (now - last > XK_QUIET_NS || room - n == xk_ring_recs - xk_ring_recs / 4) {
+	/* The agent drains every BUSY_SLICE_MS while records flow
+	 * (guestrt/agent/agent_priv.h); a wake-up per record (an irq_work and
+	 * an epoll wake-up; in a PV guest the irq_work's self-IPI is a
+	 * hypercall) would cost several times the rest of a run.  It is woken
+	 * early once a ring's worth of numbers, when a quarter of the ring
+	 * has filled since the tail was last read; and by the first record
+	 * that finds it waiting idle (xk_agent_waits), which would otherwise
+	 * wait out its idle slice: a sparse flow's records reach the monitor
+	 * at once, with one wake-up for a burst on every stream (in the Xen
+	 * lab under TCG, dom0's came up to 10 ms late, 65-139 of 5,000 past
+	 * the monitor's reorder window; and a wake-up per stream after each
+	 * quiet spell, tried before this, took dom0's cost a run from 2 to 5
+	 * times bpftrace's).  A plain load first: the exchange, a locked
+	 * instruction, only when the agent waits.  That load may pass the
+	 * publication's store on x86, and the agent then miss the record
+	 * when it looks before it waits: the record waits out the slice, as
+	 * it would without the flag (the two meet within a store buffer's
+	 * drain, nanoseconds). */
+	if (room - n == xk_ring_recs - xk_ring_recs / 4 ||
+	    (*(volatile __u32 *)&xk_agent_waits && __sync_lock_test_and_set(&xk_agent_waits, 0))) {
 		__u64 m = n;
 		bpf_ringbuf_output(&xk_wake, &m, sizeof(m), BPF_RB_FORCE_WAKEUP);
 	}
