@@ -36,28 +36,35 @@
 
 /* ---- plans -------------------------------------------------------------------- */
 
-void agent_sites_stop(struct agent *a)
+/* Every installed placement of every target: switched off (@out false)
+ * or taken out. */
+static void sites_each(struct agent *a, bool out)
 {
 	for (unsigned i = 0; i < a->ntargets; i++) {
 		struct target *t = a->targets[i];
-		if (t->ctx && t->ht && a->dom)
-			for (uint32_t k = 0; k < a->dom->nsites * 2; k++)
-				if (t->ctx[k].installed)
-					xflow_hook_site_enable(t->ht, t->ctx[k].hook_site, false);
+		if (!t->ctx || !t->ht || !a->dom)
+			continue;
+		for (uint32_t k = 0; k < a->dom->nsites * 2; k++) {
+			if (!t->ctx[k].installed)
+				continue;
+			if (!out) {
+				xflow_hook_site_enable(t->ht, t->ctx[k].hook_site, false);
+				continue;
+			}
+			xflow_hook_site_remove(t->ht, t->ctx[k].hook_site);
+			t->ctx[k].installed = 0;
+		}
 	}
+}
+
+void agent_sites_stop(struct agent *a)
+{
+	sites_each(a, false);
 }
 
 void agent_sites_remove(struct agent *a)
 {
-	for (unsigned i = 0; i < a->ntargets; i++) {
-		struct target *t = a->targets[i];
-		if (t->ctx && t->ht && a->dom)
-			for (uint32_t k = 0; k < a->dom->nsites * 2; k++)
-				if (t->ctx[k].installed) {
-					xflow_hook_site_remove(t->ht, t->ctx[k].hook_site);
-					t->ctx[k].installed = 0;
-				}
-	}
+	sites_each(a, true);
 }
 
 void agent_plan_unload(struct agent *a)
