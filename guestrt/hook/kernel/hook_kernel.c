@@ -622,7 +622,9 @@ static int kn_run(struct xflow_hook *h, int timeout_ms)
 		 * the streams are looked at again, with a full barrier between
 		 * (a sequentially consistent store), so that a record
 		 * published before the program could see the flag is seen
-		 * here: then it is drained now. */
+		 * here: then it is drained now.  Not with records already
+		 * unread: the agent left them for want of room in its ring,
+		 * and a wake-up at each new one would only spin it. */
 		bool waits = timeout_ms != 0 && ke->idle && ke->streams && ke->skel && !streams_pending(ke);
 		if (waits) {
 			__atomic_store_n(&ke->skel->bss->xk_agent_waits, 1, __ATOMIC_SEQ_CST);
