@@ -122,7 +122,7 @@ __attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_
 }
 
 static uint64_t program_drops(struct kengine *ke);
-static void streams_read(struct kengine *ke);
+static void streams_read(struct kengine *ke, size_t max);
 
 static void unload(struct kengine *ke)
 {
@@ -135,7 +135,7 @@ static void unload(struct kengine *ke)
 		/* What is still in the rings belongs to the monitor: passed
 		 * on when a drain is under way, else lost and counted
 		 * (stream_rec). */
-		streams_read(ke);
+		streams_read(ke, 0);
 	}
 	if (ke->ring)
 		munmap((void *)ke->ring, ke->ring_len);
@@ -249,8 +249,12 @@ static void stream_rec(struct kengine *ke, uint32_t s, uint32_t n, const struct 
 		kn_tail_kept(&ke->tail, &r);
 }
 
-/* Stream @s's ring, from the tail to its next, and the tail moved there. */
-static void stream_read(struct kengine *ke, uint32_t s)
+/* Stream @s's ring from the tail: up to its next, or until @max records
+ * (0: no limit) were passed on, and the tail moved there.  Returns how
+ * many were passed on.  Those left stay in the ring for a later drain,
+ * as a lane's do: the caller's own ring had no room for them, and pushed
+ * there they would only have been lost. */
+static uint32_t stream_read(struct kengine *ke, uint32_t s, uint32_t max)
 {
 	struct xk_cpu *q = &ke->streams[s / XK_SEQ_LEVELS];
 	uint32_t l = s % XK_SEQ_LEVELS;
@@ -262,30 +266,65 @@ static void stream_read(struct kengine *ke, uint32_t s)
 	 * and took no slot: no need to look. */
 	uint32_t end = next - tail > ke->ring_recs ? tail + ke->ring_recs : next;
 	const struct xk_rec *ring = ke->ring + (size_t)s * ke->ring_recs;
-	for (uint32_t n = tail; n != end; n++)
+	uint64_t before = ke->moved;
+	uint32_t n = tail;
+	while (n != end && (!max || ke->moved - before < max)) {
 		stream_rec(ke, s, n, &ring[n & (ke->ring_recs - 1)]);
+		n++;
+	}
+	/* Read to the end: past the numbers that took no slot too. */
+	if (n == end)
+		n = next;
 	/* Release: the slots were read (copied) before the program may
 	 * write them again, once it reads this tail. */
-	__atomic_store_n(&q->tail[l], next, __ATOMIC_RELEASE);
-	kn_tail_seen(&ke->tail, s, next);
+	__atomic_store_n(&q->tail[l], n, __ATOMIC_RELEASE);
+	kn_tail_seen(&ke->tail, s, n);
+	return (uint32_t)(ke->moved - before);
 }
 
-/* Whether a stream has a number the agent has not read. */
+/* Whether stream @s has a number the agent has not read. */
+static bool stream_pending(const struct kengine *ke, uint32_t s)
+{
+	const struct xk_cpu *q = &ke->streams[s / XK_SEQ_LEVELS];
+	uint32_t l = s % XK_SEQ_LEVELS;
+	return __atomic_load_n(&q->lv[l].next, __ATOMIC_ACQUIRE) != q->tail[l];
+}
+
+/* Whether any stream has a number the agent has not read. */
 static bool streams_pending(const struct kengine *ke)
 {
-	for (uint32_t s = 0; s < XK_STREAMS_OF(ke->ncpu); s++) {
-		const struct xk_cpu *q = &ke->streams[s / XK_SEQ_LEVELS];
-		uint32_t l = s % XK_SEQ_LEVELS;
-		if (__atomic_load_n(&q->lv[l].next, __ATOMIC_ACQUIRE) != q->tail[l])
+	for (uint32_t s = 0; s < XK_STREAMS_OF(ke->ncpu); s++)
+		if (stream_pending(ke, s))
 			return true;
-	}
 	return false;
 }
 
-static void streams_read(struct kengine *ke)
+/* Every stream's ring, or with @max (0: no limit) that many records at
+ * most, shared between the streams that have some: an even share each
+ * first, then what the quiet ones left to the others in turn.  Shared,
+ * not first come first served, so that no CPU's records wait drain after
+ * drain while another's go on: the monitor merges them behind a window. */
+static void streams_read(struct kengine *ke, size_t max)
 {
-	for (uint32_t s = 0; s < XK_STREAMS_OF(ke->ncpu); s++)
-		stream_read(ke, s);
+	uint32_t n = XK_STREAMS_OF(ke->ncpu);
+	if (!max) {
+		for (uint32_t s = 0; s < n; s++)
+			stream_read(ke, s, 0);
+		return;
+	}
+	uint32_t busy = 0;
+	for (uint32_t s = 0; s < n; s++)
+		busy += stream_pending(ke, s);
+	if (!busy)
+		return;
+	size_t left = max, share = max / busy ? max / busy : 1;
+	for (int pass = 0; pass < 2 && left; pass++)
+		for (uint32_t s = 0; s < n && left; s++) {
+			if (!stream_pending(ke, s))
+				continue;
+			size_t take = pass == 0 && share < left ? share : left;
+			left -= stream_read(ke, s, (uint32_t)(take < UINT32_MAX ? take : UINT32_MAX));
+		}
 }
 
 /* The wake-up ring buffer's messages say nothing but "drain now". */
@@ -681,7 +720,6 @@ static void notes_out(struct kengine *ke)
 static long kn_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, size_t max)
 {
 	struct kengine *ke = ke_of(h);
-	(void)max; /* the rings are emptied: they are the kernel's to fill */
 	if (!ke->ring)
 		return 0;
 	uint64_t before = ke->moved;
@@ -689,7 +727,7 @@ static long kn_drain(struct xflow_hook *h, xflow_hook_record_fn fn, void *ctx, s
 	ke->fn_ctx = ctx;
 	/* The wake-ups that brought us here are spent. */
 	ring_buffer__consume(ke->wake);
-	streams_read(ke);
+	streams_read(ke, max);
 	ke->idle = ke->moved == before;
 	uint64_t now = xflow_monotonic_ns();
 	if (now - ke->tail_at >= TAIL_EVERY_NS) {
