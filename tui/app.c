@@ -1043,6 +1043,13 @@ int xft_app_run(struct xft_app *app, const struct xft_renderer *r)
 	if (r->stop)
 		r->stop(app);
 	drain_at_exit(app);
+	/* Nothing more comes to reorder, and no trace will pass the hops
+	 * still waiting for it: what the window holds (up to a window of
+	 * records, a second's with --set reorder-window=1000) goes into the
+	 * model, as at the end of a replay, so that the exit snapshot holds
+	 * every record the session saved. */
+	xft_agg_drain(app->agg);
+	xft_agg_sched_flush(app->agg);
 	for (unsigned s = 0; s < app->nsrc; s++)
 		if (app->src[s].failed) {
 			/* A broken source (a corrupted trace file...) is an error

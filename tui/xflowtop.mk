@@ -17,7 +17,7 @@ $(TESTDIR)/tui-jsoncheck: $(OBJDIR)/tests/tui/jsoncheck.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $^
 
-TEST_SCRIPTS += tests/tui/tui_tmux.sh tests/tui/batch_asan.sh
+TEST_SCRIPTS += tests/tui/tui_tmux.sh tests/tui/batch_asan.sh tests/tui/exit_window.sh
 
 # The demo runs the simulated host's programs and an xflow-agent per
 # domain beside xflowtop: everything is built first.
