@@ -12,8 +12,8 @@
  *   timeout=MS     how long an agent may take to load its plan, and to
  *                  greet (over Xen at most 10 s) (default 30000)
  *   rate=N         records a second one agent may send; more are refused
- *                  and counted as a flood (default ACOLL_RATE_DEFAULT;
- *                  0: no limit)
+ *                  and counted as a flood (0: no limit; by default
+ *                  ACOLL_RATE_DEFAULT over Xen, no limit for a local one)
  *
  * At open the collector connects to every agent, takes the ring it offers,
  * compiles the flow files once, builds each domain's plan from the binaries
@@ -72,7 +72,7 @@ static int agent_open(const char *options, struct xflow_collector **out, char *e
 	if (!c)
 		return -ENOMEM;
 	c->timeout_ms = 30000;
-	c->rate = ACOLL_RATE_DEFAULT;
+	c->rate = ACOLL_RATE_UNSET;
 	xflow_clock_init(&c->clock, 0);
 	if ((rc = acoll_parse_options(c, options)) || (rc = acoll_compile_flows(c)))
 		goto fail;
@@ -581,7 +581,7 @@ const struct xflow_collector_ops xflow_collector_agent = {
 	.abi = XFLOW_COLLECTOR_ABI,
 	.name = "agent",
 	.help = "records from xflow-agents, woven live "
-		"(socket=PATH|dir=DIR|xen,flows=FILE,bin=DOMAIN:PATH,timeout=MS)",
+		"(socket=PATH|dir=DIR|xen,flows=FILE,bin=DOMAIN:PATH,timeout=MS,rate=N)",
 	.open = agent_open,
 	.pollfds = agent_pollfds,
 	.read = agent_read,

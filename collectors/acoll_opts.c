@@ -209,3 +209,10 @@ int acoll_compile_flows(struct acoll *c)
 	}
 	return 0;
 }
+
+uint64_t acoll_rate_for(const struct acoll *c, bool xen)
+{
+	if (c->rate != ACOLL_RATE_UNSET)
+		return c->rate;
+	return xen ? ACOLL_RATE_DEFAULT : 0;
+}

@@ -116,7 +116,7 @@ void acoll_peer_take_hello(struct peer *p, const struct xflow_ctl_hello *h)
 /* Connect and take the HELLO and its ring. */
 int acoll_peer_connect(struct acoll *c, struct peer *p)
 {
-	acoll_vet_init(&p->vet, c->rate, xflow_monotonic_ns());
+	acoll_vet_init(&p->vet, acoll_rate_for(c, false), xflow_monotonic_ns());
 	int fd = xflow_ctl_connect(p->path);
 	if (fd < 0) {
 		acoll_set_err(c, "agent socket %s: %s", p->path, strerror(-fd));

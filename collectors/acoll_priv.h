@@ -41,10 +41,17 @@
 /* A guest's clock further than this from ours is moved onto ours. */
 #define XEN_CLOCK_SKEW_NS 1000000000ll
 
-/* Records a second one agent may send by default (rate=): ten times what
- * the in-process backend's busiest measured target wrote, and below what
- * the model applies a second. */
+/* Records a second one agent over Xen may send by default (rate=): ten
+ * times what the in-process backend's busiest measured target wrote, and
+ * below what the model applies a second.  A guest's agent is not ours to
+ * trust, and a flood from one would take the model from the others.  A
+ * local agent is the operator's own, started on this host for a flow it
+ * chose, and its ring already bounds it by what we read: no limit unless
+ * rate= says (a heavy flow writes millions a second, issue 27, and a
+ * limit would refuse them live). */
 #define ACOLL_RATE_DEFAULT 2000000u
+/* c->rate when rate= was not given: each transport's default. */
+#define ACOLL_RATE_UNSET UINT64_MAX
 
 /* The row of a local agent refused at its greeting (it claimed a domain
  * another agent speaks for): no domain has this id (xflowtop.conf(5): 0
@@ -222,7 +229,8 @@ struct acoll {
 		char note[320];
 	} *aspects;
 	uint64_t bad, bad_offers;
-	uint64_t rate;               /* rate=: records a second per agent, 0 none */
+	uint64_t rate;               /* rate=: records a second per agent, 0 none,
+	                              * ACOLL_RATE_UNSET each transport's default */
 	int xen_step_ms;             /* the greeting's: timeout=, at most XEN_STEP_MS */
 	/* Over Xen: discovery, and the domains whose offer failed lately. */
 	bool xen;
@@ -331,5 +339,9 @@ enum acoll_verdict acoll_vet_stats(struct acoll_vet *v, const struct xflow_ctl_s
 /* acoll_opts.c */
 int acoll_compile_flows(struct acoll *c);
 int acoll_parse_options(struct acoll *c, const char *options);
+/* The records a second one agent may send (0: no limit): rate= when it was
+ * given, else ACOLL_RATE_DEFAULT for an agent over Xen (@xen) and no limit
+ * for a local one. */
+uint64_t acoll_rate_for(const struct acoll *c, bool xen);
 
 #endif

@@ -161,7 +161,7 @@ static void xen_found(void *ctx, const struct xen_offer *o)
 	/* Its HELLO left after this, which bounds the latency its TSC
 	 * anchor may claim and the round trip that places its clock. */
 	p->since_ns = before_connect;
-	acoll_vet_init(&p->vet, c->rate, p->since_ns);
+	acoll_vet_init(&p->vet, acoll_rate_for(c, true), p->since_ns);
 	p->deadline_ns = now + (uint64_t)c->xen_step_ms * 1000000ull * patience(c, o->domid);
 	snprintf(p->source, sizeof(p->source), "xflow-agent pid %u over vchan: connecting", p->agent_pid);
 	c->peers[c->npeers++] = p;

@@ -5,8 +5,8 @@
 #
 # tests/bench/pipeline_gen.c runs threads of requests (four records each)
 # at a pace asked in records a second; tests/bench/pipeline.xml is woven
-# into it; xflowtop -b reads the agent's ring, with no limit on an agent's
-# record rate (rate=0: the default refuses what passes 2 M/s as a flood).
+# into it; xflowtop -b reads the agent's ring, with the agent collector's
+# default for a local agent: no limit on its record rate.
 # For each pace of RATES a run of SECS seconds, and for each run:
 #
 #   - the records written (the program's count), those the agent sent and
@@ -93,7 +93,7 @@ run() {
 		fail "the agent did not start"
 	}
 	"$TOP" -b -d 1 -n 100000 --snapshot-on-exit "$T/snap" \
-		--collector "agent:socket=$T/sock/a.sock,flows=tests/bench/pipeline.xml,rate=0" >"$T/top.out" 2>"$T/top.err" &
+		--collector "agent:socket=$T/sock/a.sock,flows=tests/bench/pipeline.xml" >"$T/top.out" 2>"$T/top.err" &
 	TP=$!
 	await "$T/agent.log" "gen: go" 100 || { cat "$T/agent.log" "$T/top.err" >&2; fail "the program did not start"; }
 	await "$T/agent.log" "gen: steady" 100 || { cat "$T/agent.log" >&2; fail "the program did not say steady"; }

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collectors/acoll_priv.h"
 #include "collectors/agent_collector.h"
 #include "tests/collectors/hostile_agent.h"
 #include "tests/guestrt/gt.h"
@@ -331,6 +332,24 @@ Test(lying_agent, a_flood, .timeout = 120)
 	 * the rate while the run lasts. */
 	cr_expect_lt(liar.di.records, 1024 + 1000 * 25, "given %lu", (unsigned long)liar.di.records);
 	expect_unmoved(&with, &without);
+}
+
+/* A local agent has no rate limit unless rate= sets one (a heavy flow
+ * writes millions of records a second, issue 27); an agent over Xen has
+ * ACOLL_RATE_DEFAULT; rate= sets both, 0 lifting both. */
+Test(lying_agent, the_rate_limit_of_each_transport)
+{
+	struct acoll c = { .rate = ACOLL_RATE_UNSET };
+	cr_expect_eq(acoll_rate_for(&c, false), 0);
+	cr_expect_eq(acoll_rate_for(&c, true), ACOLL_RATE_DEFAULT);
+	cr_assert_eq(acoll_parse_options(&c, "xen,flows=x.xml,rate=1000"), 0);
+	cr_expect_eq(acoll_rate_for(&c, false), 1000);
+	cr_expect_eq(acoll_rate_for(&c, true), 1000);
+	free(c.opts);
+	cr_assert_eq(acoll_parse_options(&c, "xen,flows=x.xml,rate=0"), 0);
+	cr_expect_eq(acoll_rate_for(&c, false), 0);
+	cr_expect_eq(acoll_rate_for(&c, true), 0);
+	free(c.opts);
 }
 
 /* The same, of one flow's plain records: each of those but its START is
