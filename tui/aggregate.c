@@ -865,12 +865,17 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 	a->sched.hops_pending = a->nwaits;
 }
 
-static void sched_status(struct xft_agg *a)
+/* The join's status, as every scheduler event leaves it; the clock's
+ * bound only with @bound (at a tick and a flush): taking it makes the
+ * clock checks the join's memos hold (xft_sj_stats()), which at every
+ * event cost more than the event. */
+static void sched_status(struct xft_agg *a, int bound)
 {
-	const struct xft_sj_stats *st = xft_sj_stats(a->sj);
+	const struct xft_sj_stats *st = bound ? xft_sj_stats(a->sj) : xft_sj_stats_peek(a->sj);
 	a->sched.joined = 1;
 	a->sched.clock_error_ns = st->clock_error_ns;
-	a->sched.clock_bound_ns = st->clock_bound_ns;
+	if (bound)
+		a->sched.clock_bound_ns = st->clock_bound_ns;
 	a->sched.trace_records = st->events;
 	/* What a split missed: Xen's losses, and what the timelines could
 	 * not keep (entries let go before a split needed them, vCPUs
@@ -892,7 +897,7 @@ void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e)
 	a->wm = xft_sj_watermark(a->sj);
 	if (a->wm != wm)
 		sched_advance(a);
-	sched_status(a);
+	sched_status(a, 0);
 }
 
 void xft_agg_sched_flush(struct xft_agg *a)
@@ -908,7 +913,7 @@ void xft_agg_sched_flush(struct xft_agg *a)
 			a->top_unsplit--;
 		}
 	a->sched.hops_pending = 0;
-	sched_status(a);
+	sched_status(a, 1);
 }
 
 void xft_agg_on_split(struct xft_agg *a, xft_agg_split_fn fn, void *ctx)
@@ -1626,6 +1631,8 @@ void xft_agg_tick(struct xft_agg *a, uint64_t now)
 	if (!xft_reorder_oldest(&a->rq, &horizon) || horizon > now)
 		horizon = now;
 	expire(a, horizon);
+	if (a->sj)
+		sched_status(a, 1);
 }
 
 void xft_agg_drain(struct xft_agg *a)

@@ -253,6 +253,7 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 {
 	/* Its answers so far were of the split it is about to forget. */
 	xft_sj_memo_pay(m);
+	xft_sj_checks_flush(j, m);
 	m->valid = 0;
 	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
 		return;
@@ -827,8 +828,10 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, 
 	 * and the two would not agree.  Its answers before lim still hold. */
 	if (m->t1 > m->lim)
 		return 0;
-	/* Its answers so far were of the ends it is about to leave. */
+	/* Its answers so far were of the ends it is about to leave, and
+	 * their checks of the run it may leave. */
 	xft_sj_memo_pay(m);
+	xft_sj_checks_flush(j, m);
 	/* t0 first: t1's floor follows its piece. */
 	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, which & MEMO_CROSS1 ? UINT64_MAX : t1, err))
 		return 0;
