@@ -687,6 +687,15 @@ static struct xft_sj_end sj_end(const struct xft_point *p)
 				    .has_tn = p->notify_plus1 != 0, .tn_ns = p->t_ns + p->notify_plus1 - 1 };
 }
 
+/* The receiving end of a hop: its notification is not read
+ * (tui/sched_join.h), and a hop split as it comes pays no word for it. */
+static inline void sj_end_to(const struct xft_point *p, struct xft_sj_end *e)
+{
+	e->t_ns = p->t_ns;
+	e->domain = p->domain;
+	e->cpu = (int32_t)(p->cpu_plus1 - 1);
+}
+
 /* restrict: the two never overlap, and without it the compiler adds one
  * word at a time, reloading each in case a store changed the other.  The
  * reasons' loop is spelt out: five words, the count of a loop cost more
@@ -847,7 +856,8 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 		 * sched_advance() would at the next event, without the trip
 		 * through the queue.  Only with none waiting: splits stay in
 		 * the order the hops ended. */
-		struct xft_sj_end f = sj_end(from), t = sj_end(to);
+		struct xft_sj_end f = sj_end(from), t;
+		sj_end_to(to, &t);
 		split_one(a, hop, a->resets, &f, &t);
 		return;
 	}
