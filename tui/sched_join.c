@@ -887,14 +887,12 @@ static void err_raise(struct xft_sj *j, uint64_t d)
 		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
 }
 
-/* Make every check the memos hold. */
+/* Make every check the memos hold: at a tick, a read of the stats and
+ * a turn of the windows, not at each answer, so a look at each memo. */
 static void checks_flush_all(struct xft_sj *j)
 {
-	if (!j->chk_pending)
-		return;
 	for (unsigned k = 0; k < MEMO_SLOTS; k++)
 		xft_sj_checks_flush(j, &j->memo[k]);
-	j->chk_pending = 0;
 }
 
 /* One more clock check's results in (clock_check(), notify_check() and
@@ -1198,7 +1196,6 @@ __attribute__((always_inline)) static inline void memo_answered(struct xft_sj *j
 			m->chk_lo = t1;
 		if (t1 > m->chk_hi)
 			m->chk_hi = t1;
-		j->chk_pending = 1;
 		j->st.checks++;
 		checks_count(j);
 	} else if (check) {
@@ -1364,7 +1361,6 @@ void xft_sj_reset(struct xft_sj *j)
 	memset(j->memo, 0, sizeof(j->memo));
 	for (unsigned k = 0; k < MEMO_SLOTS; k++)
 		memo_checks_none(&j->memo[k]);
-	j->chk_pending = 0;
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		memset(&j->p[p], 0, sizeof(j->p[p]));

@@ -577,9 +577,11 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	int same_run = m->in_run && m->run_n == rv->n && m->run.ka != UINT64_MAX &&
 		       state_entered(j, rv, (uint64_t)r1) == m->run.ka;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
-	if (m->in_run && !same_run)
+	if (m->in_run && !same_run) {
+		/* The checks its answers hold are of the run it leaves. */
+		xft_sj_checks_flush(j, m);
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
-	else if (!m->in_run)
+	} else if (!m->in_run)
 		xft_sj_runs_near(j, rv, (uint64_t)r1, &m->near);
 	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws
@@ -832,10 +834,8 @@ int xft_sj_memo_cross(struct xft_sj *j, struct memo *m, int which, uint64_t t0, 
 	 * and the two would not agree.  Its answers before lim still hold. */
 	if (m->t1 > m->lim)
 		return 0;
-	/* Its answers so far were of the ends it is about to leave, and
-	 * their checks of the run it may leave. */
+	/* Its answers so far were of the ends it is about to leave. */
 	xft_sj_memo_pay(m);
-	xft_sj_checks_flush(j, m);
 	/* t0 first: t1's floor follows its piece. */
 	if ((which & MEMO_CROSS0) && !cross0(j, m, t0, which & MEMO_CROSS1 ? UINT64_MAX : t1, err))
 		return 0;

@@ -252,7 +252,6 @@ struct xft_sj {
 	struct offsets off_cur, off_prev;
 	int bound_stale; /* the windows turned since the last check */
 	int bound_dirty; /* clock_bound_ns is to be taken again (checks_turn()) */
-	int chk_pending; /* some memo holds checks not yet made (chk_lo) */
 	struct memo memo[MEMO_SLOTS];
 };
 
