@@ -687,6 +687,15 @@ static struct xft_sj_end sj_end(const struct xft_point *p)
 				    .has_tn = p->notify_plus1 != 0, .tn_ns = p->t_ns + p->notify_plus1 - 1 };
 }
 
+/* The receiving end of a hop: its notification is not read
+ * (tui/sched_join.h), and a hop split as it comes pays no word for it. */
+static inline void sj_end_to(const struct xft_point *p, struct xft_sj_end *e)
+{
+	e->t_ns = p->t_ns;
+	e->domain = p->domain;
+	e->cpu = (int32_t)(p->cpu_plus1 - 1);
+}
+
 /* restrict: the two never overlap, and without it the compiler adds one
  * word at a time, reloading each in case a store changed the other.  The
  * reasons' loop is spelt out: five words, the count of a loop cost more
@@ -847,7 +856,8 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 		 * sched_advance() would at the next event, without the trip
 		 * through the queue.  Only with none waiting: splits stay in
 		 * the order the hops ended. */
-		struct xft_sj_end f = sj_end(from), t = sj_end(to);
+		struct xft_sj_end f = sj_end(from), t;
+		sj_end_to(to, &t);
 		split_one(a, hop, a->resets, &f, &t);
 		return;
 	}
@@ -865,12 +875,17 @@ static void split_wait(struct xft_agg *a, uint32_t hop, const struct xft_point *
 	a->sched.hops_pending = a->nwaits;
 }
 
-static void sched_status(struct xft_agg *a)
+/* The join's status, as every scheduler event leaves it; the clock's
+ * bound only with @bound (at a tick and a flush): taking it makes the
+ * clock checks the join's memos hold (xft_sj_stats()), which at every
+ * event cost more than the event. */
+static void sched_status(struct xft_agg *a, int bound)
 {
-	const struct xft_sj_stats *st = xft_sj_stats(a->sj);
+	const struct xft_sj_stats *st = bound ? xft_sj_stats(a->sj) : xft_sj_stats_peek(a->sj);
 	a->sched.joined = 1;
 	a->sched.clock_error_ns = st->clock_error_ns;
-	a->sched.clock_bound_ns = st->clock_bound_ns;
+	if (bound)
+		a->sched.clock_bound_ns = st->clock_bound_ns;
 	a->sched.trace_records = st->events;
 	/* What a split missed: Xen's losses, and what the timelines could
 	 * not keep (entries let go before a split needed them, vCPUs
@@ -892,7 +907,7 @@ void xft_agg_sched_event(struct xft_agg *a, const struct xflow_sched_event *e)
 	a->wm = xft_sj_watermark(a->sj);
 	if (a->wm != wm)
 		sched_advance(a);
-	sched_status(a);
+	sched_status(a, 0);
 }
 
 void xft_agg_sched_flush(struct xft_agg *a)
@@ -908,7 +923,7 @@ void xft_agg_sched_flush(struct xft_agg *a)
 			a->top_unsplit--;
 		}
 	a->sched.hops_pending = 0;
-	sched_status(a);
+	sched_status(a, 1);
 }
 
 void xft_agg_on_split(struct xft_agg *a, xft_agg_split_fn fn, void *ctx)
@@ -1626,6 +1641,8 @@ void xft_agg_tick(struct xft_agg *a, uint64_t now)
 	if (!xft_reorder_oldest(&a->rq, &horizon) || horizon > now)
 		horizon = now;
 	expire(a, horizon);
+	if (a->sj)
+		sched_status(a, 1);
 }
 
 void xft_agg_drain(struct xft_agg *a)

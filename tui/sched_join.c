@@ -121,8 +121,10 @@ static void memo_trace_moved(struct xft_sj *j, struct vcpu *v, uint64_t t)
 			/* The run changes for the check only when its end comes,
 			 * or the ring lets go the entry before its start. */
 			if (m->in_run && m->err) {
-				if (!m->run.ended || (m->run.began && v->n >= m->run.ka + j->lim.per_vcpu))
+				if (!m->run.ended || (m->run.began && v->n >= m->run.ka + j->lim.per_vcpu)) {
+					xft_sj_checks_flush(j, m);
 					xft_sj_run_of(j, v, (uint64_t)m->r1, &m->run);
+				}
 				m->run_n = v->n;
 			}
 			if (v->n != m->rn + 1)
@@ -885,6 +887,14 @@ static void err_raise(struct xft_sj *j, uint64_t d)
 		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
 }
 
+/* Make every check the memos hold: at a tick, a read of the stats and
+ * a turn of the windows, not at each answer, so a look at each memo. */
+static void checks_flush_all(struct xft_sj *j)
+{
+	for (unsigned k = 0; k < MEMO_SLOTS; k++)
+		xft_sj_checks_flush(j, &j->memo[k]);
+}
+
 /* One more clock check's results in (clock_check(), notify_check() and
  * a split the memo answers; @narrowed: it narrowed the current window's
  * offsets): the bound they prove, and the windows turned over every
@@ -897,6 +907,8 @@ static void err_raise(struct xft_sj *j, uint64_t d)
 /* The windows turn: the current one is the previous one now. */
 static void windows_turn(struct xft_sj *j)
 {
+	/* The checks the memos hold were made in the window that ends. */
+	checks_flush_all(j);
 	if (j->bound_dirty)
 		bound_take(j);
 	j->err_prev = j->err_cur;
@@ -908,20 +920,47 @@ static void windows_turn(struct xft_sj *j)
 	error_set(j, j->err_prev);
 }
 
-/* Inline, as offsets_in_run(): a memo's answer makes a check at nearly
- * every hop, and gcc made both functions of their own. */
-__attribute__((always_inline)) static inline void checks_turn(struct xft_sj *j, int narrowed)
+/* A check narrowed the current window's offsets (@narrowed), or was the
+ * first since the windows turned: the bound is to be taken again. */
+static inline void checks_dirty(struct xft_sj *j, int narrowed)
 {
 	if (narrowed || j->bound_stale) {
 		j->bound_dirty = 1;
 		j->bound_stale = 0;
 	}
+}
+
+/* One more check counted: the windows turn at every
+ * XFT_SJ_ERROR_WINDOW.  Inline, as offsets_in_run(): a memo's answer
+ * makes a check at nearly every hop, and gcc made both functions of
+ * their own. */
+__attribute__((always_inline)) static inline void checks_count(struct xft_sj *j)
+{
 	if (++j->err_n == XFT_SJ_ERROR_WINDOW) {
 		windows_turn(j);
 	} else if (j->st.clock_error_ns == UINT64_MAX) {
 		/* The first check: the error is measured from here on. */
 		error_set(j, j->err_cur > j->err_prev ? j->err_cur : j->err_prev);
 	}
+}
+
+__attribute__((always_inline)) static inline void checks_turn(struct xft_sj *j, int narrowed)
+{
+	checks_dirty(j, narrowed);
+	checks_count(j);
+}
+
+void xft_sj_checks_flush(struct xft_sj *j, struct memo *m)
+{
+	if (!memo_checks_held(m))
+		return;
+	int narrowed = 0;
+	if (m->run.began)
+		narrowed |= offsets_floor(&j->off_cur, -(int64_t)(m->chk_lo - m->run.a));
+	if (m->run.ended)
+		narrowed |= offsets_ceil(&j->off_cur, (int64_t)(m->run.b - m->chk_hi));
+	memo_checks_none(m);
+	checks_dirty(j, narrowed);
 }
 
 /* A record inside a run (nearly every one) asks off_run() nothing: it
@@ -1150,8 +1189,15 @@ __attribute__((always_inline)) static inline void memo_answered(struct xft_sj *j
 {
 	m->used = 1;
 	if (check && m->in_run && m->rv->n == m->run_n) {
+		/* Held, as offsets_in_run() of the run at t1 would narrow the
+		 * offsets: made when the run changes, the windows turn or
+		 * the bound is read (struct memo's chk_lo). */
+		if (t1 < m->chk_lo)
+			m->chk_lo = t1;
+		if (t1 > m->chk_hi)
+			m->chk_hi = t1;
 		j->st.checks++;
-		checks_turn(j, offsets_in_run(&j->off_cur, t1, &m->run));
+		checks_count(j);
 	} else if (check) {
 		/* An entry the trace added at t1 itself, which the memo lets
 		 * stand (it changes nothing of the time before t1), holds the
@@ -1284,8 +1330,14 @@ void xft_sj_fold(struct xft_sj *j)
 
 const struct xft_sj_stats *xft_sj_stats(struct xft_sj *j)
 {
+	checks_flush_all(j);
 	if (j->bound_dirty)
 		bound_take(j);
+	return &j->st;
+}
+
+const struct xft_sj_stats *xft_sj_stats_peek(const struct xft_sj *j)
+{
 	return &j->st;
 }
 
@@ -1307,6 +1359,8 @@ void xft_sj_reset(struct xft_sj *j)
 	/* The sums stay the caller's: what the memos owe them is theirs. */
 	xft_sj_fold(j);
 	memset(j->memo, 0, sizeof(j->memo));
+	for (unsigned k = 0; k < MEMO_SLOTS; k++)
+		memo_checks_none(&j->memo[k]);
 	memset(j->slots, 0, ((size_t)j->mask + 1) * sizeof(*j->slots));
 	for (uint32_t p = 0; p < j->lim.max_pcpus; p++) {
 		memset(&j->p[p], 0, sizeof(j->p[p]));

@@ -180,5 +180,9 @@ void xft_sj_fold(struct xft_sj *j);
 
 /* Not const: the bound of the clock (clock_bound_ns) is taken when read. */
 const struct xft_sj_stats *xft_sj_stats(struct xft_sj *j);
+/* The same but for clock_bound_ns, which is as xft_sj_stats() last took
+ * it: for a caller that looks at every event, where taking the bound
+ * would cost more than the event. */
+const struct xft_sj_stats *xft_sj_stats_peek(const struct xft_sj *j);
 
 #endif

@@ -253,6 +253,7 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 {
 	/* Its answers so far were of the split it is about to forget. */
 	xft_sj_memo_pay(m);
+	xft_sj_checks_flush(j, m);
 	m->valid = 0;
 	if (s0 < 0 || rn < 0 || r1 < 0 || t1 > j->watermark || t1 > UINT64_MAX - err)
 		return;
@@ -481,11 +482,15 @@ void xft_sj_memo_put(struct xft_sj *j, struct memo *m, const struct vcpu *sv, co
 static uint64_t totals(const struct xft_sj *j, const struct vcpu *v, uint64_t x, int64_t k, uint64_t kp[S_UNKNOWN])
 {
 	const struct ent *e = ent_at(j, v, (uint64_t)k);
-	uint64_t all = 0;
-	for (unsigned s = 0; s < S_UNKNOWN; s++) {
-		kp[s] = e->cum[s];
-		all += e->cum[s];
-	}
+	/* Spelt out: each crossing takes two to four of these, and the
+	 * loop's count cost as much as its copies. */
+	_Static_assert(S_UNKNOWN == 5, "totals() copies five states");
+	kp[0] = e->cum[0];
+	kp[1] = e->cum[1];
+	kp[2] = e->cum[2];
+	kp[3] = e->cum[3];
+	kp[4] = e->cum[4];
+	uint64_t all = kp[0] + kp[1] + kp[2] + kp[3] + kp[4];
 	if (e->state < S_UNKNOWN) {
 		kp[e->state] += x - e->t;
 		all += x - e->t;
@@ -572,9 +577,11 @@ static int cross1(struct xft_sj *j, struct memo *m, uint64_t t1, uint64_t err)
 	int same_run = m->in_run && m->run_n == rv->n && m->run.ka != UINT64_MAX &&
 		       state_entered(j, rv, (uint64_t)r1) == m->run.ka;
 	m->in_run = st1 == S_RUNNING || st1 == S_XEN;
-	if (m->in_run && !same_run)
+	if (m->in_run && !same_run) {
+		/* The checks its answers hold are of the run it leaves. */
+		xft_sj_checks_flush(j, m);
 		xft_sj_run_of(j, rv, (uint64_t)r1, &m->run);
-	else if (!m->in_run)
+	} else if (!m->in_run)
 		xft_sj_runs_near(j, rv, (uint64_t)r1, &m->near);
 	m->run_n = rv->n;
 	/* The piece of t1 around the new end, as xft_sj_memo_put() draws

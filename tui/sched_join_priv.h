@@ -154,6 +154,14 @@ struct memo {
 	int in_run;
 	struct run run;
 	uint64_t run_n;
+	/* The clock checks of its answers that t1 lies in that run, not yet
+	 * made (xft_sj_checks_flush()): the least and the greatest t1 they
+	 * were made at (chk_lo > chk_hi: none).  The run bounds the offset
+	 * from below by its start less t1 and from above by its end less t1,
+	 * so of many answers in one run only these two narrow anything, and
+	 * a check is two compares an answer until the run changes, the
+	 * windows turn or the bound is read. */
+	uint64_t chk_lo, chk_hi;
 	struct near near; /* when not in_run */
 	struct xft_split out;
 	/* What one nanosecond more of t0 and of t1 changes in out, as the
@@ -401,6 +409,9 @@ enum { SENDER, RECEIVER_ASLEEP, RECEIVER_AWAKE };
 void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct run *r);
 /* The runs around entry @k of @v, not a run's (sched_join.c). */
 void xft_sj_runs_near(const struct xft_sj *j, const struct vcpu *v, uint64_t k, struct near *nr);
+/* Make the clock checks @m holds (struct memo's chk_lo) against its run,
+ * before the run changes (sched_join.c). */
+void xft_sj_checks_flush(struct xft_sj *j, struct memo *m);
 /* After MEMO_CROSS0, MEMO_CROSS1 or both (@which): 1 when the hop kept
  * its shape, @m moved to the ends that crossed (memo_answer() gives the
  * split); else 0, and @m only fit to be made anew.  What @m owed is paid
@@ -446,6 +457,19 @@ _Static_assert(offsetof(struct xft_split, unknown_ns) ==
 static inline uint64_t *memo_cell(struct xft_split *s, unsigned i)
 {
 	return (uint64_t *)((char *)s + offsetof(struct xft_split, ns) + (size_t)i * sizeof(uint64_t));
+}
+
+/* Whether @m holds clock checks not yet made. */
+static inline int memo_checks_held(const struct memo *m)
+{
+	return m->chk_lo <= m->chk_hi;
+}
+
+/* @m holds none: what a memo zeroed is set to. */
+static inline void memo_checks_none(struct memo *m)
+{
+	m->chk_lo = UINT64_MAX;
+	m->chk_hi = 0;
 }
 
 /* MEMO_HIT when @m holds for the split of [t0, t1] (memo_answer());

@@ -370,6 +370,98 @@ Test(sched_join, a_run_without_end_proves_no_bound)
 	xft_sj_free(j);
 }
 
+/* The checks of a memo's answers in a run are held until the bound is
+ * read, the windows turn or the run changes (struct memo's chk_lo): the
+ * bound must be what a check at each answer would have made it.  Here
+ * d0v0 runs from 10 with no end known, after a gap [7, 10) where a record
+ * at 9 says the offset is at least 1; the records at 100 to 3900 in the
+ * run bound it from below only.  The run's end, at 4000, comes after
+ * them: it bounds nothing they checked, until a record at 3950 does. */
+Test(sched_join, held_checks_are_of_the_run_as_it_was)
+{
+	struct xft_sj *j = mk(0, 0);
+	rs(j, 2, 1, 0, 0, BLOCKED, RUN);
+	rs(j, 7, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 10, 1, 0, 0, BLOCKED, RUN);
+	rs(j, 10, 0, 1, 0, RUNNABLE, RUN);
+	rs(j, 5000, 2, 2, 0, RUNNABLE, RUN); /* the watermark */
+	struct xft_sj_end a = { 1, 1, 0 }, b = { 9, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->clock_error_ns, 1);
+	for (uint64_t t = 100; t < 4000; t += 100)
+		check_at(j, t);
+	rs(j, 4000, 1, 0, 0, RUN, BLOCKED);
+	cr_assert_eq(xft_sj_stats(j)->checks, 40);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, UINT64_MAX, "no record was checked against the run's end");
+	check_at(j, 3950);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 50);
+	xft_sj_free(j);
+}
+
+/* Two runs of the receiver d0v0, [500, 2000) and from 2500, with no
+ * culprit (no switch), so that its hops from d1v0 are a memo's answers. */
+static void two_runs(struct xft_sj *j)
+{
+	rs(j, 10, 0, 1, 0, RUNNABLE, RUN);
+	rs(j, 10, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 300, 1, 0, 0, BLOCKED, RUNNABLE);
+	rs(j, 500, 1, 0, 0, RUNNABLE, RUN);
+	rs(j, 2000, 1, 0, 0, RUN, BLOCKED);
+	rs(j, 2400, 1, 0, 0, BLOCKED, RUNNABLE);
+	rs(j, 2500, 1, 0, 0, RUNNABLE, RUN);
+	rs(j, 5000, 2, 2, 0, RUNNABLE, RUN); /* the watermark */
+}
+
+/* The same when the answers' t1 crosses into the next run: the checks
+ * held of the run it leaves are of that run.  The records at 700 to 1900
+ * in the first run allow offsets in [-200, 100]; the one at 2600,
+ * [-100, 100] with them (checked against the second run, the first ones
+ * would allow none). */
+Test(sched_join, held_checks_stay_with_the_run_t1_leaves)
+{
+	struct xft_sj *j = mk(0, 0);
+	two_runs(j);
+	for (uint64_t t = 700; t < 2000; t += 100)
+		check_at(j, t);
+	check_at(j, 2600);
+	cr_assert_eq(xft_sj_stats(j)->checks, 14);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 100);
+	xft_sj_free(j);
+}
+
+/* The same when the memo is made anew for a hop in the next run. */
+Test(sched_join, held_checks_stay_with_the_run_of_the_memo_made_before)
+{
+	struct xft_sj *j = mk(0, 0);
+	two_runs(j);
+	for (uint64_t t = 700; t < 2000; t += 100)
+		check_at(j, t);
+	struct xft_sj_end a = { 2450, 1, 0 }, b = { 2600, 0, 0 };
+	struct xft_split s;
+	xft_sj_split(j, &a, &b, 1, &s, NULL);
+	cr_assert_eq(xft_sj_stats(j)->checks, 14);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 100);
+	xft_sj_free(j);
+}
+
+/* And when the windows turn: the checks held were made in the window that
+ * ends, and leave with it.  Records at 1900 in the first run say at most
+ * 100; two windows later (the bound is of the last two), only those at
+ * 700 are left: at most 1300. */
+Test(sched_join, held_checks_leave_with_their_window)
+{
+	struct xft_sj *j = mk(0, 0);
+	two_runs(j);
+	for (unsigned i = 0; i < XFT_SJ_ERROR_WINDOW; i++)
+		check_at(j, 1900);
+	for (unsigned i = 0; i <= XFT_SJ_ERROR_WINDOW; i++)
+		check_at(j, 700);
+	cr_assert_eq(xft_sj_stats(j)->checks, 2 * XFT_SJ_ERROR_WINDOW + 1);
+	cr_assert_eq(xft_sj_stats(j)->clock_bound_ns, 1300);
+	xft_sj_free(j);
+}
+
 /* --- the woven notification ------------------------------------------------ */
 
 /* scenario() with the sender's run whole: d1v0 runnable from 5, running
