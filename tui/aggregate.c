@@ -139,11 +139,17 @@ struct xft_agg {
 	} groups[GROUP_CACHE];
 	/* The key table's answer to the last lookup that found a flow: a
 	 * flow's records mostly come one after another.  Any change to the
-	 * table for that key forgets it (key_cache_forget). */
+	 * table for that key forgets it (key_cache_forget).  The key last
+	 * mapped is held here, not yet in the table (pending; ptr, its key
+	 * there), until the cache turns to another key (kc_flush): a flow
+	 * whose records all come together, as a thread writes a request's,
+	 * ends before that and never costs the table a write or a removal,
+	 * two probes of a table too big for the caches. */
 	struct {
-		bool valid;
+		bool valid, pending;
 		uint16_t domain, kind;
 		uint64_t id;
+		uint64_t ptr;
 		uint32_t flow;
 	} kc;
 	struct xft_agg_stats st;
@@ -287,13 +293,35 @@ static uint64_t key_ptr(const struct xft_agg *a, uint16_t domain, uint16_t kind,
 	return xflow_flowtab_key_of_number(&a->keys, kind, n);
 }
 
-static inline uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+/* The cache's pending key into the table, before the cache turns to
+ * another.  It is not refused: the table has room for FLOW_MAX_KEYS keys
+ * of every flow, and this one is already counted in its flow's.  Were it
+ * refused, the flow would no longer be reached by it, as when
+ * flow_key_take() was refused before keys were held. */
+static void kc_flush(struct xft_agg *a)
 {
-	if (a->kc.valid && a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
-		return a->kc.flow;
+	if (!a->kc.pending)
+		return;
+	a->kc.pending = false;
+	if (xflow_flowtab_register(&a->keys, a->kc.kind, a->kc.ptr, (uint64_t)a->kc.flow + 1) == 0)
+		return;
+	struct flow *f = &a->flows[a->kc.flow];
+	for (uint32_t k = 0; k < f->nkeys; k++)
+		if (f->keys[k].domain == a->kc.domain && f->keys[k].kind == a->kc.kind && f->keys[k].id == a->kc.id) {
+			f->keys[k] = f->keys[--f->nkeys];
+			break;
+		}
+	a->kc.valid = false;
+}
+
+/* flow_lookup() past its cache. */
+static __attribute__((noinline)) uint32_t flow_lookup_table(struct xft_agg *a, uint16_t domain, uint16_t kind,
+							    uint64_t id)
+{
 	uint64_t v = xflow_flowtab_get(&a->keys, kind, key_ptr(a, domain, kind, id));
 	if (!v)
 		return NIL;
+	kc_flush(a);
 	a->kc.valid = true;
 	a->kc.domain = domain;
 	a->kc.kind = kind;
@@ -302,18 +330,31 @@ static inline uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t 
 	return a->kc.flow;
 }
 
-/* The key table changes for (@domain, @kind, @id). */
-static void key_cache_forget(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+static inline uint32_t flow_lookup(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
 {
-	if (a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
-		a->kc.valid = false;
+	if (a->kc.valid && a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind)
+		return a->kc.flow;
+	return flow_lookup_table(a, domain, kind, id);
+}
+
+/* The key table changes for (@domain, @kind, @id): true when that key
+ * was the cache's pending one, which the table does not hold. */
+static bool key_cache_forget(struct xft_agg *a, uint16_t domain, uint16_t kind, uint64_t id)
+{
+	if (a->kc.valid && a->kc.id == id && a->kc.domain == domain && a->kc.kind == kind) {
+		bool pending = a->kc.pending;
+		a->kc.valid = a->kc.pending = false;
+		return pending;
+	}
+	return false;
 }
 
 /* Remove the keys of flow @f from the key table. */
 static void flow_keys_remove(struct xft_agg *a, struct flow *f)
 {
 	for (uint32_t k = 0; k < f->nkeys; k++) {
-		key_cache_forget(a, f->keys[k].domain, f->keys[k].kind, f->keys[k].id);
+		if (key_cache_forget(a, f->keys[k].domain, f->keys[k].kind, f->keys[k].id))
+			continue;
 		xflow_flowtab_remove(&a->keys, f->keys[k].kind, key_ptr(a, f->keys[k].domain, f->keys[k].kind, f->keys[k].id));
 	}
 	f->nkeys = 0;
@@ -410,16 +451,26 @@ static void flow_key_take(struct xft_agg *a, uint32_t i, uint32_t old, uint16_t 
 		return;
 	if (f->nkeys == FLOW_MAX_KEYS)
 		return; /* still reachable through its other keys */
-	key_cache_forget(a, domain, kind, id);
-	if (xflow_flowtab_register(&a->keys, kind, key_ptr(a, domain, kind, id), (uint64_t)i + 1) == 0) {
+	/* Held pending by the cache for @old: the key goes to @i, nothing
+	 * of it is in the table to take over. */
+	bool held = key_cache_forget(a, domain, kind, id);
+	uint64_t ptr = key_ptr(a, domain, kind, id);
+	if (ptr) {
+		/* Its next records are likely next: held in the cache, into
+		 * the table only if they are not (kc_flush). */
+		kc_flush(a);
+		if (old != NIL && !held)
+			xflow_flowtab_remove(&a->keys, kind, ptr);
 		f->keys[f->nkeys++] = (struct flow_key){ domain, kind, id };
-		/* Its next records are likely next. */
-		a->kc.valid = true;
+		a->kc.valid = a->kc.pending = true;
 		a->kc.domain = domain;
 		a->kc.kind = kind;
 		a->kc.id = id;
+		a->kc.ptr = ptr;
 		a->kc.flow = i;
 	}
+	/* A key of 0 (the one (domain, id) of each kind key_ptr() leaves
+	 * out) is not taken: the flow is not reached by it. */
 	if (old != NIL) {
 		/* Forget the key in the old flow's list. */
 		struct flow *o = &a->flows[old];
@@ -1739,7 +1790,7 @@ void xft_agg_reset(struct xft_agg *a)
 	memset(a->duntil, 0, 65536 * sizeof(*a->duntil));
 	a->loss_epoch = 0;
 	xflow_flowtab_clear(&a->keys);
-	a->kc.valid = false;
+	a->kc.valid = a->kc.pending = false;
 	for (uint32_t i = 0; i < a->lim.max_flows; i++) {
 		a->flows[i].live = 0;
 		a->flows[i].next = i + 1 < a->lim.max_flows ? i + 1 : NIL;

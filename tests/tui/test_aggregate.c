@@ -421,6 +421,55 @@ Test(aggregate, an_id_seen_again_after_its_quit_is_a_new_flow)
 	xft_agg_free(a);
 }
 
+/* A flow's key is held by the model's cache, out of its key table, until
+ * the cache turns to another key: both ways it must come back right. */
+Test(aggregate, flows_interleaved_and_ended_while_cached_keep_their_own_keys)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	/* Two flows' records in turn: each START leaves the other's key to
+	 * the table, where their next records must find it. */
+	uint64_t t = MS;
+	for (int step = 0; step < 3; step++)
+		for (uint64_t id = 5; id <= 7; id += 2) {
+			uint16_t flags = step == 0 ? XFLOW_REC_START : step == 2 ? XFLOW_REC_QUIT : 0;
+			struct xflow_record r = rec(1, (uint32_t)step + 1, id, flags);
+			xft_agg_feed(a, &r, t);
+			t += MS;
+		}
+	/* A flow that ends while its key is in the cache, another that
+	 * starts after it, then the first id without a START: a flow of
+	 * its own (partial), not the second one, which the first's freed
+	 * slot now holds. */
+	uint16_t flags[] = { XFLOW_REC_START, XFLOW_REC_QUIT };
+	for (int i = 0; i < 2; i++) {
+		struct xflow_record r = rec(1, (uint32_t)i + 1, 9, flags[i]);
+		xft_agg_feed(a, &r, t);
+		t += MS;
+	}
+	struct xflow_record r = rec(1, 1, 11, XFLOW_REC_START);
+	xft_agg_feed(a, &r, t);
+	t += MS;
+	r = rec(1, 2, 9, 0);
+	xft_agg_feed(a, &r, t);
+	t += MS;
+	r = rec(1, 3, 11, XFLOW_REC_QUIT);
+	xft_agg_feed(a, &r, t);
+	xft_agg_drain(a);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->flows_finished, 4);
+	cr_assert_eq(st->flows_partial, 1);
+	cr_assert_eq(st->flows_live, 1);
+	/* Each whole flow is its own three or two points: flows 5 and 7 two
+	 * hops each, 9 one, 11 one (1 -> 3, with no point of 9's in it). */
+	const struct xft_hop *h = find_hop(a, 1, 1, 1, 3);
+	cr_assert(h && h->count == 1, "flow 11's one hop, 1 -> 3");
+	h = find_hop(a, 1, 1, 1, 2);
+	cr_assert(h && h->count == 3, "hops 1 -> 2: flows 5, 7 and 9");
+	xft_agg_free(a);
+}
+
 Test(aggregate, slowest_flows_are_kept_with_their_paths, .timeout = 30)
 {
 	struct xft_agg_limits l;
