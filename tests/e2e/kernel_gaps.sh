@@ -174,6 +174,7 @@ sys.path.insert(0, 'tests/e2e')
 from session_records import records
 n, unnumbered, back, lost, notes = 0, 0, 0, 0, 0
 streams, gaps, flows, ended = {}, [], {}, []
+timed = []
 for t, r in records(sys.argv[1]):
     fid, kind, dom, flags = r['flow_id'], r['flow_kind'], r['domain_id'], r['flags']
     tid, seq = r['thread_id'], r['thread_seq']
@@ -201,13 +202,17 @@ for t, r in records(sys.argv[1]):
             gaps.append((0, t))
         streams[k] = ((seq + 1) & 0xffffffff, t)
     if fid:
-        key = (dom, kind, fid)
-        if flags & 1 or key not in flows:
-            flows[key] = [t, bool(flags & 1)]
-        if flags & 4:
-            s, started = flows.pop(key)
-            if started:
-                ended.append((s, t))
+        timed.append((t, len(timed), (dom, kind, fid), flags))
+# The flows as the monitor judges them, in time order: the session holds
+# the records as they came, each CPU's stream in its order, but a stream
+# read after another may bring records older than the other's last.
+for t, _, key, flags in sorted(timed):
+    if flags & 1 or key not in flows:
+        flows[key] = [t, bool(flags & 1)]
+    if flags & 4:
+        s, started = flows.pop(key)
+        if started:
+            ended.append((s, t))
 # A flow no gap touched: none was live at the record before a gap, nor
 # begun before the record after it.
 whole = sum(1 for s, e in ended if not any(a < e and s < b for a, b in gaps))

@@ -282,12 +282,20 @@ static uint32_t stream_read(struct kengine *ke, uint32_t s, uint32_t max)
 	return (uint32_t)(ke->moved - before);
 }
 
-/* Whether stream @s has a number the agent has not read. */
-static bool stream_pending(const struct kengine *ke, uint32_t s)
+/* How many numbers of stream @s the agent has not read, at most a ring's
+ * worth (beyond that the program found its ring full: no slot to read). */
+static uint32_t stream_unread(const struct kengine *ke, uint32_t s)
 {
 	const struct xk_cpu *q = &ke->streams[s / XK_SEQ_LEVELS];
 	uint32_t l = s % XK_SEQ_LEVELS;
-	return __atomic_load_n(&q->lv[l].next, __ATOMIC_ACQUIRE) != q->tail[l];
+	uint32_t n = __atomic_load_n(&q->lv[l].next, __ATOMIC_ACQUIRE) - q->tail[l];
+	return n < ke->ring_recs ? n : ke->ring_recs;
+}
+
+/* Whether stream @s has a number the agent has not read. */
+static bool stream_pending(const struct kengine *ke, uint32_t s)
+{
+	return stream_unread(ke, s) != 0;
 }
 
 /* Whether any stream has a number the agent has not read. */
@@ -300,10 +308,13 @@ static bool streams_pending(const struct kengine *ke)
 }
 
 /* Every stream's ring, or with @max (0: no limit) that many records at
- * most, shared between the streams that have some: an even share each
- * first, then what the quiet ones left to the others in turn.  Shared,
- * not first come first served, so that no CPU's records wait drain after
- * drain while another's go on: the monitor merges them behind a window. */
+ * most, shared between the streams in proportion to what each holds, then
+ * what is left in turn.  Each stream's records are in time order and have
+ * waited since the same last drain, so like shares cover like spans of
+ * time: the streams go on together, and the monitor, which merges them
+ * behind a window, gets them nearly in order.  Equal counts would let a
+ * quiet CPU's records run ahead of a busy one's by as long as the backlog
+ * lasts (0.3 s behind a stopped monitor, kernel_gaps.sh). */
 static void streams_read(struct kengine *ke, size_t max)
 {
 	uint32_t n = XK_STREAMS_OF(ke->ncpu);
@@ -312,19 +323,23 @@ static void streams_read(struct kengine *ke, size_t max)
 			stream_read(ke, s, 0);
 		return;
 	}
-	uint32_t busy = 0;
+	uint64_t unread = 0;
 	for (uint32_t s = 0; s < n; s++)
-		busy += stream_pending(ke, s);
-	if (!busy)
-		return;
-	size_t left = max, share = max / busy ? max / busy : 1;
-	for (int pass = 0; pass < 2 && left; pass++)
+		unread += stream_unread(ke, s);
+	size_t left = max < UINT32_MAX ? max : UINT32_MAX;
+	if (unread > left) {
+		const uint64_t budget = left;
 		for (uint32_t s = 0; s < n && left; s++) {
-			if (!stream_pending(ke, s))
-				continue;
-			size_t take = pass == 0 && share < left ? share : left;
-			left -= stream_read(ke, s, (uint32_t)(take < UINT32_MAX ? take : UINT32_MAX));
+			uint64_t share = (uint64_t)stream_unread(ke, s) * budget / unread;
+			if (share)
+				left -= stream_read(ke, s, (uint32_t)(share < left ? share : left));
 		}
+	}
+	/* What the shares' rounding left, or everything when it all fits
+	 * (records published meanwhile still count against @max). */
+	for (uint32_t s = 0; s < n && left; s++)
+		if (stream_pending(ke, s))
+			left -= stream_read(ke, s, (uint32_t)left);
 }
 
 /* The wake-up ring buffer's messages say nothing but "drain now". */
