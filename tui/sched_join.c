@@ -800,16 +800,23 @@ void xft_sj_run_of(const struct xft_sj *j, const struct vcpu *v, uint64_t k, str
 	r->ka = a;
 }
 
-/* The record at @t lies in run @r: a - t <= offset <= b - t.  Whether that
- * narrowed @o. */
-__attribute__((always_inline)) static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+/* The records at @lo to @hi lie in run @r: a - lo <= offset <= b - hi.
+ * Whether that narrowed @o. */
+__attribute__((always_inline)) static inline int offsets_in_span(struct offsets *o, uint64_t lo, uint64_t hi,
+								const struct run *r)
 {
 	int narrowed = 0;
 	if (r->began)
-		narrowed |= offsets_floor(o, -(int64_t)(t - r->a));
+		narrowed |= offsets_floor(o, -(int64_t)(lo - r->a));
 	if (r->ended)
-		narrowed |= offsets_ceil(o, (int64_t)(r->b - t));
+		narrowed |= offsets_ceil(o, (int64_t)(r->b - hi));
 	return narrowed;
+}
+
+/* The record at @t lies in run @r. */
+__attribute__((always_inline)) static inline int offsets_in_run(struct offsets *o, uint64_t t, const struct run *r)
+{
+	return offsets_in_span(o, t, t, r);
 }
 
 /* What the record at @t on @v, whose vCPU must have been running then,
@@ -954,11 +961,7 @@ void xft_sj_checks_flush(struct xft_sj *j, struct memo *m)
 {
 	if (!memo_checks_held(m))
 		return;
-	int narrowed = 0;
-	if (m->run.began)
-		narrowed |= offsets_floor(&j->off_cur, -(int64_t)(m->chk_lo - m->run.a));
-	if (m->run.ended)
-		narrowed |= offsets_ceil(&j->off_cur, (int64_t)(m->run.b - m->chk_hi));
+	int narrowed = offsets_in_span(&j->off_cur, m->chk_lo, m->chk_hi, &m->run);
 	memo_checks_none(m);
 	checks_dirty(j, narrowed);
 }
