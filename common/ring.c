@@ -218,3 +218,8 @@ uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c)
 {
 	return c->hdr ? atomic_load_explicit(&c->hdr->dropped, memory_order_relaxed) : 0;
 }
+
+uint64_t xflow_ring_held_before(const struct xflow_ring_consumer *c)
+{
+	return c->hdr ? atomic_load_explicit(&c->hdr->held_before, memory_order_acquire) : 0;
+}

@@ -116,3 +116,10 @@ void xflow_ring_flush(struct xflow_ring_producer *p)
 	if (p->unnotified)
 		xflow_ring__notify_check(p);
 }
+
+/* Release, as `prod` is stored: a consumer that acquires the claim sees
+ * every record it covers published. */
+void xflow_ring_set_held(struct xflow_ring_producer *p, uint64_t t)
+{
+	atomic_store_explicit(&p->hdr->held_before, t, memory_order_release);
+}

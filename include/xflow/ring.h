@@ -74,7 +74,8 @@ struct xflow_ring_hdr {
 	/* Written only by the producer. */
 	_Atomic uint64_t prod;    /* slots published so far */
 	_Atomic uint64_t dropped; /* records dropped because the ring was full */
-	uint8_t pad1[64 - 16];
+	_Atomic uint64_t held_before; /* xflow_ring_set_held(); 0: nothing held */
+	uint8_t pad1[64 - 24];
 
 	/* Written only by the consumer. */
 	_Atomic uint64_t cons;              /* slots consumed so far */
@@ -225,6 +226,19 @@ uint32_t xflow_ring_free_slots(struct xflow_ring_producer *p);
 void xflow_ring_flush(struct xflow_ring_producer *p);
 
 /*
+ * Say that records wait outside the ring for room in it (a producer that
+ * feeds the ring from queues of its own, as an agent does from its
+ * targets' lanes): @t, on the records' clock, is a time before which every
+ * record stamped has been published (or dropped and counted), so that a
+ * consumer merging this ring with others can wait for what is still to
+ * come instead of taking it for late; 0: nothing waits.  Call after
+ * xflow_ring_flush(), so that what it claims is published.  Header field
+ * held_before was padding before (always 0): an older producer says
+ * nothing, and an older consumer does not look.
+ */
+void xflow_ring_set_held(struct xflow_ring_producer *p, uint64_t t);
+
+/*
  * Consumer.  Embed it.  Once corrupt, it stays corrupt and reads nothing.
  */
 struct xflow_ring_consumer {
@@ -302,6 +316,12 @@ static inline int xflow_ring_idle(const struct xflow_ring_consumer *c)
 /* Records the producer says it dropped.  Producer-written: informative
  * only, never used for indexing. */
 uint64_t xflow_ring_dropped(const struct xflow_ring_consumer *c);
+
+/* What xflow_ring_set_held() said last (0: nothing held).  Read it before
+ * popping: every record it speaks of is then in the ring.  Producer-
+ * written: any value may come, so a consumer only waits by it, and for a
+ * bounded time. */
+uint64_t xflow_ring_held_before(const struct xflow_ring_consumer *c);
 
 /* --- inline fast path --------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,6 +265,31 @@ Test(ring, streamed_records_are_published_a_batch_at_a_time_and_at_flush)
 	expect_seq(&c, 69, 69 + 64 * 3);
 	push_seq(&p, 69 + 64 * 3 + 10, 69 + 64 * 4);
 	expect_seq(&c, 69 + 64 * 3, 69 + 64 * 4);
+	test_guarded_free(region, size);
+}
+
+/* What a producer says waits outside the ring (xflow_ring_set_held):
+ * nothing in a fresh ring, then what it said last, at a fixed place in
+ * the header (a monitor and an agent of other builds read it there). */
+Test(ring, the_time_held_outside_the_ring_is_said_in_the_header)
+{
+	size_t size = xflow_ring_region_size(XFLOW_RECORD_SIZE, 64);
+	void *region = test_guarded_alloc(size);
+	memset(region, 0xa5, size);
+	xflow_ring_format(region, size, XFLOW_RECORD_SIZE, 64, XFLOW_CLOCK_TSC);
+	struct xflow_ring_producer p;
+	struct xflow_ring_consumer c;
+	cr_assert_eq(xflow_ring_producer_init(&p, region, size, NULL, 64), 0);
+	cr_assert_eq(xflow_ring_consumer_init(&c, region, size, XFLOW_RECORD_SIZE, NULL), 0);
+	cr_assert_eq(xflow_ring_held_before(&c), 0, "a fresh ring holds nothing back");
+	cr_assert_eq(offsetof(struct xflow_ring_hdr, held_before), 80);
+	xflow_ring_set_held(&p, 123456789);
+	cr_assert_eq(xflow_ring_held_before(&c), 123456789);
+	uint64_t raw;
+	memcpy(&raw, (char *)region + 80, sizeof(raw));
+	cr_assert_eq(raw, 123456789, "little-endian at offset 80");
+	xflow_ring_set_held(&p, 0);
+	cr_assert_eq(xflow_ring_held_before(&c), 0);
 	test_guarded_free(region, size);
 }
 
