@@ -112,6 +112,8 @@ struct agent {
 	uint64_t notes;      /* loss notes among the records (xflow/record.h, "Losses") */
 	long moved;          /* records the last drain of their lanes moved */
 	bool ring_short;     /* the ring's room, not the lanes, ended that drain */
+	uint64_t given_from; /* record clock when the last drain that left
+	                      * nothing in the lanes began (ring.h held_before) */
 	uint64_t drained_at; /* when the loop last drained them (ns, monotonic) */
 	uint32_t lane_slots; /* in-process: records a lane holds; 0: no lanes */
 	uint64_t next_id;    /* ptrace backend: flow ids, one space for every table */
