@@ -192,6 +192,8 @@ static long peer_read(struct acoll *c, struct peer *p, uint64_t now, xflow_colle
 {
 	long done = 0;
 	size_t taken = 0;
+	/* Before the pop: what it claims is in the ring by then. */
+	uint64_t held = xflow_ring_held_before(&p->cons);
 	p->vet.bound = acoll_peer_clock_bound(p);
 	acoll_vet_read_begin(&p->vet, now, p->vet.bound);
 	while (taken < max) {
@@ -210,6 +212,7 @@ static long peer_read(struct acoll *c, struct peer *p, uint64_t now, xflow_colle
 		if ((size_t)n < want)
 			break;
 	}
+	acoll_peer_held(p, held, p->cons.prod_seen, now);
 	return done;
 }
 
@@ -388,12 +391,17 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 			 p->lost_before_ring);
 		source = p->source_said;
 	}
+	/* What waits in its lanes was not given: its progress is no further. */
+	uint64_t held = acoll_peer_held_ns(p, xflow_monotonic_ns());
+	uint64_t progress = p->gone || !p->connected ? 0 : p->progress_ns;
+	if (held && held < progress)
+		progress = held;
 	*out = (struct xflow_domain_info){ .id = p->domid, .name = p->domain, .source = source,
 					   .targets = p->ntargets, .records = p->records,
 					   .drops = peer_drops(p),
 					   .gone = p->gone, .bad = p->bad + p->cons.bad_records + p->rs.bad,
 					   .clock_bound_ns = acoll_peer_clock_bound(p), .lies = p->vet.lies,
-					   .progress_ns = p->gone || !p->connected ? 0 : p->progress_ns,
+					   .progress_ns = progress, .held_ns = held,
 					   .planning = !p->gone && p->state != PEER_LIVE };
 	return 0;
 }

@@ -119,6 +119,25 @@ void acoll_peer_progress(struct peer *p, uint64_t agent_ticks)
 		p->progress_ns = t;
 }
 
+void acoll_peer_held(struct peer *p, uint64_t held_ticks, uint64_t prod, uint64_t now)
+{
+	if (prod != p->held_prod) {
+		p->held_prod = prod;
+		p->held_moved_at = now;
+	}
+	p->held_ns = held_ticks ? xflow_clock_to_ns(p->conv, held_ticks) + (uint64_t)p->offset_ns : 0;
+	if (held_ticks && !p->held_ns)
+		p->held_ns = 1; /* 0 says "nothing" */
+}
+
+uint64_t acoll_peer_held_ns(const struct peer *p, uint64_t now)
+{
+	if (!p->held_ns || p->gone || !p->connected || now - p->held_moved_at >= HELD_STALE_NS ||
+	    p->held_ns + HELD_MAX_NS < now)
+		return 0;
+	return p->held_ns;
+}
+
 /* The Domains row's words for a clock placed by round trips. */
 void acoll_rt_how(struct peer *p)
 {

@@ -30,6 +30,11 @@
 #define MAX_PEERS 256 /* agents seen in a run, gone ones included */
 #define MAX_LIST 64
 #define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
+/* An agent that says records wait in its lanes is waited for while its
+ * ring moves, and no further back than this: one stopped, or one that
+ * says so for ever, must not hold every domain's records. */
+#define HELD_STALE_NS UINT64_C(1000000000)
+#define HELD_MAX_NS UINT64_C(2000000000)
 #define POP_CHUNK 256
 /* An agent over Xen gets this long to greet (its plan, timeout= whole:
  * a kernel agent answers once the verifier has passed every program, and
@@ -196,6 +201,11 @@ struct peer {
 	 * written every record it gave before then (xflow_domain_info's
 	 * progress_ns); 0 until it said. */
 	uint64_t progress_ns;
+	/* What its agent says waits in the lanes (xflow/ring.h held_before)
+	 * on our time, 0: nothing; and the ring's producer index when last
+	 * read, and when that last moved (acoll_peer_held). */
+	uint64_t held_ns;
+	uint64_t held_prod, held_moved_at;
 	char source[200];
 	/* source, and what the domain's lanes lost, for the Domains view. */
 	char source_said[320];
@@ -279,6 +289,14 @@ uint64_t acoll_peer_clock_bound(struct peer *p);
 void acoll_peer_clock_refine(struct acoll *c, struct peer *p, const struct xflow_ctl_stats *s);
 /* A STATS reply's clock_now (@agent_ticks, 0: not said) as p->progress_ns. */
 void acoll_peer_progress(struct peer *p, uint64_t agent_ticks);
+/* After a read of @p's ring: what its agent said waits in its lanes
+ * (xflow/ring.h held_before, @held_ticks, read before the pop), on our
+ * time, and the ring's producer index @prod, to see whether it moves. */
+void acoll_peer_held(struct peer *p, uint64_t held_ticks, uint64_t prod, uint64_t now);
+/* That as xflow_domain_info.held_ns at @now: waited for while the ring
+ * moves (HELD_STALE_NS) and not from further back than HELD_MAX_NS; 0
+ * once the agent is gone. */
+uint64_t acoll_peer_held_ns(const struct peer *p, uint64_t now);
 void acoll_rt_how(struct peer *p);
 void acoll_xen_peer_source(struct peer *p);
 void acoll_xtime_heard(struct acoll *c, struct peer *p, bool said, int64_t d);

@@ -40,8 +40,9 @@
  * 10: XFLOW_SCHED_XEN (before XFLOW_SCHED_NKINDS, which it moves).
  * 11: the optional detach() hook (at the end of the ops).
  * 12: XFLOW_SITE_NOTIFIES (a new bit of xflow_site_info.roles, which moves
- *     XFLOW_SITE_ROLES_ALL). */
-#define XFLOW_COLLECTOR_ABI 12
+ *     XFLOW_SITE_ROLES_ALL).
+ * 13: struct xflow_domain_info.held_ns (at its end). */
+#define XFLOW_COLLECTOR_ABI 13
 
 struct xflow_collector; /* a collector's instance, opaque to the monitor */
 
@@ -145,6 +146,14 @@ struct xflow_domain_info {
 	/* ABI 9: its plan is on the way (an agent greeting, or weaving what
 	 * it was sent): what the flows reach there is not known yet. */
 	int planning;
+	/* ABI 13: its records from this time on (on the times emit() gives)
+	 * may still wait at its producer for room to come (an agent's lanes
+	 * behind a full ring: xflow/ring.h, held_before), so the model keeps
+	 * what is younger until they come instead of counting them late; 0:
+	 * nothing waits, or it is not known, or the producer has not moved
+	 * for long enough that it is not waited for.  Read it after the
+	 * records read() gave: it speaks of what had come by then. */
+	uint64_t held_ns;
 };
 #define XFLOW_CLOCK_BOUND_UNKNOWN UINT64_MAX
 

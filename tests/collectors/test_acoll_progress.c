@@ -72,3 +72,31 @@ Test(acoll_progress, a_guest_placed_by_evidence_says_it_before_its_first_record)
 	acoll_peer_progress(p, 123456789);
 	cr_assert_eq(p->progress_ns, 0, "placed by its first record, it is not placed before it");
 }
+
+/* What an agent says waits in its lanes (acoll_peer_held): on our time as
+ * its records are, said only while its ring moves and not from further
+ * back than HELD_MAX_NS, and 0 once it is gone. */
+Test(acoll_progress, records_held_in_the_lanes_are_said_while_the_ring_moves)
+{
+	struct xflow_clock k = { .kind = XFLOW_CLOCK_TSC, .base_tick = 1000, .base_ns = 5000000000ull,
+				 .mult = UINT64_C(1) << 31 };
+	struct peer *p = peer_on(&k, false, -1000);
+	p->connected = true;
+	uint64_t s = 5500000000ull;
+	acoll_peer_held(p, 3000, 64, s);
+	cr_assert_eq(acoll_peer_held_ns(p, s), 5000000000ull, "tick 3000 is 5 s + 1000 ns, less the offset");
+	acoll_peer_held(p, 0, 128, s + 1000);
+	cr_assert_eq(acoll_peer_held_ns(p, s + 1000), 0, "nothing held");
+	acoll_peer_held(p, 3000, 192, s + 2000);
+	cr_assert_eq(acoll_peer_held_ns(p, s + HELD_STALE_NS), 5000000000ull, "the ring moved within the stale time");
+	acoll_peer_held(p, 3000, 192, s + HELD_STALE_NS);
+	cr_assert_eq(acoll_peer_held_ns(p, s + 2000 + HELD_STALE_NS), 0, "a ring that stopped is not waited for");
+	acoll_peer_held(p, 3000, 256, s + HELD_STALE_NS + 10);
+	cr_assert_eq(acoll_peer_held_ns(p, s + HELD_STALE_NS + 10), 5000000000ull, "moving again");
+	cr_assert_eq(acoll_peer_held_ns(p, 5000000000ull + HELD_MAX_NS + 1), 0, "too far back");
+	p->gone = true;
+	cr_assert_eq(acoll_peer_held_ns(p, s + HELD_STALE_NS + 10), 0, "gone");
+	p->gone = false;
+	acoll_peer_held(p, 1, 320, s);
+	cr_assert_neq(p->held_ns, 0, "a claim of time 0 still says that records wait");
+}
