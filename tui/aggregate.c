@@ -177,6 +177,12 @@ struct xft_agg {
 	} progress[XFT_PROGRESS_DOMAINS];
 	uint32_t nprogress;
 	uint64_t clock_now;
+	/* The domains whose records wait at their agents for room
+	 * (xft_agg_set_held), and the oldest time any of them holds: the
+	 * window releases nothing younger, 0: none holds. */
+	struct progress held[XFT_PROGRESS_DOMAINS];
+	uint32_t nheld;
+	uint64_t held_min;
 
 	/* Losses seen in threads' record numbers (tui/seq_gap.h), per
 	 * domain: how many were applied (dloss) and when the latest one's
@@ -1588,6 +1594,13 @@ static void release_until(struct xft_agg *a, uint64_t now)
 	uint64_t skew = lag < a->lim.window_ns / 2 ? 2 * lag + LAG_FLOOR_NS : a->lim.window_ns;
 	if (marked && mark > a->newest - (skew < a->newest ? skew : a->newest))
 		mark = a->newest - (skew < a->newest ? skew : a->newest);
+	/* Nothing younger than what a domain's agent still holds: it comes
+	 * later, and would be late (xft_agg_set_held). */
+	uint64_t held = a->held_min;
+	if (held && now > held + a->lim.window_ns)
+		now = held + a->lim.window_ns;
+	if (held && marked && mark > held)
+		mark = held;
 	while (xft_reorder_oldest(&a->rq, &t) && (t + a->lim.window_ns <= now || (marked && t < mark)))
 		release_one(a);
 }
@@ -1691,6 +1704,8 @@ void xft_agg_tick(struct xft_agg *a, uint64_t now)
 	uint64_t horizon;
 	if (!xft_reorder_oldest(&a->rq, &horizon) || horizon > now)
 		horizon = now;
+	if (a->held_min && horizon > a->held_min)
+		horizon = a->held_min;
 	expire(a, horizon);
 	if (a->sj)
 		sched_status(a, 1);
@@ -1751,6 +1766,23 @@ void xft_agg_domain_refused(const struct xft_agg *a, uint16_t domain, struct xft
 void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_ns)
 {
 	xft_kj_set_bound(&a->kj, domain, bound_ns);
+}
+
+void xft_agg_set_held(struct xft_agg *a, uint16_t domain, uint64_t held_ns)
+{
+	uint32_t i;
+	for (i = 0; i < a->nheld && a->held[i].domain != domain; i++)
+		;
+	if (!held_ns && i < a->nheld)
+		a->held[i] = a->held[--a->nheld];
+	else if (held_ns && i < a->nheld)
+		a->held[i].t = held_ns;
+	else if (held_ns && a->nheld < XFT_PROGRESS_DOMAINS)
+		a->held[a->nheld++] = (struct progress){ .domain = domain, .t = held_ns };
+	a->held_min = 0;
+	for (i = 0; i < a->nheld; i++)
+		if (!a->held_min || a->held[i].t < a->held_min)
+			a->held_min = a->held[i].t;
 }
 
 void xft_agg_set_progress(struct xft_agg *a, uint16_t domain, uint64_t progress_ns)

@@ -317,4 +317,15 @@ void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_
 #define XFT_PROGRESS_DOMAINS 256
 void xft_agg_set_progress(struct xft_agg *a, uint16_t domain, uint64_t progress_ns);
 
+/* @domain's records from @held_ns on may still wait at its agent for room
+ * (a collector's xflow_domain_info.held_ns); 0: none wait.  While any
+ * domain holds, the window releases no record younger than the oldest
+ * time held, by the clock or by the threads' watermark, and no flow
+ * expires past it: the held records come after a stopped monitor's
+ * backlog, older than what it read first, and were counted late (a
+ * monitor stopped for 0.3 s with an agent ring of 64: 10 to 205 records).
+ * A full window still lets its oldest go.  The collector says how long a
+ * domain is waited for.  At most XFT_PROGRESS_DOMAINS domains hold. */
+void xft_agg_set_held(struct xft_agg *a, uint16_t domain, uint64_t held_ns);
+
 #endif

@@ -368,8 +368,6 @@ static void update_infos(struct xft_app *app, double secs)
 			r->prev_records = r->info.records;
 			if (r->info.name)
 				xft_sites_set_domain(&app->sites, r->info.id, r->info.name);
-			xft_agg_set_clock_bound(app->agg, r->info.id, r->info.clock_bound_ns);
-			xft_agg_set_progress(app->agg, r->info.id, r->info.gone ? 0 : r->info.progress_ns);
 			/* The model's refusals are the domain's as well, shown
 			 * with the lies its collector counted: in its first row
 			 * only, since the model counts by domain id and two
@@ -390,6 +388,25 @@ static void update_infos(struct xft_app *app, double secs)
 		}
 	}
 	nothing_woven_check(app);
+}
+
+/* What the sources say of their domains' clocks and progress, into the
+ * model before its tick: a domain whose agent holds records back must
+ * hold the tick's release at once, not one refresh late. */
+static void domains_to_model(struct xft_app *app)
+{
+	for (unsigned s = 0; s < app->nsrc; s++) {
+		struct xft_source *src = &app->src[s];
+		struct xflow_domain_info info;
+		for (uint32_t i = 0; src->ops->domain_info; i++) {
+			memset(&info, 0, sizeof(info)); /* what a collector does not say is 0 */
+			if (src->ops->domain_info(src->c, i, &info))
+				break;
+			xft_agg_set_clock_bound(app->agg, info.id, info.clock_bound_ns);
+			xft_agg_set_progress(app->agg, info.id, info.gone ? 0 : info.progress_ns);
+			xft_agg_set_held(app->agg, info.id, info.gone ? 0 : info.held_ns);
+		}
+	}
 }
 
 /* The hypervisor's state (xentrace), with room for its shown order. */
@@ -459,6 +476,7 @@ void xft_app_refresh(struct xft_app *app, uint64_t now)
 		xft_agg_drain(app->agg);
 		xft_agg_sched_flush(app->agg);
 	}
+	domains_to_model(app);
 	xft_agg_tick(app->agg, app->recorded_clock || app->record_now > now ? app->record_now : now);
 	double secs = app->last_refresh_ns ? (double)(now - app->last_refresh_ns) / 1e9 : 0;
 	if (secs > 0)
@@ -732,6 +750,7 @@ int xft_app_init(struct xft_app *app, const struct xft_config *cfg, char *err, s
 		goto oom;
 	xft_ui_init(app);
 	app->start_ns = app->now_ns = app->last_refresh_ns = xflow_monotonic_ns();
+	domains_to_model(app);
 	update_infos(app, 0);
 	/* Last: listening says that the collectors are open. */
 	if (cfg->listen[0] && (rc = xft_metrics_start(app, err, errlen)))

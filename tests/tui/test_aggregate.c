@@ -276,6 +276,79 @@ Test(aggregate, keyed_handoff_links_a_fresh_local_id_to_the_sender)
 	xft_agg_free(a);
 }
 
+/* A monitor stopped for 0.4 s finds its agent's ring full of domain 1's
+ * oldest records (thread 1's, to 1040 ms) and ticks at 1500 ms; the rest,
+ * thread 2's from 1020 ms, wait in the agent's lanes for room, as the
+ * agent says (held from 1020 ms).  Said, the tick keeps what is younger
+ * than 1020 ms and thread 2's records are in time; not said, the tick
+ * releases all by the clock and they come late.  Returns how many came
+ * late, and checks that nothing is lost either way and that the window
+ * lets all go once nothing is held. */
+static uint64_t stopped_monitor(bool said)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l); /* a window of 100 ms, shorter than the stop */
+	struct xft_agg *a = make(&l);
+	struct xflow_record r;
+	for (uint64_t i = 0; i < 5; i++) {
+		r = rec(1, 1 + (uint32_t)i, 7, i ? 0 : XFLOW_REC_START);
+		r.thread_id = 1;
+		xft_agg_feed(a, &r, (1000 + 10 * i) * MS);
+	}
+	if (said)
+		xft_agg_set_held(a, 1, 1020 * MS);
+	xft_agg_tick(a, 1500 * MS);
+	const struct xft_agg_stats *st = xft_agg_stats(a);
+	cr_assert_eq(st->released, said ? 3 : 5, "said %d: released %lu", said, (unsigned long)st->released);
+	for (uint64_t i = 0; i < 3; i++) {
+		r = rec(1, 10 + (uint32_t)i, 8, i ? 0 : XFLOW_REC_START);
+		r.thread_id = 2;
+		xft_agg_feed(a, &r, (1020 + 5 * i) * MS);
+	}
+	xft_agg_set_held(a, 1, 0);
+	xft_agg_tick(a, 1510 * MS);
+	cr_assert_eq(st->released, 8, "nothing held: the window lets all go by the clock");
+	cr_assert_not_null(find_hop(a, 1, 10, 1, 11));
+	uint64_t late = st->late;
+	xft_agg_free(a);
+	return late;
+}
+
+Test(aggregate, records_an_agent_holds_for_room_are_waited_for_not_late)
+{
+	cr_assert_eq(stopped_monitor(true), 0);
+	cr_assert_eq(stopped_monitor(false), 3, "the clock alone takes them for late");
+}
+
+/* The oldest time any domain holds bounds the release; a domain that
+ * no longer holds frees it, another's still holds. */
+Test(aggregate, the_oldest_held_time_of_any_domain_bounds_the_release)
+{
+	struct xft_agg_limits l;
+	xft_agg_limits_default(&l);
+	struct xft_agg *a = make(&l);
+	struct xflow_record r;
+	xft_agg_set_held(a, 1, 1250 * MS);
+	xft_agg_set_held(a, 2, 1150 * MS);
+	for (uint64_t i = 0; i < 6; i++) {
+		r = rec(3, 1, 7 + i, XFLOW_REC_START);
+		xft_agg_feed(a, &r, (1000 + 100 * i) * MS);
+	}
+	cr_assert_eq(xft_agg_stats(a)->released, 2, "the newest record releases up to 1150 ms only");
+	xft_agg_tick(a, 9000 * MS);
+	cr_assert_eq(xft_agg_stats(a)->released, 2, "up to 1150 ms");
+	xft_agg_set_held(a, 2, 0);
+	xft_agg_tick(a, 9000 * MS);
+	cr_assert_eq(xft_agg_stats(a)->released, 3, "up to 1250 ms");
+	xft_agg_set_held(a, 1, 1450 * MS);
+	xft_agg_tick(a, 9000 * MS);
+	cr_assert_eq(xft_agg_stats(a)->released, 5, "domain 1 moved on to 1450 ms");
+	xft_agg_set_held(a, 1, 0);
+	xft_agg_tick(a, 9000 * MS);
+	cr_assert_eq(xft_agg_stats(a)->released, 6);
+	xft_agg_free(a);
+}
+
 /* dom0's IN of key 0xabc at 10 s waits for the guest's OUT, which the
  * guest wrote at 9.7 s but, descheduled, gives only at 13 s.  By the
  * monitor's clock the IN's grace (2 s) ran out at 12 s; the guest, which
