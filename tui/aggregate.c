@@ -1768,40 +1768,45 @@ void xft_agg_set_clock_bound(struct xft_agg *a, uint16_t domain, uint64_t bound_
 	xft_kj_set_bound(&a->kj, domain, bound_ns);
 }
 
-void xft_agg_set_held(struct xft_agg *a, uint16_t domain, uint64_t held_ns)
+/* @domain's entry in the list @l of *@n (XFT_PROGRESS_DOMAINS at most),
+ * added with t 0 if it has none and there is room; with !@keep it is
+ * taken out instead.  NULL: none (taken out, or no room). */
+static struct progress *domain_entry(struct progress *l, uint32_t *n, uint16_t domain, bool keep)
 {
 	uint32_t i;
-	for (i = 0; i < a->nheld && a->held[i].domain != domain; i++)
+	for (i = 0; i < *n && l[i].domain != domain; i++)
 		;
-	if (!held_ns && i < a->nheld)
-		a->held[i] = a->held[--a->nheld];
-	else if (held_ns && i < a->nheld)
-		a->held[i].t = held_ns;
-	else if (held_ns && a->nheld < XFT_PROGRESS_DOMAINS)
-		a->held[a->nheld++] = (struct progress){ .domain = domain, .t = held_ns };
+	if (!keep) {
+		if (i < *n)
+			l[i] = l[--*n];
+		return NULL;
+	}
+	if (i == *n) {
+		if (*n == XFT_PROGRESS_DOMAINS)
+			return NULL; /* beyond the table: not waited for */
+		l[(*n)++] = (struct progress){ .domain = domain };
+	}
+	return &l[i];
+}
+
+void xft_agg_set_held(struct xft_agg *a, uint16_t domain, uint64_t held_ns)
+{
+	struct progress *h = domain_entry(a->held, &a->nheld, domain, held_ns != 0);
+	if (h)
+		h->t = held_ns;
 	a->held_min = 0;
-	for (i = 0; i < a->nheld; i++)
+	for (uint32_t i = 0; i < a->nheld; i++)
 		if (!a->held_min || a->held[i].t < a->held_min)
 			a->held_min = a->held[i].t;
 }
 
 void xft_agg_set_progress(struct xft_agg *a, uint16_t domain, uint64_t progress_ns)
 {
-	uint32_t i;
-	for (i = 0; i < a->nprogress && a->progress[i].domain != domain; i++)
-		;
-	if (!progress_ns) {
-		if (i < a->nprogress)
-			a->progress[i] = a->progress[--a->nprogress];
+	struct progress *p = domain_entry(a->progress, &a->nprogress, domain, progress_ns != 0);
+	if (!p)
 		return;
-	}
-	if (i == a->nprogress) {
-		if (a->nprogress == XFT_PROGRESS_DOMAINS)
-			return; /* beyond the table: not waited for */
-		a->progress[a->nprogress++] = (struct progress){ .domain = domain };
-	}
-	if (progress_ns > a->progress[i].t)
-		a->progress[i].t = progress_ns;
+	if (progress_ns > p->t)
+		p->t = progress_ns;
 	if (progress_ns > a->clock_now)
 		a->clock_now = progress_ns;
 }
