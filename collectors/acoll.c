@@ -166,6 +166,9 @@ static long peer_give(struct acoll *c, struct peer *p, long n, uint64_t now, xfl
 	uint32_t nsites = d ? d->nsites : 0;
 	const struct xflow_clock *conv = p->conv;
 	uint64_t offset = (uint64_t)p->offset_ns;
+	/* Which records are ids leaving through a ring (acoll_vet_flow). */
+	p->vet.roles = d ? p->pc->roles : NULL;
+	p->vet.nroles = nsites;
 	/* A guest's first record may move its clock (peer_emit). */
 	if (p->xen && !p->offset_checked)
 		nsites = 0;
@@ -391,8 +394,12 @@ static int agent_domain_info(struct xflow_collector *xc, uint32_t i, struct xflo
 			 p->lost_before_ring);
 		source = p->source_said;
 	}
+	/* Its flow-id lies that stood (all, once it is gone: nothing of it
+	 * is to come that could forgive them). */
+	uint64_t now = xflow_monotonic_ns();
+	acoll_vet_settle(&p->vet, p->gone ? UINT64_MAX : now);
 	/* What waits in its lanes was not given: its progress is no further. */
-	uint64_t held = acoll_peer_held_ns(p, xflow_monotonic_ns());
+	uint64_t held = acoll_peer_held_ns(p, now);
 	uint64_t progress = p->gone || !p->connected ? 0 : p->progress_ns;
 	if (held && held < progress)
 		progress = held;

@@ -66,9 +66,27 @@
 /* What a guest's records claim, judged (acoll_vet.c). */
 struct acoll_vet_id {
 	uint16_t kind;
-	bool doubted;  /* counted never_started, its START not yet seen */
+	bool doubted;  /* claimed never_started, its START not yet seen */
+	bool sent;     /* it ended by leaving through a ring, not by a QUIT */
+	uint32_t late; /* records claimed after_end since it ended: perhaps
+	                * of the id's next flow, whose beginning another
+	                * thread's lane has not published yet */
+	bool late_end_sent; /* the last end among them left through a ring */
 	uint64_t id;
-	uint64_t t;    /* its QUIT's time */
+	uint64_t t;    /* when it ended */
+	uint64_t late_t, late_end_t; /* the first of those records, and the
+	                              * last that ended the id (0: none) */
+};
+/* A lie of a flow id judged but not yet counted (acoll_vet_flow): what an
+ * honest agent publishes out of order is forgiven when the rest comes, and
+ * a count that went back would break what reads it (a Prometheus counter),
+ * so a claim is counted once it has stood VET_SETTLE_NS unforgiven. */
+struct acoll_vet_claim {
+	uint64_t at;   /* the read it was made in, our clock */
+	uint64_t id;
+	uint16_t kind;
+	bool late;     /* after_end, in ended[slot]; else never_started */
+	uint32_t slot;
 };
 struct acoll_vet {
 	struct xflow_domain_lies lies;
@@ -85,6 +103,13 @@ struct acoll_vet {
 	uint64_t read_lo, read_span;
 	struct acoll_vet_id *ended;  /* the ended ids kept, a ring */
 	uint32_t ended_next;
+	struct acoll_vet_claim *claims; /* not yet counted, oldest first: a ring */
+	uint32_t claim_first, nclaims;
+	uint64_t now;                /* the read under way's, our clock */
+	/* Its plan's sites' roles (enum xflow_site_roles), for the read under
+	 * way: which of its records are an id leaving through a ring. */
+	const uint8_t *roles;
+	uint32_t nroles;
 	/* When its last STATS counts were taken (or it connected), and
 	 * whether any were: the counts it may claim since grow from them. */
 	uint64_t stats_ns;
@@ -326,8 +351,12 @@ void acoll_vet_read_begin(struct acoll_vet *v, uint64_t now, uint64_t bound);
 	(XFLOW_REC_START | XFLOW_REC_CROSS_DOMAIN | XFLOW_REC_KEYED | XFLOW_REC_SPLIT | XFLOW_REC_QUIT)
 
 /* acoll_vet_record()'s judgement of @r's flow id, stamped @t: never
- * refused, only counted. */
+ * refused, only counted (once settled). */
 void acoll_vet_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t);
+/* Count the flow-id lies claimed before @now less VET_SETTLE_NS and not
+ * forgiven since (UINT64_MAX: every one, for an agent that is gone).
+ * acoll_vet_read_begin() does it; the counts only grow. */
+void acoll_vet_settle(struct acoll_vet *v, uint64_t now);
 
 /*
  * acoll_vet_record() for a record of the read begun, its common case in

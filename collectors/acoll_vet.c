@@ -26,7 +26,9 @@
  * flow of its own domain.  The ids are kept per agent in a flow-id table
  * (xflow/flowid.h: the id as the key, its state as the value), its ended
  * ones at most VET_ENDED_KEPT, forgotten oldest first; an agent with more
- * live flows than VET_IDS has the excess counted as never started.
+ * live flows than VET_IDS has the excess counted as never started.  An id
+ * ends by its QUIT or by leaving the domain through a ring: the sending
+ * side never quits it, and kept live it would fill the table in seconds.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,11 +50,17 @@
 /* Flow ids judged per agent, and ended ones remembered. */
 #define VET_IDS 16384
 #define VET_ENDED_KEPT 4096
+/* A flow-id lie is counted once it stood this long unforgiven: the rest of
+ * what an honest agent published out of order comes with its next drain,
+ * milliseconds later (xflow-agent(8)).  At most VET_CLAIMS wait; one more
+ * counts the oldest. */
+#define VET_SETTLE_NS UINT64_C(1000000000)
+#define VET_CLAIMS 4096
 
 /* The value of an id in the table (never 0: that is "absent"): live,
- * doubted (a record came before any START: counted never_started, the
- * count withdrawn if its START comes after all), or ended, 3 + its place
- * in the ring of ended ids, which keeps its QUIT's time. */
+ * doubted (a record came before any START: never_started claimed, the
+ * claim withdrawn if its START comes after all), or ended, 3 + its place
+ * in the ring of ended ids, which keeps when it ended. */
 enum { VET_LIVE = 1, VET_DOUBTED = 2, VET_ENDED0 = 3 };
 
 int acoll_vet_init(struct acoll_vet *v, uint64_t rate, uint64_t now)
@@ -64,6 +72,7 @@ int acoll_vet_init(struct acoll_vet *v, uint64_t rate, uint64_t now)
 	v->refill_ns = now;
 	v->floor_ns = now;
 	v->stats_ns = now;
+	v->now = now;
 	return 0;
 }
 
@@ -72,8 +81,10 @@ void acoll_vet_fini(struct acoll_vet *v)
 	if (v->ids_ready)
 		xflow_flowtab_fini(&v->ids);
 	free(v->ended);
+	free(v->claims);
 	v->ids_ready = false;
 	v->ended = NULL;
+	v->claims = NULL;
 }
 
 /* The table, made at the first record that needs it: an agent that only
@@ -85,9 +96,12 @@ static bool ids_ready(struct acoll_vet *v)
 	if (v->ids_failed)
 		return false;
 	v->ended = calloc(VET_ENDED_KEPT, sizeof(*v->ended));
-	if (!v->ended || xflow_flowtab_init(&v->ids, VET_IDS)) {
+	v->claims = calloc(VET_CLAIMS, sizeof(*v->claims));
+	if (!v->ended || !v->claims || xflow_flowtab_init(&v->ids, VET_IDS)) {
 		free(v->ended);
+		free(v->claims);
 		v->ended = NULL;
+		v->claims = NULL;
 		v->ids_failed = true;
 		return false;
 	}
@@ -104,16 +118,91 @@ static uint64_t id_key(const struct acoll_vet *v, uint16_t kind, uint64_t id)
 	return xflow_flowtab_key_of_number(&v->ids, kind, id >> 1 | (id & 1) << (XFLOW_FLOWID_BITS - 1));
 }
 
-/* @id of @kind ended at @t: remembered, the oldest ended one forgotten. */
-static void id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t, bool doubted)
+/* Ended id @e is left for good (forgotten, or its id moved on): what it
+ * still claims can be forgiven no more, and is counted now (its claims
+ * then find it gone). */
+static void ended_settle(struct acoll_vet *v, struct acoll_vet_id *e)
+{
+	v->lies.never_started += e->doubted;
+	v->lies.after_end += e->late;
+	e->doubted = false;
+	e->late = 0;
+}
+
+/* @id of @kind ended at @t (@sent: it left through a ring): remembered,
+ * the oldest ended one forgotten.  false: not kept (the table is full of
+ * live ids). */
+static bool id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t, bool doubted, bool sent)
 {
 	uint32_t at = v->ended_next;
 	struct acoll_vet_id *slot = &v->ended[at];
-	if (slot->id && xflow_flowtab_get(&v->ids, slot->kind, id_key(v, slot->kind, slot->id)) == VET_ENDED0 + at)
+	if (slot->id && xflow_flowtab_get(&v->ids, slot->kind, id_key(v, slot->kind, slot->id)) == VET_ENDED0 + at) {
+		ended_settle(v, slot);
 		xflow_flowtab_remove(&v->ids, slot->kind, id_key(v, slot->kind, slot->id));
-	*slot = (struct acoll_vet_id){ .kind = kind, .id = id, .t = t, .doubted = doubted };
+	}
+	*slot = (struct acoll_vet_id){ .kind = kind, .id = id, .t = t, .doubted = doubted, .sent = sent };
 	v->ended_next = (at + 1) % VET_ENDED_KEPT;
-	xflow_flowtab_register(&v->ids, kind, id_key(v, kind, id), VET_ENDED0 + at);
+	return xflow_flowtab_register(&v->ids, kind, id_key(v, kind, id), VET_ENDED0 + at) == 0;
+}
+
+/* Count the oldest claim, unless it was forgiven: its id no longer
+ * doubted, or no longer late in the same ended slot. */
+static void settle_one(struct acoll_vet *v)
+{
+	struct acoll_vet_claim *c = &v->claims[v->claim_first];
+	v->claim_first = (v->claim_first + 1) % VET_CLAIMS;
+	v->nclaims--;
+	uint64_t key = id_key(v, c->kind, c->id);
+	uint64_t state = xflow_flowtab_get(&v->ids, c->kind, key);
+	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
+	if (c->late) {
+		if (state == VET_ENDED0 + c->slot && e->late) {
+			v->lies.after_end += e->late;
+			e->late = 0;
+			e->late_t = e->late_end_t = 0;
+		}
+	} else if (state == VET_DOUBTED) {
+		/* A lie: the id lives on as any other, its START no longer
+		 * awaited. */
+		v->lies.never_started++;
+		xflow_flowtab_register(&v->ids, c->kind, key, VET_LIVE);
+	} else if (e && e->doubted) {
+		v->lies.never_started++;
+		e->doubted = false;
+	}
+}
+
+/* @r's id claimed a lie (@late: after_end, of ended slot @slot). */
+static void claim(struct acoll_vet *v, const struct xflow_record *r, bool late, uint32_t slot)
+{
+	if (v->nclaims == VET_CLAIMS)
+		settle_one(v);
+	v->claims[(v->claim_first + v->nclaims++) % VET_CLAIMS] =
+		(struct acoll_vet_claim){ .at = v->now, .id = r->flow_id, .kind = r->flow_kind, .late = late, .slot = slot };
+}
+
+void acoll_vet_settle(struct acoll_vet *v, uint64_t now)
+{
+	while (v->nclaims && (now == UINT64_MAX || v->claims[v->claim_first].at + VET_SETTLE_NS <= now))
+		settle_one(v);
+}
+
+/* Whether @r is its id leaving the domain: the sender's record of a ring
+ * handoff (xflow/record.h).  A keyed OUT says so; an unkeyed one is
+ * CROSS_DOMAIN as the receiver's record is, told apart by its site's
+ * roles, or, where they do not tell (not known, or both), by the id being
+ * live here (LEAVES_IF_LIVE): an arrival's id is new here. */
+enum { LEAVES_NOT, LEAVES_IF_LIVE, LEAVES };
+static int id_leaves(const struct acoll_vet *v, const struct xflow_record *r)
+{
+	if (!(r->flags & XFLOW_REC_CROSS_DOMAIN))
+		return LEAVES_NOT;
+	if (r->flags & XFLOW_REC_KEYED)
+		return r->flags & XFLOW_REC_START ? LEAVES_NOT : LEAVES;
+	unsigned roles = r->site_id < v->nroles ? v->roles[r->site_id] : 0;
+	if (!(roles & XFLOW_SITE_ROLES_KNOWN) || (roles & XFLOW_SITE_SENDS && roles & XFLOW_SITE_RECEIVES))
+		return LEAVES_IF_LIVE;
+	return roles & XFLOW_SITE_SENDS ? LEAVES : LEAVES_NOT;
 }
 
 /*
@@ -121,50 +210,99 @@ static void id_ended(struct acoll_vet *v, uint16_t kind, uint64_t id, uint64_t t
  * come in the order the agent published them, which is not their time
  * order (each thread's lane is published in batches): a record before its
  * flow's START is doubted, and forgiven when the START comes; a record
- * after the QUIT is a lie only if it is stamped after it.
+ * after the id ended is a lie only if it is stamped after that, and no
+ * beginning of the id, stamped between the end and it, comes later.  An
+ * id is used again: a truncated one that crossed a ring header (its bits
+ * wrap every few thousand flows), or any id of a program that outlives
+ * 2^47 flows; its next flow's beginning may be in one thread's lane and
+ * its next records in another's, published first.  An id that leaves
+ * through a ring ends here as by a QUIT, and nothing after that is
+ * judged: the rest of its flow is the receiving domain's, and a copy of
+ * it (xin_copy) may still be recorded here.
  */
 void acoll_vet_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t t)
 {
 	if (!r->flow_id || !ids_ready(v))
 		return;
+	int leaves = id_leaves(v, r);
+	bool quits = r->flags & XFLOW_REC_QUIT;
 	/* An id is begun here by its START, by arriving from another domain
 	 * (header bits or a keyed IN: its first record here says so), or by a
 	 * split, whose fragment gets an id of its own. */
-	bool begins = r->flags & (ACOLL_VET_ID_FLAGS & ~XFLOW_REC_QUIT);
+	bool begins = leaves != LEAVES && (r->flags & (ACOLL_VET_ID_FLAGS & ~XFLOW_REC_QUIT));
 	/* The id of the record before, live in the table: a record that
 	 * neither begins nor ends it changes nothing (below), and a flow's
 	 * records mostly come together. */
-	if (v->live_id == r->flow_id && v->live_kind == r->flow_kind && !begins && !(r->flags & XFLOW_REC_QUIT))
+	if (v->live_id == r->flow_id && v->live_kind == r->flow_kind && !begins && !quits && !leaves)
 		return;
 	v->live_id = 0;
 	uint64_t state = xflow_flowtab_get(&v->ids, r->flow_kind, id_key(v, r->flow_kind, r->flow_id));
 	struct acoll_vet_id *e = state >= VET_ENDED0 ? &v->ended[state - VET_ENDED0] : NULL;
 	bool doubted = state == VET_DOUBTED || (e && e->doubted);
-	if (begins && doubted && (!e || t <= e->t)) {
-		/* Its START came after all, published late. */
-		v->lies.never_started--;
+	bool doubt = false; /* a never_started claimed here */
+	if (leaves == LEAVES_IF_LIVE) {
+		leaves = state == VET_LIVE || state == VET_DOUBTED ? LEAVES : LEAVES_NOT;
+		begins = !leaves;
+	}
+	if (begins && e && e->late && t > e->t && t <= e->late_t) {
+		/* The id's next flow begins here, before the records claimed
+		 * after its last one's end: they were this flow's, published
+		 * first. */
+		e->late = 0;
+		if (e->late_end_t) {
+			uint64_t end = e->late_end_t;
+			bool sent = e->late_end_sent;
+			ended_settle(v, e);
+			(void)id_ended(v, r->flow_kind, r->flow_id, end, false, sent);
+			return;
+		}
+		doubted = false;
+	} else if (begins && doubted && (!e || t <= e->t)) {
+		/* Its START came after all, published late: the claim is
+		 * withdrawn. */
 		if (e) {
 			e->doubted = false;
 			return;
 		}
 		doubted = false;
+	} else if (e && e->sent) {
+		/* It left: what follows here is not judged, but a beginning
+		 * after it left, which is the id's next flow. */
+		if (!begins || t <= e->t)
+			return;
 	} else if (!begins && !state) {
-		v->lies.never_started++;
-		doubted = true;
+		doubt = doubted = true;
 	} else if (!begins && e && t > e->t) {
-		v->lies.after_end++;
+		if (!e->late)
+			claim(v, r, true, (uint32_t)(state - VET_ENDED0));
+		if (!e->late || t < e->late_t)
+			e->late_t = t;
+		if (e->late < UINT32_MAX)
+			e->late++;
+		if ((quits || leaves) && t >= e->late_end_t) {
+			e->late_end_t = t;
+			e->late_end_sent = leaves && !quits;
+		}
 		return;
 	} else if (e && !begins) {
-		return; /* stamped before its QUIT: published late */
-	}
-	if (r->flags & XFLOW_REC_QUIT) {
-		id_ended(v, r->flow_kind, r->flow_id, t, doubted);
-		return;
+		return; /* stamped before it ended: published late */
 	}
 	/* Most records are of a live id, which stays so: no second probe of
-	 * the table for them. */
-	if (state != (doubted ? VET_DOUBTED : VET_LIVE) &&
-	    xflow_flowtab_register(&v->ids, r->flow_kind, id_key(v, r->flow_kind, r->flow_id), doubted ? VET_DOUBTED : VET_LIVE))
+	 * the table for them.  A claim is kept with its id, which its START
+	 * may still forgive; an id not kept (the table full) cannot be, so
+	 * its claim is counted now, as is what an ended id it moves on from
+	 * still claims. */
+	if (e)
+		ended_settle(v, e);
+	bool kept = quits || leaves ? id_ended(v, r->flow_kind, r->flow_id, t, doubted, leaves && !quits)
+		    : state == (doubted ? VET_DOUBTED : VET_LIVE) ||
+		      xflow_flowtab_register(&v->ids, r->flow_kind, id_key(v, r->flow_kind, r->flow_id),
+					     doubted ? VET_DOUBTED : VET_LIVE) == 0;
+	if (doubt && kept)
+		claim(v, r, false, 0);
+	else if (doubt)
+		v->lies.never_started++;
+	if (!kept || quits || leaves)
 		return;
 	if (!doubted) {
 		v->live_id = r->flow_id;
@@ -212,6 +350,8 @@ void acoll_vet_read_begin(struct acoll_vet *v, uint64_t now, uint64_t bound)
 	/* 0 when nothing is both (or, harmlessly, when everything is): every
 	 * record then goes to acoll_vet_record(). */
 	v->read_span = v->read_lo <= hi ? hi - v->read_lo + 1 : 0;
+	v->now = now;
+	acoll_vet_settle(v, now);
 	/* The read's tokens, earned before it begins (as at its first
 	 * record: nothing more is earned at the same time). */
 	refill(v, now);
