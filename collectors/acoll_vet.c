@@ -294,6 +294,8 @@ void acoll_vet_flow(struct acoll_vet *v, const struct xflow_record *r, uint64_t 
 	 * still claims. */
 	if (e)
 		ended_settle(v, e);
+	/* A beginning here is the id's own, whatever its last flow was. */
+	doubted = doubted && !begins;
 	bool kept = quits || leaves ? id_ended(v, r->flow_kind, r->flow_id, t, doubted, leaves && !quits)
 		    : state == (doubted ? VET_DOUBTED : VET_LIVE) ||
 		      xflow_flowtab_register(&v->ids, r->flow_kind, id_key(v, r->flow_kind, r->flow_id),

@@ -178,6 +178,23 @@ Test(vet_ids, roles_not_known)
 	cr_expect_eq(v.lies.never_started, 0);
 }
 
+/* A flow whose START never came, and the id's next flow, begun properly:
+ * one lie, the first's, counted once. */
+Test(vet_ids, a_lie_of_one_flow_is_not_the_next_ones)
+{
+	rec(51, PLAIN, 0, 1 * MS);
+	rec(51, PLAIN, XFLOW_REC_QUIT, 2 * MS);
+	rec(51, PLAIN, XFLOW_REC_START, 5 * MS);
+	rec(51, PLAIN, 0, 6 * MS);
+	settle();
+	cr_expect_eq(v.lies.never_started, 1, "never_started %lu", (unsigned long)v.lies.never_started);
+	rec(51, PLAIN, XFLOW_REC_QUIT, 7 * MS);
+	rec(51, PLAIN, 0, 8 * MS);
+	settle();
+	cr_expect_eq(v.lies.never_started, 1, "never_started %lu", (unsigned long)v.lies.never_started);
+	cr_expect_eq(v.lies.after_end, 1, "the next flow's own end is judged: %lu", (unsigned long)v.lies.after_end);
+}
+
 /* A lie is counted once it stood a second of the monitor's reads
  * unforgiven, and what comes after does not take it back: the counts,
  * shown and exported as counters, only grow. */
