@@ -20,6 +20,7 @@ $(TESTDIR)/tui-jsoncheck: $(OBJDIR)/tests/tui/jsoncheck.o
 TEST_SCRIPTS += tests/tui/tui_tmux.sh tests/tui/batch_asan.sh tests/tui/exit_window.sh
 
 # The demo runs the simulated host's programs and an xflow-agent per
-# domain beside xflowtop: everything is built first.
+# domain beside xflowtop: everything is built first.  With its scheduler
+# model's trace joined, so that the demo shows where each hop's time went.
 run: all
-	$(BINDIR)/xflowtop --demo
+	$(BINDIR)/xflowtop --demo --xentrace sim
