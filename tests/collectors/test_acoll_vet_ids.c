@@ -168,6 +168,7 @@ Test(vet_ids, roles_not_known)
 	rec(33, UNKNOWN, ARRIVES, 3 * MS);
 	rec(33, PLAIN, 0, 4 * MS);
 	rec(33, PLAIN, XFLOW_REC_QUIT, 5 * MS);
+	settle();
 	cr_expect_eq(v.lies.never_started, 0, "an arrival begins its id");
 	/* A site known to receive: its record always begins the id. */
 	rec(35, PLAIN, XFLOW_REC_START, 6 * MS);
