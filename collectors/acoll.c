@@ -261,6 +261,13 @@ static long agent_read(struct xflow_collector *xc, uint64_t now_ns, xflow_collec
 {
 	struct acoll *c = (struct acoll *)xc;
 	long total = 0;
+	/* The TSC's rate measured again over all the run so far: the 20 ms
+	 * of calibration would have the times drift away from Xen's trace
+	 * and other domains' clocks (xflow/clock.h). */
+	if (now_ns - c->clock_refined_ns >= CLOCK_REFINE_NS) {
+		xflow_clock_refine(&c->clock);
+		c->clock_refined_ns = now_ns;
+	}
 	if (c->xd)
 		acoll_xen_tick(c, now_ns);
 	/* Start with the next agent each call: a busy one must not starve

@@ -30,6 +30,7 @@
 #define MAX_PEERS 256 /* agents seen in a run, gone ones included */
 #define MAX_LIST 64
 #define STATS_EVERY_NS 200000000u /* the monitor refreshes every second or so */
+#define CLOCK_REFINE_NS 1000000000u /* xflow_clock_refine(): a second */
 /* An agent that says records wait in its lanes is waited for while its
  * ring moves, and no further back than this: one stopped, or one that
  * says so for ever, must not hold every domain's records. */
@@ -250,6 +251,7 @@ struct acoll {
 	struct plan_cache cache[MAX_PEERS];
 	unsigned ncache;
 	struct xflow_clock clock;
+	uint64_t clock_refined_ns;   /* when its rate was last measured again */
 	/* Aspects: the unit's flows, then its user advice. */
 	uint32_t naspects;
 	struct aspect {

@@ -20,8 +20,9 @@ int xflow_tsc_invariant(void)
 }
 
 /* The narrowest bracket of a few tries puts the pair within tens of ns:
- * a try that was interrupted or migrated shows as a wide bracket. */
-void xflow_clock_pair(uint64_t *tsc, uint64_t *ns)
+ * a try that was interrupted or migrated shows as a wide bracket, the
+ * ticks it spans returned. */
+static uint64_t pair_bracket(uint64_t *tsc, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 8; i++) {
@@ -34,6 +35,12 @@ void xflow_clock_pair(uint64_t *tsc, uint64_t *ns)
 			*ns = n;
 		}
 	}
+	return best;
+}
+
+void xflow_clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+	(void)pair_bracket(tsc, ns);
 }
 
 static void use_monotonic(struct xflow_clock *c, const char *why)
@@ -71,6 +78,26 @@ int xflow_clock_init(struct xflow_clock *c, unsigned flags)
 	c->mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
 	c->base_tick = t1;
 	c->base_ns = n1;
+	c->first_tick = t0;
+	c->first_ns = n0;
 	snprintf(c->why, sizeof(c->why), "TSC: invariant, %.3f MHz", (double)c->tsc_hz / 1e6);
 	return 0;
+}
+
+/* A pair's bracket wider than this many ns is not used to refine: a
+ * clock_gettime() takes tens of nanoseconds, a preemption microseconds. */
+#define REFINE_BRACKET_NS 2000u
+
+void xflow_clock_refine(struct xflow_clock *c)
+{
+	if (c->kind != XFLOW_CLOCK_TSC)
+		return;
+	uint64_t t, n;
+	uint64_t bracket = pair_bracket(&t, &n);
+	if (t <= c->first_tick || n <= c->first_ns || bracket > (uint64_t)REFINE_BRACKET_NS * c->tsc_hz / 1000000000u)
+		return;
+	c->mult = (uint64_t)(((unsigned __int128)(n - c->first_ns) << 32) / (t - c->first_tick));
+	c->tsc_hz = (uint64_t)((double)(t - c->first_tick) * 1e9 / (double)(n - c->first_ns));
+	c->base_tick = t;
+	c->base_ns = n;
 }
